@@ -1,0 +1,265 @@
+#!/usr/bin/python3
+"""PyTorch training oracle for dpc's end-to-end tests.
+
+For each model it (1) builds it with a fixed seed, (2) exports it to ONNX,
+(3) loads the exported initializers back into the PyTorch model so that both
+sides provably start from the same bytes, (4) trains it in PyTorch on
+Fashion-MNIST minibatches taken in file order, and (5) writes the per-step
+losses as JSON. dpc trains the exported ONNX with the same settings and
+compare.py checks the two loss curves step by step.
+
+Conventions shared with dpc (docs/RUNTIME.md): step k (1-based) trains on the
+training samples [(k-1)*M*B, k*M*B) in file order; its loss is the mean
+CrossEntropyLoss over those M*B samples under the weights before step k's
+update. Pixels are float32(byte)/255, labels int64.
+"""
+
+import argparse
+import gzip
+import json
+import os
+import struct
+import sys
+import time
+
+import numpy as np
+import onnx
+import onnx.numpy_helper
+import torch
+import torch.nn as nn
+
+OPSET = 13
+DEFAULT_DATA = "/usr/share/datasets/fashion-mnist"
+
+
+class LeNet5(nn.Module):
+    """conv5x5(1->6,pad 2)-relu-maxpool2-conv5x5(6->16)-relu-maxpool2-
+    flatten-fc120-relu-fc84-relu-fc10. nn.Flatten exports as ONNX Flatten."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv1 = nn.Conv2d(1, 6, 5, padding=2)
+        self.conv2 = nn.Conv2d(6, 16, 5)
+        self.pool = nn.MaxPool2d(2)
+        self.flatten = nn.Flatten()
+        self.fc1 = nn.Linear(16 * 5 * 5, 120)
+        self.fc2 = nn.Linear(120, 84)
+        self.fc3 = nn.Linear(84, 10)
+        self.relu = nn.ReLU()
+
+    def forward(self, x):
+        x = self.pool(self.relu(self.conv1(x)))
+        x = self.pool(self.relu(self.conv2(x)))
+        x = self.flatten(x)
+        x = self.relu(self.fc1(x))
+        x = self.relu(self.fc2(x))
+        return self.fc3(x)
+
+
+class MLP(nn.Module):
+    """784-256-relu-10. The reshape is a `view`, which torch.onnx exports as
+    a Reshape (with a constant or Shape-derived target shape), so the MLP
+    exercises the importer's Reshape path while LeNet-5 exercises Flatten."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc1 = nn.Linear(28 * 28, 256)
+        self.fc2 = nn.Linear(256, 10)
+        self.relu = nn.ReLU()
+
+    def forward(self, x):
+        x = x.view(x.shape[0], -1)
+        return self.fc2(self.relu(self.fc1(x)))
+
+
+MODELS = {"lenet5": LeNet5, "mlp": MLP}
+
+
+def read_idx(path, expected_magic):
+    opener = gzip.open if path.endswith(".gz") else open
+    with opener(path, "rb") as f:
+        data = f.read()
+    if len(data) < 8:
+        sys.exit(f"oracle: {path}: truncated header")
+    magic = struct.unpack(">I", data[:4])[0]
+    if magic != expected_magic:
+        sys.exit(f"oracle: {path}: bad magic {magic:#010x}, "
+                 f"expected {expected_magic:#010x}")
+    ndim = magic & 0xFF
+    dims = struct.unpack(">" + "I" * ndim, data[4:4 + 4 * ndim])
+    payload = np.frombuffer(data, dtype=np.uint8, offset=4 + 4 * ndim)
+    if payload.size != int(np.prod(dims)):
+        sys.exit(f"oracle: {path}: {payload.size} bytes of data, "
+                 f"expected {int(np.prod(dims))}")
+    return payload.reshape(dims)
+
+
+def find_idx(directory, stem):
+    for name in (stem + ".gz", stem):
+        path = os.path.join(directory, name)
+        if os.path.exists(path):
+            return path
+    sys.exit(f"oracle: no {stem}[.gz] in {directory}")
+
+
+def load_split(directory, prefix, count):
+    images = read_idx(find_idx(directory, f"{prefix}-images-idx3-ubyte"),
+                      0x00000803)
+    labels = read_idx(find_idx(directory, f"{prefix}-labels-idx1-ubyte"),
+                      0x00000801)
+    if images.shape[0] != labels.shape[0]:
+        sys.exit(f"oracle: {directory}: {images.shape[0]} images but "
+                 f"{labels.shape[0]} labels")
+    images, labels = images[:count], labels[:count]
+    # float32(byte) / float32(255): the same correctly rounded division the
+    # C++ reader performs, so inputs match bit for bit.
+    x = torch.from_numpy(images.copy()).to(torch.float32).div_(255.0)
+    x = x.reshape(-1, 1, images.shape[1], images.shape[2])
+    y = torch.from_numpy(labels.astype(np.int64))
+    return x, y
+
+
+def write_safetensors(path, tensors):
+    """Minimal safetensors writer (F32/I64), enough to hand the initial
+    weights to tests that compare them with dpc's out/weights/."""
+    header, blobs, offset = {}, [], 0
+    for name in sorted(tensors):
+        array = np.ascontiguousarray(tensors[name])
+        dtype = {np.dtype("float32"): "F32", np.dtype("int64"): "I64"}[array.dtype]
+        raw = array.astype(array.dtype.newbyteorder("<")).tobytes()
+        header[name] = {"dtype": dtype, "shape": list(array.shape),
+                        "data_offsets": [offset, offset + len(raw)]}
+        blobs.append(raw)
+        offset += len(raw)
+    header["__metadata__"] = {"format": "pt", "producer": "dpc oracle"}
+    text = json.dumps(header, separators=(",", ":")).encode()
+    text += b" " * (-len(text) % 8)
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(text)))
+        f.write(text)
+        for raw in blobs:
+            f.write(raw)
+
+
+def export_and_reload(model, name, batch, out_dir):
+    """Exports to ONNX, then copies the exported initializers back into the
+    model: the ONNX file is what dpc reads, so it is the source of truth."""
+    path = os.path.join(out_dir, f"{name}.onnx")
+    dummy = torch.zeros(batch, 1, 28, 28)
+    model.eval()
+    torch.onnx.export(model, dummy, path, opset_version=OPSET,
+                      input_names=["input"], output_names=["logits"],
+                      do_constant_folding=True, export_params=True)
+    proto = onnx.load(path)
+    onnx.checker.check_model(proto)
+    initializers = {t.name: onnx.numpy_helper.to_array(t)
+                    for t in proto.graph.initializer}
+    state = model.state_dict()
+    for param_name, value in state.items():
+        if param_name not in initializers:
+            sys.exit(f"oracle: parameter {param_name} is not an initializer "
+                     f"of {path}; the exporter renamed or folded it")
+        exported = initializers[param_name]
+        if exported.shape != tuple(value.shape):
+            sys.exit(f"oracle: {param_name}: exported shape {exported.shape} "
+                     f"!= {tuple(value.shape)}")
+        value.copy_(torch.from_numpy(exported.copy()))
+    weights = {k: v.detach().numpy() for k, v in state.items()}
+    write_safetensors(os.path.join(out_dir, f"{name}.init.safetensors"), weights)
+    ops = sorted({node.op_type for node in proto.graph.node})
+    return path, ops
+
+
+def train(model, x, y, steps, microbatches, microbatch_size, lr, momentum):
+    minibatch = microbatches * microbatch_size
+    if steps * minibatch > x.shape[0]:
+        sys.exit(f"oracle: {steps} steps of {minibatch} samples need more "
+                 f"than the {x.shape[0]} training samples")
+    model.train()
+    optimizer = torch.optim.SGD(model.parameters(), lr=lr, momentum=momentum)
+    loss_fn = nn.CrossEntropyLoss()  # mean over the whole minibatch
+    losses = []
+    for step in range(steps):
+        begin = step * minibatch
+        inputs, labels = x[begin:begin + minibatch], y[begin:begin + minibatch]
+        optimizer.zero_grad()
+        loss = loss_fn(model(inputs), labels)
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.item())
+    return losses
+
+
+def evaluate(model, directory):
+    x, y = load_split(directory, "t10k", None)
+    model.eval()
+    with torch.no_grad():
+        predicted = model(x).argmax(dim=1)
+    return (predicted == y).float().mean().item()
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model", choices=sorted(MODELS) + ["all"],
+                        default="all")
+    parser.add_argument("--out", required=True, help="output directory")
+    parser.add_argument("--data", default=DEFAULT_DATA,
+                        help="directory with the Fashion-MNIST IDX files")
+    parser.add_argument("--steps", type=int, default=20)
+    parser.add_argument("--microbatches", type=int, default=4)
+    parser.add_argument("--microbatch-size", type=int, default=16)
+    parser.add_argument("--lr", type=float, default=0.05)
+    parser.add_argument("--momentum", type=float, default=0.9)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--eval", action="store_true",
+                        help="also report test accuracy after training")
+    args = parser.parse_args()
+
+    os.makedirs(args.out, exist_ok=True)
+    torch.set_num_threads(1)  # reproducible reduction order run to run
+    torch.use_deterministic_algorithms(True)
+    minibatch = args.microbatches * args.microbatch_size
+    x, y = load_split(args.data, "train", args.steps * minibatch)
+
+    names = sorted(MODELS) if args.model == "all" else [args.model]
+    for name in names:
+        started = time.time()
+        torch.manual_seed(args.seed)
+        model = MODELS[name]()
+        onnx_path, ops = export_and_reload(model, name, args.microbatch_size,
+                                           args.out)
+        losses = train(model, x, y, args.steps, args.microbatches,
+                       args.microbatch_size, args.lr, args.momentum)
+        result = {
+            "model": name,
+            "onnx": os.path.basename(onnx_path),
+            "initial_weights": f"{name}.init.safetensors",
+            "opset": OPSET,
+            "onnx_ops": ops,
+            "input_shape": [args.microbatch_size, 1, 28, 28],
+            "data": f"fashion-mnist:{args.data}",
+            "order": "file",
+            "seed": args.seed,
+            "steps": args.steps,
+            "microbatches": args.microbatches,
+            "microbatch_size": args.microbatch_size,
+            "loss": "softmax-cross-entropy, mean over the minibatch",
+            "optimizer": {"kind": "sgd", "lr": args.lr,
+                          "momentum": args.momentum, "weight_decay": 0.0},
+            "torch_version": torch.__version__,
+            "first_step": 1,
+            "losses": losses,
+        }
+        if args.eval:
+            result["eval_accuracy"] = evaluate(model, args.data)
+        path = os.path.join(args.out, f"{name}.oracle.json")
+        with open(path, "w") as f:
+            json.dump(result, f, indent=1)
+            f.write("\n")
+        print(f"{name}: {onnx_path} ({', '.join(ops)}); {args.steps} steps, "
+              f"loss {losses[0]:.6f} -> {losses[-1]:.6f}; "
+              f"{time.time() - started:.1f}s; wrote {path}")
+
+
+if __name__ == "__main__":
+    main()

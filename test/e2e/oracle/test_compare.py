@@ -1,0 +1,83 @@
+#!/usr/bin/python3
+"""Self-check of compare.py: an identical or slightly noisy run passes; a
+perturbed, missing, non-finite or malformed one fails with the right code."""
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+COMPARE = os.path.join(HERE, "compare.py")
+LOSSES = [2.302272, 2.282583, 2.249336, 2.193405, 2.097045]
+
+
+class CompareTest(unittest.TestCase):
+    def setUp(self):
+        self.dir = tempfile.TemporaryDirectory()
+        self.oracle = os.path.join(self.dir.name, "oracle.json")
+        with open(self.oracle, "w") as f:
+            json.dump({"first_step": 1, "losses": LOSSES}, f)
+
+    def tearDown(self):
+        self.dir.cleanup()
+
+    def run_compare(self, lines, *extra):
+        metrics = os.path.join(self.dir.name, "metrics.jsonl")
+        with open(metrics, "w") as f:
+            for line in lines:
+                f.write(line if isinstance(line, str) else json.dumps(line))
+                f.write("\n")
+        return subprocess.run([sys.executable, COMPARE, metrics, self.oracle,
+                               *extra], capture_output=True, text=True)
+
+    def steps(self, losses):
+        return [{"step": i + 1, "loss": loss, "samples": 64, "time_s": 0.1}
+                for i, loss in enumerate(losses)]
+
+    def test_identical_passes(self):
+        result = self.run_compare(self.steps(LOSSES) + [{"eval_accuracy": 0.8}])
+        self.assertEqual(result.returncode, 0, result.stdout + result.stderr)
+        self.assertIn("all 5 steps within", result.stdout)
+
+    def test_within_tolerance_passes(self):
+        noisy = [x * (1 + 5e-5) for x in LOSSES]
+        self.assertEqual(self.run_compare(self.steps(noisy)).returncode, 0)
+
+    def test_perturbed_step_fails(self):
+        perturbed = list(LOSSES)
+        perturbed[3] *= 1 + 2e-4
+        result = self.run_compare(self.steps(perturbed))
+        self.assertEqual(result.returncode, 1)
+        self.assertIn("FAIL", result.stdout)
+        self.assertIn("1 of 5 steps differ", result.stderr)
+
+    def test_looser_tolerance_accepts_perturbation(self):
+        perturbed = [x * (1 + 2e-4) for x in LOSSES]
+        self.assertEqual(
+            self.run_compare(self.steps(perturbed), "--rtol", "1e-3").returncode, 0)
+
+    def test_missing_step_fails(self):
+        result = self.run_compare(self.steps(LOSSES)[:-1])
+        self.assertEqual(result.returncode, 1)
+        self.assertIn("missing", result.stdout)
+
+    def test_nan_fails(self):
+        result = self.run_compare(self.steps(LOSSES[:2] + [float("nan")] + LOSSES[3:]))
+        self.assertEqual(result.returncode, 1)
+
+    def test_malformed_line_is_input_error(self):
+        result = self.run_compare(self.steps(LOSSES) + ["{not json"])
+        self.assertEqual(result.returncode, 2)
+        self.assertIn("metrics.jsonl:6: not JSON", result.stderr)
+
+    def test_duplicate_step_is_input_error(self):
+        result = self.run_compare(self.steps(LOSSES) + [{"step": 2, "loss": 1.0}])
+        self.assertEqual(result.returncode, 2)
+        self.assertIn("step 2 appears twice", result.stderr)
+
+
+if __name__ == "__main__":
+    unittest.main()

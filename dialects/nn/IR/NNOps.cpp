@@ -1,0 +1,286 @@
+//===- NNOps.cpp - nn dialect operations ----------------------------------===//
+//
+// Verifiers: every op checks that its result type is the one its operands and
+// attributes imply, through the shared rules of ShapeInference.h.
+//
+//===----------------------------------------------------------------------===//
+
+#include "dialects/nn/IR/NNOps.h"
+#include "dialects/nn/IR/ShapeInference.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinAttributes.h"
+
+using namespace mlir;
+using namespace mlir::dpc::nn;
+
+static ArrayRef<int64_t> shapeOf(Value value) {
+  return cast<RankedTensorType>(value.getType()).getShape();
+}
+
+static Type elementTypeOf(Value value) {
+  return cast<RankedTensorType>(value.getType()).getElementType();
+}
+
+// Checks that `value` has shape `expected` and element type `elementType`.
+static LogicalResult expectType(Operation *op, StringRef what, Value value,
+                                ArrayRef<int64_t> expected, Type elementType) {
+  if (shapeOf(value) != expected)
+    return op->emitOpError("expects ")
+           << what << " of shape " << formatShape(expected) << ", got "
+           << formatShape(shapeOf(value));
+  if (elementTypeOf(value) != elementType)
+    return op->emitOpError("expects ")
+           << what << " of element type " << elementType << ", got "
+           << elementTypeOf(value);
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// ParamOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult ParamOp::verify() {
+  if (getName().empty())
+    return emitOpError("expects a non-empty parameter name");
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Convolution
+//===----------------------------------------------------------------------===//
+
+template <typename ConvOp>
+static FailureOr<Shape> inferConvFrom(ConvOp op, ArrayRef<int64_t> input,
+                                      ArrayRef<int64_t> filter) {
+  return inferConv2dShape(input, filter, op.getStrides(), op.getPads(),
+                          op.getDilations(), op.getGroups(),
+                          [&] { return op.emitOpError(); });
+}
+
+LogicalResult Conv2dOp::verify() {
+  FailureOr<Shape> shape =
+      inferConvFrom(*this, shapeOf(getInput()), shapeOf(getFilter()));
+  if (failed(shape))
+    return failure();
+  Type elementType = elementTypeOf(getInput());
+  if (failed(expectType(*this, "filter", getFilter(), shapeOf(getFilter()),
+                        elementType)))
+    return failure();
+  if (getBias()) {
+    int64_t channels = shapeOf(getFilter())[0];
+    if (failed(expectType(*this, "bias", getBias(), {channels}, elementType)))
+      return failure();
+  }
+  return expectType(*this, "result", getResult(), *shape, elementType);
+}
+
+LogicalResult Conv2dGradInputOp::verify() {
+  FailureOr<Shape> shape =
+      inferConvFrom(*this, shapeOf(getInputGrad()), shapeOf(getFilter()));
+  if (failed(shape))
+    return failure();
+  return expectType(*this, "result_grad (the forward result's shape)",
+                    getResultGrad(), *shape, elementTypeOf(getInputGrad()));
+}
+
+LogicalResult Conv2dGradFilterOp::verify() {
+  FailureOr<Shape> shape =
+      inferConvFrom(*this, shapeOf(getInput()), shapeOf(getFilterGrad()));
+  if (failed(shape))
+    return failure();
+  return expectType(*this, "result_grad (the forward result's shape)",
+                    getResultGrad(), *shape, elementTypeOf(getFilterGrad()));
+}
+
+LogicalResult Conv2dGradBiasOp::verify() {
+  ArrayRef<int64_t> grad = shapeOf(getResultGrad());
+  if (grad.size() != 4)
+    return emitOpError("expects a rank-4 NCHW result_grad, got ")
+           << formatShape(grad);
+  return expectType(*this, "bias_grad", getBiasGrad(), {grad[1]},
+                    elementTypeOf(getResultGrad()));
+}
+
+//===----------------------------------------------------------------------===//
+// Matmul
+//===----------------------------------------------------------------------===//
+
+template <typename MatmulOp>
+static FailureOr<Shape> inferMatmulFrom(MatmulOp op, ArrayRef<int64_t> lhs,
+                                        ArrayRef<int64_t> rhs) {
+  return inferMatmulShape(lhs, rhs, op.getTransposeLhs(),
+                          op.getTransposeRhs(),
+                          [&] { return op.emitOpError(); });
+}
+
+LogicalResult MatmulOp::verify() {
+  FailureOr<Shape> shape =
+      inferMatmulFrom(*this, shapeOf(getLhs()), shapeOf(getRhs()));
+  if (failed(shape))
+    return failure();
+  Type elementType = elementTypeOf(getLhs());
+  if (failed(expectType(*this, "rhs", getRhs(), shapeOf(getRhs()),
+                        elementType)))
+    return failure();
+  return expectType(*this, "result", getResult(), *shape, elementType);
+}
+
+LogicalResult MatmulGradLhsOp::verify() {
+  FailureOr<Shape> shape =
+      inferMatmulFrom(*this, shapeOf(getLhsGrad()), shapeOf(getRhs()));
+  if (failed(shape))
+    return failure();
+  return expectType(*this, "result_grad (the forward result's shape)",
+                    getResultGrad(), *shape, elementTypeOf(getLhsGrad()));
+}
+
+LogicalResult MatmulGradRhsOp::verify() {
+  FailureOr<Shape> shape =
+      inferMatmulFrom(*this, shapeOf(getLhs()), shapeOf(getRhsGrad()));
+  if (failed(shape))
+    return failure();
+  return expectType(*this, "result_grad (the forward result's shape)",
+                    getResultGrad(), *shape, elementTypeOf(getRhsGrad()));
+}
+
+//===----------------------------------------------------------------------===//
+// Elementwise
+//===----------------------------------------------------------------------===//
+
+LogicalResult AddOp::verify() {
+  FailureOr<Shape> shape =
+      inferBroadcastShape(shapeOf(getLhs()), shapeOf(getRhs()),
+                          [&] { return emitOpError(); });
+  if (failed(shape))
+    return failure();
+  Type elementType = elementTypeOf(getLhs());
+  if (failed(expectType(*this, "rhs", getRhs(), shapeOf(getRhs()),
+                        elementType)))
+    return failure();
+  return expectType(*this, "result", getResult(), *shape, elementType);
+}
+
+LogicalResult SumToShapeOp::verify() {
+  ArrayRef<int64_t> input = shapeOf(getInput());
+  ArrayRef<int64_t> result = shapeOf(getResult());
+  FailureOr<Shape> broadcast =
+      inferBroadcastShape(result, input, [&] { return emitOpError(); });
+  if (failed(broadcast))
+    return failure();
+  if (ArrayRef<int64_t>(*broadcast) != input)
+    return emitOpError("expects a result shape that broadcasts to the input "
+                       "shape ")
+           << formatShape(input) << ", got " << formatShape(result);
+  return expectType(*this, "result", getResult(), result,
+                    elementTypeOf(getInput()));
+}
+
+//===----------------------------------------------------------------------===//
+// Pooling
+//===----------------------------------------------------------------------===//
+
+template <typename PoolOp>
+static FailureOr<Shape> inferPoolFrom(PoolOp op) {
+  return inferPool2dShape(shapeOf(op.getInput()), op.getKernelShape(),
+                          op.getStrides(), op.getPads(), op.getCeilMode(),
+                          [&] { return op.emitOpError(); });
+}
+
+LogicalResult MaxPool2dOp::verify() {
+  FailureOr<Shape> shape = inferPoolFrom(*this);
+  if (failed(shape))
+    return failure();
+  return expectType(*this, "result", getResult(), *shape,
+                    elementTypeOf(getInput()));
+}
+
+LogicalResult MaxPool2dGradOp::verify() {
+  FailureOr<Shape> shape = inferPoolFrom(*this);
+  if (failed(shape))
+    return failure();
+  Type elementType = elementTypeOf(getInput());
+  if (failed(expectType(*this, "result_grad (the forward result's shape)",
+                        getResultGrad(), *shape, elementType)))
+    return failure();
+  return expectType(*this, "input_grad", getInputGrad(), shapeOf(getInput()),
+                    elementType);
+}
+
+//===----------------------------------------------------------------------===//
+// Reshape
+//===----------------------------------------------------------------------===//
+
+LogicalResult ReshapeOp::verify() {
+  int64_t in = getNumElements(shapeOf(getInput()));
+  int64_t out = getNumElements(shapeOf(getResult()));
+  if (in != out)
+    return emitOpError("expects the same number of elements, got ")
+           << in << " in " << formatShape(shapeOf(getInput())) << " and "
+           << out << " in " << formatShape(shapeOf(getResult()));
+  if (elementTypeOf(getInput()) != elementTypeOf(getResult()))
+    return emitOpError("expects the same element type in and out");
+  return success();
+}
+
+OpFoldResult ReshapeOp::fold(FoldAdaptor) {
+  if (getInput().getType() == getResult().getType())
+    return getInput();
+  // reshape(reshape(x)) is one reshape of x.
+  if (auto inner = getInput().getDefiningOp<ReshapeOp>()) {
+    getInputMutable().assign(inner.getInput());
+    return getResult();
+  }
+  return {};
+}
+
+//===----------------------------------------------------------------------===//
+// Loss
+//===----------------------------------------------------------------------===//
+
+template <typename LossOp>
+static LogicalResult verifyLossOperands(LossOp op) {
+  ArrayRef<int64_t> logits = shapeOf(op.getLogits());
+  ArrayRef<int64_t> labels = shapeOf(op.getLabels());
+  if (logits.size() != 2)
+    return op.emitOpError("expects rank-2 logits (batch x classes), got ")
+           << formatShape(logits);
+  if (labels.size() != 1 || labels[0] != logits[0])
+    return op.emitOpError("expects one label per batch row (")
+           << logits[0] << "), got labels of shape " << formatShape(labels);
+  return success();
+}
+
+LogicalResult SoftmaxCrossEntropyOp::verify() {
+  if (failed(verifyLossOperands(*this)))
+    return failure();
+  return expectType(*this, "a 0-d loss", getLoss(), {},
+                    elementTypeOf(getLogits()));
+}
+
+LogicalResult SoftmaxCrossEntropyGradOp::verify() {
+  if (failed(verifyLossOperands(*this)))
+    return failure();
+  return expectType(*this, "logits_grad", getLogitsGrad(),
+                    shapeOf(getLogits()), elementTypeOf(getLogits()));
+}
+
+//===----------------------------------------------------------------------===//
+// Optimizer
+//===----------------------------------------------------------------------===//
+
+LogicalResult SgdUpdateOp::verify() {
+  if (!getParam().getDefiningOp<ParamOp>())
+    return emitOpError("expects the param operand to come from nn.param");
+  if (!(getLr().convertToFloat() > 0.0f))
+    return emitOpError("expects a positive learning rate");
+  float momentum = getMomentum().convertToFloat();
+  if (!(momentum >= 0.0f && momentum < 1.0f))
+    return emitOpError("expects momentum in [0, 1), got ") << momentum;
+  if (!(getWeightDecay().convertToFloat() >= 0.0f))
+    return emitOpError("expects a non-negative weight_decay");
+  return success();
+}
+
+#define GET_OP_CLASSES
+#include "dialects/nn/IR/NNOps.cpp.inc"

@@ -1,0 +1,384 @@
+//===- NNOps.td - nn dialect operations --------------------*- tablegen -*-===//
+//
+// Shape rules live in ShapeInference.{h,cpp} as plain functions; the
+// verifiers here and the ONNX importer both call them.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef DPC_DIALECTS_NN_IR_NNOPS_TD
+#define DPC_DIALECTS_NN_IR_NNOPS_TD
+
+include "dialects/nn/IR/NNBase.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+include "mlir/IR/CommonAttrConstraints.td"
+include "mlir/Interfaces/InferTypeOpInterface.td"
+
+//===----------------------------------------------------------------------===//
+// Parameters
+//===----------------------------------------------------------------------===//
+
+def NN_ParamOp : NN_Op<"param", [MemoryEffects<[MemRead]>]> {
+  let summary = "reads a trainable parameter by name";
+  let description = [{
+    Yields the current value of the parameter `name`. The value is state held
+    by the runtime (initialised from the weights file and changed in place by
+    the optimizer ops), so two reads separated by an update see different
+    values; the op reads memory and is not folded or hoisted.
+
+    ```mlir
+    %w = nn.param "conv1.weight" : tensor<6x1x5x5xf32>
+    ```
+  }];
+  let arguments = (ins StrAttr:$name);
+  let results = (outs NN_FloatTensor:$result);
+  let assemblyFormat = "$name attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Convolution
+//===----------------------------------------------------------------------===//
+
+// Attributes shared by conv2d and its gradients. Pads are in ONNX order:
+// [top, left, bottom, right].
+defvar NN_Conv2dAttrs = (ins
+  DefaultValuedAttr<DenseI64ArrayAttr, "{1, 1}">:$strides,
+  DefaultValuedAttr<DenseI64ArrayAttr, "{0, 0, 0, 0}">:$pads,
+  DefaultValuedAttr<DenseI64ArrayAttr, "{1, 1}">:$dilations,
+  DefaultValuedAttr<I64Attr, "1">:$groups);
+
+def NN_Conv2dOp : NN_Op<"conv2d", [Pure]> {
+  let summary = "2-D convolution in NCHW layout";
+  let description = [{
+    Cross-correlates `input` (N x C x H x W) with `filter`
+    (O x C/groups x KH x KW) and adds the optional per-channel `bias` (O).
+    `pads` is [top, left, bottom, right] as in ONNX. The result shape must be
+    the one the attributes imply.
+
+    ```mlir
+    %y = nn.conv2d %x, %w, %b {pads = array<i64: 2, 2, 2, 2>}
+        : (tensor<16x1x28x28xf32>, tensor<6x1x5x5xf32>, tensor<6xf32>)
+        -> tensor<16x6x28x28xf32>
+    ```
+  }];
+  let arguments = !con((ins NN_FloatTensor:$input, NN_FloatTensor:$filter,
+                            Optional<NN_FloatTensor>:$bias),
+                       NN_Conv2dAttrs);
+  let results = (outs NN_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $filter (`,` $bias^)? attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def NN_Conv2dGradInputOp : NN_Op<"conv2d_grad_input", [Pure]> {
+  let summary = "gradient of conv2d with respect to its input";
+  let description = [{
+    Given the gradient of a conv2d result and the conv2d's filter, computes
+    the gradient of the conv2d's input (a transposed convolution). The result
+    type is the forward input's type, which the attributes alone do not
+    determine when a stride drops trailing rows or columns.
+  }];
+  let arguments = !con((ins NN_FloatTensor:$result_grad,
+                            NN_FloatTensor:$filter),
+                       NN_Conv2dAttrs);
+  let results = (outs NN_FloatTensor:$input_grad);
+  let assemblyFormat = [{
+    $result_grad `,` $filter attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def NN_Conv2dGradFilterOp : NN_Op<"conv2d_grad_filter", [Pure]> {
+  let summary = "gradient of conv2d with respect to its filter";
+  let description = [{
+    Given the gradient of a conv2d result and the conv2d's input, computes
+    the gradient of the conv2d's filter. This is a weight gradient: it has no
+    consumer on the pipeline's critical path and zero-bubble schedules may
+    defer it.
+  }];
+  let arguments = !con((ins NN_FloatTensor:$result_grad,
+                            NN_FloatTensor:$input),
+                       NN_Conv2dAttrs);
+  let results = (outs NN_FloatTensor:$filter_grad);
+  let assemblyFormat = [{
+    $result_grad `,` $input attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def NN_Conv2dGradBiasOp : NN_Op<"conv2d_grad_bias", [Pure]> {
+  let summary = "gradient of conv2d with respect to its bias";
+  let description = [{
+    Sums the gradient of a conv2d result (N x O x H x W) over the batch and
+    spatial dimensions, giving the gradient of the bias (O). A weight
+    gradient, like `nn.conv2d_grad_filter`.
+  }];
+  let arguments = (ins NN_FloatTensor:$result_grad);
+  let results = (outs NN_FloatTensor:$bias_grad);
+  let assemblyFormat = [{
+    $result_grad attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Matrix multiplication
+//===----------------------------------------------------------------------===//
+
+defvar NN_MatmulAttrs = (ins DefaultValuedAttr<BoolAttr, "false">:$transpose_lhs,
+                             DefaultValuedAttr<BoolAttr, "false">:$transpose_rhs);
+
+def NN_MatmulOp : NN_Op<"matmul", [Pure]> {
+  let summary = "matrix product, batched over leading dimensions";
+  let description = [{
+    Multiplies the last two dimensions of `lhs` (... x M x K) and `rhs`
+    (... x K x N), each optionally transposed first. Leading batch dimensions
+    must agree; a rank-2 `rhs` is shared by every batch of `lhs` (a linear
+    layer applied to a sequence).
+
+    ```mlir
+    %y = nn.matmul %x, %w {transpose_rhs = true}
+        : (tensor<16x784xf32>, tensor<256x784xf32>) -> tensor<16x256xf32>
+    ```
+  }];
+  let arguments = !con((ins NN_FloatTensor:$lhs, NN_FloatTensor:$rhs),
+                       NN_MatmulAttrs);
+  let results = (outs NN_FloatTensor:$result);
+  let assemblyFormat = [{
+    $lhs `,` $rhs attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def NN_MatmulGradLhsOp : NN_Op<"matmul_grad_lhs", [Pure]> {
+  let summary = "gradient of matmul with respect to its left operand";
+  let description = [{
+    Given the gradient of a matmul result and the matmul's `rhs`, computes the
+    gradient of its `lhs`; the attributes are the forward op's. When `lhs` is
+    an activation this is the input gradient on the pipeline's critical path.
+  }];
+  let arguments = !con((ins NN_FloatTensor:$result_grad, NN_FloatTensor:$rhs),
+                       NN_MatmulAttrs);
+  let results = (outs NN_FloatTensor:$lhs_grad);
+  let assemblyFormat = [{
+    $result_grad `,` $rhs attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def NN_MatmulGradRhsOp : NN_Op<"matmul_grad_rhs", [Pure]> {
+  let summary = "gradient of matmul with respect to its right operand";
+  let description = [{
+    Given the gradient of a matmul result and the matmul's `lhs`, computes the
+    gradient of its `rhs`, summed over the batch when a rank-2 `rhs` was
+    shared across batches. When `rhs` is a weight this is a weight gradient.
+  }];
+  let arguments = !con((ins NN_FloatTensor:$result_grad, NN_FloatTensor:$lhs),
+                       NN_MatmulAttrs);
+  let results = (outs NN_FloatTensor:$rhs_grad);
+  let assemblyFormat = [{
+    $result_grad `,` $lhs attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Elementwise
+//===----------------------------------------------------------------------===//
+
+def NN_AddOp : NN_Op<"add", [Pure, Commutative]> {
+  let summary = "elementwise sum with numpy broadcasting";
+  let description = [{
+    Adds `lhs` and `rhs` after broadcasting both to the result shape by the
+    numpy rules (align trailing dimensions; a dimension of size 1 stretches).
+
+    ```mlir
+    %y = nn.add %x, %b : (tensor<16x10xf32>, tensor<10xf32>) -> tensor<16x10xf32>
+    ```
+  }];
+  let arguments = (ins NN_FloatTensor:$lhs, NN_FloatTensor:$rhs);
+  let results = (outs NN_FloatTensor:$result);
+  let assemblyFormat = [{
+    $lhs `,` $rhs attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def NN_SumToShapeOp : NN_Op<"sum_to_shape", [Pure]> {
+  let summary = "sums a broadcast gradient back to an operand's shape";
+  let description = [{
+    The adjoint of numpy broadcasting: sums `input` over the leading
+    dimensions it has beyond the result's rank and over every dimension where
+    the result has size 1 and the input does not. Autodiff uses it for the
+    gradients of broadcasting ops such as `nn.add`.
+  }];
+  let arguments = (ins NN_FloatTensor:$input);
+  let results = (outs NN_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def NN_ReluOp : NN_Op<"relu", [Pure, SameOperandsAndResultType]> {
+  let summary = "rectified linear unit, max(x, 0)";
+  let description = [{
+    ```mlir
+    %y = nn.relu %x : tensor<16x6x28x28xf32>
+    ```
+  }];
+  let arguments = (ins NN_FloatTensor:$input);
+  let results = (outs NN_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($result)";
+}
+
+def NN_ReluGradOp : NN_Op<"relu_grad", [Pure, SameOperandsAndResultType]> {
+  let summary = "gradient of relu";
+  let description = [{
+    Passes `result_grad` through where the forward relu's `result` is
+    positive and yields zero elsewhere. It takes the forward result rather
+    than its input so that only one tensor needs to be stashed.
+  }];
+  let arguments = (ins NN_FloatTensor:$result_grad, NN_FloatTensor:$result);
+  let results = (outs NN_FloatTensor:$input_grad);
+  let assemblyFormat = "$result_grad `,` $result attr-dict `:` type($input_grad)";
+}
+
+//===----------------------------------------------------------------------===//
+// Pooling
+//===----------------------------------------------------------------------===//
+
+defvar NN_Pool2dAttrs = (ins DenseI64ArrayAttr:$kernel_shape,
+  DefaultValuedAttr<DenseI64ArrayAttr, "{1, 1}">:$strides,
+  DefaultValuedAttr<DenseI64ArrayAttr, "{0, 0, 0, 0}">:$pads,
+  DefaultValuedAttr<BoolAttr, "false">:$ceil_mode);
+
+def NN_MaxPool2dOp : NN_Op<"max_pool2d", [Pure]> {
+  let summary = "2-D max pooling in NCHW layout";
+  let description = [{
+    Takes the maximum over `kernel_shape` windows of `input` moved by
+    `strides`, with implicit -infinity padding `pads` ([top, left, bottom,
+    right]); `ceil_mode` rounds the output size up as in ONNX.
+
+    ```mlir
+    %y = nn.max_pool2d %x {kernel_shape = array<i64: 2, 2>, strides = array<i64: 2, 2>}
+        : (tensor<16x6x28x28xf32>) -> tensor<16x6x14x14xf32>
+    ```
+  }];
+  let arguments = !con((ins NN_FloatTensor:$input), NN_Pool2dAttrs);
+  let results = (outs NN_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def NN_MaxPool2dGradOp : NN_Op<"max_pool2d_grad", [Pure]> {
+  let summary = "gradient of max_pool2d";
+  let description = [{
+    Routes each element of `result_grad` to the position of its window's
+    maximum in the forward `input` (the first one on ties, as PyTorch does).
+  }];
+  let arguments = !con((ins NN_FloatTensor:$result_grad, NN_FloatTensor:$input),
+                       NN_Pool2dAttrs);
+  let results = (outs NN_FloatTensor:$input_grad);
+  let assemblyFormat = [{
+    $result_grad `,` $input attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Shape
+//===----------------------------------------------------------------------===//
+
+def NN_ReshapeOp : NN_Op<"reshape", [Pure]> {
+  let summary = "reinterprets a tensor with another shape";
+  let description = [{
+    Yields `input`'s elements in row-major order with the result's shape; the
+    element counts must agree. ONNX Flatten and Reshape both import to it. Its
+    gradient is a reshape back.
+  }];
+  let arguments = (ins NN_FloatTensor:$input);
+  let results = (outs NN_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Loss
+//===----------------------------------------------------------------------===//
+
+def NN_SoftmaxCrossEntropyOp : NN_Op<"softmax_cross_entropy", [Pure]> {
+  let summary = "softmax cross-entropy over integer class labels";
+  let description = [{
+    Computes `scale` times the sum over the batch of
+    `-log softmax(logits[i])[labels[i]]`, a 0-d tensor. `logits` is N x C and
+    `labels` holds N class indices. With `scale` = 1/N this is the mean that
+    `torch.nn.CrossEntropyLoss()` gives; a pipeline splits a minibatch into
+    microbatches and uses 1/(microbatches x N) so that their sum is the
+    minibatch mean.
+
+    ```mlir
+    %loss = nn.softmax_cross_entropy %logits, %labels {scale = 0.015625 : f32}
+        : (tensor<16x10xf32>, tensor<16xi64>) -> tensor<f32>
+    ```
+  }];
+  let arguments = (ins NN_FloatTensor:$logits, NN_IndexTensor:$labels,
+                       DefaultValuedAttr<F32Attr, "1.0f">:$scale);
+  let results = (outs NN_FloatTensor:$loss);
+  let assemblyFormat = [{
+    $logits `,` $labels attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def NN_SoftmaxCrossEntropyGradOp
+    : NN_Op<"softmax_cross_entropy_grad", [Pure]> {
+  let summary = "gradient of softmax_cross_entropy with respect to the logits";
+  let description = [{
+    Yields `scale * (softmax(logits) - onehot(labels))`, the gradient of the
+    loss of `nn.softmax_cross_entropy` with the same `scale`.
+  }];
+  let arguments = (ins NN_FloatTensor:$logits, NN_IndexTensor:$labels,
+                       DefaultValuedAttr<F32Attr, "1.0f">:$scale);
+  let results = (outs NN_FloatTensor:$logits_grad);
+  let assemblyFormat = [{
+    $logits `,` $labels attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Optimizer
+//===----------------------------------------------------------------------===//
+
+def NN_SgdUpdateOp : NN_Op<"sgd_update",
+    [MemoryEffects<[MemRead, MemWrite]>, AllTypesMatch<["param", "grad"]>]> {
+  let summary = "updates a parameter in place by SGD with momentum";
+  let description = [{
+    Applies one step of stochastic gradient descent to the parameter that
+    `param` reads, in the formulation of `torch.optim.SGD`:
+    `g = grad + weight_decay * param`, `v = momentum * v + g` (the first step
+    sets `v = g`), `param -= lr * v`. The momentum buffer `v` is optimizer
+    state the runtime keeps beside the parameter. `param` must come from
+    `nn.param`, which names the parameter to update.
+
+    ```mlir
+    %w = nn.param "fc1.weight" : tensor<10x84xf32>
+    nn.sgd_update %w, %gw {lr = 0.05 : f32, momentum = 0.9 : f32} : tensor<10x84xf32>
+    ```
+  }];
+  let arguments = (ins NN_FloatTensor:$param, NN_FloatTensor:$grad,
+                       F32Attr:$lr,
+                       DefaultValuedAttr<F32Attr, "0.0f">:$momentum,
+                       DefaultValuedAttr<F32Attr, "0.0f">:$weight_decay);
+  let assemblyFormat = "$param `,` $grad attr-dict `:` type($param)";
+  let hasVerifier = 1;
+}
+
+#endif // DPC_DIALECTS_NN_IR_NNOPS_TD

@@ -1,0 +1,180 @@
+//===- ShapeInference.cpp - Shape rules of nn ops -------------------------===//
+
+#include "dialects/nn/IR/ShapeInference.h"
+
+#include "llvm/ADT/STLExtras.h"
+
+#include <string>
+
+namespace mlir::dpc::nn {
+
+int64_t getNumElements(ArrayRef<int64_t> shape) {
+  int64_t count = 1;
+  for (int64_t dim : shape)
+    count *= dim;
+  return count;
+}
+
+std::string formatShape(ArrayRef<int64_t> shape) {
+  if (shape.empty())
+    return "scalar";
+  std::string text;
+  for (auto [i, dim] : llvm::enumerate(shape)) {
+    if (i)
+      text += "x";
+    text += std::to_string(dim);
+  }
+  return text;
+}
+
+static bool allPositive(ArrayRef<int64_t> values) {
+  return llvm::all_of(values, [](int64_t v) { return v > 0; });
+}
+
+static bool allNonNegative(ArrayRef<int64_t> values) {
+  return llvm::all_of(values, [](int64_t v) { return v >= 0; });
+}
+
+// Output extent of one spatial dimension of a sliding window.
+static int64_t windowOutputSize(int64_t input, int64_t window, int64_t stride,
+                                int64_t padBegin, int64_t padEnd,
+                                int64_t dilation, bool ceilMode) {
+  int64_t span = dilation * (window - 1) + 1;
+  int64_t room = input + padBegin + padEnd - span;
+  if (room < 0)
+    return 0;
+  int64_t steps = ceilMode ? (room + stride - 1) / stride : room / stride;
+  // As in ONNX and PyTorch, with ceil_mode the last window must start inside
+  // the input or its begin padding.
+  if (ceilMode && steps * stride >= input + padBegin)
+    --steps;
+  return steps + 1;
+}
+
+static LogicalResult checkWindowAttrs(ArrayRef<int64_t> strides,
+                                      ArrayRef<int64_t> pads,
+                                      ArrayRef<int64_t> dilations,
+                                      EmitErrorFn emitError) {
+  if (strides.size() != 2 || !allPositive(strides))
+    return emitError() << "expects 2 positive strides";
+  if (pads.size() != 4 || !allNonNegative(pads))
+    return emitError()
+           << "expects 4 non-negative pads [top, left, bottom, right]";
+  if (dilations.size() != 2 || !allPositive(dilations))
+    return emitError() << "expects 2 positive dilations";
+  return success();
+}
+
+FailureOr<Shape> inferConv2dShape(ArrayRef<int64_t> input,
+                                  ArrayRef<int64_t> filter,
+                                  ArrayRef<int64_t> strides,
+                                  ArrayRef<int64_t> pads,
+                                  ArrayRef<int64_t> dilations, int64_t groups,
+                                  EmitErrorFn emitError) {
+  if (input.size() != 4)
+    return emitError() << "expects a rank-4 NCHW input, got "
+                       << formatShape(input);
+  if (filter.size() != 4)
+    return emitError() << "expects a rank-4 filter (O x C/groups x KH x KW), "
+                          "got "
+                       << formatShape(filter);
+  if (failed(checkWindowAttrs(strides, pads, dilations, emitError)))
+    return failure();
+  if (groups < 1)
+    return emitError() << "expects groups >= 1, got " << groups;
+  if (input[1] % groups != 0 || filter[0] % groups != 0)
+    return emitError() << "expects input channels (" << input[1]
+                       << ") and output channels (" << filter[0]
+                       << ") divisible by groups (" << groups << ")";
+  if (filter[1] * groups != input[1])
+    return emitError() << "expects filter input channels (" << filter[1]
+                       << ") x groups (" << groups
+                       << ") to equal the input channels (" << input[1] << ")";
+  Shape result = {input[0], filter[0]};
+  for (int i = 0; i < 2; ++i) {
+    int64_t size =
+        windowOutputSize(input[2 + i], filter[2 + i], strides[i], pads[i],
+                         pads[2 + i], dilations[i], /*ceilMode=*/false);
+    if (size < 1)
+      return emitError() << "expects the filter window to fit in the padded "
+                            "input, got input "
+                         << formatShape(input) << " and filter "
+                         << formatShape(filter);
+    result.push_back(size);
+  }
+  return result;
+}
+
+FailureOr<Shape> inferPool2dShape(ArrayRef<int64_t> input,
+                                  ArrayRef<int64_t> kernel,
+                                  ArrayRef<int64_t> strides,
+                                  ArrayRef<int64_t> pads, bool ceilMode,
+                                  EmitErrorFn emitError) {
+  if (input.size() != 4)
+    return emitError() << "expects a rank-4 NCHW input, got "
+                       << formatShape(input);
+  if (kernel.size() != 2 || !allPositive(kernel))
+    return emitError() << "expects a kernel_shape of 2 positive sizes";
+  int64_t unitDilations[] = {1, 1};
+  if (failed(checkWindowAttrs(strides, pads, unitDilations, emitError)))
+    return failure();
+  for (int i = 0; i < 2; ++i)
+    if (pads[i] >= kernel[i] || pads[2 + i] >= kernel[i])
+      return emitError() << "expects pads smaller than the kernel";
+  Shape result = {input[0], input[1]};
+  for (int i = 0; i < 2; ++i) {
+    int64_t size = windowOutputSize(input[2 + i], kernel[i], strides[i],
+                                    pads[i], pads[2 + i], 1, ceilMode);
+    if (size < 1)
+      return emitError() << "expects the pooling window to fit in the padded "
+                            "input, got input "
+                         << formatShape(input);
+    result.push_back(size);
+  }
+  return result;
+}
+
+FailureOr<Shape> inferMatmulShape(ArrayRef<int64_t> lhs, ArrayRef<int64_t> rhs,
+                                  bool transposeLhs, bool transposeRhs,
+                                  EmitErrorFn emitError) {
+  if (lhs.size() < 2 || rhs.size() < 2)
+    return emitError() << "expects operands of rank >= 2, got "
+                       << formatShape(lhs) << " and " << formatShape(rhs);
+  size_t lr = lhs.size(), rr = rhs.size();
+  if (rr != 2 && rr != lr)
+    return emitError() << "expects rhs of rank 2 or of the lhs rank, got "
+                       << formatShape(lhs) << " and " << formatShape(rhs);
+  if (rr == lr && lhs.drop_back(2) != rhs.drop_back(2))
+    return emitError() << "expects equal batch dimensions, got "
+                       << formatShape(lhs) << " and " << formatShape(rhs);
+  int64_t m = transposeLhs ? lhs[lr - 1] : lhs[lr - 2];
+  int64_t kl = transposeLhs ? lhs[lr - 2] : lhs[lr - 1];
+  int64_t kr = transposeRhs ? rhs[rr - 1] : rhs[rr - 2];
+  int64_t n = transposeRhs ? rhs[rr - 2] : rhs[rr - 1];
+  if (kl != kr)
+    return emitError() << "expects matching contraction sizes, got " << kl
+                       << " and " << kr;
+  Shape result(lhs.drop_back(2));
+  result.push_back(m);
+  result.push_back(n);
+  return result;
+}
+
+FailureOr<Shape> inferBroadcastShape(ArrayRef<int64_t> lhs,
+                                     ArrayRef<int64_t> rhs,
+                                     EmitErrorFn emitError) {
+  size_t rank = std::max(lhs.size(), rhs.size());
+  Shape result(rank);
+  for (size_t i = 0; i < rank; ++i) {
+    // Align from the trailing dimension; missing leading dims are 1.
+    int64_t l = i < rank - lhs.size() ? 1 : lhs[i - (rank - lhs.size())];
+    int64_t r = i < rank - rhs.size() ? 1 : rhs[i - (rank - rhs.size())];
+    if (l != r && l != 1 && r != 1)
+      return emitError() << "expects broadcast-compatible shapes, got "
+                         << formatShape(lhs) << " and " << formatShape(rhs);
+    result[i] = l == 1 ? r : l;
+  }
+  return result;
+}
+
+} // namespace mlir::dpc::nn

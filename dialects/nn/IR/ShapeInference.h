@@ -1,0 +1,61 @@
+//===- ShapeInference.h - Shape rules of nn ops -----------------*- C++ -*-===//
+//
+// The shape rules of the nn ops as plain functions, shared by the op
+// verifiers, the ONNX importer (which builds result types with them) and the
+// passes that create ops. Each takes an `emitError` callback so that the
+// caller decides where a diagnostic is attached (an op, or an ONNX node's
+// location).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef DPC_DIALECTS_NN_IR_SHAPEINFERENCE_H
+#define DPC_DIALECTS_NN_IR_SHAPEINFERENCE_H
+
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/Support/LogicalResult.h"
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/STLFunctionalExtras.h"
+#include "llvm/ADT/SmallVector.h"
+
+namespace mlir::dpc::nn {
+
+using EmitErrorFn = llvm::function_ref<InFlightDiagnostic()>;
+using Shape = llvm::SmallVector<int64_t, 4>;
+
+/// Checks the conv2d attributes (2 positive strides and dilations, 4
+/// non-negative pads, positive groups) and returns the result shape of a
+/// convolution of `input` (N C H W) with `filter` (O C/groups KH KW).
+FailureOr<Shape> inferConv2dShape(ArrayRef<int64_t> input,
+                                  ArrayRef<int64_t> filter,
+                                  ArrayRef<int64_t> strides,
+                                  ArrayRef<int64_t> pads,
+                                  ArrayRef<int64_t> dilations, int64_t groups,
+                                  EmitErrorFn emitError);
+
+/// Result shape of 2-D pooling of `input` (N C H W).
+FailureOr<Shape> inferPool2dShape(ArrayRef<int64_t> input,
+                                  ArrayRef<int64_t> kernel,
+                                  ArrayRef<int64_t> strides,
+                                  ArrayRef<int64_t> pads, bool ceilMode,
+                                  EmitErrorFn emitError);
+
+/// Result shape of `lhs` x `rhs` with optional transposes of the last two
+/// dimensions; batch dimensions must match, or `rhs` is rank 2.
+FailureOr<Shape> inferMatmulShape(ArrayRef<int64_t> lhs, ArrayRef<int64_t> rhs,
+                                  bool transposeLhs, bool transposeRhs,
+                                  EmitErrorFn emitError);
+
+/// The numpy broadcast of two shapes.
+FailureOr<Shape> inferBroadcastShape(ArrayRef<int64_t> lhs,
+                                     ArrayRef<int64_t> rhs,
+                                     EmitErrorFn emitError);
+
+/// Number of elements of a static shape.
+int64_t getNumElements(ArrayRef<int64_t> shape);
+
+/// Writes a shape as "2x3x4" ("scalar" for rank 0) for diagnostics.
+std::string formatShape(ArrayRef<int64_t> shape);
+
+} // namespace mlir::dpc::nn
+
+#endif // DPC_DIALECTS_NN_IR_SHAPEINFERENCE_H

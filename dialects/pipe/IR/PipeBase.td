@@ -1,0 +1,35 @@
+//===- PipeBase.td - pipe dialect definition ---------------*- tablegen -*-===//
+
+#ifndef DPC_DIALECTS_PIPE_IR_PIPEBASE_TD
+#define DPC_DIALECTS_PIPE_IR_PIPEBASE_TD
+
+include "mlir/IR/OpBase.td"
+
+def Pipe_Dialect : Dialect {
+  let name = "pipe";
+  let cppNamespace = "::mlir::dpc::pipe";
+  let summary = "Pipeline-parallel structure: stages, transfers, stashes";
+  let description = [{
+    The `pipe` dialect expresses how a training step is spread over pipeline
+    stages. `partition-stages` marks every op with the discardable attribute
+    `pipe.stage` (a non-negative integer); `insert-send-recv` puts a
+    `pipe.send`/`pipe.recv` pair on every value that crosses a stage
+    boundary; `insert-stash` keeps the values that a microbatch's backward
+    needs from its forward with `pipe.stash`/`pipe.restore`; replicated stages
+    sum their gradients with `pipe.allreduce`.
+
+    Transfers and stashes are keyed per microbatch at run time: the IR
+    describes one microbatch, and the schedule says which microbatch each
+    segment runs on.
+  }];
+  let hasOperationAttrVerify = 1;
+  let extraClassDeclaration = [{
+    /// The discardable attribute that assigns an op to a pipeline stage.
+    static constexpr ::llvm::StringLiteral kStageAttrName = "pipe.stage";
+  }];
+}
+
+class Pipe_Op<string mnemonic, list<Trait> traits = []>
+    : Op<Pipe_Dialect, mnemonic, traits>;
+
+#endif // DPC_DIALECTS_PIPE_IR_PIPEBASE_TD

@@ -1,0 +1,26 @@
+//===- PipeOps.h - pipe dialect operations ----------------------*- C++ -*-===//
+
+#ifndef DPC_DIALECTS_PIPE_IR_PIPEOPS_H
+#define DPC_DIALECTS_PIPE_IR_PIPEOPS_H
+
+#include "dialects/pipe/IR/PipeDialect.h"
+#include "mlir/Bytecode/BytecodeOpInterface.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/OpDefinition.h"
+#include "mlir/IR/OpImplementation.h"
+#include "mlir/Interfaces/InferTypeOpInterface.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+
+#define GET_OP_CLASSES
+#include "dialects/pipe/IR/PipeOps.h.inc"
+
+namespace mlir::dpc::pipe {
+
+/// The stage an op was assigned to by partition-stages, if any.
+std::optional<int64_t> getStage(Operation *op);
+/// Assigns `op` to `stage`.
+void setStage(Operation *op, int64_t stage);
+
+} // namespace mlir::dpc::pipe
+
+#endif // DPC_DIALECTS_PIPE_IR_PIPEOPS_H

@@ -1,0 +1,143 @@
+//===- CostModel.cpp - Analytic cost of nn ops ----------------------------===//
+//
+// Flop counts follow the usual conventions: a multiply-add is 2 flops,
+// comparisons and elementwise ops 1 per element. Byte counts assume each
+// operand is read once and each result written once, which is what the
+// runtime's kernels do for the sizes dpc handles.
+//
+//===----------------------------------------------------------------------===//
+
+#include "passes/CostModel.h"
+
+#include "dialects/nn/IR/NNOps.h"
+#include "dialects/nn/IR/ShapeInference.h"
+
+#include "llvm/ADT/TypeSwitch.h"
+
+#include <algorithm>
+
+using namespace mlir;
+using namespace mlir::dpc;
+
+double TargetRates::milliseconds(double flops, double bytes) const {
+  return 1e3 * std::max(flops / flopsPerSecond, bytes / bytesPerSecond);
+}
+
+static int64_t bytesOf(Value value) {
+  auto type = cast<RankedTensorType>(value.getType());
+  return nn::getNumElements(type.getShape()) *
+         ((type.getElementTypeBitWidth() + 7) / 8);
+}
+
+static double elementsOf(Value value) {
+  return nn::getNumElements(cast<RankedTensorType>(value.getType()).getShape());
+}
+
+// Bytes read and written by the op itself.
+static double ioBytes(Operation *op) {
+  double bytes = 0;
+  for (Value v : op->getOperands())
+    bytes += bytesOf(v);
+  for (Value v : op->getResults())
+    bytes += bytesOf(v);
+  return bytes;
+}
+
+std::optional<OpWork> mlir::dpc::estimateWork(Operation *op) {
+  if (!isa_and_nonnull<nn::NNDialect>(op->getDialect()))
+    return std::nullopt;
+
+  OpWork work;
+  work.bytes = ioBytes(op);
+  for (Value v : op->getResults())
+    work.activationBytes += bytesOf(v);
+  for (Value v : op->getOperands())
+    if (v.getDefiningOp<nn::ParamOp>())
+      work.parameterBytes += bytesOf(v);
+
+  bool known = true;
+  llvm::TypeSwitch<Operation *>(op)
+      .Case([&](nn::Conv2dOp conv) {
+        auto filter = cast<RankedTensorType>(conv.getFilter().getType());
+        ArrayRef<int64_t> f = filter.getShape();
+        // Each output element is a dot product over C/groups x KH x KW.
+        double macs = elementsOf(conv.getResult()) * f[1] * f[2] * f[3];
+        work.flops = 2 * macs + (conv.getBias() ? elementsOf(conv.getResult()) : 0);
+        // Input and filter gradients are each as large as the forward.
+        work.gradFlops = 4 * macs + (conv.getBias() ? elementsOf(conv.getResult()) : 0);
+        work.gradBytes = 2 * work.bytes;
+      })
+      .Case([&](nn::MatmulOp matmul) {
+        auto lhs = cast<RankedTensorType>(matmul.getLhs().getType());
+        int64_t k = matmul.getTransposeLhs() ? lhs.getShape().end()[-2]
+                                             : lhs.getShape().back();
+        double macs = elementsOf(matmul.getResult()) * k;
+        work.flops = 2 * macs;
+        work.gradFlops = 4 * macs;
+        work.gradBytes = 2 * work.bytes;
+      })
+      .Case([&](nn::MaxPool2dOp pool) {
+        ArrayRef<int64_t> kernel = pool.getKernelShape();
+        double compares = elementsOf(pool.getResult()) * kernel[0] * kernel[1];
+        work.flops = compares;
+        work.gradFlops = compares;
+        work.gradBytes = work.bytes + bytesOf(pool.getInput());
+      })
+      .Case<nn::AddOp, nn::ReluOp>([&](Operation *) {
+        work.flops = elementsOf(op->getResult(0));
+        work.gradFlops = work.flops;
+        work.gradBytes = work.bytes;
+      })
+      .Case([&](nn::ReshapeOp) {
+        // A view: no kernel runs, forward or backward.
+        work.bytes = 0;
+      })
+      .Case([&](nn::SoftmaxCrossEntropyOp loss) {
+        // max, exp, sum, log per row; the gradient is softmax minus one-hot.
+        work.flops = 4 * elementsOf(loss.getLogits());
+        work.gradFlops = 3 * elementsOf(loss.getLogits());
+        work.gradBytes = 2 * bytesOf(loss.getLogits());
+      })
+      .Case<nn::Conv2dGradInputOp, nn::Conv2dGradFilterOp>([&](Operation *) {
+        // The same multiply-adds as the forward convolution.
+        Value grad = op->getOperand(0);
+        auto filterType = cast<RankedTensorType>(
+            isa<nn::Conv2dGradInputOp>(op) ? op->getOperand(1).getType()
+                                           : op->getResult(0).getType());
+        ArrayRef<int64_t> f = filterType.getShape();
+        work.flops = 2 * elementsOf(grad) * f[1] * f[2] * f[3];
+      })
+      .Case<nn::MatmulGradLhsOp, nn::MatmulGradRhsOp>([&](Operation *) {
+        // result_grad (.. M x N) contracted with an operand over N or M:
+        // the forward's multiply-adds, M x N x K.
+        Value grad = op->getOperand(0);
+        Value operand = op->getOperand(1);
+        auto shape = cast<RankedTensorType>(operand.getType()).getShape();
+        auto gradShape = cast<RankedTensorType>(grad.getType()).getShape();
+        // The operand's dimension that is neither M nor N is K.
+        int64_t k = isa<nn::MatmulGradLhsOp>(op)
+                        ? nn::getNumElements(shape.take_back(2)) /
+                              gradShape.back()
+                        : nn::getNumElements(shape.take_back(2)) /
+                              gradShape.end()[-2];
+        work.flops = 2 * elementsOf(grad) * k;
+      })
+      .Case<nn::Conv2dGradBiasOp, nn::SumToShapeOp, nn::ReluGradOp,
+            nn::MaxPool2dGradOp, nn::SoftmaxCrossEntropyGradOp>(
+          [&](Operation *) { work.flops = elementsOf(op->getOperand(0)); })
+      .Case([&](nn::SgdUpdateOp update) {
+        // Weight decay, momentum and the step: a few flops per element,
+        // reading param, grad and the momentum buffer, writing two.
+        work.flops = 4 * elementsOf(update.getParam());
+        work.bytes = 5 * bytesOf(update.getParam());
+      })
+      .Case([&](nn::ParamOp) {
+        // Parameters stay on their stage; they never cross a cut.
+        work.bytes = 0;
+        work.activationBytes = 0;
+      })
+      .Default([&](Operation *) { known = false; });
+  if (!known)
+    return std::nullopt;
+  return work;
+}

@@ -1,0 +1,79 @@
+// RUN: dpc-opt %s -split-input-file -verify-diagnostics
+
+func.func @send_negative_peer(%x: tensor<4xf32>) {
+  // expected-error @+1 {{'pipe.send' op expects a non-negative peer stage, got -1}}
+  pipe.send %x to -1 tag 0 : tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @send_to_self(%x: tensor<4xf32>) {
+  // expected-error @+1 {{'pipe.send' op expects a peer other than its own stage 2}}
+  pipe.send %x to 2 tag 0 {pipe.stage = 2 : i64} : tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @recv_negative_tag() {
+  // expected-error @+1 {{'pipe.recv' op expects a non-negative tag, got -3}}
+  %x = pipe.recv from 0 tag -3 : tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @recv_dynamic() {
+  // expected-error @+1 {{must be statically shaped tensor of any type values}}
+  %x = pipe.recv from 0 tag 0 : tensor<?xf32>
+  return
+}
+
+// -----
+
+func.func @stash_empty_key(%x: tensor<4xf32>) {
+  // expected-error @+1 {{'pipe.stash' op expects a non-empty key}}
+  pipe.stash %x key "" : tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @restore_empty_key() {
+  // expected-error @+1 {{'pipe.restore' op expects a non-empty key}}
+  %x = pipe.restore key "" : tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @allreduce_kind(%x: tensor<4xf32>) {
+  // expected-error @+1 {{'pipe.allreduce' op expects reduction "sum" or "mean", got "max"}}
+  %y = pipe.allreduce %x "max" : tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @stage_negative(%x: tensor<4xf32>) {
+  // expected-error @+1 {{expects 'pipe.stage' to be a non-negative i64, got -1 : i64}}
+  %y = nn.relu %x {pipe.stage = -1 : i64} : tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @stage_not_integer(%x: tensor<4xf32>) {
+  // expected-error @+1 {{expects 'pipe.stage' to be a non-negative i64, got "first"}}
+  %y = nn.relu %x {pipe.stage = "first"} : tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @unknown_attribute(%x: tensor<4xf32>) {
+  // expected-error @+1 {{unknown pipe dialect attribute 'pipe.stages'}}
+  %y = nn.relu %x {pipe.stages = 1 : i64} : tensor<4xf32>
+  return
+}

@@ -1,0 +1,21 @@
+# lit configuration for dpc: dialect, pass, frontend and tool tests.
+import os
+
+import lit.formats
+
+config.name = "dpc"
+config.test_format = lit.formats.ShTest(execute_external=False)
+config.suffixes = [".mlir", ".test"]
+config.test_source_root = os.path.dirname(__file__)
+config.test_exec_root = os.path.join(config.dpc_obj_root, "test")
+config.excludes = ["unittests", "lit.cfg.py", "lit.site.cfg.py", "CMakeLists.txt",
+                   "README.md", "Inputs", "e2e"]
+
+# Our tools first, then LLVM's FileCheck, not and count.
+path = [config.dpc_tools_dir, config.llvm_tools_dir, config.environment.get("PATH", "")]
+config.environment["PATH"] = os.pathsep.join(path)
+config.substitutions.append(("%python", config.python_executable))
+config.substitutions.append(("%profiles", os.path.join(config.dpc_src_root, "examples", "profiles")))
+
+if config.dpc_enable_compiler:
+    config.available_features.add("compiler")

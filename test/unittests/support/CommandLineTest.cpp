@@ -1,0 +1,116 @@
+//===- CommandLineTest.cpp - Tests of the dpc option parser ---------------===//
+
+#include "dpc/support/CommandLine.h"
+
+#include <gtest/gtest.h>
+
+using dpc::cli::ArgParser;
+
+namespace {
+
+struct Parsed {
+  std::string model, out, name = "default";
+  int64_t stages = 1;
+  double lr = 0.1;
+  bool shuffle = true;
+};
+
+ArgParser makeParser(Parsed &p) {
+  ArgParser parser("dpc test", "a test command", "dpc test MODEL");
+  parser.addPositional("MODEL", &p.model, "model");
+  parser.addOption("o", &p.out, "DIR", "output");
+  parser.addOption("name", &p.name, "NAME", "a name");
+  parser.addOption("stages", &p.stages, "N", "stages");
+  parser.addOption("lr", &p.lr, "X", "learning rate");
+  parser.addFlag("shuffle", &p.shuffle, "shuffle", /*negatable=*/true);
+  return parser;
+}
+
+TEST(CommandLine, ParsesBothSpellingsAndPositionals) {
+  Parsed p;
+  ArgParser parser = makeParser(p);
+  ASSERT_EQ(parser.parse({"m.onnx", "--stages", "4", "--lr=0.05", "-o", "out",
+                          "--no-shuffle"}),
+            ArgParser::Result::Ok)
+      << parser.error();
+  EXPECT_EQ(p.model, "m.onnx");
+  EXPECT_EQ(p.stages, 4);
+  EXPECT_DOUBLE_EQ(p.lr, 0.05);
+  EXPECT_EQ(p.out, "out");
+  EXPECT_FALSE(p.shuffle);
+  EXPECT_EQ(p.name, "default");
+  EXPECT_TRUE(parser.given("stages"));
+  EXPECT_FALSE(parser.given("name"));
+}
+
+TEST(CommandLine, RejectsUnknownOptionWithItsName) {
+  Parsed p;
+  ArgParser parser = makeParser(p);
+  EXPECT_EQ(parser.parse({"m", "--stagez", "2"}), ArgParser::Result::Error);
+  EXPECT_EQ(parser.error(), "dpc test: unknown option '--stagez'");
+}
+
+TEST(CommandLine, RejectsBadNumbersMissingValuesAndRepeats) {
+  {
+    Parsed p;
+    ArgParser parser = makeParser(p);
+    EXPECT_EQ(parser.parse({"m", "--stages", "four"}),
+              ArgParser::Result::Error);
+    EXPECT_NE(parser.error().find("expects an integer, got 'four'"),
+              std::string::npos);
+  }
+  {
+    Parsed p;
+    ArgParser parser = makeParser(p);
+    EXPECT_EQ(parser.parse({"m", "--lr"}), ArgParser::Result::Error);
+    EXPECT_NE(parser.error().find("expects a value"), std::string::npos);
+  }
+  {
+    Parsed p;
+    ArgParser parser = makeParser(p);
+    EXPECT_EQ(parser.parse({"m", "--lr", "1", "--lr", "2"}),
+              ArgParser::Result::Error);
+  }
+  {
+    Parsed p;
+    ArgParser parser = makeParser(p);
+    EXPECT_EQ(parser.parse({}), ArgParser::Result::Error);
+    EXPECT_EQ(parser.error(), "dpc test: missing argument MODEL");
+  }
+  {
+    Parsed p;
+    ArgParser parser = makeParser(p);
+    EXPECT_EQ(parser.parse({"m", "extra"}), ArgParser::Result::Error);
+  }
+  {
+    // Only flags declared negatable have a --no- spelling.
+    Parsed p;
+    ArgParser parser = makeParser(p);
+    EXPECT_EQ(parser.parse({"m", "--no-lr"}), ArgParser::Result::Error);
+  }
+}
+
+TEST(CommandLine, HelpListsOptions) {
+  Parsed p;
+  ArgParser parser = makeParser(p);
+  EXPECT_EQ(parser.parse({"--help"}), ArgParser::Result::Help);
+  std::string help = parser.help();
+  EXPECT_NE(help.find("--stages N"), std::string::npos);
+  EXPECT_NE(help.find("--[no-]shuffle"), std::string::npos);
+  EXPECT_NE(help.find("Usage: dpc test MODEL"), std::string::npos);
+}
+
+TEST(CommandLine, ParsesByteCounts) {
+  double bytes = 0;
+  EXPECT_TRUE(dpc::cli::parseByteCount("8e9", bytes));
+  EXPECT_DOUBLE_EQ(bytes, 8e9);
+  EXPECT_TRUE(dpc::cli::parseByteCount("2GiB", bytes));
+  EXPECT_DOUBLE_EQ(bytes, 2.0 * 1024 * 1024 * 1024);
+  EXPECT_TRUE(dpc::cli::parseByteCount("512MB", bytes));
+  EXPECT_DOUBLE_EQ(bytes, 512e6);
+  EXPECT_FALSE(dpc::cli::parseByteCount("12 parsecs", bytes));
+  EXPECT_FALSE(dpc::cli::parseByteCount("-1", bytes));
+  EXPECT_FALSE(dpc::cli::parseByteCount("", bytes));
+}
+
+} // namespace

@@ -1,0 +1,232 @@
+//===- CostModel.cpp - PipeDream's cost model, exactly --------------------===//
+
+#include "dpc/planner/CostModel.h"
+
+#include <algorithm>
+#include <cassert>
+
+namespace dpc::planner {
+
+Topology Topology::flat(int devices, double bandwidth) {
+  Topology t;
+  t.levelSizes = {devices};
+  t.bandwidths = {bandwidth};
+  return t;
+}
+
+int Topology::devices() const {
+  int n = 1;
+  for (int s : levelSizes)
+    n *= s;
+  return n;
+}
+
+double Topology::bandwidth(int first, int last) const {
+  if (first > last)
+    std::swap(first, last);
+  int group = 1;
+  for (size_t l = 0; l < levelSizes.size(); ++l) {
+    group *= levelSizes[l];
+    if (first / group == last / group)
+      return bandwidths[l];
+  }
+  return bandwidths.back();
+}
+
+int Topology::alignment() const {
+  int a = 1;
+  for (size_t l = 0; l + 1 < levelSizes.size(); ++l)
+    a *= levelSizes[l];
+  return a;
+}
+
+const char *scheduleName(ScheduleKind kind) {
+  switch (kind) {
+  case ScheduleKind::PipeDream:
+    return "pipedream";
+  case ScheduleKind::GPipe:
+    return "gpipe";
+  case ScheduleKind::OneFOneB:
+    return "1f1b";
+  }
+  return "?";
+}
+
+bool parseScheduleKind(const std::string &text, ScheduleKind &kind) {
+  for (ScheduleKind k :
+       {ScheduleKind::PipeDream, ScheduleKind::GPipe, ScheduleKind::OneFOneB}) {
+    if (text == scheduleName(k)) {
+      kind = k;
+      return true;
+    }
+  }
+  return false;
+}
+
+double StageCost::time() const {
+  return std::max(computeSeconds, std::max(recvSeconds, sendSeconds));
+}
+
+double stageComputeSeconds(double computeSeconds, double parameterBytes,
+                           int replicas, double allreduceBandwidth) {
+  if (replicas <= 1)
+    return computeSeconds;
+  double r = replicas;
+  double allreduce = 4.0 * (r - 1) * parameterBytes / (allreduceBandwidth * r);
+  return (computeSeconds + allreduce) / r;
+}
+
+double cutSeconds(double cutBytes, int replicas, double bandwidth) {
+  return 2.0 * cutBytes / (bandwidth * replicas);
+}
+
+int stageInFlight(const CostOptions &options, int replicas,
+                  int devicesFromHere) {
+  // Each replica takes every replicas-th microbatch, so it holds its share
+  // of what the stage as a whole keeps in flight.
+  auto share = [&](int total) { return (total + replicas - 1) / replicas; };
+  int m = std::max(options.microbatches, 1);
+  switch (options.schedule) {
+  case ScheduleKind::PipeDream:
+    return std::max(share(devicesFromHere), 1);
+  case ScheduleKind::GPipe:
+    return share(m);
+  case ScheduleKind::OneFOneB:
+    return std::max(std::min(share(m), share(devicesFromHere)), 1);
+  }
+  return 1;
+}
+
+double stageMemoryBytes(const CostOptions &options, double parameterBytes,
+                        double activationBytes, int inFlight) {
+  double bytes = parameterBytes * (2.0 + options.optimizerStateFactor);
+  if (options.schedule == ScheduleKind::PipeDream)
+    bytes += (inFlight - 1) * parameterBytes; // stashed weight versions
+  return bytes + inFlight * activationBytes;
+}
+
+void predictStep(const CostOptions &options, Evaluation &eval) {
+  double latency = 0, busy = 0;
+  eval.bottleneckSeconds = 0;
+  eval.peakMemoryBytes = 0;
+  for (const StageCost &s : eval.stages) {
+    eval.bottleneckSeconds = std::max(eval.bottleneckSeconds, s.time());
+    eval.peakMemoryBytes = std::max(eval.peakMemoryBytes, s.memoryBytes);
+    latency += s.latency();
+    busy += s.computeSeconds;
+  }
+  int m = std::max(options.microbatches, 1);
+  bool async = options.schedule == ScheduleKind::PipeDream;
+  // PipeDream's steady state finishes one microbatch per bottleneck; a
+  // synchronous schedule fills and drains the pipeline once per step.
+  eval.stepSeconds = async ? m * eval.bottleneckSeconds
+                           : latency + (m - 1) * eval.bottleneckSeconds;
+  // Every device of stage s computes for computeSeconds per microbatch; the
+  // rest of the step it waits.
+  double meanBusy = eval.stages.empty() ? 0 : busy / eval.stages.size();
+  double busyFraction = 0;
+  if (eval.stepSeconds > 0)
+    busyFraction = m * meanBusy / eval.stepSeconds;
+  eval.bubbleFraction = std::max(0.0, 1.0 - busyFraction);
+}
+
+Expected<Evaluation> evaluate(const Graph &graph, const Plan &plan,
+                              const CostOptions &options) {
+  using Result = Expected<Evaluation>;
+  size_t numStages = plan.stages.size();
+  int devices = options.topology.devices();
+  if (numStages == 0)
+    return Result::failure("plan has no stages");
+
+  std::vector<int> stageOf(graph.size(), -1);
+  std::vector<int> rankOwner(devices, -1);
+  for (size_t s = 0; s < numStages; ++s) {
+    const StagePlan &stage = plan.stages[s];
+    if (stage.nodes.empty())
+      return Result::failure("stage " + std::to_string(s) + " has no nodes");
+    if (stage.replicas < 1 || stage.firstRank < 0 ||
+        stage.firstRank + stage.replicas > devices)
+      return Result::failure("stage " + std::to_string(s) +
+                             " has ranks outside the " +
+                             std::to_string(devices) + " devices");
+    for (int r = stage.firstRank; r < stage.firstRank + stage.replicas; ++r) {
+      if (rankOwner[r] >= 0)
+        return Result::failure("rank " + std::to_string(r) +
+                               " is in two stages");
+      rankOwner[r] = static_cast<int>(s);
+    }
+    for (NodeId v : stage.nodes) {
+      if (v >= graph.size())
+        return Result::failure("plan names a node outside the graph");
+      if (stageOf[v] >= 0)
+        return Result::failure("node '" + graph.node(v).name +
+                               "' is in two stages");
+      stageOf[v] = static_cast<int>(s);
+    }
+  }
+
+  for (NodeId v = 0; v < graph.size(); ++v)
+    if (stageOf[v] < 0)
+      return Result::failure("node '" + graph.node(v).name +
+                             "' is in no stage");
+
+  Evaluation eval;
+  eval.stages.resize(numStages);
+  eval.cutBytes.assign(numStages - 1, 0.0);
+  std::vector<double> compute(numStages), params(numStages), acts(numStages);
+  for (NodeId v = 0; v < graph.size(); ++v) {
+    int s = stageOf[v];
+    if (graph.node(v).isInput && s != 0)
+      return Result::failure("input '" + graph.node(v).name +
+                             "' is not in the first stage");
+    int lastReader = s;
+    for (NodeId w : graph.successors(v)) {
+      if (stageOf[w] < s)
+        return Result::failure("edge " + graph.node(v).name + " -> " +
+                               graph.node(w).name + " goes from stage " +
+                               std::to_string(s) + " back to stage " +
+                               std::to_string(stageOf[w]));
+      lastReader = std::max(lastReader, stageOf[w]);
+    }
+    // The activation crosses every cut between its stage and its last reader.
+    for (int c = s; c < lastReader; ++c)
+      eval.cutBytes[c] += graph.activationBytes(v);
+    compute[s] += graph.computeSeconds(v);
+    params[s] += graph.parameterBytes(v);
+    acts[s] += graph.activationBytes(v);
+  }
+
+  const Topology &topo = options.topology;
+  int devicesFromHere = 0;
+  for (size_t i = numStages; i-- > 0;) {
+    const StagePlan &st = plan.stages[i];
+    StageCost &cost = eval.stages[i];
+    int first = st.firstRank, last = st.firstRank + st.replicas - 1;
+    devicesFromHere += st.replicas;
+    cost.computeSeconds = stageComputeSeconds(
+        compute[i], params[i], st.replicas, topo.bandwidth(first, last));
+    double received = 0;
+    if (i > 0) {
+      const StagePlan &prev = plan.stages[i - 1];
+      int neighbour = prev.firstRank + prev.replicas - 1;
+      received = eval.cutBytes[i - 1];
+      cost.recvSeconds = cutSeconds(
+          received, st.replicas,
+          topo.bandwidth(std::min(first, neighbour), std::max(last, neighbour)));
+    }
+    if (i + 1 < numStages) {
+      int neighbour = plan.stages[i + 1].firstRank;
+      cost.sendSeconds = cutSeconds(
+          eval.cutBytes[i], st.replicas,
+          topo.bandwidth(std::min(first, neighbour), std::max(last, neighbour)));
+    }
+    cost.inFlight = stageInFlight(options, st.replicas, devicesFromHere);
+    cost.memoryBytes = stageMemoryBytes(options, params[i], acts[i] + received,
+                                        cost.inFlight);
+  }
+  eval.usedDevices = devicesFromHere;
+  predictStep(options, eval);
+  return eval;
+}
+
+} // namespace dpc::planner

@@ -1,0 +1,75 @@
+//===- PlanJson.cpp - plan.json -------------------------------------------===//
+
+#include "dpc/planner/PlanJson.h"
+
+namespace dpc::planner {
+
+nlohmann::json planToJson(const Graph &graph, const PlanResult &result,
+                          const PlannerOptions &options) {
+  using nlohmann::json;
+  const Topology &topo = options.cost.topology;
+  const Evaluation &eval = result.evaluation;
+  int devices = topo.devices();
+  std::vector<char> busy(devices, 0);
+
+  json stages = json::array();
+  for (size_t s = 0; s < result.plan.stages.size(); ++s) {
+    const StagePlan &st = result.plan.stages[s];
+    const StageCost &cost = eval.stages[s];
+    json ranks = json::array(), nodes = json::array();
+    for (int r = st.firstRank; r < st.firstRank + st.replicas; ++r) {
+      ranks.push_back(r);
+      busy[r] = 1;
+    }
+    for (NodeId v : st.nodes)
+      nodes.push_back(graph.node(v).name);
+    stages.push_back({
+        {"id", s},
+        {"ranks", std::move(ranks)},
+        {"replicas", st.replicas},
+        {"nodes", std::move(nodes)},
+        {"compute_ms", cost.computeSeconds * 1e3},
+        {"transfer_ms", std::max(cost.recvSeconds, cost.sendSeconds) * 1e3},
+        {"recv_ms", cost.recvSeconds * 1e3},
+        {"send_ms", cost.sendSeconds * 1e3},
+        {"time_ms", cost.time() * 1e3},
+        {"cut_bytes_out", s < eval.cutBytes.size() ? eval.cutBytes[s] : 0.0},
+        {"in_flight", cost.inFlight},
+        {"memory_bytes", cost.memoryBytes},
+    });
+  }
+  json idle = json::array();
+  for (int r = 0; r < devices; ++r)
+    if (!busy[r])
+      idle.push_back(r);
+
+  json topology = {{"levels", topo.levelSizes},
+                   {"bandwidths", topo.bandwidths}};
+  json doc = {
+      {"devices", devices},
+      {"topology", std::move(topology)},
+      {"schedule",
+       {{"kind", scheduleName(options.cost.schedule)},
+        {"microbatches", options.cost.microbatches}}},
+      {"objective", objectiveName(options.objective)},
+      {"straight", options.straight},
+      {"stages", std::move(stages)},
+      {"idle_devices", idle.size()},
+      {"idle_ranks", std::move(idle)},
+      {"predicted",
+       {{"bottleneck_ms", eval.bottleneckSeconds * 1e3},
+        {"step_ms", eval.stepSeconds * 1e3},
+        {"bubble_fraction", eval.bubbleFraction},
+        {"throughput_per_s",
+         eval.bottleneckSeconds > 0 ? 1.0 / eval.bottleneckSeconds : 0.0},
+        {"peak_memory_bytes", eval.peakMemoryBytes}}},
+      {"search",
+       {{"orders_tried", result.ordersTried},
+        {"exhaustive", result.exhaustive}}},
+  };
+  if (options.memoryLimitBytes > 0)
+    doc["memory_limit_bytes"] = options.memoryLimitBytes;
+  return doc;
+}
+
+} // namespace dpc::planner

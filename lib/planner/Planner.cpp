@@ -1,0 +1,591 @@
+//===- Planner.cpp - Stage partitioning with replicas ---------------------===//
+//
+// For one topological order, a dynamic program over suffixes finds the best
+// split into contiguous stages with replica counts. The state is (first
+// position of the suffix, devices the suffix uses); the suffix sits on the
+// last ranks of the machine, so the state also fixes where a stage's ranks
+// are (which the hierarchical bandwidths need) and how many devices run
+// after it (which the in-flight count of its memory needs). Prefix sums make
+// each stage's cost O(1) and the cut sizes along the order are exact.
+//
+//===----------------------------------------------------------------------===//
+
+#include "dpc/planner/Planner.h"
+
+#include <algorithm>
+#include <cassert>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+
+namespace dpc::planner {
+
+const char *objectiveName(Objective objective) {
+  return objective == Objective::Bottleneck ? "bottleneck" : "step";
+}
+
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+/// Prefix sums along one order.
+struct OrderCosts {
+  std::vector<NodeId> order;
+  std::vector<double> compute, params, acts; // size n + 1
+  /// cut[i]: activation bytes produced before position i and read at or
+  /// after it.
+  std::vector<double> cut;
+  /// Whether a stage may start at position i (everything up to the last
+  /// input stays in the first stage); canStart[n] is true.
+  std::vector<char> canStart;
+  int starts = 0; // positions where a stage may start
+};
+
+OrderCosts buildOrderCosts(const Graph &g, const std::vector<NodeId> &order) {
+  size_t n = order.size();
+  OrderCosts oc;
+  oc.order = order;
+  oc.compute.assign(n + 1, 0);
+  oc.params.assign(n + 1, 0);
+  oc.acts.assign(n + 1, 0);
+  std::vector<uint32_t> pos(g.size());
+  for (size_t p = 0; p < n; ++p)
+    pos[order[p]] = static_cast<uint32_t>(p);
+  std::vector<double> diff(n + 2, 0);
+  long lastInput = -1;
+  for (size_t p = 0; p < n; ++p) {
+    NodeId v = order[p];
+    oc.compute[p + 1] = oc.compute[p] + g.computeSeconds(v);
+    oc.params[p + 1] = oc.params[p] + g.parameterBytes(v);
+    oc.acts[p + 1] = oc.acts[p] + g.activationBytes(v);
+    if (g.node(v).isInput)
+      lastInput = static_cast<long>(p);
+    uint32_t last = static_cast<uint32_t>(p);
+    for (NodeId w : g.successors(v))
+      last = std::max(last, pos[w]);
+    if (last > p) {
+      diff[p + 1] += g.activationBytes(v);
+      diff[last + 1] -= g.activationBytes(v);
+    }
+  }
+  oc.cut.assign(n + 1, 0);
+  double running = 0;
+  for (size_t i = 1; i < n; ++i) {
+    running += diff[i];
+    oc.cut[i] = std::max(running, 0.0);
+  }
+  oc.canStart.assign(n + 1, 0);
+  for (size_t i = 0; i < n; ++i) {
+    oc.canStart[i] = i == 0 || static_cast<long>(i) > lastInput;
+    oc.starts += oc.canStart[i];
+  }
+  oc.canStart[n] = 1;
+  return oc;
+}
+
+/// Inverse bandwidths for a stage of r replicas on ranks a..a+r-1: among
+/// its replicas, towards the previous stage's last rank, towards the next
+/// stage's first rank.
+struct Placement {
+  int devices;
+  std::vector<double> allreduce, recv, send;
+  explicit Placement(const Topology &t) : devices(t.devices()) {
+    int n = devices;
+    allreduce.assign((n + 1) * (n + 1), 0);
+    recv = send = allreduce;
+    for (int a = 0; a < n; ++a) {
+      for (int r = 1; a + r <= n; ++r) {
+        int k = a * (n + 1) + r;
+        allreduce[k] = 1.0 / t.bandwidth(a, a + r - 1);
+        if (a > 0)
+          recv[k] = 1.0 / t.bandwidth(a - 1, a + r - 1);
+        if (a + r < n)
+          send[k] = 1.0 / t.bandwidth(a, a + r);
+      }
+    }
+  }
+};
+
+enum class Mode {
+  /// Minimise the largest stage or transfer time.
+  MinMax,
+  /// Minimise the sum of stage latencies with every time at most `cap`.
+  MinSum,
+  /// Minimise the largest per-device memory, ignoring time.
+  MinMemory,
+};
+
+struct Piece {
+  int begin, end, replicas, firstRank;
+};
+
+struct Solution {
+  double value = kInf;
+  std::vector<Piece> pieces;
+  bool found() const { return !pieces.empty(); }
+};
+
+Solution solve(const OrderCosts &oc, const PlannerOptions &opts,
+               const Placement &place, Mode mode, double cap) {
+  const int n = static_cast<int>(oc.order.size());
+  const int N = place.devices;
+  const bool forced = opts.stages > 0;
+  const int layers = forced ? opts.stages + 1 : 1;
+  const double memLimit = mode == Mode::MinMemory ? 0 : opts.memoryLimitBytes;
+  const bool needMemory = memLimit > 0 || mode == Mode::MinMemory;
+  const CostOptions &cost = opts.cost;
+  const double stateFactor = 2.0 + cost.optimizerStateFactor;
+  const bool weightVersions = cost.schedule == ScheduleKind::PipeDream;
+
+  auto idx = [&](int l, int i, int d) {
+    return (static_cast<size_t>(l) * (n + 1) + i) * (N + 1) + d;
+  };
+  std::vector<double> f(static_cast<size_t>(layers) * (n + 1) * (N + 1), kInf);
+  std::vector<int32_t> nextPos(f.size(), -1);
+  std::vector<int16_t> reps(f.size(), 0);
+  f[idx(0, n, 0)] = 0;
+
+  for (int l = forced ? 1 : 0; l < layers; ++l) {
+    const int prev = forced ? l - 1 : 0;
+    for (int j = n - 1; j >= 0; --j) {
+      if (!oc.canStart[j])
+        continue;
+      const double cutIn = j > 0 ? oc.cut[j] : 0.0;
+      for (int D = 1; D <= N; ++D) {
+        double best = kInf;
+        int bestI = -1, bestR = 0;
+        const int rmax = opts.straight ? 1 : D;
+        const int a = N - D;
+        for (int r = 1; r <= rmax; ++r) {
+          const int d = D - r;
+          const size_t pk = static_cast<size_t>(a) * (N + 1) + r;
+          const double invR = 1.0 / r;
+          const double arScale = 4.0 * (r - 1) * place.allreduce[pk] * invR;
+          const double recv = 2.0 * cutIn * place.recv[pk] * invR;
+          const double sendScale = 2.0 * place.send[pk] * invR;
+          if (mode == Mode::MinMax && recv >= best)
+            continue;
+          if (mode == Mode::MinSum && recv > cap)
+            continue;
+          const int inFlight = needMemory ? stageInFlight(cost, r, D) : 1;
+          const int iBegin = d == 0 ? n : j + 1;
+          const int iEnd = d == 0 ? n : n - 1;
+          for (int i = iBegin; i <= iEnd; ++i) {
+            if (!oc.canStart[i])
+              continue;
+            const double sub = f[idx(prev, i, d)];
+            if (sub == kInf)
+              continue;
+            const double c = oc.compute[i] - oc.compute[j];
+            const double p = oc.params[i] - oc.params[j];
+            const double comp = (c + arScale * p) * invR;
+            double mem = 0;
+            if (needMemory) {
+              mem = p * stateFactor +
+                    (weightVersions ? (inFlight - 1) * p : 0.0) +
+                    inFlight * (oc.acts[i] - oc.acts[j] + cutIn);
+              // Memory and compute only grow with the stage.
+              if (memLimit > 0 && mem > memLimit)
+                break;
+            }
+            double value;
+            if (mode == Mode::MinMax) {
+              if (comp >= best)
+                break;
+              if (sub >= best)
+                continue;
+              const double send = oc.cut[i] * sendScale;
+              value = std::max(std::max(comp, recv), std::max(send, sub));
+            } else if (mode == Mode::MinSum) {
+              if (comp > cap)
+                break;
+              if (sub >= best)
+                continue;
+              const double send = oc.cut[i] * sendScale;
+              if (send > cap)
+                continue;
+              value = sub + comp + 0.5 * (recv + send);
+            } else {
+              if (mem >= best)
+                break;
+              value = std::max(mem, sub);
+            }
+            if (value < best) {
+              best = value;
+              bestI = i;
+              bestR = r;
+            }
+          }
+        }
+        const size_t k = idx(l, j, D);
+        f[k] = best;
+        nextPos[k] = bestI;
+        reps[k] = static_cast<int16_t>(bestR);
+      }
+    }
+  }
+
+  // The fewest devices among the best plans: idle devices cost nothing.
+  const int top = layers - 1;
+  int bestD = -1;
+  double bestValue = kInf;
+  for (int D = 1; D <= N; ++D) {
+    double v = f[idx(top, 0, D)];
+    if (v < bestValue * (1 - 1e-12) || (bestD < 0 && v < kInf)) {
+      bestValue = v;
+      bestD = D;
+    }
+  }
+  Solution sol;
+  if (bestD < 0)
+    return sol;
+  sol.value = bestValue;
+  // Used ranks are the last D; shift them towards rank 0 by whole groups so
+  // that the costs stay as computed.
+  const int align = opts.cost.topology.alignment();
+  const int shift = ((N - bestD) / align) * align;
+  int j = 0, D = bestD, l = top;
+  while (j < n) {
+    size_t k = idx(l, j, D);
+    int i = nextPos[k], r = reps[k];
+    assert(i > j && r > 0);
+    sol.pieces.push_back({j, i, r, N - D - shift});
+    j = i;
+    D -= r;
+    if (forced)
+      --l;
+  }
+  return sol;
+}
+
+Plan toPlan(const OrderCosts &oc, const Solution &sol) {
+  Plan plan;
+  for (const Piece &p : sol.pieces) {
+    StagePlan st;
+    st.nodes.assign(oc.order.begin() + p.begin, oc.order.begin() + p.end);
+    st.replicas = p.replicas;
+    st.firstRank = p.firstRank;
+    plan.stages.push_back(std::move(st));
+  }
+  return plan;
+}
+
+/// Total order on plans for the bottleneck objective: the bottleneck, then
+/// the sum of stage times (which prefers plans with slack everywhere).
+bool bottleneckBetter(const Evaluation &a, const Evaluation &b) {
+  const double tol = 1e-12;
+  if (a.bottleneckSeconds < b.bottleneckSeconds * (1 - tol))
+    return true;
+  if (a.bottleneckSeconds > b.bottleneckSeconds * (1 + tol))
+    return false;
+  double sa = 0, sb = 0;
+  for (const StageCost &s : a.stages)
+    sa += s.time();
+  for (const StageCost &s : b.stages)
+    sb += s.time();
+  return sa < sb * (1 - tol);
+}
+
+double objectiveValue(const PlannerOptions &opts, const Evaluation &e) {
+  return opts.objective == Objective::Bottleneck ? e.bottleneckSeconds
+                                                 : e.stepSeconds;
+}
+
+bool fits(const PlannerOptions &opts, const Evaluation &e) {
+  return opts.memoryLimitBytes <= 0 ||
+         e.peakMemoryBytes <= opts.memoryLimitBytes * (1 + 1e-12);
+}
+
+/// Moves single nodes across the cuts next to the bottleneck stage while
+/// that lowers (bottleneck, sum of stage times): the dynamic program is
+/// exact along its order, this explores the orders next to it.
+Plan refinePlan(const Graph &g, Plan plan, const PlannerOptions &opts) {
+  size_t numStages = plan.stages.size();
+  if (numStages < 2)
+    return plan;
+  std::vector<int> stageOf(g.size());
+  auto assign = [&](const Plan &p) {
+    for (size_t s = 0; s < p.stages.size(); ++s)
+      for (NodeId v : p.stages[s].nodes)
+        stageOf[v] = static_cast<int>(s);
+  };
+  assign(plan);
+  Expected<Evaluation> current = evaluate(g, plan, opts.cost);
+  if (!current)
+    return plan;
+  for (size_t round = 0; round < 2 * numStages + 4; ++round) {
+    size_t worst = 0;
+    for (size_t s = 1; s < numStages; ++s)
+      if (current->stages[s].time() > current->stages[worst].time())
+        worst = s;
+    std::vector<std::pair<NodeId, int>> moves;
+    for (size_t s : {worst - 1, worst}) {
+      if (s >= numStages || s + 1 >= numStages) // worst - 1 wraps at 0
+        continue;
+      if (plan.stages[s].nodes.size() > 1)
+        for (NodeId v : plan.stages[s].nodes) {
+          bool movable = !g.node(v).isInput;
+          for (NodeId w : g.successors(v))
+            movable &= stageOf[w] > static_cast<int>(s);
+          if (movable)
+            moves.push_back({v, static_cast<int>(s) + 1});
+        }
+      if (plan.stages[s + 1].nodes.size() > 1)
+        for (NodeId v : plan.stages[s + 1].nodes) {
+          bool movable = true;
+          for (NodeId u : g.predecessors(v))
+            movable &= stageOf[u] <= static_cast<int>(s);
+          if (movable)
+            moves.push_back({v, static_cast<int>(s)});
+        }
+    }
+    Plan bestPlan;
+    std::optional<Evaluation> bestEval;
+    for (auto [v, to] : moves) {
+      Plan trial = plan;
+      auto &from = trial.stages[stageOf[v]].nodes;
+      from.erase(std::find(from.begin(), from.end(), v));
+      trial.stages[to].nodes.push_back(v);
+      Expected<Evaluation> e = evaluate(g, trial, opts.cost);
+      if (!e || !fits(opts, *e))
+        continue;
+      const Evaluation &reference = bestEval ? *bestEval : *current;
+      if (bottleneckBetter(*e, reference)) {
+        bestEval = *e;
+        bestPlan = std::move(trial);
+      }
+    }
+    if (!bestEval)
+      break;
+    plan = std::move(bestPlan);
+    *current = std::move(*bestEval);
+    assign(plan);
+  }
+  return plan;
+}
+
+/// The order that lists `plan`'s stages one after another, each in the
+/// order of `reference`.
+std::vector<NodeId> stageMajorOrder(const Graph &g, const Plan &plan,
+                                    const std::vector<NodeId> &reference) {
+  std::vector<int> stageOf(g.size());
+  for (size_t s = 0; s < plan.stages.size(); ++s)
+    for (NodeId v : plan.stages[s].nodes)
+      stageOf[v] = static_cast<int>(s);
+  std::vector<NodeId> order = reference;
+  std::stable_sort(order.begin(), order.end(), [&](NodeId a, NodeId b) {
+    return stageOf[a] < stageOf[b];
+  });
+  return order;
+}
+
+std::string bytesText(double bytes) {
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), "%.0f", std::ceil(bytes));
+  return buf;
+}
+
+/// Best plan along one order for the chosen objective, or nothing.
+struct OrderResult {
+  Solution solution;
+  Plan plan;
+  Evaluation evaluation;
+  bool found = false;
+};
+
+OrderResult planOrder(const Graph &g, const OrderCosts &oc,
+                      const PlannerOptions &opts, const Placement &place) {
+  OrderResult out;
+  Solution minmax = solve(oc, opts, place, Mode::MinMax, kInf);
+  if (!minmax.found())
+    return out;
+  auto consider = [&](const Solution &sol) {
+    if (!sol.found())
+      return;
+    Plan plan = toPlan(oc, sol);
+    Expected<Evaluation> e = evaluate(g, plan, opts.cost);
+    assert(e && "the dynamic program built an invalid plan");
+    if (!e)
+      return;
+    bool better = !out.found;
+    if (!better && opts.objective == Objective::Bottleneck)
+      better = bottleneckBetter(*e, out.evaluation);
+    if (!better && opts.objective == Objective::Step)
+      better = e->stepSeconds < out.evaluation.stepSeconds * (1 - 1e-12);
+    if (better) {
+      out.found = true;
+      out.solution = sol;
+      out.plan = std::move(plan);
+      out.evaluation = std::move(*e);
+    }
+  };
+  consider(minmax);
+  // Among the plans with the best bottleneck, the one with the smallest sum
+  // of latencies: it is also the best for a synchronous schedule.
+  consider(solve(oc, opts, place, Mode::MinSum, minmax.value * (1 + 1e-9)));
+  if (opts.objective != Objective::Step)
+    return out;
+
+  // Step time = latency sum + (m - 1) * bottleneck. For a cap T on every
+  // time, the least latency sum is exact; trying caps T* (1 + grid)^k finds
+  // a plan within a factor (1 + grid) of the best step along this order.
+  int m = std::max(opts.cost.microbatches, 1);
+  Solution unbounded = solve(oc, opts, place, Mode::MinSum, kInf);
+  consider(unbounded);
+  if (m == 1 || !unbounded.found())
+    return out;
+  double grid = std::max(opts.stepGrid, 1e-4);
+  for (double capValue = minmax.value * (1 + grid); capValue < kInf;
+       capValue *= 1 + grid) {
+    // A plan not seen yet has a time above the previous cap, so its step is
+    // at least this.
+    double previousCap = capValue / (1 + grid);
+    if (unbounded.value + (m - 1) * previousCap >= out.evaluation.stepSeconds)
+      break;
+    consider(solve(oc, opts, place, Mode::MinSum, capValue));
+  }
+  return out;
+}
+
+} // namespace
+
+Expected<PlanResult> partitionOrder(const Graph &g,
+                                    const std::vector<NodeId> &order,
+                                    const PlannerOptions &opts) {
+  using Result = Expected<PlanResult>;
+  if (order.size() != g.size())
+    return Result::failure("order does not list every node once");
+  OrderCosts oc = buildOrderCosts(g, order);
+  Placement place(opts.cost.topology);
+  OrderResult r = planOrder(g, oc, opts, place);
+  if (!r.found)
+    return Result::failure("no split of the order meets the constraints");
+  PlanResult result;
+  result.plan = std::move(r.plan);
+  result.evaluation = std::move(r.evaluation);
+  result.ordersTried = 1;
+  return result;
+}
+
+Expected<PlanResult> planPipeline(const Graph &g,
+                                  const PlannerOptions &options) {
+  using Result = Expected<PlanResult>;
+  PlannerOptions opts = options;
+  if (g.size() == 0)
+    return Result::failure("graph has no nodes");
+  Expected<std::vector<NodeId>> topo = g.topologicalOrder();
+  if (!topo)
+    return Result::failure(topo.error());
+  const Topology &t = opts.cost.topology;
+  if (t.levelSizes.empty() || t.levelSizes.size() != t.bandwidths.size())
+    return Result::failure("topology needs one bandwidth per level");
+  for (size_t l = 0; l < t.levelSizes.size(); ++l)
+    if (t.levelSizes[l] < 1 || !(t.bandwidths[l] > 0))
+      return Result::failure("topology levels need at least one device and "
+                             "a positive bandwidth");
+  int devices = t.devices();
+  if (devices > 4096)
+    return Result::failure("at most 4096 devices are supported");
+
+  size_t nonInputs = 0;
+  for (NodeId v = 0; v < g.size(); ++v)
+    nonInputs += !g.node(v).isInput;
+  size_t maxStages = std::max<size_t>(nonInputs, 1);
+  if (opts.stages < 0)
+    return Result::failure("the stage count must be positive");
+  if (static_cast<size_t>(opts.stages) > maxStages)
+    return Result::failure("more stages than nodes: " +
+                           std::to_string(opts.stages) + " stages for " +
+                           std::to_string(maxStages) + " non-input nodes");
+  if (opts.stages > devices)
+    return Result::failure(std::to_string(opts.stages) + " stages need " +
+                           std::to_string(opts.stages) + " devices, " +
+                           std::to_string(devices) + " given");
+
+  // Small graphs: every order; otherwise the heuristic orders. The budget
+  // keeps the exhaustive search within a few million DP steps.
+  PlanResult result;
+  std::vector<std::vector<NodeId>> orders;
+  size_t n = g.size();
+  if (opts.exhaustiveOrderLimit > 0) {
+    double perOrder = double(n) * n * devices * (opts.straight ? 1 : devices);
+    size_t budget = static_cast<size_t>(
+        std::min<double>(opts.exhaustiveOrderLimit, 4e7 / (perOrder + 1)));
+    if (budget > 0)
+      orders = allTopologicalOrders(g, budget);
+    result.exhaustive = !orders.empty();
+  }
+  if (orders.empty())
+    orders = candidateOrders(g);
+
+  Placement place(t);
+  std::vector<OrderCosts> costs;
+  costs.reserve(orders.size());
+  OrderResult best;
+  size_t bestOrder = 0;
+  for (size_t k = 0; k < orders.size(); ++k) {
+    costs.push_back(buildOrderCosts(g, orders[k]));
+    OrderResult r = planOrder(g, costs.back(), opts, place);
+    if (!r.found)
+      continue;
+    bool better = !best.found;
+    if (!better)
+      better = opts.objective == Objective::Bottleneck
+                   ? bottleneckBetter(r.evaluation, best.evaluation)
+                   : objectiveValue(opts, r.evaluation) <
+                         objectiveValue(opts, best.evaluation) * (1 - 1e-12);
+    if (better) {
+      best = std::move(r);
+      bestOrder = k;
+    }
+  }
+  result.ordersTried = static_cast<int>(orders.size());
+
+  if (!best.found) {
+    if (opts.memoryLimitBytes > 0) {
+      double least = kInf;
+      for (const OrderCosts &oc : costs)
+        least = std::min(least, solve(oc, opts, place, Mode::MinMemory, kInf).value);
+      if (least < kInf)
+        return Result::failure(
+            "no plan fits in " + bytesText(opts.memoryLimitBytes) +
+            " bytes per device; the smallest limit that would work is " +
+            bytesText(least) + " bytes");
+    }
+    return Result::failure("no plan meets the constraints");
+  }
+
+  // Refinement: move nodes across cuts, then let the dynamic program
+  // re-split the order that the moved plan implies.
+  if (opts.refine && !result.exhaustive &&
+      opts.objective == Objective::Bottleneck) {
+    std::vector<NodeId> reference = orders[bestOrder];
+    for (int round = 0; round < 3; ++round) {
+      Plan moved = refinePlan(g, best.plan, opts);
+      std::vector<NodeId> order = stageMajorOrder(g, moved, reference);
+      OrderCosts oc = buildOrderCosts(g, order);
+      OrderResult r = planOrder(g, oc, opts, place);
+      Expected<Evaluation> movedEval = evaluate(g, moved, opts.cost);
+      bool improved = false;
+      if (r.found && bottleneckBetter(r.evaluation, best.evaluation)) {
+        best = std::move(r);
+        improved = true;
+      } else if (movedEval && fits(opts, *movedEval) &&
+                 bottleneckBetter(*movedEval, best.evaluation)) {
+        best.plan = std::move(moved);
+        best.evaluation = std::move(*movedEval);
+        improved = true;
+      }
+      if (!improved)
+        break;
+      reference = order;
+      ++result.ordersTried;
+    }
+  }
+
+  result.plan = std::move(best.plan);
+  result.evaluation = std::move(best.evaluation);
+  return result;
+}
+
+} // namespace dpc::planner

@@ -1,0 +1,134 @@
+//===- ProfileTest.cpp - graph.txt and profile.json -----------------------===//
+
+#include "dpc/planner/Profile.h"
+
+#include <gtest/gtest.h>
+
+using namespace dpc::planner;
+
+namespace {
+
+const char *kSmall =
+    "node1 -- Input -- forward_compute_time=635.902, "
+    "backward_compute_time=0.000, activation_size=100.0, "
+    "parameter_size=0.000\n"
+    "node2 -- Conv2d(3, 64) -- forward_compute_time=2.5, "
+    "backward_compute_time=1.5, activation_size=[6.0; 1.0; 1.0], "
+    "parameter_size=10.000\n"
+    "node3 -- Attn(a -- b) -- forward_compute_time=1, "
+    "backward_compute_time=2, activation_size=5, parameter_size=7\n"
+    "\tnode1 -- node2\n"
+    "\tnode2 -- node3\n"
+    "\tnode1 -- node3\n";
+
+TEST(ProfileTest, ParsesPipeDreamNodesAndEdges) {
+  Expected<Graph> g = parsePipeDreamProfile(kSmall, "small.txt");
+  ASSERT_TRUE(g) << g.error();
+  ASSERT_EQ(g->size(), 3u);
+  EXPECT_EQ(g->numEdges(), 3u);
+  NodeId n1 = *g->find("node1"), n2 = *g->find("node2"), n3 = *g->find("node3");
+  EXPECT_TRUE(g->node(n1).isInput);
+  EXPECT_DOUBLE_EQ(g->computeSeconds(n1), 0.0); // inputs are free
+  EXPECT_DOUBLE_EQ(g->activationBytes(n1), 0.0);
+  EXPECT_DOUBLE_EQ(g->node(n2).activationBytes, 8.0); // bracketed list summed
+  EXPECT_DOUBLE_EQ(g->computeSeconds(n2), 0.004);
+  EXPECT_DOUBLE_EQ(g->parameterBytes(n2), 10.0);
+  // The description may contain the separator.
+  EXPECT_EQ(g->node(n3).description, "Attn(a -- b)");
+  EXPECT_EQ(g->successors(n1).size(), 2u);
+}
+
+TEST(ProfileTest, MalformedLinesNameTheLine) {
+  std::string text = kSmall;
+  text.insert(text.find("\tnode1"), "node4 -- Relu -- forward_compute_time=x, "
+                                    "backward_compute_time=0, "
+                                    "activation_size=0, parameter_size=0\n");
+  Expected<Graph> g = parsePipeDreamProfile(text, "p.txt");
+  ASSERT_FALSE(g);
+  EXPECT_EQ(g.error(), "p.txt:4: bad value 'x' for forward_compute_time");
+
+  g = parsePipeDreamProfile("node1 -- Relu\n", "p.txt");
+  ASSERT_FALSE(g);
+  EXPECT_NE(g.error().find("p.txt:1: malformed node line"), std::string::npos);
+
+  g = parsePipeDreamProfile(
+      "node1 -- R -- forward_compute_time=1, backward_compute_time=1, "
+      "activation_size=1\n",
+      "p.txt");
+  ASSERT_FALSE(g);
+  EXPECT_EQ(g.error(), "p.txt:1: node 'node1' has no parameter_size");
+
+  g = parsePipeDreamProfile(std::string(kSmall) + "\tnode3 -- node9\n",
+                            "p.txt");
+  ASSERT_FALSE(g);
+  EXPECT_EQ(g.error(), "p.txt:7: edge to unknown node 'node9'");
+
+  g = parsePipeDreamProfile(std::string(kSmall) + "\tnode3\n", "p.txt");
+  ASSERT_FALSE(g);
+  EXPECT_NE(g.error().find("p.txt:7: malformed edge line"), std::string::npos);
+
+  g = parsePipeDreamProfile("", "p.txt");
+  ASSERT_FALSE(g);
+  EXPECT_EQ(g.error(), "p.txt: profile has no nodes");
+}
+
+TEST(ProfileTest, CycleIsReported) {
+  Expected<Graph> g = parsePipeDreamProfile(
+      std::string(kSmall) + "\tnode3 -- node2\n", "p.txt");
+  ASSERT_TRUE(g) << g.error();
+  auto order = g->topologicalOrder();
+  ASSERT_FALSE(order);
+  EXPECT_EQ(order.error(), "graph has a cycle: node2 -> node3 -> node2");
+}
+
+TEST(ProfileTest, JsonRoundTrip) {
+  Expected<Graph> g = parsePipeDreamProfile(kSmall, "small.txt");
+  ASSERT_TRUE(g);
+  std::string json = writeJsonProfile(*g);
+  Expected<Graph> back = parseJsonProfile(json, "small.json");
+  ASSERT_TRUE(back) << back.error();
+  ASSERT_EQ(back->size(), g->size());
+  EXPECT_EQ(back->numEdges(), g->numEdges());
+  for (NodeId v = 0; v < g->size(); ++v) {
+    const Node &a = g->node(v), &b = back->node(v);
+    EXPECT_EQ(a.name, b.name);
+    EXPECT_EQ(a.description, b.description);
+    EXPECT_EQ(a.forwardMs, b.forwardMs);
+    EXPECT_EQ(a.backwardMs, b.backwardMs);
+    EXPECT_EQ(a.activationBytes, b.activationBytes);
+    EXPECT_EQ(a.parameterBytes, b.parameterBytes);
+    EXPECT_EQ(a.isInput, b.isInput);
+    EXPECT_EQ(g->successors(v), back->successors(v));
+  }
+}
+
+TEST(ProfileTest, JsonErrors) {
+  auto error = [](const std::string &text) {
+    Expected<Graph> g = parseJsonProfile(text, "p.json");
+    return g ? std::string("ok") : g.error();
+  };
+  EXPECT_EQ(error("{"), "p.json: not valid JSON");
+  EXPECT_EQ(error("{\"nodes\": 3}"),
+            "p.json: expected an object with a \"nodes\" array");
+  EXPECT_EQ(error("{\"nodes\": [{\"name\": \"a\", \"forward_ms\": -1}]}"),
+            "p.json: nodes[0] ('a') has a bad \"forward_ms\" (expected a "
+            "number >= 0)");
+  EXPECT_EQ(error("{\"nodes\": [{\"name\": \"a\"}], \"edges\": [[\"a\", "
+                  "\"b\"]]}"),
+            "p.json: edges[0] names unknown node 'b'");
+  EXPECT_EQ(error("{\"nodes\": [{\"name\": \"a\"}, {\"name\": \"a\"}]}"),
+            "p.json: nodes[1] ('a') is defined twice");
+  EXPECT_EQ(error("{\"nodes\": [{\"name\": \"a\"}]}"), "ok");
+}
+
+TEST(ProfileTest, SharedProfilesParse) {
+  for (const char *name : {"alexnet", "vgg16", "resnet18", "resnet50", "gnmt"}) {
+    Expected<Graph> g =
+        loadProfile(std::string(DPC_PROFILES_DIR) + "/" + name + ".txt");
+    ASSERT_TRUE(g) << g.error();
+    EXPECT_GT(g->size(), 10u) << name;
+    EXPECT_TRUE(g->topologicalOrder()) << name;
+  }
+}
+
+} // namespace

@@ -1,0 +1,251 @@
+//===- PlanCommand.cpp - dpc plan -----------------------------------------===//
+//
+// `dpc plan --profile graph.txt --devices 16 -o plan.json`: plans a PipeDream
+// graph.txt or a dpc profile.json and writes plan.json. Every failure the
+// user can fix (bad options, a malformed profile, a cyclic graph, a memory
+// limit no plan meets) exits 2 and leaves no output file behind.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Commands.h"
+
+#include "dpc/planner/PlanJson.h"
+#include "dpc/planner/Planner.h"
+#include "dpc/planner/Profile.h"
+#include "dpc/support/CommandLine.h"
+
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <unistd.h>
+
+namespace dpc::tools {
+
+namespace {
+
+using namespace dpc::planner;
+
+/// Splits "a,b,c" (or "4x4" with sep 'x').
+std::vector<std::string> split(const std::string &text, char sep) {
+  std::vector<std::string> parts;
+  std::stringstream in(text);
+  std::string part;
+  while (std::getline(in, part, sep))
+    parts.push_back(part);
+  if (!text.empty() && text.back() == sep)
+    parts.push_back("");
+  return parts;
+}
+
+std::string parseLevels(const std::string &text, std::vector<int> &levels) {
+  levels.clear();
+  for (const std::string &part : split(text, 'x')) {
+    char *end = nullptr;
+    long v = std::strtol(part.c_str(), &end, 10);
+    if (part.empty() || *end != '\0' || v < 1 || v > 4096)
+      return "expects a device count such as 16 or 4x4, got '" + text + "'";
+    levels.push_back(static_cast<int>(v));
+  }
+  long total = 1;
+  for (int v : levels)
+    if ((total *= v) > 4096)
+      return "expects at most 4096 devices, got '" + text + "'";
+  return "";
+}
+
+std::string parseBandwidths(const std::string &text,
+                            std::vector<double> &bandwidths) {
+  bandwidths.clear();
+  for (const std::string &part : split(text, ',')) {
+    double v;
+    if (!cli::parseByteCount(part, v) || !(v > 0))
+      return "expects bytes per second such as 1e9 or 25e9,1e9, got '" +
+             text + "'";
+    bandwidths.push_back(v);
+  }
+  return "";
+}
+
+/// Writes next to the destination and renames, so that a failed or
+/// interrupted run never leaves a partial plan.json.
+bool writeAtomically(const std::string &path, const std::string &text,
+                     std::string &error) {
+  std::string temp = path + ".tmp." + std::to_string(::getpid());
+  {
+    std::ofstream out(temp, std::ios::binary | std::ios::trunc);
+    if (!out) {
+      error = "cannot write '" + path + "'";
+      return false;
+    }
+    out << text;
+    out.flush();
+    if (!out) {
+      std::remove(temp.c_str());
+      error = "cannot write '" + path + "'";
+      return false;
+    }
+  }
+  if (std::rename(temp.c_str(), path.c_str()) != 0) {
+    std::remove(temp.c_str());
+    error = "cannot write '" + path + "'";
+    return false;
+  }
+  return true;
+}
+
+} // namespace
+
+int runPlanCommand(const Args &args) {
+  std::string profilePath, output, devicesText = "1", bandwidthText = "1e9",
+                                   scheduleText = "pipedream", objectiveText,
+                                   optimizerText = "sgd";
+  bool straight = false, quiet = false;
+  int64_t stages = 0, microbatches = 0;
+  double memoryLimit = 0;
+  std::vector<int> levels = {1};
+  std::vector<double> bandwidths = {1e9};
+
+  cli::ArgParser parser(
+      "dpc plan",
+      "partition a model or a PipeDream profile into pipeline stages",
+      "dpc plan --profile FILE --devices N[xM...] [-o plan.json] [options]");
+  parser.addOption("profile", &profilePath, "FILE",
+                   "PipeDream graph.txt or dpc profile.json (required)");
+  parser.addOption(
+      "devices",
+      [&](const std::string &v) {
+        devicesText = v;
+        return parseLevels(v, levels);
+      },
+      "N[xM...]", "devices, or nested groups innermost first (4x4)");
+  parser.addOption(
+      "bandwidth",
+      [&](const std::string &v) {
+        bandwidthText = v;
+        return parseBandwidths(v, bandwidths);
+      },
+      "B[,B2...]", "bytes/s, one per topology level, innermost first (1e9)");
+  parser.addFlag("straight", &straight, "no replicas: one device per stage");
+  parser.addOption("stages", &stages, "N", "exactly N stages");
+  parser.addOption(
+      "memory-limit",
+      [&](const std::string &v) -> std::string {
+        if (!cli::parseByteCount(v, memoryLimit) || !(memoryLimit > 0))
+          return "expects a byte count such as 16e9 or 16GiB, got '" + v + "'";
+        return "";
+      },
+      "BYTES", "memory per device");
+  parser.addOption("schedule", &scheduleText, "KIND",
+                   "pipedream (default), gpipe or 1f1b");
+  parser.addOption("microbatches", &microbatches, "M",
+                   "microbatches per step (1 for pipedream, 8 otherwise)");
+  parser.addOption("objective", &objectiveText, "KIND",
+                   "bottleneck or step (default: step for gpipe and 1f1b)");
+  parser.addOption("optimizer", &optimizerText, "NAME",
+                   "sgd (one state per parameter, default) or adam (two)");
+  parser.addOption("o", &output, "FILE", "write plan.json here (default: stdout)");
+  parser.addFlag("quiet", &quiet, "no summary on stdout when -o is given");
+
+  switch (parser.parse(args)) {
+  case cli::ArgParser::Result::Help:
+    std::cout << parser.help();
+    return 0;
+  case cli::ArgParser::Result::Error:
+    std::cerr << parser.error() << "\n";
+    return cli::kUsageError;
+  case cli::ArgParser::Result::Ok:
+    break;
+  }
+  auto usage = [](const std::string &message) {
+    std::cerr << "dpc plan: " << message << "\n";
+    return cli::kUsageError;
+  };
+
+  if (profilePath.empty())
+    return usage("missing --profile FILE");
+  PlannerOptions opts;
+  if (bandwidths.size() == 1 && levels.size() > 1)
+    bandwidths.assign(levels.size(), bandwidths[0]);
+  if (bandwidths.size() != levels.size())
+    return usage("--bandwidth gives " + std::to_string(bandwidths.size()) +
+                 " levels but --devices " + devicesText + " has " +
+                 std::to_string(levels.size()));
+  opts.cost.topology.levelSizes = levels;
+  opts.cost.topology.bandwidths = bandwidths;
+  if (!parseScheduleKind(scheduleText, opts.cost.schedule))
+    return usage("unknown schedule '" + scheduleText +
+                 "' (expected pipedream, gpipe or 1f1b)");
+  bool synchronous = opts.cost.schedule != ScheduleKind::PipeDream;
+  if (microbatches < 0 || (parser.given("microbatches") && microbatches < 1))
+    return usage("--microbatches must be at least 1");
+  opts.cost.microbatches =
+      microbatches > 0 ? static_cast<int>(microbatches) : (synchronous ? 8 : 1);
+  if (optimizerText == "sgd")
+    opts.cost.optimizerStateFactor = 1;
+  else if (optimizerText == "adam")
+    opts.cost.optimizerStateFactor = 2;
+  else
+    return usage("unknown optimizer '" + optimizerText +
+                 "' (expected sgd or adam)");
+  if (objectiveText.empty())
+    opts.objective = synchronous ? Objective::Step : Objective::Bottleneck;
+  else if (objectiveText == "bottleneck")
+    opts.objective = Objective::Bottleneck;
+  else if (objectiveText == "step")
+    opts.objective = Objective::Step;
+  else
+    return usage("unknown objective '" + objectiveText +
+                 "' (expected bottleneck or step)");
+  if (parser.given("stages") && (stages < 1 || stages > 4096))
+    return usage("--stages must be between 1 and 4096");
+  opts.stages = static_cast<int>(stages);
+  opts.straight = straight;
+  opts.memoryLimitBytes = memoryLimit;
+
+  Expected<Graph> graph = loadProfile(profilePath);
+  if (!graph)
+    return usage(graph.error());
+  auto start = std::chrono::steady_clock::now();
+  Expected<PlanResult> result = planPipeline(*graph, opts);
+  double planMs = std::chrono::duration<double, std::milli>(
+                      std::chrono::steady_clock::now() - start)
+                      .count();
+  if (!result)
+    return usage(result.error());
+
+  nlohmann::json doc = planToJson(*graph, *result, opts);
+  doc["profile"] = profilePath;
+  std::string text = doc.dump(2) + "\n";
+  if (output.empty() || output == "-") {
+    std::cout << text;
+    return 0;
+  }
+  std::string error;
+  if (!writeAtomically(output, text, error)) {
+    std::cerr << "dpc plan: " << error << "\n";
+    return 1;
+  }
+  if (!quiet) {
+    const Evaluation &e = result->evaluation;
+    std::printf("dpc plan: %zu stages on %d of %d devices, bottleneck %.6f s, "
+                "step %.6f s (%s, %d microbatches), planned in %.2f ms\n",
+                result->plan.stages.size(), e.usedDevices,
+                opts.cost.topology.devices(), e.bottleneckSeconds,
+                e.stepSeconds, scheduleName(opts.cost.schedule),
+                opts.cost.microbatches, planMs);
+    for (size_t s = 0; s < result->plan.stages.size(); ++s) {
+      const StagePlan &st = result->plan.stages[s];
+      const StageCost &c = e.stages[s];
+      std::printf("  stage %zu: %zu nodes x%d replicas on ranks %d-%d, "
+                  "compute %.3f ms, transfer %.3f ms, memory %.3g bytes\n",
+                  s, st.nodes.size(), st.replicas, st.firstRank,
+                  st.firstRank + st.replicas - 1, c.computeSeconds * 1e3,
+                  std::max(c.recvSeconds, c.sendSeconds) * 1e3, c.memoryBytes);
+    }
+  }
+  return 0;
+}
+
+} // namespace dpc::tools

@@ -152,7 +152,9 @@ Solution solve(const OrderCosts &oc, const PlannerOptions &opts,
         continue;
       const double cutIn = j > 0 ? oc.cut[j] : 0.0;
       for (int D = 1; D <= N; ++D) {
-        double best = kInf;
+        // MinMax: only values below `cap` matter (a plan at least as good is
+        // known); they are the only ones kept.
+        double best = mode == Mode::MinMax ? cap : kInf;
         int bestI = -1, bestR = 0;
         const int rmax = opts.straight ? 1 : D;
         const int a = N - D;
@@ -168,8 +170,29 @@ Solution solve(const OrderCosts &oc, const PlannerOptions &opts,
           if (mode == Mode::MinSum && recv > cap)
             continue;
           const int inFlight = needMemory ? stageInFlight(cost, r, D) : 1;
-          const int iBegin = d == 0 ? n : j + 1;
-          const int iEnd = d == 0 ? n : n - 1;
+          int iBegin = d == 0 ? n : j + 1;
+          int iEnd = d == 0 ? n : n - 1;
+          // Every stage time is at least its compute over its replicas, so a
+          // bound on the value confines the split point to a window of the
+          // prefix sums: this stage's compute below bound * r and the
+          // suffix's below bound * d.
+          const double bound = mode == Mode::MinMax ? best : cap;
+          if (mode != Mode::MinMemory && bound < kInf) {
+            const double slack = 1 + 1e-9;
+            const double *C = oc.compute.data();
+            iEnd = std::min<int>(
+                iEnd, static_cast<int>(std::upper_bound(
+                                           C + j, C + n + 1,
+                                           C[j] + bound * r * slack) -
+                                       C) -
+                          1);
+            if (d > 0)
+              iBegin = std::max<int>(
+                  iBegin, static_cast<int>(std::lower_bound(
+                                               C + j, C + n + 1,
+                                               C[n] - bound * d * slack) -
+                                           C));
+          }
           for (int i = iBegin; i <= iEnd; ++i) {
             if (!oc.canStart[i])
               continue;
@@ -218,7 +241,7 @@ Solution solve(const OrderCosts &oc, const PlannerOptions &opts,
           }
         }
         const size_t k = idx(l, j, D);
-        f[k] = best;
+        f[k] = bestI < 0 ? kInf : best;
         nextPos[k] = bestI;
         reps[k] = static_cast<int16_t>(bestR);
       }
@@ -394,9 +417,10 @@ struct OrderResult {
 };
 
 OrderResult planOrder(const Graph &g, const OrderCosts &oc,
-                      const PlannerOptions &opts, const Placement &place) {
+                      const PlannerOptions &opts, const Placement &place,
+                      double cap) {
   OrderResult out;
-  Solution minmax = solve(oc, opts, place, Mode::MinMax, kInf);
+  Solution minmax = solve(oc, opts, place, Mode::MinMax, cap);
   if (!minmax.found())
     return out;
   auto consider = [&](const Solution &sol) {
@@ -420,9 +444,6 @@ OrderResult planOrder(const Graph &g, const OrderCosts &oc,
     }
   };
   consider(minmax);
-  // Among the plans with the best bottleneck, the one with the smallest sum
-  // of latencies: it is also the best for a synchronous schedule.
-  consider(solve(oc, opts, place, Mode::MinSum, minmax.value * (1 + 1e-9)));
   if (opts.objective != Objective::Step)
     return out;
 
@@ -447,6 +468,45 @@ OrderResult planOrder(const Graph &g, const OrderCosts &oc,
   return out;
 }
 
+/// Among the splits of `order` whose bottleneck is within 1e-9 of the
+/// best's, the one with the least latency sum, which a synchronous schedule
+/// also prefers; the plan of a tie is otherwise arbitrary.
+void preferLeastLatency(const Graph &g, const std::vector<NodeId> &order,
+                        const PlannerOptions &opts, const Placement &place,
+                        OrderResult &best) {
+  OrderCosts oc = buildOrderCosts(g, order);
+  Solution sol = solve(oc, opts, place, Mode::MinSum,
+                       best.evaluation.bottleneckSeconds * (1 + 1e-9));
+  if (!sol.found())
+    return;
+  Plan plan = toPlan(oc, sol);
+  Expected<Evaluation> e = evaluate(g, plan, opts.cost);
+  if (e && fits(opts, *e) && bottleneckBetter(*e, best.evaluation)) {
+    best.plan = std::move(plan);
+    best.evaluation = std::move(*e);
+  }
+}
+
+/// A plan every order admits: one stage on the replica count that suits it
+/// best. Its time bounds the dynamic program from the start.
+double singleStageBound(const Graph &g, const PlannerOptions &opts,
+                        const Placement &place) {
+  if (opts.stages > 1)
+    return kInf;
+  double compute = 0, params = 0;
+  for (NodeId v = 0; v < g.size(); ++v) {
+    compute += g.computeSeconds(v);
+    params += g.parameterBytes(v);
+  }
+  int N = place.devices;
+  double best = kInf;
+  for (int r = 1; r <= (opts.straight ? 1 : N); ++r) {
+    double inv = place.allreduce[static_cast<size_t>(N - r) * (N + 1) + r];
+    best = std::min(best, (compute + 4.0 * (r - 1) * params * inv / r) / r);
+  }
+  return best;
+}
+
 } // namespace
 
 Expected<PlanResult> partitionOrder(const Graph &g,
@@ -457,9 +517,11 @@ Expected<PlanResult> partitionOrder(const Graph &g,
     return Result::failure("order does not list every node once");
   OrderCosts oc = buildOrderCosts(g, order);
   Placement place(opts.cost.topology);
-  OrderResult r = planOrder(g, oc, opts, place);
+  OrderResult r = planOrder(g, oc, opts, place, kInf);
   if (!r.found)
     return Result::failure("no split of the order meets the constraints");
+  if (opts.objective == Objective::Bottleneck)
+    preferLeastLatency(g, order, opts, place, r);
   PlanResult result;
   result.plan = std::move(r.plan);
   result.evaluation = std::move(r.evaluation);
@@ -519,24 +581,34 @@ Expected<PlanResult> planPipeline(const Graph &g,
     orders = candidateOrders(g);
 
   Placement place(t);
-  std::vector<OrderCosts> costs;
-  costs.reserve(orders.size());
+  const bool bottleneck = opts.objective == Objective::Bottleneck;
+  // For the bottleneck, each order only has to beat the best so far (ties
+  // are kept: 1e-9 of slack), which narrows the dynamic program's windows.
+  double cap = bottleneck ? singleStageBound(g, opts, place) * (1 + 1e-9)
+                          : kInf;
   OrderResult best;
   size_t bestOrder = 0;
   for (size_t k = 0; k < orders.size(); ++k) {
-    costs.push_back(buildOrderCosts(g, orders[k]));
-    OrderResult r = planOrder(g, costs.back(), opts, place);
+    OrderCosts oc = buildOrderCosts(g, orders[k]);
+    OrderResult r = planOrder(g, oc, opts, place, cap);
+    if (!r.found && k == 0 && cap < kInf) {
+      // The single stage does not fit (memory); search without the bound.
+      cap = kInf;
+      r = planOrder(g, oc, opts, place, cap);
+    }
     if (!r.found)
       continue;
     bool better = !best.found;
     if (!better)
-      better = opts.objective == Objective::Bottleneck
+      better = bottleneck
                    ? bottleneckBetter(r.evaluation, best.evaluation)
                    : objectiveValue(opts, r.evaluation) <
                          objectiveValue(opts, best.evaluation) * (1 - 1e-12);
     if (better) {
       best = std::move(r);
       bestOrder = k;
+      if (bottleneck)
+        cap = best.evaluation.bottleneckSeconds * (1 + 1e-9);
     }
   }
   result.ordersTried = static_cast<int>(orders.size());
@@ -544,8 +616,10 @@ Expected<PlanResult> planPipeline(const Graph &g,
   if (!best.found) {
     if (opts.memoryLimitBytes > 0) {
       double least = kInf;
-      for (const OrderCosts &oc : costs)
-        least = std::min(least, solve(oc, opts, place, Mode::MinMemory, kInf).value);
+      for (const std::vector<NodeId> &order : orders)
+        least = std::min(least, solve(buildOrderCosts(g, order), opts, place,
+                                      Mode::MinMemory, kInf)
+                                    .value);
       if (least < kInf)
         return Result::failure(
             "no plan fits in " + bytesText(opts.memoryLimitBytes) +
@@ -557,14 +631,13 @@ Expected<PlanResult> planPipeline(const Graph &g,
 
   // Refinement: move nodes across cuts, then let the dynamic program
   // re-split the order that the moved plan implies.
-  if (opts.refine && !result.exhaustive &&
-      opts.objective == Objective::Bottleneck) {
-    std::vector<NodeId> reference = orders[bestOrder];
+  std::vector<NodeId> reference = orders[bestOrder];
+  if (opts.refine && !result.exhaustive && bottleneck) {
     for (int round = 0; round < 3; ++round) {
       Plan moved = refinePlan(g, best.plan, opts);
       std::vector<NodeId> order = stageMajorOrder(g, moved, reference);
-      OrderCosts oc = buildOrderCosts(g, order);
-      OrderResult r = planOrder(g, oc, opts, place);
+      OrderResult r = planOrder(g, buildOrderCosts(g, order), opts, place,
+                                best.evaluation.bottleneckSeconds * (1 + 1e-9));
       Expected<Evaluation> movedEval = evaluate(g, moved, opts.cost);
       bool improved = false;
       if (r.found && bottleneckBetter(r.evaluation, best.evaluation)) {
@@ -582,6 +655,9 @@ Expected<PlanResult> planPipeline(const Graph &g,
       ++result.ordersTried;
     }
   }
+  if (bottleneck)
+    preferLeastLatency(g, stageMajorOrder(g, best.plan, reference), opts,
+                       place, best);
 
   result.plan = std::move(best.plan);
   result.evaluation = std::move(best.evaluation);

@@ -155,6 +155,11 @@ Solution solve(const OrderCosts &oc, const PlannerOptions &opts,
         // MinMax: only values below `cap` matter (a plan at least as good is
         // known); they are the only ones kept.
         double best = mode == Mode::MinMax ? cap : kInf;
+        // The positions before j run on the other N - D devices; when their
+        // compute alone exceeds the bound there, this state is never used.
+        if (j > 0 && mode != Mode::MinMemory && cap < kInf &&
+            (D == N || oc.compute[j] > cap * (N - D) * (1 + 1e-9)))
+          continue;
         int bestI = -1, bestR = 0;
         const int rmax = opts.straight ? 1 : D;
         const int a = N - D;
@@ -180,12 +185,18 @@ Solution solve(const OrderCosts &oc, const PlannerOptions &opts,
           if (mode != Mode::MinMemory && bound < kInf) {
             const double slack = 1 + 1e-9;
             const double *C = oc.compute.data();
-            iEnd = std::min<int>(
-                iEnd, static_cast<int>(std::upper_bound(
-                                           C + j, C + n + 1,
-                                           C[j] + bound * r * slack) -
-                                       C) -
-                          1);
+            const double *P = oc.params.data();
+            // The stage's time, allreduce included, grows with i.
+            const double limit = bound * r * slack;
+            int lo = j + 1, hi = iEnd; // find the last i within the limit
+            while (lo <= hi) {
+              int mid = (lo + hi) / 2;
+              if (C[mid] - C[j] + arScale * (P[mid] - P[j]) <= limit)
+                lo = mid + 1;
+              else
+                hi = mid - 1;
+            }
+            iEnd = hi;
             if (d > 0)
               iBegin = std::max<int>(
                   iBegin, static_cast<int>(std::lower_bound(

@@ -1,0 +1,124 @@
+//===- Data.h - Training data: IDX, npy, synthetic --------------*- C++ -*-===//
+//
+// The first stage of a pipeline needs a microbatch's inputs and the last
+// stage its labels. Both load the same dataset from the same `--data` spec
+// and pick samples with the same Sampler (Sampler.h), so labels never travel
+// through the pipeline. Data specs:
+//
+//   fashion-mnist:DIR, mnist:DIR   IDX files (gzip or not) in DIR: the train
+//                                  split reads train-*, the test split t10k-*
+//   npy:INPUTS.npy,LABELS.npy      float32 inputs [N,...], int64 labels [N]
+//   synthetic[:N]                  N seeded random samples shaped like the
+//                                  model's input (default 4096 train, 1024
+//                                  test)
+//
+// Pixels from IDX files become float32(byte)/255, exactly what PyTorch's
+// `tensor.float() / 255` gives, so a run can be compared bit for bit.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef DPC_RUNTIME_DATA_H
+#define DPC_RUNTIME_DATA_H
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace dpc::runtime {
+
+/// Reads a whole file, inflating it when it is gzip-compressed (zlib passes
+/// uncompressed files through unchanged). Throws Error naming the path.
+std::vector<uint8_t> readMaybeGzipFile(const std::string &path);
+
+/// An IDX array of unsigned bytes (the only element type MNIST uses).
+struct IdxArray {
+  std::vector<int64_t> dims;
+  std::vector<uint8_t> data;
+};
+
+/// Parses IDX bytes; `expectedRank` (images 3, labels 1) is checked against
+/// the magic number. `name` is used in error messages.
+IdxArray parseIdx(const std::vector<uint8_t> &bytes, int expectedRank,
+                  const std::string &name);
+IdxArray readIdxFile(const std::string &path, int expectedRank);
+
+/// A .npy array (format versions 1 to 3, C order, little-endian).
+struct NpyArray {
+  std::string descr; // numpy dtype string, e.g. "<f4", "<i8"
+  std::vector<int64_t> shape;
+  std::vector<uint8_t> data;
+};
+
+NpyArray parseNpy(const std::vector<uint8_t> &bytes, const std::string &name);
+NpyArray readNpyFile(const std::string &path);
+/// Writes a version 1.0 .npy file; used by tests and tools that hand data to
+/// a run.
+void writeNpyFile(const std::string &path, const std::string &descr,
+                  const std::vector<int64_t> &shape, const void *data,
+                  size_t bytes);
+
+/// Samples held in memory. IDX pixels stay bytes until gathered, a quarter of
+/// the memory of floats, which matters with several ranks on one machine.
+class Dataset {
+public:
+  static Dataset fromBytes(std::vector<int64_t> sampleShape,
+                           std::vector<uint8_t> pixels,
+                           std::vector<int64_t> labels, int64_t numClasses);
+  static Dataset fromFloats(std::vector<int64_t> sampleShape,
+                            std::vector<float> inputs,
+                            std::vector<int64_t> labels, int64_t numClasses);
+
+  int64_t size() const { return static_cast<int64_t>(labels.size()); }
+  /// Shape of one sample, without the batch dimension (e.g. {1, 28, 28}).
+  const std::vector<int64_t> &sampleShape() const { return shape; }
+  int64_t sampleElements() const { return elements; }
+  int64_t numClasses() const { return classes; }
+  int64_t label(int64_t index) const;
+
+  /// Copies the inputs of `indices`, in order, to `out`, which holds
+  /// indices.size() * sampleElements() floats.
+  void gatherInputs(const std::vector<int64_t> &indices, float *out) const;
+  /// Copies the labels of `indices`, in order, to `out`.
+  void gatherLabels(const std::vector<int64_t> &indices, int64_t *out) const;
+
+private:
+  std::vector<int64_t> shape;
+  int64_t elements = 0;
+  int64_t classes = 0;
+  std::vector<uint8_t> bytePixels; // IDX data, scaled by 1/255 on gather
+  std::vector<float> floatInputs;  // npy and synthetic data
+  std::vector<int64_t> labels;
+};
+
+struct DataSpec {
+  enum class Kind { Idx, Npy, Synthetic };
+  Kind kind = Kind::Synthetic;
+  std::string text;                   // the spec as given, for messages
+  std::string format;                 // "fashion-mnist" or "mnist" for Idx
+  std::string dir;                    // Idx
+  std::string inputsPath, labelsPath; // Npy
+  int64_t syntheticSamples = 0;       // Synthetic; 0: the default count
+};
+
+/// Parses a --data / --eval-data spec; throws Error on a malformed one.
+DataSpec parseDataSpec(const std::string &text);
+
+enum class Split { Train, Test };
+
+/// What the compiled model expects of its data: the per-sample input shape
+/// and the number of classes. Used to shape synthetic data and to reject a
+/// dataset that does not fit the model; an empty sampleShape skips the check.
+struct ModelDataShape {
+  std::vector<int64_t> sampleShape;
+  int64_t numClasses = 0;
+};
+
+/// Loads the split of the dataset `spec` names. Npy specs name their files
+/// directly, so Split only changes the seed of synthetic data and the files
+/// of IDX datasets.
+Dataset loadDataset(const DataSpec &spec, Split split,
+                    const ModelDataShape &model, uint64_t seed = 0);
+
+} // namespace dpc::runtime
+
+#endif // DPC_RUNTIME_DATA_H

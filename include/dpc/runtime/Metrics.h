@@ -1,0 +1,78 @@
+//===- Metrics.h - Metrics file and progress line ---------------*- C++ -*-===//
+//
+// The last stage is the one that sees the loss, so it writes the metrics
+// file (--metrics, JSON lines) and the progress line. Metrics records:
+//
+//   {"step":k,"loss":x,"samples":n,"time_s":t}   one per training step; k
+//        counts from 1, n is the samples trained so far, t the seconds since
+//        training started
+//   {"eval_accuracy":a,"eval_samples":n}          after evaluation
+//
+// Each line is flushed as it is written, so a run that dies still leaves the
+// steps it completed.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef DPC_RUNTIME_METRICS_H
+#define DPC_RUNTIME_METRICS_H
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <cstdio>
+#include <string>
+
+namespace dpc::runtime {
+
+class MetricsWriter {
+public:
+  /// Opens `path`, truncating it unless `append` (used by --resume). Throws
+  /// Error naming the path when it cannot be opened.
+  explicit MetricsWriter(const std::string &path, bool append = false);
+  ~MetricsWriter();
+  MetricsWriter(const MetricsWriter &) = delete;
+  MetricsWriter &operator=(const MetricsWriter &) = delete;
+
+  void writeStep(int64_t step, double loss, int64_t samples, double timeS);
+  void writeEvalAccuracy(double accuracy, int64_t samples);
+  /// Writes any record as one line, keys in insertion order.
+  void write(const nlohmann::ordered_json &record);
+
+private:
+  std::string path;
+  std::FILE *file = nullptr;
+};
+
+/// "1h02m", "3m07s", "12s", "--" for an unknown (negative or non-finite)
+/// duration.
+std::string formatDuration(double seconds);
+
+struct Progress {
+  int64_t step = 0;       // steps completed, from 1
+  int64_t totalSteps = 0; // 0 when unknown
+  double loss = 0;
+  double samplesPerSecond = 0;
+  double etaSeconds = -1; // negative when unknown
+};
+
+/// One progress line, e.g.
+/// "step 120/937  loss 0.5123  2345.6 samples/s  ETA 1m23s".
+std::string formatProgress(const Progress &progress);
+
+/// Turns step completions into Progress: throughput over all steps so far
+/// after the first (which pays for warm-up), and the ETA from it.
+class ProgressMeter {
+public:
+  ProgressMeter(int64_t totalSteps, int64_t samplesPerStep, double startS);
+  /// Records that `step` (from 1) finished at time `nowS` with `loss`.
+  Progress update(int64_t step, double loss, double nowS);
+
+private:
+  int64_t totalSteps, samplesPerStep;
+  double startS;
+  double firstStepEndS = -1;
+};
+
+} // namespace dpc::runtime
+
+#endif // DPC_RUNTIME_METRICS_H

@@ -1,0 +1,66 @@
+//===- Safetensors.h - Weights and checkpoints ------------------*- C++ -*-===//
+//
+// dpc keeps parameters out of the IR: `dpc compile` writes each stage's
+// initial weights to out/weights/ and a run writes checkpoints to
+// --checkpoint-dir, both in the safetensors format, so that PyTorch and
+// other tools read them directly. A file is an 8-byte little-endian header
+// length, a JSON header {"name": {"dtype", "shape", "data_offsets": [b, e]},
+// "__metadata__": {string: string}}, then the raw little-endian data, offsets
+// relative to its start.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef DPC_RUNTIME_SAFETENSORS_H
+#define DPC_RUNTIME_SAFETENSORS_H
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace dpc::runtime {
+
+enum class DType { F16, BF16, F32, F64, I8, I32, I64, U8, Bool };
+
+/// The safetensors name of `dtype` ("F32") and its size in bytes.
+const char *dtypeName(DType dtype);
+size_t dtypeSize(DType dtype);
+/// Parses a safetensors dtype name; returns false for an unknown one.
+bool parseDType(const std::string &name, DType &dtype);
+
+struct Tensor {
+  DType dtype = DType::F32;
+  std::vector<int64_t> shape;
+  std::vector<uint8_t> bytes; // little-endian, C order
+
+  int64_t numElements() const;
+  static Tensor fromF32(std::vector<int64_t> shape, const float *data);
+  static Tensor fromI64(std::vector<int64_t> shape, const int64_t *data);
+  /// Copies the elements out; throws Error when the dtype is not F32/I64.
+  std::vector<float> toF32() const;
+  std::vector<int64_t> toI64() const;
+};
+
+struct TensorFile {
+  std::map<std::string, Tensor> tensors; // ordered, so files are reproducible
+  std::map<std::string, std::string> metadata;
+};
+
+/// Parses a safetensors image; `name` is used in error messages. Rejects
+/// headers that overrun the file, unknown dtypes, offsets outside the data or
+/// overlapping, and sizes that do not match dtype and shape.
+TensorFile parseSafetensors(const std::vector<uint8_t> &bytes,
+                            const std::string &name);
+TensorFile readSafetensors(const std::string &path);
+
+std::vector<uint8_t> serializeSafetensors(const TensorFile &file);
+/// Writes through a temporary file and rename, so that a rank killed while
+/// checkpointing never leaves a truncated file under the final name.
+void writeSafetensors(const std::string &path, const TensorFile &file);
+
+/// The checkpoint file of pipeline stage `stage` in a checkpoint directory.
+std::string checkpointPath(const std::string &dir, int stage);
+
+} // namespace dpc::runtime
+
+#endif // DPC_RUNTIME_SAFETENSORS_H

@@ -1,0 +1,61 @@
+//===- Sampler.h - Deterministic minibatch sampling -------------*- C++ -*-===//
+//
+// The first stage needs a microbatch's inputs and the last stage its labels;
+// instead of sending labels down the pipeline, both compute the same sample
+// indices from (seed, step, microbatch) alone. A step is one minibatch of M
+// microbatches of B samples. Steps count from 0 across epochs: step t belongs
+// to epoch t / stepsPerEpoch(). An epoch uses floor(N / (M*B)) whole
+// minibatches (shapes are static, so a partial minibatch is dropped).
+//
+// Without shuffling, step t takes samples [t*M*B, (t+1)*M*B) of the epoch in
+// file order, microbatch k the k-th B of them: exactly what a framework
+// slicing the dataset in order sees. With shuffling, each epoch is a seeded
+// permutation of all N samples (SplitMix64 + Fisher-Yates, identical on every
+// platform), sliced the same way.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef DPC_RUNTIME_SAMPLER_H
+#define DPC_RUNTIME_SAMPLER_H
+
+#include <cstdint>
+#include <vector>
+
+namespace dpc::runtime {
+
+struct SamplerConfig {
+  int64_t numSamples = 0;
+  int64_t microbatches = 1;   // M
+  int64_t microbatchSize = 1; // B
+  bool shuffle = true;
+  uint64_t seed = 0;
+};
+
+class Sampler {
+public:
+  /// Throws Error when the dataset holds less than one minibatch.
+  explicit Sampler(const SamplerConfig &config);
+
+  int64_t minibatchSize() const {
+    return cfg.microbatches * cfg.microbatchSize;
+  }
+  int64_t stepsPerEpoch() const { return steps; }
+  int64_t epochOf(int64_t step) const { return step / steps; }
+
+  /// Dataset indices of microbatch `microbatch` of global step `step`.
+  std::vector<int64_t> microbatchIndices(int64_t step, int64_t microbatch);
+  /// All M*B indices of step `step`, microbatch after microbatch.
+  std::vector<int64_t> minibatchIndices(int64_t step);
+
+private:
+  const std::vector<int64_t> &orderOf(int64_t epoch);
+
+  SamplerConfig cfg;
+  int64_t steps = 0;
+  int64_t cachedEpoch = -1; // the permutation below belongs to this epoch
+  std::vector<int64_t> order;
+};
+
+} // namespace dpc::runtime
+
+#endif // DPC_RUNTIME_SAMPLER_H

@@ -1,0 +1,489 @@
+//===- Data.cpp - Training data: IDX, npy, synthetic ----------------------===//
+//
+// Readers are strict: a dataset that is truncated or mislabeled would train
+// silently on garbage, so every size in a header is checked against the bytes
+// that follow it, and every error names the file.
+//
+//===----------------------------------------------------------------------===//
+
+#include "dpc/runtime/Data.h"
+
+#include "Random.h"
+#include "dpc/runtime/Error.h"
+
+#include <zlib.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <sys/stat.h>
+
+namespace dpc::runtime {
+
+static std::string errnoText() { return std::strerror(errno); }
+
+static bool fileExists(const std::string &path) {
+  struct stat info;
+  return ::stat(path.c_str(), &info) == 0 && S_ISREG(info.st_mode);
+}
+
+std::vector<uint8_t> readMaybeGzipFile(const std::string &path) {
+  struct stat info;
+  if (::stat(path.c_str(), &info) != 0)
+    throw Error(path + ": " + errnoText());
+  if (!S_ISREG(info.st_mode))
+    throw Error(path + ": not a regular file");
+  gzFile file = gzopen(path.c_str(), "rb");
+  if (!file)
+    throw Error(path + ": cannot open: " + errnoText());
+  std::vector<uint8_t> bytes;
+  // The compressed size is a lower bound of the inflated one for data this
+  // compressible; reserving it saves most reallocations.
+  bytes.reserve(static_cast<size_t>(info.st_size));
+  uint8_t chunk[1 << 16];
+  for (;;) {
+    int n = gzread(file, chunk, sizeof(chunk));
+    if (n < 0) {
+      int code = 0;
+      std::string message = gzerror(file, &code);
+      gzclose(file);
+      throw Error(path + ": corrupt or truncated gzip data (" + message + ")");
+    }
+    if (n == 0)
+      break;
+    bytes.insert(bytes.end(), chunk, chunk + n);
+  }
+  // gzread reports a stream cut short only through gzerror at the end.
+  int code = Z_OK;
+  const char *message = gzerror(file, &code);
+  if (code != Z_OK && code != Z_STREAM_END) {
+    std::string text = message;
+    gzclose(file);
+    throw Error(path + ": corrupt or truncated gzip data (" + text + ")");
+  }
+  gzclose(file);
+  return bytes;
+}
+
+//===----------------------------------------------------------------------===//
+// IDX
+//===----------------------------------------------------------------------===//
+
+IdxArray parseIdx(const std::vector<uint8_t> &bytes, int expectedRank,
+                  const std::string &name) {
+  if (bytes.size() < 4)
+    throw Error(name + ": truncated IDX header (" +
+                std::to_string(bytes.size()) + " bytes)");
+  uint32_t magic = (uint32_t(bytes[0]) << 24) | (uint32_t(bytes[1]) << 16) |
+                   (uint32_t(bytes[2]) << 8) | uint32_t(bytes[3]);
+  uint32_t expectedMagic = 0x0800u | uint32_t(expectedRank);
+  if (magic != expectedMagic) {
+    char text[96];
+    std::snprintf(text, sizeof(text),
+                  "bad magic 0x%08x, expected 0x%08x (unsigned bytes, %d "
+                  "dimensions)",
+                  magic, expectedMagic, expectedRank);
+    throw Error(name + ": " + text);
+  }
+  size_t headerBytes = 4 + 4 * size_t(expectedRank);
+  if (bytes.size() < headerBytes)
+    throw Error(name + ": truncated IDX header (" +
+                std::to_string(bytes.size()) + " bytes)");
+  IdxArray array;
+  uint64_t total = 1;
+  for (int i = 0; i < expectedRank; ++i) {
+    const uint8_t *p = &bytes[4 + 4 * i];
+    uint32_t dim = (uint32_t(p[0]) << 24) | (uint32_t(p[1]) << 16) |
+                   (uint32_t(p[2]) << 8) | uint32_t(p[3]);
+    array.dims.push_back(dim);
+    total *= dim;
+  }
+  uint64_t payload = bytes.size() - headerBytes;
+  if (payload != total)
+    throw Error(name + ": " + (payload < total ? "truncated: " : "") +
+                std::to_string(payload) + " bytes of data, header says " +
+                std::to_string(total));
+  array.data.assign(bytes.begin() + headerBytes, bytes.end());
+  return array;
+}
+
+IdxArray readIdxFile(const std::string &path, int expectedRank) {
+  return parseIdx(readMaybeGzipFile(path), expectedRank, path);
+}
+
+//===----------------------------------------------------------------------===//
+// npy
+//===----------------------------------------------------------------------===//
+
+/// Finds `'key':` in a npy header dict and returns the text after the colon.
+static std::string npyField(const std::string &header, const std::string &key,
+                            const std::string &name) {
+  size_t at = header.find("'" + key + "'");
+  if (at == std::string::npos)
+    throw Error(name + ": npy header has no '" + key + "'");
+  at = header.find(':', at);
+  if (at == std::string::npos)
+    throw Error(name + ": malformed npy header");
+  size_t begin = header.find_first_not_of(' ', at + 1);
+  return begin == std::string::npos ? "" : header.substr(begin);
+}
+
+NpyArray parseNpy(const std::vector<uint8_t> &bytes, const std::string &name) {
+  static const char kMagic[] = "\x93NUMPY";
+  if (bytes.size() < 10 || std::memcmp(bytes.data(), kMagic, 6) != 0)
+    throw Error(name + ": not a .npy file (bad magic)");
+  int major = bytes[6];
+  size_t headerLength, headerStart;
+  if (major == 1) {
+    headerLength = bytes[8] | (size_t(bytes[9]) << 8);
+    headerStart = 10;
+  } else if (major == 2 || major == 3) {
+    if (bytes.size() < 12)
+      throw Error(name + ": truncated npy header");
+    headerLength = bytes[8] | (size_t(bytes[9]) << 8) |
+                   (size_t(bytes[10]) << 16) | (size_t(bytes[11]) << 24);
+    headerStart = 12;
+  } else {
+    throw Error(name + ": unsupported npy format version " +
+                std::to_string(major));
+  }
+  if (bytes.size() < headerStart + headerLength)
+    throw Error(name + ": truncated npy header");
+  std::string header(bytes.begin() + headerStart,
+                     bytes.begin() + headerStart + headerLength);
+
+  NpyArray array;
+  std::string descr = npyField(header, "descr", name);
+  if (descr.size() < 2 || descr[0] != '\'')
+    throw Error(name + ": malformed npy descr");
+  array.descr = descr.substr(1, descr.find('\'', 1) - 1);
+  if (npyField(header, "fortran_order", name).rfind("False", 0) != 0)
+    throw Error(name + ": Fortran-order arrays are not supported; save with "
+                       "numpy.ascontiguousarray");
+  std::string shape = npyField(header, "shape", name);
+  if (shape.empty() || shape[0] != '(' || shape.find(')') == std::string::npos)
+    throw Error(name + ": malformed npy shape");
+  shape = shape.substr(1, shape.find(')') - 1);
+  uint64_t elements = 1;
+  for (size_t pos = 0; pos < shape.size();) {
+    size_t comma = shape.find(',', pos);
+    std::string item = shape.substr(
+        pos, comma == std::string::npos ? std::string::npos : comma - pos);
+    item.erase(0, item.find_first_not_of(' '));
+    if (!item.empty()) {
+      char *end = nullptr;
+      long long dim = std::strtoll(item.c_str(), &end, 10);
+      if (dim < 0 || (*end != '\0' && *end != ' ' && *end != 'L'))
+        throw Error(name + ": malformed npy shape");
+      array.shape.push_back(dim);
+      elements *= uint64_t(dim);
+    }
+    if (comma == std::string::npos)
+      break;
+    pos = comma + 1;
+  }
+
+  size_t itemSize = 0;
+  if (array.descr == "<f4" || array.descr == "<i4")
+    itemSize = 4;
+  else if (array.descr == "<f8" || array.descr == "<i8")
+    itemSize = 8;
+  else if (array.descr == "|u1" || array.descr == "|i1")
+    itemSize = 1;
+  else
+    throw Error(name + ": unsupported npy dtype '" + array.descr + "'");
+  uint64_t expected = elements * itemSize;
+  uint64_t payload = bytes.size() - headerStart - headerLength;
+  if (payload != expected)
+    throw Error(name + ": " + (payload < expected ? "truncated: " : "") +
+                std::to_string(payload) + " bytes of data, shape and dtype " +
+                "need " + std::to_string(expected));
+  array.data.assign(bytes.begin() + headerStart + headerLength, bytes.end());
+  return array;
+}
+
+NpyArray readNpyFile(const std::string &path) {
+  return parseNpy(readMaybeGzipFile(path), path);
+}
+
+void writeNpyFile(const std::string &path, const std::string &descr,
+                  const std::vector<int64_t> &shape, const void *data,
+                  size_t bytes) {
+  std::string header =
+      "{'descr': '" + descr + "', 'fortran_order': False, 'shape': (";
+  for (int64_t dim : shape)
+    header += std::to_string(dim) + ", ";
+  header += "), }";
+  // Version 1.0 pads the header with spaces so that data starts 64-aligned.
+  size_t total = 10 + header.size() + 1;
+  header.append((64 - total % 64) % 64, ' ');
+  header += '\n';
+  std::ofstream out(path, std::ios::binary);
+  if (!out)
+    throw Error(path + ": cannot create: " + errnoText());
+  out.write("\x93NUMPY\x01\x00", 8);
+  uint16_t length = static_cast<uint16_t>(header.size());
+  char le[2] = {char(length & 0xff), char(length >> 8)};
+  out.write(le, 2);
+  out << header;
+  out.write(static_cast<const char *>(data), std::streamsize(bytes));
+  if (!out)
+    throw Error(path + ": write failed: " + errnoText());
+}
+
+//===----------------------------------------------------------------------===//
+// Dataset
+//===----------------------------------------------------------------------===//
+
+static int64_t product(const std::vector<int64_t> &shape) {
+  int64_t n = 1;
+  for (int64_t d : shape)
+    n *= d;
+  return n;
+}
+
+Dataset Dataset::fromBytes(std::vector<int64_t> sampleShape,
+                           std::vector<uint8_t> pixels,
+                           std::vector<int64_t> labels, int64_t numClasses) {
+  Dataset d;
+  d.shape = std::move(sampleShape);
+  d.elements = product(d.shape);
+  d.classes = numClasses;
+  d.bytePixels = std::move(pixels);
+  d.labels = std::move(labels);
+  if (int64_t(d.bytePixels.size()) != d.elements * d.size())
+    throw Error("dataset: pixel count does not match labels and shape");
+  return d;
+}
+
+Dataset Dataset::fromFloats(std::vector<int64_t> sampleShape,
+                            std::vector<float> inputs,
+                            std::vector<int64_t> labels, int64_t numClasses) {
+  Dataset d;
+  d.shape = std::move(sampleShape);
+  d.elements = product(d.shape);
+  d.classes = numClasses;
+  d.floatInputs = std::move(inputs);
+  d.labels = std::move(labels);
+  if (int64_t(d.floatInputs.size()) != d.elements * d.size())
+    throw Error("dataset: input count does not match labels and shape");
+  return d;
+}
+
+int64_t Dataset::label(int64_t index) const {
+  if (index < 0 || index >= size())
+    throw Error("dataset: sample " + std::to_string(index) +
+                " out of range (size " + std::to_string(size()) + ")");
+  return labels[size_t(index)];
+}
+
+void Dataset::gatherInputs(const std::vector<int64_t> &indices,
+                           float *out) const {
+  for (int64_t index : indices) {
+    if (index < 0 || index >= size())
+      throw Error("dataset: sample " + std::to_string(index) +
+                  " out of range (size " + std::to_string(size()) + ")");
+    if (!bytePixels.empty()) {
+      const uint8_t *in = &bytePixels[size_t(index * elements)];
+      // float(byte) / 255.0f is one correctly rounded division, the same
+      // value PyTorch computes for `x.float() / 255`.
+      for (int64_t i = 0; i < elements; ++i)
+        out[i] = static_cast<float>(in[i]) / 255.0f;
+    } else {
+      std::memcpy(out, &floatInputs[size_t(index * elements)],
+                  size_t(elements) * sizeof(float));
+    }
+    out += elements;
+  }
+}
+
+void Dataset::gatherLabels(const std::vector<int64_t> &indices,
+                           int64_t *out) const {
+  for (int64_t index : indices)
+    *out++ = label(index);
+}
+
+//===----------------------------------------------------------------------===//
+// Specs and loading
+//===----------------------------------------------------------------------===//
+
+DataSpec parseDataSpec(const std::string &text) {
+  DataSpec spec;
+  spec.text = text;
+  size_t colon = text.find(':');
+  std::string kind = text.substr(0, colon);
+  std::string rest = colon == std::string::npos ? "" : text.substr(colon + 1);
+  if (kind == "fashion-mnist" || kind == "mnist") {
+    if (rest.empty())
+      throw Error("data spec '" + text + "': expected " + kind + ":DIR");
+    spec.kind = DataSpec::Kind::Idx;
+    spec.format = kind;
+    spec.dir = rest;
+    return spec;
+  }
+  if (kind == "npy") {
+    size_t comma = rest.find(',');
+    if (comma == std::string::npos || comma == 0 || comma + 1 == rest.size())
+      throw Error("data spec '" + text +
+                  "': expected npy:INPUTS.npy,LABELS.npy");
+    spec.kind = DataSpec::Kind::Npy;
+    spec.inputsPath = rest.substr(0, comma);
+    spec.labelsPath = rest.substr(comma + 1);
+    return spec;
+  }
+  if (kind == "synthetic") {
+    spec.kind = DataSpec::Kind::Synthetic;
+    if (colon != std::string::npos) {
+      char *end = nullptr;
+      long long n = std::strtoll(rest.c_str(), &end, 10);
+      if (rest.empty() || *end != '\0' || n <= 0)
+        throw Error("data spec '" + text +
+                    "': expected synthetic or synthetic:SAMPLES with a "
+                    "positive sample count");
+      spec.syntheticSamples = n;
+    }
+    return spec;
+  }
+  throw Error("data spec '" + text + "': unknown kind '" + kind +
+              "'; expected fashion-mnist:DIR, mnist:DIR, "
+              "npy:INPUTS.npy,LABELS.npy or synthetic[:SAMPLES]");
+}
+
+static std::string shapeText(const std::vector<int64_t> &shape) {
+  std::string s;
+  for (size_t i = 0; i < shape.size(); ++i)
+    s += (i ? "x" : "") + std::to_string(shape[i]);
+  return s;
+}
+
+static std::string findIdxFile(const DataSpec &spec, const std::string &stem) {
+  for (const char *suffix : {".gz", ""}) {
+    std::string path = spec.dir + "/" + stem + suffix;
+    if (fileExists(path))
+      return path;
+  }
+  throw Error(spec.text + ": missing " + spec.dir + "/" + stem +
+              "[.gz] (is the " + spec.format + " dataset installed there?)");
+}
+
+static Dataset loadIdx(const DataSpec &spec, Split split,
+                       const ModelDataShape &model) {
+  std::string prefix = split == Split::Train ? "train" : "t10k";
+  std::string imagesPath = findIdxFile(spec, prefix + "-images-idx3-ubyte");
+  std::string labelsPath = findIdxFile(spec, prefix + "-labels-idx1-ubyte");
+  IdxArray images = readIdxFile(imagesPath, 3);
+  IdxArray labels = readIdxFile(labelsPath, 1);
+  if (images.dims[0] != labels.dims[0])
+    throw Error(spec.text + ": " + std::to_string(images.dims[0]) +
+                " images in " + imagesPath + " but " +
+                std::to_string(labels.dims[0]) + " labels in " + labelsPath);
+  int64_t classes = model.numClasses > 0 ? model.numClasses : 10;
+  std::vector<int64_t> labelValues(labels.data.begin(), labels.data.end());
+  for (size_t i = 0; i < labelValues.size(); ++i)
+    if (labelValues[i] >= classes)
+      throw Error(labelsPath + ": label " + std::to_string(labelValues[i]) +
+                  " of sample " + std::to_string(i) + " is not below the " +
+                  std::to_string(classes) + " classes of the model");
+  return Dataset::fromBytes({1, images.dims[1], images.dims[2]},
+                            std::move(images.data), std::move(labelValues),
+                            classes);
+}
+
+static Dataset loadNpy(const DataSpec &spec, const ModelDataShape &model) {
+  NpyArray inputs = readNpyFile(spec.inputsPath);
+  NpyArray labels = readNpyFile(spec.labelsPath);
+  if (inputs.descr != "<f4")
+    throw Error(spec.inputsPath + ": inputs must be float32 ('<f4'), got '" +
+                inputs.descr + "'");
+  if (inputs.shape.empty())
+    throw Error(spec.inputsPath + ": inputs must have a sample dimension");
+  if (labels.shape.size() != 1)
+    throw Error(spec.labelsPath + ": labels must be one-dimensional, got " +
+                "shape " + shapeText(labels.shape));
+  if (inputs.shape[0] != labels.shape[0])
+    throw Error(spec.text + ": " + std::to_string(inputs.shape[0]) +
+                " samples in " + spec.inputsPath + " but " +
+                std::to_string(labels.shape[0]) + " labels in " +
+                spec.labelsPath);
+  std::vector<int64_t> labelValues(size_t(labels.shape[0]));
+  if (labels.descr == "<i8") {
+    std::memcpy(labelValues.data(), labels.data.data(), labels.data.size());
+  } else if (labels.descr == "<i4") {
+    for (size_t i = 0; i < labelValues.size(); ++i) {
+      int32_t v;
+      std::memcpy(&v, &labels.data[i * 4], 4);
+      labelValues[i] = v;
+    }
+  } else {
+    throw Error(spec.labelsPath +
+                ": labels must be int64 ('<i8') or int32, "
+                "got '" +
+                labels.descr + "'");
+  }
+  int64_t maxLabel = -1;
+  for (size_t i = 0; i < labelValues.size(); ++i) {
+    if (labelValues[i] < 0 ||
+        (model.numClasses > 0 && labelValues[i] >= model.numClasses))
+      throw Error(spec.labelsPath + ": label " +
+                  std::to_string(labelValues[i]) + " of sample " +
+                  std::to_string(i) + " is outside [0, " +
+                  std::to_string(model.numClasses) + ")");
+    maxLabel = std::max(maxLabel, labelValues[i]);
+  }
+  std::vector<float> values(inputs.data.size() / 4);
+  std::memcpy(values.data(), inputs.data.data(), inputs.data.size());
+  std::vector<int64_t> sampleShape(inputs.shape.begin() + 1,
+                                   inputs.shape.end());
+  return Dataset::fromFloats(
+      sampleShape, std::move(values), std::move(labelValues),
+      model.numClasses > 0 ? model.numClasses : maxLabel + 1);
+}
+
+static Dataset makeSynthetic(const DataSpec &spec, Split split,
+                             const ModelDataShape &model, uint64_t seed) {
+  if (model.sampleShape.empty() || model.numClasses <= 0)
+    throw Error(spec.text + ": synthetic data needs the model's input shape "
+                            "and class count");
+  int64_t count = spec.syntheticSamples > 0
+                      ? spec.syntheticSamples
+                      : (split == Split::Train ? 4096 : 1024);
+  int64_t elements = product(model.sampleShape);
+  // Train and test draw from different streams so that evaluation does not
+  // see training samples.
+  detail::SplitMix64 random(
+      detail::mixSeed(seed, split == Split::Train ? 0x7261696e : 0x74657374));
+  std::vector<float> inputs(static_cast<size_t>(count * elements));
+  for (float &x : inputs)
+    x = random.unitFloat();
+  std::vector<int64_t> labels(static_cast<size_t>(count));
+  for (int64_t &y : labels)
+    y = int64_t(random.below(uint64_t(model.numClasses)));
+  return Dataset::fromFloats(model.sampleShape, std::move(inputs),
+                             std::move(labels), model.numClasses);
+}
+
+Dataset loadDataset(const DataSpec &spec, Split split,
+                    const ModelDataShape &model, uint64_t seed) {
+  Dataset data;
+  switch (spec.kind) {
+  case DataSpec::Kind::Idx:
+    data = loadIdx(spec, split, model);
+    break;
+  case DataSpec::Kind::Npy:
+    data = loadNpy(spec, model);
+    break;
+  case DataSpec::Kind::Synthetic:
+    data = makeSynthetic(spec, split, model, seed);
+    break;
+  }
+  if (data.size() == 0)
+    throw Error(spec.text + ": the dataset has no samples");
+  if (!model.sampleShape.empty() && data.sampleShape() != model.sampleShape)
+    throw Error(spec.text + ": samples have shape " +
+                shapeText(data.sampleShape()) + " but the model expects " +
+                shapeText(model.sampleShape));
+  return data;
+}
+
+} // namespace dpc::runtime

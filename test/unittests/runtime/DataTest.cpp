@@ -1,0 +1,327 @@
+//===- DataTest.cpp - IDX, npy, data specs and datasets -------------------===//
+
+#include "dpc/runtime/Data.h"
+#include "dpc/runtime/Error.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <zlib.h>
+
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <string>
+#include <unistd.h>
+
+using namespace dpc::runtime;
+using ::testing::HasSubstr;
+
+namespace {
+
+/// A scratch directory removed at the end of the test.
+class TempDir {
+public:
+  TempDir() {
+    char pattern[] = "/tmp/dpc-data-test-XXXXXX";
+    path = mkdtemp(pattern);
+  }
+  ~TempDir() { std::system(("rm -rf '" + path + "'").c_str()); }
+  std::string file(const std::string &name) const { return path + "/" + name; }
+  std::string path;
+};
+
+void writeBytes(const std::string &path, const std::vector<uint8_t> &bytes) {
+  std::ofstream out(path, std::ios::binary);
+  out.write(reinterpret_cast<const char *>(bytes.data()),
+            std::streamsize(bytes.size()));
+}
+
+void writeGzip(const std::string &path, const std::vector<uint8_t> &bytes) {
+  gzFile file = gzopen(path.c_str(), "wb");
+  ASSERT_NE(file, nullptr);
+  ASSERT_EQ(gzwrite(file, bytes.data(), unsigned(bytes.size())),
+            int(bytes.size()));
+  gzclose(file);
+}
+
+void appendBigEndian(std::vector<uint8_t> &out, uint32_t v) {
+  for (int shift = 24; shift >= 0; shift -= 8)
+    out.push_back(uint8_t(v >> shift));
+}
+
+std::vector<uint8_t> idxImages(uint32_t count, uint32_t h, uint32_t w) {
+  std::vector<uint8_t> bytes = {0, 0, 8, 3};
+  appendBigEndian(bytes, count);
+  appendBigEndian(bytes, h);
+  appendBigEndian(bytes, w);
+  for (uint32_t i = 0; i < count * h * w; ++i)
+    bytes.push_back(uint8_t(i * 7));
+  return bytes;
+}
+
+std::vector<uint8_t> idxLabels(uint32_t count) {
+  std::vector<uint8_t> bytes = {0, 0, 8, 1};
+  appendBigEndian(bytes, count);
+  for (uint32_t i = 0; i < count; ++i)
+    bytes.push_back(uint8_t(i % 10));
+  return bytes;
+}
+
+template <typename F> std::string errorOf(F &&f) {
+  try {
+    f();
+  } catch (const Error &e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+} // namespace
+
+TEST(Idx, ParsesImages) {
+  IdxArray array = parseIdx(idxImages(2, 3, 4), 3, "x");
+  EXPECT_EQ(array.dims, (std::vector<int64_t>{2, 3, 4}));
+  ASSERT_EQ(array.data.size(), 24u);
+  EXPECT_EQ(array.data[5], 35);
+}
+
+TEST(Idx, RejectsBadMagic) {
+  std::string message =
+      errorOf([] { parseIdx(idxLabels(3), 3, "labels.idx"); });
+  EXPECT_THAT(message, HasSubstr("labels.idx: bad magic 0x00000801"));
+  EXPECT_THAT(message, HasSubstr("expected 0x00000803"));
+}
+
+TEST(Idx, RejectsTruncatedData) {
+  std::vector<uint8_t> bytes = idxImages(2, 3, 4);
+  bytes.pop_back();
+  EXPECT_THAT(errorOf([&] { parseIdx(bytes, 3, "img"); }),
+              HasSubstr("img: truncated: 23 bytes of data, header says 24"));
+}
+
+TEST(Idx, RejectsTruncatedHeader) {
+  std::vector<uint8_t> bytes = {0, 0, 8, 3, 0, 0};
+  EXPECT_THAT(errorOf([&] { parseIdx(bytes, 3, "img"); }),
+              HasSubstr("truncated IDX header"));
+}
+
+TEST(Idx, ReadsGzipAndPlainFiles) {
+  TempDir dir;
+  writeGzip(dir.file("a.gz"), idxImages(2, 2, 2));
+  writeBytes(dir.file("b"), idxImages(2, 2, 2));
+  EXPECT_EQ(readIdxFile(dir.file("a.gz"), 3).data,
+            readIdxFile(dir.file("b"), 3).data);
+}
+
+TEST(Idx, TruncatedGzipNamesTheFile) {
+  TempDir dir;
+  writeGzip(dir.file("a.gz"), idxImages(50, 28, 28));
+  std::ifstream in(dir.file("a.gz"), std::ios::binary);
+  std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)), {});
+  bytes.resize(bytes.size() / 2);
+  writeBytes(dir.file("cut.gz"), bytes);
+  EXPECT_THAT(errorOf([&] { readIdxFile(dir.file("cut.gz"), 3); }),
+              HasSubstr(dir.file("cut.gz") + ": corrupt or truncated gzip"));
+}
+
+TEST(Idx, MissingFileNamesThePath) {
+  EXPECT_THAT(errorOf([] { readIdxFile("/nonexistent/x.gz", 3); }),
+              HasSubstr("/nonexistent/x.gz: No such file or directory"));
+}
+
+TEST(Npy, RoundTripsFloatAndInt64) {
+  TempDir dir;
+  std::vector<float> x = {0.5f, -1.0f, 2.25f, 3.0f, 4.0f, 5.0f};
+  writeNpyFile(dir.file("x.npy"), "<f4", {3, 2}, x.data(), x.size() * 4);
+  NpyArray array = readNpyFile(dir.file("x.npy"));
+  EXPECT_EQ(array.descr, "<f4");
+  EXPECT_EQ(array.shape, (std::vector<int64_t>{3, 2}));
+  ASSERT_EQ(array.data.size(), 24u);
+  float back[6];
+  std::memcpy(back, array.data.data(), 24);
+  EXPECT_EQ(back[2], 2.25f);
+
+  std::vector<int64_t> y = {7};
+  writeNpyFile(dir.file("y.npy"), "<i8", {1}, y.data(), 8);
+  EXPECT_EQ(readNpyFile(dir.file("y.npy")).shape, (std::vector<int64_t>{1}));
+}
+
+TEST(Npy, RejectsMalformedFiles) {
+  std::vector<uint8_t> notNpy = {'h', 'e', 'l', 'l', 'o', 0, 0, 0, 0, 0, 0};
+  EXPECT_THAT(errorOf([&] { parseNpy(notNpy, "f.npy"); }),
+              HasSubstr("f.npy: not a .npy file"));
+
+  TempDir dir;
+  std::vector<float> x(4);
+  writeNpyFile(dir.file("x.npy"), "<f4", {4}, x.data(), 16);
+  std::ifstream in(dir.file("x.npy"), std::ios::binary);
+  std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)), {});
+  bytes.pop_back();
+  EXPECT_THAT(errorOf([&] { parseNpy(bytes, "x.npy"); }),
+              HasSubstr("x.npy: truncated: 15 bytes of data"));
+
+  std::vector<uint8_t> f16(4);
+  writeNpyFile(dir.file("h.npy"), "<f2", {2}, f16.data(), 4);
+  EXPECT_THAT(errorOf([&] { readNpyFile(dir.file("h.npy")); }),
+              HasSubstr("unsupported npy dtype '<f2'"));
+}
+
+TEST(DataSpec, ParsesEveryKind) {
+  DataSpec idx = parseDataSpec("fashion-mnist:/data/fm");
+  EXPECT_EQ(idx.kind, DataSpec::Kind::Idx);
+  EXPECT_EQ(idx.format, "fashion-mnist");
+  EXPECT_EQ(idx.dir, "/data/fm");
+  DataSpec npy = parseDataSpec("npy:a.npy,b.npy");
+  EXPECT_EQ(npy.kind, DataSpec::Kind::Npy);
+  EXPECT_EQ(npy.inputsPath, "a.npy");
+  EXPECT_EQ(npy.labelsPath, "b.npy");
+  EXPECT_EQ(parseDataSpec("synthetic").syntheticSamples, 0);
+  EXPECT_EQ(parseDataSpec("synthetic:128").syntheticSamples, 128);
+}
+
+TEST(DataSpec, RejectsMalformedSpecs) {
+  EXPECT_THAT(errorOf([] { parseDataSpec("cifar:/x"); }),
+              HasSubstr("unknown kind 'cifar'"));
+  EXPECT_THAT(errorOf([] { parseDataSpec("mnist:"); }),
+              HasSubstr("expected mnist:DIR"));
+  EXPECT_THAT(errorOf([] { parseDataSpec("npy:a.npy"); }),
+              HasSubstr("expected npy:INPUTS.npy,LABELS.npy"));
+  EXPECT_THAT(errorOf([] { parseDataSpec("synthetic:ten"); }),
+              HasSubstr("positive sample count"));
+}
+
+TEST(Dataset, LoadsIdxDirectoryAndScalesPixels) {
+  TempDir dir;
+  writeGzip(dir.file("train-images-idx3-ubyte.gz"), idxImages(5, 28, 28));
+  writeBytes(dir.file("train-labels-idx1-ubyte"), idxLabels(5));
+  Dataset data = loadDataset(parseDataSpec("mnist:" + dir.path), Split::Train,
+                             {{1, 28, 28}, 10});
+  EXPECT_EQ(data.size(), 5);
+  EXPECT_EQ(data.sampleShape(), (std::vector<int64_t>{1, 28, 28}));
+  std::vector<float> x(2 * 784);
+  data.gatherInputs({4, 0}, x.data());
+  // Sample 4 starts at byte 4*784, whose value is (4*784*7) mod 256.
+  EXPECT_EQ(x[0], float(uint8_t(4 * 784 * 7)) / 255.0f);
+  EXPECT_EQ(x[784 + 1], 7.0f / 255.0f);
+  int64_t y[2];
+  data.gatherLabels({4, 3}, y);
+  EXPECT_EQ(y[0], 4);
+  EXPECT_EQ(y[1], 3);
+}
+
+TEST(Dataset, IdxErrorsNameFiles) {
+  TempDir dir;
+  EXPECT_THAT(errorOf([&] {
+                loadDataset(parseDataSpec("fashion-mnist:" + dir.path),
+                            Split::Test, {});
+              }),
+              HasSubstr("missing " + dir.path + "/t10k-images-idx3-ubyte"));
+  writeGzip(dir.file("train-images-idx3-ubyte.gz"), idxImages(5, 28, 28));
+  writeGzip(dir.file("train-labels-idx1-ubyte.gz"), idxLabels(4));
+  EXPECT_THAT(errorOf([&] {
+                loadDataset(parseDataSpec("mnist:" + dir.path), Split::Train,
+                            {});
+              }),
+              HasSubstr("5 images in " + dir.path +
+                        "/train-images-idx3-ubyte.gz but 4 labels"));
+}
+
+TEST(Dataset, RejectsShapeAndLabelMismatch) {
+  TempDir dir;
+  writeGzip(dir.file("train-images-idx3-ubyte.gz"), idxImages(5, 28, 28));
+  writeGzip(dir.file("train-labels-idx1-ubyte.gz"), idxLabels(5));
+  DataSpec spec = parseDataSpec("mnist:" + dir.path);
+  EXPECT_THAT(
+      errorOf([&] { loadDataset(spec, Split::Train, {{3, 32, 32}, 10}); }),
+      HasSubstr("samples have shape 1x28x28 but the model expects "
+                "3x32x32"));
+  EXPECT_THAT(
+      errorOf([&] { loadDataset(spec, Split::Train, {{1, 28, 28}, 3}); }),
+      HasSubstr("label 3 of sample 3 is not below the 3 classes"));
+}
+
+TEST(Dataset, LoadsNpy) {
+  TempDir dir;
+  std::vector<float> x = {1, 2, 3, 4, 5, 6};
+  std::vector<int64_t> y = {1, 0, 1};
+  writeNpyFile(dir.file("x.npy"), "<f4", {3, 2}, x.data(), 24);
+  writeNpyFile(dir.file("y.npy"), "<i8", {3}, y.data(), 24);
+  Dataset data = loadDataset(
+      parseDataSpec("npy:" + dir.file("x.npy") + "," + dir.file("y.npy")),
+      Split::Train, {{2}, 2});
+  EXPECT_EQ(data.size(), 3);
+  float row[2];
+  data.gatherInputs({2}, row);
+  EXPECT_EQ(row[0], 5);
+  EXPECT_EQ(row[1], 6);
+
+  writeNpyFile(dir.file("y2.npy"), "<i8", {2}, y.data(), 16);
+  EXPECT_THAT(errorOf([&] {
+                loadDataset(parseDataSpec("npy:" + dir.file("x.npy") + "," +
+                                          dir.file("y2.npy")),
+                            Split::Train, {});
+              }),
+              HasSubstr("3 samples in " + dir.file("x.npy") + " but 2 labels"));
+  writeNpyFile(dir.file("xi.npy"), "<i8", {3}, y.data(), 24);
+  EXPECT_THAT(errorOf([&] {
+                loadDataset(parseDataSpec("npy:" + dir.file("xi.npy") + "," +
+                                          dir.file("y.npy")),
+                            Split::Train, {});
+              }),
+              HasSubstr("inputs must be float32"));
+}
+
+TEST(Dataset, SyntheticIsSeededAndShaped) {
+  ModelDataShape model{{1, 4, 4}, 3};
+  DataSpec spec = parseDataSpec("synthetic:32");
+  Dataset a = loadDataset(spec, Split::Train, model, 7);
+  Dataset b = loadDataset(spec, Split::Train, model, 7);
+  Dataset c = loadDataset(spec, Split::Train, model, 8);
+  Dataset test = loadDataset(spec, Split::Test, model, 7);
+  EXPECT_EQ(a.size(), 32);
+  EXPECT_EQ(a.sampleShape(), model.sampleShape);
+  std::vector<int64_t> all(32);
+  for (int i = 0; i < 32; ++i)
+    all[size_t(i)] = i;
+  std::vector<float> xa(32 * 16), xb(32 * 16), xc(32 * 16), xt(32 * 16);
+  a.gatherInputs(all, xa.data());
+  b.gatherInputs(all, xb.data());
+  c.gatherInputs(all, xc.data());
+  test.gatherInputs(all, xt.data());
+  EXPECT_EQ(xa, xb);
+  EXPECT_NE(xa, xc);
+  EXPECT_NE(xa, xt);
+  for (float v : xa) {
+    EXPECT_GE(v, 0.0f);
+    EXPECT_LT(v, 1.0f);
+  }
+  for (int64_t i = 0; i < 32; ++i)
+    EXPECT_LT(a.label(i), 3);
+  EXPECT_THAT(errorOf([&] { loadDataset(spec, Split::Train, {}); }),
+              HasSubstr("synthetic data needs the model's input shape"));
+}
+
+// The installed Fashion-MNIST (Debian dataset-fashion-mnist) loads with the
+// sizes and first labels the dataset documents.
+TEST(Dataset, FashionMnistWhenInstalled) {
+  const std::string dir = "/usr/share/datasets/fashion-mnist";
+  if (access((dir + "/train-labels-idx1-ubyte.gz").c_str(), R_OK) != 0)
+    GTEST_SKIP() << "dataset-fashion-mnist not installed";
+  ModelDataShape model{{1, 28, 28}, 10};
+  Dataset train =
+      loadDataset(parseDataSpec("fashion-mnist:" + dir), Split::Train, model);
+  Dataset test =
+      loadDataset(parseDataSpec("fashion-mnist:" + dir), Split::Test, model);
+  EXPECT_EQ(train.size(), 60000);
+  EXPECT_EQ(test.size(), 10000);
+  EXPECT_EQ(train.label(0), 9); // ankle boot
+  EXPECT_EQ(train.label(1), 0); // t-shirt/top
+  EXPECT_EQ(test.label(0), 9);
+  std::vector<float> x(784);
+  train.gatherInputs({0}, x.data());
+  float maxPixel = 0;
+  for (float v : x)
+    maxPixel = std::max(maxPixel, v);
+  EXPECT_GT(maxPixel, 0.5f);
+  EXPECT_LE(maxPixel, 1.0f);
+}

@@ -1,0 +1,584 @@
+//===- RunCommand.cpp - dpc run -------------------------------------------===//
+//
+// `dpc run OUT/` launches the rank executables that `dpc compile` wrote, with
+// `mpirun --app` on OUT/appfile, and forwards the per-rank options (--data,
+// --steps, ...) to every rank. It adds what a user would otherwise have to
+// know about mpirun: the environment that lets it run as root, and
+// --oversubscribe when there are more ranks than cores.
+//
+// Output passes through live. mpirun runs with --tag-output so that every
+// line says which rank wrote it; the tags are stripped before printing and
+// used to report, when the job fails, which rank failed first and the last
+// error that rank printed. mpirun itself ends the job when one rank exits
+// non-zero, aborts or dies, so nothing is left hanging.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Commands.h"
+
+#include "dpc/support/CommandLine.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cerrno>
+#include <csignal>
+#include <cstdlib>
+#include <cstring>
+#include <fcntl.h>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <optional>
+#include <poll.h>
+#include <regex>
+#include <sstream>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+extern char **environ;
+
+namespace dpc::tools {
+
+namespace {
+
+constexpr const char *kCommand = "dpc run";
+
+int fail(const std::string &message) {
+  std::cerr << kCommand << ": " << message << "\n";
+  return 1;
+}
+
+bool isDirectory(const std::string &path) {
+  struct stat info;
+  return ::stat(path.c_str(), &info) == 0 && S_ISDIR(info.st_mode);
+}
+
+bool isRegularFile(const std::string &path) {
+  struct stat info;
+  return ::stat(path.c_str(), &info) == 0 && S_ISREG(info.st_mode);
+}
+
+std::string absolutePath(const std::string &path) {
+  if (!path.empty() && path[0] == '/')
+    return path;
+  char cwd[4096];
+  if (!::getcwd(cwd, sizeof(cwd)))
+    return path;
+  return std::string(cwd) + "/" + path;
+}
+
+/// Finds `name` on PATH the way execvp would; "" when it is not there.
+std::string findProgram(const std::string &name) {
+  if (name.find('/') != std::string::npos)
+    return ::access(name.c_str(), X_OK) == 0 ? name : "";
+  const char *path = std::getenv("PATH");
+  std::stringstream dirs(path ? path : "/usr/bin:/bin");
+  std::string dir;
+  while (std::getline(dirs, dir, ':')) {
+    std::string candidate = (dir.empty() ? "." : dir) + "/" + name;
+    if (isRegularFile(candidate) && ::access(candidate.c_str(), X_OK) == 0)
+      return candidate;
+  }
+  return "";
+}
+
+//===----------------------------------------------------------------------===//
+// The appfile
+//===----------------------------------------------------------------------===//
+
+/// One line of an mpirun appfile: mpirun options, then the program and its
+/// arguments.
+struct AppLine {
+  int lineNumber = 0;
+  std::vector<std::string> mpirunOptions;
+  std::string program;
+  std::vector<std::string> programArgs;
+  int ranks = 1; // -np / -n
+};
+
+/// mpirun options that take one value and may appear on an appfile line.
+bool takesOneValue(const std::string &option) {
+  static const char *const kOptions[] = {
+      "-np",        "--np",     "-n",        "-c",        "-x",
+      "-H",         "-host",    "--host",    "-wdir",     "--wdir",
+      "-wd",        "--map-by", "--bind-to", "--rank-by", "-hostfile",
+      "--hostfile", "-path",    "--path",    "--prefix",  "-machinefile"};
+  for (const char *o : kOptions)
+    if (option == o)
+      return true;
+  return false;
+}
+
+bool takesTwoValues(const std::string &option) {
+  return option == "-mca" || option == "--mca" || option == "-gmca" ||
+         option == "--gmca";
+}
+
+std::vector<std::string> splitWords(const std::string &line) {
+  std::istringstream in(line);
+  std::vector<std::string> words;
+  std::string word;
+  while (in >> word)
+    words.push_back(word);
+  return words;
+}
+
+/// Parses OUT/appfile; on failure returns an error message naming the file
+/// and line.
+std::string parseAppfile(const std::string &path, std::vector<AppLine> &lines) {
+  std::ifstream in(path);
+  if (!in)
+    return path + ": " + std::strerror(errno);
+  std::string text;
+  for (int number = 1; std::getline(in, text); ++number) {
+    std::vector<std::string> words = splitWords(text);
+    if (words.empty() || words[0][0] == '#')
+      continue;
+    AppLine line;
+    line.lineNumber = number;
+    size_t i = 0;
+    for (; i < words.size() && words[i][0] == '-'; ++i) {
+      const std::string &option = words[i];
+      size_t values = takesTwoValues(option)  ? 2
+                      : takesOneValue(option) ? 1
+                                              : 0;
+      if (i + values >= words.size())
+        return path + ":" + std::to_string(number) + ": option '" + option +
+               "' without its value";
+      line.mpirunOptions.push_back(option);
+      for (size_t v = 1; v <= values; ++v)
+        line.mpirunOptions.push_back(words[i + v]);
+      if (option == "-np" || option == "--np" || option == "-n") {
+        char *end = nullptr;
+        long n = std::strtol(words[i + 1].c_str(), &end, 10);
+        if (*end != '\0' || n <= 0)
+          return path + ":" + std::to_string(number) + ": bad rank count '" +
+                 words[i + 1] + "'";
+        line.ranks = int(n);
+      }
+      i += values;
+    }
+    if (i == words.size())
+      return path + ":" + std::to_string(number) + ": no program to run";
+    line.program = words[i];
+    line.programArgs.assign(words.begin() + long(i) + 1, words.end());
+    lines.push_back(std::move(line));
+  }
+  if (lines.empty())
+    return path + ": no ranks to launch";
+  return "";
+}
+
+/// Resolves a program path of the appfile against OUT/, where `dpc compile`
+/// put the executables; mpirun would resolve it against the current
+/// directory instead, which breaks `dpc run` from anywhere but OUT/.
+std::string resolveProgram(const std::string &outDir,
+                           const std::string &program) {
+  if (!program.empty() && program[0] == '/')
+    return program;
+  std::string candidate = outDir + "/" + program;
+  if (program.find('/') != std::string::npos || isRegularFile(candidate))
+    return candidate;
+  return program; // a bare name found on PATH, like `hostname`
+}
+
+//===----------------------------------------------------------------------===//
+// Running mpirun and following its output
+//===----------------------------------------------------------------------===//
+
+/// Splits mpirun's tagged output ("[1,3]<stderr>:text") back into per-rank
+/// streams, printing every line as it arrives.
+class OutputFollower {
+public:
+  void feed(bool fromStderr, const char *data, size_t size) {
+    std::string &pending = fromStderr ? pendingErr : pendingOut;
+    pending.append(data, size);
+    size_t newline;
+    while ((newline = pending.find('\n')) != std::string::npos) {
+      handleLine(fromStderr, pending.substr(0, newline));
+      pending.erase(0, newline + 1);
+    }
+  }
+
+  void finish() {
+    if (!pendingOut.empty())
+      handleLine(false, pendingOut);
+    if (!pendingErr.empty())
+      handleLine(true, pendingErr);
+    pendingOut.clear();
+    pendingErr.clear();
+  }
+
+  /// The last error-looking line a rank wrote to stderr, else its last
+  /// stderr line.
+  std::string lastMessage(int rank) const {
+    auto it = lastError.find(rank);
+    if (it != lastError.end())
+      return it->second;
+    it = lastStderr.find(rank);
+    return it == lastStderr.end() ? "" : it->second;
+  }
+
+  /// mpirun's own output (not from a rank): its failure reports.
+  const std::string &launcherOutput() const { return launcher; }
+
+private:
+  void handleLine(bool fromStderr, const std::string &line) {
+    static const std::regex tag(R"(^\[\d+,(\d+)\]<(stdout|stderr)>:(.*)$)");
+    std::smatch match;
+    if (!std::regex_match(line, match, tag)) {
+      // mpirun's own messages: kept for the failure summary and shown only
+      // when they say something the summary does not.
+      launcher += line + "\n";
+      return;
+    }
+    int rank = std::stoi(match[1].str());
+    std::string text = match[3].str();
+    if (match[2] == "stdout") {
+      std::cout << text << "\n" << std::flush;
+      return;
+    }
+    std::cerr << text << "\n" << std::flush;
+    if (!text.empty())
+      lastStderr[rank] = text;
+    if (text.find("error") != std::string::npos)
+      lastError[rank] = text;
+    (void)fromStderr;
+  }
+
+  std::string pendingOut, pendingErr, launcher;
+  std::map<int, std::string> lastStderr, lastError;
+};
+
+/// What mpirun says about the first rank that failed.
+struct RankFailure {
+  int rank = -1;
+  std::string how; // "exited with code 3", "was killed by signal 9 (Killed)"
+};
+
+std::optional<RankFailure> findFailedRank(const std::string &launcher) {
+  std::smatch m;
+  static const std::regex abortRe(
+      R"(MPI_ABORT was invoked on rank (\d+) in communicator \S+\s+with errorcode (-?\d+))");
+  if (std::regex_search(launcher, m, abortRe))
+    return RankFailure{std::stoi(m[1].str()),
+                       "aborted with error code " + m[2].str()};
+  static const std::regex exitRe(
+      R"(Process name: \[\[\d+,\d+\],(\d+)\]\s+Exit code:\s+(-?\d+))");
+  if (std::regex_search(launcher, m, exitRe))
+    return RankFailure{std::stoi(m[1].str()), "exited with code " + m[2].str()};
+  static const std::regex signalRe(
+      R"(process rank (\d+) with PID \d+ on node \S+ exited on signal (\d+)( \(([^)]*)\))?)");
+  if (std::regex_search(launcher, m, signalRe))
+    return RankFailure{std::stoi(m[1].str()),
+                       "was killed by signal " + m[2].str() +
+                           (m[4].matched ? " (" + m[4].str() + ")" : "")};
+  return std::nullopt;
+}
+
+/// Drops a leading "rank N: " and "error: " from a rank's message, since the
+/// summary says both already.
+std::string trimMessage(std::string text, int rank) {
+  std::string prefix = "rank " + std::to_string(rank) + ": ";
+  if (text.rfind(prefix, 0) == 0)
+    text.erase(0, prefix.size());
+  if (text.rfind("error: ", 0) == 0)
+    text.erase(0, 7);
+  return text;
+}
+
+pid_t childPid = -1;
+
+void forwardSignal(int signal) {
+  if (childPid > 0)
+    ::kill(childPid, signal);
+}
+
+/// Runs `argv`, following its stdout and stderr; returns its wait status.
+int runAndFollow(const std::vector<std::string> &argv, OutputFollower &out) {
+  int outPipe[2], errPipe[2];
+  if (::pipe(outPipe) != 0 || ::pipe(errPipe) != 0)
+    return -1;
+  std::vector<char *> cargv;
+  for (const std::string &a : argv)
+    cargv.push_back(const_cast<char *>(a.c_str()));
+  cargv.push_back(nullptr);
+
+  pid_t pid = ::fork();
+  if (pid < 0)
+    return -1;
+  if (pid == 0) {
+    ::dup2(outPipe[1], STDOUT_FILENO);
+    ::dup2(errPipe[1], STDERR_FILENO);
+    ::close(outPipe[0]);
+    ::close(outPipe[1]);
+    ::close(errPipe[0]);
+    ::close(errPipe[1]);
+    ::execv(cargv[0], cargv.data());
+    std::fprintf(stderr, "cannot run %s: %s\n", cargv[0], std::strerror(errno));
+    ::_exit(127);
+  }
+  childPid = pid;
+  ::close(outPipe[1]);
+  ::close(errPipe[1]);
+  // Ctrl-C reaches mpirun directly (same process group) and it takes the
+  // ranks down; dpc run waits for that instead of dying first. A TERM sent
+  // to dpc run alone is passed on.
+  struct sigaction ignore = {}, forward = {}, oldInt = {}, oldTerm = {};
+  ignore.sa_handler = SIG_IGN;
+  forward.sa_handler = forwardSignal;
+  ::sigaction(SIGINT, &ignore, &oldInt);
+  ::sigaction(SIGTERM, &forward, &oldTerm);
+
+  pollfd fds[2] = {{outPipe[0], POLLIN, 0}, {errPipe[0], POLLIN, 0}};
+  int open = 2;
+  char buffer[8192];
+  while (open > 0) {
+    if (::poll(fds, 2, -1) < 0) {
+      if (errno == EINTR)
+        continue;
+      break;
+    }
+    for (int i = 0; i < 2; ++i) {
+      if (fds[i].fd < 0 || !(fds[i].revents & (POLLIN | POLLHUP | POLLERR)))
+        continue;
+      ssize_t n = ::read(fds[i].fd, buffer, sizeof(buffer));
+      if (n > 0) {
+        out.feed(i == 1, buffer, size_t(n));
+      } else if (n == 0 || errno != EINTR) {
+        ::close(fds[i].fd);
+        fds[i].fd = -1;
+        --open;
+      }
+    }
+  }
+  out.finish();
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  childPid = -1;
+  ::sigaction(SIGINT, &oldInt, nullptr);
+  ::sigaction(SIGTERM, &oldTerm, nullptr);
+  return status;
+}
+
+std::string joinCommand(const std::vector<std::string> &argv) {
+  std::string text;
+  for (const std::string &a : argv)
+    text += (text.empty() ? "" : " ") + a;
+  return text;
+}
+
+} // namespace
+
+int runRunCommand(const Args &args) {
+  std::string outDir, data, evalData, metrics, trace, checkpointDir, mpirun;
+  int64_t steps = 0, epochs = 0, seed = 0, checkpointEvery = 0;
+  bool shuffle = true, resume = false, npCheck = false, verbose = false;
+
+  cli::ArgParser parser(kCommand,
+                        "launch a compiled pipeline under mpirun and train it",
+                        "dpc run OUT [options]");
+  parser.addPositional("OUT", &outDir,
+                       "output directory of 'dpc compile' (has an appfile)");
+  parser.addFlag("np-check", &npCheck,
+                 "check the appfile, executables and rank count, print the "
+                 "mpirun command and exit without running it");
+  parser.addOption("mpirun", &mpirun, "PATH",
+                   "the mpirun to use (default: mpirun on PATH)");
+  parser.addFlag("verbose", &verbose,
+                 "also print mpirun's own messages when a rank fails");
+  // Per-rank options, forwarded unchanged to every rank.
+  parser.addOption("data", &data, "SPEC",
+                   "training data: fashion-mnist:DIR, mnist:DIR, "
+                   "npy:X.npy,Y.npy or synthetic[:N]");
+  parser.addOption("eval-data", &evalData, "SPEC",
+                   "test data evaluated after training");
+  parser.addOption("steps", &steps, "N", "train N minibatches");
+  parser.addOption("epochs", &epochs, "N", "train N epochs");
+  parser.addFlag("shuffle", &shuffle,
+                 "shuffle samples each epoch (--no-shuffle: file order)",
+                 /*negatable=*/true);
+  parser.addOption("seed", &seed, "N", "seed of shuffling and synthetic data");
+  parser.addOption("metrics", &metrics, "FILE",
+                   "write per-step metrics as JSON lines");
+  parser.addOption("trace", &trace, "FILE", "write a Chrome trace");
+  parser.addOption("checkpoint-dir", &checkpointDir, "DIR",
+                   "write per-stage checkpoints (safetensors) here");
+  parser.addOption("checkpoint-every", &checkpointEvery, "N",
+                   "also checkpoint every N steps");
+  parser.addFlag("resume", &resume, "resume from the checkpoint directory");
+
+  switch (parser.parse(args)) {
+  case cli::ArgParser::Result::Help:
+    std::cout << parser.help();
+    return 0;
+  case cli::ArgParser::Result::Error:
+    std::cerr << parser.error() << "\n";
+    return cli::kUsageError;
+  case cli::ArgParser::Result::Ok:
+    break;
+  }
+  if (parser.given("steps") && parser.given("epochs")) {
+    std::cerr << kCommand << ": give --steps or --epochs, not both\n";
+    return cli::kUsageError;
+  }
+  for (const char *name : {"steps", "epochs", "checkpoint-every"}) {
+    int64_t value = std::string(name) == "steps"    ? steps
+                    : std::string(name) == "epochs" ? epochs
+                                                    : checkpointEvery;
+    if (parser.given(name) && value <= 0) {
+      std::cerr << kCommand << ": option '--" << name
+                << "' expects a positive integer\n";
+      return cli::kUsageError;
+    }
+  }
+
+  // The options every rank gets, in a fixed order.
+  std::vector<std::string> forwarded;
+  auto forwardOption = [&](const char *name, const std::string &value) {
+    if (parser.given(name)) {
+      forwarded.push_back(std::string("--") + name);
+      forwarded.push_back(value);
+    }
+  };
+  forwardOption("data", data);
+  forwardOption("eval-data", evalData);
+  forwardOption("steps", std::to_string(steps));
+  forwardOption("epochs", std::to_string(epochs));
+  forwardOption("seed", std::to_string(seed));
+  forwardOption("metrics", metrics);
+  forwardOption("trace", trace);
+  forwardOption("checkpoint-dir", checkpointDir);
+  forwardOption("checkpoint-every", std::to_string(checkpointEvery));
+  if (parser.given("shuffle"))
+    forwarded.push_back(shuffle ? "--shuffle" : "--no-shuffle");
+  if (resume)
+    forwarded.push_back("--resume");
+  for (const std::string &value : forwarded)
+    if (value.empty() || value.find_first_of(" \t\n\"'") != std::string::npos)
+      return fail("option value '" + value +
+                  "' is empty or contains spaces or quotes, which an "
+                  "mpirun appfile cannot carry");
+
+  // The compiled output.
+  while (outDir.size() > 1 && outDir.back() == '/')
+    outDir.pop_back();
+  if (!isDirectory(outDir))
+    return fail(outDir +
+                ": no such directory (the output of 'dpc compile "
+                "... -o " +
+                outDir + "')");
+  std::string appfilePath = outDir + "/appfile";
+  if (!isRegularFile(appfilePath))
+    return fail(appfilePath + ": no such file; is " + outDir +
+                " the output directory of 'dpc compile'?");
+  std::vector<AppLine> lines;
+  std::string problem = parseAppfile(appfilePath, lines);
+  if (!problem.empty())
+    return fail(problem);
+
+  std::string absOut = absolutePath(outDir);
+  int ranks = 0;
+  std::ostringstream appfile;
+  for (AppLine &line : lines) {
+    ranks += line.ranks;
+    std::string program = resolveProgram(absOut, line.program);
+    if (program.find('/') != std::string::npos &&
+        (!isRegularFile(program) || ::access(program.c_str(), X_OK) != 0))
+      return fail(
+          appfilePath + ":" + std::to_string(line.lineNumber) + ": " + outDir +
+          "/" + line.program +
+          (isRegularFile(program) ? " is not executable" : ": no such file"));
+    for (const std::string &o : line.mpirunOptions)
+      appfile << o << " ";
+    appfile << program;
+    for (const std::string &a : line.programArgs)
+      appfile << " " << a;
+    for (const std::string &a : forwarded)
+      appfile << " " << a;
+    appfile << "\n";
+  }
+
+  // plan.json, when there, says how many ranks the plan was made for.
+  std::string planPath = outDir + "/plan.json";
+  if (isRegularFile(planPath)) {
+    std::ifstream in(planPath);
+    nlohmann::json plan = nlohmann::json::parse(in, nullptr, false);
+    if (plan.is_discarded() || !plan.is_object())
+      return fail(planPath + ": not a JSON object");
+    if (plan.contains("devices") && plan["devices"].is_number_integer() &&
+        plan["devices"].get<int64_t>() != ranks)
+      return fail(appfilePath + " launches " + std::to_string(ranks) +
+                  " ranks but " + planPath + " plans for " +
+                  std::to_string(plan["devices"].get<int64_t>()) + " devices");
+  }
+
+  std::string mpirunPath = findProgram(mpirun.empty() ? "mpirun" : mpirun);
+  if (mpirunPath.empty())
+    return fail(mpirun.empty()
+                    ? std::string("mpirun not found on PATH (Debian package "
+                                  "openmpi-bin)")
+                    : mpirun + ": not an executable");
+  long cores = ::sysconf(_SC_NPROCESSORS_ONLN);
+  std::vector<std::string> argv = {mpirunPath, "--tag-output"};
+  // Open MPI counts slots by cores and refuses to start more ranks than
+  // that unless told.
+  if (cores > 0 && ranks > cores)
+    argv.push_back("--oversubscribe");
+  argv.push_back("--app");
+
+  if (npCheck) {
+    argv.push_back(appfilePath + " (with the per-rank options)");
+    std::cout << outDir << ": " << ranks << " ranks on " << cores << " cores\n"
+              << joinCommand(argv) << "\n"
+              << appfile.str();
+    return 0;
+  }
+
+  // The rewritten appfile: absolute programs, forwarded options.
+  char tempPath[] = "/tmp/dpc-run-appfile-XXXXXX";
+  int fd = ::mkstemp(tempPath);
+  if (fd < 0)
+    return fail(std::string("cannot create a temporary appfile: ") +
+                std::strerror(errno));
+  std::string text = appfile.str();
+  bool written = ::write(fd, text.data(), text.size()) == ssize_t(text.size());
+  ::close(fd);
+  if (!written) {
+    ::unlink(tempPath);
+    return fail(std::string(tempPath) + ": write failed");
+  }
+  argv.push_back(tempPath);
+
+  if (::geteuid() == 0) {
+    // mpirun refuses to run as root (containers, CI) without both.
+    ::setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
+    ::setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
+  }
+
+  OutputFollower follower;
+  int status = runAndFollow(argv, follower);
+  ::unlink(tempPath);
+  if (status == -1)
+    return fail(std::string("cannot start mpirun: ") + std::strerror(errno));
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
+    return 0;
+
+  std::string how = WIFEXITED(status)
+                        ? "exit code " + std::to_string(WEXITSTATUS(status))
+                        : "signal " + std::to_string(WTERMSIG(status));
+  std::optional<RankFailure> failure =
+      findFailedRank(follower.launcherOutput());
+  if (!failure || verbose)
+    std::cerr << follower.launcherOutput();
+  if (!failure)
+    return fail("mpirun failed (" + how + ")");
+  std::string message =
+      trimMessage(follower.lastMessage(failure->rank), failure->rank);
+  return fail("rank " + std::to_string(failure->rank) + " " + failure->how +
+              (message.empty() ? "" : ": " + message));
+}
+
+} // namespace dpc::tools

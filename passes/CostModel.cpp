@@ -44,7 +44,8 @@ static double ioBytes(Operation *op) {
 }
 
 std::optional<OpWork> mlir::dpc::estimateWork(Operation *op) {
-  if (!isa_and_nonnull<nn::NNDialect>(op->getDialect()))
+  // Parameter reads do no work and stay on their stage.
+  if (!isa_and_nonnull<nn::NNDialect>(op->getDialect()) || isa<nn::ParamOp>(op))
     return std::nullopt;
 
   OpWork work;
@@ -130,11 +131,6 @@ std::optional<OpWork> mlir::dpc::estimateWork(Operation *op) {
         // reading param, grad and the momentum buffer, writing two.
         work.flops = 4 * elementsOf(update.getParam());
         work.bytes = 5 * bytesOf(update.getParam());
-      })
-      .Case([&](nn::ParamOp) {
-        // Parameters stay on their stage; they never cross a cut.
-        work.bytes = 0;
-        work.activationBytes = 0;
       })
       .Default([&](Operation *) { known = false; });
   if (!known)

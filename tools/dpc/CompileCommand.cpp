@@ -10,9 +10,11 @@
 #include "Commands.h"
 
 #include "dialects/nn/IR/NNDialect.h"
+#include "frontends/onnx/OnnxImporter.h"
 #include "dialects/pipe/IR/PipeDialect.h"
 #include "passes/Passes.h"
 
+#include "dpc/runtime/Safetensors.h"
 #include "dpc/support/CommandLine.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -137,25 +139,46 @@ private:
   bool committed = false;
 };
 
+// Loads the model into `module`: ONNX through the frontend (collecting the
+// initial weights), or nn-dialect MLIR as is. Returns false after the
+// diagnostics have been printed.
+bool loadModel(const CompileOptions &options, mlir::MLIRContext &context,
+               llvm::SourceMgr &sourceMgr,
+               mlir::OwningOpRef<mlir::ModuleOp> &module,
+               runtime::TensorFile &weights) {
+  fs::path path(options.model);
+  if (path.extension() == ".onnx") {
+    mlir::dpc::onnx_frontend::ImportOptions importOptions;
+    importOptions.batchSize = options.microbatchSize;
+    auto imported = mlir::dpc::onnx_frontend::importOnnxFile(
+        options.model, &context, importOptions);
+    if (mlir::failed(imported))
+      return false;
+    module = std::move(imported->module);
+    for (auto &param : imported->params)
+      weights.tensors[param.name] =
+          runtime::Tensor::fromF32(param.shape, param.data.data());
+    weights.metadata["source"] = path.filename().string();
+    weights.metadata["onnx_opset"] = std::to_string(imported->fileOpset);
+    return true;
+  }
+  module = mlir::parseSourceFile<mlir::ModuleOp>(options.model, sourceMgr,
+                                                 &context);
+  return static_cast<bool>(module);
+}
+
 int compile(const CompileOptions &options) {
   fs::path model(options.model);
   if (!fs::is_regular_file(model)) {
     std::cerr << "dpc compile: cannot read model '" << options.model
               << "': no such file\n";
-    return 1;
+    return cli::kUsageError;
   }
-  if (model.extension() != ".mlir") {
-    // The ONNX frontend, the training-step passes and the backends arrive
-    // with the end-to-end issue; say so rather than emit something false.
+  if (model.extension() != ".onnx" && model.extension() != ".mlir") {
     std::cerr << "dpc compile: '" << options.model
-              << "': importing ONNX models is not available in this build "
-                 "yet; only nn-dialect .mlir input with --emit mlir is\n";
-    return 1;
-  }
-  if (options.emit != "mlir") {
-    std::cerr << "dpc compile: --emit " << options.emit
-              << " is not available in this build yet; use --emit mlir\n";
-    return 1;
+              << "': expects an ONNX model (.onnx) or nn-dialect MLIR "
+                 "(.mlir)\n";
+    return cli::kUsageError;
   }
 
   mlir::DialectRegistry registry;
@@ -165,16 +188,24 @@ int compile(const CompileOptions &options) {
   mlir::MLIRContext context(registry);
   llvm::SourceMgr sourceMgr;
   mlir::SourceMgrDiagnosticHandler diagnostics(sourceMgr, &context);
-  mlir::OwningOpRef<mlir::ModuleOp> module =
-      mlir::parseSourceFile<mlir::ModuleOp>(options.model, sourceMgr,
-                                            &context);
-  if (!module)
-    return 1;
+  mlir::OwningOpRef<mlir::ModuleOp> module;
+  runtime::TensorFile weights;
+  // A model that cannot be read or imported is bad input: exit code 2.
+  if (!loadModel(options, context, sourceMgr, module, weights))
+    return cli::kUsageError;
 
   mlir::PassManager pm(&context);
   pm.addPass(mlir::dpc::createAnnotateCostsPass());
   if (mlir::failed(pm.run(*module)))
     return 1;
+
+  if (options.emit != "mlir") {
+    // The training-step passes and the backends arrive with the end-to-end
+    // issue; say so rather than emit something false.
+    std::cerr << "dpc compile: --emit " << options.emit
+              << " is not available in this build yet; use --emit mlir\n";
+    return 1;
+  }
 
   StagedDirectory out(options.outDir);
   if (std::string problem = out.create(); !problem.empty()) {
@@ -190,6 +221,17 @@ int compile(const CompileOptions &options) {
   }
   module->print(os);
   os.close();
+  if (!weights.tensors.empty()) {
+    try {
+      fs::create_directories(out.path() / "weights");
+      runtime::writeSafetensors(
+          (out.path() / "weights" / "model.safetensors").string(), weights);
+    } catch (const std::exception &e) {
+      std::cerr << "dpc compile: cannot write the weights: " << e.what()
+                << "\n";
+      return 1;
+    }
+  }
   if (std::string problem = out.commit(); !problem.empty()) {
     std::cerr << "dpc compile: " << problem << "\n";
     return 1;

@@ -1,0 +1,1100 @@
+//===- OnnxImporter.cpp - ONNX to nn dialect ------------------------------===//
+//
+// The import runs in three steps:
+//   1. the onnx library parses, checks, converts the model to kTargetOpset
+//      and infers shapes (after the batch size is specialised, if asked);
+//   2. the importer walks the (topologically sorted) nodes and dispatches
+//      each through `kHandlers`, keyed by op type and by the since-version
+//      of the op's schema at the model's opset;
+//   3. nodes whose inputs are all known at import time (Shape of a statically
+//      shaped tensor, and the Gather/Unsqueeze/Concat/... arithmetic that
+//      exporters build on it) are evaluated on the host, so that, for
+//      example, Reshape receives its target shape as a constant.
+//
+//===----------------------------------------------------------------------===//
+
+#include "frontends/onnx/OnnxImporter.h"
+
+#include "dialects/nn/IR/NNOps.h"
+#include "dialects/nn/IR/ShapeInference.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/Verifier.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringMap.h"
+
+#include "onnx/checker.h"
+#include "onnx/defs/schema.h"
+#include "onnx/onnx_pb.h"
+#include "onnx/shape_inference/implementation.h"
+#include "onnx/version_converter/convert.h"
+
+#include <cstring>
+#include <fstream>
+#include <numeric>
+
+using namespace mlir;
+using namespace mlir::dpc;
+using namespace mlir::dpc::onnx_frontend;
+
+namespace {
+
+/// A tensor known at import time: a Constant node, an initializer read by a
+/// shape computation, or the folded result of one.
+struct HostTensor {
+  std::vector<int64_t> shape;
+  bool isFloat = false;
+  std::vector<int64_t> ints;
+  std::vector<float> floats;
+
+  int64_t size() const { return isFloat ? floats.size() : ints.size(); }
+  static HostTensor vector(std::vector<int64_t> values) {
+    HostTensor t;
+    t.shape = {static_cast<int64_t>(values.size())};
+    t.ints = std::move(values);
+    return t;
+  }
+};
+
+class Importer {
+public:
+  Importer(MLIRContext *context, StringRef fileName, int64_t opset)
+      : context(context), builder(context), fileName(fileName.str()),
+        opset(opset) {}
+
+  LogicalResult importGraph(const onnx::GraphProto &graph,
+                            ImportedModel &model);
+
+private:
+  using Handler = LogicalResult (Importer::*)(const onnx::NodeProto &);
+  struct HandlerEntry {
+    const char *opType;
+    int sinceVersion;
+    Handler handler;
+  };
+  static const HandlerEntry kHandlers[];
+
+  LogicalResult importNode(const onnx::NodeProto &node);
+
+  // Handlers that build nn ops.
+  LogicalResult importConv(const onnx::NodeProto &node);
+  LogicalResult importMaxPool(const onnx::NodeProto &node);
+  LogicalResult importRelu(const onnx::NodeProto &node);
+  LogicalResult importGemm(const onnx::NodeProto &node);
+  LogicalResult importMatMul(const onnx::NodeProto &node);
+  LogicalResult importAdd(const onnx::NodeProto &node);
+  LogicalResult importFlatten(const onnx::NodeProto &node);
+  LogicalResult importReshape(const onnx::NodeProto &node);
+  LogicalResult importIdentity(const onnx::NodeProto &node);
+  // Handlers evaluated on the host (shape subgraphs).
+  LogicalResult importConstant(const onnx::NodeProto &node);
+  LogicalResult importShape(const onnx::NodeProto &node);
+  LogicalResult importGather(const onnx::NodeProto &node);
+  LogicalResult importUnsqueeze(const onnx::NodeProto &node);
+  LogicalResult importSqueeze(const onnx::NodeProto &node);
+  LogicalResult importConcat(const onnx::NodeProto &node);
+  LogicalResult importSlice(const onnx::NodeProto &node);
+  LogicalResult importCast(const onnx::NodeProto &node);
+
+  // Diagnostics name the node, its op type and the opset.
+  Location locOf(const onnx::NodeProto &node);
+  InFlightDiagnostic nodeError(const onnx::NodeProto &node);
+  std::string nodeName(const onnx::NodeProto &node) const;
+
+  // Operands.
+  bool hasInput(const onnx::NodeProto &node, int index) const;
+  bool isHost(const std::string &name) const;
+  FailureOr<Value> getValue(const onnx::NodeProto &node, int index);
+  FailureOr<HostTensor> getHost(const onnx::NodeProto &node, int index);
+  FailureOr<std::vector<int64_t>> getHostInts(const onnx::NodeProto &node,
+                                              int index);
+  LogicalResult define(const onnx::NodeProto &node, Value value);
+  LogicalResult defineHost(const onnx::NodeProto &node, HostTensor tensor);
+
+  // Attributes.
+  const onnx::AttributeProto *findAttr(const onnx::NodeProto &node,
+                                       StringRef name) const;
+  int64_t getInt(const onnx::NodeProto &node, StringRef name,
+                 int64_t otherwise) const;
+  float getFloat(const onnx::NodeProto &node, StringRef name,
+                 float otherwise) const;
+  std::string getString(const onnx::NodeProto &node, StringRef name,
+                        StringRef otherwise) const;
+  std::vector<int64_t> getInts(const onnx::NodeProto &node, StringRef name,
+                               std::vector<int64_t> otherwise) const;
+  LogicalResult checkNoOutputsBeyond(const onnx::NodeProto &node, int count);
+  FailureOr<std::vector<int64_t>>
+  windowPads(const onnx::NodeProto &node, ArrayRef<int64_t> input,
+             ArrayRef<int64_t> kernel, ArrayRef<int64_t> strides,
+             ArrayRef<int64_t> dilations);
+
+  FailureOr<HostTensor> readTensor(const onnx::TensorProto &tensor,
+                                   Location loc);
+  FailureOr<Type> elementType(int32_t onnxType, Location loc,
+                              StringRef what);
+  RankedTensorType tensorType(ArrayRef<int64_t> shape, Type elementType) {
+    return RankedTensorType::get(shape, elementType);
+  }
+  ArrayRef<int64_t> shapeOf(Value value) {
+    return cast<RankedTensorType>(value.getType()).getShape();
+  }
+
+  MLIRContext *context;
+  OpBuilder builder;
+  std::string fileName;
+  int64_t opset;
+  const onnx::NodeProto *currentNode = nullptr;
+
+  llvm::StringMap<Value> values;
+  llvm::StringMap<HostTensor> hostValues;
+  llvm::StringMap<const onnx::TensorProto *> initializers;
+  ImportedModel *model = nullptr;
+};
+
+// Op types and the since-versions of their schemas that the importer
+// implements. The model is converted to kTargetOpset first, so these are the
+// versions in effect at that opset (and, where a later version changed only
+// the accepted types, the later one too).
+const Importer::HandlerEntry Importer::kHandlers[] = {
+    {"Conv", 11, &Importer::importConv},
+    {"MaxPool", 12, &Importer::importMaxPool},
+    {"Relu", 13, &Importer::importRelu},
+    {"Relu", 14, &Importer::importRelu},
+    {"Gemm", 13, &Importer::importGemm},
+    {"MatMul", 13, &Importer::importMatMul},
+    {"Add", 13, &Importer::importAdd},
+    {"Add", 14, &Importer::importAdd},
+    {"Flatten", 13, &Importer::importFlatten},
+    {"Reshape", 13, &Importer::importReshape},
+    {"Reshape", 14, &Importer::importReshape},
+    {"Identity", 13, &Importer::importIdentity},
+    {"Identity", 14, &Importer::importIdentity},
+    {"Identity", 16, &Importer::importIdentity},
+    {"Constant", 13, &Importer::importConstant},
+    {"Shape", 13, &Importer::importShape},
+    {"Shape", 15, &Importer::importShape},
+    {"Gather", 13, &Importer::importGather},
+    {"Unsqueeze", 13, &Importer::importUnsqueeze},
+    {"Squeeze", 13, &Importer::importSqueeze},
+    {"Concat", 13, &Importer::importConcat},
+    {"Slice", 13, &Importer::importSlice},
+    {"Cast", 13, &Importer::importCast},
+};
+
+//===----------------------------------------------------------------------===//
+// Diagnostics
+//===----------------------------------------------------------------------===//
+
+std::string Importer::nodeName(const onnx::NodeProto &node) const {
+  return node.name().empty() ? "<unnamed " + node.op_type() + ">"
+                             : node.name();
+}
+
+Location Importer::locOf(const onnx::NodeProto &node) {
+  Location file = FileLineColLoc::get(context, fileName, 0, 0);
+  return NameLoc::get(StringAttr::get(context, nodeName(node)), file);
+}
+
+InFlightDiagnostic Importer::nodeError(const onnx::NodeProto &node) {
+  InFlightDiagnostic diag = emitError(locOf(node));
+  diag << "ONNX node '" << nodeName(node) << "' (" << node.op_type()
+       << ", opset " << opset << "): ";
+  return diag;
+}
+
+//===----------------------------------------------------------------------===//
+// Tensors and attributes
+//===----------------------------------------------------------------------===//
+
+FailureOr<Type> Importer::elementType(int32_t onnxType, Location loc,
+                                      StringRef what) {
+  switch (onnxType) {
+  case onnx::TensorProto::FLOAT:
+    return builder.getF32Type();
+  case onnx::TensorProto::FLOAT16:
+    return builder.getF16Type();
+  case onnx::TensorProto::BFLOAT16:
+    return builder.getBF16Type();
+  case onnx::TensorProto::INT64:
+    return builder.getI64Type();
+  case onnx::TensorProto::INT32:
+    return builder.getI32Type();
+  default:
+    return emitError(loc) << what << " has element type "
+                          << onnx::TensorProto::DataType_Name(
+                                 static_cast<onnx::TensorProto::DataType>(
+                                     onnxType))
+                          << ", which dpc does not support";
+  }
+}
+
+FailureOr<HostTensor> Importer::readTensor(const onnx::TensorProto &tensor,
+                                           Location loc) {
+  if (tensor.data_location() == onnx::TensorProto::EXTERNAL)
+    return emitError(loc) << "tensor '" << tensor.name()
+                          << "' keeps its data in an external file, which "
+                             "dpc does not read yet";
+  HostTensor t;
+  t.shape.assign(tensor.dims().begin(), tensor.dims().end());
+  int64_t count = nn::getNumElements(t.shape);
+  const std::string &raw = tensor.raw_data();
+  auto readRaw = [&](auto &out, size_t elementSize) -> LogicalResult {
+    using T = typename std::decay_t<decltype(out)>::value_type;
+    if (raw.size() != static_cast<size_t>(count) * elementSize)
+      return emitError(loc) << "tensor '" << tensor.name() << "' has "
+                            << raw.size() << " bytes of data for "
+                            << count << " elements";
+    out.resize(count);
+    std::memcpy(out.data(), raw.data(), raw.size());
+    (void)sizeof(T);
+    return success();
+  };
+  switch (tensor.data_type()) {
+  case onnx::TensorProto::FLOAT:
+    t.isFloat = true;
+    if (!raw.empty()) {
+      if (failed(readRaw(t.floats, sizeof(float))))
+        return failure();
+    } else {
+      t.floats.assign(tensor.float_data().begin(), tensor.float_data().end());
+    }
+    break;
+  case onnx::TensorProto::INT64:
+    if (!raw.empty()) {
+      if (failed(readRaw(t.ints, sizeof(int64_t))))
+        return failure();
+    } else {
+      t.ints.assign(tensor.int64_data().begin(), tensor.int64_data().end());
+    }
+    break;
+  case onnx::TensorProto::INT32: {
+    std::vector<int32_t> narrow;
+    if (!raw.empty()) {
+      if (failed(readRaw(narrow, sizeof(int32_t))))
+        return failure();
+    } else {
+      narrow.assign(tensor.int32_data().begin(), tensor.int32_data().end());
+    }
+    t.ints.assign(narrow.begin(), narrow.end());
+    break;
+  }
+  default:
+    return emitError(loc) << "tensor '" << tensor.name()
+                          << "' has an element type dpc cannot read "
+                             "(only float32, int64 and int32)";
+  }
+  if (t.size() != count)
+    return emitError(loc) << "tensor '" << tensor.name() << "' has "
+                          << t.size() << " elements, its shape says "
+                          << count;
+  return t;
+}
+
+const onnx::AttributeProto *Importer::findAttr(const onnx::NodeProto &node,
+                                               StringRef name) const {
+  for (const onnx::AttributeProto &attr : node.attribute())
+    if (attr.name() == name)
+      return &attr;
+  return nullptr;
+}
+
+int64_t Importer::getInt(const onnx::NodeProto &node, StringRef name,
+                         int64_t otherwise) const {
+  const onnx::AttributeProto *attr = findAttr(node, name);
+  return attr ? attr->i() : otherwise;
+}
+
+float Importer::getFloat(const onnx::NodeProto &node, StringRef name,
+                         float otherwise) const {
+  const onnx::AttributeProto *attr = findAttr(node, name);
+  return attr ? attr->f() : otherwise;
+}
+
+std::string Importer::getString(const onnx::NodeProto &node, StringRef name,
+                                StringRef otherwise) const {
+  const onnx::AttributeProto *attr = findAttr(node, name);
+  return attr ? attr->s() : otherwise.str();
+}
+
+std::vector<int64_t> Importer::getInts(const onnx::NodeProto &node,
+                                       StringRef name,
+                                       std::vector<int64_t> otherwise) const {
+  const onnx::AttributeProto *attr = findAttr(node, name);
+  if (!attr)
+    return otherwise;
+  return std::vector<int64_t>(attr->ints().begin(), attr->ints().end());
+}
+
+//===----------------------------------------------------------------------===//
+// Operands and results
+//===----------------------------------------------------------------------===//
+
+bool Importer::hasInput(const onnx::NodeProto &node, int index) const {
+  return index < node.input_size() && !node.input(index).empty();
+}
+
+bool Importer::isHost(const std::string &name) const {
+  return hostValues.count(name) ||
+         (initializers.count(name) &&
+          initializers.lookup(name)->data_type() != onnx::TensorProto::FLOAT);
+}
+
+FailureOr<Value> Importer::getValue(const onnx::NodeProto &node, int index) {
+  if (!hasInput(node, index))
+    return nodeError(node) << "expects input " << index;
+  const std::string &name = node.input(index);
+  if (Value value = values.lookup(name))
+    return value;
+  if (const onnx::TensorProto *init = initializers.lookup(name)) {
+    // A float initializer used by compute is a trainable parameter; its
+    // data goes to the weights file and the IR reads it by name.
+    FailureOr<HostTensor> data = readTensor(*init, locOf(node));
+    if (failed(data))
+      return failure();
+    if (!data->isFloat)
+      return nodeError(node) << "expects a float32 tensor for input '" << name
+                             << "'";
+    auto type = tensorType(data->shape, builder.getF32Type());
+    Value param = builder.create<nn::ParamOp>(
+        NameLoc::get(builder.getStringAttr(name)), type, name);
+    model->params.push_back({name, data->shape, std::move(data->floats)});
+    values[name] = param;
+    return param;
+  }
+  if (hostValues.count(name))
+    return nodeError(node)
+           << "input '" << name
+           << "' is a constant computed at import time; dpc folds constants "
+              "only into shape computations, not into tensor arithmetic";
+  return nodeError(node) << "input '" << name << "' is not defined";
+}
+
+FailureOr<HostTensor> Importer::getHost(const onnx::NodeProto &node,
+                                        int index) {
+  if (!hasInput(node, index))
+    return nodeError(node) << "expects input " << index;
+  const std::string &name = node.input(index);
+  auto it = hostValues.find(name);
+  if (it != hostValues.end())
+    return it->second;
+  if (const onnx::TensorProto *init = initializers.lookup(name))
+    return readTensor(*init, locOf(node));
+  return nodeError(node) << "input '" << name
+                         << "' must be known at import time (a constant or "
+                            "a shape computation)";
+}
+
+FailureOr<std::vector<int64_t>>
+Importer::getHostInts(const onnx::NodeProto &node, int index) {
+  FailureOr<HostTensor> t = getHost(node, index);
+  if (failed(t))
+    return failure();
+  if (t->isFloat || t->shape.size() > 1)
+    return nodeError(node) << "expects input '" << node.input(index)
+                           << "' to be an integer scalar or vector";
+  return t->ints;
+}
+
+LogicalResult Importer::define(const onnx::NodeProto &node, Value value) {
+  if (node.output_size() < 1 || node.output(0).empty())
+    return nodeError(node) << "has no output";
+  values[node.output(0)] = value;
+  return success();
+}
+
+LogicalResult Importer::defineHost(const onnx::NodeProto &node,
+                                   HostTensor tensor) {
+  if (node.output_size() < 1 || node.output(0).empty())
+    return nodeError(node) << "has no output";
+  hostValues[node.output(0)] = std::move(tensor);
+  return success();
+}
+
+LogicalResult Importer::checkNoOutputsBeyond(const onnx::NodeProto &node,
+                                             int count) {
+  for (int i = count; i < node.output_size(); ++i)
+    if (!node.output(i).empty())
+      return nodeError(node) << "output " << i << " ('" << node.output(i)
+                             << "') is not supported";
+  return success();
+}
+
+// Resolves auto_pad into explicit [top, left, bottom, right] pads.
+FailureOr<std::vector<int64_t>>
+Importer::windowPads(const onnx::NodeProto &node, ArrayRef<int64_t> input,
+                     ArrayRef<int64_t> kernel, ArrayRef<int64_t> strides,
+                     ArrayRef<int64_t> dilations) {
+  std::string autoPad = getString(node, "auto_pad", "NOTSET");
+  if (autoPad == "NOTSET")
+    return getInts(node, "pads", {0, 0, 0, 0});
+  if (autoPad == "VALID")
+    return std::vector<int64_t>{0, 0, 0, 0};
+  if (autoPad != "SAME_UPPER" && autoPad != "SAME_LOWER")
+    return nodeError(node) << "unknown auto_pad '" << autoPad << "'";
+  if (kernel.size() != 2 || strides.size() != 2 || dilations.size() != 2 ||
+      input.size() != 4)
+    return nodeError(node) << "expects 2-D windows on an NCHW input";
+  std::vector<int64_t> pads(4);
+  for (int i = 0; i < 2; ++i) {
+    int64_t in = input[2 + i];
+    int64_t out = (in + strides[i] - 1) / strides[i];
+    int64_t total = std::max<int64_t>(
+        (out - 1) * strides[i] + (kernel[i] - 1) * dilations[i] + 1 - in, 0);
+    int64_t small = total / 2, large = total - small;
+    pads[i] = autoPad == "SAME_UPPER" ? small : large;
+    pads[2 + i] = autoPad == "SAME_UPPER" ? large : small;
+  }
+  return pads;
+}
+
+//===----------------------------------------------------------------------===//
+// Handlers: nn ops
+//===----------------------------------------------------------------------===//
+
+LogicalResult Importer::importConv(const onnx::NodeProto &node) {
+  FailureOr<Value> input = getValue(node, 0);
+  FailureOr<Value> filter =
+      failed(input) ? FailureOr<Value>(failure()) : getValue(node, 1);
+  if (failed(filter))
+    return failure();
+  ArrayRef<int64_t> inShape = shapeOf(*input), wShape = shapeOf(*filter);
+  if (inShape.size() != 4)
+    return nodeError(node) << "only 2-D convolution (rank-4 input) is "
+                              "supported, got input of shape "
+                           << nn::formatShape(inShape);
+  std::vector<int64_t> kernel =
+      getInts(node, "kernel_shape", {wShape.begin() + 2, wShape.end()});
+  if (ArrayRef<int64_t>(kernel) != wShape.drop_front(2))
+    return nodeError(node) << "kernel_shape does not match the filter shape "
+                           << nn::formatShape(wShape);
+  std::vector<int64_t> strides = getInts(node, "strides", {1, 1});
+  std::vector<int64_t> dilations = getInts(node, "dilations", {1, 1});
+  FailureOr<std::vector<int64_t>> pads =
+      windowPads(node, inShape, kernel, strides, dilations);
+  if (failed(pads))
+    return failure();
+  int64_t groups = getInt(node, "group", 1);
+  FailureOr<nn::Shape> shape =
+      nn::inferConv2dShape(inShape, wShape, strides, *pads, dilations, groups,
+                           [&] { return nodeError(node); });
+  if (failed(shape))
+    return failure();
+  Value bias;
+  if (hasInput(node, 2)) {
+    FailureOr<Value> b = getValue(node, 2);
+    if (failed(b))
+      return failure();
+    bias = *b;
+  }
+  auto type = tensorType(*shape, cast<RankedTensorType>(input->getType())
+                                     .getElementType());
+  Value result = builder.create<nn::Conv2dOp>(
+      locOf(node), type, *input, *filter, bias,
+      builder.getDenseI64ArrayAttr(strides),
+      builder.getDenseI64ArrayAttr(*pads),
+      builder.getDenseI64ArrayAttr(dilations),
+      builder.getI64IntegerAttr(groups));
+  return define(node, result);
+}
+
+LogicalResult Importer::importMaxPool(const onnx::NodeProto &node) {
+  if (failed(checkNoOutputsBeyond(node, 1)))
+    return failure();
+  FailureOr<Value> input = getValue(node, 0);
+  if (failed(input))
+    return failure();
+  ArrayRef<int64_t> inShape = shapeOf(*input);
+  std::vector<int64_t> kernel = getInts(node, "kernel_shape", {});
+  std::vector<int64_t> strides = getInts(node, "strides", {1, 1});
+  std::vector<int64_t> dilations = getInts(node, "dilations", {1, 1});
+  if (dilations != std::vector<int64_t>{1, 1})
+    return nodeError(node) << "dilated max pooling is not supported";
+  if (getInt(node, "storage_order", 0) != 0)
+    return nodeError(node) << "storage_order 1 is not supported";
+  FailureOr<std::vector<int64_t>> pads =
+      windowPads(node, inShape, kernel, strides, dilations);
+  if (failed(pads))
+    return failure();
+  bool ceilMode = getInt(node, "ceil_mode", 0) != 0;
+  FailureOr<nn::Shape> shape =
+      nn::inferPool2dShape(inShape, kernel, strides, *pads, ceilMode,
+                           [&] { return nodeError(node); });
+  if (failed(shape))
+    return failure();
+  auto type = tensorType(
+      *shape, cast<RankedTensorType>(input->getType()).getElementType());
+  Value result = builder.create<nn::MaxPool2dOp>(
+      locOf(node), type, *input, builder.getDenseI64ArrayAttr(kernel),
+      builder.getDenseI64ArrayAttr(strides),
+      builder.getDenseI64ArrayAttr(*pads), builder.getBoolAttr(ceilMode));
+  return define(node, result);
+}
+
+LogicalResult Importer::importRelu(const onnx::NodeProto &node) {
+  FailureOr<Value> input = getValue(node, 0);
+  if (failed(input))
+    return failure();
+  return define(node, builder.create<nn::ReluOp>(locOf(node), *input));
+}
+
+LogicalResult Importer::importGemm(const onnx::NodeProto &node) {
+  FailureOr<Value> a = getValue(node, 0);
+  FailureOr<Value> b =
+      failed(a) ? FailureOr<Value>(failure()) : getValue(node, 1);
+  if (failed(b))
+    return failure();
+  if (getFloat(node, "alpha", 1.0f) != 1.0f)
+    return nodeError(node) << "alpha other than 1 is not supported";
+  if (hasInput(node, 2) && getFloat(node, "beta", 1.0f) != 1.0f)
+    return nodeError(node) << "beta other than 1 is not supported";
+  if (shapeOf(*a).size() != 2 || shapeOf(*b).size() != 2)
+    return nodeError(node) << "expects rank-2 A and B";
+  bool transA = getInt(node, "transA", 0), transB = getInt(node, "transB", 0);
+  FailureOr<nn::Shape> shape =
+      nn::inferMatmulShape(shapeOf(*a), shapeOf(*b), transA, transB,
+                           [&] { return nodeError(node); });
+  if (failed(shape))
+    return failure();
+  Type elementType = cast<RankedTensorType>(a->getType()).getElementType();
+  Value result = builder.create<nn::MatmulOp>(
+      locOf(node), tensorType(*shape, elementType), *a, *b,
+      builder.getBoolAttr(transA), builder.getBoolAttr(transB));
+  if (hasInput(node, 2)) {
+    FailureOr<Value> c = getValue(node, 2);
+    if (failed(c))
+      return failure();
+    // C broadcasts to the product's shape, never the other way round.
+    FailureOr<nn::Shape> sum = nn::inferBroadcastShape(
+        *shape, shapeOf(*c), [&] { return nodeError(node); });
+    if (failed(sum))
+      return failure();
+    if (ArrayRef<int64_t>(*sum) != ArrayRef<int64_t>(*shape))
+      return nodeError(node) << "C of shape " << nn::formatShape(shapeOf(*c))
+                             << " does not broadcast to "
+                             << nn::formatShape(*shape);
+    result = builder.create<nn::AddOp>(locOf(node), result.getType(), result,
+                                       *c);
+  }
+  return define(node, result);
+}
+
+LogicalResult Importer::importMatMul(const onnx::NodeProto &node) {
+  FailureOr<Value> a = getValue(node, 0);
+  FailureOr<Value> b =
+      failed(a) ? FailureOr<Value>(failure()) : getValue(node, 1);
+  if (failed(b))
+    return failure();
+  FailureOr<nn::Shape> shape =
+      nn::inferMatmulShape(shapeOf(*a), shapeOf(*b), false, false,
+                           [&] { return nodeError(node); });
+  if (failed(shape))
+    return failure();
+  Type elementType = cast<RankedTensorType>(a->getType()).getElementType();
+  return define(node, builder.create<nn::MatmulOp>(
+                          locOf(node), tensorType(*shape, elementType), *a,
+                          *b, builder.getBoolAttr(false),
+                          builder.getBoolAttr(false)));
+}
+
+LogicalResult Importer::importAdd(const onnx::NodeProto &node) {
+  // Integer arithmetic on shapes is folded; float arithmetic is a tensor op.
+  if (isHost(node.input(0)) && isHost(node.input(1))) {
+    FailureOr<HostTensor> l = getHost(node, 0), r = getHost(node, 1);
+    if (failed(l) || failed(r))
+      return failure();
+    if (l->isFloat || r->isFloat || l->shape != r->shape)
+      return nodeError(node) << "folds only integer additions of equal "
+                                "shapes";
+    HostTensor sum = *l;
+    for (size_t i = 0; i < sum.ints.size(); ++i)
+      sum.ints[i] += r->ints[i];
+    return defineHost(node, std::move(sum));
+  }
+  FailureOr<Value> l = getValue(node, 0);
+  FailureOr<Value> r =
+      failed(l) ? FailureOr<Value>(failure()) : getValue(node, 1);
+  if (failed(r))
+    return failure();
+  FailureOr<nn::Shape> shape = nn::inferBroadcastShape(
+      shapeOf(*l), shapeOf(*r), [&] { return nodeError(node); });
+  if (failed(shape))
+    return failure();
+  Type elementType = cast<RankedTensorType>(l->getType()).getElementType();
+  return define(node, builder.create<nn::AddOp>(
+                          locOf(node), tensorType(*shape, elementType), *l,
+                          *r));
+}
+
+LogicalResult Importer::importFlatten(const onnx::NodeProto &node) {
+  FailureOr<Value> input = getValue(node, 0);
+  if (failed(input))
+    return failure();
+  ArrayRef<int64_t> shape = shapeOf(*input);
+  int64_t rank = shape.size();
+  int64_t axis = getInt(node, "axis", 1);
+  if (axis < 0)
+    axis += rank;
+  if (axis < 0 || axis > rank)
+    return nodeError(node) << "axis " << getInt(node, "axis", 1)
+                           << " is out of range for rank " << rank;
+  int64_t outer = nn::getNumElements(shape.take_front(axis));
+  int64_t inner = nn::getNumElements(shape.drop_front(axis));
+  auto type = tensorType({outer, inner}, cast<RankedTensorType>(
+                                             input->getType())
+                                             .getElementType());
+  return define(node,
+                builder.create<nn::ReshapeOp>(locOf(node), type, *input));
+}
+
+LogicalResult Importer::importReshape(const onnx::NodeProto &node) {
+  FailureOr<std::vector<int64_t>> target = getHostInts(node, 1);
+  if (failed(target))
+    return failure();
+  if (isHost(node.input(0))) {
+    FailureOr<HostTensor> data = getHost(node, 0);
+    if (failed(data))
+      return failure();
+    data->shape = *target;
+    if (nn::getNumElements(data->shape) != data->size())
+      return nodeError(node) << "reshape changes the element count";
+    return defineHost(node, std::move(*data));
+  }
+  FailureOr<Value> input = getValue(node, 0);
+  if (failed(input))
+    return failure();
+  ArrayRef<int64_t> inShape = shapeOf(*input);
+  bool allowZero = getInt(node, "allowzero", 0) != 0;
+  std::vector<int64_t> shape = *target;
+  int64_t inferred = -1;
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (shape[i] == 0 && !allowZero) {
+      if (i >= inShape.size())
+        return nodeError(node) << "shape entry " << i
+                               << " copies a dimension the input lacks";
+      shape[i] = inShape[i];
+    } else if (shape[i] == -1) {
+      if (inferred >= 0)
+        return nodeError(node) << "shape has more than one -1";
+      inferred = i;
+    } else if (shape[i] < 0) {
+      return nodeError(node) << "shape entry " << shape[i] << " is invalid";
+    }
+  }
+  int64_t count = nn::getNumElements(inShape);
+  if (inferred >= 0) {
+    shape[inferred] = 1;
+    int64_t known = nn::getNumElements(shape);
+    if (known == 0 || count % known != 0)
+      return nodeError(node) << "cannot reshape " << nn::formatShape(inShape)
+                             << " to " << nn::formatShape(*target);
+    shape[inferred] = count / known;
+  }
+  if (nn::getNumElements(shape) != count)
+    return nodeError(node) << "cannot reshape " << nn::formatShape(inShape)
+                           << " to " << nn::formatShape(shape);
+  auto type = tensorType(
+      shape, cast<RankedTensorType>(input->getType()).getElementType());
+  return define(node,
+                builder.create<nn::ReshapeOp>(locOf(node), type, *input));
+}
+
+LogicalResult Importer::importIdentity(const onnx::NodeProto &node) {
+  if (isHost(node.input(0))) {
+    FailureOr<HostTensor> t = getHost(node, 0);
+    return failed(t) ? failure() : defineHost(node, std::move(*t));
+  }
+  FailureOr<Value> input = getValue(node, 0);
+  return failed(input) ? failure() : define(node, *input);
+}
+
+//===----------------------------------------------------------------------===//
+// Handlers: host evaluation of shape subgraphs
+//===----------------------------------------------------------------------===//
+
+LogicalResult Importer::importConstant(const onnx::NodeProto &node) {
+  if (const onnx::AttributeProto *value = findAttr(node, "value")) {
+    FailureOr<HostTensor> t = readTensor(value->t(), locOf(node));
+    return failed(t) ? failure() : defineHost(node, std::move(*t));
+  }
+  if (const onnx::AttributeProto *ints = findAttr(node, "value_ints"))
+    return defineHost(node, HostTensor::vector({ints->ints().begin(),
+                                                ints->ints().end()}));
+  if (const onnx::AttributeProto *i = findAttr(node, "value_int")) {
+    HostTensor t;
+    t.ints = {i->i()};
+    return defineHost(node, std::move(t));
+  }
+  if (const onnx::AttributeProto *f = findAttr(node, "value_float")) {
+    HostTensor t;
+    t.isFloat = true;
+    t.floats = {f->f()};
+    return defineHost(node, std::move(t));
+  }
+  return nodeError(node) << "only value, value_int, value_ints and "
+                            "value_float constants are supported";
+}
+
+LogicalResult Importer::importShape(const onnx::NodeProto &node) {
+  std::vector<int64_t> shape;
+  if (isHost(node.input(0))) {
+    FailureOr<HostTensor> t = getHost(node, 0);
+    if (failed(t))
+      return failure();
+    shape = t->shape;
+  } else {
+    FailureOr<Value> input = getValue(node, 0);
+    if (failed(input))
+      return failure();
+    shape.assign(shapeOf(*input).begin(), shapeOf(*input).end());
+  }
+  int64_t rank = shape.size();
+  int64_t start = getInt(node, "start", 0), end = getInt(node, "end", rank);
+  start = std::clamp<int64_t>(start < 0 ? start + rank : start, 0, rank);
+  end = std::clamp<int64_t>(end < 0 ? end + rank : end, 0, rank);
+  return defineHost(node,
+                    HostTensor::vector(std::vector<int64_t>(
+                        shape.begin() + start,
+                        shape.begin() + std::max(start, end))));
+}
+
+LogicalResult Importer::importGather(const onnx::NodeProto &node) {
+  FailureOr<HostTensor> data = getHost(node, 0);
+  FailureOr<HostTensor> indices =
+      failed(data) ? FailureOr<HostTensor>(failure()) : getHost(node, 1);
+  if (failed(indices))
+    return failure();
+  if (data->isFloat || data->shape.size() != 1 || getInt(node, "axis", 0) != 0)
+    return nodeError(node) << "folds only gathers from an integer vector";
+  HostTensor result;
+  result.shape = indices->shape;
+  int64_t size = data->ints.size();
+  for (int64_t index : indices->ints) {
+    if (index < -size || index >= size)
+      return nodeError(node) << "index " << index << " is out of range";
+    result.ints.push_back(data->ints[index < 0 ? index + size : index]);
+  }
+  return defineHost(node, std::move(result));
+}
+
+LogicalResult Importer::importUnsqueeze(const onnx::NodeProto &node) {
+  FailureOr<HostTensor> data = getHost(node, 0);
+  FailureOr<std::vector<int64_t>> axes =
+      failed(data) ? FailureOr<std::vector<int64_t>>(failure()) : getHostInts(node, 1);
+  if (failed(axes))
+    return failure();
+  int64_t rank = data->shape.size() + axes->size();
+  std::vector<int64_t> shape;
+  std::vector<bool> inserted(rank, false);
+  for (int64_t axis : *axes) {
+    int64_t a = axis < 0 ? axis + rank : axis;
+    if (a < 0 || a >= rank || inserted[a])
+      return nodeError(node) << "axis " << axis << " is invalid";
+    inserted[a] = true;
+  }
+  size_t next = 0;
+  for (int64_t i = 0; i < rank; ++i)
+    shape.push_back(inserted[i] ? 1 : data->shape[next++]);
+  data->shape = shape;
+  return defineHost(node, std::move(*data));
+}
+
+LogicalResult Importer::importSqueeze(const onnx::NodeProto &node) {
+  FailureOr<HostTensor> data = getHost(node, 0);
+  if (failed(data))
+    return failure();
+  std::vector<int64_t> axes;
+  if (hasInput(node, 1)) {
+    FailureOr<std::vector<int64_t>> given = getHostInts(node, 1);
+    if (failed(given))
+      return failure();
+    axes = *given;
+  }
+  int64_t rank = data->shape.size();
+  std::vector<int64_t> shape;
+  for (int64_t i = 0; i < rank; ++i) {
+    bool named = llvm::any_of(
+        axes, [&](int64_t a) { return (a < 0 ? a + rank : a) == i; });
+    bool drop = axes.empty() ? data->shape[i] == 1 : named;
+    if (drop && data->shape[i] != 1)
+      return nodeError(node) << "cannot squeeze dimension " << i
+                             << " of size " << data->shape[i];
+    if (!drop)
+      shape.push_back(data->shape[i]);
+  }
+  data->shape = shape;
+  return defineHost(node, std::move(*data));
+}
+
+LogicalResult Importer::importConcat(const onnx::NodeProto &node) {
+  HostTensor result;
+  result.shape = {0};
+  for (int i = 0; i < node.input_size(); ++i) {
+    FailureOr<HostTensor> part = getHost(node, i);
+    if (failed(part))
+      return failure();
+    if (part->isFloat || part->shape.size() != 1)
+      return nodeError(node) << "folds only concatenations of integer "
+                                "vectors";
+    result.ints.insert(result.ints.end(), part->ints.begin(),
+                       part->ints.end());
+  }
+  result.shape[0] = result.ints.size();
+  return defineHost(node, std::move(result));
+}
+
+LogicalResult Importer::importSlice(const onnx::NodeProto &node) {
+  FailureOr<HostTensor> data = getHost(node, 0);
+  if (failed(data))
+    return failure();
+  if (data->isFloat || data->shape.size() != 1)
+    return nodeError(node) << "folds only slices of integer vectors";
+  FailureOr<std::vector<int64_t>> starts = getHostInts(node, 1);
+  FailureOr<std::vector<int64_t>> ends =
+      failed(starts) ? FailureOr<std::vector<int64_t>>(failure()) : getHostInts(node, 2);
+  if (failed(ends))
+    return failure();
+  std::vector<int64_t> steps = {1};
+  if (hasInput(node, 3)) {
+    FailureOr<std::vector<int64_t>> axes = getHostInts(node, 3);
+    if (failed(axes))
+      return failure();
+    if (*axes != std::vector<int64_t>{0} && *axes != std::vector<int64_t>{-1})
+      return nodeError(node) << "folds only slices along axis 0";
+  }
+  if (hasInput(node, 4)) {
+    FailureOr<std::vector<int64_t>> given = getHostInts(node, 4);
+    if (failed(given))
+      return failure();
+    steps = *given;
+  }
+  if (starts->size() != 1 || ends->size() != 1 || steps.size() != 1 ||
+      steps[0] == 0)
+    return nodeError(node) << "expects one start, end and non-zero step";
+  int64_t size = data->ints.size(), step = steps[0];
+  auto clampIndex = [&](int64_t i, int64_t low, int64_t high) {
+    if (i < 0)
+      i += size;
+    return std::clamp(i, low, high);
+  };
+  int64_t begin = step > 0 ? clampIndex((*starts)[0], 0, size)
+                           : clampIndex((*starts)[0], -1, size - 1);
+  int64_t end = step > 0 ? clampIndex((*ends)[0], 0, size)
+                         : clampIndex((*ends)[0], -1, size - 1);
+  std::vector<int64_t> out;
+  for (int64_t i = begin; step > 0 ? i < end : i > end; i += step)
+    out.push_back(data->ints[i]);
+  return defineHost(node, HostTensor::vector(std::move(out)));
+}
+
+LogicalResult Importer::importCast(const onnx::NodeProto &node) {
+  FailureOr<HostTensor> data = getHost(node, 0);
+  if (failed(data))
+    return failure();
+  int64_t to = getInt(node, "to", 0);
+  if (to == onnx::TensorProto::INT64 || to == onnx::TensorProto::INT32) {
+    if (data->isFloat) {
+      for (float f : data->floats)
+        data->ints.push_back(static_cast<int64_t>(f));
+      data->floats.clear();
+      data->isFloat = false;
+    }
+    return defineHost(node, std::move(*data));
+  }
+  if (to == onnx::TensorProto::FLOAT) {
+    if (!data->isFloat) {
+      for (int64_t i : data->ints)
+        data->floats.push_back(static_cast<float>(i));
+      data->ints.clear();
+      data->isFloat = true;
+    }
+    return defineHost(node, std::move(*data));
+  }
+  return nodeError(node) << "folds only casts to int64, int32 and float";
+}
+
+//===----------------------------------------------------------------------===//
+// Graph
+//===----------------------------------------------------------------------===//
+
+LogicalResult Importer::importNode(const onnx::NodeProto &node) {
+  currentNode = &node;
+  if (!node.domain().empty() && node.domain() != "ai.onnx")
+    return nodeError(node) << "op domain '" << node.domain()
+                           << "' is not supported";
+  const onnx::OpSchema *schema =
+      onnx::OpSchemaRegistry::Schema(node.op_type(), opset);
+  if (!schema)
+    return nodeError(node) << "unknown ONNX op";
+  int since = schema->SinceVersion();
+  bool knownType = false;
+  for (const HandlerEntry &entry : kHandlers) {
+    if (node.op_type() != entry.opType)
+      continue;
+    knownType = true;
+    if (entry.sinceVersion == since)
+      return (this->*entry.handler)(node);
+  }
+  if (knownType)
+    return nodeError(node) << "version " << since << " of " << node.op_type()
+                           << " is not supported";
+  return nodeError(node) << "unsupported op " << node.op_type();
+}
+
+LogicalResult Importer::importGraph(const onnx::GraphProto &graph,
+                                    ImportedModel &out) {
+  model = &out;
+  for (const onnx::TensorProto &init : graph.initializer())
+    initializers[init.name()] = &init;
+
+  Location fileLoc = FileLineColLoc::get(context, fileName, 0, 0);
+  SmallVector<Type> argTypes;
+  SmallVector<Location> argLocs;
+  for (const onnx::ValueInfoProto &input : graph.input()) {
+    if (initializers.count(input.name()))
+      continue; // older exporters list initializers as inputs too
+    Location loc = NameLoc::get(builder.getStringAttr(input.name()), fileLoc);
+    if (!input.type().has_tensor_type())
+      return emitError(loc) << "graph input '" << input.name()
+                            << "' is not a tensor";
+    const onnx::TypeProto::Tensor &tensor = input.type().tensor_type();
+    FailureOr<Type> element = elementType(
+        tensor.elem_type(), loc, "graph input '" + input.name() + "'");
+    if (failed(element))
+      return failure();
+    if (!tensor.has_shape())
+      return emitError(loc) << "graph input '" << input.name()
+                            << "' has no shape; dpc needs static shapes";
+    SmallVector<int64_t> shape;
+    for (auto [i, dim] : llvm::enumerate(tensor.shape().dim())) {
+      if (!dim.has_dim_value() || dim.dim_value() <= 0)
+        return emitError(loc)
+               << "graph input '" << input.name() << "' has no static size "
+               << "for dimension " << i
+               << (dim.has_dim_param() ? " ('" + dim.dim_param() + "')" : "")
+               << "; give the batch size with --microbatch-size";
+      shape.push_back(dim.dim_value());
+    }
+    argTypes.push_back(tensorType(shape, *element));
+    argLocs.push_back(loc);
+    out.inputNames.push_back(input.name());
+  }
+
+  auto module = ModuleOp::create(fileLoc);
+  builder.setInsertionPointToEnd(module.getBody());
+  auto func = builder.create<func::FuncOp>(
+      fileLoc, "main", builder.getFunctionType(argTypes, {}));
+  Block *entry = func.addEntryBlock();
+  for (auto [arg, loc] : llvm::zip(entry->getArguments(), argLocs))
+    arg.setLoc(loc);
+  for (auto [name, arg] : llvm::zip(out.inputNames, entry->getArguments()))
+    values[name] = arg;
+  out.module = OwningOpRef<ModuleOp>(module);
+
+  builder.setInsertionPointToEnd(entry);
+  for (const onnx::NodeProto &node : graph.node())
+    if (failed(importNode(node)))
+      return failure();
+
+  SmallVector<Value> results;
+  for (const onnx::ValueInfoProto &output : graph.output()) {
+    Value value = values.lookup(output.name());
+    if (!value)
+      return emitError(fileLoc)
+             << "graph output '" << output.name()
+             << "' is not computed from the inputs (a constant output)";
+    results.push_back(value);
+    out.outputNames.push_back(output.name());
+  }
+  builder.create<func::ReturnOp>(fileLoc, results);
+  func.setFunctionType(
+      builder.getFunctionType(argTypes, ValueRange(results).getTypes()));
+  return verify(module);
+}
+
+// Parses `path`; returns nullopt after reporting what is wrong.
+LogicalResult loadModel(StringRef path, MLIRContext *context,
+                        onnx::ModelProto &model) {
+  Location loc = FileLineColLoc::get(context, path, 0, 0);
+  std::ifstream in(path.str(), std::ios::binary);
+  if (!in)
+    return emitError(loc) << "cannot open ONNX model '" << path << "'";
+  if (!model.ParseFromIstream(&in))
+    return emitError(loc) << "'" << path
+                          << "' is not a valid ONNX protobuf file";
+  return success();
+}
+
+// The default-domain opset the model imports.
+int64_t modelOpset(const onnx::ModelProto &model) {
+  for (const onnx::OperatorSetIdProto &set : model.opset_import())
+    if (set.domain().empty() || set.domain() == "ai.onnx")
+      return set.version();
+  return 0;
+}
+
+} // namespace
+
+FailureOr<ImportedModel>
+mlir::dpc::onnx_frontend::importOnnxFile(StringRef path, MLIRContext *context,
+                                         const ImportOptions &options) {
+  context->loadDialect<nn::NNDialect, func::FuncDialect>();
+  Location loc = FileLineColLoc::get(context, path, 0, 0);
+  onnx::ModelProto model;
+  if (failed(loadModel(path, context, model)))
+    return failure();
+
+  ImportedModel imported;
+  imported.fileOpset = modelOpset(model);
+  try {
+    onnx::checker::check_model(model);
+  } catch (const std::exception &e) {
+    return emitError(loc) << "the ONNX checker rejects the model: "
+                          << e.what();
+  }
+  if (imported.fileOpset != kTargetOpset) {
+    try {
+      model = onnx::version_conversion::ConvertVersion(model, kTargetOpset);
+    } catch (const std::exception &e) {
+      return emitError(loc) << "cannot convert the model from opset "
+                            << imported.fileOpset << " to opset "
+                            << kTargetOpset << ": " << e.what();
+    }
+  }
+  if (options.batchSize > 0) {
+    // Re-specialise the batch dimension before shape inference so that
+    // every inferred shape follows it; shapes recorded for the old batch
+    // size would contradict it, so they are dropped and inferred again.
+    onnx::GraphProto *graph = model.mutable_graph();
+    graph->clear_value_info();
+    for (auto *list : {graph->mutable_input(), graph->mutable_output()}) {
+      for (onnx::ValueInfoProto &value : *list) {
+        if (list == graph->mutable_input() &&
+            llvm::any_of(graph->initializer(),
+                         [&](const onnx::TensorProto &init) {
+                           return init.name() == value.name();
+                         }))
+          continue;
+        auto *shape =
+            value.mutable_type()->mutable_tensor_type()->mutable_shape();
+        if (shape->dim_size() > 0)
+          shape->mutable_dim(0)->set_dim_value(options.batchSize);
+      }
+    }
+  }
+  try {
+    onnx::ShapeInferenceOptions inferenceOptions{/*check_type=*/true,
+                                                 /*error_mode=*/1};
+    onnx::shape_inference::InferShapes(model, onnx::OpSchemaRegistry::Instance(),
+                                       inferenceOptions);
+  } catch (const std::exception &e) {
+    return emitError(loc) << "ONNX shape inference fails: " << e.what();
+  }
+
+  Importer importer(context, path, kTargetOpset);
+  if (failed(importer.importGraph(model.graph(), imported)))
+    return failure();
+  return imported;
+}

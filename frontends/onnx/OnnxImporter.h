@@ -1,0 +1,63 @@
+//===- OnnxImporter.h - ONNX to nn dialect ----------------------*- C++ -*-===//
+//
+// Imports an ONNX model into a module holding one function, @main, in the nn
+// dialect. The onnx library does the checking, version conversion and shape
+// inference; the importer folds shape subgraphs to constants and dispatches
+// every remaining node through a handler table keyed by op type and opset.
+// Initializers become `nn.param` ops; their data is returned beside the
+// module, never put into the IR.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef DPC_FRONTENDS_ONNX_ONNXIMPORTER_H
+#define DPC_FRONTENDS_ONNX_ONNXIMPORTER_H
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/OwningOpRef.h"
+#include "llvm/ADT/StringRef.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace mlir::dpc::onnx_frontend {
+
+/// The opset the handler table implements; models at other opsets are
+/// converted to it first.
+constexpr int64_t kTargetOpset = 13;
+
+struct ImportOptions {
+  /// When positive, the first dimension of every graph input is set to this
+  /// batch size before shape inference (`--microbatch-size`).
+  int64_t batchSize = 0;
+};
+
+/// A trainable parameter: an ONNX initializer (float32).
+struct ImportedParam {
+  std::string name;
+  std::vector<int64_t> shape;
+  std::vector<float> data;
+};
+
+struct ImportedModel {
+  OwningOpRef<ModuleOp> module;
+  std::vector<ImportedParam> params;
+  /// Names of the graph inputs and outputs, in @main's argument and result
+  /// order.
+  std::vector<std::string> inputNames;
+  std::vector<std::string> outputNames;
+  /// The opset the file declared (before conversion to kTargetOpset).
+  int64_t fileOpset = 0;
+};
+
+/// Reads and imports the ONNX file at `path`. Problems (unreadable or
+/// malformed file, checker failures, unsupported ops or attributes, missing
+/// input shapes) are reported as diagnostics on `context` naming the node,
+/// op type and opset; the result is then failure().
+FailureOr<ImportedModel> importOnnxFile(llvm::StringRef path,
+                                        MLIRContext *context,
+                                        const ImportOptions &options);
+
+} // namespace mlir::dpc::onnx_frontend
+
+#endif // DPC_FRONTENDS_ONNX_ONNXIMPORTER_H

@@ -1,0 +1,142 @@
+"""Writes small ONNX models for the frontend's lit tests.
+
+Usage: make_model.py NAME OUT.onnx. The models are built with onnx.helper,
+not exported from PyTorch, so that each test controls exactly which nodes,
+attributes and opsets the importer sees.
+"""
+import sys
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+rng = np.random.default_rng(0)
+
+
+def init(name, *shape):
+    return numpy_helper.from_array(
+        rng.standard_normal(shape).astype(np.float32), name)
+
+
+def ints(name, values):
+    return numpy_helper.from_array(np.array(values, dtype=np.int64), name)
+
+
+def model(nodes, inputs, outputs, inits=(), opset=13):
+    graph = helper.make_graph(nodes, "g", inputs, outputs, list(inits))
+    return helper.make_model(
+        graph, opset_imports=[helper.make_opsetid("", opset)])
+
+
+def tensor(name, *shape, elem=TensorProto.FLOAT):
+    return helper.make_tensor_value_info(name, elem, list(shape))
+
+
+def lenet(batch="N"):
+    """LeNet-5 as torch.onnx exports it, with x.view(x.size(0), -1)."""
+    n = helper.make_node
+    nodes = [
+        n("Conv", ["x", "conv1.weight", "conv1.bias"], ["c1"], name="conv1",
+          kernel_shape=[5, 5], pads=[2, 2, 2, 2]),
+        n("Relu", ["c1"], ["r1"], name="relu1"),
+        n("MaxPool", ["r1"], ["p1"], name="pool1", kernel_shape=[2, 2],
+          strides=[2, 2]),
+        n("Conv", ["p1", "conv2.weight", "conv2.bias"], ["c2"], name="conv2",
+          kernel_shape=[5, 5]),
+        n("Relu", ["c2"], ["r2"], name="relu2"),
+        n("MaxPool", ["r2"], ["p2"], name="pool2", kernel_shape=[2, 2],
+          strides=[2, 2]),
+        # The shape subgraph of x.view(x.size(0), -1).
+        n("Shape", ["p2"], ["s"], name="shape"),
+        n("Constant", [], ["zero"], name="zero",
+          value=helper.make_tensor("zero", TensorProto.INT64, [], [0])),
+        n("Gather", ["s", "zero"], ["batch"], name="gather", axis=0),
+        n("Constant", [], ["axes"], name="axes",
+          value=helper.make_tensor("axes", TensorProto.INT64, [1], [0])),
+        n("Unsqueeze", ["batch", "axes"], ["batch1"], name="unsqueeze"),
+        n("Concat", ["batch1", "minus_one"], ["target"], name="concat",
+          axis=0),
+        n("Reshape", ["p2", "target"], ["f"], name="flatten"),
+        n("Gemm", ["f", "fc1.weight", "fc1.bias"], ["g1"], name="fc1",
+          transB=1),
+        n("Relu", ["g1"], ["r3"], name="relu3"),
+        n("Gemm", ["r3", "fc2.weight", "fc2.bias"], ["g2"], name="fc2",
+          transB=1),
+        n("Relu", ["g2"], ["r4"], name="relu4"),
+        n("Gemm", ["r4", "fc3.weight", "fc3.bias"], ["logits"], name="fc3",
+          transB=1),
+    ]
+    inits = [
+        init("conv1.weight", 6, 1, 5, 5), init("conv1.bias", 6),
+        init("conv2.weight", 16, 6, 5, 5), init("conv2.bias", 16),
+        init("fc1.weight", 120, 400), init("fc1.bias", 120),
+        init("fc2.weight", 84, 120), init("fc2.bias", 84),
+        init("fc3.weight", 10, 84), init("fc3.bias", 10),
+        ints("minus_one", [-1]),
+    ]
+    return model(nodes, [tensor("x", batch, 1, 28, 28)],
+                 [tensor("logits", batch, 10)], inits)
+
+
+def mlp(opset=13):
+    n = helper.make_node
+    nodes = [
+        n("Flatten", ["x"], ["f"], name="flatten", axis=1),
+        n("MatMul", ["f", "w1"], ["m1"], name="fc1.matmul"),
+        n("Add", ["m1", "b1"], ["a1"], name="fc1.add"),
+        n("Relu", ["a1"], ["r1"], name="relu"),
+        n("Identity", ["r1"], ["i1"], name="identity"),
+        n("MatMul", ["i1", "w2"], ["m2"], name="fc2.matmul"),
+        n("Add", ["m2", "b2"], ["y"], name="fc2.add"),
+    ]
+    inits = [init("w1", 784, 32), init("b1", 32), init("w2", 32, 10),
+             init("b2", 10)]
+    return model(nodes, [tensor("x", 8, 1, 28, 28)], [tensor("y", 8, 10)],
+                 inits, opset=opset)
+
+
+def unsupported():
+    n = helper.make_node
+    return model([n("Softmax", ["x"], ["y"], name="probabilities", axis=1)],
+                 [tensor("x", 4, 10)], [tensor("y", 4, 10)])
+
+
+def same_pad():
+    n = helper.make_node
+    return model([n("Conv", ["x", "w"], ["y"], name="conv_same",
+                    auto_pad="SAME_UPPER", strides=[2, 2]),
+                  n("MaxPool", ["y"], ["z"], name="pool_ceil",
+                    kernel_shape=[3, 3], strides=[2, 2], ceil_mode=1)],
+                 [tensor("x", 2, 3, 9, 9)], [tensor("z", 2, 4, 2, 2)],
+                 [init("w", 4, 3, 3, 3)])
+
+
+def pool_indices():
+    n = helper.make_node
+    return model([n("MaxPool", ["x"], ["y", "idx"], name="pool_with_indices",
+                    kernel_shape=[2, 2])],
+                 [tensor("x", 1, 1, 4, 4)],
+                 [tensor("y", 1, 1, 3, 3),
+                  tensor("idx", 1, 1, 3, 3, elem=TensorProto.INT64)])
+
+
+def gemm_alpha():
+    n = helper.make_node
+    return model([n("Gemm", ["x", "w"], ["y"], name="scaled_gemm", alpha=2.0)],
+                 [tensor("x", 4, 3)], [tensor("y", 4, 5)], [init("w", 3, 5)])
+
+
+MODELS = {
+    "lenet": lambda: lenet(),
+    "lenet-fixed-batch": lambda: lenet(batch=16),
+    "mlp": lambda: mlp(),
+    "mlp-opset11": lambda: mlp(opset=11),
+    "unsupported": unsupported,
+    "same-pad": same_pad,
+    "pool-indices": pool_indices,
+    "gemm-alpha": gemm_alpha,
+}
+
+if __name__ == "__main__":
+    name, path = sys.argv[1], sys.argv[2]
+    onnx.save(MODELS[name](), path)

@@ -518,6 +518,17 @@ double singleStageBound(const Graph &g, const PlannerOptions &opts,
   return best;
 }
 
+/// No plan is faster than its compute spread evenly over every device, nor
+/// than one node on its own replicas.
+double lowerBound(const Graph &g, const PlannerOptions &opts, int devices) {
+  double total = 0, largest = 0;
+  for (NodeId v = 0; v < g.size(); ++v) {
+    total += g.computeSeconds(v);
+    largest = std::max(largest, g.computeSeconds(v));
+  }
+  return std::max(total / devices, opts.straight ? largest : largest / devices);
+}
+
 } // namespace
 
 Expected<PlanResult> partitionOrder(const Graph &g,
@@ -582,8 +593,10 @@ Expected<PlanResult> planPipeline(const Graph &g,
   size_t n = g.size();
   if (opts.exhaustiveOrderLimit > 0) {
     double perOrder = double(n) * n * devices * (opts.straight ? 1 : devices);
+    // Enumerating costs about n^2 per order, planning one perOrder.
     size_t budget = static_cast<size_t>(
-        std::min<double>(opts.exhaustiveOrderLimit, 4e7 / (perOrder + 1)));
+        std::min<double>({double(opts.exhaustiveOrderLimit),
+                          4e7 / (perOrder + 1), 1e6 / (double(n) * n)}));
     if (budget > 0)
       orders = allTopologicalOrders(g, budget);
     result.exhaustive = !orders.empty();
@@ -601,7 +614,17 @@ Expected<PlanResult> planPipeline(const Graph &g,
   size_t bestOrder = 0;
   for (size_t k = 0; k < orders.size(); ++k) {
     OrderCosts oc = buildOrderCosts(g, orders[k]);
-    OrderResult r = planOrder(g, oc, opts, place, cap);
+    OrderResult r;
+    if (k == 0 && bottleneck) {
+      // A tight bound makes the dynamic program cheap and a failed run
+      // cheaper still: raise a guess from the compute lower bound until
+      // a plan is found below it.
+      double guess = lowerBound(g, opts, place.devices);
+      for (; guess * 1.25 < cap && !r.found; guess *= 1.25)
+        r = planOrder(g, oc, opts, place, guess * 1.25);
+    }
+    if (!r.found)
+      r = planOrder(g, oc, opts, place, cap);
     if (!r.found && k == 0 && cap < kInf) {
       // The single stage does not fit (memory); search without the bound.
       cap = kInf;

@@ -1,0 +1,62 @@
+//===- Builder.h - Pipeline schedule builders -------------------*- C++ -*-===//
+//
+// Builds the per-rank instruction streams of gpipe, 1f1b, pipedream,
+// interleaved and zb-h1. Each builder only decides the order of the compute
+// work on every rank; one shared lowering then adds the transfers, stashes,
+// weight versions and optimizer steps, so that every kind obeys the same
+// communication discipline (see docs/SCHEDULES.md).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef DPC_SCHEDULE_BUILDER_H
+#define DPC_SCHEDULE_BUILDER_H
+
+#include "dpc/schedule/Schedule.h"
+
+#include <string>
+#include <vector>
+
+namespace dpc::schedule {
+
+struct BuildOptions {
+  ScheduleKind kind = ScheduleKind::OneFOneB;
+  /// Pipeline ranks (p).
+  int stages = 1;
+  /// Microbatches per minibatch (m); for pipedream, the window length.
+  int microbatches = 1;
+  /// Model chunks per rank (v); only interleaved accepts more than 1.
+  int virtualStages = 1;
+  /// PipeDream: every stage uses the weight version stage 0 used for the
+  /// same microbatch.
+  bool verticalSync = false;
+  /// Replicas per stage; > 1 emits an AllReduce per chunk before the update.
+  int replicas = 1;
+  /// Per virtual stage (stages * virtualStages entries), or one entry used
+  /// for all, or empty for unit costs and zero sizes.
+  std::vector<StageInfo> stageInfo;
+};
+
+/// Builds the schedule; returns "" or an error message (bad options, such as
+/// interleaved with m not a multiple of p).
+std::string buildSchedule(const BuildOptions &options, Schedule &schedule);
+
+/// One unit of compute in a rank's order, before lowering.
+struct Work {
+  /// Forward, Backward, BackwardInput, BackwardWeight, or OptimizerStep
+  /// (pipedream's per-microbatch update).
+  Op op = Op::Forward;
+  int mb = 0;
+  int chunk = 0;
+};
+
+/// Lowers per-rank compute orders into full instruction streams: loads,
+/// transfers, stashes, weight versions and optimizer steps. `schedule` must
+/// have its header and stages set. Exposed for tests and for planners that
+/// produce their own orders; returns "" or why the orders cannot run (a
+/// rank waits for an input that its producer's order never yields).
+std::string lowerSchedule(Schedule &schedule,
+                          const std::vector<std::vector<Work>> &order);
+
+} // namespace dpc::schedule
+
+#endif // DPC_SCHEDULE_BUILDER_H

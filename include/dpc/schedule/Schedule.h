@@ -1,0 +1,179 @@
+//===- Schedule.h - Per-rank pipeline instruction streams -------*- C++ -*-===//
+//
+// The data the schedule builder produces, the verifier checks, the simulator
+// times and the runtime executor interprets: one instruction stream per rank.
+// Everything here is plain data with no MLIR types so that the compiler pass,
+// the runtime and the `dpc-schedule` tool share one definition. The JSON form
+// (schedule.json) is described in docs/SCHEDULES.md.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef DPC_SCHEDULE_SCHEDULE_H
+#define DPC_SCHEDULE_SCHEDULE_H
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace dpc::schedule {
+
+enum class ScheduleKind {
+  GPipe,
+  OneFOneB,
+  PipeDream,
+  Interleaved,
+  ZeroBubbleH1,
+  /// A hand-written or externally produced stream: only the structural,
+  /// deadlock and memory checks apply, not the per-kind update counts.
+  Custom,
+};
+
+/// "gpipe", "1f1b", "pipedream", "interleaved", "zb-h1", "custom".
+const char *kindName(ScheduleKind kind);
+/// Parses a kind name; returns false for an unknown one.
+bool parseKind(const std::string &name, ScheduleKind &kind);
+/// Synchronous kinds update once per minibatch; pipedream after every
+/// backward.
+bool isSynchronous(ScheduleKind kind);
+
+enum class Op : uint8_t {
+  /// Read microbatch `mb` (inputs on the first stage, labels on the last).
+  LoadMicrobatch,
+  Forward,
+  /// Input gradient and weight gradient in one instruction: what every kind
+  /// but zb-h1 emits, so that their streams stay short.
+  Backward,
+  /// Input gradient only (zero-bubble "B").
+  BackwardInput,
+  /// Weight gradient only (zero-bubble "W"); needs the stash and the output
+  /// gradient kept by the matching BackwardInput.
+  BackwardWeight,
+  SendStart,
+  SendFinish,
+  RecvStart,
+  RecvFinish,
+  /// Gradient all-reduce across the replicas of a stage (hybrid data
+  /// parallelism); emitted only when a stage has replicas.
+  AllReduce,
+  OptimizerStep,
+  /// Keep the forward's saved tensors of (mb, chunk) for its backward.
+  Stash,
+  /// Make the stash of (mb, chunk) the backward's input.
+  Restore,
+  /// Release the stash of (mb, chunk).
+  Free,
+  /// PipeDream: copy the current weights of `chunk` as version `version`
+  /// before an update overwrites them while a microbatch still needs them.
+  StashWeights,
+  /// PipeDream: run the next Forward/Backward with weight version `version`.
+  RestoreWeights,
+  FreeWeights,
+};
+
+/// What a transfer carries.
+enum class Payload : uint8_t { None, Activation, Gradient };
+
+const char *opName(Op op);     // "Forward"
+const char *opJsonName(Op op); // "forward"
+bool parseOpJsonName(const std::string &name, Op &op);
+const char *payloadName(Payload p); // "act", "grad"
+bool isCompute(Op op);
+bool isTransfer(Op op);
+
+struct Instruction {
+  Op op = Op::Forward;
+  /// Microbatch, or -1 (OptimizerStep, AllReduce, weight versions).
+  int32_t mb = -1;
+  /// Model chunk on this rank (interleaved has several; 0 otherwise).
+  int32_t chunk = 0;
+  /// Transfers: the other rank.
+  int32_t peer = -1;
+  /// Transfers: the message tag; a send and a recv match on (peer, tag).
+  int32_t tag = -1;
+  Payload what = Payload::None;
+  /// Transfers: message size; Stash/StashWeights: bytes kept.
+  int64_t bytes = 0;
+  /// PipeDream: the weight version a Forward/Backward uses, or the version
+  /// StashWeights/RestoreWeights/FreeWeights name; -1 when not versioned.
+  int32_t version = -1;
+
+  static Instruction compute(Op op, int mb, int chunk) {
+    Instruction inst;
+    inst.op = op;
+    inst.mb = mb;
+    inst.chunk = chunk;
+    return inst;
+  }
+  static Instruction transfer(Op op, Payload what, int mb, int chunk, int peer,
+                              int tag, int64_t bytes) {
+    Instruction inst = compute(op, mb, chunk);
+    inst.what = what;
+    inst.peer = peer;
+    inst.tag = tag;
+    inst.bytes = bytes;
+    return inst;
+  }
+
+  bool operator==(const Instruction &other) const;
+  bool operator!=(const Instruction &other) const { return !(*this == other); }
+};
+
+/// "RecvFinish grad mb 3 from rank 2", "Forward mb 4 chunk 1", "OptimizerStep".
+/// The chunk is shown only for schedules with more than one.
+std::string describe(const Instruction &inst, int numChunks = 1);
+
+/// One virtual stage (a rank's model chunk): its costs for the simulator and
+/// its sizes for the verifier's memory model. Costs are in milliseconds.
+struct StageInfo {
+  double forward = 1.0;
+  double backwardInput = 1.0;
+  double backwardWeight = 1.0;
+  /// Resident for the whole step: weights, gradients and optimizer state.
+  int64_t paramBytes = 0;
+  /// One extra weight version (PipeDream's StashWeights).
+  int64_t weightBytes = 0;
+  /// Saved tensors of one microbatch's forward (Stash).
+  int64_t activationBytes = 0;
+  /// The activation sent to the next stage (and its gradient sent back).
+  int64_t outputBytes = 0;
+};
+
+/// The per-rank instruction streams of one training step (a minibatch of
+/// `microbatches` microbatches; for pipedream, a window of that many).
+struct Schedule {
+  ScheduleKind kind = ScheduleKind::Custom;
+  int ranks = 1;
+  int microbatches = 1;
+  /// Model chunks per rank (interleaved's virtual stages); virtual stage
+  /// `chunk * ranks + rank` lives on `rank` (Megatron's placement).
+  int chunks = 1;
+  /// Replicas per stage (hybrid data parallelism); > 1 adds AllReduce.
+  int replicas = 1;
+  bool verticalSync = false;
+  /// ranks * chunks entries, indexed by virtual stage.
+  std::vector<StageInfo> stages;
+  std::vector<std::vector<Instruction>> programs;
+
+  int numVirtualStages() const { return ranks * chunks; }
+  int virtualStage(int rank, int chunk) const { return chunk * ranks + rank; }
+  int rankOf(int vstage) const { return vstage % ranks; }
+  int chunkOf(int vstage) const { return vstage / ranks; }
+  const StageInfo &stage(int rank, int chunk) const {
+    return stages[virtualStage(rank, chunk)];
+  }
+  size_t numInstructions() const;
+};
+
+/// The tag of the message crossing the boundary between virtual stages
+/// `vstage` and `vstage + 1`, forward (activation) or backward (gradient).
+/// Unique per message within a step, so matching never depends on order.
+int32_t messageTag(Payload what, int mb, int vstage, int numVirtualStages);
+
+/// schedule.json text, and back. Parsing returns "" or an error message.
+std::string toJson(const Schedule &schedule, int indent = -1);
+std::string fromJson(const std::string &text, Schedule &schedule);
+std::string readScheduleFile(const std::string &path, Schedule &schedule);
+
+} // namespace dpc::schedule
+
+#endif // DPC_SCHEDULE_SCHEDULE_H

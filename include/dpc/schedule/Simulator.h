@@ -1,0 +1,56 @@
+//===- Simulator.h - Predicted timelines of a pipeline schedule -*- C++ -*-===//
+//
+// Times every instruction of every rank from per-stage costs and a simple
+// link model, with the runtime's non-blocking transfer semantics. The result
+// is the predicted step time, the bubble fraction and a timeline that the
+// trace and SVG writers render.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef DPC_SCHEDULE_SIMULATOR_H
+#define DPC_SCHEDULE_SIMULATOR_H
+
+#include "dpc/schedule/Schedule.h"
+#include "dpc/schedule/Timeline.h"
+
+#include <string>
+#include <vector>
+
+namespace dpc::schedule {
+
+struct SimulateOptions {
+  /// Per-transfer latency in milliseconds.
+  double latency = 0;
+  /// Bytes per millisecond; 0 means transfers take only the latency.
+  double bandwidth = 0;
+  /// Cost of one OptimizerStep of one chunk, and of one AllReduce.
+  double optimizerStep = 0;
+  double allReduce = 0;
+  /// Record the per-instruction timeline (off for sweeps).
+  bool recordTimeline = true;
+};
+
+struct SimulateResult {
+  /// Time when the last rank finishes its stream.
+  double stepTime = 0;
+  /// Sum over ranks of time spent computing (F, B, W, optimizer, allreduce).
+  double busyTime = 0;
+  /// idle / (ranks * stepTime), idle = ranks * stepTime - busyTime.
+  double bubbleFraction = 0;
+  std::vector<double> rankBusy;
+  std::vector<double> rankEnd;
+  /// start/end of every instruction, per rank, parallel to the streams.
+  std::vector<std::vector<double>> start, end;
+  /// Compute spans and transfer spans, ready for the trace writers.
+  Timeline timeline;
+};
+
+/// Simulates the schedule; returns "" or an error (a deadlock, which the
+/// verifier reports in more detail).
+std::string simulateSchedule(const Schedule &schedule,
+                             const SimulateOptions &options,
+                             SimulateResult &result);
+
+} // namespace dpc::schedule
+
+#endif // DPC_SCHEDULE_SIMULATOR_H

@@ -1,0 +1,75 @@
+//===- Timeline.h - Timeline events, Chrome traces and SVG -------*- C++
+//-*-===//
+//
+// A timeline is a flat list of spans per rank. The simulator fills it with
+// predicted times; the runtime fills the same struct with measured ones, so
+// one writer produces the Chrome trace (Perfetto, chrome://tracing) and the
+// SVG picture for both.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef DPC_SCHEDULE_TIMELINE_H
+#define DPC_SCHEDULE_TIMELINE_H
+
+#include <string>
+#include <vector>
+
+namespace dpc::schedule {
+
+enum class EventKind {
+  Forward,
+  Backward,       // combined input and weight gradient
+  BackwardInput,  // zero-bubble B
+  BackwardWeight, // zero-bubble W
+  Optimizer,
+  AllReduce,
+  Load,
+  Send,
+  Recv,
+  Other,
+};
+
+const char *eventKindName(EventKind kind); // "forward", "send", ...
+
+struct TimelineEvent {
+  int rank = 0;
+  EventKind kind = EventKind::Other;
+  /// "F3", "B3", "W3", "send act mb3", "recv grad mb3", "opt".
+  std::string name;
+  /// Milliseconds from the start of the step.
+  double start = 0;
+  double end = 0;
+  int mb = -1;
+  int chunk = -1;
+};
+
+struct Timeline {
+  int ranks = 0;
+  std::vector<TimelineEvent> events;
+};
+
+/// The conventional span name for a compute or transfer event.
+std::string eventName(EventKind kind, int mb, int chunk, bool showChunk,
+                      const std::string &payload = "");
+
+/// Chrome trace JSON: one process per rank ("rank r"), compute on thread 0
+/// and transfers on thread 1 so that overlapping spans stay readable;
+/// timestamps in microseconds.
+std::string toChromeTrace(const Timeline &timeline);
+
+struct SvgOptions {
+  /// Pixels per millisecond; 0 picks a width of about 1200 pixels.
+  double scale = 0;
+  int rowHeight = 28;
+  /// Draw transfers under each rank's compute row.
+  bool showTransfers = false;
+  std::string title;
+};
+
+/// An SVG picture: one row per rank, a colored box per compute span with its
+/// microbatch id, for README figures.
+std::string toSvg(const Timeline &timeline, const SvgOptions &options = {});
+
+} // namespace dpc::schedule
+
+#endif // DPC_SCHEDULE_TIMELINE_H

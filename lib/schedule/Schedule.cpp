@@ -1,0 +1,339 @@
+//===- Schedule.cpp - Instruction names and schedule.json -----------------===//
+
+#include "dpc/schedule/Schedule.h"
+
+#include <nlohmann/json.hpp>
+
+#include <fstream>
+#include <sstream>
+
+namespace dpc::schedule {
+
+namespace {
+
+struct OpNames {
+  Op op;
+  const char *name;
+  const char *json;
+};
+
+const OpNames kOps[] = {
+    {Op::LoadMicrobatch, "LoadMicrobatch", "load"},
+    {Op::Forward, "Forward", "forward"},
+    {Op::Backward, "Backward", "backward"},
+    {Op::BackwardInput, "BackwardInput", "backward_input"},
+    {Op::BackwardWeight, "BackwardWeight", "backward_weight"},
+    {Op::SendStart, "SendStart", "send_start"},
+    {Op::SendFinish, "SendFinish", "send_finish"},
+    {Op::RecvStart, "RecvStart", "recv_start"},
+    {Op::RecvFinish, "RecvFinish", "recv_finish"},
+    {Op::AllReduce, "AllReduce", "allreduce"},
+    {Op::OptimizerStep, "OptimizerStep", "optimizer_step"},
+    {Op::Stash, "Stash", "stash"},
+    {Op::Restore, "Restore", "restore"},
+    {Op::Free, "Free", "free"},
+    {Op::StashWeights, "StashWeights", "stash_weights"},
+    {Op::RestoreWeights, "RestoreWeights", "restore_weights"},
+    {Op::FreeWeights, "FreeWeights", "free_weights"},
+};
+
+const OpNames &names(Op op) {
+  for (const OpNames &entry : kOps)
+    if (entry.op == op)
+      return entry;
+  return kOps[0];
+}
+
+struct KindNames {
+  ScheduleKind kind;
+  const char *name;
+};
+
+const KindNames kKinds[] = {
+    {ScheduleKind::GPipe, "gpipe"},
+    {ScheduleKind::OneFOneB, "1f1b"},
+    {ScheduleKind::PipeDream, "pipedream"},
+    {ScheduleKind::Interleaved, "interleaved"},
+    {ScheduleKind::ZeroBubbleH1, "zb-h1"},
+    {ScheduleKind::Custom, "custom"},
+};
+
+} // namespace
+
+const char *kindName(ScheduleKind kind) {
+  for (const KindNames &entry : kKinds)
+    if (entry.kind == kind)
+      return entry.name;
+  return "custom";
+}
+
+bool parseKind(const std::string &name, ScheduleKind &kind) {
+  for (const KindNames &entry : kKinds) {
+    if (name == entry.name) {
+      kind = entry.kind;
+      return true;
+    }
+  }
+  return false;
+}
+
+bool isSynchronous(ScheduleKind kind) {
+  return kind != ScheduleKind::PipeDream && kind != ScheduleKind::Custom;
+}
+
+const char *opName(Op op) { return names(op).name; }
+const char *opJsonName(Op op) { return names(op).json; }
+
+bool parseOpJsonName(const std::string &name, Op &op) {
+  for (const OpNames &entry : kOps) {
+    if (name == entry.json) {
+      op = entry.op;
+      return true;
+    }
+  }
+  return false;
+}
+
+const char *payloadName(Payload p) {
+  switch (p) {
+  case Payload::Activation:
+    return "act";
+  case Payload::Gradient:
+    return "grad";
+  case Payload::None:
+    break;
+  }
+  return "none";
+}
+
+bool isCompute(Op op) {
+  return op == Op::Forward || op == Op::Backward || op == Op::BackwardInput ||
+         op == Op::BackwardWeight;
+}
+
+bool isTransfer(Op op) {
+  return op == Op::SendStart || op == Op::SendFinish || op == Op::RecvStart ||
+         op == Op::RecvFinish;
+}
+
+bool Instruction::operator==(const Instruction &other) const {
+  return op == other.op && mb == other.mb && chunk == other.chunk &&
+         peer == other.peer && tag == other.tag && what == other.what &&
+         bytes == other.bytes && version == other.version;
+}
+
+std::string describe(const Instruction &inst, int numChunks) {
+  std::ostringstream os;
+  os << opName(inst.op);
+  if (isTransfer(inst.op))
+    os << ' ' << payloadName(inst.what);
+  if (inst.mb >= 0)
+    os << " mb " << inst.mb;
+  bool versionOp = inst.op == Op::StashWeights ||
+                   inst.op == Op::RestoreWeights || inst.op == Op::FreeWeights;
+  if (numChunks > 1 && (inst.mb >= 0 || versionOp || inst.op == Op::AllReduce))
+    os << " chunk " << inst.chunk;
+  if (inst.version >= 0)
+    os << (versionOp ? " version " : " weights v") << inst.version;
+  if (inst.op == Op::SendStart || inst.op == Op::SendFinish)
+    os << " to rank " << inst.peer;
+  else if (inst.op == Op::RecvStart || inst.op == Op::RecvFinish)
+    os << " from rank " << inst.peer;
+  return os.str();
+}
+
+size_t Schedule::numInstructions() const {
+  size_t total = 0;
+  for (const auto &program : programs)
+    total += program.size();
+  return total;
+}
+
+int32_t messageTag(Payload what, int mb, int vstage, int numVirtualStages) {
+  return (mb * numVirtualStages + vstage) * 2 +
+         (what == Payload::Gradient ? 1 : 0);
+}
+
+//===----------------------------------------------------------------------===//
+// schedule.json
+//===----------------------------------------------------------------------===//
+
+using nlohmann::json;
+
+std::string toJson(const Schedule &schedule, int indent) {
+  json root;
+  root["format"] = "dpc-schedule";
+  root["version"] = 1;
+  root["kind"] = kindName(schedule.kind);
+  root["ranks"] = schedule.ranks;
+  root["microbatches"] = schedule.microbatches;
+  root["chunks"] = schedule.chunks;
+  root["replicas"] = schedule.replicas;
+  root["vertical_sync"] = schedule.verticalSync;
+  json stages = json::array();
+  for (size_t vs = 0; vs < schedule.stages.size(); ++vs) {
+    const StageInfo &s = schedule.stages[vs];
+    stages.push_back({{"id", vs},
+                      {"rank", schedule.rankOf(vs)},
+                      {"chunk", schedule.chunkOf(vs)},
+                      {"forward_ms", s.forward},
+                      {"backward_input_ms", s.backwardInput},
+                      {"backward_weight_ms", s.backwardWeight},
+                      {"param_bytes", s.paramBytes},
+                      {"weight_bytes", s.weightBytes},
+                      {"activation_bytes", s.activationBytes},
+                      {"output_bytes", s.outputBytes}});
+  }
+  root["stages"] = std::move(stages);
+  json programs = json::array();
+  for (size_t rank = 0; rank < schedule.programs.size(); ++rank) {
+    json insts = json::array();
+    for (const Instruction &inst : schedule.programs[rank]) {
+      // Only the fields an op uses, so that the file stays readable.
+      json j;
+      j["op"] = opJsonName(inst.op);
+      if (inst.mb >= 0)
+        j["mb"] = inst.mb;
+      if (inst.chunk != 0)
+        j["chunk"] = inst.chunk;
+      if (isTransfer(inst.op)) {
+        j["what"] = payloadName(inst.what);
+        j["peer"] = inst.peer;
+        j["tag"] = inst.tag;
+      }
+      if (inst.bytes != 0)
+        j["bytes"] = inst.bytes;
+      if (inst.version >= 0)
+        j["version"] = inst.version;
+      insts.push_back(std::move(j));
+    }
+    programs.push_back({{"rank", rank}, {"instructions", std::move(insts)}});
+  }
+  root["programs"] = std::move(programs);
+  return root.dump(indent);
+}
+
+namespace {
+
+template <typename T> T get(const json &j, const char *key, T fallback) {
+  auto it = j.find(key);
+  if (it == j.end() || it->is_null())
+    return fallback;
+  return it->get<T>();
+}
+
+std::string parseInstruction(const json &j, Instruction &inst) {
+  if (!j.is_object() || !j.contains("op") || !j["op"].is_string())
+    return "instruction without an \"op\" string";
+  std::string name = j["op"].get<std::string>();
+  if (!parseOpJsonName(name, inst.op))
+    return "unknown op '" + name + "'";
+  inst.mb = get<int32_t>(j, "mb", -1);
+  inst.chunk = get<int32_t>(j, "chunk", 0);
+  inst.peer = get<int32_t>(j, "peer", -1);
+  inst.tag = get<int32_t>(j, "tag", -1);
+  inst.bytes = get<int64_t>(j, "bytes", 0);
+  inst.version = get<int32_t>(j, "version", -1);
+  std::string what = get<std::string>(j, "what", "none");
+  if (what == "act")
+    inst.what = Payload::Activation;
+  else if (what == "grad")
+    inst.what = Payload::Gradient;
+  else if (what == "none")
+    inst.what = Payload::None;
+  else
+    return "unknown payload '" + what + "' (expects act or grad)";
+  if (isTransfer(inst.op) && inst.what == Payload::None)
+    return std::string(opName(inst.op)) + " without \"what\"";
+  return "";
+}
+
+} // namespace
+
+std::string fromJson(const std::string &text, Schedule &schedule) {
+  json root;
+  try {
+    root = json::parse(text);
+  } catch (const json::exception &e) {
+    return std::string("invalid JSON: ") + e.what();
+  }
+  try {
+    if (!root.is_object())
+      return "schedule.json must hold an object";
+    std::string kind = get<std::string>(root, "kind", "custom");
+    if (!parseKind(kind, schedule.kind))
+      return "unknown schedule kind '" + kind + "'";
+    schedule.ranks = get<int>(root, "ranks", 0);
+    schedule.microbatches = get<int>(root, "microbatches", 0);
+    schedule.chunks = get<int>(root, "chunks", 1);
+    schedule.replicas = get<int>(root, "replicas", 1);
+    schedule.verticalSync = get<bool>(root, "vertical_sync", false);
+    if (schedule.ranks < 1 || schedule.microbatches < 1 ||
+        schedule.chunks < 1 || schedule.replicas < 1)
+      return "ranks, microbatches, chunks and replicas must be positive";
+    schedule.stages.assign(schedule.numVirtualStages(), StageInfo());
+    if (root.contains("stages")) {
+      const json &stages = root["stages"];
+      if (!stages.is_array())
+        return "\"stages\" must be an array";
+      for (size_t i = 0; i < stages.size(); ++i) {
+        const json &s = stages[i];
+        size_t id = get<size_t>(s, "id", i);
+        if (id >= schedule.stages.size())
+          return "stage id " + std::to_string(id) + " out of range";
+        StageInfo &info = schedule.stages[id];
+        info.forward = get<double>(s, "forward_ms", info.forward);
+        info.backwardInput =
+            get<double>(s, "backward_input_ms", info.backwardInput);
+        info.backwardWeight =
+            get<double>(s, "backward_weight_ms", info.backwardWeight);
+        info.paramBytes = get<int64_t>(s, "param_bytes", 0);
+        info.weightBytes = get<int64_t>(s, "weight_bytes", 0);
+        info.activationBytes = get<int64_t>(s, "activation_bytes", 0);
+        info.outputBytes = get<int64_t>(s, "output_bytes", 0);
+      }
+    }
+    if (!root.contains("programs") || !root["programs"].is_array())
+      return "missing \"programs\" array";
+    const json &programs = root["programs"];
+    schedule.programs.assign(schedule.ranks, {});
+    for (size_t i = 0; i < programs.size(); ++i) {
+      const json &program = programs[i];
+      int rank = get<int>(program, "rank", static_cast<int>(i));
+      if (rank < 0 || rank >= schedule.ranks)
+        return "program for rank " + std::to_string(rank) +
+               " but the schedule has " + std::to_string(schedule.ranks) +
+               " ranks";
+      if (!program.contains("instructions") ||
+          !program["instructions"].is_array())
+        return "program of rank " + std::to_string(rank) +
+               " has no \"instructions\" array";
+      auto &stream = schedule.programs[rank];
+      for (const json &j : program["instructions"]) {
+        Instruction inst;
+        std::string error = parseInstruction(j, inst);
+        if (!error.empty())
+          return "rank " + std::to_string(rank) + ": instruction " +
+                 std::to_string(stream.size()) + ": " + error;
+        stream.push_back(inst);
+      }
+    }
+  } catch (const json::exception &e) {
+    return std::string("malformed schedule.json: ") + e.what();
+  }
+  return "";
+}
+
+std::string readScheduleFile(const std::string &path, Schedule &schedule) {
+  std::ifstream in(path);
+  if (!in)
+    return "cannot open '" + path + "'";
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  std::string error = fromJson(buffer.str(), schedule);
+  if (!error.empty())
+    return path + ": " + error;
+  return "";
+}
+
+} // namespace dpc::schedule

@@ -1,0 +1,277 @@
+//===- Timeline.cpp - Chrome traces and SVG pictures of timelines ---------===//
+
+#include "dpc/schedule/Timeline.h"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <sstream>
+
+namespace dpc::schedule {
+
+const char *eventKindName(EventKind kind) {
+  switch (kind) {
+  case EventKind::Forward:
+    return "forward";
+  case EventKind::Backward:
+    return "backward";
+  case EventKind::BackwardInput:
+    return "backward-input";
+  case EventKind::BackwardWeight:
+    return "backward-weight";
+  case EventKind::Optimizer:
+    return "optimizer";
+  case EventKind::AllReduce:
+    return "allreduce";
+  case EventKind::Load:
+    return "load";
+  case EventKind::Send:
+    return "send";
+  case EventKind::Recv:
+    return "recv";
+  case EventKind::Other:
+    break;
+  }
+  return "other";
+}
+
+std::string eventName(EventKind kind, int mb, int chunk, bool showChunk,
+                      const std::string &payload) {
+  std::string id = std::to_string(mb);
+  if (showChunk)
+    id += "." + std::to_string(chunk);
+  switch (kind) {
+  case EventKind::Forward:
+    return "F" + id;
+  case EventKind::Backward:
+  case EventKind::BackwardInput:
+    return "B" + id;
+  case EventKind::BackwardWeight:
+    return "W" + id;
+  case EventKind::Optimizer:
+    return "opt";
+  case EventKind::AllReduce:
+    return "allreduce";
+  case EventKind::Load:
+    return "load " + id;
+  case EventKind::Send:
+    return "send " + payload + " mb" + id;
+  case EventKind::Recv:
+    return "recv " + payload + " mb" + id;
+  case EventKind::Other:
+    break;
+  }
+  return "?";
+}
+
+std::string toChromeTrace(const Timeline &timeline) {
+  using nlohmann::json;
+  json events = json::array();
+  int ranks = timeline.ranks;
+  for (const TimelineEvent &ev : timeline.events)
+    ranks = std::max(ranks, ev.rank + 1);
+  for (int r = 0; r < ranks; ++r) {
+    events.push_back({{"name", "process_name"},
+                      {"ph", "M"},
+                      {"pid", r},
+                      {"args", {{"name", "rank " + std::to_string(r)}}}});
+    events.push_back({{"name", "process_sort_index"},
+                      {"ph", "M"},
+                      {"pid", r},
+                      {"args", {{"sort_index", r}}}});
+    events.push_back({{"name", "thread_name"},
+                      {"ph", "M"},
+                      {"pid", r},
+                      {"tid", 0},
+                      {"args", {{"name", "compute"}}}});
+    events.push_back({{"name", "thread_name"},
+                      {"ph", "M"},
+                      {"pid", r},
+                      {"tid", 1},
+                      {"args", {{"name", "transfers"}}}});
+  }
+  for (const TimelineEvent &ev : timeline.events) {
+    bool transfer = ev.kind == EventKind::Send || ev.kind == EventKind::Recv;
+    json args = json::object();
+    if (ev.mb >= 0)
+      args["mb"] = ev.mb;
+    if (ev.chunk >= 0)
+      args["chunk"] = ev.chunk;
+    events.push_back({{"name", ev.name},
+                      {"cat", eventKindName(ev.kind)},
+                      {"ph", "X"},
+                      {"pid", ev.rank},
+                      {"tid", transfer ? 1 : 0},
+                      {"ts", ev.start * 1000.0},
+                      {"dur", (ev.end - ev.start) * 1000.0},
+                      {"args", std::move(args)}});
+  }
+  json root;
+  root["traceEvents"] = std::move(events);
+  root["displayTimeUnit"] = "ms";
+  return root.dump();
+}
+
+namespace {
+
+/// Colour per kind; later chunks of interleaved get lighter shades so that
+/// the virtual stages stay apart.
+std::string fillColor(EventKind kind, int chunk) {
+  struct Rgb {
+    int r, g, b;
+  };
+  Rgb base{200, 200, 200};
+  switch (kind) {
+  case EventKind::Forward:
+    base = {78, 121, 167};
+    break;
+  case EventKind::Backward:
+  case EventKind::BackwardInput:
+    base = {89, 161, 79};
+    break;
+  case EventKind::BackwardWeight:
+    base = {242, 142, 43};
+    break;
+  case EventKind::Optimizer:
+    base = {156, 117, 95};
+    break;
+  case EventKind::AllReduce:
+    base = {176, 122, 161};
+    break;
+  case EventKind::Send:
+  case EventKind::Recv:
+    base = {186, 176, 172};
+    break;
+  default:
+    break;
+  }
+  double lighten = std::min(std::max(chunk, 0), 3) * 0.22;
+  auto mix = [&](int c) {
+    return static_cast<int>(std::lround(c + (255 - c) * lighten));
+  };
+  char buf[16];
+  std::snprintf(buf, sizeof(buf), "#%02x%02x%02x", mix(base.r), mix(base.g),
+                mix(base.b));
+  return buf;
+}
+
+std::string escape(const std::string &text) {
+  std::string out;
+  for (char c : text) {
+    if (c == '<')
+      out += "&lt;";
+    else if (c == '>')
+      out += "&gt;";
+    else if (c == '&')
+      out += "&amp;";
+    else
+      out += c;
+  }
+  return out;
+}
+
+} // namespace
+
+std::string toSvg(const Timeline &timeline, const SvgOptions &options) {
+  int ranks = timeline.ranks;
+  double endTime = 0;
+  for (const TimelineEvent &ev : timeline.events) {
+    ranks = std::max(ranks, ev.rank + 1);
+    endTime = std::max(endTime, ev.end);
+  }
+  if (endTime <= 0)
+    endTime = 1;
+  const double left = 64, top = options.title.empty() ? 10 : 34, right = 16;
+  double scale = options.scale > 0 ? options.scale : 1200.0 / endTime;
+  double plotWidth = endTime * scale;
+  int row = options.rowHeight;
+  int rowsPerRank = options.showTransfers ? 2 : 1;
+  double rankHeight = row * rowsPerRank + 6;
+  double height = top + ranks * rankHeight + 48;
+  double width = left + plotWidth + right;
+
+  std::ostringstream os;
+  os.setf(std::ios::fixed);
+  os.precision(2);
+  os << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << width
+     << "\" height=\"" << height << "\" viewBox=\"0 0 " << width << ' '
+     << height << "\" font-family=\"sans-serif\">\n";
+  os << "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
+  if (!options.title.empty())
+    os << "<text x=\"" << left << "\" y=\"22\" font-size=\"15\">"
+       << escape(options.title) << "</text>\n";
+  for (int r = 0; r < ranks; ++r) {
+    double y = top + r * rankHeight;
+    os << "<text x=\"" << left - 8 << "\" y=\"" << y + row * 0.68
+       << "\" font-size=\"12\" text-anchor=\"end\">rank " << r << "</text>\n";
+    os << "<rect x=\"" << left << "\" y=\"" << y << "\" width=\"" << plotWidth
+       << "\" height=\"" << row << "\" fill=\"#f4f4f4\"/>\n";
+  }
+  for (const TimelineEvent &ev : timeline.events) {
+    bool transfer = ev.kind == EventKind::Send || ev.kind == EventKind::Recv;
+    if (transfer && !options.showTransfers)
+      continue;
+    double x = left + ev.start * scale;
+    double w = std::max((ev.end - ev.start) * scale, 0.5);
+    double y = top + ev.rank * rankHeight + (transfer ? row : 0);
+    double h = transfer ? row * 0.8 : row;
+    os << "<rect x=\"" << x << "\" y=\"" << y << "\" width=\"" << w
+       << "\" height=\"" << h << "\" fill=\"" << fillColor(ev.kind, ev.chunk)
+       << "\" stroke=\"white\" stroke-width=\"0.6\"><title>" << escape(ev.name)
+       << " [" << ev.start << ", " << ev.end << "] ms</title></rect>\n";
+    // The microbatch id where it fits; the kind is in the colour.
+    std::string label = ev.mb >= 0 ? std::to_string(ev.mb) : "";
+    if (ev.kind == EventKind::Optimizer)
+      label = "opt";
+    double fontSize = std::min(row * 0.5, 12.0);
+    if (!transfer && !label.empty() && w >= fontSize * 0.62 * label.size() + 2)
+      os << "<text x=\"" << x + w / 2 << "\" y=\""
+         << y + h / 2 + fontSize * 0.35 << "\" font-size=\"" << fontSize
+         << "\" text-anchor=\"middle\" fill=\"white\">" << label << "</text>\n";
+  }
+  // Time axis with about ten ticks at round values.
+  double axisY = top + ranks * rankHeight + 4;
+  os << "<line x1=\"" << left << "\" y1=\"" << axisY << "\" x2=\""
+     << left + plotWidth << "\" y2=\"" << axisY
+     << "\" stroke=\"#444\" stroke-width=\"1\"/>\n";
+  double raw = endTime / 10;
+  double magnitude = std::pow(10.0, std::floor(std::log10(raw)));
+  double tick = magnitude;
+  for (double f : {1.0, 2.0, 5.0, 10.0})
+    if (raw <= f * magnitude) {
+      tick = f * magnitude;
+      break;
+    }
+  for (double t = 0; t <= endTime + 1e-9; t += tick) {
+    double x = left + t * scale;
+    os << "<line x1=\"" << x << "\" y1=\"" << axisY << "\" x2=\"" << x
+       << "\" y2=\"" << axisY + 4 << "\" stroke=\"#444\"/>\n";
+    os << "<text x=\"" << x << "\" y=\"" << axisY + 16
+       << "\" font-size=\"10\" text-anchor=\"middle\">" << t << "</text>\n";
+  }
+  os << "<text x=\"" << left + plotWidth << "\" y=\"" << axisY + 30
+     << "\" font-size=\"10\" text-anchor=\"end\">ms</text>\n";
+  // Legend.
+  struct Entry {
+    EventKind kind;
+    const char *label;
+  };
+  const Entry legend[] = {{EventKind::Forward, "forward"},
+                          {EventKind::Backward, "backward (B)"},
+                          {EventKind::BackwardWeight, "weight grad (W)"},
+                          {EventKind::Optimizer, "optimizer"}};
+  double lx = left;
+  for (const Entry &e : legend) {
+    os << "<rect x=\"" << lx << "\" y=\"" << axisY + 22
+       << "\" width=\"10\" height=\"10\" fill=\"" << fillColor(e.kind, 0)
+       << "\"/>\n<text x=\"" << lx + 14 << "\" y=\"" << axisY + 31
+       << "\" font-size=\"10\">" << e.label << "</text>\n";
+    lx += 110;
+  }
+  os << "</svg>\n";
+  return os.str();
+}
+
+} // namespace dpc::schedule

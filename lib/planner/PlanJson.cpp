@@ -4,9 +4,9 @@
 
 namespace dpc::planner {
 
-nlohmann::json planToJson(const Graph &graph, const PlanResult &result,
-                          const PlannerOptions &options) {
-  using nlohmann::json;
+nlohmann::ordered_json planToJson(const Graph &graph, const PlanResult &result,
+                                  const PlannerOptions &options) {
+  using json = nlohmann::ordered_json;
   const Topology &topo = options.cost.topology;
   const Evaluation &eval = result.evaluation;
   int devices = topo.devices();
@@ -45,14 +45,12 @@ nlohmann::json planToJson(const Graph &graph, const PlanResult &result,
 
   json topology = {{"levels", topo.levelSizes},
                    {"bandwidths", topo.bandwidths}};
+  // Keys in DESIGN.md's order first, then the planner's own.
   json doc = {
       {"devices", devices},
-      {"topology", std::move(topology)},
       {"schedule",
        {{"kind", scheduleName(options.cost.schedule)},
         {"microbatches", options.cost.microbatches}}},
-      {"objective", objectiveName(options.objective)},
-      {"straight", options.straight},
       {"stages", std::move(stages)},
       {"idle_devices", idle.size()},
       {"idle_ranks", std::move(idle)},
@@ -63,6 +61,9 @@ nlohmann::json planToJson(const Graph &graph, const PlanResult &result,
         {"throughput_per_s",
          eval.bottleneckSeconds > 0 ? 1.0 / eval.bottleneckSeconds : 0.0},
         {"peak_memory_bytes", eval.peakMemoryBytes}}},
+      {"objective", objectiveName(options.objective)},
+      {"straight", options.straight},
+      {"topology", std::move(topology)},
       {"search",
        {{"orders_tried", result.ordersTried},
         {"exhaustive", result.exhaustive}}},

@@ -199,10 +199,10 @@ Solution solve(const OrderCosts &oc, const PlannerOptions &opts,
             iEnd = hi;
             if (d > 0)
               iBegin = std::max<int>(
-                  iBegin, static_cast<int>(std::lower_bound(
-                                               C + j, C + n + 1,
-                                               C[n] - bound * d * slack) -
-                                           C));
+                  iBegin,
+                  static_cast<int>(std::lower_bound(C + j, C + n + 1,
+                                                    C[n] - bound * d * slack) -
+                                   C));
           }
           for (int i = iBegin; i <= iEnd; ++i) {
             if (!oc.canStart[i])
@@ -305,7 +305,7 @@ Plan toPlan(const OrderCosts &oc, const Solution &sol) {
 }
 
 /// Total order on plans for the bottleneck objective: the bottleneck, then
-/// the sum of stage times (which prefers plans with slack everywhere).
+/// the sum of stage latencies (what preferLeastLatency minimises).
 bool bottleneckBetter(const Evaluation &a, const Evaluation &b) {
   const double tol = 1e-12;
   if (a.bottleneckSeconds < b.bottleneckSeconds * (1 - tol))
@@ -314,9 +314,9 @@ bool bottleneckBetter(const Evaluation &a, const Evaluation &b) {
     return false;
   double sa = 0, sb = 0;
   for (const StageCost &s : a.stages)
-    sa += s.time();
+    sa += s.latency();
   for (const StageCost &s : b.stages)
-    sb += s.time();
+    sb += s.latency();
   return sa < sb * (1 - tol);
 }
 
@@ -407,9 +407,8 @@ std::vector<NodeId> stageMajorOrder(const Graph &g, const Plan &plan,
     for (NodeId v : plan.stages[s].nodes)
       stageOf[v] = static_cast<int>(s);
   std::vector<NodeId> order = reference;
-  std::stable_sort(order.begin(), order.end(), [&](NodeId a, NodeId b) {
-    return stageOf[a] < stageOf[b];
-  });
+  std::stable_sort(order.begin(), order.end(),
+                   [&](NodeId a, NodeId b) { return stageOf[a] < stageOf[b]; });
   return order;
 }
 
@@ -578,9 +577,9 @@ Expected<PlanResult> planPipeline(const Graph &g,
   if (opts.stages < 0)
     return Result::failure("the stage count must be positive");
   if (static_cast<size_t>(opts.stages) > maxStages)
-    return Result::failure("more stages than nodes: " +
-                           std::to_string(opts.stages) + " stages for " +
-                           std::to_string(maxStages) + " non-input nodes");
+    return Result::failure(
+        "more stages than nodes: " + std::to_string(opts.stages) +
+        " stages for " + std::to_string(maxStages) + " non-input nodes");
   if (opts.stages > devices)
     return Result::failure(std::to_string(opts.stages) + " stages need " +
                            std::to_string(opts.stages) + " devices, " +
@@ -608,8 +607,8 @@ Expected<PlanResult> planPipeline(const Graph &g,
   const bool bottleneck = opts.objective == Objective::Bottleneck;
   // For the bottleneck, each order only has to beat the best so far (ties
   // are kept: 1e-9 of slack), which narrows the dynamic program's windows.
-  double cap = bottleneck ? singleStageBound(g, opts, place) * (1 + 1e-9)
-                          : kInf;
+  double cap =
+      bottleneck ? singleStageBound(g, opts, place) * (1 + 1e-9) : kInf;
   OrderResult best;
   size_t bestOrder = 0;
   for (size_t k = 0; k < orders.size(); ++k) {
@@ -690,8 +689,8 @@ Expected<PlanResult> planPipeline(const Graph &g,
     }
   }
   if (bottleneck)
-    preferLeastLatency(g, stageMajorOrder(g, best.plan, reference), opts,
-                       place, best);
+    preferLeastLatency(g, stageMajorOrder(g, best.plan, reference), opts, place,
+                       best);
 
   result.plan = std::move(best.plan);
   result.evaluation = std::move(best.evaluation);

@@ -82,7 +82,8 @@ Expected<Graph> parsePipeDreamProfile(const std::string &text,
     if (raw[0] == '\t') {
       std::string body = trim(raw);
       size_t at = body.find(sep);
-      if (at == std::string::npos || body.find(sep, at + 1) != std::string::npos)
+      if (at == std::string::npos ||
+          body.find(sep, at + 1) != std::string::npos)
         return fail("malformed edge line, expected '<tab>nodeA -- nodeB'");
       std::string from = trim(body.substr(0, at));
       std::string to = trim(body.substr(at + sep.size()));

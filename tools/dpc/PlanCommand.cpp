@@ -61,8 +61,8 @@ std::string parseBandwidths(const std::string &text,
   for (const std::string &part : split(text, ',')) {
     double v;
     if (!cli::parseByteCount(part, v) || !(v > 0))
-      return "expects bytes per second such as 1e9 or 25e9,1e9, got '" +
-             text + "'";
+      return "expects bytes per second such as 1e9 or 25e9,1e9, got '" + text +
+             "'";
     bandwidths.push_back(v);
   }
   return "";
@@ -133,7 +133,7 @@ int runPlanCommand(const Args &args) {
       "memory-limit",
       [&](const std::string &v) -> std::string {
         if (!cli::parseByteCount(v, memoryLimit) || !(memoryLimit > 0))
-          return "expects a byte count such as 16e9 or 16GiB, got '" + v + "'";
+          return "expects a byte count such as 8e9 or 16GiB, got '" + v + "'";
         return "";
       },
       "BYTES", "memory per device");
@@ -145,7 +145,8 @@ int runPlanCommand(const Args &args) {
                    "bottleneck or step (default: step for gpipe and 1f1b)");
   parser.addOption("optimizer", &optimizerText, "NAME",
                    "sgd (one state per parameter, default) or adam (two)");
-  parser.addOption("o", &output, "FILE", "write plan.json here (default: stdout)");
+  parser.addOption("o", &output, "FILE",
+                   "write plan.json here (default: stdout)");
   parser.addFlag("quiet", &quiet, "no summary on stdout when -o is given");
 
   switch (parser.parse(args)) {
@@ -215,7 +216,7 @@ int runPlanCommand(const Args &args) {
   if (!result)
     return usage(result.error());
 
-  nlohmann::json doc = planToJson(*graph, *result, opts);
+  nlohmann::ordered_json doc = planToJson(*graph, *result, opts);
   doc["profile"] = profilePath;
   std::string text = doc.dump(2) + "\n";
   if (output.empty() || output == "-") {

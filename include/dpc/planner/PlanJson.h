@@ -15,8 +15,8 @@
 
 namespace dpc::planner {
 
-nlohmann::json planToJson(const Graph &graph, const PlanResult &result,
-                          const PlannerOptions &options);
+nlohmann::ordered_json planToJson(const Graph &graph, const PlanResult &result,
+                                  const PlannerOptions &options);
 
 } // namespace dpc::planner
 

@@ -34,7 +34,8 @@ Graph randomDag(std::mt19937 &rng, int n, double edgeProb, bool withInput) {
     node.backwardMs = 2 * node.forwardMs * unit(rng);
     // Activations and parameters span small to dominant.
     node.activationBytes = std::pow(10.0, 5 + 3 * unit(rng));
-    node.parameterBytes = unit(rng) < 0.3 ? 0 : std::pow(10.0, 5 + 3 * unit(rng));
+    node.parameterBytes =
+        unit(rng) < 0.3 ? 0 : std::pow(10.0, 5 + 3 * unit(rng));
     node.isInput = withInput && i == 0;
     g.addNode(node);
   }
@@ -157,8 +158,9 @@ double bruteForceAssignments(const Graph &g, const PlannerOptions &opts) {
 }
 
 double objectiveOf(const PlanResult &r, const PlannerOptions &opts) {
-  return opts.objective == Objective::Bottleneck ? r.evaluation.bottleneckSeconds
-                                                 : r.evaluation.stepSeconds;
+  return opts.objective == Objective::Bottleneck
+             ? r.evaluation.bottleneckSeconds
+             : r.evaluation.stepSeconds;
 }
 
 PlannerOptions randomOptions(std::mt19937 &rng, int maxDevices) {
@@ -175,8 +177,10 @@ TEST(BruteForceTest, ExactAlongAnOrder) {
     Graph g = randomDag(rng, 3 + trial % 6, 0.3, trial % 4 == 0);
     PlannerOptions opts = randomOptions(rng, 5);
     if (trial % 5 == 0)
-      opts.stages = 1 + static_cast<int>(rng() % std::min<size_t>(
-                            g.size(), opts.cost.topology.devices()));
+      opts.stages =
+          1 +
+          static_cast<int>(
+              rng() % std::min<size_t>(g.size(), opts.cost.topology.devices()));
     auto orders = candidateOrders(g);
     ASSERT_FALSE(orders.empty());
     const auto &order = orders[rng() % orders.size()];
@@ -216,7 +220,8 @@ TEST(BruteForceTest, ExactAlongAnOrderWithMemoryAndTopology) {
     PlannerOptions loose = opts;
     Expected<PlanResult> free = partitionOrder(g, order, loose);
     ASSERT_TRUE(free);
-    opts.memoryLimitBytes = free->evaluation.peakMemoryBytes * (0.4 + 0.1 * (trial % 6));
+    opts.memoryLimitBytes =
+        free->evaluation.peakMemoryBytes * (0.4 + 0.1 * (trial % 6));
     double expected = bruteForceSplits(g, order, opts);
     Expected<PlanResult> r = partitionOrder(g, order, opts);
     if (expected == kInf) {

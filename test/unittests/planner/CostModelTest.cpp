@@ -8,8 +8,7 @@ using namespace dpc::planner;
 
 namespace {
 
-Node makeNode(const std::string &name, double f, double b, double a,
-              double p) {
+Node makeNode(const std::string &name, double f, double b, double a, double p) {
   Node n;
   n.name = name;
   n.forwardMs = f;

@@ -1,7 +1,7 @@
 //===- PlannerTest.cpp - The planner on the shared profiles ---------------===//
 
-#include "dpc/planner/PlanJson.h"
 #include "dpc/planner/Planner.h"
+#include "dpc/planner/PlanJson.h"
 #include "dpc/planner/Profile.h"
 
 #include <gtest/gtest.h>
@@ -200,7 +200,7 @@ TEST(PlannerTest, PlanJsonHasTheDesignKeys) {
   PlannerOptions opts = flat(16, true);
   Expected<PlanResult> r = planPipeline(g, opts);
   ASSERT_TRUE(r);
-  nlohmann::json j = planToJson(g, *r, opts);
+  nlohmann::ordered_json j = planToJson(g, *r, opts);
   EXPECT_EQ(j["devices"], 16);
   EXPECT_EQ(j["schedule"]["kind"], "pipedream");
   EXPECT_TRUE(j["predicted"].contains("bottleneck_ms"));

@@ -122,7 +122,8 @@ TEST(ProfileTest, JsonErrors) {
 }
 
 TEST(ProfileTest, SharedProfilesParse) {
-  for (const char *name : {"alexnet", "vgg16", "resnet18", "resnet50", "gnmt"}) {
+  for (const char *name :
+       {"alexnet", "vgg16", "resnet18", "resnet50", "gnmt"}) {
     Expected<Graph> g =
         loadProfile(std::string(DPC_PROFILES_DIR) + "/" + name + ".txt");
     ASSERT_TRUE(g) << g.error();

@@ -11,6 +11,41 @@
 
 include "mlir/Pass/PassBase.td"
 
+def AutodiffPass : Pass<"dpc-autodiff", "::mlir::ModuleOp"> {
+  let summary = "build the training step: loss, backward and optimizer";
+  let description = [{
+    Turns the forward function `@main` into one microbatch of a training
+    step. It appends a label argument and the loss to the model's output,
+    builds the backward pass from each op's gradient rule
+    (`GradientOpInterface`), and ends with one optimizer update per
+    parameter. `@main` then returns the loss followed by the model's output.
+
+    Only values that depend on a parameter get gradients, so no gradient is
+    built for the model's input. Input and weight gradients stay separate
+    ops: zero-bubble schedules run the weight gradients later.
+
+    With `microbatches = M` the loss of a microbatch of N samples is scaled
+    by 1/(M N): the microbatches of a minibatch then sum to its mean loss, as
+    `torch.nn.CrossEntropyLoss()` over the whole minibatch gives, and so do
+    their gradients.
+  }];
+  let dependentDialects = ["::mlir::dpc::nn::NNDialect",
+                           "::mlir::func::FuncDialect"];
+  let options = [
+    Option<"loss", "loss", "std::string", /*default=*/"\"softmax-cross-entropy\"",
+           "Loss appended to the model's output">,
+    Option<"microbatches", "microbatches", "int64_t", /*default=*/"1",
+           "Microbatches per minibatch (the loss is their mean)">,
+    Option<"optimizer", "optimizer", "std::string", /*default=*/"\"sgd\"",
+           "Optimizer whose update ends the step">,
+    Option<"lr", "lr", "double", /*default=*/"0.01", "Learning rate">,
+    Option<"momentum", "momentum", "double", /*default=*/"0.0",
+           "SGD momentum">,
+    Option<"weightDecay", "weight-decay", "double", /*default=*/"0.0",
+           "Weight decay (L2 penalty added to the gradient)">,
+  ];
+}
+
 def AnnotateCostsPass : Pass<"dpc-annotate-costs", "::mlir::ModuleOp"> {
   let summary = "attach analytic forward/backward costs to every nn op";
   let description = [{

@@ -24,10 +24,12 @@
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
+#include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <filesystem>
+#include <functional>
 #include <iostream>
 #include <set>
 
@@ -194,13 +196,41 @@ int compile(const CompileOptions &options) {
   if (!loadModel(options, context, sourceMgr, module, weights))
     return cli::kUsageError;
 
-  mlir::PassManager pm(&context);
-  pm.addPass(mlir::dpc::createAnnotateCostsPass());
-  if (mlir::failed(pm.run(*module)))
-    return 1;
+  // The phases of DESIGN.md's pipeline that exist so far; each one's IR is
+  // kept for --emit mlir.
+  mlir::dpc::AutodiffPassOptions autodiff;
+  autodiff.loss = options.loss;
+  autodiff.microbatches = options.microbatches;
+  autodiff.optimizer = options.optimizer;
+  autodiff.lr = options.lr;
+  autodiff.momentum = options.momentum;
+  autodiff.weightDecay = options.weightDecay;
+  std::vector<std::pair<std::string, std::string>> phaseIR;
+  auto keepIR = [&](const std::string &phase) {
+    std::string text;
+    llvm::raw_string_ostream os(text);
+    module->print(os);
+    phaseIR.emplace_back(phase, std::move(text));
+  };
+  keepIR("import");
+  struct Phase {
+    const char *name;
+    std::function<std::unique_ptr<mlir::Pass>()> create;
+  } phases[] = {
+      {"autodiff",
+       [&] { return mlir::dpc::createAutodiffPass(autodiff); }},
+      {"annotate-costs", [] { return mlir::dpc::createAnnotateCostsPass(); }},
+  };
+  for (const Phase &phase : phases) {
+    mlir::PassManager pm(&context);
+    pm.addPass(phase.create());
+    if (mlir::failed(pm.run(*module)))
+      return 1;
+    keepIR(phase.name);
+  }
 
   if (options.emit != "mlir") {
-    // The training-step passes and the backends arrive with the end-to-end
+    // Partitioning, scheduling and the backends arrive with the end-to-end
     // issue; say so rather than emit something false.
     std::cerr << "dpc compile: --emit " << options.emit
               << " is not available in this build yet; use --emit mlir\n";
@@ -212,15 +242,25 @@ int compile(const CompileOptions &options) {
     std::cerr << "dpc compile: " << problem << "\n";
     return 1;
   }
-  std::error_code ec;
-  llvm::raw_fd_ostream os((out.path() / "model.mlir").string(), ec);
-  if (ec) {
-    std::cerr << "dpc compile: cannot write model.mlir: " << ec.message()
-              << "\n";
-    return 1;
+  auto writeText = [&](const fs::path &path, const std::string &text) {
+    std::error_code ec;
+    llvm::raw_fd_ostream os(path.string(), ec);
+    if (!ec)
+      os << text;
+    if (ec || os.has_error()) {
+      std::cerr << "dpc compile: cannot write '" << path.string() << "'\n";
+      return false;
+    }
+    return true;
+  };
+  fs::create_directories(out.path() / "mlir");
+  for (auto [i, phase] : llvm::enumerate(phaseIR)) {
+    std::string name = std::to_string(i) + "-" + phase.first + ".mlir";
+    if (!writeText(out.path() / "mlir" / name, phase.second))
+      return 1;
   }
-  module->print(os);
-  os.close();
+  if (!writeText(out.path() / "model.mlir", phaseIR.back().second))
+    return 1;
   if (!weights.tensors.empty()) {
     try {
       fs::create_directories(out.path() / "weights");

@@ -11,6 +11,8 @@
 #include "mlir/Interfaces/InferTypeOpInterface.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
+#include "dialects/nn/IR/NNInterfaces.h.inc"
+
 #define GET_OP_CLASSES
 #include "dialects/nn/IR/NNOps.h.inc"
 

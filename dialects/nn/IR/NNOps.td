@@ -9,6 +9,7 @@
 #define DPC_DIALECTS_NN_IR_NNOPS_TD
 
 include "dialects/nn/IR/NNBase.td"
+include "dialects/nn/IR/NNInterfaces.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
 include "mlir/IR/CommonAttrConstraints.td"
 include "mlir/Interfaces/InferTypeOpInterface.td"
@@ -47,7 +48,8 @@ defvar NN_Conv2dAttrs = (ins
   DefaultValuedAttr<DenseI64ArrayAttr, "{1, 1}">:$dilations,
   DefaultValuedAttr<I64Attr, "1">:$groups);
 
-def NN_Conv2dOp : NN_Op<"conv2d", [Pure]> {
+def NN_Conv2dOp : NN_Op<"conv2d", [Pure,
+    DeclareOpInterfaceMethods<NN_GradientOpInterface>]> {
   let summary = "2-D convolution in NCHW layout";
   let description = [{
     Cross-correlates `input` (N x C x H x W) with `filter`
@@ -129,7 +131,8 @@ def NN_Conv2dGradBiasOp : NN_Op<"conv2d_grad_bias", [Pure]> {
 defvar NN_MatmulAttrs = (ins DefaultValuedAttr<BoolAttr, "false">:$transpose_lhs,
                              DefaultValuedAttr<BoolAttr, "false">:$transpose_rhs);
 
-def NN_MatmulOp : NN_Op<"matmul", [Pure]> {
+def NN_MatmulOp : NN_Op<"matmul", [Pure,
+    DeclareOpInterfaceMethods<NN_GradientOpInterface>]> {
   let summary = "matrix product, batched over leading dimensions";
   let description = [{
     Multiplies the last two dimensions of `lhs` (... x M x K) and `rhs`
@@ -187,7 +190,8 @@ def NN_MatmulGradRhsOp : NN_Op<"matmul_grad_rhs", [Pure]> {
 // Elementwise
 //===----------------------------------------------------------------------===//
 
-def NN_AddOp : NN_Op<"add", [Pure, Commutative]> {
+def NN_AddOp : NN_Op<"add", [Pure, Commutative,
+    DeclareOpInterfaceMethods<NN_GradientOpInterface>]> {
   let summary = "elementwise sum with numpy broadcasting";
   let description = [{
     Adds `lhs` and `rhs` after broadcasting both to the result shape by the
@@ -221,7 +225,8 @@ def NN_SumToShapeOp : NN_Op<"sum_to_shape", [Pure]> {
   let hasVerifier = 1;
 }
 
-def NN_ReluOp : NN_Op<"relu", [Pure, SameOperandsAndResultType]> {
+def NN_ReluOp : NN_Op<"relu", [Pure, SameOperandsAndResultType,
+    DeclareOpInterfaceMethods<NN_GradientOpInterface>]> {
   let summary = "rectified linear unit, max(x, 0)";
   let description = [{
     ```mlir
@@ -254,7 +259,8 @@ defvar NN_Pool2dAttrs = (ins DenseI64ArrayAttr:$kernel_shape,
   DefaultValuedAttr<DenseI64ArrayAttr, "{0, 0, 0, 0}">:$pads,
   DefaultValuedAttr<BoolAttr, "false">:$ceil_mode);
 
-def NN_MaxPool2dOp : NN_Op<"max_pool2d", [Pure]> {
+def NN_MaxPool2dOp : NN_Op<"max_pool2d", [Pure,
+    DeclareOpInterfaceMethods<NN_GradientOpInterface>]> {
   let summary = "2-D max pooling in NCHW layout";
   let description = [{
     Takes the maximum over `kernel_shape` windows of `input` moved by
@@ -293,7 +299,8 @@ def NN_MaxPool2dGradOp : NN_Op<"max_pool2d_grad", [Pure]> {
 // Shape
 //===----------------------------------------------------------------------===//
 
-def NN_ReshapeOp : NN_Op<"reshape", [Pure]> {
+def NN_ReshapeOp : NN_Op<"reshape", [Pure,
+    DeclareOpInterfaceMethods<NN_GradientOpInterface>]> {
   let summary = "reinterprets a tensor with another shape";
   let description = [{
     Yields `input`'s elements in row-major order with the result's shape; the

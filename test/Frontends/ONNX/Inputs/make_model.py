@@ -106,8 +106,9 @@ def same_pad():
     return model([n("Conv", ["x", "w"], ["y"], name="conv_same",
                     auto_pad="SAME_UPPER", strides=[2, 2]),
                   n("MaxPool", ["y"], ["z"], name="pool_ceil",
-                    kernel_shape=[3, 3], strides=[2, 2], ceil_mode=1)],
-                 [tensor("x", 2, 3, 9, 9)], [tensor("z", 2, 4, 2, 2)],
+                    kernel_shape=[3, 3], strides=[2, 2], ceil_mode=1),
+                  n("Flatten", ["z"], ["logits"], name="flatten")],
+                 [tensor("x", 2, 3, 9, 9)], [tensor("logits", 2, 16)],
                  [init("w", 4, 3, 3, 3)])
 
 

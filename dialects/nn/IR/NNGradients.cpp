@@ -1,0 +1,99 @@
+//===- NNGradients.cpp - Gradient rules of nn ops -------------------------===//
+//
+// One GradientOpInterface implementation per differentiable op. Input and
+// weight gradients are separate ops; an operand that does not need a
+// gradient gets none built.
+//
+//===----------------------------------------------------------------------===//
+
+#include "dialects/nn/IR/NNOps.h"
+
+#include "mlir/IR/Builders.h"
+
+using namespace mlir;
+using namespace mlir::dpc::nn;
+
+#include "dialects/nn/IR/NNInterfaces.cpp.inc"
+
+// Gradients start as nulls; rules fill in the needed ones.
+static void resetGrads(Operation *op, SmallVectorImpl<Value> &grads) {
+  grads.assign(op->getNumOperands(), Value());
+}
+
+void Conv2dOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
+                              ArrayRef<bool> needed,
+                              SmallVectorImpl<Value> &grads) {
+  resetGrads(*this, grads);
+  Value dy = resultGrads[0];
+  Location loc = getLoc();
+  if (needed[0])
+    grads[0] = b.create<Conv2dGradInputOp>(
+        loc, getInput().getType(), dy, getFilter(), getStridesAttr(),
+        getPadsAttr(), getDilationsAttr(), getGroupsAttr());
+  if (needed[1])
+    grads[1] = b.create<Conv2dGradFilterOp>(
+        loc, getFilter().getType(), dy, getInput(), getStridesAttr(),
+        getPadsAttr(), getDilationsAttr(), getGroupsAttr());
+  if (getBias() && needed[2])
+    grads[2] = b.create<Conv2dGradBiasOp>(loc, getBias().getType(), dy);
+}
+
+void MatmulOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
+                              ArrayRef<bool> needed,
+                              SmallVectorImpl<Value> &grads) {
+  resetGrads(*this, grads);
+  Value dy = resultGrads[0];
+  if (needed[0])
+    grads[0] = b.create<MatmulGradLhsOp>(getLoc(), getLhs().getType(), dy,
+                                         getRhs(), getTransposeLhsAttr(),
+                                         getTransposeRhsAttr());
+  if (needed[1])
+    grads[1] = b.create<MatmulGradRhsOp>(getLoc(), getRhs().getType(), dy,
+                                         getLhs(), getTransposeLhsAttr(),
+                                         getTransposeRhsAttr());
+}
+
+void AddOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
+                           ArrayRef<bool> needed,
+                           SmallVectorImpl<Value> &grads) {
+  resetGrads(*this, grads);
+  Value dy = resultGrads[0];
+  for (unsigned i = 0; i < 2; ++i) {
+    if (!needed[i])
+      continue;
+    Value operand = getOperand(i);
+    // A broadcast operand's gradient is summed back to its shape.
+    grads[i] = operand.getType() == dy.getType()
+                   ? dy
+                   : b.create<SumToShapeOp>(getLoc(), operand.getType(), dy)
+                         .getResult();
+  }
+}
+
+void ReluOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
+                            ArrayRef<bool> needed,
+                            SmallVectorImpl<Value> &grads) {
+  resetGrads(*this, grads);
+  if (needed[0])
+    grads[0] = b.create<ReluGradOp>(getLoc(), resultGrads[0], getResult());
+}
+
+void MaxPool2dOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
+                                 ArrayRef<bool> needed,
+                                 SmallVectorImpl<Value> &grads) {
+  resetGrads(*this, grads);
+  if (needed[0])
+    grads[0] = b.create<MaxPool2dGradOp>(
+        getLoc(), getInput().getType(), resultGrads[0], getInput(),
+        getKernelShapeAttr(), getStridesAttr(), getPadsAttr(),
+        getCeilModeAttr());
+}
+
+void ReshapeOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
+                               ArrayRef<bool> needed,
+                               SmallVectorImpl<Value> &grads) {
+  resetGrads(*this, grads);
+  if (needed[0])
+    grads[0] =
+        b.create<ReshapeOp>(getLoc(), getInput().getType(), resultGrads[0]);
+}

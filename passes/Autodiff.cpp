@@ -1,0 +1,187 @@
+//===- Autodiff.cpp - Loss, backward pass and optimizer -------------------===//
+//
+// Reverse-mode differentiation of @main. A forward sweep marks the values
+// that depend on a parameter; a reverse sweep over the forward ops asks each
+// op's GradientOpInterface for the gradients of its marked operands, summing
+// gradients of values used more than once. Every parameter then gets its
+// optimizer update.
+//
+//===----------------------------------------------------------------------===//
+
+#include "passes/Passes.h"
+
+#include "dialects/nn/IR/NNOps.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/MapVector.h"
+
+namespace mlir::dpc {
+#define GEN_PASS_DEF_AUTODIFFPASS
+#include "passes/Passes.h.inc"
+} // namespace mlir::dpc
+
+using namespace mlir;
+using namespace mlir::dpc;
+
+namespace {
+
+// Gradients of forward values, summed over their uses.
+class GradientMap {
+public:
+  explicit GradientMap(OpBuilder &builder) : builder(builder) {}
+
+  void add(Value value, Value grad, Location loc) {
+    Value &slot = grads[value];
+    slot = slot ? builder.create<nn::AddOp>(loc, slot.getType(), slot, grad)
+                      .getResult()
+                : grad;
+  }
+  Value lookup(Value value) const { return grads.lookup(value); }
+
+private:
+  OpBuilder &builder;
+  llvm::DenseMap<Value, Value> grads;
+};
+
+struct AutodiffPass : public mlir::dpc::impl::AutodiffPassBase<AutodiffPass> {
+  using AutodiffPassBase::AutodiffPassBase;
+
+  void runOnOperation() override {
+    if (failed(checkOptions()))
+      return signalPassFailure();
+    ModuleOp module = getOperation();
+    auto main = module.lookupSymbol<func::FuncOp>("main");
+    if (!main || main.isExternal()) {
+      module.emitError("expects a function @main holding the forward pass");
+      return signalPassFailure();
+    }
+    if (!main.getBody().hasOneBlock()) {
+      main.emitError("expects @main to be a single block");
+      return signalPassFailure();
+    }
+    if (failed(differentiate(main)))
+      return signalPassFailure();
+  }
+
+  LogicalResult checkOptions() {
+    ModuleOp module = getOperation();
+    if (loss != "softmax-cross-entropy")
+      return module.emitError("loss '")
+             << loss << "' is not supported yet; use softmax-cross-entropy";
+    if (optimizer != "sgd")
+      return module.emitError("optimizer '")
+             << optimizer << "' is not supported yet; use sgd";
+    if (microbatches < 1)
+      return module.emitError("expects microbatches >= 1");
+    if (!(lr > 0) || !(momentum >= 0 && momentum < 1) || !(weightDecay >= 0))
+      return module.emitError("expects lr > 0, momentum in [0, 1) and "
+                              "weight-decay >= 0");
+    return success();
+  }
+
+  LogicalResult differentiate(func::FuncOp main) {
+    Block &body = main.getBody().front();
+    auto ret = cast<func::ReturnOp>(body.getTerminator());
+    if (ret.getNumOperands() != 1)
+      return main.emitError("expects @main to return the logits alone, got ")
+             << ret.getNumOperands() << " results";
+    Value logits = ret.getOperand(0);
+    auto logitsType = dyn_cast<RankedTensorType>(logits.getType());
+    if (!logitsType || logitsType.getRank() != 2)
+      return main.emitError("expects rank-2 logits (batch x classes) for "
+                            "softmax-cross-entropy, got ")
+             << logits.getType();
+
+    // Values that depend on a parameter need gradients.
+    SmallVector<Operation *> forward;
+    llvm::DenseSet<Value> needsGrad;
+    for (Operation &op : body.without_terminator()) {
+      forward.push_back(&op);
+      bool fromParam = isa<nn::ParamOp>(op) ||
+                       llvm::any_of(op.getOperands(), [&](Value v) {
+                         return needsGrad.contains(v);
+                       });
+      if (fromParam)
+        needsGrad.insert(op.result_begin(), op.result_end());
+    }
+    if (!needsGrad.contains(logits))
+      return main.emitError("the output does not depend on any parameter: "
+                            "nothing to train");
+
+    OpBuilder builder(ret);
+    Location loc = ret.getLoc();
+    MLIRContext *ctx = &getContext();
+    int64_t batch = logitsType.getShape()[0];
+    auto labelsType = RankedTensorType::get({batch}, builder.getI64Type());
+    Value labels = body.addArgument(
+        labelsType, NameLoc::get(StringAttr::get(ctx, "labels"), loc));
+    float scale = 1.0f / static_cast<float>(microbatches * batch);
+    auto scaleAttr = builder.getF32FloatAttr(scale);
+    Value lossValue = builder.create<nn::SoftmaxCrossEntropyOp>(
+        loc, RankedTensorType::get({}, logitsType.getElementType()), logits,
+        labels, scaleAttr);
+
+    GradientMap grads(builder);
+    grads.add(logits,
+              builder.create<nn::SoftmaxCrossEntropyGradOp>(
+                  loc, logitsType, logits, labels, scaleAttr),
+              loc);
+
+    for (Operation *op : llvm::reverse(forward)) {
+      SmallVector<Value> resultGrads;
+      bool anyGrad = false;
+      for (Value result : op->getResults()) {
+        resultGrads.push_back(grads.lookup(result));
+        anyGrad |= static_cast<bool>(resultGrads.back());
+      }
+      if (!anyGrad || isa<nn::ParamOp>(op))
+        continue;
+      auto rule = dyn_cast<nn::GradientOpInterface>(op);
+      if (!rule)
+        return op->emitError("'")
+               << op->getName() << "' has no gradient rule";
+      // Rules take a gradient for every result; a result nothing used
+      // downstream has none and would need zeros, which no model has needed.
+      if (llvm::is_contained(resultGrads, Value()))
+        return op->emitError("has results without gradients");
+      SmallVector<bool> needed;
+      for (Value operand : op->getOperands())
+        needed.push_back(needsGrad.contains(operand));
+      SmallVector<Value> operandGrads;
+      rule.buildGradients(builder, resultGrads, needed, operandGrads);
+      for (auto [operand, grad] : llvm::zip(op->getOperands(), operandGrads))
+        if (grad)
+          grads.add(operand, grad, op->getLoc());
+    }
+
+    // One update per parameter name, with the gradient summed over reads.
+    llvm::MapVector<StringRef, std::pair<nn::ParamOp, Value>> updates;
+    for (Operation *op : forward) {
+      auto param = dyn_cast<nn::ParamOp>(op);
+      Value grad = param ? grads.lookup(param.getResult()) : Value();
+      if (!grad)
+        continue;
+      auto [it, inserted] =
+          updates.insert({param.getName(), {param, grad}});
+      if (!inserted)
+        it->second.second = builder.create<nn::AddOp>(
+            param.getLoc(), grad.getType(), it->second.second, grad);
+    }
+    for (auto &[name, update] : updates)
+      builder.create<nn::SgdUpdateOp>(
+          update.first.getLoc(), update.first.getResult(), update.second,
+          builder.getF32FloatAttr(lr), builder.getF32FloatAttr(momentum),
+          builder.getF32FloatAttr(weightDecay));
+
+    ret->setOperands({lossValue, logits});
+    main.setFunctionType(builder.getFunctionType(
+        body.getArgumentTypes(), ret.getOperandTypes()));
+    return success();
+  }
+};
+
+} // namespace

@@ -177,7 +177,10 @@ std::string resolveProgram(const std::string &outDir,
                            const std::string &program) {
   if (!program.empty() && program[0] == '/')
     return program;
-  std::string candidate = outDir + "/" + program;
+  std::string relative = program;
+  while (relative.rfind("./", 0) == 0)
+    relative.erase(0, 2);
+  std::string candidate = outDir + "/" + relative;
   if (program.find('/') != std::string::npos || isRegularFile(candidate))
     return candidate;
   return program; // a bare name found on PATH, like `hostname`
@@ -223,6 +226,9 @@ public:
   /// mpirun's own output (not from a rank): its failure reports.
   const std::string &launcherOutput() const { return launcher; }
 
+  /// The first rank that printed an error-looking line, or -1.
+  int firstRankWithError() const { return firstErrorRank; }
+
 private:
   void handleLine(bool fromStderr, const std::string &line) {
     static const std::regex tag(R"(^\[\d+,(\d+)\]<(stdout|stderr)>:(.*)$)");
@@ -242,13 +248,17 @@ private:
     std::cerr << text << "\n" << std::flush;
     if (!text.empty())
       lastStderr[rank] = text;
-    if (text.find("error") != std::string::npos)
+    if (text.find("error") != std::string::npos) {
       lastError[rank] = text;
+      if (firstErrorRank < 0)
+        firstErrorRank = rank;
+    }
     (void)fromStderr;
   }
 
   std::string pendingOut, pendingErr, launcher;
   std::map<int, std::string> lastStderr, lastError;
+  int firstErrorRank = -1;
 };
 
 /// What mpirun says about the first rank that failed.
@@ -571,6 +581,12 @@ int runRunCommand(const Args &args) {
                         : "signal " + std::to_string(WTERMSIG(status));
   std::optional<RankFailure> failure =
       findFailedRank(follower.launcherOutput());
+  // mpirun does not always get to print which process failed first (under
+  // load it may exit right after killing the others); the first rank that
+  // reported an error is then the best guess.
+  if (!failure && follower.firstRankWithError() >= 0)
+    failure = RankFailure{follower.firstRankWithError(),
+                          "failed (mpirun " + how + ")"};
   if (!failure || verbose)
     std::cerr << follower.launcherOutput();
   if (!failure)

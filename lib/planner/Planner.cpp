@@ -595,7 +595,7 @@ Expected<PlanResult> planPipeline(const Graph &g,
     // Enumerating costs about n^2 per order, planning one perOrder.
     size_t budget = static_cast<size_t>(
         std::min<double>({double(opts.exhaustiveOrderLimit),
-                          4e7 / (perOrder + 1), 1e6 / (double(n) * n)}));
+                          4e7 / (perOrder + 1), 2e5 / (double(n) * n)}));
     if (budget > 0)
       orders = allTopologicalOrders(g, budget);
     result.exhaustive = !orders.empty();

@@ -6,7 +6,9 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cmath>
+#include <cstdio>
 
 using namespace dpc::planner;
 
@@ -218,6 +220,67 @@ TEST(PlannerTest, PlanJsonHasTheDesignKeys) {
   EXPECT_EQ(nodes, g.size());
   EXPECT_EQ(ranks + j["idle_devices"].get<int>(), 16);
   EXPECT_EQ(j["stages"][0]["nodes"][0], "node1"); // the input leads
+}
+
+} // namespace
+
+namespace {
+
+/// Inception-like: `blocks` blocks of `branches` parallel 3-node branches
+/// joined by a concat, the shape on which antichain enumeration explodes.
+Graph branchyGraph(int blocks, int branches) {
+  Graph g;
+  Node in;
+  in.name = "input";
+  in.isInput = true;
+  NodeId last = g.addNode(in);
+  int id = 0;
+  for (int b = 0; b < blocks; ++b) {
+    std::vector<NodeId> ends;
+    for (int k = 0; k < branches; ++k) {
+      NodeId prev = last;
+      for (int d = 0; d < 3; ++d) {
+        Node n;
+        n.name = "op" + std::to_string(id++);
+        n.forwardMs = 1 + (id * 7919 % 13);
+        n.backwardMs = 2 * n.forwardMs;
+        n.activationBytes = 1e6 * (1 + id * 104729 % 5);
+        n.parameterBytes = 1e5 * (id * 31 % 11);
+        NodeId v = g.addNode(n);
+        g.addEdge(prev, v);
+        prev = v;
+      }
+      ends.push_back(prev);
+    }
+    Node concat;
+    concat.name = "concat" + std::to_string(b);
+    concat.activationBytes = 4e6;
+    NodeId c = g.addNode(concat);
+    for (NodeId e : ends)
+      g.addEdge(e, c);
+    last = c;
+  }
+  return g;
+}
+
+TEST(PlannerTest, BranchyGraphsStayFast) {
+  Graph g = branchyGraph(40, 6); // 761 nodes
+  for (int devices : {4, 16}) {
+    PlannerOptions opts = flat(devices, false);
+    auto start = std::chrono::steady_clock::now();
+    Expected<PlanResult> r = planPipeline(g, opts);
+    double ms = std::chrono::duration<double, std::milli>(
+                    std::chrono::steady_clock::now() - start)
+                    .count();
+    ASSERT_TRUE(r) << r.error();
+    Expected<Evaluation> e = evaluate(g, r->plan, opts.cost);
+    ASSERT_TRUE(e) << e.error();
+    EXPECT_DOUBLE_EQ(e->bottleneckSeconds, r->evaluation.bottleneckSeconds);
+    // A generous bound: this guards against exponential blow-up, not speed.
+    EXPECT_LT(ms, 2000.0);
+    std::printf("%zu-node branchy graph on %d devices: %.2f ms, %zu stages\n",
+                g.size(), devices, ms, r->plan.stages.size());
+  }
 }
 
 } // namespace

@@ -1,0 +1,104 @@
+//===- ScheduleJsonTest.cpp - schedule.json round trip and errors --------===//
+
+#include "dpc/schedule/Builder.h"
+#include "dpc/schedule/Schedule.h"
+
+#include <gtest/gtest.h>
+
+using namespace dpc::schedule;
+
+TEST(ScheduleJson, RoundTripsEveryKind) {
+  for (ScheduleKind kind :
+       {ScheduleKind::GPipe, ScheduleKind::OneFOneB, ScheduleKind::PipeDream,
+        ScheduleKind::Interleaved, ScheduleKind::ZeroBubbleH1}) {
+    BuildOptions o;
+    o.kind = kind;
+    o.stages = 3;
+    o.microbatches = 6;
+    o.virtualStages = kind == ScheduleKind::Interleaved ? 2 : 1;
+    o.verticalSync = kind == ScheduleKind::PipeDream;
+    StageInfo info;
+    info.forward = 1.5;
+    info.paramBytes = 123;
+    info.weightBytes = 45;
+    info.activationBytes = 67;
+    info.outputBytes = 89;
+    o.stageInfo = {info};
+    Schedule s;
+    ASSERT_EQ(buildSchedule(o, s), "");
+    Schedule back;
+    ASSERT_EQ(fromJson(toJson(s, 1), back), "");
+    EXPECT_EQ(back.kind, s.kind);
+    EXPECT_EQ(back.ranks, s.ranks);
+    EXPECT_EQ(back.microbatches, s.microbatches);
+    EXPECT_EQ(back.chunks, s.chunks);
+    EXPECT_EQ(back.verticalSync, s.verticalSync);
+    ASSERT_EQ(back.stages.size(), s.stages.size());
+    EXPECT_EQ(back.stages.back().forward, 1.5);
+    EXPECT_EQ(back.stages.back().outputBytes, 89);
+    EXPECT_EQ(back.programs, s.programs) << kindName(kind);
+  }
+}
+
+TEST(ScheduleJson, CompactInstructionForm) {
+  Schedule s;
+  s.ranks = 2;
+  s.stages.assign(2, StageInfo());
+  s.programs.resize(2);
+  s.programs[0].push_back(Instruction::transfer(
+      Op::SendStart, Payload::Activation, 3, 0, 1, 12, 4096));
+  std::string json = toJson(s);
+  EXPECT_NE(json.find(R"({"bytes":4096,"mb":3,"op":"send_start","peer":1,)"
+                      R"("tag":12,"what":"act"})"),
+            std::string::npos)
+      << json;
+}
+
+TEST(ScheduleJson, Errors) {
+  Schedule s;
+  EXPECT_EQ(fromJson("[", s).substr(0, 13), "invalid JSON:");
+  EXPECT_EQ(fromJson(R"({"ranks":1,"microbatches":1})", s),
+            "missing \"programs\" array");
+  EXPECT_EQ(fromJson(R"({"kind":"zb-h2","ranks":1,"microbatches":1})", s),
+            "unknown schedule kind 'zb-h2'");
+  EXPECT_EQ(fromJson(R"({"ranks":1,"microbatches":1,"programs":[
+                {"rank":0,"instructions":[{"op":"jump"}]}]})",
+                     s),
+            "rank 0: instruction 0: unknown op 'jump'");
+  EXPECT_EQ(fromJson(R"({"ranks":1,"microbatches":1,"programs":[
+                {"rank":0,"instructions":[{"op":"send_start","mb":0}]}]})",
+                     s),
+            "rank 0: instruction 0: SendStart without \"what\"");
+  EXPECT_EQ(fromJson(R"({"ranks":2,"microbatches":1,"programs":[
+                {"rank":5,"instructions":[]}]})",
+                     s),
+            "program for rank 5 but the schedule has 2 ranks");
+  EXPECT_EQ(readScheduleFile("/nonexistent/schedule.json", s),
+            "cannot open '/nonexistent/schedule.json'");
+}
+
+TEST(ScheduleJson, KindNames) {
+  for (const char *name :
+       {"gpipe", "1f1b", "pipedream", "interleaved", "zb-h1", "custom"}) {
+    ScheduleKind kind;
+    ASSERT_TRUE(parseKind(name, kind));
+    EXPECT_STREQ(kindName(kind), name);
+  }
+  ScheduleKind kind;
+  EXPECT_FALSE(parseKind("zb-v", kind));
+}
+
+TEST(ScheduleJson, Describe) {
+  Instruction fwd = Instruction::compute(Op::Forward, 4, 1);
+  EXPECT_EQ(describe(fwd), "Forward mb 4");
+  EXPECT_EQ(describe(fwd, 2), "Forward mb 4 chunk 1");
+  fwd.version = 2;
+  EXPECT_EQ(describe(fwd), "Forward mb 4 weights v2");
+  Instruction restore;
+  restore.op = Op::RestoreWeights;
+  restore.version = 3;
+  EXPECT_EQ(describe(restore), "RestoreWeights version 3");
+  EXPECT_EQ(describe(Instruction::transfer(Op::RecvFinish, Payload::Gradient, 3,
+                                           0, 2, 0, 0)),
+            "RecvFinish grad mb 3 from rank 2");
+}

@@ -1,0 +1,169 @@
+//===- SimulatorTest.cpp - Predicted timelines and bubble fractions -------===//
+//
+// With unit costs (F = B = W = 1; a combined backward costs B + W = 2) and
+// free transfers the bubble fractions are the textbook ones, exactly:
+//   gpipe, 1f1b, pipedream window:  (p - 1) / (m + p - 1)
+//   interleaved (m a multiple of p): (p - 1) / (v m + p - 1)
+//   zb-h1 (m >= p):                  (p - 1) / (3 m + p - 1)
+// The last is zero bubble's (p - 1)(F + B - W) idle time per rank over a
+// step of 3m + p - 1, about a third of 1F1B's 3(p - 1).
+//
+//===----------------------------------------------------------------------===//
+
+#include "dpc/schedule/Simulator.h"
+#include "dpc/schedule/Builder.h"
+
+#include <gtest/gtest.h>
+
+using namespace dpc::schedule;
+
+namespace {
+
+SimulateResult simulate(ScheduleKind kind, int p, int m, int v = 1,
+                        const SimulateOptions &options = {},
+                        std::vector<StageInfo> stages = {}) {
+  BuildOptions o;
+  o.kind = kind;
+  o.stages = p;
+  o.microbatches = m;
+  o.virtualStages = v;
+  o.stageInfo = std::move(stages);
+  Schedule s;
+  EXPECT_EQ(buildSchedule(o, s), "");
+  SimulateResult result;
+  EXPECT_EQ(simulateSchedule(s, options, result), "");
+  return result;
+}
+
+constexpr double kExact = 1e-12;
+
+} // namespace
+
+TEST(Simulator, GPipeAndOneFOneBBubbleIsTextbook) {
+  for (int p = 1; p <= 8; ++p) {
+    for (int m = 1; m <= 32; ++m) {
+      double expected = double(p - 1) / (m + p - 1);
+      for (ScheduleKind kind : {ScheduleKind::GPipe, ScheduleKind::OneFOneB,
+                                ScheduleKind::PipeDream}) {
+        SimulateResult r = simulate(kind, p, m);
+        EXPECT_NEAR(r.bubbleFraction, expected, kExact)
+            << kindName(kind) << " p=" << p << " m=" << m;
+        EXPECT_NEAR(r.stepTime, 3.0 * (m + p - 1), kExact);
+      }
+    }
+  }
+}
+
+TEST(Simulator, InterleavedBubbleIsAboutOneOverV) {
+  for (int p : {2, 3, 4, 8}) {
+    for (int v : {2, 3, 4}) {
+      for (int k = 1; k <= 6; ++k) {
+        int m = k * p;
+        SimulateResult r = simulate(ScheduleKind::Interleaved, p, m, v);
+        EXPECT_NEAR(r.bubbleFraction, double(p - 1) / (v * m + p - 1), kExact)
+            << "p=" << p << " m=" << m << " v=" << v;
+        // Against 1F1B on the same model (a chunk costs 1/v of a stage,
+        // which the fraction does not see): the idle time is 1/v of it.
+        double oneF = double(p - 1) / (m + p - 1);
+        double idleRatio =
+            (r.bubbleFraction / (1 - r.bubbleFraction)) / (oneF / (1 - oneF));
+        EXPECT_NEAR(idleRatio, 1.0 / v, kExact);
+      }
+    }
+  }
+}
+
+TEST(Simulator, ZeroBubbleH1IsAboutAThirdOfOneFOneB) {
+  for (int p = 2; p <= 8; ++p) {
+    for (int m = 1; m <= 40; ++m) {
+      SimulateResult zb = simulate(ScheduleKind::ZeroBubbleH1, p, m);
+      double oneF = double(p - 1) / (m + p - 1);
+      double formula = double(p - 1) / (3 * m + p - 1);
+      SCOPED_TRACE("p=" + std::to_string(p) + " m=" + std::to_string(m));
+      if (m >= p)
+        EXPECT_NEAR(zb.bubbleFraction, formula, kExact);
+      else // a short pipeline never fills: between the two
+        EXPECT_TRUE(zb.bubbleFraction >= formula - kExact &&
+                    zb.bubbleFraction < oneF);
+      // The idle time per rank is (p - 1) against 1F1B's 3 (p - 1).
+      if (m >= p)
+        EXPECT_NEAR(zb.stepTime * p - zb.busyTime, p * (p - 1.0), kExact);
+      if (m >= 8 * p)
+        EXPECT_NEAR(zb.bubbleFraction / oneF, 1.0 / 3, 0.04);
+    }
+  }
+}
+
+TEST(Simulator, LatencyAndBandwidth) {
+  // gpipe p=2 m=1: F on rank 0, transfer, F and B on rank 1, transfer, B on
+  // rank 0: 1 + t + 1 + 2 + t + 2.
+  StageInfo info;
+  info.outputBytes = 1000;
+  SimulateOptions opts;
+  opts.latency = 0.5;
+  opts.bandwidth = 4000; // bytes per ms: 0.25 ms per message
+  SimulateResult r = simulate(ScheduleKind::GPipe, 2, 1, 1, opts, {info});
+  EXPECT_NEAR(r.stepTime, 6 + 2 * 0.75, kExact);
+  EXPECT_NEAR(r.busyTime, 6, kExact);
+
+  // The optimizer step is busy time on every rank.
+  opts = {};
+  opts.optimizerStep = 0.5;
+  SimulateResult withStep = simulate(ScheduleKind::OneFOneB, 2, 4, 1, opts);
+  EXPECT_NEAR(withStep.stepTime, 3 * 5 + 0.5, kExact);
+}
+
+TEST(Simulator, SlowestStageBoundsTheStep) {
+  std::vector<StageInfo> stages(4);
+  stages[2].forward = 2;
+  stages[2].backwardInput = 2;
+  stages[2].backwardWeight = 2;
+  for (ScheduleKind kind : {ScheduleKind::GPipe, ScheduleKind::OneFOneB,
+                            ScheduleKind::ZeroBubbleH1}) {
+    SimulateResult r = simulate(kind, 4, 16, 1, {}, stages);
+    EXPECT_GE(r.stepTime, 16 * 6.0) << kindName(kind);
+    EXPECT_LT(r.stepTime, 16 * 6.0 + 3 * 6.0 + 1e-9) << kindName(kind);
+    EXPECT_NEAR(r.rankBusy[2], 16 * 6.0, kExact);
+  }
+}
+
+TEST(Simulator, TimelineSpans) {
+  SimulateResult r = simulate(ScheduleKind::ZeroBubbleH1, 2, 2);
+  int forwards = 0, inputs = 0, weights = 0, sends = 0, recvs = 0, steps = 0;
+  for (const TimelineEvent &ev : r.timeline.events) {
+    forwards += ev.kind == EventKind::Forward;
+    inputs += ev.kind == EventKind::BackwardInput;
+    weights += ev.kind == EventKind::BackwardWeight;
+    sends += ev.kind == EventKind::Send;
+    recvs += ev.kind == EventKind::Recv;
+    steps += ev.kind == EventKind::Optimizer;
+    EXPECT_LE(ev.start, ev.end);
+  }
+  EXPECT_EQ(forwards, 4);
+  EXPECT_EQ(inputs, 4);
+  EXPECT_EQ(weights, 4);
+  EXPECT_EQ(sends, 4); // 2 activations, 2 gradients
+  EXPECT_EQ(recvs, 4);
+  EXPECT_EQ(steps, 0); // zero-cost steps draw nothing
+  const TimelineEvent &first = r.timeline.events.front();
+  EXPECT_EQ(first.name, "F0");
+  EXPECT_EQ(first.rank, 0);
+  EXPECT_EQ(first.start, 0);
+  EXPECT_EQ(first.end, 1);
+}
+
+TEST(Simulator, ReportsDeadlock) {
+  Schedule s;
+  s.ranks = 2;
+  s.microbatches = 1;
+  s.stages.assign(2, StageInfo());
+  s.programs.resize(2);
+  s.programs[0].push_back(
+      Instruction::transfer(Op::RecvStart, Payload::Gradient, 0, 0, 1, 1, 0));
+  s.programs[0].push_back(
+      Instruction::transfer(Op::RecvFinish, Payload::Gradient, 0, 0, 1, 1, 0));
+  SimulateResult r;
+  EXPECT_EQ(simulateSchedule(s, {}, r),
+            "rank 0: instruction 1 (RecvFinish grad mb 0 from rank 1): the "
+            "streams deadlock; run the verifier for details");
+}

@@ -1,0 +1,285 @@
+//===- VerifierTest.cpp - Violations of each kind -------------------------===//
+//
+// Each test breaks a correct schedule in one way and checks that the
+// verifier names the rank, the instruction and the microbatch.
+//
+//===----------------------------------------------------------------------===//
+
+#include "dpc/schedule/Verifier.h"
+#include "dpc/schedule/Builder.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+using namespace dpc::schedule;
+
+namespace {
+
+Schedule build(ScheduleKind kind, int p, int m) {
+  BuildOptions options;
+  options.kind = kind;
+  options.stages = p;
+  options.microbatches = m;
+  Schedule schedule;
+  EXPECT_EQ(buildSchedule(options, schedule), "");
+  return schedule;
+}
+
+/// Index of the first instruction on `rank` matching the predicate.
+template <typename Pred> int find(const Schedule &s, int rank, Pred pred) {
+  const auto &program = s.programs[rank];
+  auto it = std::find_if(program.begin(), program.end(), pred);
+  EXPECT_NE(it, program.end());
+  return static_cast<int>(it - program.begin());
+}
+
+auto is(Op op, int mb, Payload what = Payload::None) {
+  return [=](const Instruction &inst) {
+    return inst.op == op && inst.mb == mb &&
+           (what == Payload::None || inst.what == what);
+  };
+}
+
+const Violation *findKind(const VerifyResult &r, ViolationKind kind) {
+  for (const Violation &v : r.violations)
+    if (v.kind == kind)
+      return &v;
+  return nullptr;
+}
+
+} // namespace
+
+TEST(Verifier, FormatNamesRankInstructionAndMicrobatch) {
+  Violation v;
+  v.rank = 1;
+  v.index = 7;
+  v.instruction = "RecvFinish grad mb 3 from rank 2";
+  v.mb = 3;
+  v.message = "deadlock with blocking transfers: ...";
+  EXPECT_EQ(v.format(), "rank 1: instruction 7 (RecvFinish grad mb 3 from "
+                        "rank 2): deadlock with blocking transfers: ...");
+}
+
+TEST(Verifier, SendWithoutRecvDeadlocks) {
+  Schedule s = build(ScheduleKind::OneFOneB, 2, 2);
+  auto &rank1 = s.programs[1];
+  // Rank 1 never posts the receive of mb 1's activation.
+  rank1.erase(rank1.begin() +
+              find(s, 1, is(Op::RecvStart, 1, Payload::Activation)));
+  rank1.erase(rank1.begin() +
+              find(s, 1, is(Op::RecvFinish, 1, Payload::Activation)));
+  VerifyResult r = verifySchedule(s);
+  const Violation *unmatched = findKind(r, ViolationKind::Unmatched);
+  ASSERT_NE(unmatched, nullptr);
+  EXPECT_EQ(unmatched->rank, 0);
+  EXPECT_EQ(unmatched->mb, 1);
+  EXPECT_EQ(unmatched->format(),
+            "rank 0: instruction 8 (SendStart act mb 1 to rank 1): rank 1 "
+            "never receives it (no RecvStart act mb 1 from rank 0 with tag "
+            "4)");
+  const Violation *deadlock = findKind(r, ViolationKind::Deadlock);
+  ASSERT_NE(deadlock, nullptr);
+  EXPECT_FALSE(r.blockingDeadlockFree);
+  EXPECT_FALSE(r.nonBlockingDeadlockFree);
+  // Rank 1 also runs mb 1's forward without its input.
+  EXPECT_NE(findKind(r, ViolationKind::Dataflow), nullptr);
+}
+
+// Rank 1 posts mb 1's receive before mb 0's: fine when Starts do not block,
+// a deadlock when they rendezvous.
+TEST(Verifier, ReorderedRecvDeadlocksOnlyWhenBlocking) {
+  Schedule s = build(ScheduleKind::GPipe, 2, 2);
+  auto &rank1 = s.programs[1];
+  int recv1 = find(s, 1, is(Op::RecvStart, 1, Payload::Activation));
+  Instruction moved = rank1[recv1];
+  rank1.erase(rank1.begin() + recv1);
+  rank1.insert(rank1.begin(), moved);
+  VerifyResult r = verifySchedule(s);
+  EXPECT_FALSE(r.blockingDeadlockFree);
+  EXPECT_TRUE(r.nonBlockingDeadlockFree);
+  ASSERT_EQ(r.violations.size(), 1u) << r.violations[0].format();
+  EXPECT_EQ(r.violations[0].format(),
+            "rank 0: instruction 3 (SendStart act mb 0 to rank 1): deadlock "
+            "with blocking transfers: waits for rank 1 to reach instruction 1 "
+            "(RecvStart act mb 0 from rank 0), but rank 1 is blocked at "
+            "instruction 0 (RecvStart act mb 1 from rank 0)");
+
+  VerifyOptions nonBlockingOnly;
+  nonBlockingOnly.checkBlocking = false;
+  EXPECT_TRUE(verifySchedule(s, nonBlockingOnly).ok());
+}
+
+// Receiving mb 1 completely before posting mb 0 deadlocks either way: the
+// sender finishes mb 0 before it starts mb 1.
+TEST(Verifier, SwappedRecvsDeadlockUnderBothModels) {
+  Schedule s = build(ScheduleKind::GPipe, 2, 2);
+  auto &rank1 = s.programs[1];
+  std::vector<Instruction> recvs;
+  for (int mb : {1, 0})
+    for (Op op : {Op::RecvStart, Op::RecvFinish})
+      recvs.push_back(rank1[find(s, 1, is(op, mb, Payload::Activation))]);
+  rank1.erase(std::remove_if(rank1.begin(), rank1.end(),
+                             [](const Instruction &inst) {
+                               return inst.what == Payload::Activation;
+                             }),
+              rank1.end());
+  rank1.insert(rank1.begin(), recvs.begin(), recvs.end());
+  VerifyResult r = verifySchedule(s);
+  EXPECT_FALSE(r.blockingDeadlockFree);
+  EXPECT_FALSE(r.nonBlockingDeadlockFree);
+  const Violation *deadlock = findKind(r, ViolationKind::Deadlock);
+  ASSERT_NE(deadlock, nullptr);
+  EXPECT_NE(deadlock->message.find("deadlock with non-blocking transfers"),
+            std::string::npos);
+}
+
+TEST(Verifier, RestoreWithoutStash) {
+  Schedule s = build(ScheduleKind::OneFOneB, 2, 4);
+  auto &rank0 = s.programs[0];
+  rank0.erase(rank0.begin() + find(s, 0, is(Op::Stash, 2)));
+  VerifyResult r = verifySchedule(s);
+  ASSERT_FALSE(r.ok());
+  const Violation &v = r.violations[0];
+  EXPECT_EQ(v.kind, ViolationKind::RestoreNoStash);
+  EXPECT_EQ(v.rank, 0);
+  EXPECT_EQ(v.mb, 2);
+  EXPECT_EQ(v.instruction, "Restore mb 2");
+  EXPECT_EQ(v.message, "restore of mb 2 without a live stash");
+}
+
+TEST(Verifier, StashNeverFreed) {
+  Schedule s = build(ScheduleKind::GPipe, 3, 3);
+  auto &rank2 = s.programs[2];
+  rank2.erase(rank2.begin() + find(s, 2, is(Op::Free, 1)));
+  VerifyResult r = verifySchedule(s);
+  ASSERT_EQ(r.violations.size(), 1u);
+  EXPECT_EQ(r.violations[0].kind, ViolationKind::StashLeak);
+  EXPECT_EQ(r.violations[0].index, find(s, 2, is(Op::Stash, 1)));
+  EXPECT_EQ(r.violations[0].message, "stash of mb 1 is never freed");
+}
+
+TEST(Verifier, MemoryLimit) {
+  BuildOptions o;
+  o.kind = ScheduleKind::OneFOneB;
+  o.stages = 4;
+  o.microbatches = 8;
+  StageInfo info;
+  info.paramBytes = 1000;
+  info.activationBytes = 100;
+  info.outputBytes = 10;
+  o.stageInfo = {info};
+  Schedule s;
+  ASSERT_EQ(buildSchedule(o, s), "");
+  VerifyResult r = verifySchedule(s);
+  ASSERT_TRUE(r.ok());
+  // Rank 0: parameters, 4 stashes, one send in flight and one gradient
+  // receive posted early; rank 3, the last, one stash and two buffers.
+  EXPECT_EQ(r.ranks[0].peakMemoryBytes, 1000 + 4 * 100 + 2 * 10);
+  EXPECT_EQ(r.ranks[3].peakMemoryBytes, 1000 + 1 * 100 + 10);
+
+  VerifyOptions limit;
+  limit.memoryLimit = 1300;
+  VerifyResult over = verifySchedule(s, limit);
+  ASSERT_EQ(over.violations.size(), 2u);
+  EXPECT_EQ(over.violations[0].kind, ViolationKind::MemoryLimit);
+  EXPECT_EQ(over.violations[0].rank, 0);
+  EXPECT_EQ(over.violations[0].format(),
+            "rank 0: instruction 11 (Stash mb 2): memory reaches 1.28 KiB "
+            "(peak 1.39 KiB, parameters 1000 B), over the limit of 1.27 KiB");
+  EXPECT_EQ(over.violations[1].rank, 1);
+}
+
+TEST(Verifier, OptimizerStepCounts) {
+  Schedule s = build(ScheduleKind::OneFOneB, 2, 2);
+  s.programs[1].push_back(s.programs[1][find(
+      s, 1, [](const Instruction &i) { return i.op == Op::OptimizerStep; })]);
+  VerifyResult r = verifySchedule(s);
+  ASSERT_EQ(r.violations.size(), 1u);
+  EXPECT_EQ(r.violations[0].format(),
+            "rank 1: 1f1b updates once per minibatch, but the stream has 2 "
+            "optimizer steps");
+
+  // An update in the middle of a synchronous step.
+  Schedule early = build(ScheduleKind::GPipe, 2, 3);
+  Instruction step;
+  step.op = Op::OptimizerStep;
+  auto &rank0 = early.programs[0];
+  rank0.insert(rank0.begin() + find(early, 0, is(Op::Backward, 1)), step);
+  VerifyResult r2 = verifySchedule(early);
+  ASSERT_FALSE(r2.ok());
+  EXPECT_EQ(r2.violations[0].message,
+            "gpipe updates once per minibatch, but this update comes before "
+            "the backward of mb 1");
+
+  // PipeDream must update after every backward.
+  Schedule pd = build(ScheduleKind::PipeDream, 2, 4);
+  auto &pd1 = pd.programs[1];
+  int firstStep = find(
+      pd, 1, [](const Instruction &i) { return i.op == Op::OptimizerStep; });
+  pd1.erase(pd1.begin() + firstStep);
+  VerifyResult r3 = verifySchedule(pd);
+  ASSERT_FALSE(r3.ok());
+  EXPECT_EQ(r3.violations[0].kind, ViolationKind::Dataflow);
+}
+
+TEST(Verifier, WeightVersionRestoreWithoutStash) {
+  Schedule s = build(ScheduleKind::PipeDream, 3, 6);
+  auto &rank0 = s.programs[0];
+  int stash =
+      find(s, 0, [](const Instruction &i) { return i.op == Op::StashWeights; });
+  int version = rank0[stash].version;
+  rank0.erase(rank0.begin() + stash);
+  VerifyResult r = verifySchedule(s);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.violations[0].kind, ViolationKind::RestoreNoStash);
+  EXPECT_EQ(r.violations[0].message, "restore of weight version " +
+                                         std::to_string(version) +
+                                         " without a stash");
+}
+
+TEST(Verifier, SizeMismatch) {
+  Schedule s = build(ScheduleKind::OneFOneB, 2, 2);
+  for (Op op : {Op::RecvStart, Op::RecvFinish})
+    s.programs[1][find(s, 1, is(op, 1, Payload::Activation))].bytes = 64;
+  VerifyResult r = verifySchedule(s);
+  ASSERT_EQ(r.violations.size(), 1u);
+  EXPECT_EQ(r.violations[0].kind, ViolationKind::Mismatch);
+  EXPECT_EQ(r.violations[0].format(),
+            "rank 0: instruction 8 (SendStart act mb 1 to rank 1): matches "
+            "instruction 5 (RecvStart act mb 1 from rank 0) of rank 1, which "
+            "expects act of mb 1 and 64 bytes, not act of mb 1 and 0 bytes");
+}
+
+TEST(Verifier, MissingBackward) {
+  Schedule s = build(ScheduleKind::GPipe, 1, 2);
+  // A custom stream: no update-count rule fires before the end-of-stream
+  // check.
+  s.kind = ScheduleKind::Custom;
+  auto &rank0 = s.programs[0];
+  for (Op op : {Op::Restore, Op::Backward, Op::Free})
+    rank0.erase(rank0.begin() + find(s, 0, is(op, 1)));
+  VerifyResult r = verifySchedule(s);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.violations[0].format(),
+            "rank 0: the stream never runs the backward of mb 1");
+}
+
+TEST(Verifier, WrongPeer) {
+  Schedule s = build(ScheduleKind::OneFOneB, 3, 2);
+  s.programs[0][find(s, 0, is(Op::SendStart, 0))].peer = 2;
+  VerifyResult r = verifySchedule(s);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.violations[0].format(),
+            "rank 0: instruction 3 (SendStart act mb 0 to rank 2): sends act "
+            "of mb 0 to rank 2, which does not hold the next stage");
+}
+
+TEST(Verifier, MalformedShape) {
+  Schedule s = build(ScheduleKind::OneFOneB, 2, 2);
+  s.programs[0][0].mb = 9;
+  VerifyResult r = verifySchedule(s);
+  ASSERT_EQ(r.violations.size(), 1u);
+  EXPECT_EQ(r.violations[0].kind, ViolationKind::Malformed);
+  EXPECT_EQ(r.violations[0].message, "microbatch 9 out of range [0, 2)");
+}

@@ -618,8 +618,11 @@ Expected<PlanResult> planPipeline(const Graph &g,
       // A tight bound makes the dynamic program cheap and a failed run
       // cheaper still: raise a guess from the compute lower bound until
       // a plan is found below it.
+      // At most 40 steps (a factor 7500): with no finite bound, or when
+      // nothing fits, the unbounded search below takes over.
       double guess = lowerBound(g, opts, place.devices);
-      for (; guess * 1.25 < cap && !r.found; guess *= 1.25)
+      for (int step = 0; step < 40 && guess * 1.25 < cap && !r.found;
+           ++step, guess *= 1.25)
         r = planOrder(g, oc, opts, place, guess * 1.25);
     }
     if (!r.found)

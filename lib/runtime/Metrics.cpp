@@ -83,14 +83,14 @@ Progress ProgressMeter::update(int64_t step, double loss, double nowS) {
   p.totalSteps = totalSteps;
   p.loss = loss;
   double secondsPerStep;
-  if (step <= 1 || firstStepEndS < 0) {
-    // Only the first step to go on: it includes warm-up, but it is all we
-    // have.
-    if (firstStepEndS < 0)
-      firstStepEndS = nowS;
-    secondsPerStep = (nowS - startS) / double(std::max<int64_t>(step, 1));
+  if (firstStep < 0 || step <= firstStep) {
+    // Only the first step seen (the first of a run, or of a resumed one) to
+    // go on: it includes warm-up, but it is all there is.
+    firstStep = step;
+    firstStepEndS = nowS;
+    secondsPerStep = nowS - startS;
   } else {
-    secondsPerStep = (nowS - firstStepEndS) / double(step - 1);
+    secondsPerStep = (nowS - firstStepEndS) / double(step - firstStep);
   }
   p.samplesPerSecond =
       secondsPerStep > 0 ? double(samplesPerStep) / secondsPerStep : 0;

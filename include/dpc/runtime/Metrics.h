@@ -64,13 +64,15 @@ std::string formatProgress(const Progress &progress);
 class ProgressMeter {
 public:
   ProgressMeter(int64_t totalSteps, int64_t samplesPerStep, double startS);
-  /// Records that `step` (from 1) finished at time `nowS` with `loss`.
+  /// Records that `step` (from 1; a resumed run starts later) finished at
+  /// time `nowS` with `loss`.
   Progress update(int64_t step, double loss, double nowS);
 
 private:
   int64_t totalSteps, samplesPerStep;
   double startS;
-  double firstStepEndS = -1;
+  int64_t firstStep = -1; // the first step seen; throughput counts after it
+  double firstStepEndS = 0;
 };
 
 } // namespace dpc::runtime

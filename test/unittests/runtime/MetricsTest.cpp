@@ -110,3 +110,14 @@ TEST(Progress, MeterExcludesWarmUpFromThroughput) {
   Progress last = meter.update(100, 0.5, 15.0 + 0.5 * 99);
   EXPECT_DOUBLE_EQ(last.etaSeconds, 0.0);
 }
+
+TEST(Progress, MeterHandlesAResumedRun) {
+  // Resumed at step 51 of 100: the rate counts from there, not from step 1.
+  ProgressMeter meter(100, 64, /*startS=*/0.0);
+  Progress first = meter.update(51, 1.0, 2.0);
+  EXPECT_DOUBLE_EQ(first.samplesPerSecond, 32.0);
+  EXPECT_DOUBLE_EQ(first.etaSeconds, 49 * 2.0);
+  Progress p = meter.update(61, 1.0, 7.0);
+  EXPECT_DOUBLE_EQ(p.samplesPerSecond, 128.0);
+  EXPECT_DOUBLE_EQ(p.etaSeconds, 39 * 0.5);
+}

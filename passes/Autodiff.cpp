@@ -11,6 +11,7 @@
 #include "passes/Passes.h"
 
 #include "dialects/nn/IR/NNOps.h"
+#include "dialects/pipe/IR/PipeOps.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
@@ -29,21 +30,47 @@ using namespace mlir::dpc;
 
 namespace {
 
+// When the forward pass is already partitioned, every op autodiff creates
+// runs on the stage of the forward op it belongs to: gradient ops on the
+// stage of the op they differentiate, gradient sums on the stage of the value,
+// updates on the stage of the parameter.
+class StageTagger : public OpBuilder::Listener {
+public:
+  void notifyOperationInserted(Operation *op,
+                               OpBuilder::InsertPoint) override {
+    if (stage)
+      pipe::setStage(op, *stage);
+  }
+  // Sets the stage of the ops created next to that of `anchor`.
+  void follow(Operation *anchor) {
+    stage = anchor ? pipe::getStage(anchor) : std::nullopt;
+  }
+  void follow(Value value) { follow(value.getDefiningOp()); }
+
+private:
+  std::optional<int64_t> stage;
+};
+
 // Gradients of forward values, summed over their uses.
 class GradientMap {
 public:
-  explicit GradientMap(OpBuilder &builder) : builder(builder) {}
+  GradientMap(OpBuilder &builder, StageTagger &tagger)
+      : builder(builder), tagger(tagger) {}
 
   void add(Value value, Value grad, Location loc) {
     Value &slot = grads[value];
-    slot = slot ? builder.create<nn::AddOp>(loc, slot.getType(), slot, grad)
-                      .getResult()
-                : grad;
+    if (!slot) {
+      slot = grad;
+      return;
+    }
+    tagger.follow(value);
+    slot = builder.create<nn::AddOp>(loc, slot.getType(), slot, grad);
   }
   Value lookup(Value value) const { return grads.lookup(value); }
 
 private:
   OpBuilder &builder;
+  StageTagger &tagger;
   llvm::DenseMap<Value, Value> grads;
 };
 
@@ -113,6 +140,8 @@ struct AutodiffPass : public mlir::dpc::impl::AutodiffPassBase<AutodiffPass> {
                             "nothing to train");
 
     OpBuilder builder(ret);
+    StageTagger tagger;
+    builder.setListener(&tagger);
     Location loc = ret.getLoc();
     MLIRContext *ctx = &getContext();
     int64_t batch = logitsType.getShape()[0];
@@ -121,11 +150,12 @@ struct AutodiffPass : public mlir::dpc::impl::AutodiffPassBase<AutodiffPass> {
         labelsType, NameLoc::get(StringAttr::get(ctx, "labels"), loc));
     float scale = 1.0f / static_cast<float>(microbatches * batch);
     auto scaleAttr = builder.getF32FloatAttr(scale);
+    tagger.follow(logits);
     Value lossValue = builder.create<nn::SoftmaxCrossEntropyOp>(
         loc, RankedTensorType::get({}, logitsType.getElementType()), logits,
         labels, scaleAttr);
 
-    GradientMap grads(builder);
+    GradientMap grads(builder, tagger);
     grads.add(logits,
               builder.create<nn::SoftmaxCrossEntropyGradOp>(
                   loc, logitsType, logits, labels, scaleAttr),
@@ -152,6 +182,7 @@ struct AutodiffPass : public mlir::dpc::impl::AutodiffPassBase<AutodiffPass> {
       for (Value operand : op->getOperands())
         needed.push_back(needsGrad.contains(operand));
       SmallVector<Value> operandGrads;
+      tagger.follow(op);
       rule.buildGradients(builder, resultGrads, needed, operandGrads);
       for (auto [operand, grad] : llvm::zip(op->getOperands(), operandGrads))
         if (grad)
@@ -167,15 +198,18 @@ struct AutodiffPass : public mlir::dpc::impl::AutodiffPassBase<AutodiffPass> {
         continue;
       auto [it, inserted] =
           updates.insert({param.getName(), {param, grad}});
+      tagger.follow(param.getOperation());
       if (!inserted)
         it->second.second = builder.create<nn::AddOp>(
             param.getLoc(), grad.getType(), it->second.second, grad);
     }
-    for (auto &[name, update] : updates)
+    for (auto &[name, update] : updates) {
+      tagger.follow(update.first.getOperation());
       builder.create<nn::SgdUpdateOp>(
           update.first.getLoc(), update.first.getResult(), update.second,
           builder.getF32FloatAttr(lr), builder.getF32FloatAttr(momentum),
           builder.getF32FloatAttr(weightDecay));
+    }
 
     ret->setOperands({lossValue, logits});
     main.setFunctionType(builder.getFunctionType(

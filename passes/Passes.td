@@ -74,4 +74,41 @@ def AnnotateCostsPass : Pass<"dpc-annotate-costs", "::mlir::ModuleOp"> {
   ];
 }
 
+def PartitionStagesPass : Pass<"dpc-partition-stages", "::mlir::ModuleOp"> {
+  let summary = "assign the forward ops of @main to pipeline stages";
+  let description = [{
+    Builds the planner's graph from the forward pass of `@main` (one node per
+    op with an `nn.cost`, edges along the values, the function's arguments as
+    data inputs), runs the planner (lib/planner: exact contiguous splits of
+    several topological orders, replicas, memory limit, any DAG) and writes
+    the answer back: every op gets `pipe.stage`, a parameter read gets the
+    stage of the op that uses it, and the module gets `pipe.num_stages` and
+    `pipe.replicas` (replicas per stage).
+
+    It runs before `autodiff`, which gives each gradient op the stage of the
+    forward op it differentiates; see docs/ARCHITECTURE.md. With `stages`
+    set the pipeline is straight (one device per stage); with `devices` the
+    planner also chooses the stage count and replicas. For the synchronous
+    schedules the planner minimises the predicted step time; for
+    `pipedream`, the bottleneck stage.
+  }];
+  let dependentDialects = ["::mlir::dpc::pipe::PipeDialect"];
+  let options = [
+    Option<"stages", "stages", "int64_t", /*default=*/"0",
+           "Number of stages, one device each">,
+    Option<"devices", "devices", "int64_t", /*default=*/"0",
+           "Devices to plan over; the planner picks stages and replicas">,
+    Option<"schedule", "schedule", "std::string", /*default=*/"\"1f1b\"",
+           "Pipeline schedule the plan is for">,
+    Option<"microbatches", "microbatches", "int64_t", /*default=*/"1",
+           "Microbatches per minibatch">,
+    Option<"bandwidth", "bandwidth", "double", /*default=*/"1e9",
+           "Bytes per second between devices">,
+    Option<"memoryLimit", "memory-limit", "double", /*default=*/"0",
+           "Bytes per device the plan must fit (0: no limit)">,
+    Option<"planOutput", "plan-output", "std::string", /*default=*/"\"\"",
+           "Write the plan as JSON (plan.json) to this file">,
+  ];
+}
+
 #endif // DPC_PASSES_PASSES_TD

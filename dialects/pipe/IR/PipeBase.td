@@ -26,6 +26,11 @@ def Pipe_Dialect : Dialect {
   let extraClassDeclaration = [{
     /// The discardable attribute that assigns an op to a pipeline stage.
     static constexpr ::llvm::StringLiteral kStageAttrName = "pipe.stage";
+    /// On the module: how many stages the plan has.
+    static constexpr ::llvm::StringLiteral kNumStagesAttrName =
+        "pipe.num_stages";
+    /// On the module: replicas (data-parallel ranks) of each stage.
+    static constexpr ::llvm::StringLiteral kReplicasAttrName = "pipe.replicas";
   }];
 }
 

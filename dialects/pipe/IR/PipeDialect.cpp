@@ -5,6 +5,7 @@
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/BuiltinOps.h"
 
 using namespace mlir;
 using namespace mlir::dpc::pipe;
@@ -26,6 +27,22 @@ LogicalResult PipeDialect::verifyOperationAttribute(Operation *op,
       return op->emitError("expects '")
              << kStageAttrName << "' to be a non-negative i64, got "
              << attr.getValue();
+    return success();
+  }
+  if (attr.getName() == kNumStagesAttrName) {
+    auto count = dyn_cast<IntegerAttr>(attr.getValue());
+    if (!isa<ModuleOp>(op) || !count || count.getInt() < 1)
+      return op->emitError("expects '")
+             << kNumStagesAttrName << "' to be a positive integer on a module";
+    return success();
+  }
+  if (attr.getName() == kReplicasAttrName) {
+    auto replicas = dyn_cast<DenseI64ArrayAttr>(attr.getValue());
+    if (!isa<ModuleOp>(op) || !replicas ||
+        llvm::any_of(replicas.asArrayRef(), [](int64_t r) { return r < 1; }))
+      return op->emitError("expects '")
+             << kReplicasAttrName
+             << "' to be an array of positive counts on a module";
     return success();
   }
   return op->emitError("unknown pipe dialect attribute '")

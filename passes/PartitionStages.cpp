@@ -1,0 +1,209 @@
+//===- PartitionStages.cpp - Assign forward ops to pipeline stages --------===//
+//
+// A thin adapter over lib/planner: IR -> planner::Graph, plan, and the plan
+// back onto the IR as `pipe.stage` attributes.
+//
+//===----------------------------------------------------------------------===//
+
+#include "passes/Passes.h"
+
+#include "dialects/nn/IR/NNOps.h"
+#include "dialects/pipe/IR/PipeOps.h"
+
+#include "dpc/planner/PlanJson.h"
+#include "dpc/planner/Planner.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/StringSet.h"
+
+#include <fstream>
+
+namespace mlir::dpc {
+#define GEN_PASS_DEF_PARTITIONSTAGESPASS
+#include "passes/Passes.h.inc"
+} // namespace mlir::dpc
+
+using namespace mlir;
+using namespace mlir::dpc;
+namespace planner = ::dpc::planner;
+
+namespace {
+
+// The planner's view of @main: nodes for the arguments (data inputs) and for
+// every costed op, with the ops they stand for.
+struct StageGraph {
+  planner::Graph graph;
+  std::vector<Operation *> ops; // per node; null for an argument
+};
+
+double costField(DictionaryAttr cost, StringRef name) {
+  Attribute attr = cost.get(name);
+  if (auto f = dyn_cast_or_null<FloatAttr>(attr))
+    return f.getValueAsDouble();
+  if (auto i = dyn_cast_or_null<IntegerAttr>(attr))
+    return static_cast<double>(i.getInt());
+  return 0;
+}
+
+// A readable, unique node name: the op's location name (the ONNX node name
+// for imported models) or its op name and position.
+std::string nodeName(Operation *op, unsigned index, llvm::StringSet<> &used) {
+  std::string name;
+  if (auto loc = dyn_cast<NameLoc>(op->getLoc()))
+    name = loc.getName().str();
+  if (name.empty() || used.contains(name))
+    name = op->getName().stripDialect().str() + "#" + std::to_string(index);
+  used.insert(name);
+  return name;
+}
+
+FailureOr<StageGraph> buildStageGraph(func::FuncOp main) {
+  StageGraph sg;
+  llvm::DenseMap<Value, planner::NodeId> producer;
+  llvm::StringSet<> used;
+  for (BlockArgument arg : main.getArguments()) {
+    planner::Node node;
+    node.name = "input" + std::to_string(arg.getArgNumber());
+    if (auto loc = dyn_cast<NameLoc>(arg.getLoc()))
+      node.name = loc.getName().str();
+    used.insert(node.name);
+    node.isInput = true;
+    producer[arg] = sg.graph.addNode(node);
+    sg.ops.push_back(nullptr);
+  }
+  unsigned index = 0;
+  for (Operation &op : main.getBody().front().without_terminator()) {
+    ++index;
+    if (isa<nn::ParamOp>(op))
+      continue;
+    auto cost = op.getAttrOfType<DictionaryAttr>("nn.cost");
+    if (!cost)
+      return op.emitError("has no nn.cost; run --dpc-annotate-costs first "
+                          "(partition-stages plans the forward pass, before "
+                          "autodiff)");
+    planner::Node node;
+    node.name = nodeName(&op, index, used);
+    node.description = op.getName().getStringRef().str();
+    node.forwardMs = costField(cost, "time_ms");
+    node.backwardMs = costField(cost, "grad_time_ms");
+    node.activationBytes = costField(cost, "activation_bytes");
+    node.parameterBytes = costField(cost, "parameter_bytes");
+    planner::NodeId id = sg.graph.addNode(node);
+    sg.ops.push_back(&op);
+    for (Value operand : op.getOperands())
+      if (auto it = producer.find(operand); it != producer.end())
+        sg.graph.addEdge(it->second, id);
+    for (Value result : op.getResults())
+      producer[result] = id;
+  }
+  return sg;
+}
+
+struct PartitionStagesPass
+    : public mlir::dpc::impl::PartitionStagesPassBase<PartitionStagesPass> {
+  using PartitionStagesPassBase::PartitionStagesPassBase;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    auto main = module.lookupSymbol<func::FuncOp>("main");
+    if (!main || main.isExternal() || !main.getBody().hasOneBlock()) {
+      module.emitError("expects a single-block function @main");
+      return signalPassFailure();
+    }
+    FailureOr<planner::PlannerOptions> options = plannerOptions(module);
+    if (failed(options))
+      return signalPassFailure();
+    FailureOr<StageGraph> sg = buildStageGraph(main);
+    if (failed(sg))
+      return signalPassFailure();
+
+    planner::Expected<planner::PlanResult> result =
+        planner::planPipeline(sg->graph, *options);
+    if (!result) {
+      module.emitError("cannot partition @main: ") << result.error();
+      return signalPassFailure();
+    }
+    if (failed(applyPlan(module, main, *sg, result->plan)))
+      return signalPassFailure();
+    if (!planOutput.empty() && failed(writePlan(module, *sg, *result, *options)))
+      return signalPassFailure();
+  }
+
+  FailureOr<planner::PlannerOptions> plannerOptions(ModuleOp module) {
+    planner::PlannerOptions options;
+    if ((stages > 0) == (devices > 0))
+      return module.emitError("expects exactly one of stages and devices");
+    if (stages < 0 || devices < 0 || microbatches < 1 || !(bandwidth > 0) ||
+        memoryLimit < 0)
+      return module.emitError("expects positive stages/devices, "
+                              "microbatches and bandwidth");
+    int deviceCount = stages > 0 ? stages : devices;
+    options.cost.topology = planner::Topology::flat(deviceCount, bandwidth);
+    options.cost.microbatches = microbatches;
+    std::string kind = schedule;
+    // Interleaved and zero-bubble are synchronous like 1F1B and keep the
+    // same activations in flight per stage.
+    if (kind == "interleaved" || kind == "zb-h1")
+      kind = "1f1b";
+    if (!planner::parseScheduleKind(kind, options.cost.schedule))
+      return module.emitError("unknown schedule '") << schedule << "'";
+    options.objective = options.cost.schedule == planner::ScheduleKind::PipeDream
+                            ? planner::Objective::Bottleneck
+                            : planner::Objective::Step;
+    options.straight = stages > 0;
+    options.stages = stages;
+    options.memoryLimitBytes = memoryLimit;
+    return options;
+  }
+
+  LogicalResult applyPlan(ModuleOp module, func::FuncOp main,
+                          const StageGraph &sg, const planner::Plan &plan) {
+    for (auto [stage, stagePlan] : llvm::enumerate(plan.stages))
+      for (planner::NodeId id : stagePlan.nodes)
+        if (Operation *op = sg.ops[id])
+          pipe::setStage(op, stage);
+    // A parameter lives on the stage of the op that reads it; a parameter
+    // read on two stages would need its gradient summed across them.
+    for (auto param : main.getOps<nn::ParamOp>()) {
+      std::optional<int64_t> stage;
+      for (Operation *user : param->getUsers()) {
+        std::optional<int64_t> userStage = pipe::getStage(user);
+        if (!userStage)
+          continue;
+        if (stage && *stage != *userStage)
+          return param.emitError("parameter '")
+                 << param.getName() << "' is used on stages "
+                 << std::min(*stage, *userStage) << " and "
+                 << std::max(*stage, *userStage)
+                 << "; sharing a parameter across stages is not supported";
+        stage = userStage;
+      }
+      pipe::setStage(param, stage.value_or(0));
+    }
+    Builder b(module.getContext());
+    SmallVector<int64_t> replicas;
+    for (const planner::StagePlan &stagePlan : plan.stages)
+      replicas.push_back(stagePlan.replicas);
+    module->setAttr(pipe::PipeDialect::kNumStagesAttrName,
+                    b.getI64IntegerAttr(plan.stages.size()));
+    module->setAttr(pipe::PipeDialect::kReplicasAttrName,
+                    b.getDenseI64ArrayAttr(replicas));
+    return success();
+  }
+
+  LogicalResult writePlan(ModuleOp module, const StageGraph &sg,
+                          const planner::PlanResult &result,
+                          const planner::PlannerOptions &options) {
+    std::ofstream out(planOutput);
+    out << planner::planToJson(sg.graph, result, options).dump(2) << "\n";
+    if (!out)
+      return module.emitError("cannot write the plan to '")
+             << planOutput << "'";
+    return success();
+  }
+};
+
+} // namespace

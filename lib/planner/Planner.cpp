@@ -76,7 +76,9 @@ OrderCosts buildOrderCosts(const Graph &g, const std::vector<NodeId> &order) {
   }
   oc.canStart.assign(n + 1, 0);
   for (size_t i = 0; i < n; ++i) {
-    oc.canStart[i] = i == 0 || static_cast<long>(i) > lastInput;
+    // The first stage holds every input and at least one real node: a stage
+    // of inputs alone would occupy a device and do nothing.
+    oc.canStart[i] = i == 0 || static_cast<long>(i) > lastInput + 1;
     oc.starts += oc.canStart[i];
   }
   oc.canStart[n] = 1;

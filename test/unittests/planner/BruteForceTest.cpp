@@ -111,7 +111,8 @@ double bruteForceSplits(const Graph &g, const std::vector<NodeId> &order,
     for (int p = 0; p < n; ++p) {
       if (p > 0 && (mask >> (p - 1)) & 1) {
         ++s;
-        ok &= p > lastInput;
+        // Every stage, the first included, holds a non-input node.
+        ok &= p > lastInput + 1;
       }
       stageOf[order[p]] = s;
     }
@@ -133,9 +134,11 @@ double bruteForceAssignments(const Graph &g, const PlannerOptions &opts) {
     std::vector<int> stageOf(n, 0);
     std::function<void(int)> label = [&](int v) {
       if (v == n) {
+        // Every stage holds a non-input node: inputs alone do no work.
         std::vector<char> used(numStages, 0);
-        for (int s : stageOf)
-          used[s] = 1;
+        for (int u = 0; u < n; ++u)
+          if (!g.node(u).isInput)
+            used[stageOf[u]] = 1;
         for (char u : used)
           if (!u)
             return;

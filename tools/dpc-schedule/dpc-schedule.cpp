@@ -1,0 +1,414 @@
+//===- dpc-schedule.cpp - Build, verify and simulate schedules ------------===//
+//
+// `dpc-schedule build` makes the instruction streams of one schedule kind,
+// verifies them and writes schedule.json, a Chrome trace and an SVG picture;
+// `dpc-schedule verify FILE` checks a schedule.json (hand-written ones
+// included) and `dpc-schedule simulate FILE` times one. No MLIR: the same
+// library backs the compiler's build-schedule and verify-schedule passes.
+//
+//===----------------------------------------------------------------------===//
+
+#include "dpc/schedule/Builder.h"
+#include "dpc/schedule/Simulator.h"
+#include "dpc/schedule/Verifier.h"
+#include "dpc/support/CommandLine.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+using namespace dpc::schedule;
+namespace cli = dpc::cli;
+
+namespace {
+
+constexpr int kFailure = 1;
+
+struct CostOptions {
+  std::string costs; // "F,B,W" or a JSON file
+  double latency = 0, bandwidth = 0, optimizer = 0;
+};
+
+void addCostOptions(cli::ArgParser &parser, CostOptions &opts) {
+  parser.addOption("latency", &opts.latency, "MS",
+                   "per-transfer latency in milliseconds (default 0)");
+  parser.addOption("bandwidth", &opts.bandwidth, "BYTES_PER_MS",
+                   "link bandwidth; 0 means transfers cost only the latency");
+  parser.addOption("optimizer-ms", &opts.optimizer, "MS",
+                   "cost of one optimizer step (default 0)");
+}
+
+/// Parses "F,B,W" (milliseconds per stage) or reads a cost file:
+/// {"stages":[{"forward_ms":..,"backward_input_ms":..,...}], "latency_ms":..,
+///  "bandwidth_bytes_per_ms":.., "optimizer_ms":..}.
+std::string parseCosts(CostOptions &opts, std::vector<StageInfo> &stages) {
+  if (opts.costs.empty())
+    return "";
+  double f, b, w;
+  char tail;
+  if (std::sscanf(opts.costs.c_str(), "%lf,%lf,%lf%c", &f, &b, &w, &tail) ==
+      3) {
+    if (f < 0 || b < 0 || w < 0)
+      return "--costs expects non-negative F,B,W, got '" + opts.costs + "'";
+    StageInfo info;
+    info.forward = f;
+    info.backwardInput = b;
+    info.backwardWeight = w;
+    stages = {info};
+    return "";
+  }
+  std::ifstream in(opts.costs);
+  if (!in)
+    return "--costs expects F,B,W or a JSON cost file; cannot open '" +
+           opts.costs + "'";
+  try {
+    nlohmann::json root = nlohmann::json::parse(in);
+    for (const auto &s : root.at("stages")) {
+      StageInfo info;
+      info.forward = s.value("forward_ms", info.forward);
+      info.backwardInput = s.value("backward_input_ms", info.backwardInput);
+      info.backwardWeight = s.value("backward_weight_ms", info.backwardWeight);
+      info.paramBytes = s.value("param_bytes", int64_t(0));
+      info.weightBytes = s.value("weight_bytes", int64_t(0));
+      info.activationBytes = s.value("activation_bytes", int64_t(0));
+      info.outputBytes = s.value("output_bytes", int64_t(0));
+      stages.push_back(info);
+    }
+    opts.latency = root.value("latency_ms", opts.latency);
+    opts.bandwidth = root.value("bandwidth_bytes_per_ms", opts.bandwidth);
+    opts.optimizer = root.value("optimizer_ms", opts.optimizer);
+  } catch (const nlohmann::json::exception &e) {
+    return opts.costs + ": bad cost file: " + e.what();
+  }
+  return "";
+}
+
+std::string writeFile(const std::string &path, const std::string &text) {
+  std::ofstream out(path);
+  if (!out || !(out << text))
+    return "cannot write '" + path + "'";
+  return "";
+}
+
+std::string human(double bytes) {
+  const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  int unit = 0;
+  while (bytes >= 1024 && unit < 4) {
+    bytes /= 1024;
+    ++unit;
+  }
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), unit ? "%.2f %s" : "%.0f %s", bytes,
+                units[unit]);
+  return buf;
+}
+
+/// Prints violations to stderr; returns whether there were none.
+bool report(const std::string &command, const std::string &what,
+            const VerifyResult &result) {
+  for (const Violation &v : result.violations)
+    std::cerr << command << ": " << what << v.format() << "\n";
+  return result.ok();
+}
+
+void printSummary(const Schedule &s, const VerifyResult &vr,
+                  const SimulateResult &sim) {
+  std::printf("schedule %s: %d ranks, %d microbatches, %d chunk%s, %zu "
+              "instructions\n",
+              kindName(s.kind), s.ranks, s.microbatches, s.chunks,
+              s.chunks == 1 ? "" : "s", s.numInstructions());
+  std::printf("deadlock-free: blocking %s, non-blocking %s\n",
+              vr.blockingDeadlockFree ? "yes" : "no",
+              vr.nonBlockingDeadlockFree ? "yes" : "no");
+  std::printf("step %.6g ms, bubble fraction %.4f\n", sim.stepTime,
+              sim.bubbleFraction);
+  for (int r = 0; r < s.ranks; ++r)
+    std::printf("rank %d: busy %.6g ms, peak memory %s, stashes %d, weight "
+                "versions %d, optimizer steps %d\n",
+                r, sim.rankBusy[r], human(vr.ranks[r].peakMemoryBytes).c_str(),
+                vr.ranks[r].peakStashes, vr.ranks[r].peakWeightVersions,
+                vr.ranks[r].optimizerSteps);
+}
+
+/// Writes the optional outputs; nothing is written unless all succeed to
+/// render.
+int writeOutputs(const std::string &command, const Schedule &s,
+                 const SimulateResult &sim, const std::string &output,
+                 const std::string &trace, const std::string &svg,
+                 const std::string &title) {
+  std::vector<std::pair<std::string, std::string>> files;
+  if (!output.empty())
+    files.push_back({output, toJson(s, 1) + "\n"});
+  if (!trace.empty())
+    files.push_back({trace, toChromeTrace(sim.timeline) + "\n"});
+  if (!svg.empty()) {
+    SvgOptions opts;
+    opts.title =
+        title.empty()
+            ? std::string(kindName(s.kind)) + ", p=" + std::to_string(s.ranks) +
+                  ", m=" + std::to_string(s.microbatches) +
+                  (s.chunks > 1 ? ", v=" + std::to_string(s.chunks) : "")
+            : title;
+    files.push_back({svg, toSvg(sim.timeline, opts)});
+  }
+  for (const auto &[path, text] : files) {
+    std::string error = writeFile(path, text);
+    if (!error.empty()) {
+      std::cerr << command << ": " << error << "\n";
+      return kFailure;
+    }
+  }
+  return 0;
+}
+
+std::string parseComm(const std::string &value, VerifyOptions &opts) {
+  opts.checkBlocking = value == "blocking" || value == "both";
+  opts.checkNonBlocking = value == "non-blocking" || value == "both";
+  if (!opts.checkBlocking && !opts.checkNonBlocking)
+    return "expects blocking, non-blocking or both, got '" + value + "'";
+  return "";
+}
+
+int parseArgs(cli::ArgParser &parser, const std::vector<std::string> &args) {
+  switch (parser.parse(args)) {
+  case cli::ArgParser::Result::Ok:
+    return -1;
+  case cli::ArgParser::Result::Help:
+    std::cout << parser.help();
+    return 0;
+  case cli::ArgParser::Result::Error:
+    std::cerr << parser.error() << "\n";
+    return cli::kUsageError;
+  }
+  return cli::kUsageError;
+}
+
+int runBuild(const std::vector<std::string> &args) {
+  const std::string command = "dpc-schedule build";
+  cli::ArgParser parser(
+      command, "build, verify and simulate one pipeline schedule",
+      "dpc-schedule build --stages P --microbatches M --schedule KIND "
+      "[options]");
+  int64_t stages = 0, microbatches = 0, virtualStages = 1, replicas = 1;
+  std::string kindText, output, trace, svg, title;
+  bool verticalSync = false;
+  double memoryLimit = 0;
+  CostOptions costs;
+  VerifyOptions verify;
+  parser.addOption("stages", &stages, "P", "pipeline ranks");
+  parser.addOption("microbatches", &microbatches, "M",
+                   "microbatches per minibatch (pipedream: the window)");
+  parser.addOption("schedule", &kindText, "KIND",
+                   "gpipe, 1f1b, pipedream, interleaved or zb-h1");
+  parser.addOption("virtual-stages", &virtualStages, "V",
+                   "model chunks per rank (interleaved)");
+  parser.addFlag("vertical-sync", &verticalSync,
+                 "pipedream: every stage uses stage 0's weight version");
+  parser.addOption("replicas", &replicas, "R",
+                   "replicas per stage; adds gradient all-reduces");
+  parser.addOption("costs", &costs.costs, "F,B,W|FILE",
+                   "per-stage costs in ms, or a JSON cost file with sizes");
+  addCostOptions(parser, costs);
+  parser.addOption(
+      "memory-limit",
+      [&](const std::string &v) -> std::string {
+        return cli::parseByteCount(v, memoryLimit)
+                   ? ""
+                   : "expects a byte count, got '" + v + "'";
+      },
+      "BYTES", "fail when a rank's peak memory exceeds this");
+  parser.addOption(
+      "comm", [&](const std::string &v) { return parseComm(v, verify); },
+      "MODEL",
+      "blocking, non-blocking or both (default) must be "
+      "deadlock-free");
+  parser.addOption("o", &output, "FILE", "write schedule.json");
+  parser.addOption("trace", &trace, "FILE", "write a Chrome trace");
+  parser.addOption("svg", &svg, "FILE", "write an SVG timeline");
+  parser.addOption("title", &title, "TEXT", "title of the SVG picture");
+  if (int rc = parseArgs(parser, args); rc >= 0)
+    return rc;
+  for (const char *required : {"stages", "microbatches", "schedule"}) {
+    if (!parser.given(required)) {
+      std::cerr << command << ": missing --" << required << "\n";
+      return cli::kUsageError;
+    }
+  }
+
+  BuildOptions options;
+  if (!parseKind(kindText, options.kind) ||
+      options.kind == ScheduleKind::Custom) {
+    std::cerr << command << ": unknown schedule '" << kindText
+              << "' (expects gpipe, 1f1b, pipedream, interleaved or zb-h1)\n";
+    return cli::kUsageError;
+  }
+  options.stages = static_cast<int>(stages);
+  options.microbatches = static_cast<int>(microbatches);
+  options.virtualStages = static_cast<int>(virtualStages);
+  options.verticalSync = verticalSync;
+  options.replicas = static_cast<int>(replicas);
+  if (std::string error = parseCosts(costs, options.stageInfo);
+      !error.empty()) {
+    std::cerr << command << ": " << error << "\n";
+    return cli::kUsageError;
+  }
+
+  Schedule schedule;
+  if (std::string error = buildSchedule(options, schedule); !error.empty()) {
+    std::cerr << command << ": " << error << "\n";
+    return kFailure;
+  }
+  verify.memoryLimit = memoryLimit;
+  VerifyResult vr = verifySchedule(schedule, verify);
+  if (!report(command, "", vr))
+    return kFailure;
+  SimulateOptions simOpts;
+  simOpts.latency = costs.latency;
+  simOpts.bandwidth = costs.bandwidth;
+  simOpts.optimizerStep = costs.optimizer;
+  SimulateResult sim;
+  if (std::string error = simulateSchedule(schedule, simOpts, sim);
+      !error.empty()) {
+    std::cerr << command << ": " << error << "\n";
+    return kFailure;
+  }
+  if (int rc = writeOutputs(command, schedule, sim, output, trace, svg, title))
+    return rc;
+  printSummary(schedule, vr, sim);
+  return 0;
+}
+
+int runVerify(const std::vector<std::string> &args) {
+  const std::string command = "dpc-schedule verify";
+  cli::ArgParser parser(command,
+                        "check a schedule.json: deadlocks, stashes, updates "
+                        "and memory",
+                        "dpc-schedule verify FILE [options]");
+  std::string path;
+  double memoryLimit = 0;
+  VerifyOptions verify;
+  parser.addPositional("file", &path, "the schedule.json to check");
+  parser.addOption(
+      "memory-limit",
+      [&](const std::string &v) -> std::string {
+        return cli::parseByteCount(v, memoryLimit)
+                   ? ""
+                   : "expects a byte count, got '" + v + "'";
+      },
+      "BYTES", "fail when a rank's peak memory exceeds this");
+  parser.addOption(
+      "comm", [&](const std::string &v) { return parseComm(v, verify); },
+      "MODEL",
+      "blocking, non-blocking or both (default) must be "
+      "deadlock-free");
+  if (int rc = parseArgs(parser, args); rc >= 0)
+    return rc;
+  if (path.empty()) {
+    std::cerr << command << ": missing the schedule file\n";
+    return cli::kUsageError;
+  }
+  Schedule schedule;
+  if (std::string error = readScheduleFile(path, schedule); !error.empty()) {
+    std::cerr << command << ": " << error << "\n";
+    return kFailure;
+  }
+  verify.memoryLimit = memoryLimit;
+  VerifyResult vr = verifySchedule(schedule, verify);
+  if (!report(command, path + ": ", vr))
+    return kFailure;
+  std::printf("%s: ok (%s, %d ranks, %d microbatches; deadlock-free with "
+              "blocking: %s, non-blocking: %s)\n",
+              path.c_str(), kindName(schedule.kind), schedule.ranks,
+              schedule.microbatches, vr.blockingDeadlockFree ? "yes" : "no",
+              vr.nonBlockingDeadlockFree ? "yes" : "no");
+  for (int r = 0; r < schedule.ranks; ++r)
+    std::printf("rank %d: peak memory %s, stashes %d, weight versions %d\n", r,
+                human(vr.ranks[r].peakMemoryBytes).c_str(),
+                vr.ranks[r].peakStashes, vr.ranks[r].peakWeightVersions);
+  return 0;
+}
+
+int runSimulate(const std::vector<std::string> &args) {
+  const std::string command = "dpc-schedule simulate";
+  cli::ArgParser parser(command,
+                        "predict the timeline of a schedule.json from the "
+                        "stage costs it records",
+                        "dpc-schedule simulate FILE [options]");
+  std::string path, trace, svg, title;
+  CostOptions costs;
+  parser.addPositional("file", &path, "the schedule.json to simulate");
+  addCostOptions(parser, costs);
+  parser.addOption("trace", &trace, "FILE", "write a Chrome trace");
+  parser.addOption("svg", &svg, "FILE", "write an SVG timeline");
+  parser.addOption("title", &title, "TEXT", "title of the SVG picture");
+  if (int rc = parseArgs(parser, args); rc >= 0)
+    return rc;
+  if (path.empty()) {
+    std::cerr << command << ": missing the schedule file\n";
+    return cli::kUsageError;
+  }
+  Schedule schedule;
+  if (std::string error = readScheduleFile(path, schedule); !error.empty()) {
+    std::cerr << command << ": " << error << "\n";
+    return kFailure;
+  }
+  // Simulating an unverified stream could time nonsense; verify first.
+  VerifyOptions verify;
+  verify.checkBlocking = false;
+  VerifyResult vr = verifySchedule(schedule, verify);
+  if (!report(command, path + ": ", vr))
+    return kFailure;
+  SimulateOptions simOpts;
+  simOpts.latency = costs.latency;
+  simOpts.bandwidth = costs.bandwidth;
+  simOpts.optimizerStep = costs.optimizer;
+  SimulateResult sim;
+  if (std::string error = simulateSchedule(schedule, simOpts, sim);
+      !error.empty()) {
+    std::cerr << command << ": " << error << "\n";
+    return kFailure;
+  }
+  if (int rc = writeOutputs(command, schedule, sim, "", trace, svg, title))
+    return rc;
+  printSummary(schedule, vr, sim);
+  return 0;
+}
+
+void printHelp(std::ostream &os) {
+  os << "dpc-schedule - pipeline schedules without the compiler\n\n"
+        "Usage: dpc-schedule <command> [options]\n\nCommands:\n"
+        "  build     build, verify and simulate one schedule kind\n"
+        "  verify    check a schedule.json\n"
+        "  simulate  predict the timeline of a schedule.json\n\n"
+        "Run 'dpc-schedule <command> --help' for the options of a command.\n";
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  if (argc < 2) {
+    printHelp(std::cerr);
+    return cli::kUsageError;
+  }
+  std::string name = argv[1];
+  std::vector<std::string> rest(argv + 2, argv + argc);
+  if (name == "--help" || name == "-h" || name == "help") {
+    printHelp(std::cout);
+    return 0;
+  }
+  if (name == "build")
+    return runBuild(rest);
+  if (name == "verify")
+    return runVerify(rest);
+  if (name == "simulate")
+    return runSimulate(rest);
+  // `dpc-schedule --stages 4 ...` builds, as the short form.
+  if (name.rfind("--", 0) == 0)
+    return runBuild(std::vector<std::string>(argv + 1, argv + argc));
+  std::cerr << "dpc-schedule: unknown command '" << name << "'\n";
+  printHelp(std::cerr);
+  return cli::kUsageError;
+}

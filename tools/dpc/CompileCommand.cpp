@@ -29,6 +29,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <filesystem>
+#include <unistd.h>
 #include <functional>
 #include <iostream>
 #include <set>
@@ -54,6 +55,7 @@ struct CompileOptions {
   double momentum = 0.0;
   double weightDecay = 0.0;
   double memoryLimit = 0;
+  double bandwidth = 1e9;
   std::string profile;
   std::string emit = "exe";
 };
@@ -92,6 +94,8 @@ std::string checkOptions(const CompileOptions &o, const cli::ArgParser &p) {
     return "--virtual-stages expects a positive count";
   if (o.virtualStages > 1 && o.schedule != "interleaved")
     return "--virtual-stages applies only to --schedule interleaved";
+  if (!(o.bandwidth > 0))
+    return "--bandwidth expects a positive rate";
   if (!(o.lr > 0))
     return "--lr expects a positive learning rate";
   if (!(o.momentum >= 0 && o.momentum < 1))
@@ -213,14 +217,35 @@ int compile(const CompileOptions &options) {
     phaseIR.emplace_back(phase, std::move(text));
   };
   keepIR("import");
+  fs::path planFile = fs::temp_directory_path() /
+                      ("dpc-plan-" + std::to_string(::getpid()) + ".json");
+  mlir::dpc::PartitionStagesPassOptions partition;
+  partition.stages = options.devices > 0 ? 0 : std::max<int64_t>(options.stages, 1);
+  partition.devices = options.devices;
+  partition.schedule = options.schedule;
+  partition.microbatches = options.microbatches;
+  partition.bandwidth = options.bandwidth;
+  partition.memoryLimit = options.memoryLimit;
+  partition.planOutput = planFile.string();
   struct Phase {
     const char *name;
     std::function<std::unique_ptr<mlir::Pass>()> create;
   } phases[] = {
+      {"annotate-costs", [] { return mlir::dpc::createAnnotateCostsPass(); }},
+      {"partition-stages",
+       [&] { return mlir::dpc::createPartitionStagesPass(partition); }},
       {"autodiff",
        [&] { return mlir::dpc::createAutodiffPass(autodiff); }},
+      // Again, for the gradient and optimizer ops autodiff added.
       {"annotate-costs", [] { return mlir::dpc::createAnnotateCostsPass(); }},
   };
+  struct RemoveOnExit {
+    fs::path path;
+    ~RemoveOnExit() {
+      std::error_code ec;
+      fs::remove(path, ec);
+    }
+  } removePlan{planFile};
   for (const Phase &phase : phases) {
     mlir::PassManager pm(&context);
     pm.addPass(phase.create());
@@ -229,11 +254,12 @@ int compile(const CompileOptions &options) {
     keepIR(phase.name);
   }
 
-  if (options.emit != "mlir") {
-    // Partitioning, scheduling and the backends arrive with the end-to-end
-    // issue; say so rather than emit something false.
+  if (options.emit == "exe") {
+    // Scheduling and the backends arrive with the end-to-end issue; say so
+    // rather than emit something false.
     std::cerr << "dpc compile: --emit " << options.emit
-              << " is not available in this build yet; use --emit mlir\n";
+              << " is not available in this build yet; use --emit mlir or "
+                 "--emit plan\n";
     return 1;
   }
 
@@ -261,6 +287,13 @@ int compile(const CompileOptions &options) {
   }
   if (!writeText(out.path() / "model.mlir", phaseIR.back().second))
     return 1;
+  std::error_code copyError;
+  fs::copy_file(planFile, out.path() / "plan.json", copyError);
+  if (copyError) {
+    std::cerr << "dpc compile: cannot write plan.json: "
+              << copyError.message() << "\n";
+    return 1;
+  }
   if (!weights.tensors.empty()) {
     try {
       fs::create_directories(out.path() / "weights");
@@ -321,6 +354,8 @@ int runCompileCommand(const Args &args) {
         return "";
       },
       "BYTES", "memory per device the plan must fit");
+  p.addOption("bandwidth", &o.bandwidth, "BYTES/S",
+              "bandwidth between devices for planning (default 1e9)");
   p.addOption("profile", &o.profile, "FILE",
               "measured op costs from 'dpc profile'");
   p.addOption("emit", oneOf(&o.emit, {"mlir", "plan", "exe"}),

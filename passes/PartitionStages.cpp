@@ -49,13 +49,17 @@ double costField(DictionaryAttr cost, StringRef name) {
 }
 
 // A readable, unique node name: the op's location name (the ONNX node name
-// for imported models) or its op name and position.
+// for imported models; the second op of one node gets ".1") or its op name
+// and position.
 std::string nodeName(Operation *op, unsigned index, llvm::StringSet<> &used) {
-  std::string name;
+  std::string base;
   if (auto loc = dyn_cast<NameLoc>(op->getLoc()))
-    name = loc.getName().str();
-  if (name.empty() || used.contains(name))
-    name = op->getName().stripDialect().str() + "#" + std::to_string(index);
+    base = loc.getName().str();
+  if (base.empty())
+    base = op->getName().stripDialect().str() + "#" + std::to_string(index);
+  std::string name = base;
+  for (int copy = 1; used.contains(name); ++copy)
+    name = base + "." + std::to_string(copy);
   used.insert(name);
   return name;
 }

@@ -111,4 +111,38 @@ def PartitionStagesPass : Pass<"dpc-partition-stages", "::mlir::ModuleOp"> {
   ];
 }
 
+def InsertSendRecvPass : Pass<"dpc-insert-send-recv", "::mlir::ModuleOp"> {
+  let summary = "put a send/recv pair on every value that crosses stages";
+  let description = [{
+    For every value computed on one stage and used on another, inserts
+    `pipe.send` on the producing stage right after the value is computed and
+    `pipe.recv` on the consuming stage, and rewires that stage's uses to the
+    received value. Forward activations and backward gradients are handled
+    alike. Pairs are deduplicated: one per value and destination stage, even
+    when several ops there use it; a skip connection to a stage further on
+    gets its own direct pair. Function arguments (the microbatch's data and
+    labels) never travel: every stage that needs data reads it itself.
+
+    Tags number the pairs in program order, so sender and receiver agree on
+    them without coordination.
+  }];
+  let dependentDialects = ["::mlir::dpc::pipe::PipeDialect"];
+}
+
+def InsertStashPass : Pass<"dpc-insert-stash", "::mlir::ModuleOp"> {
+  let summary = "stash forward values that the backward pass needs";
+  let description = [{
+    A stage runs a microbatch's forward and, later, its backward, with other
+    microbatches in between; every forward value the backward reads must be
+    kept per microbatch until then. For each such value on each stage this
+    pass inserts `pipe.stash` after the value is available and `pipe.restore`
+    before its first backward use, and rewires the backward uses to the
+    restored value. The forward pass is everything up to and including the
+    loss (`nn.softmax_cross_entropy`) that `autodiff` appended; the rest is
+    backward and optimizer. Keys name the value (its op's location and
+    result number) so that lit tests and traces stay readable.
+  }];
+  let dependentDialects = ["::mlir::dpc::pipe::PipeDialect"];
+}
+
 #endif // DPC_PASSES_PASSES_TD

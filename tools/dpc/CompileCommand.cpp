@@ -236,6 +236,9 @@ int compile(const CompileOptions &options) {
        [&] { return mlir::dpc::createPartitionStagesPass(partition); }},
       {"autodiff",
        [&] { return mlir::dpc::createAutodiffPass(autodiff); }},
+      {"insert-send-recv",
+       [] { return mlir::dpc::createInsertSendRecvPass(); }},
+      {"insert-stash", [] { return mlir::dpc::createInsertStashPass(); }},
       // Again, for the gradient and optimizer ops autodiff added.
       {"annotate-costs", [] { return mlir::dpc::createAnnotateCostsPass(); }},
   };

@@ -1,0 +1,45 @@
+// RUN: dpc-opt %s -split-input-file --dpc-insert-send-recv | FileCheck %s
+
+// A forward activation crossing 0 -> 1, used twice on stage 1 (one pair),
+// and a skip connection 0 -> 2 (its own direct pair); a gradient crossing
+// back 1 -> 0. Arguments are read by each stage and never sent.
+
+// CHECK-LABEL: func.func @main
+func.func @main(%x: tensor<4x8xf32>, %labels: tensor<4xi64>) -> tensor<4x8xf32> {
+  // CHECK: %[[A:.*]] = nn.relu %arg0 {pipe.stage = 0 : i64}
+  // CHECK-NEXT: pipe.send %[[A]] to 1 tag 0 {pipe.stage = 0 : i64}
+  // CHECK-NEXT: %[[A1:.*]] = pipe.recv from 0 tag 0 {pipe.stage = 1 : i64}
+  // CHECK-NEXT: pipe.send %[[A]] to 2 tag 1 {pipe.stage = 0 : i64}
+  // CHECK-NEXT: %[[A2:.*]] = pipe.recv from 0 tag 1 {pipe.stage = 2 : i64}
+  %a = nn.relu %x {pipe.stage = 0 : i64} : tensor<4x8xf32>
+  // CHECK: %[[B:.*]] = nn.add %[[A1]], %[[A1]] {pipe.stage = 1 : i64}
+  // CHECK-NEXT: pipe.send %[[B]] to 2 tag 2
+  // CHECK-NEXT: %[[B2:.*]] = pipe.recv from 1 tag 2 {pipe.stage = 2 : i64}
+  %b = nn.add %a, %a {pipe.stage = 1 : i64} : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  // CHECK-NEXT: nn.relu %[[A1]] {pipe.stage = 1 : i64}
+  %b2 = nn.relu %a {pipe.stage = 1 : i64} : tensor<4x8xf32>
+  // CHECK-NEXT: nn.add %[[B2]], %[[A2]] {pipe.stage = 2 : i64}
+  %c = nn.add %b, %a {pipe.stage = 2 : i64} : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  // A gradient flowing back from stage 1 to stage 0.
+  // CHECK: %[[G:.*]] = nn.relu_grad %{{.*}}, %[[A1]] {pipe.stage = 1 : i64}
+  // CHECK-NEXT: pipe.send %[[G]] to 0 tag 3 {pipe.stage = 1 : i64}
+  // CHECK-NEXT: %[[G0:.*]] = pipe.recv from 1 tag 3 {pipe.stage = 0 : i64}
+  %g = nn.relu_grad %b2, %a {pipe.stage = 1 : i64} : tensor<4x8xf32>
+  // CHECK: nn.relu_grad %[[G0]], %[[A]] {pipe.stage = 0 : i64}
+  %g0 = nn.relu_grad %g, %a {pipe.stage = 0 : i64} : tensor<4x8xf32>
+  // CHECK-NOT: pipe.send
+  // CHECK: return
+  return %c : tensor<4x8xf32>
+}
+
+// -----
+
+// Everything on one stage: nothing to transfer.
+// CHECK-LABEL: func.func @main
+// CHECK-NOT: pipe.send
+// CHECK-NOT: pipe.recv
+func.func @main(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  %a = nn.relu %x {pipe.stage = 0 : i64} : tensor<4x8xf32>
+  %b = nn.relu %a {pipe.stage = 0 : i64} : tensor<4x8xf32>
+  return %b : tensor<4x8xf32>
+}

@@ -1,0 +1,172 @@
+/*===- Abi.h - The C ABI between generated code and the runtime ----*- C -*-===//
+ *
+ * A rank executable is the object file `dpc compile` generates for one
+ * pipeline stage, linked with the runtime library. The generated object
+ * defines the segment functions and the rank manifest; the runtime defines
+ * everything else declared here. This header is the whole contract: the
+ * generated code includes nothing else, and the runtime never includes MLIR.
+ *
+ * Conventions:
+ *  - Tensors are dense, row-major, contiguous buffers: float32 for
+ *    activations, parameters and gradients; int64 for labels.
+ *  - A segment function runs one schedule instruction (Forward, Backward,
+ *    BackwardInput, BackwardWeight, OptimizerStep) for the microbatch the
+ *    executor has made current in the context.
+ *  - Buffers from dpc_alloc live until the segment function returns.
+ *    Buffers returned by dpc_input/dpc_labels/dpc_recv/dpc_restore are owned
+ *    by the runtime and must not be written.
+ *  - Identifiers (param ids, transfer tags, stash keys) are small
+ *    non-negative integers assigned by the compiler and listed in the
+ *    manifest.
+ *
+ *===----------------------------------------------------------------------===*/
+
+#ifndef DPC_RUNTIME_ABI_H
+#define DPC_RUNTIME_ABI_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct dpc_context dpc_context;
+
+/*===------------------------------------------------------------------------===
+ * Defined by the generated object
+ *===------------------------------------------------------------------------===*/
+
+/* The rank manifest, a NUL-terminated JSON document (format "dpc-rank",
+ * described in docs/RUNTIME.md): stage, shapes, parameters, transfers,
+ * stashes and which segment functions exist. */
+extern const char dpc_rank_manifest[];
+
+/* Segment functions. Every rank defines dpc_segment_forward and
+ * dpc_segment_optimizer; dpc_segment_backward runs the whole backward of a
+ * microbatch, dpc_segment_backward_input and dpc_segment_backward_weight its
+ * two halves (zero-bubble schedules). A segment with nothing to do is still
+ * defined. */
+void dpc_segment_forward(dpc_context *ctx);
+void dpc_segment_backward(dpc_context *ctx);
+void dpc_segment_backward_input(dpc_context *ctx);
+void dpc_segment_backward_weight(dpc_context *ctx);
+void dpc_segment_optimizer(dpc_context *ctx);
+
+/*===------------------------------------------------------------------------===
+ * Context: data, parameters, transfers, stashes (defined by the runtime)
+ *===------------------------------------------------------------------------===*/
+
+/* The current microbatch's data input `index` (manifest "inputs"). */
+const float *dpc_input(dpc_context *ctx, int64_t index);
+/* The current microbatch's labels (manifest "labels"). */
+const int64_t *dpc_labels(dpc_context *ctx);
+
+/* Scratch memory for the running segment, 64-byte aligned, valid until the
+ * segment returns. */
+void *dpc_alloc(dpc_context *ctx, int64_t bytes);
+
+/* The current value of parameter `param` (manifest "params"). Only the
+ * optimizer step writes parameters, through dpc_sgd_step. */
+const float *dpc_param(dpc_context *ctx, int64_t param);
+
+/* Adds `grad` (the parameter's element count) to the parameter's gradient
+ * accumulator; the optimizer step consumes and clears it. */
+void dpc_grad_accumulate(dpc_context *ctx, int64_t param, const float *grad);
+
+/* One torch.optim.SGD step on `param` from its accumulated gradient g:
+ * g += weight_decay * p; v = momentum * v + g; p -= lr * v; then the
+ * accumulator is cleared. */
+void dpc_sgd_step(dpc_context *ctx, int64_t param, float lr, float momentum,
+                  float weight_decay);
+
+/* Hands the value for transfer `tag` (manifest "sends") of the current
+ * microbatch to the runtime, which copies it; the schedule's SendStart posts
+ * it. */
+void dpc_send(dpc_context *ctx, int64_t tag, const void *data);
+/* The received value for transfer `tag` (manifest "recvs") of the current
+ * microbatch; the schedule's RecvFinish has completed it. */
+const void *dpc_recv(dpc_context *ctx, int64_t tag);
+
+/* Keeps a copy of `data` under stash `key` (manifest "stashes") for the
+ * current microbatch, until its backward restores it. */
+void dpc_stash(dpc_context *ctx, int64_t key, const void *data);
+/* The value stashed under `key` for the current microbatch. The slot is
+ * released when the microbatch's backward has finished. */
+const void *dpc_restore(dpc_context *ctx, int64_t key);
+
+/* Last stage: the current microbatch's (already scaled) loss and its model
+ * output, for the progress line, metrics and evaluation accuracy. */
+void dpc_report_loss(dpc_context *ctx, const float *loss);
+void dpc_report_output(dpc_context *ctx, const float *output);
+
+/*===------------------------------------------------------------------------===
+ * Kernels (defined by the target's kernel library; CPU: oneDNN and loops)
+ *
+ * Shapes are passed as int64 arrays; `params` arrays are documented per
+ * kernel. Outputs are overwritten, never accumulated into.
+ *===------------------------------------------------------------------------===*/
+
+/* conv2d params: stride_h, stride_w, pad_top, pad_left, pad_bottom,
+ * pad_right, dilation_h, dilation_w, groups. Shapes are NCHW / OIHW. */
+void dpc_conv2d(const float *x, const int64_t *x_shape, const float *w,
+                const int64_t *w_shape, const float *bias /* nullable */,
+                float *y, const int64_t *y_shape, const int64_t *params);
+void dpc_conv2d_grad_input(const float *dy, const int64_t *dy_shape,
+                           const float *w, const int64_t *w_shape, float *dx,
+                           const int64_t *dx_shape, const int64_t *params);
+void dpc_conv2d_grad_filter(const float *dy, const int64_t *dy_shape,
+                            const float *x, const int64_t *x_shape, float *dw,
+                            const int64_t *dw_shape, const int64_t *params);
+/* Sums dy (N, C, H, W) over N, H, W into db (C). */
+void dpc_conv2d_grad_bias(const float *dy, const int64_t *dy_shape,
+                          float *db);
+
+/* batch independent products y[b] = op(a[b]) x op(b[b]), op = transpose when
+ * the flag is set; y[b] is M x N, op(a[b]) is M x K, op(b[b]) is K x N.
+ * a_stride/b_stride are the element distances between batches (0: the same
+ * matrix for every batch). With `accumulate`, y[b] for all b are summed
+ * into one M x N result instead (the gradient of a shared weight). */
+void dpc_matmul(const float *a, const float *b, float *y, int64_t batch,
+                int64_t m, int64_t n, int64_t k, int64_t transpose_a,
+                int64_t transpose_b, int64_t a_stride, int64_t b_stride,
+                int64_t accumulate);
+
+/* y = a + b with numpy broadcasting; all three shapes have rank `rank`
+ * (the compiler pads missing leading dimensions with 1). */
+void dpc_add(const float *a, const int64_t *a_shape, const float *b,
+             const int64_t *b_shape, float *y, const int64_t *y_shape,
+             int64_t rank);
+/* Sums x over the dimensions where y has size 1 (same rank). */
+void dpc_sum_to_shape(const float *x, const int64_t *x_shape, float *y,
+                      const int64_t *y_shape, int64_t rank);
+
+void dpc_relu(const float *x, float *y, int64_t count);
+/* dx = dy where y > 0, else 0. */
+void dpc_relu_grad(const float *dy, const float *y, float *dx, int64_t count);
+
+/* max_pool2d params: kernel_h, kernel_w, stride_h, stride_w, pad_top,
+ * pad_left, pad_bottom, pad_right. Shapes NCHW. The gradient routes to the
+ * first maximum of each window, as PyTorch does. */
+void dpc_max_pool2d(const float *x, const int64_t *x_shape, float *y,
+                    const int64_t *y_shape, const int64_t *params);
+void dpc_max_pool2d_grad(const float *dy, const int64_t *dy_shape,
+                         const float *x, const int64_t *x_shape, float *dx,
+                         const int64_t *params);
+
+/* loss = scale * sum_i -log softmax(logits[i])[labels[i]], logits n x c. */
+void dpc_softmax_cross_entropy(const float *logits, const int64_t *labels,
+                               int64_t n, int64_t c, float scale,
+                               float *loss);
+/* dlogits = scale * (softmax(logits) - onehot(labels)). */
+void dpc_softmax_cross_entropy_grad(const float *logits,
+                                    const int64_t *labels, int64_t n,
+                                    int64_t c, float scale, float *dlogits);
+
+/* Copies `bytes` bytes (a reshape that cannot alias). */
+void dpc_copy(const void *src, void *dst, int64_t bytes);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* DPC_RUNTIME_ABI_H */

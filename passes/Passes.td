@@ -145,4 +145,28 @@ def InsertStashPass : Pass<"dpc-insert-stash", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::dpc::pipe::PipeDialect"];
 }
 
+def OutlineStagesPass : Pass<"dpc-outline-stages", "::mlir::ModuleOp"> {
+  let summary = "split @main into per-stage segment functions";
+  let description = [{
+    Replaces `@main` (partitioned, with transfers and stashes inserted) by
+    the segment functions the runtime's executor calls, for every stage `s`:
+    `@stage<s>_forward`, `@stage<s>_backward` (the whole backward of a
+    microbatch), `@stage<s>_backward_input` and `@stage<s>_backward_weight`
+    (its two halves, for zero-bubble schedules) and `@stage<s>_optimizer`.
+    Each is a function without arguments or results tagged with
+    `pipe.stage` and `pipe.segment`.
+
+    Function arguments become `pipe.input` / `pipe.labels` reads; `@main`'s
+    results (loss and output) become `pipe.report_loss` /
+    `pipe.report_output` on the last stage. Each `nn.sgd_update` becomes a
+    `pipe.accumulate_grad` in the backward segments and, in the optimizer
+    segment, an update from `pipe.accumulated_grad`. Parameter reads and
+    restores are re-read in every segment that uses them. The backward-input
+    half is what the stage's outgoing gradients depend on; values it computes
+    that the weight half needs are stashed between the two.
+  }];
+  let dependentDialects = ["::mlir::dpc::pipe::PipeDialect",
+                           "::mlir::func::FuncDialect"];
+}
+
 #endif // DPC_PASSES_PASSES_TD

@@ -29,6 +29,9 @@ def Pipe_Dialect : Dialect {
     /// On the module: how many stages the plan has.
     static constexpr ::llvm::StringLiteral kNumStagesAttrName =
         "pipe.num_stages";
+    /// On a segment function: which segment it is ("forward", "backward",
+    /// "backward_input", "backward_weight", "optimizer").
+    static constexpr ::llvm::StringLiteral kSegmentAttrName = "pipe.segment";
     /// On the module: replicas (data-parallel ranks) of each stage.
     static constexpr ::llvm::StringLiteral kReplicasAttrName = "pipe.replicas";
   }];

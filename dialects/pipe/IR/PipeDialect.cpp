@@ -36,6 +36,18 @@ LogicalResult PipeDialect::verifyOperationAttribute(Operation *op,
              << kNumStagesAttrName << "' to be a positive integer on a module";
     return success();
   }
+  if (attr.getName() == kSegmentAttrName) {
+    auto segment = dyn_cast<StringAttr>(attr.getValue());
+    if (!segment ||
+        !llvm::is_contained({"forward", "backward", "backward_input",
+                             "backward_weight", "optimizer"},
+                            segment.getValue()))
+      return op->emitError("expects '")
+             << kSegmentAttrName
+             << "' to be one of forward, backward, backward_input, "
+                "backward_weight, optimizer";
+    return success();
+  }
   if (attr.getName() == kReplicasAttrName) {
     auto replicas = dyn_cast<DenseI64ArrayAttr>(attr.getValue());
     if (!isa<ModuleOp>(op) || !replicas ||

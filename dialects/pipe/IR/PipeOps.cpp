@@ -58,5 +58,27 @@ LogicalResult AllReduceOp::verify() {
   return success();
 }
 
+LogicalResult ReportLossOp::verify() {
+  if (cast<RankedTensorType>(getLoss().getType()).getRank() != 0)
+    return emitOpError("expects a 0-d loss");
+  return success();
+}
+
+// The parameter operand names the accumulator; only nn.param can name one.
+static LogicalResult verifyNamesParam(Operation *op, Value param) {
+  Operation *def = param.getDefiningOp();
+  if (!def || def->getName().getStringRef() != "nn.param")
+    return op->emitOpError("expects the param operand to come from nn.param");
+  return success();
+}
+
+LogicalResult AccumulateGradOp::verify() {
+  return verifyNamesParam(*this, getParam());
+}
+
+LogicalResult AccumulatedGradOp::verify() {
+  return verifyNamesParam(*this, getParam());
+}
+
 #define GET_OP_CLASSES
 #include "dialects/pipe/IR/PipeOps.cpp.inc"

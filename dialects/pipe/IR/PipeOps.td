@@ -98,4 +98,88 @@ def Pipe_AllReduceOp : Pipe_Op<"allreduce",
   let hasVerifier = 1;
 }
 
+//===----------------------------------------------------------------------===//
+// Segment interface: what outlined segment functions read and report
+//===----------------------------------------------------------------------===//
+
+def Pipe_InputOp : Pipe_Op<"input", [MemoryEffects<[MemRead]>]> {
+  let summary = "the current microbatch's data input";
+  let description = [{
+    In an outlined segment, yields data input `index` of the microbatch the
+    segment runs on. The stages that need data read it themselves with the
+    same sampler, so data never travels through the pipeline.
+
+    ```mlir
+    %x = pipe.input 0 : tensor<16x1x28x28xf32>
+    ```
+  }];
+  let arguments = (ins I64Attr:$index);
+  let results = (outs Pipe_Tensor:$result);
+  let assemblyFormat = "$index attr-dict `:` type($result)";
+}
+
+def Pipe_LabelsOp : Pipe_Op<"labels", [MemoryEffects<[MemRead]>]> {
+  let summary = "the current microbatch's labels";
+  let description = [{
+    ```mlir
+    %y = pipe.labels : tensor<16xi64>
+    ```
+  }];
+  let results = (outs StaticShapeTensorOf<[I64]>:$result);
+  let assemblyFormat = "attr-dict `:` type($result)";
+}
+
+def Pipe_ReportLossOp : Pipe_Op<"report_loss", [MemoryEffects<[MemWrite]>]> {
+  let summary = "hands the microbatch's loss to the runtime";
+  let description = [{
+    The last stage reports each microbatch's (scaled) loss; the runtime sums
+    them into the step's loss for the progress line and metrics.
+  }];
+  let arguments = (ins StaticShapeTensorOf<[F32]>:$loss);
+  let assemblyFormat = "$loss attr-dict `:` type($loss)";
+  let hasVerifier = 1;
+}
+
+def Pipe_ReportOutputOp : Pipe_Op<"report_output", [MemoryEffects<[MemWrite]>]> {
+  let summary = "hands the model's output to the runtime";
+  let description = [{
+    The last stage reports the model's output (the logits) so that the
+    runtime can measure accuracy during evaluation.
+  }];
+  let arguments = (ins Pipe_Tensor:$output);
+  let assemblyFormat = "$output attr-dict `:` type($output)";
+}
+
+def Pipe_AccumulateGradOp : Pipe_Op<"accumulate_grad",
+    [MemoryEffects<[MemRead, MemWrite]>, AllTypesMatch<["param", "grad"]>]> {
+  let summary = "adds a microbatch's gradient to a parameter's accumulator";
+  let description = [{
+    The backward segment of each microbatch adds its weight gradient to the
+    accumulator of the parameter that `param` (an `nn.param`) names; the
+    optimizer segment consumes the sum once per minibatch.
+  }];
+  let arguments = (ins Pipe_Tensor:$param, Pipe_Tensor:$grad);
+  let assemblyFormat = "$param `,` $grad attr-dict `:` type($param)";
+  let hasVerifier = 1;
+}
+
+def Pipe_AccumulatedGradOp : Pipe_Op<"accumulated_grad",
+    [MemoryEffects<[MemRead]>, AllTypesMatch<["param", "result"]>]> {
+  let summary = "the gradient accumulated over a minibatch's microbatches";
+  let description = [{
+    In the optimizer segment, the sum of the gradients `pipe.accumulate_grad`
+    added for the parameter that `param` names.
+
+    ```mlir
+    %w = nn.param "fc.weight" : tensor<10x84xf32>
+    %g = pipe.accumulated_grad %w : tensor<10x84xf32>
+    nn.sgd_update %w, %g {lr = 0.05 : f32} : tensor<10x84xf32>
+    ```
+  }];
+  let arguments = (ins Pipe_Tensor:$param);
+  let results = (outs Pipe_Tensor:$result);
+  let assemblyFormat = "$param attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
 #endif // DPC_DIALECTS_PIPE_IR_PIPEOPS_TD

@@ -77,3 +77,42 @@ func.func @unknown_attribute(%x: tensor<4xf32>) {
   %y = nn.relu %x {pipe.stages = 1 : i64} : tensor<4xf32>
   return
 }
+
+// -----
+
+// expected-error @+1 {{expects 'pipe.segment' to be one of forward, backward, backward_input, backward_weight, optimizer}}
+func.func @segment() attributes {pipe.segment = "sideways"} {
+  return
+}
+
+// -----
+
+func.func @report_loss(%x: tensor<4xf32>) {
+  // expected-error @+1 {{'pipe.report_loss' op expects a 0-d loss}}
+  pipe.report_loss %x : tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @accumulate(%w: tensor<4xf32>, %g: tensor<4xf32>) {
+  // expected-error @+1 {{'pipe.accumulate_grad' op expects the param operand to come from nn.param}}
+  pipe.accumulate_grad %w, %g : tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @accumulated(%w: tensor<4xf32>) {
+  // expected-error @+1 {{'pipe.accumulated_grad' op expects the param operand to come from nn.param}}
+  %g = pipe.accumulated_grad %w : tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @labels_float() {
+  // expected-error @+1 {{must be statically shaped tensor of 64-bit signless integer values}}
+  %y = pipe.labels : tensor<4xf32>
+  return
+}

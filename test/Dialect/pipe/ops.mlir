@@ -31,3 +31,30 @@ func.func @stage0_backward() -> tensor<6x1x5x5xf32> {
   %s = pipe.allreduce %g "sum" : tensor<6x1x5x5xf32>
   return %s : tensor<6x1x5x5xf32>
 }
+
+// Segment functions after outline-stages.
+// CHECK-LABEL: func.func @stage1_forward
+// CHECK-SAME: attributes {pipe.segment = "forward", pipe.stage = 1 : i64}
+func.func @stage1_forward() attributes {pipe.segment = "forward", pipe.stage = 1 : i64} {
+  // CHECK: %[[X:.*]] = pipe.input 0 : tensor<4x8xf32>
+  %x = pipe.input 0 : tensor<4x8xf32>
+  // CHECK: %[[Y:.*]] = pipe.labels : tensor<4xi64>
+  %y = pipe.labels : tensor<4xi64>
+  %loss = nn.softmax_cross_entropy %x, %y : (tensor<4x8xf32>, tensor<4xi64>) -> tensor<f32>
+  // CHECK: pipe.report_loss %{{.*}} : tensor<f32>
+  pipe.report_loss %loss : tensor<f32>
+  // CHECK: pipe.report_output %[[X]] : tensor<4x8xf32>
+  pipe.report_output %x : tensor<4x8xf32>
+  return
+}
+
+// CHECK-LABEL: func.func @stage1_optimizer
+func.func @stage1_optimizer(%g: tensor<8xf32>) {
+  %w = nn.param "w" : tensor<8xf32>
+  // CHECK: pipe.accumulate_grad %{{.*}}, %{{.*}} : tensor<8xf32>
+  pipe.accumulate_grad %w, %g : tensor<8xf32>
+  // CHECK: pipe.accumulated_grad %{{.*}} : tensor<8xf32>
+  %acc = pipe.accumulated_grad %w : tensor<8xf32>
+  nn.sgd_update %w, %acc {lr = 0.1 : f32} : tensor<8xf32>
+  return
+}

@@ -6,6 +6,7 @@
 #include "dialects/nn/IR/NNDialect.h"
 #include "dialects/pipe/IR/PipeDialect.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Pass/Pass.h"
 
 namespace mlir::dpc {

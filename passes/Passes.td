@@ -169,4 +169,51 @@ def OutlineStagesPass : Pass<"dpc-outline-stages", "::mlir::ModuleOp"> {
                            "::mlir::func::FuncDialect"];
 }
 
+def LowerToRuntimePass : Pass<"dpc-lower-to-runtime", "::mlir::ModuleOp"> {
+  let summary = "lower one stage's segments to calls into the runtime C ABI";
+  let description = [{
+    Takes a module holding the segment functions of exactly one stage (after
+    `outline-stages`, with the other stages' functions removed) and rewrites
+    it into the LLVM dialect: each segment becomes
+    `llvm.func @dpc_segment_<segment>(%ctx: !llvm.ptr)`, every tensor a
+    pointer, every op a call declared in include/dpc/runtime/Abi.h (kernels
+    for compute, context functions for parameters, data, transfers, stashes
+    and reports). Results get scratch memory from `dpc_alloc`; reshapes alias
+    their input. Shapes and attributes become constant arrays.
+
+    It also emits `dpc_rank_manifest`, the JSON the runtime reads to size
+    its buffers: parameter ids, transfer tags and sizes, stash keys, data
+    inputs, labels and the output. Missing segments are defined empty, so
+    every rank object defines the whole ABI.
+  }];
+  let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
+}
+
+def BuildSchedulePass : Pass<"dpc-build-schedule", "::mlir::ModuleOp"> {
+  let summary = "build and verify the per-rank instruction streams";
+  let description = [{
+    From the outlined segments (their `nn.cost` times, parameter, stash and
+    transfer sizes) builds the instruction stream of every rank for the
+    chosen schedule with lib/schedule, then verifies them: every send meets
+    its receive in an order that cannot deadlock, with blocking and with
+    non-blocking transfers; every restore has its stash and every stash is
+    freed; each rank's peak memory is under `memory-limit`. A violation fails
+    the pass with the rank, the instruction and the microbatch. The streams
+    are written as schedule.json to `schedule-output`, and the simulated
+    step time and bubble fraction are attached to the module as
+    `pipe.predicted_step_ms` and `pipe.predicted_bubble`.
+  }];
+  let dependentDialects = ["::mlir::dpc::pipe::PipeDialect"];
+  let options = [
+    Option<"schedule", "schedule", "std::string", /*default=*/"\"1f1b\"",
+           "gpipe, 1f1b, pipedream, interleaved or zb-h1">,
+    Option<"microbatches", "microbatches", "int64_t", /*default=*/"1",
+           "Microbatches per minibatch">,
+    Option<"memoryLimit", "memory-limit", "double", /*default=*/"0",
+           "Bytes per rank the schedule must fit (0: no limit)">,
+    Option<"scheduleOutput", "schedule-output", "std::string",
+           /*default=*/"\"\"", "Write schedule.json to this file">,
+  ];
+}
+
 #endif // DPC_PASSES_PASSES_TD

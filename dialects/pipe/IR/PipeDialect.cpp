@@ -36,6 +36,15 @@ LogicalResult PipeDialect::verifyOperationAttribute(Operation *op,
              << kNumStagesAttrName << "' to be a positive integer on a module";
     return success();
   }
+  if (attr.getName() == "pipe.predicted_step_ms" ||
+      attr.getName() == "pipe.predicted_bubble") {
+    auto value = dyn_cast<FloatAttr>(attr.getValue());
+    if (!isa<ModuleOp>(op) || !value || value.getValueAsDouble() < 0)
+      return op->emitError("expects '")
+             << attr.getName().getValue()
+             << "' to be a non-negative float on a module";
+    return success();
+  }
   if (attr.getName() == kSegmentAttrName) {
     auto segment = dyn_cast<StringAttr>(attr.getValue());
     if (!segment ||

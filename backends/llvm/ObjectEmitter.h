@@ -1,0 +1,32 @@
+//===- ObjectEmitter.h - LLVM dialect to a linked rank executable -*- C++ -*-===//
+//
+// The last steps of every backend: translate a module in the LLVM dialect to
+// LLVM IR, compile it to a native object in-process, and link the object
+// with the runtime libraries of a target into a rank executable.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef DPC_BACKENDS_LLVM_OBJECTEMITTER_H
+#define DPC_BACKENDS_LLVM_OBJECTEMITTER_H
+
+#include "mlir/IR/BuiltinOps.h"
+#include "llvm/ADT/StringRef.h"
+
+#include <string>
+
+namespace mlir::dpc {
+
+/// Compiles `module` (LLVM dialect only) to a native object file at `path`
+/// for the host. Reports problems as diagnostics on the module.
+LogicalResult emitObjectFile(ModuleOp module, llvm::StringRef path);
+
+/// Links `object` with the runtime libraries of `target` ("cpu", "cuda")
+/// into the executable `output`. The libraries are listed in the link
+/// recipe the build wrote beside the dpc binary (lib/dpc-link-<target>.rsp).
+/// On failure returns false and sets `error`.
+bool linkRankExecutable(llvm::StringRef object, llvm::StringRef output,
+                        llvm::StringRef target, std::string &error);
+
+} // namespace mlir::dpc
+
+#endif // DPC_BACKENDS_LLVM_OBJECTEMITTER_H

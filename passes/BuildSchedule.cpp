@@ -1,0 +1,158 @@
+//===- BuildSchedule.cpp - Per-rank instruction streams -------------------===//
+//
+// A thin adapter over lib/schedule: the outlined segments give each stage's
+// forward, backward-input and backward-weight times and its byte sizes; the
+// library builds, verifies and simulates the streams.
+//
+//===----------------------------------------------------------------------===//
+
+#include "passes/Passes.h"
+
+#include "dialects/nn/IR/NNOps.h"
+#include "dialects/nn/IR/ShapeInference.h"
+#include "dialects/pipe/IR/PipeOps.h"
+
+#include "dpc/schedule/Builder.h"
+#include "dpc/schedule/Simulator.h"
+#include "dpc/schedule/Verifier.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "llvm/ADT/StringSet.h"
+
+#include <fstream>
+
+namespace mlir::dpc {
+#define GEN_PASS_DEF_BUILDSCHEDULEPASS
+#include "passes/Passes.h.inc"
+} // namespace mlir::dpc
+
+using namespace mlir;
+using namespace mlir::dpc;
+namespace schedule = ::dpc::schedule;
+
+namespace {
+
+int64_t bytesOf(Type type) {
+  auto tensor = cast<RankedTensorType>(type);
+  return nn::getNumElements(tensor.getShape()) *
+         ((tensor.getElementTypeBitWidth() + 7) / 8);
+}
+
+// Milliseconds of the ops in `func` by their nn.cost.
+double segmentMs(func::FuncOp func) {
+  double total = 0;
+  if (!func)
+    return total;
+  func.walk([&](Operation *op) {
+    if (auto cost = op->getAttrOfType<DictionaryAttr>("nn.cost"))
+      if (auto time = dyn_cast_or_null<FloatAttr>(cost.get("time_ms")))
+        total += time.getValueAsDouble();
+  });
+  return total;
+}
+
+struct BuildSchedulePass
+    : public mlir::dpc::impl::BuildSchedulePassBase<BuildSchedulePass> {
+  using BuildSchedulePassBase::BuildSchedulePassBase;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    schedule::BuildOptions options;
+    if (!schedule::parseKind(schedule, options.kind)) {
+      module.emitError("unknown schedule '") << schedule << "'";
+      return signalPassFailure();
+    }
+    if (microbatches < 1) {
+      module.emitError("expects microbatches >= 1");
+      return signalPassFailure();
+    }
+    options.microbatches = microbatches;
+
+    // Segment functions by (stage, segment).
+    std::map<int64_t, llvm::StringMap<func::FuncOp>> stages;
+    for (auto func : module.getOps<func::FuncOp>()) {
+      auto segment = func->getAttrOfType<StringAttr>(
+          pipe::PipeDialect::kSegmentAttrName);
+      std::optional<int64_t> stage = pipe::getStage(func);
+      if (segment && stage)
+        stages[*stage][segment.getValue()] = func;
+    }
+    if (stages.empty()) {
+      module.emitError("expects segment functions (run --dpc-outline-stages "
+                       "first)");
+      return signalPassFailure();
+    }
+    options.stages = stages.size();
+    for (auto &[stage, segments] : stages) {
+      schedule::StageInfo info;
+      info.forward = segmentMs(segments.lookup("forward"));
+      info.backwardInput = segmentMs(segments.lookup("backward_input"));
+      info.backwardWeight = segmentMs(segments.lookup("backward_weight"));
+      llvm::StringSet<> params, stashes;
+      int64_t paramBytes = 0;
+      for (auto &entry : segments) {
+        entry.second.walk([&](Operation *op) {
+          if (auto param = dyn_cast<nn::ParamOp>(op)) {
+            if (params.insert(param.getName()).second)
+              paramBytes += bytesOf(param.getType());
+          } else if (auto stash = dyn_cast<pipe::StashOp>(op)) {
+            if (stashes.insert(stash.getKey()).second)
+              info.activationBytes += bytesOf(stash.getValue().getType());
+          } else if (auto send = dyn_cast<pipe::SendOp>(op)) {
+            if (send.getPeerAttr().getInt() > stage)
+              info.outputBytes += bytesOf(send.getValue().getType());
+          }
+        });
+      }
+      // Weights, their gradient accumulators and SGD momentum stay resident.
+      info.paramBytes = 3 * paramBytes;
+      info.weightBytes = paramBytes;
+      options.stageInfo.push_back(info);
+    }
+
+    schedule::Schedule built;
+    if (std::string error = schedule::buildSchedule(options, built);
+        !error.empty()) {
+      module.emitError("cannot build the ") << schedule << " schedule: "
+                                            << error;
+      return signalPassFailure();
+    }
+    schedule::VerifyOptions verifyOptions;
+    verifyOptions.memoryLimit = memoryLimit;
+    schedule::VerifyResult verified =
+        schedule::verifySchedule(built, verifyOptions);
+    if (!verified.ok()) {
+      for (const schedule::Violation &violation : verified.violations)
+        module.emitError("schedule verification failed: ")
+            << violation.format();
+      return signalPassFailure();
+    }
+    schedule::SimulateOptions simulateOptions;
+    simulateOptions.recordTimeline = false;
+    schedule::SimulateResult simulated;
+    if (std::string error =
+            schedule::simulateSchedule(built, simulateOptions, simulated);
+        !error.empty()) {
+      module.emitError("cannot simulate the schedule: ") << error;
+      return signalPassFailure();
+    }
+    Builder b(&getContext());
+    module->setAttr("pipe.predicted_step_ms",
+                    b.getF64FloatAttr(simulated.stepTime));
+    module->setAttr("pipe.predicted_bubble",
+                    b.getF64FloatAttr(simulated.bubbleFraction));
+
+    if (!scheduleOutput.empty()) {
+      std::ofstream out(scheduleOutput);
+      out << schedule::toJson(built, 1) << "\n";
+      if (!out) {
+        module.emitError("cannot write '") << scheduleOutput << "'";
+        return signalPassFailure();
+      }
+    }
+  }
+};
+
+} // namespace

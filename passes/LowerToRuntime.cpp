@@ -1,0 +1,605 @@
+//===- LowerToRuntime.cpp - Segments to runtime calls in the LLVM dialect -===//
+//
+// One stage's segment functions become LLVM functions whose bodies are calls
+// into the C ABI of include/dpc/runtime/Abi.h. Tensors are pointers: a
+// compute op's result gets a dpc_alloc'ed buffer and the op becomes a kernel
+// call; data, parameters, transfers and stashes are context calls. The
+// manifest the runtime needs is collected on the way and emitted as a
+// string constant.
+//
+//===----------------------------------------------------------------------===//
+
+#include "passes/Passes.h"
+
+#include "dialects/nn/IR/NNOps.h"
+#include "dialects/nn/IR/ShapeInference.h"
+#include "dialects/pipe/IR/PipeOps.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/MapVector.h"
+#include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/TypeSwitch.h"
+#include "llvm/Support/JSON.h"
+
+#include <map>
+
+namespace mlir::dpc {
+#define GEN_PASS_DEF_LOWERTORUNTIMEPASS
+#include "passes/Passes.h.inc"
+} // namespace mlir::dpc
+
+using namespace mlir;
+using namespace mlir::dpc;
+
+namespace {
+
+constexpr StringLiteral kSegments[] = {"forward", "backward", "backward_input",
+                                       "backward_weight", "optimizer"};
+
+ArrayRef<int64_t> shapeOf(Value value) {
+  return cast<RankedTensorType>(value.getType()).getShape();
+}
+
+int64_t bytesOf(Value value) {
+  auto type = cast<RankedTensorType>(value.getType());
+  return nn::getNumElements(type.getShape()) *
+         ((type.getElementTypeBitWidth() + 7) / 8);
+}
+
+llvm::json::Array shapeJson(ArrayRef<int64_t> shape) {
+  llvm::json::Array array;
+  for (int64_t dim : shape)
+    array.push_back(dim);
+  return array;
+}
+
+// What the runtime must know about the stage, gathered while lowering.
+struct Manifest {
+  int64_t stage = 0;
+  int64_t stages = 1;
+  // name -> shape; shapes are copied because the segments are erased before
+  // the manifest is written.
+  llvm::MapVector<std::string, SmallVector<int64_t>,
+                  std::map<std::string, unsigned>>
+      params;
+  std::map<int64_t, llvm::json::Object> inputs;
+  std::optional<SmallVector<int64_t>> labels;
+  std::optional<SmallVector<int64_t>> output;
+  std::map<int64_t, llvm::json::Object> sends, recvs;
+  llvm::StringMap<int64_t> stashKeys; // key -> id
+  std::map<int64_t, llvm::json::Object> stashes;
+  int64_t microbatchSize = 0;
+
+  int64_t paramId(StringRef name, Value read) {
+    auto [it, inserted] =
+        params.insert({name.str(), SmallVector<int64_t>(shapeOf(read))});
+    return std::distance(params.begin(), it);
+  }
+  int64_t stashId(StringRef key, Value value) {
+    auto [it, inserted] = stashKeys.insert({key, stashKeys.size()});
+    if (inserted)
+      stashes[it->second] = llvm::json::Object{
+          {"key", it->second}, {"name", key}, {"bytes", bytesOf(value)}};
+    return it->second;
+  }
+  void noteBatch(ArrayRef<int64_t> shape) {
+    if (!shape.empty() && microbatchSize == 0)
+      microbatchSize = shape[0];
+  }
+
+  std::string toJson() const {
+    llvm::json::Array paramArray, inputArray, sendArray, recvArray,
+        stashArray;
+    for (auto [i, entry] : llvm::enumerate(params))
+      paramArray.push_back(llvm::json::Object{
+          {"id", static_cast<int64_t>(i)},
+          {"name", entry.first},
+          {"shape", shapeJson(entry.second)}});
+    for (const auto &[index, input] : inputs)
+      inputArray.push_back(llvm::json::Object(input));
+    for (const auto &[tag, send] : sends)
+      sendArray.push_back(llvm::json::Object(send));
+    for (const auto &[tag, recv] : recvs)
+      recvArray.push_back(llvm::json::Object(recv));
+    for (const auto &[key, stash] : stashes)
+      stashArray.push_back(llvm::json::Object(stash));
+    llvm::json::Object root{
+        {"format", "dpc-rank"},
+        {"version", 1},
+        {"rank", stage},
+        {"stage", stage},
+        {"stages", stages},
+        {"schedule", "schedule.json"},
+        {"weights", "weights/stage" + std::to_string(stage) + ".safetensors"},
+        {"microbatch_size", microbatchSize},
+        {"inputs", std::move(inputArray)},
+        {"labels", labels ? llvm::json::Value(llvm::json::Object{
+                                {"shape", shapeJson(*labels)}})
+                          : llvm::json::Value(nullptr)},
+        {"params", std::move(paramArray)},
+        {"sends", std::move(sendArray)},
+        {"recvs", std::move(recvArray)},
+        {"stashes", std::move(stashArray)},
+        {"output", output ? llvm::json::Value(llvm::json::Object{
+                                {"shape", shapeJson(*output)}})
+                          : llvm::json::Value(nullptr)},
+        {"segments", llvm::json::Array{"forward", "backward", "backward_input",
+                                       "backward_weight", "optimizer"}},
+    };
+    std::string text;
+    llvm::raw_string_ostream os(text);
+    os << llvm::json::Value(std::move(root));
+    return text;
+  }
+};
+
+class Lowering {
+public:
+  Lowering(ModuleOp module)
+      : module(module), ctx(module.getContext()), builder(ctx),
+        ptrType(LLVM::LLVMPointerType::get(ctx)), i64Type(builder.getI64Type()),
+        f32Type(builder.getF32Type()) {}
+
+  LogicalResult run();
+
+private:
+  LogicalResult lowerSegment(func::FuncOp func, LLVM::LLVMFuncOp target);
+  LogicalResult lowerOp(Operation *op);
+
+  // Declares (once) an external function of the ABI.
+  LLVM::LLVMFuncOp declare(StringRef name, Type result,
+                           ArrayRef<Type> params);
+  Value call(StringRef name, Type result, ArrayRef<Value> args);
+  void callVoid(StringRef name, ArrayRef<Value> args);
+  Value i64(int64_t value);
+  Value f32(float value);
+  Value nullPtr();
+  // A private constant i64 array, shared between equal contents.
+  Value constArray(ArrayRef<int64_t> values);
+  Value alloc(Value like);
+  Value ptrOf(Value tensor) { return values.lookup(tensor); }
+
+  ModuleOp module;
+  MLIRContext *ctx;
+  OpBuilder builder;
+  Type ptrType, i64Type, f32Type;
+  Location loc = UnknownLoc::get(ctx);
+  Value context;
+  llvm::DenseMap<Value, Value> values;
+  std::map<std::vector<int64_t>, std::string> arrays;
+  Manifest manifest;
+};
+
+LLVM::LLVMFuncOp Lowering::declare(StringRef name, Type result,
+                                   ArrayRef<Type> params) {
+  if (auto existing = module.lookupSymbol<LLVM::LLVMFuncOp>(name))
+    return existing;
+  OpBuilder::InsertionGuard guard(builder);
+  builder.setInsertionPointToStart(module.getBody());
+  return builder.create<LLVM::LLVMFuncOp>(
+      loc, name, LLVM::LLVMFunctionType::get(result, params));
+}
+
+Value Lowering::call(StringRef name, Type result, ArrayRef<Value> args) {
+  SmallVector<Type> types;
+  for (Value arg : args)
+    types.push_back(arg.getType());
+  LLVM::LLVMFuncOp callee = declare(name, result, types);
+  return builder.create<LLVM::CallOp>(loc, callee, args).getResult();
+}
+
+void Lowering::callVoid(StringRef name, ArrayRef<Value> args) {
+  SmallVector<Type> types;
+  for (Value arg : args)
+    types.push_back(arg.getType());
+  LLVM::LLVMFuncOp callee =
+      declare(name, LLVM::LLVMVoidType::get(ctx), types);
+  builder.create<LLVM::CallOp>(loc, callee, args);
+}
+
+Value Lowering::i64(int64_t value) {
+  return builder.create<LLVM::ConstantOp>(loc, i64Type,
+                                          builder.getI64IntegerAttr(value));
+}
+
+Value Lowering::f32(float value) {
+  return builder.create<LLVM::ConstantOp>(loc, f32Type,
+                                          builder.getF32FloatAttr(value));
+}
+
+Value Lowering::nullPtr() { return builder.create<LLVM::ZeroOp>(loc, ptrType); }
+
+Value Lowering::constArray(ArrayRef<int64_t> values) {
+  std::vector<int64_t> key(values.begin(), values.end());
+  if (key.empty())
+    key.push_back(0); // a valid pointer for rank-0 shapes
+  auto it = arrays.find(key);
+  if (it == arrays.end()) {
+    std::string name = "__dpc_const_" + std::to_string(arrays.size());
+    OpBuilder::InsertionGuard guard(builder);
+    builder.setInsertionPointToStart(module.getBody());
+    auto type = LLVM::LLVMArrayType::get(i64Type, key.size());
+    auto data = DenseElementsAttr::get(
+        RankedTensorType::get({static_cast<int64_t>(key.size())}, i64Type),
+        ArrayRef<int64_t>(key));
+    builder.create<LLVM::GlobalOp>(loc, type, /*isConstant=*/true,
+                                   LLVM::Linkage::Private, name, data);
+    it = arrays.emplace(key, name).first;
+  }
+  return builder.create<LLVM::AddressOfOp>(loc, ptrType, it->second);
+}
+
+Value Lowering::alloc(Value like) {
+  return call("dpc_alloc", ptrType, {context, i64(bytesOf(like))});
+}
+
+// Window attributes in the order the ABI's `params` arrays use.
+SmallVector<int64_t> convParams(ArrayRef<int64_t> strides,
+                                ArrayRef<int64_t> pads,
+                                ArrayRef<int64_t> dilations, int64_t groups) {
+  SmallVector<int64_t> params(strides);
+  params.append(pads.begin(), pads.end());
+  params.append(dilations.begin(), dilations.end());
+  params.push_back(groups);
+  return params;
+}
+
+SmallVector<int64_t> poolParams(ArrayRef<int64_t> kernel,
+                                ArrayRef<int64_t> strides,
+                                ArrayRef<int64_t> pads) {
+  SmallVector<int64_t> params(kernel);
+  params.append(strides.begin(), strides.end());
+  params.append(pads.begin(), pads.end());
+  return params;
+}
+
+// Shape padded with leading ones to `rank`.
+SmallVector<int64_t> padShape(ArrayRef<int64_t> shape, size_t rank) {
+  SmallVector<int64_t> padded(rank - shape.size(), 1);
+  padded.append(shape.begin(), shape.end());
+  return padded;
+}
+
+// The dimensions of a (batched) matmul as the forward op sees them.
+struct MatmulDims {
+  int64_t batch, m, n, k, aStride, bStride;
+  bool sharedRhs;
+};
+
+MatmulDims matmulDims(ArrayRef<int64_t> lhs, ArrayRef<int64_t> rhs, bool tA,
+                      bool tB) {
+  MatmulDims d;
+  int64_t l0 = lhs.end()[-2], l1 = lhs.back();
+  int64_t r0 = rhs.end()[-2], r1 = rhs.back();
+  d.m = tA ? l1 : l0;
+  d.k = tA ? l0 : l1;
+  d.n = tB ? r0 : r1;
+  d.batch = nn::getNumElements(lhs.drop_back(2));
+  d.aStride = l0 * l1;
+  d.sharedRhs = rhs.size() == 2;
+  d.bStride = d.sharedRhs ? 0 : r0 * r1;
+  return d;
+}
+
+LogicalResult Lowering::lowerOp(Operation *op) {
+  loc = op->getLoc();
+  auto define = [&](Value result, Value ptr) { values[result] = ptr; };
+  auto shape = [&](Value v) { return constArray(shapeOf(v)); };
+  LogicalResult status = success();
+  llvm::TypeSwitch<Operation *>(op)
+      .Case([&](nn::ParamOp read) {
+        int64_t id = manifest.paramId(read.getName(), read.getResult());
+        define(read, call("dpc_param", ptrType, {context, i64(id)}));
+      })
+      .Case([&](pipe::InputOp input) {
+        int64_t index = input.getIndexAttr().getInt();
+        manifest.inputs[index] = llvm::json::Object{
+            {"name", "input" + std::to_string(index)},
+            {"shape", shapeJson(shapeOf(input))}};
+        manifest.noteBatch(shapeOf(input));
+        define(input, call("dpc_input", ptrType, {context, i64(index)}));
+      })
+      .Case([&](pipe::LabelsOp labels) {
+        manifest.labels = SmallVector<int64_t>(shapeOf(labels));
+        manifest.noteBatch(shapeOf(labels));
+        define(labels, call("dpc_labels", ptrType, {context}));
+      })
+      .Case([&](pipe::RecvOp recv) {
+        int64_t tag = recv.getTagAttr().getInt();
+        manifest.recvs[tag] = llvm::json::Object{
+            {"tag", tag},
+            {"peer_stage", recv.getPeerAttr().getInt()},
+            {"what", recv.getPeerAttr().getInt() < manifest.stage ? "act"
+                                                                  : "grad"},
+            {"bytes", bytesOf(recv)}};
+        define(recv, call("dpc_recv", ptrType, {context, i64(tag)}));
+      })
+      .Case([&](pipe::SendOp send) {
+        int64_t tag = send.getTagAttr().getInt();
+        manifest.sends[tag] = llvm::json::Object{
+            {"tag", tag},
+            {"peer_stage", send.getPeerAttr().getInt()},
+            {"what", send.getPeerAttr().getInt() > manifest.stage ? "act"
+                                                                  : "grad"},
+            {"bytes", bytesOf(send.getValue())}};
+        callVoid("dpc_send", {context, i64(tag), ptrOf(send.getValue())});
+      })
+      .Case([&](pipe::StashOp stash) {
+        int64_t id = manifest.stashId(stash.getKey(), stash.getValue());
+        callVoid("dpc_stash", {context, i64(id), ptrOf(stash.getValue())});
+      })
+      .Case([&](pipe::RestoreOp restore) {
+        int64_t id = manifest.stashId(restore.getKey(), restore.getResult());
+        define(restore, call("dpc_restore", ptrType, {context, i64(id)}));
+      })
+      .Case([&](pipe::ReportLossOp report) {
+        callVoid("dpc_report_loss", {context, ptrOf(report.getLoss())});
+      })
+      .Case([&](pipe::ReportOutputOp report) {
+        manifest.output = SmallVector<int64_t>(shapeOf(report.getOutput()));
+        callVoid("dpc_report_output", {context, ptrOf(report.getOutput())});
+      })
+      .Case([&](pipe::AccumulateGradOp acc) {
+        auto read = acc.getParam().getDefiningOp<nn::ParamOp>();
+        int64_t id = manifest.paramId(read.getName(), read.getResult());
+        callVoid("dpc_grad_accumulate",
+                 {context, i64(id), ptrOf(acc.getGrad())});
+      })
+      .Case([&](pipe::AccumulatedGradOp acc) {
+        // The runtime applies the accumulator itself; no buffer is passed.
+        define(acc, nullPtr());
+      })
+      .Case([&](nn::SgdUpdateOp update) {
+        auto read = update.getParam().getDefiningOp<nn::ParamOp>();
+        if (!update.getGrad().getDefiningOp<pipe::AccumulatedGradOp>()) {
+          status = update.emitOpError(
+              "expects its gradient from pipe.accumulated_grad (run "
+              "--dpc-outline-stages first)");
+          return;
+        }
+        int64_t id = manifest.paramId(read.getName(), read.getResult());
+        callVoid("dpc_sgd_step",
+                 {context, i64(id), f32(update.getLr().convertToFloat()),
+                  f32(update.getMomentum().convertToFloat()),
+                  f32(update.getWeightDecay().convertToFloat())});
+      })
+      .Case([&](nn::ReshapeOp reshape) {
+        define(reshape, ptrOf(reshape.getInput()));
+      })
+      .Case([&](nn::Conv2dOp conv) {
+        Value y = alloc(conv);
+        callVoid("dpc_conv2d",
+                 {ptrOf(conv.getInput()), shape(conv.getInput()),
+                  ptrOf(conv.getFilter()), shape(conv.getFilter()),
+                  conv.getBias() ? ptrOf(conv.getBias()) : nullPtr(), y,
+                  shape(conv), constArray(convParams(
+                                   conv.getStrides(), conv.getPads(),
+                                   conv.getDilations(), conv.getGroups()))});
+        define(conv, y);
+      })
+      .Case([&](nn::Conv2dGradInputOp grad) {
+        Value dx = alloc(grad);
+        callVoid("dpc_conv2d_grad_input",
+                 {ptrOf(grad.getResultGrad()), shape(grad.getResultGrad()),
+                  ptrOf(grad.getFilter()), shape(grad.getFilter()), dx,
+                  shape(grad), constArray(convParams(
+                                   grad.getStrides(), grad.getPads(),
+                                   grad.getDilations(), grad.getGroups()))});
+        define(grad, dx);
+      })
+      .Case([&](nn::Conv2dGradFilterOp grad) {
+        Value dw = alloc(grad);
+        callVoid("dpc_conv2d_grad_filter",
+                 {ptrOf(grad.getResultGrad()), shape(grad.getResultGrad()),
+                  ptrOf(grad.getInput()), shape(grad.getInput()), dw,
+                  shape(grad), constArray(convParams(
+                                   grad.getStrides(), grad.getPads(),
+                                   grad.getDilations(), grad.getGroups()))});
+        define(grad, dw);
+      })
+      .Case([&](nn::Conv2dGradBiasOp grad) {
+        Value db = alloc(grad);
+        callVoid("dpc_conv2d_grad_bias",
+                 {ptrOf(grad.getResultGrad()), shape(grad.getResultGrad()),
+                  db});
+        define(grad, db);
+      })
+      .Case([&](nn::MatmulOp mm) {
+        MatmulDims d = matmulDims(shapeOf(mm.getLhs()), shapeOf(mm.getRhs()),
+                                  mm.getTransposeLhs(), mm.getTransposeRhs());
+        Value y = alloc(mm);
+        callVoid("dpc_matmul",
+                 {ptrOf(mm.getLhs()), ptrOf(mm.getRhs()), y, i64(d.batch),
+                  i64(d.m), i64(d.n), i64(d.k), i64(mm.getTransposeLhs()),
+                  i64(mm.getTransposeRhs()), i64(d.aStride), i64(d.bStride),
+                  i64(0)});
+        define(mm, y);
+      })
+      .Case([&](nn::MatmulGradLhsOp grad) {
+        bool tA = grad.getTransposeLhs(), tB = grad.getTransposeRhs();
+        MatmulDims d = matmulDims(shapeOf(grad.getLhsGrad()),
+                                  shapeOf(grad.getRhs()), tA, tB);
+        Value da = alloc(grad);
+        Value dy = ptrOf(grad.getResultGrad()), b = ptrOf(grad.getRhs());
+        int64_t dyStride = d.m * d.n;
+        if (!tA) // da = dy . op(b)^T
+          callVoid("dpc_matmul",
+                   {dy, b, da, i64(d.batch), i64(d.m), i64(d.k), i64(d.n),
+                    i64(0), i64(!tB), i64(dyStride), i64(d.bStride), i64(0)});
+        else // da (stored K x M) = op(b) . dy^T
+          callVoid("dpc_matmul",
+                   {b, dy, da, i64(d.batch), i64(d.k), i64(d.m), i64(d.n),
+                    i64(tB), i64(1), i64(d.bStride), i64(dyStride), i64(0)});
+        define(grad, da);
+      })
+      .Case([&](nn::MatmulGradRhsOp grad) {
+        bool tA = grad.getTransposeLhs(), tB = grad.getTransposeRhs();
+        MatmulDims d = matmulDims(shapeOf(grad.getLhs()),
+                                  shapeOf(grad.getRhsGrad()), tA, tB);
+        Value db = alloc(grad);
+        Value dy = ptrOf(grad.getResultGrad()), a = ptrOf(grad.getLhs());
+        int64_t dyStride = d.m * d.n;
+        // A rank-2 rhs shared by every batch gets the sum over the batch.
+        int64_t accumulate = d.sharedRhs && d.batch > 1;
+        if (!tB) // db = op(a)^T . dy
+          callVoid("dpc_matmul",
+                   {a, dy, db, i64(d.batch), i64(d.k), i64(d.n), i64(d.m),
+                    i64(!tA), i64(0), i64(d.aStride), i64(dyStride),
+                    i64(accumulate)});
+        else // db (stored N x K) = dy^T . op(a)
+          callVoid("dpc_matmul",
+                   {dy, a, db, i64(d.batch), i64(d.n), i64(d.k), i64(d.m),
+                    i64(1), i64(tA), i64(dyStride), i64(d.aStride),
+                    i64(accumulate)});
+        define(grad, db);
+      })
+      .Case([&](nn::AddOp add) {
+        size_t rank = shapeOf(add).size();
+        Value y = alloc(add);
+        callVoid("dpc_add",
+                 {ptrOf(add.getLhs()),
+                  constArray(padShape(shapeOf(add.getLhs()), rank)),
+                  ptrOf(add.getRhs()),
+                  constArray(padShape(shapeOf(add.getRhs()), rank)), y,
+                  shape(add), i64(rank)});
+        define(add, y);
+      })
+      .Case([&](nn::SumToShapeOp sum) {
+        size_t rank = shapeOf(sum.getInput()).size();
+        Value y = alloc(sum);
+        callVoid("dpc_sum_to_shape",
+                 {ptrOf(sum.getInput()), shape(sum.getInput()), y,
+                  constArray(padShape(shapeOf(sum), rank)), i64(rank)});
+        define(sum, y);
+      })
+      .Case([&](nn::ReluOp relu) {
+        Value y = alloc(relu);
+        callVoid("dpc_relu",
+                 {ptrOf(relu.getInput()), y,
+                  i64(nn::getNumElements(shapeOf(relu)))});
+        define(relu, y);
+      })
+      .Case([&](nn::ReluGradOp grad) {
+        Value dx = alloc(grad);
+        callVoid("dpc_relu_grad",
+                 {ptrOf(grad.getResultGrad()), ptrOf(grad.getResult()), dx,
+                  i64(nn::getNumElements(shapeOf(grad)))});
+        define(grad, dx);
+      })
+      .Case([&](nn::MaxPool2dOp pool) {
+        Value y = alloc(pool);
+        callVoid("dpc_max_pool2d",
+                 {ptrOf(pool.getInput()), shape(pool.getInput()), y,
+                  shape(pool),
+                  constArray(poolParams(pool.getKernelShape(),
+                                        pool.getStrides(), pool.getPads()))});
+        define(pool, y);
+      })
+      .Case([&](nn::MaxPool2dGradOp grad) {
+        Value dx = alloc(grad);
+        callVoid("dpc_max_pool2d_grad",
+                 {ptrOf(grad.getResultGrad()), shape(grad.getResultGrad()),
+                  ptrOf(grad.getInput()), shape(grad.getInput()), dx,
+                  constArray(poolParams(grad.getKernelShape(),
+                                        grad.getStrides(), grad.getPads()))});
+        define(grad, dx);
+      })
+      .Case([&](nn::SoftmaxCrossEntropyOp loss) {
+        ArrayRef<int64_t> logits = shapeOf(loss.getLogits());
+        Value out = alloc(loss);
+        callVoid("dpc_softmax_cross_entropy",
+                 {ptrOf(loss.getLogits()), ptrOf(loss.getLabels()),
+                  i64(logits[0]), i64(logits[1]),
+                  f32(loss.getScale().convertToFloat()), out});
+        define(loss, out);
+      })
+      .Case([&](nn::SoftmaxCrossEntropyGradOp grad) {
+        ArrayRef<int64_t> logits = shapeOf(grad.getLogits());
+        Value out = alloc(grad);
+        callVoid("dpc_softmax_cross_entropy_grad",
+                 {ptrOf(grad.getLogits()), ptrOf(grad.getLabels()),
+                  i64(logits[0]), i64(logits[1]),
+                  f32(grad.getScale().convertToFloat()), out});
+        define(grad, out);
+      })
+      .Default([&](Operation *other) {
+        status = other->emitOpError("has no lowering to runtime calls");
+      });
+  return status;
+}
+
+LogicalResult Lowering::lowerSegment(func::FuncOp func,
+                                     LLVM::LLVMFuncOp target) {
+  Block *entry = target.addEntryBlock(builder);
+  builder.setInsertionPointToStart(entry);
+  context = entry->getArgument(0);
+  values.clear();
+  if (func) {
+    for (Operation &op : func.getBody().front().without_terminator())
+      if (failed(lowerOp(&op)))
+        return failure();
+  }
+  builder.create<LLVM::ReturnOp>(target.getLoc(), ValueRange());
+  return success();
+}
+
+LogicalResult Lowering::run() {
+  // The segments of the one stage in this module.
+  llvm::StringMap<func::FuncOp> segments;
+  std::optional<int64_t> stage;
+  for (auto func : llvm::make_early_inc_range(module.getOps<func::FuncOp>())) {
+    auto segment = func->getAttrOfType<StringAttr>(
+        pipe::PipeDialect::kSegmentAttrName);
+    std::optional<int64_t> funcStage = pipe::getStage(func);
+    if (!segment || !funcStage)
+      return func.emitError("expects segment functions from "
+                            "--dpc-outline-stages");
+    if (stage && *stage != *funcStage)
+      return func.emitError("expects the segments of one stage, found "
+                            "stages ")
+             << *stage << " and " << *funcStage;
+    stage = funcStage;
+    segments[segment.getValue()] = func;
+  }
+  if (!stage)
+    return module.emitError("expects segment functions to lower");
+  manifest.stage = *stage;
+  if (auto count = module->getAttrOfType<IntegerAttr>(
+          pipe::PipeDialect::kNumStagesAttrName))
+    manifest.stages = count.getInt();
+
+  Type voidType = LLVM::LLVMVoidType::get(ctx);
+  for (StringRef segment : kSegments) {
+    builder.setInsertionPointToEnd(module.getBody());
+    auto target = builder.create<LLVM::LLVMFuncOp>(
+        module.getLoc(), ("dpc_segment_" + segment).str(),
+        LLVM::LLVMFunctionType::get(voidType, {ptrType}));
+    if (failed(lowerSegment(segments.lookup(segment), target)))
+      return failure();
+  }
+  for (auto &entry : segments)
+    entry.second.erase();
+
+  std::string json = manifest.toJson();
+  json.push_back('\0');
+  builder.setInsertionPointToEnd(module.getBody());
+  builder.create<LLVM::GlobalOp>(
+      module.getLoc(), LLVM::LLVMArrayType::get(builder.getI8Type(), json.size()),
+      /*isConstant=*/true, LLVM::Linkage::External, "dpc_rank_manifest",
+      builder.getStringAttr(json));
+  return success();
+}
+
+struct LowerToRuntimePass
+    : public mlir::dpc::impl::LowerToRuntimePassBase<LowerToRuntimePass> {
+  void runOnOperation() override {
+    if (failed(Lowering(getOperation()).run()))
+      signalPassFailure();
+  }
+};
+
+} // namespace

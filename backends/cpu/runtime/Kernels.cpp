@@ -1,0 +1,528 @@
+//===- Kernels.cpp - CPU kernels of the runtime C ABI ---------------------===//
+//
+// The kernels generated CPU code calls (declared in dpc/runtime/Abi.h).
+// Convolutions go to oneDNN and matrix products to its sgemm; the rest are
+// plain loops, which the compiler vectorizes well enough for elementwise work
+// and which let max pooling follow PyTorch's first-maximum rule exactly.
+//
+// Generated code has no unwind tables and no way to handle an error, and a
+// bad shape here is a compiler bug, so a kernel that is handed inconsistent
+// shapes prints what is wrong and aborts the process; mpirun then stops the
+// other ranks.
+//
+//===----------------------------------------------------------------------===//
+
+#include "dpc/runtime/Abi.h"
+
+#include <dnnl.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace {
+
+[[noreturn]] void fail(const char *kernel, const std::string &message) {
+  std::fprintf(stderr, "error: %s: %s\n", kernel, message.c_str());
+  std::fflush(stderr);
+  std::abort();
+}
+
+std::string shapeText(const int64_t *shape, int rank) {
+  std::string s = "[";
+  for (int k = 0; k < rank; ++k)
+    s += (k ? "," : "") + std::to_string(shape[k]);
+  return s + "]";
+}
+
+//===----------------------------------------------------------------------===//
+// Convolution through oneDNN
+//===----------------------------------------------------------------------===//
+
+struct ConvGeometry {
+  int64_t n, c, h, w; // input
+  int64_t o, kh, kw;  // filter
+  int64_t oh, ow;     // output
+  int64_t sh, sw, pt, pl, pb, pr, dh, dw, groups;
+};
+
+ConvGeometry convGeometry(const char *kernel, const int64_t *x,
+                          const int64_t *w, const int64_t *y,
+                          const int64_t *p) {
+  ConvGeometry g{x[0], x[1], x[2], x[3], w[0], w[2], w[3], y[2], y[3],
+                 p[0], p[1], p[2], p[3], p[4], p[5], p[6], p[7], p[8]};
+  std::string shapes = "input " + shapeText(x, 4) + ", filter " +
+                       shapeText(w, 4) + ", output " + shapeText(y, 4);
+  if (g.groups < 1 || g.c % g.groups || g.o % g.groups ||
+      w[1] * g.groups != g.c)
+    fail(kernel, shapes + ": filter channels do not match " +
+                     std::to_string(g.groups) + " groups");
+  if (g.sh < 1 || g.sw < 1 || g.dh < 1 || g.dw < 1 || g.pt < 0 || g.pl < 0 ||
+      g.pb < 0 || g.pr < 0)
+    fail(kernel, shapes + ": bad strides, dilations or pads");
+  int64_t eh = (g.h + g.pt + g.pb - g.dh * (g.kh - 1) - 1) / g.sh + 1;
+  int64_t ew = (g.w + g.pl + g.pr - g.dw * (g.kw - 1) - 1) / g.sw + 1;
+  if (y[0] != g.n || y[1] != g.o || g.oh != eh || g.ow != ew)
+    fail(kernel, shapes + ": the output should be [" + std::to_string(g.n) +
+                     "," + std::to_string(g.o) + "," + std::to_string(eh) +
+                     "," + std::to_string(ew) + "]");
+  return g;
+}
+
+dnnl::engine &engine() {
+  static dnnl::engine e(dnnl::engine::kind::cpu, 0);
+  return e;
+}
+
+dnnl::stream &stream() {
+  static dnnl::stream s(engine());
+  return s;
+}
+
+using dt = dnnl::memory::data_type;
+using tag = dnnl::memory::format_tag;
+using dims = dnnl::memory::dims;
+
+struct ConvDescs {
+  dnnl::memory::desc src, weights, bias, dst;
+  dims strides, dilates, padL, padR;
+};
+
+ConvDescs convDescs(const ConvGeometry &g) {
+  ConvDescs d;
+  d.src = {{g.n, g.c, g.h, g.w}, dt::f32, tag::nchw};
+  d.dst = {{g.n, g.o, g.oh, g.ow}, dt::f32, tag::nchw};
+  // OIHW with O = G * (O/G) is goihw in memory.
+  d.weights = g.groups == 1 ? dnnl::memory::desc({g.o, g.c, g.kh, g.kw},
+                                                 dt::f32, tag::oihw)
+                            : dnnl::memory::desc({g.groups, g.o / g.groups,
+                                                  g.c / g.groups, g.kh, g.kw},
+                                                 dt::f32, tag::goihw);
+  d.bias = {{g.o}, dt::f32, tag::x};
+  d.strides = {g.sh, g.sw};
+  // oneDNN counts dilation from 0 (no dilation), PyTorch and ONNX from 1.
+  d.dilates = {g.dh - 1, g.dw - 1};
+  d.padL = {g.pt, g.pl};
+  d.padR = {g.pb, g.pr};
+  return d;
+}
+
+dnnl::convolution_forward::primitive_desc forwardDesc(const ConvDescs &d,
+                                                      bool bias) {
+  using fwd = dnnl::convolution_forward;
+  auto desc =
+      bias ? fwd::desc(dnnl::prop_kind::forward_training,
+                       dnnl::algorithm::convolution_direct, d.src, d.weights,
+                       d.bias, d.dst, d.strides, d.dilates, d.padL, d.padR)
+           : fwd::desc(dnnl::prop_kind::forward_training,
+                       dnnl::algorithm::convolution_direct, d.src, d.weights,
+                       d.dst, d.strides, d.dilates, d.padL, d.padR);
+  return fwd::primitive_desc(desc, engine());
+}
+
+enum class ConvKind : int64_t { Forward, ForwardBias, Data, Weights };
+
+/// Primitives by kind and geometry: the same shapes recur every microbatch,
+/// and creating a oneDNN primitive costs far more than running a small one.
+/// Kernels run on the executor's thread; the lock only guards against a
+/// future caller that is not.
+dnnl::primitive &convPrimitive(ConvKind kind, const ConvGeometry &g) {
+  static std::mutex mutex;
+  static std::map<std::vector<int64_t>, dnnl::primitive> cache;
+  std::vector<int64_t> key = {
+      int64_t(kind), g.n,  g.c,  g.h,  g.w,  g.o,  g.kh, g.kw, g.oh,    g.ow,
+      g.sh,          g.sw, g.pt, g.pl, g.pb, g.pr, g.dh, g.dw, g.groups};
+  std::lock_guard<std::mutex> lock(mutex);
+  auto it = cache.find(key);
+  if (it != cache.end())
+    return it->second;
+  ConvDescs d = convDescs(g);
+  dnnl::primitive prim;
+  switch (kind) {
+  case ConvKind::Forward:
+  case ConvKind::ForwardBias:
+    prim = dnnl::convolution_forward(
+        forwardDesc(d, kind == ConvKind::ForwardBias));
+    break;
+  case ConvKind::Data: {
+    using bwd = dnnl::convolution_backward_data;
+    bwd::desc desc(dnnl::algorithm::convolution_direct, d.src, d.weights, d.dst,
+                   d.strides, d.dilates, d.padL, d.padR);
+    prim = bwd(bwd::primitive_desc(desc, engine(), forwardDesc(d, false)));
+    break;
+  }
+  case ConvKind::Weights: {
+    using bwd = dnnl::convolution_backward_weights;
+    bwd::desc desc(dnnl::algorithm::convolution_direct, d.src, d.weights, d.dst,
+                   d.strides, d.dilates, d.padL, d.padR);
+    prim = bwd(bwd::primitive_desc(desc, engine(), forwardDesc(d, false)));
+    break;
+  }
+  }
+  return cache.emplace(std::move(key), std::move(prim)).first->second;
+}
+
+dnnl::memory mem(const dnnl::memory::desc &d, const void *p) {
+  return dnnl::memory(d, engine(), const_cast<void *>(p));
+}
+
+void runConv(const char *kernel, ConvKind kind, const ConvGeometry &g,
+             std::unordered_map<int, dnnl::memory> args) {
+  try {
+    convPrimitive(kind, g).execute(stream(), args);
+    stream().wait();
+  } catch (const dnnl::error &e) {
+    fail(kernel, std::string("oneDNN: ") + e.what());
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Broadcasting helpers
+//===----------------------------------------------------------------------===//
+
+/// Element strides of `shape` in a dense row-major buffer, 0 where the
+/// dimension is broadcast (size 1) against `full`.
+std::vector<int64_t> broadcastStrides(const int64_t *shape, const int64_t *full,
+                                      int64_t rank) {
+  std::vector<int64_t> strides(size_t(rank), 0);
+  int64_t s = 1;
+  for (int64_t d = rank - 1; d >= 0; --d) {
+    strides[size_t(d)] = shape[d] == 1 && full[d] != 1 ? 0 : s;
+    s *= shape[d];
+  }
+  return strides;
+}
+
+/// Calls body(offsetA, offsetB, offsetY) for each run of the last dimension,
+/// walking all leading indices of `full` with an odometer.
+template <typename Body>
+void forEachRow(const int64_t *full, int64_t rank,
+                const std::vector<int64_t> &sa, const std::vector<int64_t> &sb,
+                Body body) {
+  if (rank == 0) {
+    body(0, 0, 0);
+    return;
+  }
+  int64_t rows = 1;
+  for (int64_t d = 0; d + 1 < rank; ++d)
+    rows *= full[d];
+  std::vector<int64_t> index(size_t(rank), 0);
+  int64_t oa = 0, ob = 0, last = full[rank - 1];
+  for (int64_t r = 0; r < rows; ++r) {
+    body(oa, ob, r * last);
+    for (int64_t d = rank - 2; d >= 0; --d) {
+      size_t k = size_t(d);
+      ++index[k];
+      oa += sa[k];
+      ob += sb[k];
+      if (index[k] < full[d])
+        break;
+      oa -= sa[k] * full[d];
+      ob -= sb[k] * full[d];
+      index[k] = 0;
+    }
+  }
+}
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// The C ABI
+//===----------------------------------------------------------------------===//
+
+extern "C" {
+
+void dpc_conv2d(const float *x, const int64_t *x_shape, const float *w,
+                const int64_t *w_shape, const float *bias, float *y,
+                const int64_t *y_shape, const int64_t *params) {
+  ConvGeometry g =
+      convGeometry("dpc_conv2d", x_shape, w_shape, y_shape, params);
+  ConvDescs d = convDescs(g);
+  std::unordered_map<int, dnnl::memory> args = {
+      {DNNL_ARG_SRC, mem(d.src, x)},
+      {DNNL_ARG_WEIGHTS, mem(d.weights, w)},
+      {DNNL_ARG_DST, mem(d.dst, y)}};
+  if (bias)
+    args.emplace(DNNL_ARG_BIAS, mem(d.bias, bias));
+  runConv("dpc_conv2d", bias ? ConvKind::ForwardBias : ConvKind::Forward, g,
+          std::move(args));
+}
+
+void dpc_conv2d_grad_input(const float *dy, const int64_t *dy_shape,
+                           const float *w, const int64_t *w_shape, float *dx,
+                           const int64_t *dx_shape, const int64_t *params) {
+  ConvGeometry g = convGeometry("dpc_conv2d_grad_input", dx_shape, w_shape,
+                                dy_shape, params);
+  ConvDescs d = convDescs(g);
+  runConv("dpc_conv2d_grad_input", ConvKind::Data, g,
+          {{DNNL_ARG_DIFF_DST, mem(d.dst, dy)},
+           {DNNL_ARG_WEIGHTS, mem(d.weights, w)},
+           {DNNL_ARG_DIFF_SRC, mem(d.src, dx)}});
+}
+
+void dpc_conv2d_grad_filter(const float *dy, const int64_t *dy_shape,
+                            const float *x, const int64_t *x_shape, float *dw,
+                            const int64_t *dw_shape, const int64_t *params) {
+  ConvGeometry g = convGeometry("dpc_conv2d_grad_filter", x_shape, dw_shape,
+                                dy_shape, params);
+  ConvDescs d = convDescs(g);
+  runConv("dpc_conv2d_grad_filter", ConvKind::Weights, g,
+          {{DNNL_ARG_DIFF_DST, mem(d.dst, dy)},
+           {DNNL_ARG_SRC, mem(d.src, x)},
+           {DNNL_ARG_DIFF_WEIGHTS, mem(d.weights, dw)}});
+}
+
+void dpc_conv2d_grad_bias(const float *dy, const int64_t *dy_shape, float *db) {
+  int64_t n = dy_shape[0], c = dy_shape[1], hw = dy_shape[2] * dy_shape[3];
+  for (int64_t ch = 0; ch < c; ++ch) {
+    double sum = 0;
+    for (int64_t b = 0; b < n; ++b) {
+      const float *p = dy + (b * c + ch) * hw;
+      for (int64_t k = 0; k < hw; ++k)
+        sum += p[k];
+    }
+    db[ch] = float(sum);
+  }
+}
+
+void dpc_matmul(const float *a, const float *b, float *y, int64_t batch,
+                int64_t m, int64_t n, int64_t k, int64_t transpose_a,
+                int64_t transpose_b, int64_t a_stride, int64_t b_stride,
+                int64_t accumulate) {
+  if (batch < 1 || m < 0 || n < 0 || k < 0)
+    fail("dpc_matmul", "bad sizes batch " + std::to_string(batch) + ", m " +
+                           std::to_string(m) + ", n " + std::to_string(n) +
+                           ", k " + std::to_string(k));
+  if (m == 0 || n == 0)
+    return;
+  if (k == 0) {
+    std::fill(y, y + (accumulate ? 1 : batch) * m * n, 0.0f);
+    return;
+  }
+  // oneDNN's sgemm is row-major, like the ABI's buffers.
+  char ta = transpose_a ? 'T' : 'N', tb = transpose_b ? 'T' : 'N';
+  int64_t lda = transpose_a ? m : k, ldb = transpose_b ? k : n;
+  for (int64_t i = 0; i < batch; ++i) {
+    float beta = accumulate && i > 0 ? 1.0f : 0.0f;
+    float *out = accumulate ? y : y + i * m * n;
+    dnnl_status_t status = dnnl_sgemm(ta, tb, m, n, k, 1.0f, a + i * a_stride,
+                                      lda, b + i * b_stride, ldb, beta, out, n);
+    if (status != dnnl_success)
+      fail("dpc_matmul",
+           "dnnl_sgemm failed with status " + std::to_string(int(status)));
+  }
+}
+
+void dpc_add(const float *a, const int64_t *a_shape, const float *b,
+             const int64_t *b_shape, float *y, const int64_t *y_shape,
+             int64_t rank) {
+  for (int64_t d = 0; d < rank; ++d)
+    if ((a_shape[d] != y_shape[d] && a_shape[d] != 1) ||
+        (b_shape[d] != y_shape[d] && b_shape[d] != 1))
+      fail("dpc_add", shapeText(a_shape, int(rank)) + " + " +
+                          shapeText(b_shape, int(rank)) +
+                          " does not broadcast to " +
+                          shapeText(y_shape, int(rank)));
+  std::vector<int64_t> sa = broadcastStrides(a_shape, y_shape, rank);
+  std::vector<int64_t> sb = broadcastStrides(b_shape, y_shape, rank);
+  int64_t last = rank ? y_shape[rank - 1] : 1;
+  int64_t la = rank ? sa.back() : 0, lb = rank ? sb.back() : 0;
+  forEachRow(y_shape, rank, sa, sb, [&](int64_t oa, int64_t ob, int64_t oy) {
+    const float *pa = a + oa, *pb = b + ob;
+    float *py = y + oy;
+    if (la && lb)
+      for (int64_t i = 0; i < last; ++i)
+        py[i] = pa[i] + pb[i];
+    else if (la)
+      for (int64_t i = 0; i < last; ++i)
+        py[i] = pa[i] + pb[0];
+    else if (lb)
+      for (int64_t i = 0; i < last; ++i)
+        py[i] = pa[0] + pb[i];
+    else
+      for (int64_t i = 0; i < last; ++i)
+        py[i] = pa[0] + pb[0];
+  });
+}
+
+void dpc_sum_to_shape(const float *x, const int64_t *x_shape, float *y,
+                      const int64_t *y_shape, int64_t rank) {
+  int64_t count = 1;
+  for (int64_t d = 0; d < rank; ++d) {
+    if (y_shape[d] != x_shape[d] && y_shape[d] != 1)
+      fail("dpc_sum_to_shape", "cannot sum " + shapeText(x_shape, int(rank)) +
+                                   " to " + shapeText(y_shape, int(rank)));
+    count *= y_shape[d];
+  }
+  // Sums in double: a bias gradient adds up thousands of terms.
+  std::vector<double> acc(size_t(count), 0.0);
+  std::vector<int64_t> sy = broadcastStrides(y_shape, x_shape, rank);
+  int64_t last = rank ? x_shape[rank - 1] : 1;
+  int64_t ly = rank ? sy.back() : 0;
+  forEachRow(x_shape, rank, sy, sy, [&](int64_t oy, int64_t, int64_t ox) {
+    const float *px = x + ox;
+    double *py = acc.data() + oy;
+    if (ly)
+      for (int64_t i = 0; i < last; ++i)
+        py[i] += px[i];
+    else {
+      double s = 0;
+      for (int64_t i = 0; i < last; ++i)
+        s += px[i];
+      py[0] += s;
+    }
+  });
+  for (int64_t i = 0; i < count; ++i)
+    y[i] = float(acc[size_t(i)]);
+}
+
+void dpc_relu(const float *x, float *y, int64_t count) {
+  // std::max(x, 0) keeps NaN, as torch.relu does.
+  for (int64_t i = 0; i < count; ++i)
+    y[i] = std::max(x[i], 0.0f);
+}
+
+void dpc_relu_grad(const float *dy, const float *y, float *dx, int64_t count) {
+  for (int64_t i = 0; i < count; ++i)
+    dx[i] = y[i] > 0.0f ? dy[i] : 0.0f;
+}
+
+} // extern "C"
+
+namespace {
+
+struct PoolGeometry {
+  int64_t planes, h, w, oh, ow, kh, kw, sh, sw, pt, pl;
+};
+
+PoolGeometry poolGeometry(const char *kernel, const int64_t *x,
+                          const int64_t *y, const int64_t *p) {
+  if (x[0] != y[0] || x[1] != y[1])
+    fail(kernel, "input " + shapeText(x, 4) + " and output " + shapeText(y, 4) +
+                     " differ in batch or channels");
+  if (p[0] < 1 || p[1] < 1 || p[2] < 1 || p[3] < 1 || p[4] < 0 || p[5] < 0 ||
+      p[6] < 0 || p[7] < 0)
+    fail(kernel, "bad kernel, strides or pads");
+  return {x[0] * x[1], x[2], x[3], y[2], y[3], p[0],
+          p[1],        p[2], p[3], p[4], p[5]};
+}
+
+/// Index (into the plane) of the first maximum of window (oh, ow): a later
+/// element replaces the maximum only when strictly greater or NaN, which is
+/// PyTorch's rule. -1 when the window holds no input element.
+inline int64_t windowArgmax(const float *plane, const PoolGeometry &g,
+                            int64_t oh, int64_t ow) {
+  int64_t h0 = oh * g.sh - g.pt, w0 = ow * g.sw - g.pl;
+  int64_t h1 = std::min(h0 + g.kh, g.h), w1 = std::min(w0 + g.kw, g.w);
+  h0 = std::max<int64_t>(h0, 0);
+  w0 = std::max<int64_t>(w0, 0);
+  int64_t best = -1;
+  float bestValue = -std::numeric_limits<float>::infinity();
+  for (int64_t i = h0; i < h1; ++i)
+    for (int64_t j = w0; j < w1; ++j) {
+      float v = plane[i * g.w + j];
+      if (best < 0 || v > bestValue || std::isnan(v)) {
+        best = i * g.w + j;
+        bestValue = v;
+        if (std::isnan(v))
+          return best;
+      }
+    }
+  return best;
+}
+
+} // namespace
+
+extern "C" {
+
+void dpc_max_pool2d(const float *x, const int64_t *x_shape, float *y,
+                    const int64_t *y_shape, const int64_t *params) {
+  PoolGeometry g = poolGeometry("dpc_max_pool2d", x_shape, y_shape, params);
+  for (int64_t p = 0; p < g.planes; ++p) {
+    const float *plane = x + p * g.h * g.w;
+    float *out = y + p * g.oh * g.ow;
+    for (int64_t i = 0; i < g.oh; ++i)
+      for (int64_t j = 0; j < g.ow; ++j) {
+        int64_t k = windowArgmax(plane, g, i, j);
+        out[i * g.ow + j] =
+            k < 0 ? -std::numeric_limits<float>::infinity() : plane[k];
+      }
+  }
+}
+
+void dpc_max_pool2d_grad(const float *dy, const int64_t *dy_shape,
+                         const float *x, const int64_t *x_shape, float *dx,
+                         const int64_t *params) {
+  PoolGeometry g =
+      poolGeometry("dpc_max_pool2d_grad", x_shape, dy_shape, params);
+  std::fill(dx, dx + g.planes * g.h * g.w, 0.0f);
+  for (int64_t p = 0; p < g.planes; ++p) {
+    const float *plane = x + p * g.h * g.w;
+    const float *grad = dy + p * g.oh * g.ow;
+    float *out = dx + p * g.h * g.w;
+    for (int64_t i = 0; i < g.oh; ++i)
+      for (int64_t j = 0; j < g.ow; ++j) {
+        int64_t k = windowArgmax(plane, g, i, j);
+        if (k >= 0)
+          out[k] += grad[i * g.ow + j];
+      }
+  }
+}
+
+void dpc_softmax_cross_entropy(const float *logits, const int64_t *labels,
+                               int64_t n, int64_t c, float scale, float *loss) {
+  double total = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    const float *row = logits + i * c;
+    if (labels[i] < 0 || labels[i] >= c)
+      fail("dpc_softmax_cross_entropy", "label " + std::to_string(labels[i]) +
+                                            " of row " + std::to_string(i) +
+                                            " is outside [0, " +
+                                            std::to_string(c) + ")");
+    // Subtracting the maximum keeps exp() finite.
+    float m = *std::max_element(row, row + c);
+    double sum = 0;
+    for (int64_t j = 0; j < c; ++j)
+      sum += std::exp(double(row[j]) - m);
+    total += double(m) + std::log(sum) - double(row[labels[i]]);
+  }
+  *loss = float(double(scale) * total);
+}
+
+void dpc_softmax_cross_entropy_grad(const float *logits, const int64_t *labels,
+                                    int64_t n, int64_t c, float scale,
+                                    float *dlogits) {
+  for (int64_t i = 0; i < n; ++i) {
+    const float *row = logits + i * c;
+    float *out = dlogits + i * c;
+    if (labels[i] < 0 || labels[i] >= c)
+      fail("dpc_softmax_cross_entropy_grad",
+           "label " + std::to_string(labels[i]) + " of row " +
+               std::to_string(i) + " is outside [0, " + std::to_string(c) +
+               ")");
+    float m = *std::max_element(row, row + c);
+    double sum = 0;
+    for (int64_t j = 0; j < c; ++j)
+      sum += std::exp(double(row[j]) - m);
+    for (int64_t j = 0; j < c; ++j) {
+      double p = std::exp(double(row[j]) - m) / sum;
+      out[j] = float(double(scale) * (p - (j == labels[i] ? 1.0 : 0.0)));
+    }
+  }
+}
+
+void dpc_copy(const void *src, void *dst, int64_t bytes) {
+  if (bytes > 0 && src != dst)
+    std::memmove(dst, src, size_t(bytes));
+}
+
+} // extern "C"

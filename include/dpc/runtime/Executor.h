@@ -1,0 +1,127 @@
+//===- Executor.h - Interpreting a rank's instruction stream ----*- C++ -*-===//
+//
+// The executor runs one rank of a pipeline: per training step it walks the
+// rank's program from schedule.json, loads microbatches, calls the generated
+// segment functions, moves activations and gradients with non-blocking
+// transfers and keeps what the segments stash. The segment functions reach it
+// through the C ABI (Abi.h) with a dpc_context pointer, which is the
+// executor's state.
+//
+// Every integer the generated code passes (parameter ids, transfer tags,
+// stash keys) is checked against the manifest, and every buffer against the
+// schedule's order, so a compiler bug is reported as an error naming the
+// instruction and microbatch. Those errors arise inside calls from generated
+// code, which has no unwind tables, so they go to a fatal handler instead of
+// being thrown through it (the rank main aborts the job there).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef DPC_RUNTIME_EXECUTOR_H
+#define DPC_RUNTIME_EXECUTOR_H
+
+#include "dpc/runtime/Abi.h"
+#include "dpc/runtime/Communicator.h"
+#include "dpc/runtime/Data.h"
+#include "dpc/runtime/Manifest.h"
+#include "dpc/runtime/Safetensors.h"
+#include "dpc/runtime/Sampler.h"
+#include "dpc/schedule/Schedule.h"
+#include "dpc/schedule/Timeline.h"
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace dpc::runtime {
+
+using SegmentFn = void (*)(dpc_context *);
+
+/// The generated object's entry points.
+struct SegmentFunctions {
+  SegmentFn forward = nullptr;
+  SegmentFn backward = nullptr;
+  SegmentFn backwardInput = nullptr;
+  SegmentFn backwardWeight = nullptr;
+  SegmentFn optimizer = nullptr;
+};
+
+/// Message tags below this are the schedule's (unique per step); the executor
+/// uses the ones above for evaluation and start-up messages.
+constexpr int kFirstControlTag = 30000;
+
+struct EvalResult {
+  int64_t correct = 0;
+  int64_t samples = 0;
+  /// Sum of the losses reported during evaluation (each scaled as in
+  /// training, by 1 / (M * B)).
+  double reportedLoss = 0;
+};
+
+class Executor {
+public:
+  /// Checks the schedule against the manifest: one stage per rank, the
+  /// segments the program uses exist, every transfer the program makes has
+  /// manifest entries and the other way round. Throws Error.
+  Executor(RankManifest manifest, schedule::Schedule schedule,
+           Communicator &comm, SegmentFunctions segments);
+  ~Executor();
+  Executor(const Executor &) = delete;
+  Executor &operator=(const Executor &) = delete;
+
+  const RankManifest &manifest() const;
+  const schedule::Schedule &schedule() const;
+
+  /// Called with the message of an error detected inside a C ABI call; must
+  /// not return. The default throws Error, which is right only when the
+  /// caller of the ABI function can unwind (C++ test segments).
+  void setFatalHandler(std::function<void(const std::string &)> handler);
+
+  /// Copies every manifest parameter from `file` (by name; F32, same shape).
+  /// With `momentum`, also the SGD momentum buffers saved by
+  /// checkpoint(); otherwise they start at zero. `fileName` names the file in
+  /// errors.
+  void loadParams(const TensorFile &file, const std::string &fileName,
+                  bool momentum);
+  /// Parameters by name, and momentum buffers as "momentum.NAME".
+  TensorFile checkpoint(int64_t stepsDone) const;
+  /// The number of completed steps a checkpoint says it was written after.
+  static int64_t checkpointStep(const TensorFile &file,
+                                const std::string &fileName);
+  std::vector<float> param(int64_t id) const;
+
+  /// Training data of the first and last stage (others pass nullptr); the
+  /// Dataset must outlive the executor.
+  void setTrainData(const Dataset *data, bool shuffle, uint64_t seed);
+
+  /// Runs the program of this rank for global step `step`. Returns the step's
+  /// loss (the sum of the reported microbatch losses) on the last stage, 0
+  /// elsewhere.
+  double runStep(int64_t step);
+
+  /// Forward-only pass over `microbatches` microbatches of `data` (first and
+  /// last stage; others pass nullptr): activations flow stage to stage, stash
+  /// calls do nothing, and the last stage counts argmax hits of the reported
+  /// output against the labels.
+  EvalResult evaluate(const Dataset *data, int64_t microbatches);
+
+  /// Measured spans of every instruction from now on, in milliseconds since
+  /// `originMs` on the steady clock (see nowMs).
+  void enableTrace(double originMs);
+  const std::vector<schedule::TimelineEvent> &traceEvents() const;
+  static double nowMs();
+
+  struct Impl;
+
+private:
+  std::unique_ptr<Impl> impl;
+};
+
+/// Sends `values` from rank `root` to every other rank (same length
+/// everywhere); used at start-up so that ranks learn what only the first or
+/// last stage knows (input shape, class count, dataset sizes).
+void broadcastInts(Communicator &comm, int root, std::vector<int64_t> &values);
+
+} // namespace dpc::runtime
+
+#endif // DPC_RUNTIME_EXECUTOR_H

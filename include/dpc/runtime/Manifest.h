@@ -1,0 +1,90 @@
+//===- Manifest.h - What a rank's generated object declares -----*- C++ -*-===//
+//
+// The generated object of every rank carries `dpc_rank_manifest`, a JSON
+// document (format "dpc-rank", docs/RUNTIME.md) saying which stage it is,
+// where its schedule and weights are, and the ids and sizes behind every
+// integer the segment functions pass to the runtime: parameters, transfers
+// and stash keys. The executor sizes its buffers from it and checks every
+// call of the generated code against it, so a compiler bug shows up as an
+// error naming the id instead of as memory corruption.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef DPC_RUNTIME_MANIFEST_H
+#define DPC_RUNTIME_MANIFEST_H
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace dpc::runtime {
+
+struct ManifestTensor {
+  std::string name;
+  std::vector<int64_t> shape;
+  int64_t elements() const;
+};
+
+struct ManifestParam {
+  int64_t id = 0;
+  std::string name;
+  std::vector<int64_t> shape;
+  int64_t elements() const;
+};
+
+enum class TransferKind { Activation, Gradient };
+
+/// One tensor crossing a stage boundary; `tag` is the compiler's transfer id,
+/// the same on the sending and the receiving stage.
+struct ManifestTransfer {
+  int64_t tag = 0;
+  int64_t peerStage = 0;
+  TransferKind what = TransferKind::Activation;
+  int64_t bytes = 0;
+};
+
+struct ManifestStash {
+  int64_t key = 0;
+  std::string name;
+  int64_t bytes = 0;
+};
+
+struct RankManifest {
+  int rank = 0;
+  int stage = 0;
+  int stages = 1;
+  /// Relative to the directory of the executable.
+  std::string schedule;
+  std::string weights;
+  int64_t microbatchSize = 1;
+  std::vector<ManifestTensor> inputs;
+  std::optional<std::vector<int64_t>> labelsShape;
+  std::vector<ManifestParam> params;
+  std::vector<ManifestTransfer> sends;
+  std::vector<ManifestTransfer> recvs;
+  std::vector<ManifestStash> stashes;
+  std::optional<std::vector<int64_t>> outputShape;
+  std::vector<std::string> segments;
+
+  bool isFirstStage() const { return stage == 0; }
+  bool isLastStage() const { return stage == stages - 1; }
+  bool hasSegment(const std::string &name) const;
+  /// nullptr when the id is not in the manifest.
+  const ManifestParam *findParam(int64_t id) const;
+  const ManifestTransfer *findSend(int64_t tag) const;
+  const ManifestTransfer *findRecv(int64_t tag) const;
+  const ManifestStash *findStash(int64_t key) const;
+};
+
+/// "act" / "grad".
+const char *transferKindName(TransferKind kind);
+
+/// Parses and validates a manifest; `name` (e.g. the executable's path) opens
+/// every error message. Throws Error naming the offending field, e.g.
+/// "rank0: manifest: params[2].shape: expected an array of positive integers".
+RankManifest parseManifest(const std::string &text, const std::string &name);
+
+} // namespace dpc::runtime
+
+#endif // DPC_RUNTIME_MANIFEST_H

@@ -1,0 +1,1133 @@
+//===- Executor.cpp - Interpreting a rank's instruction stream ------------===//
+//
+// Transfers. All tensors one schedule message carries (every manifest send of
+// this rank with the message's payload kind and peer) travel as one MPI
+// message, packed in ascending transfer-tag order at 64-byte aligned offsets.
+// Both ends compute the same layout from their manifests, so the MPI tag is
+// exactly the schedule's tag, which docs/SCHEDULES.md makes unique per
+// message within a step; the generated code's dpc_send copies straight into
+// the pack and dpc_recv returns a pointer into the received one.
+//
+// Lifetimes, per microbatch: loaded inputs and labels, received buffers and
+// stash slots live until the microbatch's backward (Backward, or
+// BackwardWeight for zero-bubble schedules) has finished, so the backward can
+// still read labels and received activations; a send pack lives from the
+// first dpc_send into it until its SendFinish. The end of a step checks that
+// nothing is left over.
+//
+//===----------------------------------------------------------------------===//
+
+#include "dpc/runtime/Executor.h"
+
+#include "dpc/runtime/Error.h"
+#include "dpc/schedule/Verifier.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <optional>
+#include <tuple>
+
+using dpc::schedule::Instruction;
+using dpc::schedule::Op;
+using dpc::schedule::Payload;
+
+// The context handed to generated code is the executor's state.
+struct dpc_context {};
+
+namespace dpc::runtime {
+
+namespace {
+
+constexpr size_t kAlign = 64;
+
+size_t roundUp(size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
+
+void *alignedAlloc(size_t bytes) {
+  void *p = std::aligned_alloc(kAlign, roundUp(std::max<size_t>(bytes, 1)));
+  if (!p)
+    throw Error("out of memory allocating " + std::to_string(bytes) + " bytes");
+  return p;
+}
+
+/// Buffers of recurring sizes (transfer packs, stash slots, microbatch data)
+/// are recycled: every microbatch of every step asks for the same sizes.
+class BufferPool {
+public:
+  ~BufferPool() {
+    for (auto &[size, p] : freeList)
+      std::free(p);
+  }
+  void *get(size_t bytes) {
+    bytes = roundUp(std::max<size_t>(bytes, 1));
+    auto it = freeList.find(bytes);
+    if (it == freeList.end())
+      return alignedAlloc(bytes);
+    void *p = it->second;
+    freeList.erase(it);
+    return p;
+  }
+  void put(void *p, size_t bytes) {
+    freeList.emplace(roundUp(std::max<size_t>(bytes, 1)), p);
+  }
+
+private:
+  std::multimap<size_t, void *> freeList;
+};
+
+class Buffer {
+public:
+  Buffer() = default;
+  Buffer(BufferPool &pool, size_t bytes)
+      : pool(&pool), ptr(static_cast<uint8_t *>(pool.get(bytes))),
+        bytes(bytes) {}
+  Buffer(Buffer &&other) noexcept { *this = std::move(other); }
+  Buffer &operator=(Buffer &&other) noexcept {
+    release();
+    pool = other.pool;
+    ptr = other.ptr;
+    bytes = other.bytes;
+    other.ptr = nullptr;
+    return *this;
+  }
+  ~Buffer() { release(); }
+  uint8_t *data() const { return ptr; }
+  size_t size() const { return bytes; }
+  explicit operator bool() const { return ptr != nullptr; }
+
+private:
+  void release() {
+    if (ptr)
+      pool->put(ptr, bytes);
+    ptr = nullptr;
+  }
+  BufferPool *pool = nullptr;
+  uint8_t *ptr = nullptr;
+  size_t bytes = 0;
+};
+
+/// dpc_alloc memory: a bump allocator reset after every segment. When a
+/// segment overflows the first block, the next reset merges the blocks into
+/// one, so from the second microbatch on a segment allocates nothing.
+class Scratch {
+public:
+  ~Scratch() {
+    for (auto &b : blocks)
+      std::free(b.first);
+  }
+  void *alloc(size_t bytes) {
+    bytes = roundUp(std::max<size_t>(bytes, 1));
+    if (blocks.empty() || used + bytes > blocks.back().second) {
+      size_t size = std::max(bytes, size_t(1) << 20);
+      blocks.emplace_back(alignedAlloc(size), size);
+      used = 0;
+    }
+    void *p = static_cast<uint8_t *>(blocks.back().first) + used;
+    used += bytes;
+    return p;
+  }
+  void reset() {
+    if (blocks.size() > 1) {
+      size_t total = 0;
+      for (auto &b : blocks) {
+        total += b.second;
+        std::free(b.first);
+      }
+      blocks.clear();
+      blocks.emplace_back(alignedAlloc(total), total);
+    }
+    used = 0;
+  }
+
+private:
+  std::vector<std::pair<void *, size_t>> blocks;
+  size_t used = 0;
+};
+
+/// Where each tensor of one schedule message sits in its pack.
+struct PackLayout {
+  struct Entry {
+    int64_t tag;
+    size_t offset;
+    int64_t bytes;
+  };
+  std::vector<Entry> entries; // ascending tag
+  size_t total = 0;
+};
+
+/// (peer rank, payload kind) of a message: with one stage per rank, this is
+/// the boundary the message crosses.
+using Boundary = std::pair<int, TransferKind>;
+
+TransferKind kindOf(Payload p) {
+  return p == Payload::Gradient ? TransferKind::Gradient
+                                : TransferKind::Activation;
+}
+
+std::map<Boundary, PackLayout>
+makeLayouts(const std::vector<ManifestTransfer> &transfers) {
+  std::map<Boundary, PackLayout> layouts;
+  std::vector<ManifestTransfer> sorted = transfers;
+  std::sort(sorted.begin(), sorted.end(),
+            [](auto &a, auto &b) { return a.tag < b.tag; });
+  for (const ManifestTransfer &t : sorted) {
+    PackLayout &layout = layouts[{int(t.peerStage), t.what}];
+    layout.entries.push_back({t.tag, layout.total, t.bytes});
+    layout.total += roundUp(size_t(t.bytes));
+  }
+  return layouts;
+}
+
+struct Pending {
+  Request request;
+  Buffer buffer;
+  Boundary boundary;
+  double startMs = 0;
+  std::string name;
+};
+
+struct Staged {
+  Buffer buffer;
+  std::vector<bool> filled;
+};
+
+struct ParamState {
+  const ManifestParam *spec = nullptr;
+  std::vector<float> value, grad, momentum;
+};
+
+enum class Phase {
+  Idle,
+  Forward,
+  Backward,
+  BackwardInput,
+  BackwardWeight,
+  Optimizer
+};
+
+const char *phaseName(Phase p) {
+  switch (p) {
+  case Phase::Idle:
+    return "outside any segment";
+  case Phase::Forward:
+    return "Forward";
+  case Phase::Backward:
+    return "Backward";
+  case Phase::BackwardInput:
+    return "BackwardInput";
+  case Phase::BackwardWeight:
+    return "BackwardWeight";
+  case Phase::Optimizer:
+    return "OptimizerStep";
+  }
+  return "?";
+}
+
+} // namespace
+
+struct Executor::Impl : dpc_context {
+  RankManifest manifest;
+  schedule::Schedule sched;
+  Communicator &comm;
+  SegmentFunctions segments;
+  std::function<void(const std::string &)> fatalHandler;
+
+  BufferPool pool;
+  Scratch scratch;
+  std::vector<ParamState> params;
+  std::map<int64_t, size_t> paramIndex; // manifest id -> params index
+  std::map<Boundary, PackLayout> sendLayouts, recvLayouts;
+
+  // Per-step state.
+  std::map<std::tuple<int, TransferKind, int>, Staged> staged;       // + mb
+  std::map<std::pair<int, int>, Pending> pendingSends, pendingRecvs; // tag, mb
+  std::map<std::tuple<int, TransferKind, int>, Buffer> received;
+  std::map<std::pair<int64_t, int>, Buffer> stash; // key, mb
+  struct Loaded {
+    Buffer inputs, labels;
+  };
+  std::map<int, Loaded> loaded;
+  std::vector<std::optional<double>> losses;
+
+  // Data.
+  const Dataset *trainData = nullptr;
+  std::unique_ptr<Sampler> trainSampler;
+  const Dataset *currentData = nullptr;
+  Sampler *currentSampler = nullptr;
+  int64_t currentStep = 0;
+
+  // The running segment.
+  Phase phase = Phase::Idle;
+  int currentMb = -1;
+  bool evaluating = false;
+  EvalResult eval;
+
+  bool tracing = false;
+  double traceOrigin = 0;
+  std::vector<schedule::TimelineEvent> events;
+
+  Impl(RankManifest m, schedule::Schedule s, Communicator &c,
+       SegmentFunctions f)
+      : manifest(std::move(m)), sched(std::move(s)), comm(c), segments(f) {}
+
+  //===--------------------------------------------------------------------===//
+  // Errors inside ABI calls
+  //===--------------------------------------------------------------------===//
+
+  [[noreturn]] void fatal(const std::string &function,
+                          const std::string &message) {
+    std::string where = phaseName(phase);
+    if (currentMb >= 0)
+      where += " mb " + std::to_string(currentMb);
+    if (evaluating)
+      where += " (evaluation)";
+    std::string text = where + ": " + function + ": " + message;
+    if (fatalHandler)
+      fatalHandler(text);
+    throw Error(text);
+  }
+
+  void requireSegment(const char *function) {
+    if (phase == Phase::Idle)
+      fatal(function, "called outside a segment function");
+  }
+
+  //===--------------------------------------------------------------------===//
+  // Setup checks
+  //===--------------------------------------------------------------------===//
+
+  void validate() {
+    const std::string s = manifest.schedule;
+    if (comm.size() != manifest.stages)
+      throw Error("the job has " + std::to_string(comm.size()) +
+                  " ranks but the pipeline has " +
+                  std::to_string(manifest.stages) +
+                  " stages (launch one rank per stage, e.g. with the "
+                  "appfile)");
+    if (comm.rank() != manifest.rank)
+      throw Error("this executable is rank " + std::to_string(manifest.rank) +
+                  " but was started as rank " + std::to_string(comm.rank()) +
+                  " (launch the ranks in appfile order)");
+    if (manifest.rank != manifest.stage)
+      throw Error("manifest: rank " + std::to_string(manifest.rank) +
+                  " runs stage " + std::to_string(manifest.stage) +
+                  "; the executor needs rank = stage (no replicas yet)");
+    if (sched.replicas != 1)
+      throw Error(s + ": " + std::to_string(sched.replicas) +
+                  " replicas per stage; the executor runs one rank per stage "
+                  "(replicated stages are not supported yet)");
+    if (sched.chunks != 1)
+      throw Error(s + ": " + std::to_string(sched.chunks) +
+                  " chunks per rank; the executor runs one stage per rank "
+                  "(interleaved schedules are not supported yet)");
+    if (sched.kind == schedule::ScheduleKind::PipeDream)
+      throw Error(s + ": pipedream weight stashing is not supported by the "
+                      "executor yet");
+    if (sched.ranks != manifest.stages)
+      throw Error(s + ": " + std::to_string(sched.ranks) +
+                  " ranks but the manifest says " +
+                  std::to_string(manifest.stages) + " stages");
+    if (int(sched.programs.size()) != sched.ranks)
+      throw Error(s + ": " + std::to_string(sched.programs.size()) +
+                  " programs for " + std::to_string(sched.ranks) + " ranks");
+    if (int64_t(sched.microbatches) * 2 * sched.numVirtualStages() >=
+        kFirstControlTag)
+      throw Error(s + ": " + std::to_string(sched.microbatches) +
+                  " microbatches need message tags beyond the executor's "
+                  "range (below " +
+                  std::to_string(kFirstControlTag) + ")");
+    schedule::VerifyOptions options;
+    options.checkBlocking = false;
+    schedule::VerifyResult result = schedule::verifySchedule(sched, options);
+    if (!result.ok())
+      throw Error(s + ": " + result.violations.front().format());
+
+    // The segments the program calls must exist.
+    auto need = [&](const char *segment, SegmentFn fn, const Instruction &i) {
+      if (!manifest.hasSegment(segment) || !fn)
+        throw Error(s + ": rank " + std::to_string(manifest.rank) + " runs " +
+                    schedule::describe(i) + " but the rank's object has no " +
+                    segment + " segment");
+    };
+    std::map<Boundary, bool> sendsUsed, recvsUsed;
+    for (const Instruction &i : sched.programs[manifest.rank]) {
+      switch (i.op) {
+      case Op::Forward:
+        need("forward", segments.forward, i);
+        break;
+      case Op::Backward:
+        need("backward", segments.backward, i);
+        break;
+      case Op::BackwardInput:
+        need("backward_input", segments.backwardInput, i);
+        break;
+      case Op::BackwardWeight:
+        need("backward_weight", segments.backwardWeight, i);
+        break;
+      case Op::OptimizerStep:
+        need("optimizer", segments.optimizer, i);
+        break;
+      case Op::AllReduce:
+      case Op::StashWeights:
+      case Op::RestoreWeights:
+      case Op::FreeWeights:
+        throw Error(s + ": " + schedule::describe(i) +
+                    " is not supported by the executor yet");
+      case Op::SendStart:
+      case Op::RecvStart: {
+        bool send = i.op == Op::SendStart;
+        Boundary b{i.peer, kindOf(i.what)};
+        auto &layouts = send ? sendLayouts : recvLayouts;
+        if (!layouts.count(b))
+          throw Error(s + ": rank " + std::to_string(manifest.rank) + " runs " +
+                      schedule::describe(i) + " but the manifest lists no " +
+                      (send ? "sends to" : "receives from") + " stage " +
+                      std::to_string(i.peer) + " with \"what\": \"" +
+                      transferKindName(b.second) + "\"");
+        (send ? sendsUsed : recvsUsed)[b] = true;
+        break;
+      }
+      default:
+        break;
+      }
+    }
+    for (auto [list, used, verb] :
+         {std::tuple(&sendLayouts, &sendsUsed, "sends"),
+          std::tuple(&recvLayouts, &recvsUsed, "recvs")})
+      for (auto &[b, layout] : *list)
+        if (!used->count(b))
+          throw Error("manifest: " + std::string(verb) + " tag " +
+                      std::to_string(layout.entries.front().tag) + " (" +
+                      transferKindName(b.second) + ", peer_stage " +
+                      std::to_string(b.first) + ") is never moved by " + s +
+                      ", which only transfers between neighbouring stages");
+  }
+
+  //===--------------------------------------------------------------------===//
+  // Running instructions
+  //===--------------------------------------------------------------------===//
+
+  void trace(schedule::EventKind kind, std::string name, double start, int mb) {
+    if (!tracing)
+      return;
+    schedule::TimelineEvent e;
+    e.rank = manifest.rank;
+    e.kind = kind;
+    e.name = std::move(name);
+    e.start = start - traceOrigin;
+    e.end = nowMs() - traceOrigin;
+    e.mb = mb;
+    e.chunk = 0;
+    events.push_back(std::move(e));
+  }
+
+  void callSegment(Phase p, SegmentFn fn, int mb) {
+    phase = p;
+    currentMb = mb;
+    fn(this);
+    scratch.reset();
+    phase = Phase::Idle;
+    currentMb = -1;
+  }
+
+  /// The microbatch's backward is over: what it kept can go.
+  void releaseMicrobatch(int mb) {
+    for (auto it = stash.begin(); it != stash.end();)
+      it = it->first.second == mb ? stash.erase(it) : std::next(it);
+    for (auto it = received.begin(); it != received.end();)
+      it = std::get<2>(it->first) == mb ? received.erase(it) : std::next(it);
+    loaded.erase(mb);
+  }
+
+  /// Loads microbatch `microbatch` of sampler step `step`, kept under `mb`
+  /// (evaluation's sampler has one microbatch per step).
+  void load(int mb, int64_t step, int microbatch) {
+    Loaded &l = loaded[mb];
+    std::vector<int64_t> indices =
+        currentSampler->microbatchIndices(step, microbatch);
+    if (manifest.isFirstStage()) {
+      if (!l.inputs)
+        l.inputs = Buffer(pool, manifest.inputs[0].elements() * sizeof(float));
+      currentData->gatherInputs(indices,
+                                reinterpret_cast<float *>(l.inputs.data()));
+    }
+    if (manifest.labelsShape) {
+      if (!l.labels)
+        l.labels = Buffer(pool, indices.size() * sizeof(int64_t));
+      currentData->gatherLabels(indices,
+                                reinterpret_cast<int64_t *>(l.labels.data()));
+    }
+  }
+
+  std::string where(int64_t step, size_t index, const Instruction &i) {
+    return "step " + std::to_string(step + 1) + ": instruction " +
+           std::to_string(index) + " (" + schedule::describe(i) + "): ";
+  }
+
+  void sendStart(const Instruction &i, const std::string &at) {
+    Boundary b{i.peer, kindOf(i.what)};
+    auto it = staged.find({b.first, b.second, i.mb});
+    const PackLayout &layout = sendLayouts.at(b);
+    if (it == staged.end())
+      throw Error(at + "no value for transfer tag " +
+                  std::to_string(layout.entries.front().tag) +
+                  " (the segment did not call dpc_send for this microbatch)");
+    for (size_t e = 0; e < layout.entries.size(); ++e)
+      if (!it->second.filled[e])
+        throw Error(at + "no value for transfer tag " +
+                    std::to_string(layout.entries[e].tag) +
+                    " (the segment did not call dpc_send for this "
+                    "microbatch)");
+    auto key = std::make_pair(i.tag, i.mb);
+    if (pendingSends.count(key))
+      throw Error(at + "a send with tag " + std::to_string(i.tag) +
+                  " is already in flight");
+    Pending p;
+    p.buffer = std::move(it->second.buffer);
+    staged.erase(it);
+    p.boundary = b;
+    p.startMs = nowMs();
+    p.name = std::string("send ") + transferKindName(b.second) + " mb" +
+             std::to_string(i.mb);
+    p.request = comm.isend(p.buffer.data(), layout.total, i.peer, i.tag);
+    pendingSends.emplace(key, std::move(p));
+  }
+
+  void sendFinish(const Instruction &i, const std::string &at) {
+    auto it = pendingSends.find({i.tag, i.mb});
+    if (it == pendingSends.end())
+      throw Error(at + "no send with tag " + std::to_string(i.tag) +
+                  " was started");
+    comm.wait(it->second.request);
+    trace(schedule::EventKind::Send, it->second.name, it->second.startMs, i.mb);
+    pendingSends.erase(it);
+  }
+
+  void recvStart(const Instruction &i, const std::string &at) {
+    Boundary b{i.peer, kindOf(i.what)};
+    auto key = std::make_pair(i.tag, i.mb);
+    if (pendingRecvs.count(key))
+      throw Error(at + "a receive with tag " + std::to_string(i.tag) +
+                  " is already in flight");
+    if (received.count({b.first, b.second, i.mb}))
+      throw Error(at + "microbatch " + std::to_string(i.mb) +
+                  " was already received from rank " + std::to_string(i.peer));
+    const PackLayout &layout = recvLayouts.at(b);
+    Pending p;
+    p.buffer = Buffer(pool, layout.total);
+    p.boundary = b;
+    p.startMs = nowMs();
+    p.name = std::string("recv ") + transferKindName(b.second) + " mb" +
+             std::to_string(i.mb);
+    p.request = comm.irecv(p.buffer.data(), layout.total, i.peer, i.tag);
+    pendingRecvs.emplace(key, std::move(p));
+  }
+
+  void recvFinish(const Instruction &i, const std::string &at) {
+    auto it = pendingRecvs.find({i.tag, i.mb});
+    if (it == pendingRecvs.end())
+      throw Error(at + "no receive with tag " + std::to_string(i.tag) +
+                  " was started");
+    comm.wait(it->second.request);
+    trace(schedule::EventKind::Recv, it->second.name, it->second.startMs, i.mb);
+    Boundary b = it->second.boundary;
+    received[{b.first, b.second, i.mb}] = std::move(it->second.buffer);
+    pendingRecvs.erase(it);
+  }
+
+  void checkLossReported(int mb, const std::string &at) {
+    if (manifest.isLastStage() && manifest.labelsShape && !losses[mb])
+      throw Error(at + "the last stage's forward did not call "
+                       "dpc_report_loss");
+  }
+
+  void run(int64_t step, size_t index, const Instruction &i) {
+    std::string at = where(step, index, i);
+    double start = nowMs();
+    auto compute = [&](schedule::EventKind kind, Phase p, SegmentFn fn) {
+      callSegment(p, fn, i.mb);
+      trace(kind, schedule::eventName(kind, i.mb, 0, false), start, i.mb);
+    };
+    switch (i.op) {
+    case Op::LoadMicrobatch:
+      if (manifest.isFirstStage() || manifest.labelsShape) {
+        load(i.mb, currentStep, i.mb);
+        trace(schedule::EventKind::Load, "load mb" + std::to_string(i.mb),
+              start, i.mb);
+      }
+      break;
+    case Op::Forward:
+      if ((manifest.isFirstStage() || manifest.labelsShape) &&
+          !loaded.count(i.mb))
+        throw Error(at + "microbatch " + std::to_string(i.mb) +
+                    " was not loaded (no LoadMicrobatch before it)");
+      compute(schedule::EventKind::Forward, Phase::Forward, segments.forward);
+      checkLossReported(i.mb, at);
+      break;
+    case Op::Backward:
+      compute(schedule::EventKind::Backward, Phase::Backward,
+              segments.backward);
+      releaseMicrobatch(i.mb);
+      break;
+    case Op::BackwardInput:
+      compute(schedule::EventKind::BackwardInput, Phase::BackwardInput,
+              segments.backwardInput);
+      break;
+    case Op::BackwardWeight:
+      compute(schedule::EventKind::BackwardWeight, Phase::BackwardWeight,
+              segments.backwardWeight);
+      releaseMicrobatch(i.mb);
+      break;
+    case Op::OptimizerStep:
+      callSegment(Phase::Optimizer, segments.optimizer, -1);
+      trace(schedule::EventKind::Optimizer, "opt", start, -1);
+      break;
+    case Op::SendStart:
+      sendStart(i, at);
+      break;
+    case Op::SendFinish:
+      sendFinish(i, at);
+      break;
+    case Op::RecvStart:
+      recvStart(i, at);
+      break;
+    case Op::RecvFinish:
+      recvFinish(i, at);
+      break;
+    // The generated code stashes and restores by itself (dpc_stash and
+    // dpc_restore); the schedule's stash instructions are the verifier's
+    // memory bookkeeping, and slots go when the backward is done.
+    case Op::Stash:
+    case Op::Restore:
+    case Op::Free:
+      break;
+    default:
+      throw Error(at + "not supported by the executor");
+    }
+  }
+
+  void checkStepEnd(const std::string &what) {
+    std::string at = what + ": at the end: ";
+    if (!pendingSends.empty())
+      throw Error(at + "send with tag " +
+                  std::to_string(pendingSends.begin()->first.first) +
+                  " was never finished");
+    if (!pendingRecvs.empty())
+      throw Error(at + "receive with tag " +
+                  std::to_string(pendingRecvs.begin()->first.first) +
+                  " was never finished");
+    if (!staged.empty()) {
+      auto &[key, s] = *staged.begin();
+      throw Error(at + "dpc_send stored " + transferKindName(std::get<1>(key)) +
+                  " for mb " + std::to_string(std::get<2>(key)) + " to stage " +
+                  std::to_string(std::get<0>(key)) +
+                  " but the schedule never sent it");
+    }
+    if (!stash.empty())
+      throw Error(at + "stash key " +
+                  std::to_string(stash.begin()->first.first) + " of mb " +
+                  std::to_string(stash.begin()->first.second) +
+                  " is still live (its backward never ran)");
+    if (!received.empty())
+      throw Error(at + "a received value of mb " +
+                  std::to_string(std::get<2>(received.begin()->first)) +
+                  " is still live (its backward never ran)");
+  }
+
+  //===--------------------------------------------------------------------===//
+  // The C ABI
+  //===--------------------------------------------------------------------===//
+
+  const float *input(int64_t index) {
+    requireSegment("dpc_input");
+    if (index < 0 || index >= int64_t(manifest.inputs.size()))
+      fatal("dpc_input",
+            "input " + std::to_string(index) + " is not in the manifest's " +
+                std::to_string(manifest.inputs.size()) + " inputs");
+    auto it = loaded.find(currentMb);
+    if (it == loaded.end() || !it->second.inputs)
+      fatal("dpc_input",
+            "microbatch " + std::to_string(currentMb) + " has not been loaded");
+    return reinterpret_cast<const float *>(it->second.inputs.data());
+  }
+
+  const int64_t *labels() {
+    requireSegment("dpc_labels");
+    if (!manifest.labelsShape)
+      fatal("dpc_labels", "the manifest declares no labels for this stage");
+    auto it = loaded.find(currentMb);
+    if (it == loaded.end() || !it->second.labels)
+      fatal("dpc_labels",
+            "microbatch " + std::to_string(currentMb) + " has not been loaded");
+    return reinterpret_cast<const int64_t *>(it->second.labels.data());
+  }
+
+  void *alloc(int64_t bytes) {
+    requireSegment("dpc_alloc");
+    if (bytes < 0)
+      fatal("dpc_alloc", "negative size " + std::to_string(bytes));
+    return scratch.alloc(size_t(bytes));
+  }
+
+  ParamState &paramState(const char *function, int64_t id) {
+    auto it = paramIndex.find(id);
+    if (it == paramIndex.end())
+      fatal(function,
+            "parameter id " + std::to_string(id) + " is not in the manifest");
+    return params[it->second];
+  }
+
+  const float *param(int64_t id) {
+    return paramState("dpc_param", id).value.data();
+  }
+
+  void gradAccumulate(int64_t id, const float *grad) {
+    requireSegment("dpc_grad_accumulate");
+    ParamState &p = paramState("dpc_grad_accumulate", id);
+    if (evaluating)
+      fatal("dpc_grad_accumulate", "called during a forward-only pass");
+    float *g = p.grad.data();
+    for (size_t k = 0, n = p.grad.size(); k < n; ++k)
+      g[k] += grad[k];
+  }
+
+  void sgdStep(int64_t id, float lr, float momentum, float weightDecay) {
+    if (phase != Phase::Optimizer)
+      fatal("dpc_sgd_step", "called outside the optimizer segment");
+    ParamState &p = paramState("dpc_sgd_step", id);
+    float *w = p.value.data(), *g = p.grad.data(), *v = p.momentum.data();
+    // torch.optim.SGD without dampening or Nesterov: the momentum buffer
+    // starts as the first gradient, which is what v = momentum * 0 + g gives.
+    for (size_t k = 0, n = p.value.size(); k < n; ++k) {
+      float d = g[k];
+      if (weightDecay != 0)
+        d += weightDecay * w[k];
+      if (momentum != 0) {
+        v[k] = momentum * v[k] + d;
+        d = v[k];
+      }
+      w[k] -= lr * d;
+      g[k] = 0;
+    }
+  }
+
+  void send(int64_t tag, const void *data) {
+    requireSegment("dpc_send");
+    const ManifestTransfer *t = manifest.findSend(tag);
+    if (!t)
+      fatal("dpc_send", "transfer tag " + std::to_string(tag) +
+                            " is not in the manifest's "
+                            "sends");
+    Boundary b{int(t->peerStage), t->what};
+    const PackLayout &layout = sendLayouts.at(b);
+    Staged &s = staged[{b.first, b.second, currentMb}];
+    if (!s.buffer) {
+      s.buffer = Buffer(pool, layout.total);
+      s.filled.assign(layout.entries.size(), false);
+    }
+    for (size_t e = 0; e < layout.entries.size(); ++e)
+      if (layout.entries[e].tag == tag) {
+        if (s.filled[e])
+          fatal("dpc_send", "transfer tag " + std::to_string(tag) +
+                                " was already sent for this microbatch");
+        std::memcpy(s.buffer.data() + layout.entries[e].offset, data,
+                    size_t(t->bytes));
+        s.filled[e] = true;
+      }
+  }
+
+  const void *recv(int64_t tag) {
+    requireSegment("dpc_recv");
+    const ManifestTransfer *t = manifest.findRecv(tag);
+    if (!t)
+      fatal("dpc_recv", "transfer tag " + std::to_string(tag) +
+                            " is not in the manifest's "
+                            "recvs");
+    Boundary b{int(t->peerStage), t->what};
+    auto it = received.find({b.first, b.second, currentMb});
+    if (it == received.end()) {
+      for (auto &[key, p] : pendingRecvs)
+        if (key.second == currentMb && p.boundary == b)
+          fatal("dpc_recv", "transfer tag " + std::to_string(tag) +
+                                " is still in flight (no RecvFinish before "
+                                "this segment)");
+      fatal("dpc_recv", "transfer tag " + std::to_string(tag) +
+                            " was never received for this microbatch");
+    }
+    for (const PackLayout::Entry &e : recvLayouts.at(b).entries)
+      if (e.tag == tag)
+        return it->second.data() + e.offset;
+    fatal("dpc_recv", "internal error: tag missing from its pack");
+  }
+
+  const ManifestStash &stashSpec(const char *function, int64_t key) {
+    const ManifestStash *s = manifest.findStash(key);
+    if (!s)
+      fatal(function,
+            "stash key " + std::to_string(key) + " is not in the manifest");
+    return *s;
+  }
+
+  static std::string stashName(const ManifestStash &s) {
+    return "stash key " + std::to_string(s.key) +
+           (s.name.empty() ? "" : " ('" + s.name + "')");
+  }
+
+  void stashValue(int64_t key, const void *data) {
+    requireSegment("dpc_stash");
+    const ManifestStash &s = stashSpec("dpc_stash", key);
+    if (evaluating)
+      return; // nothing runs backward
+    Buffer &slot = stash[{key, currentMb}];
+    if (slot)
+      fatal("dpc_stash", stashName(s) + " was already stashed for this "
+                                        "microbatch");
+    slot = Buffer(pool, size_t(s.bytes));
+    std::memcpy(slot.data(), data, size_t(s.bytes));
+  }
+
+  const void *restore(int64_t key) {
+    requireSegment("dpc_restore");
+    const ManifestStash &s = stashSpec("dpc_restore", key);
+    if (evaluating)
+      fatal("dpc_restore", "called during a forward-only pass");
+    auto it = stash.find({key, currentMb});
+    if (it == stash.end())
+      fatal("dpc_restore", stashName(s) +
+                               " holds nothing for this microbatch (never "
+                               "stashed, or already released)");
+    return it->second.data();
+  }
+
+  void reportLoss(const float *loss) {
+    requireSegment("dpc_report_loss");
+    if (!manifest.isLastStage())
+      fatal("dpc_report_loss", "only the last stage reports the loss");
+    if (evaluating) {
+      eval.reportedLoss += *loss;
+      return;
+    }
+    if (losses[currentMb])
+      fatal("dpc_report_loss", "the loss of this microbatch was already "
+                               "reported");
+    losses[currentMb] = *loss;
+  }
+
+  void reportOutput(const float *output) {
+    requireSegment("dpc_report_output");
+    if (!manifest.outputShape)
+      fatal("dpc_report_output",
+            "the manifest declares no output for this stage");
+    if (!evaluating || !manifest.labelsShape)
+      return;
+    const std::vector<int64_t> &shape = *manifest.outputShape;
+    int64_t rows = shape[0], cols = 1;
+    for (size_t d = 1; d < shape.size(); ++d)
+      cols *= shape[d];
+    const int64_t *y = labels();
+    for (int64_t r = 0; r < rows; ++r) {
+      const float *row = output + r * cols;
+      // The first maximum, as torch.argmax picks.
+      int64_t best = std::max_element(row, row + cols) - row;
+      eval.correct += best == y[r];
+    }
+    eval.samples += rows;
+  }
+};
+
+//===----------------------------------------------------------------------===//
+// Executor
+//===----------------------------------------------------------------------===//
+
+Executor::Executor(RankManifest manifest, schedule::Schedule schedule,
+                   Communicator &comm, SegmentFunctions segments)
+    : impl(std::make_unique<Impl>(std::move(manifest), std::move(schedule),
+                                  comm, segments)) {
+  Impl &s = *impl;
+  s.sendLayouts = makeLayouts(s.manifest.sends);
+  s.recvLayouts = makeLayouts(s.manifest.recvs);
+  s.validate();
+  s.params.resize(s.manifest.params.size());
+  for (size_t k = 0; k < s.params.size(); ++k) {
+    ParamState &p = s.params[k];
+    p.spec = &s.manifest.params[k];
+    size_t n = size_t(p.spec->elements());
+    p.value.assign(n, 0.0f);
+    p.grad.assign(n, 0.0f);
+    p.momentum.assign(n, 0.0f);
+    s.paramIndex[p.spec->id] = k;
+  }
+}
+
+Executor::~Executor() = default;
+
+const RankManifest &Executor::manifest() const { return impl->manifest; }
+const schedule::Schedule &Executor::schedule() const { return impl->sched; }
+
+void Executor::setFatalHandler(
+    std::function<void(const std::string &)> handler) {
+  impl->fatalHandler = std::move(handler);
+}
+
+static void copyTensor(const TensorFile &file, const std::string &fileName,
+                       const std::string &name,
+                       const std::vector<int64_t> &shape,
+                       std::vector<float> &out) {
+  auto it = file.tensors.find(name);
+  if (it == file.tensors.end())
+    throw Error(fileName + ": no tensor '" + name + "'");
+  const Tensor &t = it->second;
+  if (t.dtype != DType::F32)
+    throw Error(fileName + ": tensor '" + name + "' is " + dtypeName(t.dtype) +
+                ", expected F32");
+  if (t.shape != shape) {
+    auto text = [](const std::vector<int64_t> &s) {
+      std::string r = "[";
+      for (size_t k = 0; k < s.size(); ++k)
+        r += (k ? "," : "") + std::to_string(s[k]);
+      return r + "]";
+    };
+    throw Error(fileName + ": tensor '" + name + "' has shape " +
+                text(t.shape) + ", the model expects " + text(shape));
+  }
+  std::memcpy(out.data(), t.bytes.data(), out.size() * sizeof(float));
+}
+
+void Executor::loadParams(const TensorFile &file, const std::string &fileName,
+                          bool momentum) {
+  for (ParamState &p : impl->params) {
+    copyTensor(file, fileName, p.spec->name, p.spec->shape, p.value);
+    if (momentum)
+      copyTensor(file, fileName, "momentum." + p.spec->name, p.spec->shape,
+                 p.momentum);
+    else
+      std::fill(p.momentum.begin(), p.momentum.end(), 0.0f);
+    std::fill(p.grad.begin(), p.grad.end(), 0.0f);
+  }
+}
+
+TensorFile Executor::checkpoint(int64_t stepsDone) const {
+  TensorFile file;
+  for (const ParamState &p : impl->params) {
+    file.tensors[p.spec->name] = Tensor::fromF32(p.spec->shape, p.value.data());
+    file.tensors["momentum." + p.spec->name] =
+        Tensor::fromF32(p.spec->shape, p.momentum.data());
+  }
+  file.metadata["format"] = "dpc-checkpoint";
+  file.metadata["stage"] = std::to_string(impl->manifest.stage);
+  file.metadata["stages"] = std::to_string(impl->manifest.stages);
+  file.metadata["step"] = std::to_string(stepsDone);
+  return file;
+}
+
+int64_t Executor::checkpointStep(const TensorFile &file,
+                                 const std::string &fileName) {
+  auto it = file.metadata.find("step");
+  if (it == file.metadata.end())
+    throw Error(fileName + ": not a dpc checkpoint (no \"step\" metadata)");
+  char *end = nullptr;
+  long long step = std::strtoll(it->second.c_str(), &end, 10);
+  if (it->second.empty() || *end || step < 0)
+    throw Error(fileName + ": bad \"step\" metadata '" + it->second + "'");
+  return step;
+}
+
+std::vector<float> Executor::param(int64_t id) const {
+  auto it = impl->paramIndex.find(id);
+  if (it == impl->paramIndex.end())
+    throw Error("no parameter with id " + std::to_string(id));
+  return impl->params[it->second].value;
+}
+
+void Executor::setTrainData(const Dataset *data, bool shuffle, uint64_t seed) {
+  impl->trainData = data;
+  impl->trainSampler.reset();
+  if (!data)
+    return;
+  SamplerConfig config;
+  config.numSamples = data->size();
+  config.microbatches = impl->sched.microbatches;
+  config.microbatchSize = impl->manifest.microbatchSize;
+  config.shuffle = shuffle;
+  config.seed = seed;
+  impl->trainSampler = std::make_unique<Sampler>(config);
+}
+
+double Executor::runStep(int64_t step) {
+  Impl &s = *impl;
+  bool needsData = s.manifest.isFirstStage() || s.manifest.labelsShape;
+  if (needsData && !s.trainSampler)
+    throw Error("stage " + std::to_string(s.manifest.stage) +
+                " reads data but has no training dataset");
+  s.evaluating = false;
+  s.currentData = s.trainData;
+  s.currentSampler = s.trainSampler.get();
+  s.currentStep = step;
+  s.losses.assign(size_t(s.sched.microbatches), std::nullopt);
+  const std::vector<Instruction> &program = s.sched.programs[s.manifest.rank];
+  for (size_t k = 0; k < program.size(); ++k)
+    s.run(step, k, program[k]);
+  s.checkStepEnd("step " + std::to_string(step + 1));
+  double loss = 0;
+  for (const std::optional<double> &l : s.losses)
+    loss += l.value_or(0.0);
+  return loss;
+}
+
+EvalResult Executor::evaluate(const Dataset *data, int64_t microbatches) {
+  Impl &s = *impl;
+  const RankManifest &m = s.manifest;
+  bool needsData = m.isFirstStage() || m.labelsShape;
+  std::unique_ptr<Sampler> sampler;
+  if (needsData) {
+    if (!data)
+      throw Error("stage " + std::to_string(m.stage) +
+                  " reads data but has no evaluation dataset");
+    SamplerConfig config;
+    config.numSamples = data->size();
+    config.microbatches = 1;
+    config.microbatchSize = m.microbatchSize;
+    config.shuffle = false;
+    sampler = std::make_unique<Sampler>(config);
+    if (sampler->stepsPerEpoch() < microbatches)
+      throw Error("evaluation wants " + std::to_string(microbatches) +
+                  " microbatches but the dataset has " +
+                  std::to_string(sampler->stepsPerEpoch()));
+  }
+  s.evaluating = true;
+  s.eval = EvalResult();
+  s.currentData = data;
+  s.currentSampler = sampler.get();
+
+  // Forward only: every activation message of the training program, one
+  // message per boundary and microbatch, with one control tag per payload
+  // (MPI keeps messages between two ranks with one tag in order). Receives
+  // for the next microbatch are posted before computing this one, and one
+  // send per boundary stays in flight while the next microbatch computes.
+  const int tag = kFirstControlTag + 1;
+  std::vector<int> sendPeers, recvPeers;
+  for (auto &[b, layout] : s.sendLayouts)
+    if (b.second == TransferKind::Activation)
+      sendPeers.push_back(b.first);
+  for (auto &[b, layout] : s.recvLayouts)
+    if (b.second == TransferKind::Activation)
+      recvPeers.push_back(b.first);
+  auto transfer = [&](Op op, int peer, int mb) {
+    return Instruction::transfer(op, Payload::Activation, mb, 0, peer, tag, 0);
+  };
+  auto at = [&](int64_t mb) {
+    return "evaluation mb " + std::to_string(mb) + ": ";
+  };
+  for (int peer : recvPeers)
+    if (microbatches > 0)
+      s.recvStart(transfer(Op::RecvStart, peer, 0), at(0));
+  for (int64_t k = 0; k < microbatches; ++k) {
+    int mb = int(k);
+    for (int peer : recvPeers) {
+      if (k + 1 < microbatches)
+        s.recvStart(transfer(Op::RecvStart, peer, mb + 1), at(k + 1));
+      s.recvFinish(transfer(Op::RecvFinish, peer, mb), at(k));
+    }
+    if (needsData)
+      s.load(mb, k, 0);
+    s.callSegment(Phase::Forward, s.segments.forward, mb);
+    for (int peer : sendPeers) {
+      if (k > 0)
+        s.sendFinish(transfer(Op::SendFinish, peer, mb - 1), at(k - 1));
+      s.sendStart(transfer(Op::SendStart, peer, mb), at(k));
+    }
+    s.releaseMicrobatch(mb);
+  }
+  for (int peer : sendPeers)
+    if (microbatches > 0)
+      s.sendFinish(transfer(Op::SendFinish, peer, int(microbatches - 1)),
+                   at(microbatches - 1));
+  s.checkStepEnd("evaluation");
+  s.evaluating = false;
+  return s.eval;
+}
+
+void Executor::enableTrace(double originMs) {
+  impl->tracing = true;
+  impl->traceOrigin = originMs;
+}
+
+const std::vector<schedule::TimelineEvent> &Executor::traceEvents() const {
+  return impl->events;
+}
+
+double Executor::nowMs() {
+  using namespace std::chrono;
+  return duration<double, std::milli>(steady_clock::now().time_since_epoch())
+      .count();
+}
+
+void broadcastInts(Communicator &comm, int root, std::vector<int64_t> &values) {
+  const int tag = kFirstControlTag + 2;
+  size_t bytes = values.size() * sizeof(int64_t);
+  if (comm.rank() == root) {
+    std::vector<Request> requests;
+    for (int r = 0; r < comm.size(); ++r)
+      if (r != root)
+        requests.push_back(comm.isend(values.data(), bytes, r, tag));
+    for (Request &r : requests)
+      comm.wait(r);
+  } else {
+    Request r = comm.irecv(values.data(), bytes, root, tag);
+    comm.wait(r);
+  }
+}
+
+} // namespace dpc::runtime
+
+//===----------------------------------------------------------------------===//
+// The C ABI functions of the context
+//===----------------------------------------------------------------------===//
+
+using dpc::runtime::Executor;
+
+static Executor::Impl &state(dpc_context *ctx) {
+  return *static_cast<Executor::Impl *>(ctx);
+}
+
+extern "C" {
+
+const float *dpc_input(dpc_context *ctx, int64_t index) {
+  return state(ctx).input(index);
+}
+const int64_t *dpc_labels(dpc_context *ctx) { return state(ctx).labels(); }
+void *dpc_alloc(dpc_context *ctx, int64_t bytes) {
+  return state(ctx).alloc(bytes);
+}
+const float *dpc_param(dpc_context *ctx, int64_t param) {
+  return state(ctx).param(param);
+}
+void dpc_grad_accumulate(dpc_context *ctx, int64_t param, const float *grad) {
+  state(ctx).gradAccumulate(param, grad);
+}
+void dpc_sgd_step(dpc_context *ctx, int64_t param, float lr, float momentum,
+                  float weight_decay) {
+  state(ctx).sgdStep(param, lr, momentum, weight_decay);
+}
+void dpc_send(dpc_context *ctx, int64_t tag, const void *data) {
+  state(ctx).send(tag, data);
+}
+const void *dpc_recv(dpc_context *ctx, int64_t tag) {
+  return state(ctx).recv(tag);
+}
+void dpc_stash(dpc_context *ctx, int64_t key, const void *data) {
+  state(ctx).stashValue(key, data);
+}
+const void *dpc_restore(dpc_context *ctx, int64_t key) {
+  return state(ctx).restore(key);
+}
+void dpc_report_loss(dpc_context *ctx, const float *loss) {
+  state(ctx).reportLoss(loss);
+}
+void dpc_report_output(dpc_context *ctx, const float *output) {
+  state(ctx).reportOutput(output);
+}
+
+} // extern "C"

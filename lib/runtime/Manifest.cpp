@@ -1,0 +1,324 @@
+//===- Manifest.cpp - Parsing and checking the rank manifest --------------===//
+
+#include "dpc/runtime/Manifest.h"
+
+#include "dpc/runtime/Error.h"
+
+#include <nlohmann/json.hpp>
+
+#include <set>
+
+namespace dpc::runtime {
+
+using nlohmann::json;
+
+static int64_t product(const std::vector<int64_t> &shape) {
+  int64_t n = 1;
+  for (int64_t d : shape)
+    n *= d;
+  return n;
+}
+
+int64_t ManifestTensor::elements() const { return product(shape); }
+int64_t ManifestParam::elements() const { return product(shape); }
+
+const char *transferKindName(TransferKind kind) {
+  return kind == TransferKind::Activation ? "act" : "grad";
+}
+
+bool RankManifest::hasSegment(const std::string &name) const {
+  for (const std::string &s : segments)
+    if (s == name)
+      return true;
+  return false;
+}
+
+const ManifestParam *RankManifest::findParam(int64_t id) const {
+  for (const ManifestParam &p : params)
+    if (p.id == id)
+      return &p;
+  return nullptr;
+}
+
+static const ManifestTransfer *
+findTransfer(const std::vector<ManifestTransfer> &list, int64_t tag) {
+  for (const ManifestTransfer &t : list)
+    if (t.tag == tag)
+      return &t;
+  return nullptr;
+}
+
+const ManifestTransfer *RankManifest::findSend(int64_t tag) const {
+  return findTransfer(sends, tag);
+}
+const ManifestTransfer *RankManifest::findRecv(int64_t tag) const {
+  return findTransfer(recvs, tag);
+}
+
+const ManifestStash *RankManifest::findStash(int64_t key) const {
+  for (const ManifestStash &s : stashes)
+    if (s.key == key)
+      return &s;
+  return nullptr;
+}
+
+namespace {
+
+/// Reads fields with error messages that carry the JSON path of the field,
+/// so that a compiler bug in one entry is found without reading the whole
+/// document.
+class Reader {
+public:
+  explicit Reader(std::string name)
+      : prefix(std::move(name) + ": manifest: ") {}
+
+  [[noreturn]] void fail(const std::string &path, const std::string &what) {
+    throw Error(prefix + path + ": " + what);
+  }
+
+  const json &field(const json &object, const std::string &path,
+                    const char *key) {
+    auto it = object.find(key);
+    if (it == object.end())
+      fail(path + key, "missing");
+    return *it;
+  }
+
+  int64_t integer(const json &object, const std::string &path, const char *key,
+                  int64_t min) {
+    const json &v = field(object, path, key);
+    if (!v.is_number_integer())
+      fail(path + key, "expected an integer");
+    int64_t x = v.get<int64_t>();
+    if (x < min)
+      fail(path + key, "expected an integer >= " + std::to_string(min) +
+                           ", got " + std::to_string(x));
+    return x;
+  }
+
+  std::string string(const json &object, const std::string &path,
+                     const char *key) {
+    const json &v = field(object, path, key);
+    if (!v.is_string() || v.get<std::string>().empty())
+      fail(path + key, "expected a non-empty string");
+    return v.get<std::string>();
+  }
+
+  std::vector<int64_t> shape(const json &v, const std::string &path) {
+    if (!v.is_array() || v.empty())
+      fail(path, "expected a non-empty array of positive integers");
+    std::vector<int64_t> dims;
+    for (const json &d : v) {
+      if (!d.is_number_integer() || d.get<int64_t>() <= 0)
+        fail(path, "expected a non-empty array of positive integers");
+      dims.push_back(d.get<int64_t>());
+    }
+    return dims;
+  }
+
+  const json &array(const json &object, const std::string &path,
+                    const char *key) {
+    const json &v = field(object, path, key);
+    if (!v.is_array())
+      fail(path + key, "expected an array");
+    return v;
+  }
+
+  /// `{"shape": [...]}` or null.
+  std::optional<std::vector<int64_t>>
+  optionalShape(const json &object, const std::string &path, const char *key) {
+    auto it = object.find(key);
+    if (it == object.end() || it->is_null())
+      return std::nullopt;
+    if (!it->is_object())
+      fail(path + key, "expected an object with \"shape\" or null");
+    return shape(field(*it, path + key + ".", "shape"), path + key + ".shape");
+  }
+
+private:
+  std::string prefix;
+};
+
+std::string at(const char *list, size_t i) {
+  return std::string(list) + "[" + std::to_string(i) + "].";
+}
+
+std::vector<ManifestTransfer> readTransfers(Reader &r, const json &root,
+                                            const char *key,
+                                            const RankManifest &m) {
+  std::vector<ManifestTransfer> list;
+  std::set<int64_t> tags;
+  const json &entries = r.array(root, "", key);
+  for (size_t i = 0; i < entries.size(); ++i) {
+    std::string path = at(key, i);
+    const json &e = entries[i];
+    if (!e.is_object())
+      r.fail(path.substr(0, path.size() - 1), "expected an object");
+    ManifestTransfer t;
+    t.tag = r.integer(e, path, "tag", 0);
+    t.peerStage = r.integer(e, path, "peer_stage", 0);
+    t.bytes = r.integer(e, path, "bytes", 1);
+    std::string what = r.string(e, path, "what");
+    if (what == "act")
+      t.what = TransferKind::Activation;
+    else if (what == "grad")
+      t.what = TransferKind::Gradient;
+    else
+      r.fail(path + "what",
+             "expected \"act\" or \"grad\", got \"" + what + "\"");
+    if (t.peerStage >= m.stages || t.peerStage == m.stage)
+      r.fail(path + "peer_stage", "stage " + std::to_string(t.peerStage) +
+                                      " is not another stage of the " +
+                                      std::to_string(m.stages) +
+                                      "-stage pipeline");
+    // Activations flow to later stages and gradients to earlier ones; which
+    // end is "later" depends on whether this is a send or a receive.
+    bool towardsLater =
+        (t.peerStage > m.stage) == (std::string(key) == "sends");
+    if (towardsLater != (t.what == TransferKind::Activation))
+      r.fail(path + "what",
+             std::string("\"") + what + "\" cannot " +
+                 (std::string(key) == "sends" ? "go to" : "come from") +
+                 " stage " + std::to_string(t.peerStage) +
+                 " (activations flow forward, gradients back)");
+    if (!tags.insert(t.tag).second)
+      r.fail(path + "tag", "tag " + std::to_string(t.tag) + " appears twice");
+    list.push_back(t);
+  }
+  return list;
+}
+
+} // namespace
+
+RankManifest parseManifest(const std::string &text, const std::string &name) {
+  Reader r(name);
+  json root;
+  try {
+    root = json::parse(text);
+  } catch (const json::exception &e) {
+    throw Error(name + ": manifest: not valid JSON: " + e.what());
+  }
+  if (!root.is_object())
+    r.fail("(document)", "expected a JSON object");
+  std::string format = r.string(root, "", "format");
+  if (format != "dpc-rank")
+    r.fail("format", "expected \"dpc-rank\", got \"" + format + "\"");
+  int64_t version = r.integer(root, "", "version", 0);
+  if (version != 1)
+    r.fail("version", "unsupported version " + std::to_string(version) +
+                          " (this runtime reads version 1)");
+
+  RankManifest m;
+  m.rank = static_cast<int>(r.integer(root, "", "rank", 0));
+  m.stages = static_cast<int>(r.integer(root, "", "stages", 1));
+  m.stage = static_cast<int>(r.integer(root, "", "stage", 0));
+  if (m.stage >= m.stages)
+    r.fail("stage", "stage " + std::to_string(m.stage) + " of a " +
+                        std::to_string(m.stages) + "-stage pipeline");
+  m.schedule = r.string(root, "", "schedule");
+  m.microbatchSize = r.integer(root, "", "microbatch_size", 1);
+
+  auto batchFirst = [&](const std::vector<int64_t> &shape,
+                        const std::string &path) {
+    if (shape[0] != m.microbatchSize)
+      r.fail(path, "the first dimension is " + std::to_string(shape[0]) +
+                       " but microbatch_size is " +
+                       std::to_string(m.microbatchSize));
+  };
+
+  const json &inputs = r.array(root, "", "inputs");
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    std::string path = at("inputs", i);
+    ManifestTensor t;
+    t.name = r.string(inputs[i], path, "name");
+    t.shape = r.shape(r.field(inputs[i], path, "shape"), path + "shape");
+    batchFirst(t.shape, path + "shape");
+    m.inputs.push_back(t);
+  }
+  if (!m.inputs.empty() && !m.isFirstStage())
+    r.fail("inputs", "only the first stage reads data inputs");
+  if (m.isFirstStage() && m.inputs.empty())
+    r.fail("inputs", "the first stage must read at least one data input");
+  if (m.inputs.size() > 1)
+    r.fail("inputs", "the runtime's datasets hold one input tensor per "
+                     "sample, the manifest lists " +
+                         std::to_string(m.inputs.size()));
+
+  m.labelsShape = r.optionalShape(root, "", "labels");
+  if (m.labelsShape) {
+    if (!m.isLastStage())
+      r.fail("labels", "only the last stage reads labels");
+    if (m.labelsShape->size() != 1)
+      r.fail("labels.shape", "expected [microbatch_size]");
+    batchFirst(*m.labelsShape, "labels.shape");
+  }
+  m.outputShape = r.optionalShape(root, "", "output");
+  if (m.outputShape) {
+    if (!m.isLastStage())
+      r.fail("output", "only the last stage reports an output");
+    batchFirst(*m.outputShape, "output.shape");
+  }
+
+  const json &params = r.array(root, "", "params");
+  std::set<int64_t> ids;
+  std::set<std::string> names;
+  for (size_t i = 0; i < params.size(); ++i) {
+    std::string path = at("params", i);
+    ManifestParam p;
+    p.id = r.integer(params[i], path, "id", 0);
+    p.name = r.string(params[i], path, "name");
+    p.shape = r.shape(r.field(params[i], path, "shape"), path + "shape");
+    if (!ids.insert(p.id).second)
+      r.fail(path + "id", "id " + std::to_string(p.id) + " appears twice");
+    if (!names.insert(p.name).second)
+      r.fail(path + "name", "'" + p.name + "' appears twice");
+    m.params.push_back(p);
+  }
+  // A stage without parameters needs no weights file.
+  auto weights = root.find("weights");
+  if (weights != root.end() && !weights->is_null())
+    m.weights = r.string(root, "", "weights");
+  else if (!m.params.empty())
+    r.fail("weights", "missing, but the stage has parameters");
+
+  m.sends = readTransfers(r, root, "sends", m);
+  m.recvs = readTransfers(r, root, "recvs", m);
+
+  const json &stashes = r.array(root, "", "stashes");
+  std::set<int64_t> keys;
+  for (size_t i = 0; i < stashes.size(); ++i) {
+    std::string path = at("stashes", i);
+    ManifestStash s;
+    s.key = r.integer(stashes[i], path, "key", 0);
+    auto nameIt = stashes[i].find("name");
+    if (nameIt != stashes[i].end() && nameIt->is_string())
+      s.name = nameIt->get<std::string>();
+    s.bytes = r.integer(stashes[i], path, "bytes", 1);
+    if (!keys.insert(s.key).second)
+      r.fail(path + "key", "key " + std::to_string(s.key) + " appears twice");
+    m.stashes.push_back(s);
+  }
+
+  static const char *const kSegments[] = {
+      "forward", "backward", "backward_input", "backward_weight", "optimizer"};
+  const json &segments = r.array(root, "", "segments");
+  for (size_t i = 0; i < segments.size(); ++i) {
+    std::string path = "segments[" + std::to_string(i) + "]";
+    if (!segments[i].is_string())
+      r.fail(path, "expected a string");
+    std::string s = segments[i].get<std::string>();
+    bool known = false;
+    for (const char *k : kSegments)
+      known |= s == k;
+    if (!known)
+      r.fail(path, "unknown segment \"" + s +
+                       "\" (expected forward, backward, backward_input, "
+                       "backward_weight or optimizer)");
+    m.segments.push_back(s);
+  }
+  if (!m.hasSegment("forward") || !m.hasSegment("optimizer"))
+    r.fail("segments", "must list at least \"forward\" and \"optimizer\"");
+  return m;
+}
+
+} // namespace dpc::runtime

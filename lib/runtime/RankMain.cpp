@@ -1,0 +1,355 @@
+//===- RankMain.cpp - The main of every rank executable -------------------===//
+//
+// A rank executable is the generated object of one stage linked with this
+// file (library dpc_rank_main) and the runtime. This main reads the rank
+// manifest the object carries, the schedule and weights next to the
+// executable, loads the data this stage reads, and runs training steps,
+// evaluation and checkpoints through the Executor. Errors anywhere abort the
+// whole MPI job with "rank R: error: MESSAGE", so no peer is left waiting.
+//
+//===----------------------------------------------------------------------===//
+
+#include "dpc/runtime/Abi.h"
+#include "dpc/runtime/Data.h"
+#include "dpc/runtime/Error.h"
+#include "dpc/runtime/Executor.h"
+#include "dpc/runtime/Manifest.h"
+#include "dpc/runtime/Metrics.h"
+#include "dpc/runtime/MpiCommunicator.h"
+#include "dpc/runtime/Safetensors.h"
+#include "dpc/schedule/Timeline.h"
+#include "dpc/support/CommandLine.h"
+
+#include <cstdio>
+#include <fstream>
+#include <optional>
+#include <string>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <vector>
+
+using namespace dpc::runtime;
+namespace cli = dpc::cli;
+
+namespace {
+
+struct Options {
+  std::string data = "fashion-mnist:/usr/share/datasets/fashion-mnist";
+  std::string evalData, metrics, trace, checkpointDir;
+  int64_t steps = 0, epochs = 0, seed = 0, checkpointEvery = 0;
+  bool shuffle = true, resume = false, eval = true;
+};
+
+/// Thrown for a bad command line: every rank sees the same arguments, so
+/// every rank fails the same way, with the usage exit code.
+struct UsageError {
+  std::string message;
+};
+
+std::string executablePath() {
+  std::vector<char> buffer(4096);
+  ssize_t n = ::readlink("/proc/self/exe", buffer.data(), buffer.size() - 1);
+  if (n <= 0)
+    throw Error("cannot read /proc/self/exe to find the executable's "
+                "directory");
+  return std::string(buffer.data(), size_t(n));
+}
+
+std::string directoryOf(const std::string &path) {
+  size_t slash = path.rfind('/');
+  return slash == std::string::npos ? "." : path.substr(0, slash);
+}
+
+std::string resolve(const std::string &dir, const std::string &path) {
+  return !path.empty() && path[0] == '/' ? path : dir + "/" + path;
+}
+
+bool fileExists(const std::string &path) {
+  struct stat st;
+  return ::stat(path.c_str(), &st) == 0;
+}
+
+/// "trace.json" -> "trace.rank1.json"; "trace" -> "trace.rank1".
+std::string perRankPath(const std::string &path, int rank) {
+  std::string suffix = ".rank" + std::to_string(rank);
+  size_t slash = path.rfind('/');
+  size_t dot = path.rfind('.');
+  if (dot == std::string::npos || (slash != std::string::npos && dot < slash) ||
+      dot == (slash == std::string::npos ? 0 : slash + 1))
+    return path + suffix;
+  return path.substr(0, dot) + suffix + path.substr(dot);
+}
+
+Options parseOptions(int argc, char **argv, bool &help) {
+  Options o;
+  cli::ArgParser parser(
+      "rank", "one rank of a dpc pipeline (launch all ranks with 'dpc run')",
+      "mpirun --app OUT/appfile [options], or: dpc run OUT [options]");
+  parser.addOption("data", &o.data, "SPEC",
+                   "training data: fashion-mnist:DIR, mnist:DIR, "
+                   "npy:INPUTS,LABELS or synthetic[:N]");
+  parser.addOption("eval-data", &o.evalData, "SPEC",
+                   "evaluation data (default: the test split of --data)");
+  parser.addOption("steps", &o.steps, "N", "train N minibatches in all");
+  parser.addOption("epochs", &o.epochs, "N", "train N epochs (default 1)");
+  parser.addFlag("shuffle", &o.shuffle,
+                 "shuffle the training set every epoch (default)", true);
+  parser.addOption("seed", &o.seed, "N",
+                   "seed of shuffling and synthetic data");
+  parser.addOption("metrics", &o.metrics, "FILE",
+                   "write JSON-lines metrics (last stage)");
+  parser.addOption("trace", &o.trace, "FILE",
+                   "write a Chrome trace per rank, FILE with .rankK inserted");
+  parser.addOption("checkpoint-dir", &o.checkpointDir, "DIR",
+                   "write per-stage checkpoints here at the end");
+  parser.addOption("checkpoint-every", &o.checkpointEvery, "N",
+                   "also checkpoint every N steps");
+  parser.addFlag("resume", &o.resume,
+                 "continue from the checkpoints in --checkpoint-dir");
+  parser.addFlag("eval", &o.eval,
+                 "measure test accuracy after training (default)", true);
+  std::vector<std::string> args(argv + 1, argv + argc);
+  switch (parser.parse(args)) {
+  case cli::ArgParser::Result::Help:
+    help = true;
+    std::printf("%s", parser.help().c_str());
+    return o;
+  case cli::ArgParser::Result::Error:
+    throw UsageError{parser.error()};
+  case cli::ArgParser::Result::Ok:
+    break;
+  }
+  if (parser.given("steps") && parser.given("epochs"))
+    throw UsageError{"give --steps or --epochs, not both"};
+  if ((parser.given("steps") && o.steps <= 0) ||
+      (parser.given("epochs") && o.epochs <= 0) ||
+      (parser.given("checkpoint-every") && o.checkpointEvery <= 0))
+    throw UsageError{"--steps, --epochs and --checkpoint-every expect a "
+                     "positive integer"};
+  if (o.resume && o.checkpointDir.empty())
+    throw UsageError{"--resume needs --checkpoint-dir"};
+  if (o.epochs == 0 && o.steps == 0)
+    o.epochs = 1;
+  return o;
+}
+
+int64_t product(const std::vector<int64_t> &v, size_t from = 0) {
+  int64_t n = 1;
+  for (size_t k = from; k < v.size(); ++k)
+    n *= v[k];
+  return n;
+}
+
+/// Every rank gets what only the first stage (the input's sample shape) and
+/// the last stage (the class count) know, so that both data-reading stages
+/// build the same dataset even from synthetic specs.
+ModelDataShape shareModelShape(Communicator &comm, const RankManifest &m) {
+  constexpr size_t kMaxRank = 8;
+  std::vector<int64_t> shape(kMaxRank + 1, 0);
+  if (m.isFirstStage()) {
+    const std::vector<int64_t> &in = m.inputs[0].shape;
+    if (in.size() - 1 > kMaxRank)
+      throw Error("the model's input has rank " + std::to_string(in.size()) +
+                  "; the runtime handles up to " +
+                  std::to_string(kMaxRank + 1));
+    shape[0] = int64_t(in.size()) - 1;
+    for (size_t k = 1; k < in.size(); ++k)
+      shape[k] = in[k];
+  }
+  broadcastInts(comm, 0, shape);
+  std::vector<int64_t> classes(1, 0);
+  if (m.isLastStage() && m.outputShape)
+    classes[0] = product(*m.outputShape, 1);
+  broadcastInts(comm, comm.size() - 1, classes);
+  ModelDataShape model;
+  model.sampleShape.assign(shape.begin() + 1, shape.begin() + 1 + shape[0]);
+  model.numClasses = classes[0];
+  return model;
+}
+
+void printLine(const std::string &line) {
+  // Whole lines: mpirun forwards output line by line.
+  std::fprintf(stdout, "%s\n", line.c_str());
+  std::fflush(stdout);
+}
+
+void writeTrace(const Executor &exec, const std::string &path, int rank,
+                int ranks) {
+  dpc::schedule::Timeline timeline;
+  timeline.ranks = ranks;
+  timeline.events = exec.traceEvents();
+  std::string file = perRankPath(path, rank);
+  std::ofstream out(file);
+  out << dpc::schedule::toChromeTrace(timeline);
+  if (!out)
+    throw Error(file + ": cannot write the trace");
+}
+
+int runRank(int argc, char **argv, Communicator &comm) {
+  bool help = false;
+  Options opts = parseOptions(argc, argv, help);
+  if (help)
+    return 0;
+
+  std::string exe = executablePath();
+  std::string dir = directoryOf(exe);
+  RankManifest manifest = parseManifest(dpc_rank_manifest, exe);
+  std::string schedulePath = resolve(dir, manifest.schedule);
+  dpc::schedule::Schedule schedule;
+  std::string error = dpc::schedule::readScheduleFile(schedulePath, schedule);
+  if (!error.empty())
+    throw Error(schedulePath + ": " + error);
+  manifest.schedule = schedulePath;
+
+  SegmentFunctions segments;
+  segments.forward = dpc_segment_forward;
+  segments.backward = dpc_segment_backward;
+  segments.backwardInput = dpc_segment_backward_input;
+  segments.backwardWeight = dpc_segment_backward_weight;
+  segments.optimizer = dpc_segment_optimizer;
+  Executor exec(manifest, schedule, comm, segments);
+  // Errors found inside ABI calls cannot unwind through generated code.
+  exec.setFatalHandler(
+      [&comm](const std::string &message) { comm.abort(message, 1); });
+  const RankManifest &m = exec.manifest();
+  const int64_t microbatches = schedule.microbatches;
+  const int64_t samplesPerStep = microbatches * m.microbatchSize;
+
+  // Data: the first stage reads inputs, the last labels; both the same
+  // samples, from the same spec and sampler.
+  ModelDataShape model = shareModelShape(comm, m);
+  bool readsData = m.isFirstStage() || m.labelsShape.has_value();
+  std::optional<Dataset> train, test;
+  DataSpec trainSpec = parseDataSpec(opts.data);
+  if (readsData) {
+    train = loadDataset(trainSpec, Split::Train, model, uint64_t(opts.seed));
+    if (opts.eval) {
+      DataSpec evalSpec =
+          opts.evalData.empty() ? trainSpec : parseDataSpec(opts.evalData);
+      test = loadDataset(evalSpec, Split::Test, model, uint64_t(opts.seed));
+    }
+  }
+  // The middle stages learn the dataset sizes from the first stage; the last
+  // stage checks that it read the same data.
+  std::vector<int64_t> sizes = {train ? train->size() : 0,
+                                test ? test->size() : 0};
+  std::vector<int64_t> mine = sizes;
+  broadcastInts(comm, 0, sizes);
+  if (readsData && mine != sizes)
+    throw Error("this stage read " + std::to_string(mine[0]) +
+                " training and " + std::to_string(mine[1]) +
+                " evaluation samples but the "
+                "first stage read " +
+                std::to_string(sizes[0]) + " and " + std::to_string(sizes[1]) +
+                " (give every rank the same data)");
+  int64_t stepsPerEpoch = sizes[0] / samplesPerStep;
+  if (stepsPerEpoch == 0)
+    throw Error(trainSpec.text + ": " + std::to_string(sizes[0]) +
+                " samples do not fill one minibatch of " +
+                std::to_string(samplesPerStep));
+  int64_t totalSteps =
+      opts.steps > 0 ? opts.steps : opts.epochs * stepsPerEpoch;
+  exec.setTrainData(train ? &*train : nullptr, opts.shuffle,
+                    uint64_t(opts.seed));
+
+  // Parameters: the compiler's initial weights, or a checkpoint to resume.
+  int64_t firstStep = 0;
+  if (opts.resume) {
+    std::string path = checkpointPath(opts.checkpointDir, m.stage);
+    if (!fileExists(path))
+      throw Error("--resume: no checkpoint " + path);
+    TensorFile file = readSafetensors(path);
+    exec.loadParams(file, path, /*momentum=*/true);
+    firstStep = Executor::checkpointStep(file, path);
+    std::vector<int64_t> step = {firstStep};
+    broadcastInts(comm, 0, step);
+    if (step[0] != firstStep)
+      throw Error(path + ": written after step " + std::to_string(firstStep) +
+                  " but stage 0's checkpoint after step " +
+                  std::to_string(step[0]));
+  } else if (!m.params.empty()) {
+    std::string path = resolve(dir, m.weights);
+    exec.loadParams(readSafetensors(path), path, /*momentum=*/false);
+  }
+
+  std::optional<MetricsWriter> metrics;
+  bool reports = m.isLastStage();
+  if (reports && !opts.metrics.empty())
+    metrics.emplace(opts.metrics, opts.resume);
+  if (reports)
+    printLine("training " + std::to_string(totalSteps - firstStep) +
+              " steps of " + std::to_string(microbatches) + " x " +
+              std::to_string(m.microbatchSize) + " samples on " +
+              std::to_string(m.stages) + " stages (" +
+              dpc::schedule::kindName(schedule.kind) + ")");
+
+  auto saveCheckpoint = [&](int64_t stepsDone) {
+    ::mkdir(opts.checkpointDir.c_str(), 0777); // may exist already
+    writeSafetensors(checkpointPath(opts.checkpointDir, m.stage),
+                     exec.checkpoint(stepsDone));
+  };
+
+  double startMs = Executor::nowMs();
+  if (!opts.trace.empty())
+    exec.enableTrace(startMs);
+  ProgressMeter meter(totalSteps, samplesPerStep, 0.0);
+  double lastPrint = -1;
+  for (int64_t step = firstStep; step < totalSteps; ++step) {
+    double loss = exec.runStep(step);
+    double now = (Executor::nowMs() - startMs) / 1000;
+    if (reports) {
+      if (metrics)
+        metrics->writeStep(step + 1, loss, (step + 1) * samplesPerStep, now);
+      Progress progress = meter.update(step + 1, loss, now);
+      // Every step of a short run; about one line a second of a long one.
+      bool last = step + 1 == totalSteps;
+      if (totalSteps - firstStep <= 100 || step == firstStep || last ||
+          now - lastPrint >= 1.0) {
+        printLine(formatProgress(progress));
+        lastPrint = now;
+      }
+    }
+    if (!opts.checkpointDir.empty() && opts.checkpointEvery > 0 &&
+        (step + 1) % opts.checkpointEvery == 0 && step + 1 < totalSteps)
+      saveCheckpoint(step + 1);
+  }
+  if (!opts.checkpointDir.empty())
+    saveCheckpoint(totalSteps);
+
+  int64_t evalMicrobatches = sizes[1] / m.microbatchSize;
+  if (opts.eval && evalMicrobatches > 0) {
+    EvalResult result =
+        exec.evaluate(test ? &*test : nullptr, evalMicrobatches);
+    if (reports && m.labelsShape && m.outputShape && result.samples > 0) {
+      double accuracy = double(result.correct) / double(result.samples);
+      char line[128];
+      std::snprintf(line, sizeof line, "test accuracy %.4f (%lld/%lld)",
+                    accuracy, (long long)result.correct,
+                    (long long)result.samples);
+      printLine(line);
+      if (metrics)
+        metrics->writeEvalAccuracy(accuracy, result.samples);
+    }
+  }
+  if (!opts.trace.empty())
+    writeTrace(exec, opts.trace, m.rank, m.stages);
+  // Nobody leaves while a peer may still wait for a message from it.
+  comm.barrier();
+  return 0;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  MpiEnvironment mpi(&argc, &argv);
+  std::unique_ptr<Communicator> world = mpi.world();
+  try {
+    return runRank(argc, argv, *world);
+  } catch (const UsageError &e) {
+    world->abort(e.message, cli::kUsageError);
+  } catch (const Error &e) {
+    world->abort(e.what(), 1);
+  } catch (const std::exception &e) {
+    world->abort(std::string("internal error: ") + e.what(), 1);
+  }
+}

@@ -1,0 +1,429 @@
+//===- KernelTest.cpp - CPU kernels against naive references --------------===//
+//
+// Every kernel of the C ABI (backends/cpu/runtime) on random data against a
+// direct loop in double precision: convolutions over strides, pads,
+// dilations and groups, matmul over transposes, shared operands and
+// accumulation, pooling with ceil-mode-sized outputs and ties.
+//
+//===----------------------------------------------------------------------===//
+
+#include "dpc/runtime/Abi.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <random>
+#include <vector>
+
+namespace {
+
+using Vec = std::vector<float>;
+
+Vec randomVec(size_t n, uint32_t seed, float lo = -1, float hi = 1) {
+  std::mt19937 gen(seed);
+  Vec v(n);
+  for (float &x : v)
+    x = lo + (hi - lo) * float(gen() >> 8) * 0x1p-24f;
+  return v;
+}
+
+/// |a - e| <= tol * max(1, |e|) elementwise: relative for large values,
+/// absolute near zero (sums of mixed signs cancel).
+void expectClose(const Vec &actual, const std::vector<double> &expected,
+                 double tol = 1e-5) {
+  ASSERT_EQ(actual.size(), expected.size());
+  for (size_t i = 0; i < actual.size(); ++i)
+    ASSERT_LE(std::abs(actual[i] - expected[i]),
+              tol * std::max(1.0, std::abs(expected[i])))
+        << "element " << i << ": " << actual[i] << " vs " << expected[i];
+}
+
+//===----------------------------------------------------------------------===//
+// Convolution
+//===----------------------------------------------------------------------===//
+
+struct ConvCase {
+  int64_t n, c, h, w, o, kh, kw;
+  int64_t sh, sw, pt, pl, pb, pr, dh, dw, g;
+  bool bias;
+};
+
+struct ConvSetup {
+  ConvCase k;
+  int64_t oh, ow;
+  int64_t x[4], wt[4], y[4], p[9];
+  explicit ConvSetup(const ConvCase &c) : k(c) {
+    oh = (c.h + c.pt + c.pb - c.dh * (c.kh - 1) - 1) / c.sh + 1;
+    ow = (c.w + c.pl + c.pr - c.dw * (c.kw - 1) - 1) / c.sw + 1;
+    int64_t xs[4] = {c.n, c.c, c.h, c.w}, ws[4] = {c.o, c.c / c.g, c.kh, c.kw},
+            ys[4] = {c.n, c.o, oh, ow},
+            ps[9] = {c.sh, c.sw, c.pt, c.pl, c.pb, c.pr, c.dh, c.dw, c.g};
+    std::copy(xs, xs + 4, x);
+    std::copy(ws, ws + 4, wt);
+    std::copy(ys, ys + 4, y);
+    std::copy(ps, ps + 9, p);
+  }
+  size_t xn() const { return size_t(k.n * k.c * k.h * k.w); }
+  size_t wn() const { return size_t(k.o * (k.c / k.g) * k.kh * k.kw); }
+  size_t yn() const { return size_t(k.n * k.o * oh * ow); }
+
+  /// Visits every (output element, input element, weight element) triple
+  /// that a direct convolution multiplies.
+  template <typename F> void forEachTap(F f) const {
+    int64_t cg = k.c / k.g, og = k.o / k.g;
+    for (int64_t b = 0; b < k.n; ++b)
+      for (int64_t oc = 0; oc < k.o; ++oc) {
+        int64_t grp = oc / og;
+        for (int64_t i = 0; i < oh; ++i)
+          for (int64_t j = 0; j < ow; ++j)
+            for (int64_t ic = 0; ic < cg; ++ic)
+              for (int64_t u = 0; u < k.kh; ++u)
+                for (int64_t v = 0; v < k.kw; ++v) {
+                  int64_t hi = i * k.sh - k.pt + u * k.dh;
+                  int64_t wi = j * k.sw - k.pl + v * k.dw;
+                  if (hi < 0 || hi >= k.h || wi < 0 || wi >= k.w)
+                    continue;
+                  size_t yi = size_t(((b * k.o + oc) * oh + i) * ow + j);
+                  size_t xi =
+                      size_t(((b * k.c + grp * cg + ic) * k.h + hi) * k.w + wi);
+                  size_t wi2 = size_t(((oc * cg + ic) * k.kh + u) * k.kw + v);
+                  f(yi, xi, wi2);
+                }
+      }
+  }
+};
+
+class ConvTest : public ::testing::TestWithParam<ConvCase> {};
+
+TEST_P(ConvTest, ForwardMatchesDirectLoop) {
+  ConvSetup s(GetParam());
+  Vec x = randomVec(s.xn(), 1), w = randomVec(s.wn(), 2),
+      b = randomVec(size_t(s.k.o), 3), y(s.yn(), 123.0f);
+  dpc_conv2d(x.data(), s.x, w.data(), s.wt, s.k.bias ? b.data() : nullptr,
+             y.data(), s.y, s.p);
+  std::vector<double> ref(s.yn(), 0.0);
+  if (s.k.bias)
+    for (size_t i = 0; i < ref.size(); ++i)
+      ref[i] = b[(i / size_t(s.oh * s.ow)) % size_t(s.k.o)];
+  s.forEachTap([&](size_t yi, size_t xi, size_t wi) {
+    ref[yi] += double(x[xi]) * w[wi];
+  });
+  expectClose(y, ref);
+}
+
+TEST_P(ConvTest, GradInputMatchesDirectLoop) {
+  ConvSetup s(GetParam());
+  Vec dy = randomVec(s.yn(), 4), w = randomVec(s.wn(), 5), dx(s.xn(), 123.0f);
+  dpc_conv2d_grad_input(dy.data(), s.y, w.data(), s.wt, dx.data(), s.x, s.p);
+  std::vector<double> ref(s.xn(), 0.0);
+  s.forEachTap([&](size_t yi, size_t xi, size_t wi) {
+    ref[xi] += double(dy[yi]) * w[wi];
+  });
+  expectClose(dx, ref);
+}
+
+TEST_P(ConvTest, GradFilterMatchesDirectLoop) {
+  ConvSetup s(GetParam());
+  Vec dy = randomVec(s.yn(), 6), x = randomVec(s.xn(), 7), dw(s.wn(), 123.0f);
+  dpc_conv2d_grad_filter(dy.data(), s.y, x.data(), s.x, dw.data(), s.wt, s.p);
+  std::vector<double> ref(s.wn(), 0.0);
+  s.forEachTap([&](size_t yi, size_t xi, size_t wi) {
+    ref[wi] += double(dy[yi]) * x[xi];
+  });
+  expectClose(dw, ref);
+}
+
+TEST_P(ConvTest, RepeatedCallsReuseThePrimitive) {
+  // The second call hits the primitive cache; it must give the same result.
+  ConvSetup s(GetParam());
+  Vec x = randomVec(s.xn(), 8), w = randomVec(s.wn(), 9), y1(s.yn()),
+      y2(s.yn());
+  dpc_conv2d(x.data(), s.x, w.data(), s.wt, nullptr, y1.data(), s.y, s.p);
+  dpc_conv2d(x.data(), s.x, w.data(), s.wt, nullptr, y2.data(), s.y, s.p);
+  EXPECT_EQ(y1, y2);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Shapes, ConvTest,
+    ::testing::Values(
+        // LeNet-5's first layer: 5x5, pad 2, bias.
+        ConvCase{2, 1, 28, 28, 6, 5, 5, 1, 1, 2, 2, 2, 2, 1, 1, 1, true},
+        // LeNet-5's second layer, no padding.
+        ConvCase{3, 6, 14, 14, 16, 5, 5, 1, 1, 0, 0, 0, 0, 1, 1, 1, false},
+        // Strides, asymmetric pads.
+        ConvCase{2, 3, 11, 9, 4, 3, 3, 2, 3, 1, 0, 2, 1, 1, 1, 1, true},
+        // Dilation.
+        ConvCase{1, 2, 12, 10, 3, 3, 2, 1, 1, 2, 1, 2, 1, 2, 3, 1, false},
+        // Groups, and depthwise.
+        ConvCase{2, 6, 8, 8, 9, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 3, true},
+        ConvCase{2, 4, 7, 7, 4, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 4, false},
+        // 1x1, everything at once.
+        ConvCase{2, 8, 9, 7, 4, 1, 1, 2, 2, 0, 0, 0, 0, 1, 1, 2, true},
+        ConvCase{2, 4, 13, 11, 6, 3, 3, 2, 1, 2, 1, 0, 2, 2, 1, 2, true}));
+
+TEST(ConvBiasGrad, SumsOverBatchAndSpace) {
+  int64_t shape[4] = {3, 5, 4, 6};
+  Vec dy = randomVec(3 * 5 * 4 * 6, 10), db(5, 123.0f);
+  dpc_conv2d_grad_bias(dy.data(), shape, db.data());
+  std::vector<double> ref(5, 0.0);
+  for (size_t i = 0; i < dy.size(); ++i)
+    ref[(i / 24) % 5] += dy[i];
+  expectClose(db, ref);
+}
+
+//===----------------------------------------------------------------------===//
+// Matmul
+//===----------------------------------------------------------------------===//
+
+struct MatmulCase {
+  int64_t batch, m, n, k;
+  bool ta, tb;
+  bool shareA, shareB; // stride 0
+  bool accumulate;
+};
+
+class MatmulTest : public ::testing::TestWithParam<MatmulCase> {};
+
+TEST_P(MatmulTest, MatchesDirectLoop) {
+  MatmulCase c = GetParam();
+  int64_t as = c.shareA ? 0 : c.m * c.k, bs = c.shareB ? 0 : c.k * c.n;
+  Vec a = randomVec(size_t(c.shareA ? c.m * c.k : c.batch * c.m * c.k), 11);
+  Vec b = randomVec(size_t(c.shareB ? c.k * c.n : c.batch * c.k * c.n), 12);
+  int64_t outs = c.accumulate ? 1 : c.batch;
+  Vec y(size_t(outs * c.m * c.n), 123.0f);
+  dpc_matmul(a.data(), b.data(), y.data(), c.batch, c.m, c.n, c.k, c.ta, c.tb,
+             as, bs, c.accumulate);
+  std::vector<double> ref(y.size(), 0.0);
+  for (int64_t bi = 0; bi < c.batch; ++bi)
+    for (int64_t i = 0; i < c.m; ++i)
+      for (int64_t j = 0; j < c.n; ++j) {
+        double s = 0;
+        for (int64_t l = 0; l < c.k; ++l) {
+          float av = a[size_t(bi * as + (c.ta ? l * c.m + i : i * c.k + l))];
+          float bv = b[size_t(bi * bs + (c.tb ? j * c.k + l : l * c.n + j))];
+          s += double(av) * bv;
+        }
+        ref[size_t((c.accumulate ? 0 : bi) * c.m * c.n + i * c.n + j)] += s;
+      }
+  expectClose(y, ref);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Shapes, MatmulTest,
+    ::testing::Values(MatmulCase{1, 16, 120, 400, false, true, false, false,
+                                 false}, // Gemm with transB, as ONNX exports
+                      MatmulCase{1, 7, 5, 3, false, false, false, false, false},
+                      MatmulCase{1, 7, 5, 3, true, false, false, false, false},
+                      MatmulCase{1, 7, 5, 3, true, true, false, false, false},
+                      MatmulCase{4, 6, 5, 9, false, false, false, false, false},
+                      MatmulCase{4, 6, 5, 9, true, true, false, true, false},
+                      MatmulCase{3, 6, 5, 9, false, true, true, false, false},
+                      // The weight gradient of a shared weight.
+                      MatmulCase{5, 6, 4, 7, true, false, false, false, true},
+                      MatmulCase{3, 2, 3, 4, false, false, true, true, true},
+                      MatmulCase{2, 3, 3, 0, false, false, false, false,
+                                 false})); // k = 0: zeros
+
+//===----------------------------------------------------------------------===//
+// Elementwise, broadcasting and reductions
+//===----------------------------------------------------------------------===//
+
+/// Index of `flat` (in `full`) in a tensor of `shape` broadcast to `full`.
+size_t broadcastIndex(size_t flat, const std::vector<int64_t> &full,
+                      const std::vector<int64_t> &shape) {
+  size_t index = 0, stride = 1;
+  for (size_t d = full.size(); d-- > 0;) {
+    size_t coord = flat % size_t(full[d]);
+    flat /= size_t(full[d]);
+    if (shape[d] != 1)
+      index += coord * stride;
+    stride *= size_t(shape[d]);
+  }
+  return index;
+}
+
+size_t count(const std::vector<int64_t> &s) {
+  size_t n = 1;
+  for (int64_t d : s)
+    n *= size_t(d);
+  return n;
+}
+
+struct BroadcastCase {
+  std::vector<int64_t> a, b, y;
+};
+
+class AddTest : public ::testing::TestWithParam<BroadcastCase> {};
+
+TEST_P(AddTest, BroadcastsLikeNumpy) {
+  BroadcastCase c = GetParam();
+  Vec a = randomVec(count(c.a), 13), b = randomVec(count(c.b), 14),
+      y(count(c.y), 123.0f);
+  dpc_add(a.data(), c.a.data(), b.data(), c.b.data(), y.data(), c.y.data(),
+          int64_t(c.y.size()));
+  std::vector<double> ref(y.size());
+  for (size_t i = 0; i < ref.size(); ++i)
+    ref[i] =
+        double(a[broadcastIndex(i, c.y, c.a)]) + b[broadcastIndex(i, c.y, c.b)];
+  expectClose(y, ref, 1e-6);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Shapes, AddTest,
+    ::testing::Values(BroadcastCase{{4, 5}, {4, 5}, {4, 5}},
+                      BroadcastCase{{16, 10}, {1, 10}, {16, 10}}, // bias
+                      BroadcastCase{{2, 3, 4, 5}, {1, 3, 1, 1}, {2, 3, 4, 5}},
+                      BroadcastCase{{2, 1, 4}, {1, 3, 1}, {2, 3, 4}},
+                      BroadcastCase{{3, 1}, {3, 1}, {3, 1}},
+                      BroadcastCase{{1}, {1}, {1}},
+                      BroadcastCase{{1, 1}, {5, 7}, {5, 7}}));
+
+class SumToShapeTest : public ::testing::TestWithParam<BroadcastCase> {};
+
+TEST_P(SumToShapeTest, SumsBroadcastDimensions) {
+  BroadcastCase c = GetParam(); // sums a (full) to y
+  Vec x = randomVec(count(c.a), 15), y(count(c.y), 123.0f);
+  dpc_sum_to_shape(x.data(), c.a.data(), y.data(), c.y.data(),
+                   int64_t(c.a.size()));
+  std::vector<double> ref(y.size(), 0.0);
+  for (size_t i = 0; i < x.size(); ++i)
+    ref[broadcastIndex(i, c.a, c.y)] += x[i];
+  expectClose(y, ref);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Shapes, SumToShapeTest,
+    ::testing::Values(BroadcastCase{{16, 10}, {}, {1, 10}},
+                      BroadcastCase{{2, 3, 4, 5}, {}, {1, 3, 1, 1}},
+                      BroadcastCase{{2, 3, 4}, {}, {2, 1, 4}},
+                      BroadcastCase{{2, 3, 4}, {}, {1, 1, 1}},
+                      BroadcastCase{{6, 7}, {}, {6, 1}},
+                      BroadcastCase{{6, 7}, {}, {6, 7}}));
+
+TEST(Relu, ForwardAndGradient) {
+  Vec x = randomVec(1000, 16), y(1000), dy = randomVec(1000, 17), dx(1000);
+  x[0] = 0.0f;
+  x[1] = std::numeric_limits<float>::quiet_NaN();
+  dpc_relu(x.data(), y.data(), 1000);
+  dpc_relu_grad(dy.data(), y.data(), dx.data(), 1000);
+  EXPECT_EQ(y[0], 0.0f);
+  EXPECT_TRUE(std::isnan(y[1])); // as torch.relu
+  for (size_t i = 2; i < x.size(); ++i) {
+    EXPECT_EQ(y[i], x[i] > 0 ? x[i] : 0.0f);
+    EXPECT_EQ(dx[i], x[i] > 0 ? dy[i] : 0.0f);
+  }
+  EXPECT_EQ(dx[0], 0.0f); // relu'(0) = 0, as PyTorch
+}
+
+TEST(Copy, CopiesBytes) {
+  Vec a = randomVec(33, 18), b(33, 0.0f);
+  dpc_copy(a.data(), b.data(), 33 * 4);
+  EXPECT_EQ(a, b);
+}
+
+//===----------------------------------------------------------------------===//
+// Max pooling
+//===----------------------------------------------------------------------===//
+
+struct PoolCase {
+  int64_t n, c, h, w, kh, kw, sh, sw, pt, pl, pb, pr;
+  bool ceil;
+};
+
+int64_t poolOut(int64_t in, int64_t k, int64_t s, int64_t p0, int64_t p1,
+                bool ceil) {
+  int64_t span = in + p0 + p1 - k;
+  int64_t out = (ceil ? (span + s - 1) / s : span / s) + 1;
+  // PyTorch's rule: the last window must start inside the input or the
+  // leading pad.
+  if (ceil && (out - 1) * s >= in + p0)
+    --out;
+  return out;
+}
+
+class PoolTest : public ::testing::TestWithParam<PoolCase> {};
+
+TEST_P(PoolTest, ForwardAndGradientFollowFirstMaximum) {
+  PoolCase c = GetParam();
+  int64_t oh = poolOut(c.h, c.kh, c.sh, c.pt, c.pb, c.ceil);
+  int64_t ow = poolOut(c.w, c.kw, c.sw, c.pl, c.pr, c.ceil);
+  int64_t xs[4] = {c.n, c.c, c.h, c.w}, ys[4] = {c.n, c.c, oh, ow};
+  int64_t p[8] = {c.kh, c.kw, c.sh, c.sw, c.pt, c.pl, c.pb, c.pr};
+  size_t xn = size_t(c.n * c.c * c.h * c.w), yn = size_t(c.n * c.c * oh * ow);
+  // Values from a small set, so that windows have ties.
+  Vec x = randomVec(xn, 19);
+  for (float &v : x)
+    v = std::round(v * 3) / 3;
+  Vec y(yn, 123.0f), dy = randomVec(yn, 20), dx(xn, 123.0f);
+  dpc_max_pool2d(x.data(), xs, y.data(), ys, p);
+  dpc_max_pool2d_grad(dy.data(), ys, x.data(), xs, dx.data(), p);
+
+  std::vector<double> ry(yn), rdx(xn, 0.0);
+  for (int64_t pl = 0; pl < c.n * c.c; ++pl)
+    for (int64_t i = 0; i < oh; ++i)
+      for (int64_t j = 0; j < ow; ++j) {
+        int64_t best = -1;
+        for (int64_t u = 0; u < c.kh; ++u)
+          for (int64_t v = 0; v < c.kw; ++v) {
+            int64_t hi = i * c.sh - c.pt + u, wi = j * c.sw - c.pl + v;
+            if (hi < 0 || hi >= c.h || wi < 0 || wi >= c.w)
+              continue;
+            int64_t idx = (pl * c.h + hi) * c.w + wi;
+            if (best < 0 || x[size_t(idx)] > x[size_t(best)])
+              best = idx;
+          }
+        size_t yi = size_t((pl * oh + i) * ow + j);
+        ASSERT_GE(best, 0);
+        ry[yi] = x[size_t(best)];
+        rdx[size_t(best)] += dy[yi];
+      }
+  expectClose(y, ry, 0);
+  expectClose(dx, rdx, 1e-6);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Shapes, PoolTest,
+    ::testing::Values(PoolCase{2, 3, 28, 28, 2, 2, 2, 2, 0, 0, 0, 0, false},
+                      PoolCase{2, 3, 7, 7, 2, 2, 2, 2, 0, 0, 0, 0, true},
+                      PoolCase{1, 2, 9, 8, 3, 3, 2, 2, 1, 1, 1, 1, false},
+                      PoolCase{1, 2, 10, 9, 3, 2, 2, 3, 1, 0, 1, 0, true},
+                      // Overlapping windows: gradients add up.
+                      PoolCase{2, 2, 8, 8, 3, 3, 1, 1, 0, 0, 0, 0, false}));
+
+//===----------------------------------------------------------------------===//
+// Softmax cross-entropy
+//===----------------------------------------------------------------------===//
+
+TEST(SoftmaxCrossEntropy, LossAndGradientMatchReference) {
+  int64_t n = 16, c = 10;
+  Vec logits = randomVec(size_t(n * c), 21, -5, 5);
+  logits[3] = 80.0f; // exp(80) overflows float without the max shift
+  std::vector<int64_t> labels(static_cast<size_t>(n), 0);
+  for (int64_t i = 0; i < n; ++i)
+    labels[size_t(i)] = (i * 7) % c;
+  float scale = 1.0f / 64, loss = 0;
+  dpc_softmax_cross_entropy(logits.data(), labels.data(), n, c, scale, &loss);
+  Vec grad(size_t(n * c), 123.0f);
+  dpc_softmax_cross_entropy_grad(logits.data(), labels.data(), n, c, scale,
+                                 grad.data());
+  double total = 0;
+  std::vector<double> rgrad(grad.size());
+  for (int64_t i = 0; i < n; ++i) {
+    const float *row = logits.data() + i * c;
+    double m = *std::max_element(row, row + c), s = 0;
+    for (int64_t j = 0; j < c; ++j)
+      s += std::exp(row[j] - m);
+    total += m + std::log(s) - row[labels[size_t(i)]];
+    for (int64_t j = 0; j < c; ++j)
+      rgrad[size_t(i * c + j)] =
+          scale * (std::exp(row[j] - m) / s - (j == labels[size_t(i)]));
+  }
+  EXPECT_TRUE(std::isfinite(loss));
+  expectClose({loss}, {scale * total});
+  expectClose(grad, rgrad);
+}
+
+} // namespace

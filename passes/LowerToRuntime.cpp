@@ -571,6 +571,9 @@ LogicalResult Lowering::run() {
   if (auto count = module->getAttrOfType<IntegerAttr>(
           pipe::PipeDialect::kNumStagesAttrName))
     manifest.stages = count.getInt();
+  if (auto size = module->getAttrOfType<IntegerAttr>(
+          pipe::PipeDialect::kMicrobatchSizeAttrName))
+    manifest.microbatchSize = size.getInt();
 
   Type voidType = LLVM::LLVMVoidType::get(ctx);
   for (StringRef segment : kSegments) {

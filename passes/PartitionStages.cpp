@@ -195,6 +195,15 @@ struct PartitionStagesPass
                     b.getI64IntegerAttr(plan.stages.size()));
     module->setAttr(pipe::PipeDialect::kReplicasAttrName,
                     b.getDenseI64ArrayAttr(replicas));
+    // The samples per microbatch: the leading dimension of the data.
+    for (BlockArgument arg : main.getArguments()) {
+      auto type = cast<RankedTensorType>(arg.getType());
+      if (type.getRank() > 0) {
+        module->setAttr(pipe::PipeDialect::kMicrobatchSizeAttrName,
+                        b.getI64IntegerAttr(type.getDimSize(0)));
+        break;
+      }
+    }
     return success();
   }
 

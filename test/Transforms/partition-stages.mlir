@@ -6,7 +6,7 @@
 // Four equal layers over two stages: two each, and each parameter read with
 // the layer that uses it.
 
-// CHECK-LABEL: module attributes {pipe.num_stages = 2 : i64, pipe.replicas = array<i64: 1, 1>}
+// CHECK-LABEL: module attributes {pipe.microbatch_size = 64 : i64, pipe.num_stages = 2 : i64, pipe.replicas = array<i64: 1, 1>}
 // CHECK: nn.param "w0" {pipe.stage = 0 : i64}
 // CHECK: nn.matmul {{.*}}pipe.stage = 0 : i64
 // CHECK: nn.relu {{.*}}pipe.stage = 0 : i64

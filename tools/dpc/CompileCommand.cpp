@@ -10,6 +10,9 @@
 #include "Commands.h"
 
 #include "dialects/nn/IR/NNDialect.h"
+#include "backends/llvm/ObjectEmitter.h"
+#include "dialects/nn/IR/NNOps.h"
+#include "dialects/pipe/IR/PipeOps.h"
 #include "frontends/onnx/OnnxImporter.h"
 #include "dialects/pipe/IR/PipeDialect.h"
 #include "passes/Passes.h"
@@ -29,7 +32,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <filesystem>
-#include <unistd.h>
+#include <map>
 #include <functional>
 #include <iostream>
 #include <set>
@@ -173,6 +176,100 @@ bool loadModel(const CompileOptions &options, mlir::MLIRContext &context,
   return static_cast<bool>(module);
 }
 
+bool writeText(const fs::path &path, const std::string &text) {
+  std::error_code ec;
+  llvm::raw_fd_ostream os(path.string(), ec);
+  if (!ec)
+    os << text;
+  if (ec || os.has_error()) {
+    std::cerr << "dpc compile: cannot write '" << path.string() << "'\n";
+    return false;
+  }
+  return true;
+}
+
+std::string printIR(mlir::ModuleOp module) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  module.print(os);
+  return text;
+}
+
+// The stage of every parameter name, from the outlined segments.
+std::map<std::string, int64_t> parameterStages(mlir::ModuleOp module) {
+  std::map<std::string, int64_t> stages;
+  for (auto func : module.getOps<mlir::func::FuncOp>()) {
+    std::optional<int64_t> stage = mlir::dpc::pipe::getStage(func);
+    func.walk([&](mlir::dpc::nn::ParamOp param) {
+      if (stage)
+        stages[param.getName().str()] = *stage;
+    });
+  }
+  return stages;
+}
+
+// Initial weights of each stage, as the ranks' manifests name them.
+bool writeStageWeights(mlir::ModuleOp module, int64_t numStages,
+                       const runtime::TensorFile &weights,
+                       const fs::path &dir) {
+  std::vector<runtime::TensorFile> files(numStages);
+  for (auto &[name, stage] : parameterStages(module)) {
+    auto it = weights.tensors.find(name);
+    if (it == weights.tensors.end()) {
+      std::cerr << "dpc compile: no initial value for parameter '" << name
+                << "' (an nn-dialect model carries no weights; compile the "
+                   "ONNX model)\n";
+      return false;
+    }
+    files[stage].tensors[name] = it->second;
+  }
+  try {
+    fs::create_directories(dir);
+    for (int64_t stage = 0; stage < numStages; ++stage) {
+      files[stage].metadata = weights.metadata;
+      files[stage].metadata["stage"] = std::to_string(stage);
+      runtime::writeSafetensors(
+          (dir / ("stage" + std::to_string(stage) + ".safetensors")).string(),
+          files[stage]);
+    }
+  } catch (const std::exception &e) {
+    std::cerr << "dpc compile: cannot write the weights: " << e.what() << "\n";
+    return false;
+  }
+  return true;
+}
+
+// Lowers stage `stage` of the outlined module to an object and links it with
+// the target's runtime into `dir/rank<stage>`.
+bool emitRank(mlir::ModuleOp outlined, int64_t stage, const std::string &target,
+              const fs::path &dir) {
+  mlir::OwningOpRef<mlir::ModuleOp> rank(outlined.clone());
+  for (auto func :
+       llvm::make_early_inc_range(rank->getOps<mlir::func::FuncOp>()))
+    if (mlir::dpc::pipe::getStage(func) != stage)
+      func.erase();
+  mlir::PassManager pm(rank->getContext());
+  pm.addPass(mlir::dpc::createLowerToRuntimePass());
+  if (mlir::failed(pm.run(*rank)))
+    return false;
+  // Only the LLVM dialect goes to translation.
+  for (mlir::NamedAttribute attr : llvm::to_vector(rank->getOperation()->getAttrs()))
+    rank->getOperation()->removeAttr(attr.getName());
+
+  std::string name = "rank" + std::to_string(stage);
+  fs::path object = dir / "obj" / (name + ".o");
+  fs::create_directories(object.parent_path());
+  if (mlir::failed(mlir::dpc::emitObjectFile(*rank, object.string())))
+    return false;
+  std::string error;
+  if (!mlir::dpc::linkRankExecutable(object.string(), (dir / name).string(),
+                                     target, error)) {
+    std::cerr << "dpc compile: " << error << "\n";
+    return false;
+  }
+  return true;
+}
+
 int compile(const CompileOptions &options) {
   fs::path model(options.model);
   if (!fs::is_regular_file(model)) {
@@ -184,6 +281,13 @@ int compile(const CompileOptions &options) {
     std::cerr << "dpc compile: '" << options.model
               << "': expects an ONNX model (.onnx) or nn-dialect MLIR "
                  "(.mlir)\n";
+    return cli::kUsageError;
+  }
+  if (options.emit == "exe" &&
+      (options.schedule == "pipedream" || options.schedule == "interleaved")) {
+    std::cerr << "dpc compile: the runtime does not execute --schedule "
+              << options.schedule
+              << " yet; use gpipe, 1f1b or zb-h1, or stop at --emit plan\n";
     return cli::kUsageError;
   }
 
@@ -200,8 +304,23 @@ int compile(const CompileOptions &options) {
   if (!loadModel(options, context, sourceMgr, module, weights))
     return cli::kUsageError;
 
-  // The phases of DESIGN.md's pipeline that exist so far; each one's IR is
-  // kept for --emit mlir.
+  // Everything is written under a staging name and appears at -o only when
+  // the whole compilation succeeded.
+  StagedDirectory out(options.outDir);
+  if (std::string problem = out.create(); !problem.empty()) {
+    std::cerr << "dpc compile: " << problem << "\n";
+    return 1;
+  }
+
+  mlir::dpc::PartitionStagesPassOptions partition;
+  partition.stages =
+      options.devices > 0 ? 0 : std::max<int64_t>(options.stages, 1);
+  partition.devices = options.devices;
+  partition.schedule = options.schedule;
+  partition.microbatches = options.microbatches;
+  partition.bandwidth = options.bandwidth;
+  partition.memoryLimit = options.memoryLimit;
+  partition.planOutput = (out.path() / "plan.json").string();
   mlir::dpc::AutodiffPassOptions autodiff;
   autodiff.loss = options.loss;
   autodiff.microbatches = options.microbatches;
@@ -209,24 +328,13 @@ int compile(const CompileOptions &options) {
   autodiff.lr = options.lr;
   autodiff.momentum = options.momentum;
   autodiff.weightDecay = options.weightDecay;
-  std::vector<std::pair<std::string, std::string>> phaseIR;
-  auto keepIR = [&](const std::string &phase) {
-    std::string text;
-    llvm::raw_string_ostream os(text);
-    module->print(os);
-    phaseIR.emplace_back(phase, std::move(text));
-  };
-  keepIR("import");
-  fs::path planFile = fs::temp_directory_path() /
-                      ("dpc-plan-" + std::to_string(::getpid()) + ".json");
-  mlir::dpc::PartitionStagesPassOptions partition;
-  partition.stages = options.devices > 0 ? 0 : std::max<int64_t>(options.stages, 1);
-  partition.devices = options.devices;
-  partition.schedule = options.schedule;
-  partition.microbatches = options.microbatches;
-  partition.bandwidth = options.bandwidth;
-  partition.memoryLimit = options.memoryLimit;
-  partition.planOutput = planFile.string();
+  mlir::dpc::BuildSchedulePassOptions schedule;
+  schedule.schedule = options.schedule;
+  schedule.microbatches = options.microbatches;
+  schedule.memoryLimit = options.memoryLimit;
+  schedule.scheduleOutput = (out.path() / "schedule.json").string();
+
+  // DESIGN.md's pipeline, one phase at a time so that each one's IR is kept.
   struct Phase {
     const char *name;
     std::function<std::unique_ptr<mlir::Pass>()> create;
@@ -234,54 +342,26 @@ int compile(const CompileOptions &options) {
       {"annotate-costs", [] { return mlir::dpc::createAnnotateCostsPass(); }},
       {"partition-stages",
        [&] { return mlir::dpc::createPartitionStagesPass(partition); }},
-      {"autodiff",
-       [&] { return mlir::dpc::createAutodiffPass(autodiff); }},
+      {"autodiff", [&] { return mlir::dpc::createAutodiffPass(autodiff); }},
       {"insert-send-recv",
        [] { return mlir::dpc::createInsertSendRecvPass(); }},
       {"insert-stash", [] { return mlir::dpc::createInsertStashPass(); }},
       // Again, for the gradient and optimizer ops autodiff added.
       {"annotate-costs", [] { return mlir::dpc::createAnnotateCostsPass(); }},
+      {"outline-stages", [] { return mlir::dpc::createOutlineStagesPass(); }},
+      {"build-schedule",
+       [&] { return mlir::dpc::createBuildSchedulePass(schedule); }},
   };
-  struct RemoveOnExit {
-    fs::path path;
-    ~RemoveOnExit() {
-      std::error_code ec;
-      fs::remove(path, ec);
-    }
-  } removePlan{planFile};
+  std::vector<std::pair<std::string, std::string>> phaseIR = {
+      {"import", printIR(*module)}};
   for (const Phase &phase : phases) {
     mlir::PassManager pm(&context);
     pm.addPass(phase.create());
     if (mlir::failed(pm.run(*module)))
       return 1;
-    keepIR(phase.name);
+    phaseIR.emplace_back(phase.name, printIR(*module));
   }
 
-  if (options.emit == "exe") {
-    // Scheduling and the backends arrive with the end-to-end issue; say so
-    // rather than emit something false.
-    std::cerr << "dpc compile: --emit " << options.emit
-              << " is not available in this build yet; use --emit mlir or "
-                 "--emit plan\n";
-    return 1;
-  }
-
-  StagedDirectory out(options.outDir);
-  if (std::string problem = out.create(); !problem.empty()) {
-    std::cerr << "dpc compile: " << problem << "\n";
-    return 1;
-  }
-  auto writeText = [&](const fs::path &path, const std::string &text) {
-    std::error_code ec;
-    llvm::raw_fd_ostream os(path.string(), ec);
-    if (!ec)
-      os << text;
-    if (ec || os.has_error()) {
-      std::cerr << "dpc compile: cannot write '" << path.string() << "'\n";
-      return false;
-    }
-    return true;
-  };
   fs::create_directories(out.path() / "mlir");
   for (auto [i, phase] : llvm::enumerate(phaseIR)) {
     std::string name = std::to_string(i) + "-" + phase.first + ".mlir";
@@ -290,24 +370,32 @@ int compile(const CompileOptions &options) {
   }
   if (!writeText(out.path() / "model.mlir", phaseIR.back().second))
     return 1;
-  std::error_code copyError;
-  fs::copy_file(planFile, out.path() / "plan.json", copyError);
-  if (copyError) {
-    std::cerr << "dpc compile: cannot write plan.json: "
-              << copyError.message() << "\n";
-    return 1;
+  if (options.emit == "mlir") {
+    fs::remove(out.path() / "plan.json");
+    fs::remove(out.path() / "schedule.json");
   }
-  if (!weights.tensors.empty()) {
-    try {
-      fs::create_directories(out.path() / "weights");
-      runtime::writeSafetensors(
-          (out.path() / "weights" / "model.safetensors").string(), weights);
-    } catch (const std::exception &e) {
-      std::cerr << "dpc compile: cannot write the weights: " << e.what()
-                << "\n";
+
+  int64_t numStages = 1;
+  if (auto attr = (*module)->getAttrOfType<mlir::IntegerAttr>(
+          mlir::dpc::pipe::PipeDialect::kNumStagesAttrName))
+    numStages = attr.getInt();
+  if (!weights.tensors.empty() || options.emit == "exe")
+    if (!writeStageWeights(*module, numStages, weights,
+                           out.path() / "weights"))
       return 1;
+
+  if (options.emit == "exe") {
+    std::string appfile;
+    for (int64_t stage = 0; stage < numStages; ++stage) {
+      if (!emitRank(*module, stage, options.target, out.path()))
+        return 1;
+      appfile += "-np 1 ./rank" + std::to_string(stage) + "\n";
     }
+    fs::remove_all(out.path() / "obj");
+    if (!writeText(out.path() / "appfile", appfile))
+      return 1;
   }
+
   if (std::string problem = out.commit(); !problem.empty()) {
     std::cerr << "dpc compile: " << problem << "\n";
     return 1;

@@ -32,6 +32,9 @@ def Pipe_Dialect : Dialect {
     /// On a segment function: which segment it is ("forward", "backward",
     /// "backward_input", "backward_weight", "optimizer").
     static constexpr ::llvm::StringLiteral kSegmentAttrName = "pipe.segment";
+    /// On the module: samples per microbatch.
+    static constexpr ::llvm::StringLiteral kMicrobatchSizeAttrName =
+        "pipe.microbatch_size";
     /// On the module: replicas (data-parallel ranks) of each stage.
     static constexpr ::llvm::StringLiteral kReplicasAttrName = "pipe.replicas";
   }];

@@ -29,11 +29,13 @@ LogicalResult PipeDialect::verifyOperationAttribute(Operation *op,
              << attr.getValue();
     return success();
   }
-  if (attr.getName() == kNumStagesAttrName) {
+  if (attr.getName() == kNumStagesAttrName ||
+      attr.getName() == kMicrobatchSizeAttrName) {
     auto count = dyn_cast<IntegerAttr>(attr.getValue());
     if (!isa<ModuleOp>(op) || !count || count.getInt() < 1)
       return op->emitError("expects '")
-             << kNumStagesAttrName << "' to be a positive integer on a module";
+             << attr.getName().getValue()
+             << "' to be a positive integer on a module";
     return success();
   }
   if (attr.getName() == "pipe.predicted_step_ms" ||

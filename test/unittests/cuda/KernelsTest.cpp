@@ -1,0 +1,606 @@
+//===- KernelsTest.cpp - CUDA kernels against CPU references --------------===//
+//
+// Each kernel of Abi.h runs on random data on the device and is compared
+// with a plain loop reference written here (accumulating in double), not
+// with the CPU backend: the two backends must each be right on their own.
+// TF32 is off in the library, so FP32 results agree to about 1e-5 relative;
+// the tolerance is 1e-4 of the reference's RMS plus the value itself.
+//
+// Without a device every test skips and says why.
+//
+//===----------------------------------------------------------------------===//
+
+#include "dpc/runtime/CudaKernels.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace {
+
+/// Parameterized tests are named by their config's `name`.
+auto byName = [](const auto &info) { return std::string(info.param.name); };
+
+using Shape = std::vector<int64_t>;
+
+int64_t countOf(const Shape &s) {
+  int64_t n = 1;
+  for (int64_t d : s)
+    n *= d;
+  return n;
+}
+
+std::string deviceMissing() {
+  int count = 0;
+  cudaError_t code = cudaGetDeviceCount(&count);
+  if (code != cudaSuccess)
+    return std::string("no CUDA device (") + cudaGetErrorString(code) + ")";
+  if (count == 0)
+    return "no CUDA device";
+  return "";
+}
+
+class Cuda : public ::testing::Test {
+protected:
+  void SetUp() override {
+    std::string why = deviceMissing();
+    if (!why.empty())
+      GTEST_SKIP() << why;
+  }
+  void TearDown() override {
+    if (deviceMissing().empty())
+      dpc_cuda_synchronize();
+  }
+};
+
+/// A device copy of host data, read back with host().
+template <typename T> class Device {
+public:
+  explicit Device(const std::vector<T> &data) : count(data.size()) {
+    EXPECT_EQ(cudaMalloc(reinterpret_cast<void **>(&ptr), bytes()),
+              cudaSuccess);
+    EXPECT_EQ(cudaMemcpy(ptr, data.data(), bytes(), cudaMemcpyHostToDevice),
+              cudaSuccess);
+  }
+  explicit Device(size_t n) : Device(std::vector<T>(n, T(-7))) {}
+  ~Device() { cudaFree(ptr); }
+  Device(const Device &) = delete;
+  Device &operator=(const Device &) = delete;
+  T *get() const { return ptr; }
+  std::vector<T> host() const {
+    std::vector<T> out(count);
+    EXPECT_EQ(cudaStreamSynchronize(dpc_cuda_stream()), cudaSuccess);
+    EXPECT_EQ(cudaMemcpy(out.data(), ptr, bytes(), cudaMemcpyDeviceToHost),
+              cudaSuccess);
+    return out;
+  }
+
+private:
+  size_t bytes() const { return std::max<size_t>(1, count) * sizeof(T); }
+  T *ptr = nullptr;
+  size_t count;
+};
+
+std::vector<float> randomFloats(size_t n, unsigned seed, float lo = -1.0f,
+                                float hi = 1.0f) {
+  std::mt19937 gen(seed);
+  std::uniform_real_distribution<float> dist(lo, hi);
+  std::vector<float> v(n);
+  for (float &x : v)
+    x = dist(gen);
+  return v;
+}
+
+/// Small integers, so that pooling windows contain ties.
+std::vector<float> randomSmallInts(size_t n, unsigned seed) {
+  std::mt19937 gen(seed);
+  std::uniform_int_distribution<int> dist(-3, 3);
+  std::vector<float> v(n);
+  for (float &x : v)
+    x = float(dist(gen));
+  return v;
+}
+
+void expectNear(const std::vector<float> &got, const std::vector<double> &want,
+                double rtol = 1e-4) {
+  ASSERT_EQ(got.size(), want.size());
+  double rms = 0;
+  for (double w : want)
+    rms += w * w;
+  rms = std::sqrt(rms / double(std::max<size_t>(1, want.size())));
+  size_t bad = 0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    double tol = rtol * (std::abs(want[i]) + rms) + 1e-7;
+    if (!(std::abs(double(got[i]) - want[i]) <= tol)) {
+      if (++bad <= 5)
+        ADD_FAILURE() << "element " << i << ": got " << got[i] << ", want "
+                      << want[i];
+    }
+  }
+  EXPECT_EQ(bad, 0u) << "of " << got.size() << " elements";
+}
+
+//===----------------------------------------------------------------------===//
+// References
+//===----------------------------------------------------------------------===//
+
+struct ConvConfig {
+  const char *name;
+  Shape x, w;
+  int64_t params[9]; // stride h/w, pad t/l/b/r, dilation h/w, groups
+  Shape y() const {
+    const int64_t *p = params;
+    int64_t kh = (w[2] - 1) * p[6] + 1, kw = (w[3] - 1) * p[7] + 1;
+    return {x[0], w[0], (x[2] + p[2] + p[4] - kh) / p[0] + 1,
+            (x[3] + p[3] + p[5] - kw) / p[1] + 1};
+  }
+};
+
+/// Calls f(n, o, oh, ow, c, i, j, xIndex, wIndex) for every product term
+/// of the convolution that lands inside the input.
+template <typename F> void forEachTerm(const ConvConfig &cfg, F f) {
+  const int64_t *p = cfg.params;
+  Shape y = cfg.y();
+  int64_t groups = p[8], cPerGroup = cfg.w[1], oPerGroup = cfg.w[0] / groups;
+  for (int64_t n = 0; n < y[0]; ++n)
+    for (int64_t o = 0; o < y[1]; ++o) {
+      int64_t g = o / oPerGroup;
+      for (int64_t oh = 0; oh < y[2]; ++oh)
+        for (int64_t ow = 0; ow < y[3]; ++ow)
+          for (int64_t ci = 0; ci < cPerGroup; ++ci)
+            for (int64_t i = 0; i < cfg.w[2]; ++i)
+              for (int64_t j = 0; j < cfg.w[3]; ++j) {
+                int64_t ih = oh * p[0] - p[2] + i * p[6];
+                int64_t iw = ow * p[1] - p[3] + j * p[7];
+                if (ih < 0 || ih >= cfg.x[2] || iw < 0 || iw >= cfg.x[3])
+                  continue;
+                int64_t c = g * cPerGroup + ci;
+                int64_t xi =
+                    ((n * cfg.x[1] + c) * cfg.x[2] + ih) * cfg.x[3] + iw;
+                int64_t wi =
+                    ((o * cPerGroup + ci) * cfg.w[2] + i) * cfg.w[3] + j;
+                int64_t yi = ((n * y[1] + o) * y[2] + oh) * y[3] + ow;
+                f(yi, xi, wi);
+              }
+    }
+}
+
+//===----------------------------------------------------------------------===//
+// Convolution
+//===----------------------------------------------------------------------===//
+
+class Conv : public Cuda, public ::testing::WithParamInterface<ConvConfig> {};
+
+TEST_P(Conv, ForwardWithBias) {
+  ConvConfig cfg = GetParam();
+  Shape ys = cfg.y();
+  auto x = randomFloats(size_t(countOf(cfg.x)), 1);
+  auto w = randomFloats(size_t(countOf(cfg.w)), 2);
+  auto b = randomFloats(size_t(cfg.w[0]), 3);
+  std::vector<double> want(size_t(countOf(ys)));
+  for (int64_t i = 0; i < countOf(ys); ++i)
+    want[size_t(i)] = b[size_t((i / (ys[2] * ys[3])) % ys[1])];
+  forEachTerm(cfg, [&](int64_t yi, int64_t xi, int64_t wi) {
+    want[size_t(yi)] += double(x[size_t(xi)]) * w[size_t(wi)];
+  });
+  Device<float> dx(x), dw(w), db(b), dy(want.size());
+  dpc_conv2d(dx.get(), cfg.x.data(), dw.get(), cfg.w.data(), db.get(), dy.get(),
+             ys.data(), cfg.params);
+  expectNear(dy.host(), want);
+  // Without bias.
+  Device<float> dy2(want.size());
+  dpc_conv2d(dx.get(), cfg.x.data(), dw.get(), cfg.w.data(), nullptr, dy2.get(),
+             ys.data(), cfg.params);
+  std::vector<float> got = dy2.host(), withBias = dy.host();
+  for (size_t i = 0; i < got.size(); ++i)
+    got[i] += b[(i / size_t(ys[2] * ys[3])) % size_t(ys[1])];
+  std::vector<double> withBiasD(withBias.begin(), withBias.end());
+  expectNear(got, withBiasD);
+}
+
+TEST_P(Conv, GradInput) {
+  ConvConfig cfg = GetParam();
+  Shape ys = cfg.y();
+  auto g = randomFloats(size_t(countOf(ys)), 4);
+  auto w = randomFloats(size_t(countOf(cfg.w)), 5);
+  std::vector<double> want(size_t(countOf(cfg.x)), 0.0);
+  forEachTerm(cfg, [&](int64_t yi, int64_t xi, int64_t wi) {
+    want[size_t(xi)] += double(g[size_t(yi)]) * w[size_t(wi)];
+  });
+  Device<float> dg(g), dw(w), dx(want.size());
+  dpc_conv2d_grad_input(dg.get(), ys.data(), dw.get(), cfg.w.data(), dx.get(),
+                        cfg.x.data(), cfg.params);
+  expectNear(dx.host(), want);
+}
+
+TEST_P(Conv, GradFilterAndBias) {
+  ConvConfig cfg = GetParam();
+  Shape ys = cfg.y();
+  auto g = randomFloats(size_t(countOf(ys)), 6);
+  auto x = randomFloats(size_t(countOf(cfg.x)), 7);
+  std::vector<double> want(size_t(countOf(cfg.w)), 0.0);
+  forEachTerm(cfg, [&](int64_t yi, int64_t xi, int64_t wi) {
+    want[size_t(wi)] += double(g[size_t(yi)]) * x[size_t(xi)];
+  });
+  Device<float> dg(g), dx(x), dw(want.size());
+  dpc_conv2d_grad_filter(dg.get(), ys.data(), dx.get(), cfg.x.data(), dw.get(),
+                         cfg.w.data(), cfg.params);
+  expectNear(dw.host(), want);
+
+  std::vector<double> bias(size_t(ys[1]), 0.0);
+  for (int64_t i = 0; i < countOf(ys); ++i)
+    bias[size_t((i / (ys[2] * ys[3])) % ys[1])] += g[size_t(i)];
+  Device<float> db(bias.size());
+  dpc_conv2d_grad_bias(dg.get(), ys.data(), db.get());
+  expectNear(db.host(), bias);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Shapes, Conv,
+    ::testing::Values(
+        // LeNet-5's first and second layers.
+        ConvConfig{"LeNetConv1",
+                   {4, 1, 28, 28},
+                   {6, 1, 5, 5},
+                   {1, 1, 2, 2, 2, 2, 1, 1, 1}},
+        ConvConfig{"LeNetConv2",
+                   {4, 6, 14, 14},
+                   {16, 6, 5, 5},
+                   {1, 1, 0, 0, 0, 0, 1, 1, 1}},
+        // Stride, dilation, groups.
+        ConvConfig{"Stride2",
+                   {2, 4, 11, 9},
+                   {8, 4, 3, 3},
+                   {2, 2, 1, 1, 1, 1, 1, 1, 1}},
+        ConvConfig{"Dilation2",
+                   {2, 3, 12, 12},
+                   {5, 3, 3, 3},
+                   {1, 1, 2, 2, 2, 2, 2, 2, 1}},
+        ConvConfig{
+            "Groups2", {2, 8, 7, 7}, {6, 4, 3, 3}, {1, 1, 1, 1, 1, 1, 1, 1, 2}},
+        // Asymmetric padding (SAME_UPPER with an even kernel).
+        ConvConfig{"AsymmetricPad",
+                   {2, 3, 8, 8},
+                   {4, 3, 2, 2},
+                   {1, 1, 0, 0, 1, 1, 1, 1, 1}},
+        ConvConfig{"AsymmetricPadStride",
+                   {1, 2, 9, 7},
+                   {3, 2, 4, 3},
+                   {2, 1, 1, 0, 2, 1, 1, 1, 1}}),
+    byName);
+
+//===----------------------------------------------------------------------===//
+// Matmul
+//===----------------------------------------------------------------------===//
+
+struct MatmulConfig {
+  const char *name;
+  int64_t batch, m, n, k;
+  bool ta, tb;
+  bool sharedA, sharedB; // stride 0
+  bool accumulate;
+};
+
+class Matmul : public Cuda,
+               public ::testing::WithParamInterface<MatmulConfig> {};
+
+TEST_P(Matmul, MatchesReference) {
+  MatmulConfig c = GetParam();
+  int64_t aStride = c.sharedA ? 0 : c.m * c.k;
+  int64_t bStride = c.sharedB ? 0 : c.k * c.n;
+  auto a = randomFloats(size_t(c.sharedA ? c.m * c.k : c.batch * c.m * c.k), 8);
+  auto b = randomFloats(size_t(c.sharedB ? c.k * c.n : c.batch * c.k * c.n), 9);
+  int64_t outputs = c.accumulate ? 1 : c.batch;
+  std::vector<double> want(size_t(outputs * c.m * c.n), 0.0);
+  for (int64_t bi = 0; bi < c.batch; ++bi)
+    for (int64_t i = 0; i < c.m; ++i)
+      for (int64_t j = 0; j < c.n; ++j) {
+        double sum = 0;
+        for (int64_t l = 0; l < c.k; ++l) {
+          float av =
+              a[size_t(bi * aStride + (c.ta ? l * c.m + i : i * c.k + l))];
+          float bv =
+              b[size_t(bi * bStride + (c.tb ? j * c.k + l : l * c.n + j))];
+          sum += double(av) * bv;
+        }
+        want[size_t((c.accumulate ? 0 : bi) * c.m * c.n + i * c.n + j)] += sum;
+      }
+  Device<float> da(a), db(b), dy(want.size());
+  dpc_matmul(da.get(), db.get(), dy.get(), c.batch, c.m, c.n, c.k, c.ta, c.tb,
+             aStride, bStride, c.accumulate);
+  expectNear(dy.host(), want);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Shapes, Matmul,
+    ::testing::Values(
+        MatmulConfig{"Plain", 1, 17, 13, 29, false, false, false, false, false},
+        MatmulConfig{"TransposeA", 1, 17, 13, 29, true, false, false, false,
+                     false},
+        MatmulConfig{"TransposeB", 1, 17, 13, 29, false, true, false, false,
+                     false},
+        MatmulConfig{"TransposeBoth", 1, 17, 13, 29, true, true, false, false,
+                     false},
+        MatmulConfig{"Batched", 5, 8, 12, 7, false, false, false, false, false},
+        // A linear layer over a batched input: the weight is shared.
+        MatmulConfig{"SharedB", 5, 8, 12, 7, false, true, false, true, false},
+        MatmulConfig{"SharedA", 5, 8, 12, 7, false, false, true, false, false},
+        // Accumulating strategies: fold into K, scale, chain, batch + sum.
+        MatmulConfig{"AccumulateFoldK", 6, 7, 12, 8, true, false, false, false,
+                     true},
+        MatmulConfig{"AccumulateScale", 6, 7, 12, 8, false, false, true, true,
+                     true},
+        MatmulConfig{"AccumulateChain", 3, 7, 12, 8, false, true, false, false,
+                     true},
+        MatmulConfig{"AccumulateBatchedSum", 9, 7, 12, 8, false, true, false,
+                     false, true},
+        MatmulConfig{"AccumulateSharedA", 9, 7, 12, 8, false, false, true,
+                     false, true}),
+    byName);
+
+//===----------------------------------------------------------------------===//
+// Broadcasting add and sum_to_shape
+//===----------------------------------------------------------------------===//
+
+struct BroadcastConfig {
+  const char *name;
+  Shape a, b;
+};
+
+class Add : public Cuda,
+            public ::testing::WithParamInterface<BroadcastConfig> {};
+
+TEST_P(Add, MatchesReference) {
+  BroadcastConfig c = GetParam();
+  size_t rank = c.a.size();
+  Shape y(rank);
+  for (size_t d = 0; d < rank; ++d)
+    y[d] = std::max(c.a[d], c.b[d]);
+  auto a = randomFloats(size_t(countOf(c.a)), 10);
+  auto b = randomFloats(size_t(countOf(c.b)), 11);
+  std::vector<double> want(size_t(countOf(y)));
+  for (int64_t i = 0; i < countOf(y); ++i) {
+    int64_t rest = i, ai = 0, bi = 0, as = 1, bs = 1;
+    for (size_t d = rank; d-- > 0;) {
+      int64_t index = rest % y[d];
+      rest /= y[d];
+      ai += (c.a[d] == 1 ? 0 : index) * as;
+      bi += (c.b[d] == 1 ? 0 : index) * bs;
+      as *= c.a[d];
+      bs *= c.b[d];
+    }
+    want[size_t(i)] = double(a[size_t(ai)]) + b[size_t(bi)];
+  }
+  Device<float> da(a), db(b), dy(want.size());
+  dpc_add(da.get(), c.a.data(), db.get(), c.b.data(), dy.get(), y.data(),
+          int64_t(rank));
+  expectNear(dy.host(), want, 1e-6);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Shapes, Add,
+    ::testing::Values(BroadcastConfig{"SameShape", {3, 4, 5}, {3, 4, 5}},
+                      BroadcastConfig{"BiasRows", {64, 10}, {1, 10}},
+                      BroadcastConfig{"BiasRowsLeft", {1, 10}, {64, 10}},
+                      BroadcastConfig{"BothSides", {2, 1, 3}, {1, 4, 1}},
+                      BroadcastConfig{"ScalarLeft", {1, 1}, {7, 9}},
+                      BroadcastConfig{
+                          "Rank6", {2, 3, 1, 5, 1, 2}, {1, 3, 4, 1, 6, 2}}),
+    byName);
+
+struct ReduceConfig {
+  const char *name;
+  Shape x, y;
+};
+
+class SumToShape : public Cuda,
+                   public ::testing::WithParamInterface<ReduceConfig> {};
+
+TEST_P(SumToShape, MatchesReference) {
+  ReduceConfig c = GetParam();
+  size_t rank = c.x.size();
+  auto x = randomFloats(size_t(countOf(c.x)), 12);
+  std::vector<double> want(size_t(countOf(c.y)), 0.0);
+  for (int64_t i = 0; i < countOf(c.x); ++i) {
+    int64_t rest = i, yi = 0, ys = 1;
+    for (size_t d = rank; d-- > 0;) {
+      int64_t index = rest % c.x[d];
+      rest /= c.x[d];
+      yi += (c.y[d] == 1 ? 0 : index) * ys;
+      ys *= c.y[d];
+    }
+    want[size_t(yi)] += x[size_t(i)];
+  }
+  Device<float> dx(x), dy(want.size());
+  dpc_sum_to_shape(dx.get(), c.x.data(), dy.get(), c.y.data(), int64_t(rank));
+  expectNear(dy.host(), want);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Shapes, SumToShape,
+    ::testing::Values(ReduceConfig{"BiasOverBatch", {64, 10}, {1, 10}},
+                      ReduceConfig{"KeepOuter", {2, 3, 4}, {2, 1, 1}},
+                      ReduceConfig{"Alternating", {2, 3, 4, 5}, {1, 3, 1, 5}},
+                      ReduceConfig{"LongColumn", {3000, 3}, {1, 3}},
+                      ReduceConfig{"Identity", {3, 4}, {3, 4}},
+                      ReduceConfig{"All", {5, 7}, {1, 1}}),
+    byName);
+
+//===----------------------------------------------------------------------===//
+// Elementwise, pooling, loss, copy, optimizer
+//===----------------------------------------------------------------------===//
+
+TEST_F(Cuda, ReluAndGrad) {
+  auto x = randomFloats(10007, 13);
+  auto g = randomFloats(10007, 14);
+  std::vector<double> y(x.size()), dx(x.size());
+  for (size_t i = 0; i < x.size(); ++i) {
+    y[i] = x[i] > 0 ? x[i] : 0.0;
+    dx[i] = y[i] > 0 ? g[i] : 0.0;
+  }
+  Device<float> dX(x), dY(x.size()), dG(g), dDx(x.size());
+  dpc_relu(dX.get(), dY.get(), int64_t(x.size()));
+  dpc_relu_grad(dG.get(), dY.get(), dDx.get(), int64_t(x.size()));
+  expectNear(dY.host(), y, 0);
+  expectNear(dDx.host(), dx, 0);
+}
+
+struct PoolConfig {
+  const char *name;
+  Shape x;
+  int64_t params[8]; // kernel h/w, stride h/w, pad t/l/b/r
+  Shape y() const {
+    const int64_t *p = params;
+    return {x[0], x[1], (x[2] + p[4] + p[6] - p[0]) / p[2] + 1,
+            (x[3] + p[5] + p[7] - p[1]) / p[3] + 1};
+  }
+};
+
+class MaxPool : public Cuda,
+                public ::testing::WithParamInterface<PoolConfig> {};
+
+TEST_P(MaxPool, ForwardAndGradWithTies) {
+  PoolConfig c = GetParam();
+  Shape ys = c.y();
+  const int64_t *p = c.params;
+  auto x = randomSmallInts(size_t(countOf(c.x)), 15);
+  auto g = randomFloats(size_t(countOf(ys)), 16);
+  std::vector<double> y(size_t(countOf(ys))), dx(x.size(), 0.0);
+  for (int64_t plane = 0; plane < ys[0] * ys[1]; ++plane)
+    for (int64_t oh = 0; oh < ys[2]; ++oh)
+      for (int64_t ow = 0; ow < ys[3]; ++ow) {
+        int64_t best = -1;
+        float bestValue = -std::numeric_limits<float>::infinity();
+        for (int64_t i = 0; i < p[0]; ++i)
+          for (int64_t j = 0; j < p[1]; ++j) {
+            int64_t ih = oh * p[2] - p[4] + i, iw = ow * p[3] - p[5] + j;
+            if (ih < 0 || ih >= c.x[2] || iw < 0 || iw >= c.x[3])
+              continue;
+            int64_t xi = (plane * c.x[2] + ih) * c.x[3] + iw;
+            if (best < 0 || x[size_t(xi)] > bestValue) { // first maximum
+              best = xi;
+              bestValue = x[size_t(xi)];
+            }
+          }
+        int64_t yi = (plane * ys[2] + oh) * ys[3] + ow;
+        y[size_t(yi)] = bestValue;
+        dx[size_t(best)] += g[size_t(yi)];
+      }
+  Device<float> dX(x), dY(y.size()), dG(g), dDx(x.size());
+  dpc_max_pool2d(dX.get(), c.x.data(), dY.get(), ys.data(), c.params);
+  dpc_max_pool2d_grad(dG.get(), ys.data(), dX.get(), c.x.data(), dDx.get(),
+                      c.params);
+  expectNear(dY.host(), y, 0);
+  expectNear(dDx.host(), dx);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Shapes, MaxPool,
+    ::testing::Values(
+        PoolConfig{"LeNet2x2", {4, 6, 28, 28}, {2, 2, 2, 2, 0, 0, 0, 0}},
+        PoolConfig{"Overlap3x3Pad1", {2, 3, 13, 11}, {3, 3, 2, 2, 1, 1, 1, 1}},
+        PoolConfig{"Stride1", {2, 3, 9, 9}, {3, 3, 1, 1, 0, 0, 0, 0}},
+        PoolConfig{"AsymmetricPad", {1, 2, 8, 7}, {2, 3, 2, 2, 0, 1, 1, 1}}),
+    byName);
+
+TEST_F(Cuda, SoftmaxCrossEntropyAndGrad) {
+  for (auto [n, c, spread] : {std::tuple<int64_t, int64_t, float>{7, 10, 3.0f},
+                              {64, 10, 1000.0f}, // stability: huge logits
+                              {5, 1000, 5.0f}}) {
+    SCOPED_TRACE("n " + std::to_string(n) + ", c " + std::to_string(c));
+    auto logits = randomFloats(size_t(n * c), 17, -spread, spread);
+    std::vector<int64_t> labels(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i)
+      labels[size_t(i)] = (i * 7 + 3) % c;
+    float scale = 1.0f / float(n);
+    double loss = 0;
+    std::vector<double> grad(logits.size());
+    for (int64_t i = 0; i < n; ++i) {
+      const float *row = &logits[size_t(i * c)];
+      double m = *std::max_element(row, row + c), sum = 0;
+      for (int64_t j = 0; j < c; ++j)
+        sum += std::exp(double(row[j]) - m);
+      loss += std::log(sum) + m - row[labels[size_t(i)]];
+      for (int64_t j = 0; j < c; ++j)
+        grad[size_t(i * c + j)] =
+            scale * (std::exp(double(row[j]) - m) / sum -
+                     (j == labels[size_t(i)] ? 1.0 : 0.0));
+    }
+    Device<float> dl(logits), dloss(1), dgrad(logits.size());
+    Device<int64_t> dlabels(labels);
+    dpc_softmax_cross_entropy(dl.get(), dlabels.get(), n, c, scale,
+                              dloss.get());
+    dpc_softmax_cross_entropy_grad(dl.get(), dlabels.get(), n, c, scale,
+                                   dgrad.get());
+    expectNear(dloss.host(), {scale * loss});
+    expectNear(dgrad.host(), grad);
+  }
+}
+
+TEST_F(Cuda, CopyIsStreamOrdered) {
+  auto x = randomFloats(4097, 18);
+  Device<float> src(x), dst(x.size());
+  dpc_copy(src.get(), dst.get(), int64_t(x.size() * sizeof(float)));
+  std::vector<double> want(x.begin(), x.end());
+  expectNear(dst.host(), want, 0);
+}
+
+TEST_F(Cuda, SgdMatchesTorchSemantics) {
+  const size_t n = 1000;
+  const float lr = 0.05f, momentum = 0.9f, decay = 1e-3f;
+  auto p = randomFloats(n, 19);
+  std::vector<double> refP(p.begin(), p.end()), refV(n, 0.0);
+  Device<float> dp(p), dv(std::vector<float>(n, 0.0f)),
+      dacc(std::vector<float>(n, 0.0f));
+  for (int step = 0; step < 3; ++step) {
+    // Two microbatches' gradients accumulated, then one step.
+    auto g1 = randomFloats(n, 20 + unsigned(step));
+    auto g2 = randomFloats(n, 40 + unsigned(step));
+    Device<float> dg1(g1), dg2(g2);
+    dpc_cuda_accumulate(dacc.get(), dg1.get(), int64_t(n));
+    dpc_cuda_accumulate(dacc.get(), dg2.get(), int64_t(n));
+    dpc_cuda_sgd_step(dp.get(), dv.get(), dacc.get(), int64_t(n), lr, momentum,
+                      decay);
+    for (size_t i = 0; i < n; ++i) {
+      double g = double(g1[i]) + g2[i] + decay * refP[i];
+      refV[i] = momentum * refV[i] + g;
+      refP[i] -= lr * refV[i];
+    }
+  }
+  expectNear(dp.host(), refP);
+  expectNear(dv.host(), refV);
+  expectNear(dacc.host(), std::vector<double>(n, 0.0), 0);
+
+  // Plain SGD needs no momentum buffer.
+  auto q = randomFloats(n, 60), g = randomFloats(n, 61);
+  Device<float> dq(q), dacc2(g);
+  dpc_cuda_sgd_step(dq.get(), nullptr, dacc2.get(), int64_t(n), lr, 0.0f, 0.0f);
+  std::vector<double> want(n);
+  for (size_t i = 0; i < n; ++i)
+    want[i] = double(q[i]) - double(lr) * g[i];
+  expectNear(dq.host(), want);
+}
+
+TEST_F(Cuda, KernelsFollowTheCurrentStream) {
+  cudaStream_t stream;
+  ASSERT_EQ(cudaStreamCreate(&stream), cudaSuccess);
+  dpc_cuda_set_stream(stream);
+  EXPECT_EQ(dpc_cuda_stream(), stream);
+  auto x = randomFloats(1 << 20, 21);
+  Device<float> dx(x), dy(x.size());
+  dpc_relu(dx.get(), dy.get(), int64_t(x.size()));
+  std::vector<double> want(x.size());
+  for (size_t i = 0; i < x.size(); ++i)
+    want[i] = x[i] > 0 ? x[i] : 0.0;
+  expectNear(dy.host(), want, 0);
+  dpc_cuda_set_stream(nullptr);
+  cudaStreamDestroy(stream);
+}
+
+} // namespace

@@ -25,9 +25,9 @@ namespace {
 
 constexpr int64_t B = 8, M = 4, F = 64, H = 32, C = 5;
 constexpr float kLr = 0.05f, kMomentum = 0.9f, kWeightDecay = 1e-3f;
-constexpr int64_t kW0 = 0, kW1 = 1, kB1 = 2;                    // params
+constexpr int64_t kW0 = 0, kW1 = 1, kB1 = 2;                       // params
 constexpr int64_t kInput = 0, kRelu = 1, kHidden = 2, kLogits = 3; // stashes
-constexpr int64_t kAct = 0, kGrad = 1;                          // transfers
+constexpr int64_t kAct = 0, kGrad = 1;                             // transfers
 
 float *alloc(dpc_context *ctx, int64_t floats) {
   return static_cast<float *>(dpc_alloc(ctx, floats * 4));
@@ -62,16 +62,15 @@ float *alloc(dpc_context *ctx, int64_t floats) {
       dpc_restore(ctx, 99);
   const float *logits = static_cast<const float *>(dpc_restore(ctx, kLogits));
   float *d = alloc(ctx, B * C);
-  dpc_softmax_cross_entropy_grad(logits, dpc_labels(ctx), B, C,
-                                 1.0f / (M * B), d);
+  dpc_softmax_cross_entropy_grad(logits, dpc_labels(ctx), B, C, 1.0f / (M * B),
+                                 d);
   return d;
 }
 
 /// The input gradient of layer 1: what goes back to stage 0.
 [[maybe_unused]] const float *layer1BackwardInput(dpc_context *ctx) {
   float *dh = alloc(ctx, B * H);
-  dpc_matmul(lossGrad(ctx), dpc_param(ctx, kW1), dh, 1, B, H, C, 0, 0, 0, 0,
-             0);
+  dpc_matmul(lossGrad(ctx), dpc_param(ctx, kW1), dh, 1, B, H, C, 0, 0, 0, 0, 0);
   return dh;
 }
 
@@ -86,8 +85,7 @@ float *alloc(dpc_context *ctx, int64_t floats) {
   dpc_grad_accumulate(ctx, kB1, db);
 }
 
-[[maybe_unused]] void layer0BackwardWeight(dpc_context *ctx,
-                                           const float *dh) {
+[[maybe_unused]] void layer0BackwardWeight(dpc_context *ctx, const float *dh) {
   const float *x = static_cast<const float *>(dpc_restore(ctx, kInput));
   const float *h = static_cast<const float *>(dpc_restore(ctx, kRelu));
   float *dz = alloc(ctx, B * H), *dw = alloc(ctx, H * F);

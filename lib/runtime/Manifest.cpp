@@ -73,7 +73,7 @@ public:
       : prefix(std::move(name) + ": manifest: ") {}
 
   [[noreturn]] void fail(const std::string &path, const std::string &what) {
-    throw Error(prefix + path + ": " + what);
+    throw Error(prefix + (path.empty() ? "" : path + ": ") + what);
   }
 
   const json &field(const json &object, const std::string &path,
@@ -199,7 +199,7 @@ RankManifest parseManifest(const std::string &text, const std::string &name) {
     throw Error(name + ": manifest: not valid JSON: " + e.what());
   }
   if (!root.is_object())
-    r.fail("(document)", "expected a JSON object");
+    r.fail("", "expected a JSON object");
   std::string format = r.string(root, "", "format");
   if (format != "dpc-rank")
     r.fail("format", "expected \"dpc-rank\", got \"" + format + "\"");

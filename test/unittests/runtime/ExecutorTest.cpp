@@ -1,0 +1,466 @@
+//===- ExecutorTest.cpp - The rank manifest and the executor in-process ---===//
+//
+// The manifest parser's checks, and the executor on one rank with C++
+// segment functions standing in for generated code: data loading, the
+// optimizer's arithmetic, stash lifetimes and the errors a compiler bug
+// must produce. Transfers between ranks are covered under mpirun by the
+// e2e.executor tests (test/e2e/executor).
+//
+//===----------------------------------------------------------------------===//
+
+#include "dpc/runtime/Executor.h"
+#include "dpc/runtime/Error.h"
+#include "dpc/runtime/Manifest.h"
+#include "dpc/schedule/Builder.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <cstring>
+#include <functional>
+
+using namespace dpc::runtime;
+using ::testing::HasSubstr;
+namespace sched = dpc::schedule;
+
+namespace {
+
+//===----------------------------------------------------------------------===//
+// Manifest
+//===----------------------------------------------------------------------===//
+
+/// A valid two-stage manifest for stage `stage`; tests patch one field.
+nlohmann::json manifestJson(int stage = 0) {
+  nlohmann::json m = {{"format", "dpc-rank"},
+                      {"version", 1},
+                      {"rank", stage},
+                      {"stage", stage},
+                      {"stages", 2},
+                      {"schedule", "schedule.json"},
+                      {"weights", "weights/stage0.safetensors"},
+                      {"microbatch_size", 4},
+                      {"inputs", nlohmann::json::array()},
+                      {"labels", nullptr},
+                      {"params",
+                       {{{"id", 0}, {"name", "w"}, {"shape", {3, 2}}},
+                        {{"id", 5}, {"name", "b"}, {"shape", {3}}}}},
+                      {"sends", nlohmann::json::array()},
+                      {"recvs", nlohmann::json::array()},
+                      {"stashes", {{{"key", 0}, {"name", "x"}, {"bytes", 32}}}},
+                      {"output", nullptr},
+                      {"segments", {"forward", "backward", "optimizer"}}};
+  if (stage == 0) {
+    m["inputs"] = {{{"name", "input"}, {"shape", {4, 2}}}};
+    m["sends"] = {
+        {{"tag", 3}, {"peer_stage", 1}, {"what", "act"}, {"bytes", 48}}};
+    m["recvs"] = {
+        {{"tag", 4}, {"peer_stage", 1}, {"what", "grad"}, {"bytes", 48}}};
+  } else {
+    m["labels"] = {{"shape", {4}}};
+    m["output"] = {{"shape", {4, 3}}};
+  }
+  return m;
+}
+
+std::string parseError(const nlohmann::json &m) {
+  try {
+    parseManifest(m.dump(), "rank0");
+  } catch (const Error &e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(Manifest, ParsesEveryField) {
+  RankManifest m = parseManifest(manifestJson(0).dump(), "rank0");
+  EXPECT_EQ(m.stage, 0);
+  EXPECT_EQ(m.stages, 2);
+  EXPECT_EQ(m.microbatchSize, 4);
+  ASSERT_EQ(m.inputs.size(), 1u);
+  EXPECT_EQ(m.inputs[0].elements(), 8);
+  EXPECT_FALSE(m.labelsShape);
+  ASSERT_NE(m.findParam(5), nullptr);
+  EXPECT_EQ(m.findParam(5)->name, "b");
+  EXPECT_EQ(m.findParam(1), nullptr);
+  ASSERT_NE(m.findSend(3), nullptr);
+  EXPECT_EQ(m.findSend(3)->what, TransferKind::Activation);
+  EXPECT_EQ(m.findRecv(4)->what, TransferKind::Gradient);
+  EXPECT_EQ(m.findStash(0)->bytes, 32);
+  EXPECT_TRUE(m.hasSegment("backward"));
+  EXPECT_FALSE(m.hasSegment("backward_input"));
+
+  RankManifest last = parseManifest(manifestJson(1).dump(), "rank1");
+  EXPECT_TRUE(last.isLastStage());
+  EXPECT_EQ(*last.outputShape, (std::vector<int64_t>{4, 3}));
+}
+
+TEST(Manifest, ErrorsNameTheField) {
+  auto with = [](auto patch, int stage = 0) {
+    nlohmann::json m = manifestJson(stage);
+    patch(m);
+    return parseError(m);
+  };
+  EXPECT_EQ(parseError(manifestJson(0)), "");
+  EXPECT_EQ(with([](auto &m) { m["format"] = "dpc-plan"; }),
+            "rank0: manifest: format: expected \"dpc-rank\", got "
+            "\"dpc-plan\"");
+  EXPECT_EQ(with([](auto &m) { m.erase("microbatch_size"); }),
+            "rank0: manifest: microbatch_size: missing");
+  EXPECT_EQ(with([](auto &m) { m["params"][1]["shape"] = {3, -1}; }),
+            "rank0: manifest: params[1].shape: expected a non-empty array of "
+            "positive integers");
+  EXPECT_EQ(with([](auto &m) { m["params"][1]["id"] = 0; }),
+            "rank0: manifest: params[1].id: id 0 appears twice");
+  EXPECT_EQ(with([](auto &m) { m["sends"][0]["what"] = "grad"; }),
+            "rank0: manifest: sends[0].what: \"grad\" cannot go to stage 1 "
+            "(activations flow forward, gradients back)");
+  EXPECT_EQ(with([](auto &m) { m["sends"][0]["peer_stage"] = 0; }),
+            "rank0: manifest: sends[0].peer_stage: stage 0 is not another "
+            "stage of the 2-stage pipeline");
+  EXPECT_EQ(with([](auto &m) { m["inputs"][0]["shape"] = {5, 2}; }),
+            "rank0: manifest: inputs[0].shape: the first dimension is 5 but "
+            "microbatch_size is 4");
+  EXPECT_EQ(with([](auto &m) { m["labels"] = {{"shape", {4}}}; }),
+            "rank0: manifest: labels: only the last stage reads labels");
+  EXPECT_EQ(with([](auto &m) { m["segments"] = {"forward", "fwd"}; }),
+            "rank0: manifest: segments[1]: unknown segment \"fwd\" (expected "
+            "forward, backward, backward_input, backward_weight or "
+            "optimizer)");
+  EXPECT_EQ(with([](auto &m) { m["segments"] = {"forward"}; }),
+            "rank0: manifest: segments: must list at least \"forward\" and "
+            "\"optimizer\"");
+  EXPECT_EQ(with([](auto &m) { m["stashes"][0]["bytes"] = 0; }),
+            "rank0: manifest: stashes[0].bytes: expected an integer >= 1, "
+            "got 0");
+  EXPECT_EQ(with([](auto &m) { m["inputs"] = nlohmann::json::array(); }),
+            "rank0: manifest: inputs: the first stage must read at least one "
+            "data input");
+  EXPECT_EQ(with([](auto &m) { m.erase("weights"); }),
+            "rank0: manifest: weights: missing, but the stage has parameters");
+  EXPECT_THAT(parseError(nlohmann::json("{")),
+              HasSubstr("rank0: manifest: expected a JSON object"));
+  try {
+    parseManifest("{not json", "rank0");
+    FAIL() << "no error";
+  } catch (const Error &e) {
+    EXPECT_THAT(e.what(), HasSubstr("rank0: manifest: not valid JSON"));
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Executor on one rank
+//===----------------------------------------------------------------------===//
+
+/// One rank, no peers: the executor never transfers on a one-stage pipeline.
+class SoloCommunicator : public Communicator {
+public:
+  int rank() const override { return 0; }
+  int size() const override { return 1; }
+  Request isend(const void *, size_t, int, int) override {
+    throw Error("no peers");
+  }
+  Request irecv(void *, size_t, int, int) override { throw Error("no peers"); }
+  void wait(Request &) override {}
+  bool test(Request &) override { return true; }
+  void allreduceSum(float *, size_t) override {}
+  void barrier() override {}
+  std::unique_ptr<Communicator> split(int, int) override { return nullptr; }
+  [[noreturn]] void abort(const std::string &message, int) override {
+    throw Error("abort: " + message);
+  }
+};
+
+// The C++ stand-ins for generated segments call whatever the test installed.
+std::function<void(dpc_context *)> onForward, onBackward, onOptimizer;
+void forwardSegment(dpc_context *c) { onForward(c); }
+void backwardSegment(dpc_context *c) { onBackward(c); }
+void optimizerSegment(dpc_context *c) { onOptimizer(c); }
+
+constexpr int64_t kB = 2, kM = 2;
+
+RankManifest soloManifest() {
+  nlohmann::json m = manifestJson(0);
+  m["stages"] = 1;
+  m["sends"] = nlohmann::json::array();
+  m["recvs"] = nlohmann::json::array();
+  m["microbatch_size"] = kB;
+  m["inputs"] = {{{"name", "input"}, {"shape", {kB, 2}}}};
+  m["labels"] = {{"shape", {kB}}};
+  m["output"] = {{"shape", {kB, 3}}};
+  return parseManifest(m.dump(), "solo");
+}
+
+sched::Schedule
+soloSchedule(sched::ScheduleKind kind = sched::ScheduleKind::OneFOneB) {
+  sched::BuildOptions options;
+  options.kind = kind;
+  options.stages = 1;
+  options.microbatches = kM;
+  sched::Schedule s;
+  EXPECT_EQ(sched::buildSchedule(options, s), "");
+  return s;
+}
+
+class ExecutorTest : public ::testing::Test {
+protected:
+  void SetUp() override {
+    std::vector<float> inputs(16);
+    for (size_t i = 0; i < inputs.size(); ++i)
+      inputs[i] = float(i);
+    data = Dataset::fromFloats({2}, inputs, {0, 1, 2, 0, 1, 2, 0, 1}, 3);
+    onForward = [](dpc_context *ctx) {
+      float loss = 0.25f;
+      dpc_report_loss(ctx, &loss);
+    };
+    onBackward = [](dpc_context *) {};
+    onOptimizer = [](dpc_context *) {};
+  }
+
+  std::unique_ptr<Executor> make(RankManifest m = soloManifest(),
+                                 sched::Schedule s = soloSchedule()) {
+    SegmentFunctions f;
+    f.forward = forwardSegment;
+    f.backward = backwardSegment;
+    f.optimizer = optimizerSegment;
+    auto e = std::make_unique<Executor>(m, s, comm, f);
+    TensorFile weights;
+    float w[6] = {1, 2, 3, 4, 5, 6}, b[3] = {0.5f, -0.5f, 1};
+    weights.tensors["w"] = Tensor::fromF32({3, 2}, w);
+    weights.tensors["b"] = Tensor::fromF32({3}, b);
+    e->loadParams(weights, "weights.safetensors", false);
+    e->setTrainData(&data, /*shuffle=*/false, 0);
+    return e;
+  }
+
+  std::string stepError(Executor &e, int64_t step = 0) {
+    try {
+      e.runStep(step);
+    } catch (const Error &err) {
+      return err.what();
+    }
+    return "";
+  }
+
+  SoloCommunicator comm;
+  Dataset data;
+};
+
+TEST_F(ExecutorTest, LoadsMicrobatchesInFileOrderAndSumsLosses) {
+  std::vector<std::vector<float>> seen;
+  std::vector<std::vector<int64_t>> labels;
+  onForward = [&](dpc_context *ctx) {
+    const float *x = dpc_input(ctx, 0);
+    seen.emplace_back(x, x + kB * 2);
+    const int64_t *y = dpc_labels(ctx);
+    labels.emplace_back(y, y + kB);
+    float loss = 0.25f * float(seen.size());
+    dpc_report_loss(ctx, &loss);
+  };
+  auto e = make();
+  EXPECT_DOUBLE_EQ(e->runStep(1), 0.25 + 0.5); // step 1: samples 4..7
+  ASSERT_EQ(seen.size(), 2u);
+  EXPECT_EQ(seen[0], (std::vector<float>{8, 9, 10, 11}));
+  EXPECT_EQ(seen[1], (std::vector<float>{12, 13, 14, 15}));
+  EXPECT_EQ(labels[0], (std::vector<int64_t>{1, 2}));
+  EXPECT_EQ(labels[1], (std::vector<int64_t>{0, 1}));
+}
+
+TEST_F(ExecutorTest, SgdStepIsTorchSgd) {
+  // Each backward accumulates g = (1, 1, ...): 2 microbatches give 2.
+  onBackward = [](dpc_context *ctx) {
+    std::vector<float> g(6, 1.0f);
+    dpc_grad_accumulate(ctx, 0, g.data());
+  };
+  onOptimizer = [](dpc_context *ctx) {
+    dpc_sgd_step(ctx, 0, 0.1f, 0.9f, 0.01f);
+  };
+  auto e = make();
+  e->runStep(0);
+  e->runStep(1);
+  // torch.optim.SGD(lr=0.1, momentum=0.9, weight_decay=0.01), by hand.
+  std::vector<float> w = {1, 2, 3, 4, 5, 6}, v(6, 0.0f);
+  for (int step = 0; step < 2; ++step)
+    for (size_t k = 0; k < 6; ++k) {
+      float d = 2.0f + 0.01f * w[k];
+      v[k] = 0.9f * v[k] + d;
+      w[k] -= 0.1f * v[k];
+    }
+  std::vector<float> got = e->param(0);
+  for (size_t k = 0; k < 6; ++k)
+    EXPECT_FLOAT_EQ(got[k], w[k]) << k;
+  // The checkpoint carries the momentum buffers too.
+  TensorFile ckpt = e->checkpoint(2);
+  EXPECT_EQ(ckpt.tensors.at("momentum.w").toF32(), v);
+  EXPECT_EQ(Executor::checkpointStep(ckpt, "ckpt"), 2);
+}
+
+TEST_F(ExecutorTest, StashLivesUntilItsBackward) {
+  std::vector<float> restored;
+  onForward = [](dpc_context *ctx) {
+    float x[8];
+    for (int k = 0; k < 8; ++k)
+      x[k] = float(100 * k);
+    x[0] = dpc_input(ctx, 0)[0];
+    dpc_stash(ctx, 0, x);
+    float loss = 0;
+    dpc_report_loss(ctx, &loss);
+  };
+  onBackward = [&](dpc_context *ctx) {
+    const float *x = static_cast<const float *>(dpc_restore(ctx, 0));
+    restored.push_back(x[0]);
+    EXPECT_EQ(x[7], 700.0f);
+  };
+  auto e = make();
+  e->runStep(0);
+  EXPECT_EQ(restored, (std::vector<float>{0, 4}));
+  // Released after each backward: a restore in the optimizer finds nothing.
+  onOptimizer = [](dpc_context *ctx) { dpc_restore(ctx, 0); };
+  EXPECT_EQ(stepError(*e),
+            "OptimizerStep: dpc_restore: stash key 0 ('x') holds nothing for "
+            "this microbatch (never stashed, or already released)");
+}
+
+TEST_F(ExecutorTest, GeneratedCodeErrorsGoToTheFatalHandler) {
+  auto e = make();
+  std::string reported;
+  e->setFatalHandler([&](const std::string &m) {
+    reported = m;
+    throw Error("handled");
+  });
+  onBackward = [](dpc_context *ctx) { dpc_restore(ctx, 7); };
+  EXPECT_EQ(stepError(*e), "handled");
+  EXPECT_EQ(reported,
+            "Backward mb 0: dpc_restore: stash key 7 is not in the manifest");
+}
+
+TEST_F(ExecutorTest, ChecksEveryIdAndOrder) {
+  auto e = make();
+  auto errorOf = [&](std::function<void(dpc_context *)> backward) {
+    onBackward = std::move(backward);
+    return stepError(*e);
+  };
+  EXPECT_EQ(errorOf([](dpc_context *ctx) { dpc_param(ctx, 1); }),
+            "Backward mb 0: dpc_param: parameter id 1 is not in the manifest");
+  EXPECT_EQ(errorOf([](dpc_context *ctx) { dpc_sgd_step(ctx, 0, 1, 0, 0); }),
+            "Backward mb 0: dpc_sgd_step: called outside the optimizer "
+            "segment");
+  EXPECT_EQ(errorOf([](dpc_context *ctx) { dpc_send(ctx, 3, nullptr); }),
+            "Backward mb 0: dpc_send: transfer tag 3 is not in the manifest's "
+            "sends");
+  EXPECT_EQ(errorOf([](dpc_context *ctx) { dpc_recv(ctx, 4); }),
+            "Backward mb 0: dpc_recv: transfer tag 4 is not in the manifest's "
+            "recvs");
+  EXPECT_EQ(errorOf([](dpc_context *ctx) {
+              float x[8] = {};
+              dpc_stash(ctx, 0, x);
+              dpc_stash(ctx, 0, x);
+            }),
+            "Backward mb 0: dpc_stash: stash key 0 ('x') was already stashed "
+            "for this microbatch");
+  EXPECT_EQ(errorOf([](dpc_context *ctx) { dpc_input(ctx, 1); }),
+            "Backward mb 0: dpc_input: input 1 is not in the manifest's 1 "
+            "inputs");
+  EXPECT_EQ(errorOf([](dpc_context *ctx) {
+              float l = 0;
+              dpc_report_loss(ctx, &l);
+            }),
+            "Backward mb 0: dpc_report_loss: the loss of this microbatch was "
+            "already reported");
+}
+
+TEST_F(ExecutorTest, LastStageMustReportTheLoss) {
+  auto e = make();
+  onForward = [](dpc_context *) {};
+  EXPECT_THAT(stepError(*e),
+              HasSubstr("(Forward mb 0): the last stage's forward did not "
+                        "call dpc_report_loss"));
+}
+
+TEST_F(ExecutorTest, ScratchIsAligned) {
+  onForward = [](dpc_context *ctx) {
+    for (int64_t bytes : {1, 3, 64, 100, 3 << 20}) {
+      void *p = dpc_alloc(ctx, bytes);
+      EXPECT_EQ(reinterpret_cast<uintptr_t>(p) % 64, 0u) << bytes;
+      std::memset(p, 0, size_t(bytes));
+    }
+    float loss = 0;
+    dpc_report_loss(ctx, &loss);
+  };
+  auto e = make();
+  e->runStep(0);
+  e->runStep(1); // after merging the overflowed blocks
+}
+
+TEST_F(ExecutorTest, EvaluationCountsArgmaxHits) {
+  onForward = [](dpc_context *ctx) {
+    const int64_t *y = dpc_labels(ctx);
+    float out[kB * 3] = {};
+    // Right on the first sample of each microbatch, wrong on the second.
+    out[y[0]] = 1;
+    out[3 + (y[1] + 1) % 3] = 1;
+    float x[8] = {};
+    dpc_stash(ctx, 0, x); // a no-op in evaluation
+    dpc_report_output(ctx, out);
+    float loss = 0.5f;
+    dpc_report_loss(ctx, &loss);
+  };
+  auto e = make();
+  EvalResult r = e->evaluate(&data, 4);
+  EXPECT_EQ(r.samples, 8);
+  EXPECT_EQ(r.correct, 4);
+  EXPECT_DOUBLE_EQ(r.reportedLoss, 2.0);
+}
+
+TEST_F(ExecutorTest, RejectsSchedulesItCannotRun) {
+  auto errorOf = [&](RankManifest m, sched::Schedule s) {
+    try {
+      make(m, s);
+    } catch (const Error &e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  sched::Schedule replicated = soloSchedule();
+  replicated.replicas = 2;
+  EXPECT_THAT(errorOf(soloManifest(), replicated),
+              HasSubstr("2 replicas per stage; the executor runs one rank "
+                        "per stage"));
+  // zb-h1 needs the split backward segments, which this object lacks.
+  EXPECT_THAT(
+      errorOf(soloManifest(), soloSchedule(sched::ScheduleKind::ZeroBubbleH1)),
+      HasSubstr("runs BackwardInput mb 0 but the rank's object has no "
+                "backward_input segment"));
+  sched::Schedule twoRanks;
+  sched::BuildOptions options;
+  options.stages = 2;
+  options.microbatches = 2;
+  ASSERT_EQ(sched::buildSchedule(options, twoRanks), "");
+  EXPECT_THAT(errorOf(soloManifest(), twoRanks),
+              HasSubstr("2 ranks but the manifest says 1 stages"));
+}
+
+TEST_F(ExecutorTest, LoadParamsChecksNamesAndShapes) {
+  auto e = make();
+  TensorFile weights;
+  float w[6] = {};
+  weights.tensors["w"] = Tensor::fromF32({2, 3}, w);
+  try {
+    e->loadParams(weights, "s0.safetensors", false);
+    FAIL() << "no error";
+  } catch (const Error &err) {
+    EXPECT_STREQ(err.what(), "s0.safetensors: tensor 'w' has shape [2,3], "
+                             "the model expects [3,2]");
+  }
+  weights.tensors.erase("w");
+  try {
+    e->loadParams(weights, "s0.safetensors", false);
+    FAIL() << "no error";
+  } catch (const Error &err) {
+    EXPECT_STREQ(err.what(), "s0.safetensors: no tensor 'w'");
+  }
+}
+
+} // namespace

@@ -1,8 +1,8 @@
 //===- InsertSendRecv.cpp - Transfers between pipeline stages -------------===//
 //
 // Walks @main in program order; for each result consumed on another stage,
-// one send/recv pair per destination stage, placed right after the producer
-// so that the transfer can start as early as the value exists.
+// one send/recv pair per stage boundary it crosses, placed right after the
+// producer so that the transfer can start as early as the value exists.
 //
 //===----------------------------------------------------------------------===//
 
@@ -13,6 +13,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
+#include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/MapVector.h"
 
 namespace mlir::dpc {
@@ -24,6 +25,50 @@ using namespace mlir;
 using namespace mlir::dpc;
 
 namespace {
+
+// Makes values available on other stages. Transfers only ever cross one
+// stage boundary: the schedule moves messages between neighbouring ranks,
+// so a value needed two stages away is relayed through the stages between.
+class Transfers {
+public:
+  explicit Transfers(MLIRContext *ctx) : builder(ctx) {}
+
+  // `value` as seen on stage `to`, receiving (and relaying) it if needed.
+  // New ops go after `anchor` on the path, in program order.
+  Value on(Value value, int64_t from, int64_t to) {
+    if (from == to)
+      return value;
+    auto key = std::make_pair(value, to);
+    if (Value known = copies.lookup(key))
+      return known;
+    int64_t via = to > from ? to - 1 : to + 1;
+    Value local = on(value, from, via);
+    builder.setInsertionPointAfter(lastOnPath(value, local));
+    auto send = builder.create<pipe::SendOp>(value.getLoc(), local, to,
+                                             nextTag);
+    pipe::setStage(send, via);
+    auto recv = builder.create<pipe::RecvOp>(value.getLoc(), value.getType(),
+                                             via, nextTag);
+    pipe::setStage(recv, to);
+    ++nextTag;
+    lastInserted[value] = recv;
+    copies[key] = recv.getResult();
+    return recv.getResult();
+  }
+
+private:
+  // The transfers of one value stay together, after its producer.
+  Operation *lastOnPath(Value value, Value local) {
+    if (Operation *last = lastInserted.lookup(value))
+      return last;
+    return local.getDefiningOp();
+  }
+
+  OpBuilder builder;
+  int64_t nextTag = 0;
+  llvm::DenseMap<std::pair<Value, int64_t>, Value> copies;
+  llvm::DenseMap<Value, Operation *> lastInserted;
+};
 
 struct InsertSendRecvPass
     : public mlir::dpc::impl::InsertSendRecvPassBase<InsertSendRecvPass> {
@@ -42,15 +87,13 @@ struct InsertSendRecvPass
       }
     }
 
-    int64_t nextTag = 0;
-    OpBuilder builder(&getContext());
+    Transfers transfers(&getContext());
     // Snapshot: the walk must not visit the transfers it inserts.
     SmallVector<Operation *> ops;
     for (Operation &op : body.without_terminator())
       ops.push_back(&op);
     for (Operation *producer : ops) {
       int64_t from = *pipe::getStage(producer);
-      Operation *insertAfter = producer;
       for (Value value : producer->getResults()) {
         // Uses per destination stage, in order of first use.
         llvm::MapVector<int64_t, SmallVector<OpOperand *>> remote;
@@ -60,17 +103,9 @@ struct InsertSendRecvPass
             remote[*to].push_back(&use);
         }
         for (auto &[to, uses] : remote) {
-          builder.setInsertionPointAfter(insertAfter);
-          auto send = builder.create<pipe::SendOp>(
-              producer->getLoc(), value, to, nextTag);
-          pipe::setStage(send, from);
-          auto recv = builder.create<pipe::RecvOp>(
-              producer->getLoc(), value.getType(), from, nextTag);
-          pipe::setStage(recv, to);
-          ++nextTag;
+          Value local = transfers.on(value, from, to);
           for (OpOperand *use : uses)
-            use->set(recv.getResult());
-          insertAfter = recv;
+            use->set(local);
         }
       }
     }

@@ -1,16 +1,17 @@
 // RUN: dpc-opt %s -split-input-file --dpc-insert-send-recv | FileCheck %s
 
 // A forward activation crossing 0 -> 1, used twice on stage 1 (one pair),
-// and a skip connection 0 -> 2 (its own direct pair); a gradient crossing
-// back 1 -> 0. Arguments are read by each stage and never sent.
+// and a skip connection 0 -> 2, relayed by stage 1 so that every transfer
+// crosses one boundary; a gradient crossing back 1 -> 0. Arguments are read
+// by each stage and never sent.
 
 // CHECK-LABEL: func.func @main
 func.func @main(%x: tensor<4x8xf32>, %labels: tensor<4xi64>) -> tensor<4x8xf32> {
   // CHECK: %[[A:.*]] = nn.relu %arg0 {pipe.stage = 0 : i64}
   // CHECK-NEXT: pipe.send %[[A]] to 1 tag 0 {pipe.stage = 0 : i64}
   // CHECK-NEXT: %[[A1:.*]] = pipe.recv from 0 tag 0 {pipe.stage = 1 : i64}
-  // CHECK-NEXT: pipe.send %[[A]] to 2 tag 1 {pipe.stage = 0 : i64}
-  // CHECK-NEXT: %[[A2:.*]] = pipe.recv from 0 tag 1 {pipe.stage = 2 : i64}
+  // CHECK-NEXT: pipe.send %[[A1]] to 2 tag 1 {pipe.stage = 1 : i64}
+  // CHECK-NEXT: %[[A2:.*]] = pipe.recv from 1 tag 1 {pipe.stage = 2 : i64}
   %a = nn.relu %x {pipe.stage = 0 : i64} : tensor<4x8xf32>
   // CHECK: %[[B:.*]] = nn.add %[[A1]], %[[A1]] {pipe.stage = 1 : i64}
   // CHECK-NEXT: pipe.send %[[B]] to 2 tag 2
@@ -42,4 +43,22 @@ func.func @main(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
   %a = nn.relu %x {pipe.stage = 0 : i64} : tensor<4x8xf32>
   %b = nn.relu %a {pipe.stage = 0 : i64} : tensor<4x8xf32>
   return %b : tensor<4x8xf32>
+}
+
+// -----
+
+// A gradient needed two stages back is relayed too (0 <- 1 <- 2).
+// CHECK-LABEL: func.func @main
+func.func @main(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  // CHECK: %[[G:.*]] = nn.relu %arg0 {pipe.stage = 2 : i64}
+  // CHECK-NEXT: pipe.send %[[G]] to 1 tag 0 {pipe.stage = 2 : i64}
+  // CHECK-NEXT: %[[G1:.*]] = pipe.recv from 2 tag 0 {pipe.stage = 1 : i64}
+  // CHECK-NEXT: pipe.send %[[G1]] to 0 tag 1 {pipe.stage = 1 : i64}
+  // CHECK-NEXT: %[[G0:.*]] = pipe.recv from 1 tag 1 {pipe.stage = 0 : i64}
+  %g = nn.relu %x {pipe.stage = 2 : i64} : tensor<4x8xf32>
+  // CHECK: nn.relu %[[G0]] {pipe.stage = 0 : i64}
+  %a = nn.relu %g {pipe.stage = 0 : i64} : tensor<4x8xf32>
+  // CHECK: nn.relu %[[G1]] {pipe.stage = 1 : i64}
+  %b = nn.relu %g {pipe.stage = 1 : i64} : tensor<4x8xf32>
+  return %a : tensor<4x8xf32>
 }

@@ -419,6 +419,10 @@ int runRunCommand(const Args &args) {
   parser.addOption("checkpoint-every", &checkpointEvery, "N",
                    "also checkpoint every N steps");
   parser.addFlag("resume", &resume, "resume from the checkpoint directory");
+  bool eval = true;
+  parser.addFlag("eval", &eval,
+                 "evaluate test accuracy after training (default on)",
+                 /*negatable=*/true);
 
   switch (parser.parse(args)) {
   case cli::ArgParser::Result::Help:
@@ -466,6 +470,8 @@ int runRunCommand(const Args &args) {
     forwarded.push_back(shuffle ? "--shuffle" : "--no-shuffle");
   if (resume)
     forwarded.push_back("--resume");
+  if (parser.given("eval"))
+    forwarded.push_back(eval ? "--eval" : "--no-eval");
   for (const std::string &value : forwarded)
     if (value.empty() || value.find_first_of(" \t\n\"'") != std::string::npos)
       return fail("option value '" + value +

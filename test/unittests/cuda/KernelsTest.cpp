@@ -18,13 +18,14 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <ostream>
 #include <random>
 #include <string>
 #include <vector>
 
 namespace {
 
-/// Parameterized tests are named by their config's `name`.
+/// Parameterized tests are named, and printed, by their config's `name`.
 auto byName = [](const auto &info) { return std::string(info.param.name); };
 
 using Shape = std::vector<int64_t>;
@@ -141,6 +142,7 @@ struct ConvConfig {
             (x[3] + p[3] + p[5] - kw) / p[1] + 1};
   }
 };
+void PrintTo(const ConvConfig &c, std::ostream *os) { *os << c.name; }
 
 /// Calls f(n, o, oh, ow, c, i, j, xIndex, wIndex) for every product term
 /// of the convolution that lands inside the input.
@@ -286,6 +288,7 @@ struct MatmulConfig {
   bool sharedA, sharedB; // stride 0
   bool accumulate;
 };
+void PrintTo(const MatmulConfig &c, std::ostream *os) { *os << c.name; }
 
 class Matmul : public Cuda,
                public ::testing::WithParamInterface<MatmulConfig> {};
@@ -352,6 +355,7 @@ struct BroadcastConfig {
   const char *name;
   Shape a, b;
 };
+void PrintTo(const BroadcastConfig &c, std::ostream *os) { *os << c.name; }
 
 class Add : public Cuda,
             public ::testing::WithParamInterface<BroadcastConfig> {};
@@ -398,6 +402,7 @@ struct ReduceConfig {
   const char *name;
   Shape x, y;
 };
+void PrintTo(const ReduceConfig &c, std::ostream *os) { *os << c.name; }
 
 class SumToShape : public Cuda,
                    public ::testing::WithParamInterface<ReduceConfig> {};
@@ -461,6 +466,7 @@ struct PoolConfig {
             (x[3] + p[5] + p[7] - p[1]) / p[3] + 1};
   }
 };
+void PrintTo(const PoolConfig &c, std::ostream *os) { *os << c.name; }
 
 class MaxPool : public Cuda,
                 public ::testing::WithParamInterface<PoolConfig> {};

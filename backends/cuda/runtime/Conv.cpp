@@ -1,0 +1,396 @@
+//===- Conv.cpp - conv2d and its gradients on cuDNN -----------------------===//
+//
+// cuDNN's descriptor API: every distinct shape gets its descriptors and
+// algorithm once, from the heuristics (cudnnGet*Algorithm_v7, which launch
+// nothing), and keeps them in a cache for the rest of the run; a training
+// step sees the same few shapes every iteration.
+//
+// Numerics: the convolution descriptor asks for FMA math, and candidates
+// that would use tensor cores are skipped, so FP32 convolutions never run in
+// TF32 and match the CPU backend and PyTorch with TF32 off. Deterministic
+// algorithms are preferred (the backward-filter ones that use atomics give
+// different low bits from run to run), which keeps step-by-step comparisons
+// against a reference reproducible.
+//
+// cuDNN pads symmetrically. ONNX allows pad_top != pad_bottom (SAME_UPPER
+// with even kernels); those shapes pad the input explicitly into scratch and
+// run the convolution unpadded, and the input gradient is computed on the
+// padded shape and cropped.
+//
+//===----------------------------------------------------------------------===//
+
+#include "dpc/runtime/CudaKernels.h"
+
+#include "backends/cuda/runtime/Internal.h"
+
+#include <cudnn.h>
+
+#include <climits>
+#include <map>
+#include <memory>
+
+namespace dpc::cuda {
+namespace {
+
+enum class ConvKind : int64_t { Forward, GradInput, GradFilter };
+
+const char *kindName(ConvKind kind) {
+  switch (kind) {
+  case ConvKind::Forward:
+    return "dpc_conv2d";
+  case ConvKind::GradInput:
+    return "dpc_conv2d_grad_input";
+  case ConvKind::GradFilter:
+    return "dpc_conv2d_grad_filter";
+  }
+  return "conv";
+}
+
+/// Algorithms whose workspace exceeds this are passed over: the memory plan
+/// budgets activations, not cuDNN's appetite.
+constexpr size_t kMaxWorkspaceBytes = size_t(1) << 30;
+
+struct Candidate {
+  int algo;
+  size_t workspaceBytes;
+};
+
+struct ConvPlan {
+  ConvKind kind;
+  cudnnTensorDescriptor_t x = nullptr, y = nullptr, bias = nullptr;
+  cudnnFilterDescriptor_t w = nullptr;
+  cudnnConvolutionDescriptor_t conv = nullptr;
+  /// Usable algorithms, best first; `chosen` moves past any that the
+  /// library turns down at execution time under FMA math.
+  std::vector<Candidate> candidates;
+  size_t chosen = 0;
+  int64_t n = 0, c = 0, h = 0, w_ = 0;
+  bool explicitPad = false;
+  int64_t paddedH = 0, paddedW = 0, padTop = 0, padLeft = 0;
+
+  ~ConvPlan() {
+    if (x)
+      cudnnDestroyTensorDescriptor(x);
+    if (y)
+      cudnnDestroyTensorDescriptor(y);
+    if (bias)
+      cudnnDestroyTensorDescriptor(bias);
+    if (w)
+      cudnnDestroyFilterDescriptor(w);
+    if (conv)
+      cudnnDestroyConvolutionDescriptor(conv);
+  }
+};
+
+void checkDnn(cudnnStatus_t status, const std::string &what) {
+  if (status != CUDNN_STATUS_SUCCESS)
+    fail(what + ": " + cudnnGetErrorString(status));
+}
+
+int narrow(int64_t value, const char *what) {
+  if (value < 0 || value > INT_MAX)
+    fail(std::string(what) + ": size " + std::to_string(value) +
+         " out of cuDNN's range");
+  return int(value);
+}
+
+std::string shapeText(const int64_t *s) {
+  return "[" + std::to_string(s[0]) + ", " + std::to_string(s[1]) + ", " +
+         std::to_string(s[2]) + ", " + std::to_string(s[3]) + "]";
+}
+
+bool usesTensorCores(cudnnMathType_t math) {
+  return math == CUDNN_TENSOR_OP_MATH ||
+         math == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION;
+}
+
+/// Orders the heuristics' answers: deterministic ones first, each group in
+/// the heuristics' own order; drops failures and tensor-core variants.
+template <typename Perf>
+std::vector<int> rankAlgorithms(const Perf *perfs, int count) {
+  std::vector<int> order;
+  for (int pass = 0; pass < 2; ++pass)
+    for (int i = 0; i < count; ++i) {
+      const Perf &perf = perfs[i];
+      if (perf.status != CUDNN_STATUS_SUCCESS || usesTensorCores(perf.mathType))
+        continue;
+      bool deterministic = perf.determinism == CUDNN_DETERMINISTIC;
+      if (deterministic == (pass == 0))
+        order.push_back(int(perf.algo));
+    }
+  return order;
+}
+
+void chooseAlgorithms(ConvPlan &plan) {
+  cudnnHandle_t handle = cudnn();
+  // Deduplicated: the heuristics list an algorithm once per math type.
+  auto add = [&](int algo, cudnnStatus_t status, size_t bytes) {
+    for (const Candidate &c : plan.candidates)
+      if (c.algo == algo)
+        return;
+    if (status == CUDNN_STATUS_SUCCESS && bytes <= kMaxWorkspaceBytes)
+      plan.candidates.push_back({algo, bytes});
+  };
+  int found = 0;
+  switch (plan.kind) {
+  case ConvKind::Forward: {
+    cudnnConvolutionFwdAlgoPerf_t perfs[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
+    checkDnn(cudnnGetConvolutionForwardAlgorithm_v7(
+                 handle, plan.x, plan.w, plan.conv, plan.y,
+                 CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &found, perfs),
+             "dpc_conv2d: cudnnGetConvolutionForwardAlgorithm_v7");
+    for (int algo : rankAlgorithms(perfs, found)) {
+      size_t bytes = 0;
+      cudnnStatus_t status = cudnnGetConvolutionForwardWorkspaceSize(
+          handle, plan.x, plan.w, plan.conv, plan.y,
+          cudnnConvolutionFwdAlgo_t(algo), &bytes);
+      add(algo, status, bytes);
+    }
+    break;
+  }
+  case ConvKind::GradInput: {
+    cudnnConvolutionBwdDataAlgoPerf_t
+        perfs[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
+    checkDnn(cudnnGetConvolutionBackwardDataAlgorithm_v7(
+                 handle, plan.w, plan.y, plan.conv, plan.x,
+                 CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &found, perfs),
+             "dpc_conv2d_grad_input: "
+             "cudnnGetConvolutionBackwardDataAlgorithm_v7");
+    for (int algo : rankAlgorithms(perfs, found)) {
+      size_t bytes = 0;
+      cudnnStatus_t status = cudnnGetConvolutionBackwardDataWorkspaceSize(
+          handle, plan.w, plan.y, plan.conv, plan.x,
+          cudnnConvolutionBwdDataAlgo_t(algo), &bytes);
+      add(algo, status, bytes);
+    }
+    break;
+  }
+  case ConvKind::GradFilter: {
+    cudnnConvolutionBwdFilterAlgoPerf_t
+        perfs[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
+    checkDnn(cudnnGetConvolutionBackwardFilterAlgorithm_v7(
+                 handle, plan.x, plan.y, plan.conv, plan.w,
+                 CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &found, perfs),
+             "dpc_conv2d_grad_filter: "
+             "cudnnGetConvolutionBackwardFilterAlgorithm_v7");
+    for (int algo : rankAlgorithms(perfs, found)) {
+      size_t bytes = 0;
+      cudnnStatus_t status = cudnnGetConvolutionBackwardFilterWorkspaceSize(
+          handle, plan.x, plan.y, plan.conv, plan.w,
+          cudnnConvolutionBwdFilterAlgo_t(algo), &bytes);
+      add(algo, status, bytes);
+    }
+    break;
+  }
+  }
+  if (plan.candidates.empty())
+    fail(std::string(kindName(plan.kind)) +
+         ": cuDNN offers no FP32 algorithm without tensor cores for this "
+         "shape");
+}
+
+using Cache = std::map<std::vector<int64_t>, std::unique_ptr<ConvPlan>>;
+
+Cache &cache() {
+  static Cache *c = new Cache;
+  return *c;
+}
+
+/// The plan for a convolution with input shape xs, filter ws and output ys
+/// (NCHW / OIHW), whichever of them the call computes.
+ConvPlan &getPlan(ConvKind kind, const int64_t *xs, const int64_t *ws,
+                  const int64_t *ys, const int64_t *p) {
+  std::vector<int64_t> key{int64_t(kind)};
+  key.insert(key.end(), xs, xs + 4);
+  key.insert(key.end(), ws, ws + 4);
+  key.insert(key.end(), ys, ys + 4);
+  key.insert(key.end(), p, p + 9);
+  std::unique_ptr<ConvPlan> &slot = cache()[key];
+  if (slot)
+    return *slot;
+
+  const char *what = kindName(kind);
+  int64_t strideH = p[0], strideW = p[1], padTop = p[2], padLeft = p[3],
+          padBottom = p[4], padRight = p[5], dilationH = p[6], dilationW = p[7],
+          groups = p[8];
+  if (groups < 1 || xs[1] != ws[1] * groups || ws[0] % groups != 0 ||
+      ys[0] != xs[0] || ys[1] != ws[0])
+    fail(std::string(what) + ": input " + shapeText(xs) + ", filter " +
+         shapeText(ws) + " and output " + shapeText(ys) +
+         " do not match with groups " + std::to_string(groups));
+  if (padTop < 0 || padLeft < 0 || padBottom < 0 || padRight < 0)
+    fail(std::string(what) + ": negative padding");
+
+  auto plan = std::make_unique<ConvPlan>();
+  plan->kind = kind;
+  plan->n = xs[0];
+  plan->c = xs[1];
+  plan->h = xs[2];
+  plan->w_ = xs[3];
+  plan->explicitPad = padTop != padBottom || padLeft != padRight;
+  int64_t h = xs[2], w = xs[3], cudnnPadH = padTop, cudnnPadW = padLeft;
+  if (plan->explicitPad) {
+    h += padTop + padBottom;
+    w += padLeft + padRight;
+    cudnnPadH = cudnnPadW = 0;
+    plan->paddedH = h;
+    plan->paddedW = w;
+    plan->padTop = padTop;
+    plan->padLeft = padLeft;
+  }
+
+  checkDnn(cudnnCreateTensorDescriptor(&plan->x), what);
+  checkDnn(cudnnCreateTensorDescriptor(&plan->y), what);
+  checkDnn(cudnnCreateFilterDescriptor(&plan->w), what);
+  checkDnn(cudnnCreateConvolutionDescriptor(&plan->conv), what);
+  checkDnn(cudnnSetTensor4dDescriptor(plan->x, CUDNN_TENSOR_NCHW,
+                                      CUDNN_DATA_FLOAT, narrow(xs[0], what),
+                                      narrow(xs[1], what), narrow(h, what),
+                                      narrow(w, what)),
+           std::string(what) + ": input descriptor");
+  checkDnn(cudnnSetFilter4dDescriptor(plan->w, CUDNN_DATA_FLOAT,
+                                      CUDNN_TENSOR_NCHW, narrow(ws[0], what),
+                                      narrow(ws[1], what), narrow(ws[2], what),
+                                      narrow(ws[3], what)),
+           std::string(what) + ": filter descriptor");
+  checkDnn(cudnnSetConvolution2dDescriptor(
+               plan->conv, narrow(cudnnPadH, what), narrow(cudnnPadW, what),
+               narrow(strideH, what), narrow(strideW, what),
+               narrow(dilationH, what), narrow(dilationW, what),
+               CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT),
+           std::string(what) + ": convolution descriptor");
+  checkDnn(cudnnSetConvolutionGroupCount(plan->conv, int(groups)),
+           std::string(what) + ": group count");
+  checkDnn(cudnnSetConvolutionMathType(plan->conv, CUDNN_FMA_MATH),
+           std::string(what) + ": math type");
+
+  int on = 0, oc = 0, oh = 0, ow = 0;
+  checkDnn(cudnnGetConvolution2dForwardOutputDim(plan->conv, plan->x, plan->w,
+                                                 &on, &oc, &oh, &ow),
+           std::string(what) + ": output size");
+  if (on != ys[0] || oc != ys[1] || oh != ys[2] || ow != ys[3])
+    fail(std::string(what) + ": output " + shapeText(ys) +
+         " does not match the " + std::to_string(oh) + "x" +
+         std::to_string(ow) + " that input " + shapeText(xs) + " and filter " +
+         shapeText(ws) + " give");
+  checkDnn(cudnnSetTensor4dDescriptor(plan->y, CUDNN_TENSOR_NCHW,
+                                      CUDNN_DATA_FLOAT, on, oc, oh, ow),
+           std::string(what) + ": output descriptor");
+  if (kind == ConvKind::Forward) {
+    checkDnn(cudnnCreateTensorDescriptor(&plan->bias), what);
+    checkDnn(cudnnSetTensor4dDescriptor(plan->bias, CUDNN_TENSOR_NCHW,
+                                        CUDNN_DATA_FLOAT, 1, oc, 1, 1),
+             std::string(what) + ": bias descriptor");
+  }
+  chooseAlgorithms(*plan);
+  slot = std::move(plan);
+  return *slot;
+}
+
+/// The input as the convolution sees it: x itself, or x padded into scratch.
+const float *paddedInput(const ConvPlan &plan, const float *x) {
+  if (!plan.explicitPad)
+    return x;
+  float *padded = static_cast<float *>(scratch(
+      Scratch::Input,
+      size_t(plan.n * plan.c * plan.paddedH * plan.paddedW) * sizeof(float)));
+  launchWindowCopy(x, plan.n, plan.c, plan.h, plan.w_, padded, plan.paddedH,
+                   plan.paddedW, -plan.padTop, -plan.padLeft);
+  return padded;
+}
+
+/// Runs `call(algo, workspace, bytes)` with the plan's algorithm, moving on
+/// to the next candidate when cuDNN reports it unsupported.
+template <typename Call> void execute(ConvPlan &plan, Call call) {
+  for (; plan.chosen < plan.candidates.size(); ++plan.chosen) {
+    const Candidate &c = plan.candidates[plan.chosen];
+    void *workspace = c.workspaceBytes
+                          ? scratch(Scratch::Workspace, c.workspaceBytes)
+                          : nullptr;
+    cudnnStatus_t status = call(c.algo, workspace, c.workspaceBytes);
+    if (status == CUDNN_STATUS_NOT_SUPPORTED)
+      continue;
+    checkDnn(status, kindName(plan.kind));
+    return;
+  }
+  fail(std::string(kindName(plan.kind)) +
+       ": every cuDNN algorithm was turned down for this shape");
+}
+
+const float kOne = 1.0f, kZero = 0.0f;
+
+} // namespace
+
+void releaseConvCache() { cache().clear(); }
+
+} // namespace dpc::cuda
+
+using namespace dpc::cuda;
+
+extern "C" {
+
+void dpc_conv2d(const float *x, const int64_t *x_shape, const float *w,
+                const int64_t *w_shape, const float *bias, float *y,
+                const int64_t *y_shape, const int64_t *params) {
+  if (y_shape[0] * y_shape[1] * y_shape[2] * y_shape[3] == 0)
+    return;
+  ConvPlan &plan =
+      getPlan(ConvKind::Forward, x_shape, w_shape, y_shape, params);
+  const float *input = paddedInput(plan, x);
+  execute(plan, [&](int algo, void *workspace, size_t bytes) {
+    return cudnnConvolutionForward(cudnn(), &kOne, plan.x, input, plan.w, w,
+                                   plan.conv, cudnnConvolutionFwdAlgo_t(algo),
+                                   workspace, bytes, &kZero, plan.y, y);
+  });
+  if (bias)
+    checkDnn(cudnnAddTensor(cudnn(), &kOne, plan.bias, bias, &kOne, plan.y, y),
+             "dpc_conv2d: adding the bias");
+}
+
+void dpc_conv2d_grad_input(const float *dy, const int64_t *dy_shape,
+                           const float *w, const int64_t *w_shape, float *dx,
+                           const int64_t *dx_shape, const int64_t *params) {
+  int64_t dxCount = dx_shape[0] * dx_shape[1] * dx_shape[2] * dx_shape[3];
+  if (dxCount == 0)
+    return;
+  ConvPlan &plan =
+      getPlan(ConvKind::GradInput, dx_shape, w_shape, dy_shape, params);
+  float *out = dx;
+  if (plan.explicitPad)
+    out = static_cast<float *>(scratch(
+        Scratch::Input,
+        size_t(plan.n * plan.c * plan.paddedH * plan.paddedW) * sizeof(float)));
+  execute(plan, [&](int algo, void *workspace, size_t bytes) {
+    return cudnnConvolutionBackwardData(cudnn(), &kOne, plan.w, w, plan.y, dy,
+                                        plan.conv,
+                                        cudnnConvolutionBwdDataAlgo_t(algo),
+                                        workspace, bytes, &kZero, plan.x, out);
+  });
+  if (plan.explicitPad)
+    launchWindowCopy(out, plan.n, plan.c, plan.paddedH, plan.paddedW, dx,
+                     plan.h, plan.w_, plan.padTop, plan.padLeft);
+}
+
+void dpc_conv2d_grad_filter(const float *dy, const int64_t *dy_shape,
+                            const float *x, const int64_t *x_shape, float *dw,
+                            const int64_t *dw_shape, const int64_t *params) {
+  int64_t dwCount = dw_shape[0] * dw_shape[1] * dw_shape[2] * dw_shape[3];
+  if (dwCount == 0)
+    return;
+  if (x_shape[0] == 0) {
+    check(cudaMemsetAsync(dw, 0, size_t(dwCount) * sizeof(float), stream()),
+          "dpc_conv2d_grad_filter: clearing for an empty batch");
+    return;
+  }
+  ConvPlan &plan =
+      getPlan(ConvKind::GradFilter, x_shape, dw_shape, dy_shape, params);
+  const float *input = paddedInput(plan, x);
+  execute(plan, [&](int algo, void *workspace, size_t bytes) {
+    return cudnnConvolutionBackwardFilter(cudnn(), &kOne, plan.x, input, plan.y,
+                                          dy, plan.conv,
+                                          cudnnConvolutionBwdFilterAlgo_t(algo),
+                                          workspace, bytes, &kZero, plan.w, dw);
+  });
+}
+
+} // extern "C"

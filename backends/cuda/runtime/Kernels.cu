@@ -1,0 +1,515 @@
+//===- Kernels.cu - The hand-written CUDA kernels -------------------------===//
+//
+// Everything of Abi.h that cuDNN and cuBLAS do not cover: broadcasting add,
+// reductions, relu, max pooling, softmax cross-entropy, and the optimizer
+// updates of CudaKernels.h. One translation unit, because nvcc's fixed cost
+// per file dominates a build on two cores.
+//
+// Two rules hold throughout. Reductions never use atomics: each output is
+// summed by one thread or one block in a fixed order, so a run reproduces
+// bit for bit. Loops are grid-stride with 64-bit indices, so a launch is
+// capped in size and tensors beyond 2^31 elements still work.
+//
+//===----------------------------------------------------------------------===//
+
+#include "dpc/runtime/CudaKernels.h"
+
+#include "backends/cuda/runtime/Internal.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace dpc::cuda {
+namespace {
+
+constexpr int kThreads = 256;
+constexpr int kMaxRank = 8;
+
+unsigned blocksFor(int64_t count, int threads = kThreads) {
+  int64_t blocks = (count + threads - 1) / threads;
+  return unsigned(std::max<int64_t>(1, std::min<int64_t>(blocks, 1 << 16)));
+}
+
+#define GRID_STRIDE(i, count)                                                  \
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;             \
+       i < (count); i += int64_t(blockDim.x) * gridDim.x)
+
+__device__ float warpSum(float v) {
+  for (int offset = 16; offset > 0; offset >>= 1)
+    v += __shfl_xor_sync(0xffffffffu, v, offset);
+  return v;
+}
+
+__device__ float warpMax(float v) {
+  for (int offset = 16; offset > 0; offset >>= 1)
+    v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, offset));
+  return v;
+}
+
+/// Sum over the block; the result is valid in thread 0. Safe to call in a
+/// loop: the leading barrier keeps a slow warp's read of the previous round
+/// from racing the next round's writes.
+__device__ float blockSum(float v) {
+  __shared__ float partial[32];
+  int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  v = warpSum(v);
+  __syncthreads();
+  if (lane == 0)
+    partial[warp] = v;
+  __syncthreads();
+  if (warp == 0) {
+    v = lane < int(blockDim.x >> 5) ? partial[lane] : 0.0f;
+    v = warpSum(v);
+  }
+  return v;
+}
+
+//===----------------------------------------------------------------------===//
+// Broadcasting add
+//===----------------------------------------------------------------------===//
+
+struct BroadcastArgs {
+  int rank;
+  int64_t shape[kMaxRank], aStrides[kMaxRank], bStrides[kMaxRank];
+};
+
+__global__ void addSameShape(const float *a, const float *b, float *y,
+                             int64_t count) {
+  GRID_STRIDE(i, count) { y[i] = a[i] + b[i]; }
+}
+
+__global__ void addBroadcast(const float *a, const float *b, float *y,
+                             int64_t count, BroadcastArgs args) {
+  GRID_STRIDE(i, count) {
+    int64_t rest = i, aOffset = 0, bOffset = 0;
+    for (int d = args.rank - 1; d >= 0; --d) {
+      int64_t index = rest % args.shape[d];
+      rest /= args.shape[d];
+      aOffset += index * args.aStrides[d];
+      bOffset += index * args.bStrides[d];
+    }
+    y[i] = a[aOffset] + b[bOffset];
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Reductions
+//===----------------------------------------------------------------------===//
+
+struct ReduceArgs {
+  int keptRank, reducedRank;
+  int64_t keptSizes[kMaxRank], keptStrides[kMaxRank];
+  int64_t reducedSizes[kMaxRank], reducedStrides[kMaxRank];
+  int64_t outputs, reduced;
+};
+
+__device__ int64_t offsetOf(int64_t index, const int64_t *sizes,
+                            const int64_t *strides, int rank) {
+  int64_t offset = 0;
+  for (int d = rank - 1; d >= 0; --d) {
+    offset += (index % sizes[d]) * strides[d];
+    index /= sizes[d];
+  }
+  return offset;
+}
+
+/// Few values per output: one thread sums each.
+__global__ void reduceByThread(const float *x, float *y, ReduceArgs args) {
+  GRID_STRIDE(o, args.outputs) {
+    const float *base =
+        x + offsetOf(o, args.keptSizes, args.keptStrides, args.keptRank);
+    float sum = 0.0f;
+    for (int64_t r = 0; r < args.reduced; ++r)
+      sum += base[offsetOf(r, args.reducedSizes, args.reducedStrides,
+                           args.reducedRank)];
+    y[o] = sum;
+  }
+}
+
+/// Many values per output: one block sums each.
+__global__ void reduceByBlock(const float *x, float *y, ReduceArgs args) {
+  for (int64_t o = blockIdx.x; o < args.outputs; o += gridDim.x) {
+    const float *base =
+        x + offsetOf(o, args.keptSizes, args.keptStrides, args.keptRank);
+    float sum = 0.0f;
+    for (int64_t r = threadIdx.x; r < args.reduced; r += blockDim.x)
+      sum += base[offsetOf(r, args.reducedSizes, args.reducedStrides,
+                           args.reducedRank)];
+    sum = blockSum(sum);
+    if (threadIdx.x == 0)
+      y[o] = sum;
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Elementwise
+//===----------------------------------------------------------------------===//
+
+__global__ void reluKernel(const float *x, float *y, int64_t count) {
+  GRID_STRIDE(i, count) { y[i] = x[i] > 0.0f ? x[i] : 0.0f; }
+}
+
+__global__ void reluGradKernel(const float *dy, const float *y, float *dx,
+                               int64_t count) {
+  GRID_STRIDE(i, count) { dx[i] = y[i] > 0.0f ? dy[i] : 0.0f; }
+}
+
+__global__ void windowCopy(const float *src, int64_t planes, int64_t sh,
+                           int64_t sw, float *dst, int64_t dh, int64_t dw,
+                           int64_t offH, int64_t offW) {
+  GRID_STRIDE(i, planes * dh * dw) {
+    int64_t w = i % dw, h = (i / dw) % dh, plane = i / (dw * dh);
+    int64_t hs = h + offH, ws = w + offW;
+    dst[i] = hs >= 0 && hs < sh && ws >= 0 && ws < sw
+                 ? src[(plane * sh + hs) * sw + ws]
+                 : 0.0f;
+  }
+}
+
+__global__ void accumulateKernel(float *acc, const float *g, int64_t n) {
+  GRID_STRIDE(i, n) { acc[i] += g[i]; }
+}
+
+__global__ void sgdKernel(float *p, float *v, float *acc, int64_t n, float lr,
+                          float momentum, float weightDecay) {
+  GRID_STRIDE(i, n) {
+    float g = acc[i] + weightDecay * p[i];
+    if (v) {
+      g = momentum * v[i] + g;
+      v[i] = g;
+    }
+    p[i] -= lr * g;
+    acc[i] = 0.0f;
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Max pooling
+//===----------------------------------------------------------------------===//
+
+struct PoolArgs {
+  int64_t planes, h, w, oh, ow, kh, kw, sh, sw, padTop, padLeft;
+};
+
+/// The flat in-plane index of the window's maximum, chosen as PyTorch does:
+/// the first maximum in row-major order, except that a NaN always wins (the
+/// last NaN, as `val > max || isnan(val)` gives). Padding never wins; an
+/// all -inf window picks its first element.
+__device__ int64_t windowArgmax(const float *plane, const PoolArgs &a,
+                                int64_t oh, int64_t ow, float *value) {
+  int64_t h0 = oh * a.sh - a.padTop, w0 = ow * a.sw - a.padLeft;
+  int64_t h1 = min(h0 + a.kh, a.h), w1 = min(w0 + a.kw, a.w);
+  h0 = max(h0, int64_t(0));
+  w0 = max(w0, int64_t(0));
+  int64_t best = h0 * a.w + w0;
+  float bestValue = -INFINITY;
+  for (int64_t ih = h0; ih < h1; ++ih)
+    for (int64_t iw = w0; iw < w1; ++iw) {
+      float v = plane[ih * a.w + iw];
+      if (v > bestValue || isnan(v)) {
+        bestValue = v;
+        best = ih * a.w + iw;
+      }
+    }
+  *value = bestValue;
+  return best;
+}
+
+__global__ void maxPoolKernel(const float *x, float *y, PoolArgs a) {
+  GRID_STRIDE(i, a.planes * a.oh * a.ow) {
+    int64_t ow = i % a.ow, oh = (i / a.ow) % a.oh, plane = i / (a.ow * a.oh);
+    float value;
+    windowArgmax(x + plane * a.h * a.w, a, oh, ow, &value);
+    y[i] = value;
+  }
+}
+
+/// Gathers rather than scatters: each input element finds the windows that
+/// contain it and adds the gradient of those whose maximum it is. Windows
+/// that overlap would otherwise need atomics.
+__global__ void maxPoolGradKernel(const float *dy, const float *x, float *dx,
+                                  PoolArgs a) {
+  GRID_STRIDE(i, a.planes * a.h * a.w) {
+    int64_t iw = i % a.w, ih = (i / a.w) % a.h, plane = i / (a.w * a.h);
+    const float *xPlane = x + plane * a.h * a.w;
+    const float *dyPlane = dy + plane * a.oh * a.ow;
+    // Windows oh with oh*sh - padTop <= ih < oh*sh - padTop + kh.
+    int64_t hFirst = ih + a.padTop - a.kh + 1,
+            wFirst = iw + a.padLeft - a.kw + 1;
+    int64_t ohLo = hFirst <= 0 ? 0 : (hFirst + a.sh - 1) / a.sh;
+    int64_t owLo = wFirst <= 0 ? 0 : (wFirst + a.sw - 1) / a.sw;
+    int64_t ohHi = min((ih + a.padTop) / a.sh, a.oh - 1);
+    int64_t owHi = min((iw + a.padLeft) / a.sw, a.ow - 1);
+    float sum = 0.0f;
+    for (int64_t oh = ohLo; oh <= ohHi; ++oh)
+      for (int64_t ow = owLo; ow <= owHi; ++ow) {
+        float value;
+        if (windowArgmax(xPlane, a, oh, ow, &value) == ih * a.w + iw)
+          sum += dyPlane[oh * a.ow + ow];
+      }
+    dx[i] = sum;
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Softmax cross-entropy: one warp per row
+//===----------------------------------------------------------------------===//
+
+struct RowStats {
+  float max, sum; // sum of exp(logit - max)
+};
+
+__device__ RowStats rowStats(const float *row, int64_t c, int lane) {
+  float m = -INFINITY;
+  for (int64_t j = lane; j < c; j += 32)
+    m = fmaxf(m, row[j]);
+  m = warpMax(m);
+  float s = 0.0f;
+  for (int64_t j = lane; j < c; j += 32)
+    s += expf(row[j] - m);
+  return {m, warpSum(s)};
+}
+
+__global__ void crossEntropyRows(const float *logits, const int64_t *labels,
+                                 int64_t n, int64_t c, float *rowLoss) {
+  int lane = threadIdx.x & 31;
+  int64_t warps = int64_t(gridDim.x) * (blockDim.x >> 5);
+  for (int64_t r = int64_t(blockIdx.x) * (blockDim.x >> 5) + (threadIdx.x >> 5);
+       r < n; r += warps) {
+    const float *row = logits + r * c;
+    RowStats stats = rowStats(row, c, lane);
+    int64_t label = labels[r];
+    if (lane == 0)
+      // An out-of-range label poisons the loss instead of reading past the
+      // row; the executor reports a NaN loss.
+      rowLoss[r] = label >= 0 && label < c
+                       ? logf(stats.sum) + stats.max - row[label]
+                       : NAN;
+  }
+}
+
+__global__ void sumScaled(const float *values, int64_t n, float scale,
+                          float *out) {
+  float sum = 0.0f;
+  for (int64_t i = threadIdx.x; i < n; i += blockDim.x)
+    sum += values[i];
+  sum = blockSum(sum);
+  if (threadIdx.x == 0)
+    *out = scale * sum;
+}
+
+__global__ void crossEntropyGrad(const float *logits, const int64_t *labels,
+                                 int64_t n, int64_t c, float scale,
+                                 float *dlogits) {
+  int lane = threadIdx.x & 31;
+  int64_t warps = int64_t(gridDim.x) * (blockDim.x >> 5);
+  for (int64_t r = int64_t(blockIdx.x) * (blockDim.x >> 5) + (threadIdx.x >> 5);
+       r < n; r += warps) {
+    const float *row = logits + r * c;
+    float *out = dlogits + r * c;
+    RowStats stats = rowStats(row, c, lane);
+    int64_t label = labels[r];
+    bool valid = label >= 0 && label < c;
+    float inverse = 1.0f / stats.sum;
+    for (int64_t j = lane; j < c; j += 32) {
+      float p = expf(row[j] - stats.max) * inverse;
+      out[j] = valid ? scale * (p - (j == label ? 1.0f : 0.0f)) : NAN;
+    }
+  }
+}
+
+unsigned rowBlocks(int64_t rows) { return blocksFor(rows * 32, kThreads); }
+
+} // namespace
+
+void launchWindowCopy(const float *src, int64_t n, int64_t c, int64_t sh,
+                      int64_t sw, float *dst, int64_t dh, int64_t dw,
+                      int64_t offH, int64_t offW) {
+  int64_t count = n * c * dh * dw;
+  if (count == 0)
+    return;
+  windowCopy<<<blocksFor(count), kThreads, 0, stream()>>>(
+      src, n * c, sh, sw, dst, dh, dw, offH, offW);
+  checkLaunch("windowCopy");
+}
+
+void launchReduce(const float *x, const ReducePlan &plan, float *y) {
+  if (plan.outputs == 0)
+    return;
+  if (plan.reduced == 0) {
+    check(cudaMemsetAsync(y, 0, size_t(plan.outputs) * sizeof(float), stream()),
+          "clearing an empty sum");
+    return;
+  }
+  if (plan.keptSizes.size() > size_t(kMaxRank) ||
+      plan.reducedSizes.size() > size_t(kMaxRank))
+    fail("sum: more than " + std::to_string(kMaxRank) +
+         " alternating kept and reduced dimensions");
+  ReduceArgs args{};
+  args.keptRank = int(plan.keptSizes.size());
+  args.reducedRank = int(plan.reducedSizes.size());
+  std::copy(plan.keptSizes.begin(), plan.keptSizes.end(), args.keptSizes);
+  std::copy(plan.keptStrides.begin(), plan.keptStrides.end(), args.keptStrides);
+  std::copy(plan.reducedSizes.begin(), plan.reducedSizes.end(),
+            args.reducedSizes);
+  std::copy(plan.reducedStrides.begin(), plan.reducedStrides.end(),
+            args.reducedStrides);
+  args.outputs = plan.outputs;
+  args.reduced = plan.reduced;
+  // A block per output pays off once there is a block's worth to sum; below
+  // that, one thread per output keeps the whole device busy.
+  if (plan.reduced >= 128) {
+    reduceByBlock<<<unsigned(std::min<int64_t>(plan.outputs, 1 << 16)),
+                    kThreads, 0, stream()>>>(x, y, args);
+    checkLaunch("reduceByBlock");
+  } else {
+    reduceByThread<<<blocksFor(plan.outputs), kThreads, 0, stream()>>>(x, y,
+                                                                       args);
+    checkLaunch("reduceByThread");
+  }
+}
+
+} // namespace dpc::cuda
+
+using namespace dpc::cuda;
+
+extern "C" {
+
+void dpc_add(const float *a, const int64_t *a_shape, const float *b,
+             const int64_t *b_shape, float *y, const int64_t *y_shape,
+             int64_t rank) {
+  BroadcastPlan plan = planBroadcast(a_shape, b_shape, y_shape, rank);
+  if (plan.count == 0)
+    return;
+  bool same = true;
+  for (size_t d = 0; d < plan.shape.size(); ++d)
+    same = same && plan.aStrides[d] != 0 && plan.bStrides[d] != 0;
+  if (same) {
+    addSameShape<<<blocksFor(plan.count), kThreads, 0, stream()>>>(a, b, y,
+                                                                   plan.count);
+    checkLaunch("addSameShape");
+    return;
+  }
+  if (plan.shape.size() > size_t(kMaxRank))
+    fail("dpc_add: more than " + std::to_string(kMaxRank) +
+         " dimensions after merging");
+  BroadcastArgs args{};
+  args.rank = int(plan.shape.size());
+  std::copy(plan.shape.begin(), plan.shape.end(), args.shape);
+  std::copy(plan.aStrides.begin(), plan.aStrides.end(), args.aStrides);
+  std::copy(plan.bStrides.begin(), plan.bStrides.end(), args.bStrides);
+  addBroadcast<<<blocksFor(plan.count), kThreads, 0, stream()>>>(
+      a, b, y, plan.count, args);
+  checkLaunch("addBroadcast");
+}
+
+void dpc_sum_to_shape(const float *x, const int64_t *x_shape, float *y,
+                      const int64_t *y_shape, int64_t rank) {
+  launchReduce(x, planReduce(x_shape, y_shape, rank), y);
+}
+
+void dpc_conv2d_grad_bias(const float *dy, const int64_t *dy_shape, float *db) {
+  int64_t bShape[4] = {1, dy_shape[1], 1, 1};
+  launchReduce(dy, planReduce(dy_shape, bShape, 4), db);
+}
+
+void dpc_relu(const float *x, float *y, int64_t count) {
+  if (count <= 0)
+    return;
+  reluKernel<<<blocksFor(count), kThreads, 0, stream()>>>(x, y, count);
+  checkLaunch("relu");
+}
+
+void dpc_relu_grad(const float *dy, const float *y, float *dx, int64_t count) {
+  if (count <= 0)
+    return;
+  reluGradKernel<<<blocksFor(count), kThreads, 0, stream()>>>(dy, y, dx, count);
+  checkLaunch("relu_grad");
+}
+
+static PoolArgs poolArgs(const int64_t *x_shape, const int64_t *y_shape,
+                         const int64_t *params, const char *what) {
+  PoolArgs a{x_shape[0] * x_shape[1],
+             x_shape[2],
+             x_shape[3],
+             y_shape[2],
+             y_shape[3],
+             params[0],
+             params[1],
+             params[2],
+             params[3],
+             params[4],
+             params[5]};
+  if (a.kh < 1 || a.kw < 1 || a.sh < 1 || a.sw < 1 || a.padTop < 0 ||
+      a.padLeft < 0 || x_shape[0] != y_shape[0] || x_shape[1] != y_shape[1])
+    fail(std::string(what) + ": bad window or shapes");
+  return a;
+}
+
+void dpc_max_pool2d(const float *x, const int64_t *x_shape, float *y,
+                    const int64_t *y_shape, const int64_t *params) {
+  PoolArgs a = poolArgs(x_shape, y_shape, params, "dpc_max_pool2d");
+  int64_t count = a.planes * a.oh * a.ow;
+  if (count == 0)
+    return;
+  maxPoolKernel<<<blocksFor(count), kThreads, 0, stream()>>>(x, y, a);
+  checkLaunch("max_pool2d");
+}
+
+void dpc_max_pool2d_grad(const float *dy, const int64_t *dy_shape,
+                         const float *x, const int64_t *x_shape, float *dx,
+                         const int64_t *params) {
+  PoolArgs a = poolArgs(x_shape, dy_shape, params, "dpc_max_pool2d_grad");
+  int64_t count = a.planes * a.h * a.w;
+  if (count == 0)
+    return;
+  maxPoolGradKernel<<<blocksFor(count), kThreads, 0, stream()>>>(dy, x, dx, a);
+  checkLaunch("max_pool2d_grad");
+}
+
+void dpc_softmax_cross_entropy(const float *logits, const int64_t *labels,
+                               int64_t n, int64_t c, float scale, float *loss) {
+  if (n <= 0 || c <= 0) {
+    check(cudaMemsetAsync(loss, 0, sizeof(float), stream()),
+          "dpc_softmax_cross_entropy: clearing an empty loss");
+    return;
+  }
+  // Per-row losses, then one block sums them in a fixed order.
+  float *rowLoss =
+      static_cast<float *>(scratch(Scratch::Reduce, size_t(n) * sizeof(float)));
+  crossEntropyRows<<<rowBlocks(n), kThreads, 0, stream()>>>(logits, labels, n,
+                                                            c, rowLoss);
+  checkLaunch("softmax_cross_entropy rows");
+  sumScaled<<<1, 1024, 0, stream()>>>(rowLoss, n, scale, loss);
+  checkLaunch("softmax_cross_entropy sum");
+}
+
+void dpc_softmax_cross_entropy_grad(const float *logits, const int64_t *labels,
+                                    int64_t n, int64_t c, float scale,
+                                    float *dlogits) {
+  if (n <= 0 || c <= 0)
+    return;
+  crossEntropyGrad<<<rowBlocks(n), kThreads, 0, stream()>>>(logits, labels, n,
+                                                            c, scale, dlogits);
+  checkLaunch("softmax_cross_entropy_grad");
+}
+
+void dpc_cuda_accumulate(float *acc, const float *g, int64_t n) {
+  if (n <= 0)
+    return;
+  accumulateKernel<<<blocksFor(n), kThreads, 0, stream()>>>(acc, g, n);
+  checkLaunch("accumulate");
+}
+
+void dpc_cuda_sgd_step(float *p, float *v, float *acc, int64_t n, float lr,
+                       float momentum, float weight_decay) {
+  if (n <= 0)
+    return;
+  if (momentum != 0.0f && !v)
+    fail("dpc_cuda_sgd_step: momentum without a momentum buffer");
+  sgdKernel<<<blocksFor(n), kThreads, 0, stream()>>>(
+      p, momentum != 0.0f ? v : nullptr, acc, n, lr, momentum, weight_decay);
+  checkLaunch("sgd_step");
+}
+
+} // extern "C"

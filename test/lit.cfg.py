@@ -9,7 +9,7 @@ config.suffixes = [".mlir", ".test"]
 config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.dpc_obj_root, "test")
 config.excludes = ["unittests", "lit.cfg.py", "lit.site.cfg.py", "CMakeLists.txt",
-                   "README.md", "Inputs", "e2e", "lit.local.cfg"]
+                   "README.md", "Inputs", "lit.local.cfg", "oracle", "executor"]
 
 # Our tools first, then LLVM's FileCheck, not and count.
 path = [config.dpc_tools_dir, config.llvm_tools_dir, config.environment.get("PATH", "")]

@@ -1,0 +1,77 @@
+"""Trains the oracle's exported models with dpc and compares every step's
+loss with PyTorch's.
+
+Usage: match_oracle.py ORACLE_DIR WORK_DIR [--models lenet5,mlp]
+       [--stages 1,2,4] [--schedules gpipe,1f1b] [--steps 20]
+
+ORACLE_DIR holds what oracle.py wrote (MODEL.onnx, MODEL.oracle.json, with
+its settings: 4 microbatches of 16, SGD lr 0.05 momentum 0.9, file order).
+For each combination: `dpc compile`, `dpc run --no-shuffle --metrics`, and
+compare.py at 1e-4 relative. Prints one line per run; exits 1 if any run
+fails or differs.
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def run(cmd):
+    result = subprocess.run(cmd, capture_output=True, text=True)
+    return result.returncode, result.stdout + result.stderr
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("oracle_dir")
+    parser.add_argument("work_dir")
+    parser.add_argument("--models", default="lenet5,mlp")
+    parser.add_argument("--stages", default="1,2,4")
+    parser.add_argument("--schedules", default="gpipe,1f1b")
+    parser.add_argument("--steps", type=int, default=20)
+    args = parser.parse_args()
+
+    failures = 0
+    for model in args.models.split(","):
+        oracle = os.path.join(args.oracle_dir, model + ".oracle.json")
+        settings = json.load(open(oracle))
+        optimizer = settings["optimizer"]
+        for stages in args.stages.split(","):
+            for schedule in args.schedules.split(","):
+                name = f"{model} stages={stages} {schedule}"
+                out = os.path.join(args.work_dir, f"{model}-{stages}-{schedule}")
+                code, log = run([
+                    "dpc", "compile", os.path.join(args.oracle_dir, model + ".onnx"),
+                    "-o", out, "--stages", stages, "--schedule", schedule,
+                    "--microbatches", str(settings["microbatches"]),
+                    "--lr", str(optimizer["lr"]),
+                    "--momentum", str(optimizer["momentum"]),
+                    "--weight-decay", str(optimizer["weight_decay"])])
+                if code != 0:
+                    print(f"{name}: compile failed\n{log}")
+                    failures += 1
+                    continue
+                metrics = os.path.join(out, "metrics.jsonl")
+                code, log = run([
+                    "dpc", "run", out, "--steps", str(args.steps), "--no-shuffle",
+                    "--no-eval", "--metrics", metrics])
+                if code != 0:
+                    print(f"{name}: run failed\n{log}")
+                    failures += 1
+                    continue
+                code, log = run([sys.executable,
+                                 os.path.join(HERE, "oracle", "compare.py"),
+                                 metrics, oracle])
+                verdict = log.strip().splitlines()[-1] if log.strip() else ""
+                print(f"{name}: {'ok' if code == 0 else 'MISMATCH'}: {verdict}")
+                if code != 0:
+                    print(log)
+                    failures += 1
+    sys.exit(1 if failures else 0)
+
+
+if __name__ == "__main__":
+    main()

@@ -2,7 +2,7 @@
 //
 // A thin adapter over lib/schedule: the outlined segments give each stage's
 // forward, backward-input and backward-weight times and its byte sizes; the
-// library builds, verifies and simulates the streams.
+// library builds and simulates the streams (verify-schedule checks them).
 //
 //===----------------------------------------------------------------------===//
 
@@ -14,7 +14,7 @@
 
 #include "dpc/schedule/Builder.h"
 #include "dpc/schedule/Simulator.h"
-#include "dpc/schedule/Verifier.h"
+#include "dpc/schedule/Timeline.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
@@ -119,18 +119,8 @@ struct BuildSchedulePass
                                             << error;
       return signalPassFailure();
     }
-    schedule::VerifyOptions verifyOptions;
-    verifyOptions.memoryLimit = memoryLimit;
-    schedule::VerifyResult verified =
-        schedule::verifySchedule(built, verifyOptions);
-    if (!verified.ok()) {
-      for (const schedule::Violation &violation : verified.violations)
-        module.emitError("schedule verification failed: ")
-            << violation.format();
-      return signalPassFailure();
-    }
     schedule::SimulateOptions simulateOptions;
-    simulateOptions.recordTimeline = false;
+    simulateOptions.recordTimeline = !traceOutput.empty();
     schedule::SimulateResult simulated;
     if (std::string error =
             schedule::simulateSchedule(built, simulateOptions, simulated);
@@ -144,6 +134,14 @@ struct BuildSchedulePass
     module->setAttr("pipe.predicted_bubble",
                     b.getF64FloatAttr(simulated.bubbleFraction));
 
+    if (!traceOutput.empty()) {
+      std::ofstream trace(traceOutput);
+      trace << schedule::toChromeTrace(simulated.timeline) << "\n";
+      if (!trace) {
+        module.emitError("cannot write '") << traceOutput << "'";
+        return signalPassFailure();
+      }
+    }
     if (!scheduleOutput.empty()) {
       std::ofstream out(scheduleOutput);
       out << schedule::toJson(built, 1) << "\n";

@@ -190,18 +190,16 @@ def LowerToRuntimePass : Pass<"dpc-lower-to-runtime", "::mlir::ModuleOp"> {
 }
 
 def BuildSchedulePass : Pass<"dpc-build-schedule", "::mlir::ModuleOp"> {
-  let summary = "build and verify the per-rank instruction streams";
+  let summary = "build the per-rank instruction streams";
   let description = [{
     From the outlined segments (their `nn.cost` times, parameter, stash and
     transfer sizes) builds the instruction stream of every rank for the
-    chosen schedule with lib/schedule, then verifies them: every send meets
-    its receive in an order that cannot deadlock, with blocking and with
-    non-blocking transfers; every restore has its stash and every stash is
-    freed; each rank's peak memory is under `memory-limit`. A violation fails
-    the pass with the rank, the instruction and the microbatch. The streams
-    are written as schedule.json to `schedule-output`, and the simulated
-    step time and bubble fraction are attached to the module as
-    `pipe.predicted_step_ms` and `pipe.predicted_bubble`.
+    chosen schedule with lib/schedule, simulates it, and writes it as
+    schedule.json to `schedule-output`; `verify-schedule` then checks it.
+    The simulated step time and bubble fraction are attached to the module
+    as `pipe.predicted_step_ms` and `pipe.predicted_bubble`, and with
+    `trace-output` the predicted timeline is written as a Chrome trace (one
+    track per rank).
   }];
   let dependentDialects = ["::mlir::dpc::pipe::PipeDialect"];
   let options = [
@@ -209,10 +207,37 @@ def BuildSchedulePass : Pass<"dpc-build-schedule", "::mlir::ModuleOp"> {
            "gpipe, 1f1b, pipedream, interleaved or zb-h1">,
     Option<"microbatches", "microbatches", "int64_t", /*default=*/"1",
            "Microbatches per minibatch">,
-    Option<"memoryLimit", "memory-limit", "double", /*default=*/"0",
-           "Bytes per rank the schedule must fit (0: no limit)">,
     Option<"scheduleOutput", "schedule-output", "std::string",
            /*default=*/"\"\"", "Write schedule.json to this file">,
+    Option<"traceOutput", "trace-output", "std::string", /*default=*/"\"\"",
+           "Write the predicted timeline as a Chrome trace to this file">,
+  ];
+}
+
+def VerifySchedulePass : Pass<"dpc-verify-schedule", "::mlir::ModuleOp"> {
+  let summary = "prove a schedule deadlock-free, complete and within memory";
+  let description = [{
+    Checks the instruction streams in `schedule` (a schedule.json, as
+    `build-schedule` writes it or as written by hand) against themselves and
+    against the outlined IR, before anything runs:
+    - simulating all ranks together, every send meets its receive in an
+      order that cannot deadlock, with blocking (rendezvous) and with
+      non-blocking transfers;
+    - every restore has an earlier stash and every stash is freed; the
+      optimizer runs as often as the schedule kind requires;
+    - each rank's peak memory (parameters, weight versions, stashed
+      activations, in-flight buffers) stays under `memory-limit`;
+    - the schedule has one rank per stage, and every transfer the IR makes
+      between two stages is carried by a message of the schedule.
+    A violation fails compilation with the rank, the instruction and the
+    microbatch.
+  }];
+  let dependentDialects = ["::mlir::dpc::pipe::PipeDialect"];
+  let options = [
+    Option<"scheduleFile", "schedule", "std::string", /*default=*/"\"\"",
+           "The schedule.json to verify">,
+    Option<"memoryLimit", "memory-limit", "double", /*default=*/"0",
+           "Bytes per rank the schedule must fit (0: no limit)">,
   ];
 }
 

@@ -379,13 +379,11 @@ struct Executor::Impl : dpc_context {
       case Op::RecvStart: {
         bool send = i.op == Op::SendStart;
         Boundary b{i.peer, kindOf(i.what)};
+        // A boundary the IR moves nothing across in this direction (no
+        // gradient flows back into a stage without parameters, say) still
+        // gets its message, empty, so both ranks keep the schedule's order.
         auto &layouts = send ? sendLayouts : recvLayouts;
-        if (!layouts.count(b))
-          throw Error(s + ": rank " + std::to_string(manifest.rank) + " runs " +
-                      schedule::describe(i) + " but the manifest lists no " +
-                      (send ? "sends to" : "receives from") + " stage " +
-                      std::to_string(i.peer) + " with \"what\": \"" +
-                      transferKindName(b.second) + "\"");
+        layouts.try_emplace(b);
         (send ? sendsUsed : recvsUsed)[b] = true;
         break;
       }
@@ -468,8 +466,12 @@ struct Executor::Impl : dpc_context {
 
   void sendStart(const Instruction &i, const std::string &at) {
     Boundary b{i.peer, kindOf(i.what)};
-    auto it = staged.find({b.first, b.second, i.mb});
     const PackLayout &layout = sendLayouts.at(b);
+    if (layout.entries.empty()) {
+      postSend(i, at, b, Buffer(pool, 0), 0);
+      return;
+    }
+    auto it = staged.find({b.first, b.second, i.mb});
     if (it == staged.end())
       throw Error(at + "no value for transfer tag " +
                   std::to_string(layout.entries.front().tag) +
@@ -480,19 +482,24 @@ struct Executor::Impl : dpc_context {
                     std::to_string(layout.entries[e].tag) +
                     " (the segment did not call dpc_send for this "
                     "microbatch)");
-    auto key = std::make_pair(i.tag, i.mb);
-    if (pendingSends.count(key))
+    Buffer buffer = std::move(it->second.buffer);
+    staged.erase(it);
+    postSend(i, at, b, std::move(buffer), layout.total);
+  }
+
+  void postSend(const Instruction &i, const std::string &at, Boundary b,
+                Buffer buffer, size_t bytes) {
+    if (pendingSends.count({i.tag, i.mb}))
       throw Error(at + "a send with tag " + std::to_string(i.tag) +
                   " is already in flight");
     Pending p;
-    p.buffer = std::move(it->second.buffer);
-    staged.erase(it);
+    p.buffer = std::move(buffer);
     p.boundary = b;
     p.startMs = nowMs();
     p.name = std::string("send ") + transferKindName(b.second) + " mb" +
              std::to_string(i.mb);
-    p.request = comm.isend(p.buffer.data(), layout.total, i.peer, i.tag);
-    pendingSends.emplace(key, std::move(p));
+    p.request = comm.isend(p.buffer.data(), bytes, i.peer, i.tag);
+    pendingSends.emplace(std::make_pair(i.tag, i.mb), std::move(p));
   }
 
   void sendFinish(const Instruction &i, const std::string &at) {

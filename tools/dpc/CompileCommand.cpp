@@ -32,7 +32,10 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <filesystem>
+#include <fstream>
 #include <map>
+
+#include <nlohmann/json.hpp>
 #include <functional>
 #include <iostream>
 #include <set>
@@ -270,6 +273,25 @@ bool emitRank(mlir::ModuleOp outlined, int64_t stage, const std::string &target,
   return true;
 }
 
+// Adds the schedule simulation's prediction (per-op costs through the real
+// instruction streams, bubbles included) beside the planner's in plan.json.
+bool recordSimulation(mlir::ModuleOp module, const fs::path &planPath) {
+  auto step = module->getAttrOfType<mlir::FloatAttr>("pipe.predicted_step_ms");
+  auto bubble = module->getAttrOfType<mlir::FloatAttr>("pipe.predicted_bubble");
+  if (!step || !bubble)
+    return true;
+  std::ifstream in(planPath);
+  nlohmann::ordered_json plan = nlohmann::ordered_json::parse(in, nullptr,
+                                                              false);
+  if (plan.is_discarded()) {
+    std::cerr << "dpc compile: cannot read back " << planPath.string() << "\n";
+    return false;
+  }
+  plan["predicted"]["simulated_step_ms"] = step.getValueAsDouble();
+  plan["predicted"]["simulated_bubble_fraction"] = bubble.getValueAsDouble();
+  return writeText(planPath, plan.dump(2) + "\n");
+}
+
 int compile(const CompileOptions &options) {
   fs::path model(options.model);
   if (!fs::is_regular_file(model)) {
@@ -331,8 +353,11 @@ int compile(const CompileOptions &options) {
   mlir::dpc::BuildSchedulePassOptions schedule;
   schedule.schedule = options.schedule;
   schedule.microbatches = options.microbatches;
-  schedule.memoryLimit = options.memoryLimit;
   schedule.scheduleOutput = (out.path() / "schedule.json").string();
+  schedule.traceOutput = (out.path() / "timeline.json").string();
+  mlir::dpc::VerifySchedulePassOptions verify;
+  verify.scheduleFile = schedule.scheduleOutput;
+  verify.memoryLimit = options.memoryLimit;
 
   // DESIGN.md's pipeline, one phase at a time so that each one's IR is kept.
   struct Phase {
@@ -351,6 +376,8 @@ int compile(const CompileOptions &options) {
       {"outline-stages", [] { return mlir::dpc::createOutlineStagesPass(); }},
       {"build-schedule",
        [&] { return mlir::dpc::createBuildSchedulePass(schedule); }},
+      {"verify-schedule",
+       [&] { return mlir::dpc::createVerifySchedulePass(verify); }},
   };
   std::vector<std::pair<std::string, std::string>> phaseIR = {
       {"import", printIR(*module)}};
@@ -362,6 +389,9 @@ int compile(const CompileOptions &options) {
     phaseIR.emplace_back(phase.name, printIR(*module));
   }
 
+  if (!recordSimulation(*module, out.path() / "plan.json"))
+    return 1;
+
   fs::create_directories(out.path() / "mlir");
   for (auto [i, phase] : llvm::enumerate(phaseIR)) {
     std::string name = std::to_string(i) + "-" + phase.first + ".mlir";
@@ -371,8 +401,8 @@ int compile(const CompileOptions &options) {
   if (!writeText(out.path() / "model.mlir", phaseIR.back().second))
     return 1;
   if (options.emit == "mlir") {
-    fs::remove(out.path() / "plan.json");
-    fs::remove(out.path() / "schedule.json");
+    for (const char *name : {"plan.json", "schedule.json", "timeline.json"})
+      fs::remove(out.path() / name);
   }
 
   int64_t numStages = 1;

@@ -127,6 +127,20 @@ def gemm_alpha():
                  [tensor("x", 4, 3)], [tensor("y", 4, 5)], [init("w", 3, 5)])
 
 
+def param_free_head():
+    """Four relus on the input before the only layer with weights: a stage
+    holding just the relus gets no gradient back."""
+    n = helper.make_node
+    nodes = [n("Flatten", ["x"], ["f"], name="flatten", axis=1)]
+    prev = "f"
+    for i in range(4):
+        nodes.append(n("Relu", [prev], [f"r{i}"], name=f"relu{i}"))
+        prev = f"r{i}"
+    nodes += [n("Gemm", [prev, "w", "b"], ["logits"], name="fc", transB=1)]
+    return model(nodes, [tensor("x", 16, 1, 28, 28)], [tensor("logits", 16, 10)],
+                 [init("w", 10, 784), init("b", 10)])
+
+
 MODELS = {
     "lenet": lambda: lenet(),
     "lenet-fixed-batch": lambda: lenet(batch=16),
@@ -136,6 +150,7 @@ MODELS = {
     "same-pad": same_pad,
     "pool-indices": pool_indices,
     "gemm-alpha": gemm_alpha,
+    "param-free-head": param_free_head,
 }
 
 if __name__ == "__main__":

@@ -1,0 +1,404 @@
+#!/usr/bin/python3
+"""Training throughput: dpc --stages 1 against PyTorch eager, in one run.
+
+For every model (LeNet-5 and the MLP of test/e2e/oracle/oracle.py), minibatch
+(M microbatches x B samples) and thread count T, the script
+
+  1. builds the model with a fixed seed and exports it to ONNX with a static
+     batch of B through oracle.py's own export (which also loads the exported
+     initializers back, so PyTorch and dpc start from the same bytes);
+  2. compiles it with `dpc compile --stages 1` (compile time reported apart);
+  3. trains it with `dpc run` for WARMUP + STEPS steps on Fashion-MNIST in file
+     order with OMP_NUM_THREADS=T, and takes dpc's samples/s from the metrics
+     file's time_s over the last STEPS steps (the launch is left out there and
+     reported separately as a wall-clock figure);
+  4. trains the same model in PyTorch eager with torch.set_num_threads(T) on
+     the same samples in the same order: forward, CrossEntropyLoss (mean over
+     the minibatch), backward, SGD momentum step, accumulating the M
+     microbatches before the step as dpc does ("torch mb"), and once more on
+     the whole minibatch at once ("torch full");
+  5. for T = 2 also runs dpc with --stages 2 (2 ranks x 1 thread) for
+     reference.
+
+It prints one table. Benchmarks are not tests: nothing here asserts a time.
+"""
+
+import argparse
+import ctypes
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+sys.path.insert(0, os.path.join(REPO, "test", "e2e", "oracle"))
+
+import torch  # noqa: E402
+import torch.nn as nn  # noqa: E402
+
+import oracle  # noqa: E402  (model definitions, export, IDX reader)
+
+DEFAULT_DPC = os.path.join(REPO, "build", "bin", "dpc")
+TRAIN_SAMPLES = 60000  # Fashion-MNIST training set
+
+
+def fail(message):
+    sys.exit(f"bench/training: {message}")
+
+
+def parse_batches(text):
+    """'4x16,4x64' -> [(4, 16), (4, 64)]."""
+    batches = []
+    for item in text.split(","):
+        try:
+            m, b = (int(v) for v in item.lower().split("x"))
+        except ValueError:
+            fail(f"--batches: '{item}' is not MxB")
+        batches.append((m, b))
+    return batches
+
+
+def load_avg1():
+    with open("/proc/loadavg") as f:
+        return float(f.read().split()[0])
+
+
+def torch_blas():
+    """The BLAS library PyTorch's matmuls went to (Debian's torch is built
+    against the generic libblas.so.3, which the alternatives system or
+    LD_LIBRARY_PATH resolves), and its openblas_set_num_threads if any."""
+    torch.mm(torch.ones(2, 2), torch.ones(2, 2))  # make sure it is loaded
+    with open("/proc/self/maps") as f:
+        paths = {line.split()[-1] for line in f if "libblas" in line}
+    if not paths:
+        return "unknown", None
+    path = sorted(paths)[0]
+    library = ctypes.CDLL(path)
+    setter = getattr(library, "openblas_set_num_threads", None)
+    return os.path.realpath(path), setter
+
+
+# ---------------------------------------------------------------------------
+# dpc side
+# ---------------------------------------------------------------------------
+
+def dpc_compile(dpc, onnx_path, out_dir, stages, microbatches, args):
+    command = [dpc, "compile", onnx_path, "-o", out_dir,
+               "--stages", str(stages), "--microbatches", str(microbatches),
+               "--schedule", args.schedule, "--lr", str(args.lr),
+               "--momentum", str(args.momentum)]
+    started = time.perf_counter()
+    result = subprocess.run(command, capture_output=True, text=True)
+    seconds = time.perf_counter() - started
+    if result.returncode != 0:
+        fail(f"{' '.join(command)} failed ({result.returncode}):\n"
+             f"{result.stderr}")
+    return seconds
+
+
+def read_metrics(path):
+    steps = []
+    with open(path) as f:
+        for line in f:
+            record = json.loads(line)
+            if "step" in record:
+                steps.append(record)
+    return steps
+
+
+def dpc_train(dpc, out_dir, total_steps, warmup, threads, bind_cores, args,
+              trace=None):
+    """Runs `dpc run` and returns (timed samples/s, launch-inclusive
+    samples/s, wall seconds, per-step losses)."""
+    metrics = os.path.join(out_dir, "metrics.jsonl")
+    if os.path.exists(metrics):
+        os.remove(metrics)
+    command = [dpc, "run", out_dir, "--data", f"fashion-mnist:{args.data}",
+               "--steps", str(total_steps), "--no-shuffle", "--no-eval",
+               "--metrics", metrics]
+    if trace:
+        command += ["--trace", trace]
+    env = dict(os.environ, OMP_NUM_THREADS=str(threads))
+    if not bind_cores:
+        # Open MPI binds a job of 1 or 2 ranks to one core per rank, which
+        # would squeeze a rank's T OpenMP threads onto a single core.
+        env["OMPI_MCA_hwloc_base_binding_policy"] = "none"
+    started = time.perf_counter()
+    result = subprocess.run(command, capture_output=True, text=True, env=env)
+    wall = time.perf_counter() - started
+    if result.returncode != 0:
+        fail(f"{' '.join(command)} failed ({result.returncode}):\n"
+             f"{result.stdout[-2000:]}{result.stderr[-2000:]}")
+    records = read_metrics(metrics)
+    if len(records) != total_steps:
+        fail(f"{metrics}: {len(records)} steps, expected {total_steps}")
+    first, last = records[warmup - 1], records[-1]
+    timed = (last["samples"] - first["samples"]) / (last["time_s"] -
+                                                     first["time_s"])
+    with_launch = last["samples"] / wall
+    return timed, with_launch, wall, [r["loss"] for r in records]
+
+
+# ---------------------------------------------------------------------------
+# PyTorch side
+# ---------------------------------------------------------------------------
+
+def torch_train(model, x, y, total_steps, warmup, microbatches,
+                microbatch_size, accumulate, args):
+    """Trains in place and returns (timed samples/s, per-step losses).
+
+    accumulate=True runs the M microbatches one after another, each loss
+    scaled by 1/M so that the gradients sum to those of the minibatch mean,
+    and steps once; accumulate=False runs the M*B samples at once."""
+    minibatch = microbatches * microbatch_size
+    model.train()
+    optimizer = torch.optim.SGD(model.parameters(), lr=args.lr,
+                                momentum=args.momentum)
+    loss_fn = nn.CrossEntropyLoss()
+    losses = []
+    started = None
+    for step in range(total_steps):
+        if step == warmup:
+            started = time.perf_counter()
+        begin = step * minibatch
+        inputs = x[begin:begin + minibatch]
+        labels = y[begin:begin + minibatch]
+        optimizer.zero_grad()
+        if accumulate:
+            total = 0.0
+            for k in range(microbatches):
+                part = slice(k * microbatch_size, (k + 1) * microbatch_size)
+                loss = loss_fn(model(inputs[part]), labels[part]) / microbatches
+                loss.backward()
+                total += loss.item()
+            losses.append(total)
+        else:
+            loss = loss_fn(model(inputs), labels)
+            loss.backward()
+            losses.append(loss.item())
+        optimizer.step()
+    seconds = time.perf_counter() - started
+    return (total_steps - warmup) * minibatch / seconds, losses
+
+
+def fresh_model(name, microbatch_size, export_dir):
+    """The oracle's model with a fixed seed, exported for a static batch and
+    reloaded from the exported initializers. Returns (model, onnx path)."""
+    torch.manual_seed(0)
+    model = oracle.MODELS[name]()
+    path, _ = oracle.export_and_reload(model, name, microbatch_size,
+                                       export_dir)
+    return model, path
+
+
+def max_relative_difference(a, b):
+    return max(abs(p - q) / max(abs(q), 1e-12) for p, q in zip(a, b))
+
+
+# ---------------------------------------------------------------------------
+# Driver
+# ---------------------------------------------------------------------------
+
+def measure(name, microbatches, microbatch_size, threads, work, dpc, args,
+            total_steps):
+    """One table row (a dict)."""
+    export_dir = os.path.join(work, f"{name}-b{microbatch_size}")
+    os.makedirs(export_dir, exist_ok=True)
+    row = {"model": name, "batch": f"{microbatches}x{microbatch_size}",
+           "threads": threads, "load": load_avg1()}
+    x, y = oracle.load_split(args.data, "train",
+                             total_steps * microbatches * microbatch_size)
+
+    # dpc, 1 stage, T threads.
+    _, onnx_path = fresh_model(name, microbatch_size, export_dir)
+    out1 = os.path.join(export_dir, "s1")
+    shutil.rmtree(out1, ignore_errors=True)
+    row["compile_s"] = dpc_compile(dpc, onnx_path, out1, 1, microbatches, args)
+    trace = (os.path.join(args.keep, f"{name}-{row['batch']}-t{threads}.json")
+             if args.trace else None)
+    (row["dpc"], row["dpc_wall"], row["wall_s"],
+     dpc_losses) = dpc_train(dpc, out1, total_steps, args.warmup, threads,
+                             False, args, trace)
+
+    # PyTorch eager, same start, same data, T threads.
+    torch.set_num_threads(threads)
+    if args.blas_threads:
+        args.blas_threads(threads)
+    model, _ = fresh_model(name, microbatch_size, export_dir)
+    row["torch_mb"], torch_losses = torch_train(
+        model, x, y, total_steps, args.warmup, microbatches, microbatch_size,
+        True, args)
+    row["loss_diff"] = max_relative_difference(dpc_losses, torch_losses)
+    if not args.no_full:
+        model, _ = fresh_model(name, microbatch_size, export_dir)
+        row["torch_full"], _ = torch_train(
+            model, x, y, total_steps, args.warmup, microbatches,
+            microbatch_size, False, args)
+
+    # dpc, 2 stages on the 2 cores (1 thread per rank), for reference.
+    if threads == 2 and not args.no_two_stage:
+        out2 = os.path.join(export_dir, "s2")
+        shutil.rmtree(out2, ignore_errors=True)
+        dpc_compile(dpc, onnx_path, out2, 2, microbatches, args)
+        row["dpc_2st"], _, _, _ = dpc_train(dpc, out2, total_steps,
+                                            args.warmup, 1, True, args)
+    row["load"] = max(row["load"], load_avg1())
+    return row
+
+
+def format_table(rows):
+    columns = [
+        ("model", "model", "{}"),
+        ("batch", "MxB", "{}"),
+        ("threads", "T", "{}"),
+        ("dpc", "dpc/s", "{:.0f}"),
+        ("torch_mb", "torch mb/s", "{:.0f}"),
+        ("ratio_mb", "dpc/torch mb", "{:.2f}"),
+        ("torch_full", "torch full/s", "{:.0f}"),
+        ("ratio_full", "dpc/torch full", "{:.2f}"),
+        ("dpc_2st", "dpc 2st/s", "{:.0f}"),
+        ("dpc_wall", "dpc wall/s", "{:.0f}"),
+        ("compile_s", "compile s", "{:.2f}"),
+        ("loss_diff", "loss rel diff", "{:.1e}"),
+        ("load", "load", "{:.2f}"),
+    ]
+    for row in rows:
+        row["ratio_mb"] = row["dpc"] / row["torch_mb"]
+        if "torch_full" in row:
+            row["ratio_full"] = row["dpc"] / row["torch_full"]
+    cells = [[title for _, title, _ in columns]]
+    for row in rows:
+        cells.append([fmt.format(row[key]) if key in row else "-"
+                      for key, _, fmt in columns])
+    widths = [max(len(r[i]) for r in cells) for i in range(len(columns))]
+    lines = []
+    for i, r in enumerate(cells):
+        lines.append("  ".join(c.rjust(w) if i and j > 2 else c.ljust(w)
+                               for j, (c, w) in enumerate(zip(r, widths))))
+        if i == 0:
+            lines.append("  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+def main():
+    parser = argparse.ArgumentParser(
+        description=__doc__.splitlines()[0],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="\n".join(__doc__.splitlines()[2:]))
+    parser.add_argument("--dpc", default=DEFAULT_DPC,
+                        help="the dpc driver (default: build/bin/dpc)")
+    parser.add_argument("--models", default="lenet5,mlp")
+    parser.add_argument("--batches", default="4x16,4x64",
+                        help="comma-separated MxB minibatches")
+    parser.add_argument("--threads", default="1,2",
+                        help="comma-separated thread counts")
+    parser.add_argument("--steps", type=int, default=200,
+                        help="timed steps (default 200)")
+    parser.add_argument("--warmup", type=int, default=20,
+                        help="untimed steps before them (default 20)")
+    parser.add_argument("--quick", action="store_true",
+                        help="smoke run: 4x16 only, 20 timed steps after 5")
+    parser.add_argument("--schedule", default="1f1b")
+    parser.add_argument("--lr", type=float, default=0.05)
+    parser.add_argument("--momentum", type=float, default=0.9)
+    parser.add_argument("--data", default=oracle.DEFAULT_DATA,
+                        help="directory with the Fashion-MNIST IDX files")
+    parser.add_argument("--no-full", action="store_true",
+                        help="skip the full-batch PyTorch loop")
+    parser.add_argument("--no-two-stage", action="store_true",
+                        help="skip the 2-stage dpc reference")
+    parser.add_argument("--trace", action="store_true",
+                        help="also write dpc's Chrome traces (needs --keep)")
+    parser.add_argument("--keep", metavar="DIR",
+                        help="work in DIR and keep it (default: a temporary "
+                             "directory, removed at the end)")
+    parser.add_argument("--torch-blas", metavar="DIR",
+                        help="run PyTorch against the libblas.so.3 in DIR "
+                             "(e.g. OpenBLAS's) instead of the system one")
+    parser.add_argument("--json", metavar="FILE",
+                        help="also write the rows as JSON")
+    args = parser.parse_args()
+
+    if args.torch_blas:
+        # The dynamic loader reads LD_LIBRARY_PATH at start-up only: start
+        # again with it. dpc's ranks do not use libblas.
+        blas_dir = os.path.abspath(args.torch_blas)
+        if not os.path.isfile(os.path.join(blas_dir, "libblas.so.3")):
+            fail(f"--torch-blas: no libblas.so.3 in {blas_dir}")
+        library_path = os.environ.get("LD_LIBRARY_PATH", "")
+        if library_path.split(":")[0] != blas_dir:
+            env = dict(os.environ,
+                       LD_LIBRARY_PATH=":".join(filter(None, [blas_dir,
+                                                              library_path])))
+            os.execve(sys.executable, [sys.executable] + sys.argv, env)
+    blas_path, args.blas_threads = torch_blas()
+    if args.quick:
+        args.batches, args.steps, args.warmup = "4x16", 20, 5
+    if not (os.path.isfile(args.dpc) and os.access(args.dpc, os.X_OK)):
+        fail(f"{args.dpc}: no dpc executable; build the project first "
+             f"(scripts/build) or pass --dpc")
+    if args.trace and not args.keep:
+        fail("--trace needs --keep DIR to put the traces in")
+    if args.warmup < 1 or args.steps < 1:
+        fail("--warmup and --steps must be at least 1")
+    models = args.models.split(",")
+    for name in models:
+        if name not in oracle.MODELS:
+            fail(f"unknown model '{name}' (have {', '.join(oracle.MODELS)})")
+    batches = parse_batches(args.batches)
+    threads = [int(t) for t in args.threads.split(",")]
+    total_steps = args.warmup + args.steps
+    for m, b in batches:
+        if total_steps * m * b > TRAIN_SAMPLES:
+            fail(f"{total_steps} steps of {m}x{b} samples exceed the "
+                 f"{TRAIN_SAMPLES} training samples (one epoch, file order)")
+
+    work = args.keep or tempfile.mkdtemp(prefix="dpc-bench-training-")
+    os.makedirs(work, exist_ok=True)
+    print(f"dpc {args.dpc}; torch {torch.__version__}; {os.cpu_count()} cores;"
+          f" {args.warmup} warm-up + {args.steps} timed steps; schedule "
+          f"{args.schedule}; SGD lr {args.lr} momentum {args.momentum}; "
+          f"torch BLAS {blas_path}; load {load_avg1():.2f}", flush=True)
+    rows = []
+    try:
+        for name in models:
+            for m, b in batches:
+                for t in threads:
+                    row = measure(name, m, b, t, work, args.dpc, args,
+                                  total_steps)
+                    rows.append(row)
+                    print(f"  {name} {m}x{b} T={t}: dpc {row['dpc']:.0f}/s, "
+                          f"torch {row['torch_mb']:.0f}/s", flush=True)
+    finally:
+        if not args.keep:
+            shutil.rmtree(work, ignore_errors=True)
+
+    print()
+    print(format_table(rows))
+    print()
+    print("dpc/s: dpc --stages 1 over the timed steps, from the metrics "
+          "file's time_s; torch mb/s: PyTorch eager accumulating M "
+          "microbatches per step; torch full/s: PyTorch on the M*B samples "
+          "at once; dpc 2st/s: dpc --stages 2, 2 ranks x 1 thread; dpc "
+          "wall/s: all steps over `dpc run`'s wall clock (launch "
+          "included); compile s: `dpc compile --stages 1`; loss rel diff: "
+          "largest relative difference of a step's loss, dpc vs torch mb; "
+          "load: highest 1-minute load average seen around the row.")
+    busy = [f"{r['model']} {r['batch']} T={r['threads']}" for r in rows
+            if r["load"] > 0.5]
+    if busy:
+        print(f"warning: the machine was busy (1-minute load above 0.5) "
+              f"during {', '.join(busy)}; other processes distort these "
+              f"rows, 2-thread rows most (OpenMP threads wait on each "
+              f"other); re-run on an idle machine.")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(rows, f, indent=1)
+            f.write("\n")
+
+
+if __name__ == "__main__":
+    main()

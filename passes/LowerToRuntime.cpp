@@ -169,6 +169,8 @@ private:
   Type ptrType, i64Type, f32Type;
   Location loc = UnknownLoc::get(ctx);
   Value context;
+  // The segment's scratch arena, when plan-memory planned one.
+  Value arena;
   llvm::DenseMap<Value, Value> values;
   std::map<std::vector<int64_t>, std::string> arrays;
   Manifest manifest;
@@ -234,6 +236,12 @@ Value Lowering::constArray(ArrayRef<int64_t> values) {
 }
 
 Value Lowering::alloc(Value like) {
+  // plan-memory placed the buffer in the segment's arena.
+  if (auto offset = like.getDefiningOp()->getAttrOfType<IntegerAttr>(
+          "pipe.offset"))
+    return builder.create<LLVM::GEPOp>(loc, ptrType, builder.getI8Type(),
+                                       arena,
+                                       ArrayRef<LLVM::GEPArg>{offset.getInt()});
   return call("dpc_alloc", ptrType, {context, i64(bytesOf(like))});
 }
 
@@ -538,6 +546,12 @@ LogicalResult Lowering::lowerSegment(func::FuncOp func,
   builder.setInsertionPointToStart(entry);
   context = entry->getArgument(0);
   values.clear();
+  arena = nullptr;
+  if (func) {
+    if (auto bytes = func->getAttrOfType<IntegerAttr>("pipe.arena_bytes"))
+      if (bytes.getInt() > 0)
+        arena = call("dpc_alloc", ptrType, {context, i64(bytes.getInt())});
+  }
   if (func) {
     for (Operation &op : func.getBody().front().without_terminator())
       if (failed(lowerOp(&op)))

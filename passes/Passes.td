@@ -214,6 +214,30 @@ def BuildSchedulePass : Pass<"dpc-build-schedule", "::mlir::ModuleOp"> {
   ];
 }
 
+def PlanMemoryPass : Pass<"dpc-plan-memory", "::mlir::ModuleOp"> {
+  let summary = "static arena offsets for every segment's tensors";
+  let description = [{
+    Gives every tensor a segment computes a fixed offset in one scratch arena
+    per segment, from the tensors' lifetimes in the segment: a buffer is live
+    from the op that writes it to its last reader (reshapes alias their input
+    and extend its life), and buffers whose lifetimes do not overlap share
+    memory (first fit, 64-byte aligned). Each allocating op gets
+    `pipe.offset`, each segment `pipe.arena_bytes`; `lower-to-runtime` then
+    allocates the arena once per segment call.
+
+    With `schedule`, the rank's peak memory is the schedule verifier's peak
+    (parameters with their gradient and optimizer state, weight versions,
+    stash slots for the microbatches in flight, in-flight transfer buffers)
+    plus its largest arena; the module gets `pipe.peak_memory`, one entry per
+    stage.
+  }];
+  let dependentDialects = ["::mlir::dpc::pipe::PipeDialect"];
+  let options = [
+    Option<"scheduleFile", "schedule", "std::string", /*default=*/"\"\"",
+           "The rank's schedule.json, for stash slots and in-flight buffers">,
+  ];
+}
+
 def VerifySchedulePass : Pass<"dpc-verify-schedule", "::mlir::ModuleOp"> {
   let summary = "prove a schedule deadlock-free, complete and within memory";
   let description = [{

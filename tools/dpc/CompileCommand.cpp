@@ -31,6 +31,7 @@
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -273,12 +274,15 @@ bool emitRank(mlir::ModuleOp outlined, int64_t stage, const std::string &target,
   return true;
 }
 
-// Adds the schedule simulation's prediction (per-op costs through the real
-// instruction streams, bubbles included) beside the planner's in plan.json.
+// Adds what the later phases predict beside the planner's figures in
+// plan.json: the schedule simulation's step time and bubbles (per-op costs
+// through the real instruction streams) and plan-memory's peak per rank.
 bool recordSimulation(mlir::ModuleOp module, const fs::path &planPath) {
   auto step = module->getAttrOfType<mlir::FloatAttr>("pipe.predicted_step_ms");
   auto bubble = module->getAttrOfType<mlir::FloatAttr>("pipe.predicted_bubble");
-  if (!step || !bubble)
+  auto peaks =
+      module->getAttrOfType<mlir::DenseI64ArrayAttr>("pipe.peak_memory");
+  if (!step || !bubble || !peaks)
     return true;
   std::ifstream in(planPath);
   nlohmann::ordered_json plan = nlohmann::ordered_json::parse(in, nullptr,
@@ -289,6 +293,11 @@ bool recordSimulation(mlir::ModuleOp module, const fs::path &planPath) {
   }
   plan["predicted"]["simulated_step_ms"] = step.getValueAsDouble();
   plan["predicted"]["simulated_bubble_fraction"] = bubble.getValueAsDouble();
+  auto &stages = plan["stages"];
+  for (size_t i = 0; i < stages.size() && i < peaks.size(); ++i)
+    stages[i]["planned_peak_bytes"] = peaks[i];
+  plan["predicted"]["planned_peak_bytes"] =
+      *std::max_element(peaks.asArrayRef().begin(), peaks.asArrayRef().end());
   return writeText(planPath, plan.dump(2) + "\n");
 }
 
@@ -355,6 +364,8 @@ int compile(const CompileOptions &options) {
   schedule.microbatches = options.microbatches;
   schedule.scheduleOutput = (out.path() / "schedule.json").string();
   schedule.traceOutput = (out.path() / "timeline.json").string();
+  mlir::dpc::PlanMemoryPassOptions memory;
+  memory.scheduleFile = schedule.scheduleOutput;
   mlir::dpc::VerifySchedulePassOptions verify;
   verify.scheduleFile = schedule.scheduleOutput;
   verify.memoryLimit = options.memoryLimit;
@@ -378,6 +389,7 @@ int compile(const CompileOptions &options) {
        [&] { return mlir::dpc::createBuildSchedulePass(schedule); }},
       {"verify-schedule",
        [&] { return mlir::dpc::createVerifySchedulePass(verify); }},
+      {"plan-memory", [&] { return mlir::dpc::createPlanMemoryPass(memory); }},
   };
   std::vector<std::pair<std::string, std::string>> phaseIR = {
       {"import", printIR(*module)}};
@@ -394,7 +406,8 @@ int compile(const CompileOptions &options) {
 
   fs::create_directories(out.path() / "mlir");
   for (auto [i, phase] : llvm::enumerate(phaseIR)) {
-    std::string name = std::to_string(i) + "-" + phase.first + ".mlir";
+    std::string name = (i < 10 ? "0" : "") + std::to_string(i) + "-" +
+                       phase.first + ".mlir";
     if (!writeText(out.path() / "mlir" / name, phase.second))
       return 1;
   }

@@ -38,6 +38,21 @@ LogicalResult PipeDialect::verifyOperationAttribute(Operation *op,
              << "' to be a positive integer on a module";
     return success();
   }
+  if (attr.getName() == "pipe.offset" ||
+      attr.getName() == "pipe.arena_bytes") {
+    auto value = dyn_cast<IntegerAttr>(attr.getValue());
+    if (!value || value.getInt() < 0)
+      return op->emitError("expects '")
+             << attr.getName().getValue() << "' to be a non-negative integer";
+    return success();
+  }
+  if (attr.getName() == "pipe.peak_memory") {
+    auto peaks = dyn_cast<DenseI64ArrayAttr>(attr.getValue());
+    if (!isa<ModuleOp>(op) || !peaks)
+      return op->emitError("expects 'pipe.peak_memory' to be an array of "
+                           "byte counts on a module");
+    return success();
+  }
   if (attr.getName() == "pipe.predicted_step_ms" ||
       attr.getName() == "pipe.predicted_bubble") {
     auto value = dyn_cast<FloatAttr>(attr.getValue());

@@ -1,0 +1,189 @@
+//===- PlanMemory.cpp - Static arena offsets per segment ------------------===//
+//
+// Lifetimes are intervals over a segment's op order; offsets come from a
+// first-fit allocator over the free ranges of the arena. The plain
+// algorithm (planArena) knows nothing of MLIR; the pass collects the
+// intervals and writes the offsets back.
+//
+//===----------------------------------------------------------------------===//
+
+#include "passes/Passes.h"
+
+#include "dialects/nn/IR/NNOps.h"
+#include "dialects/nn/IR/ShapeInference.h"
+#include "dialects/pipe/IR/PipeOps.h"
+
+#include "dpc/schedule/Schedule.h"
+#include "dpc/schedule/Verifier.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "llvm/ADT/DenseMap.h"
+
+#include <map>
+
+namespace mlir::dpc {
+#define GEN_PASS_DEF_PLANMEMORYPASS
+#include "passes/Passes.h.inc"
+} // namespace mlir::dpc
+
+using namespace mlir;
+using namespace mlir::dpc;
+namespace schedule = ::dpc::schedule;
+
+namespace {
+
+constexpr int64_t kAlignment = 64;
+
+int64_t alignUp(int64_t bytes) {
+  return (bytes + kAlignment - 1) / kAlignment * kAlignment;
+}
+
+// A buffer live from op `first` to op `last` (inclusive) in segment order.
+struct Interval {
+  int64_t first, last, bytes;
+};
+
+// First-fit placement: walks the ops in order, placing buffers created at
+// each op before freeing those last read there (an op never writes into its
+// own inputs). Returns the offsets and sets `arenaBytes`.
+std::vector<int64_t> planArena(const std::vector<Interval> &intervals,
+                               int64_t &arenaBytes) {
+  std::vector<int64_t> offsets(intervals.size(), -1);
+  std::map<int64_t, int64_t> freeRanges; // offset -> size
+  arenaBytes = 0;
+  int64_t lastOp = 0;
+  for (const Interval &interval : intervals)
+    lastOp = std::max(lastOp, interval.last);
+  for (int64_t op = 0; op <= lastOp; ++op) {
+    for (size_t i = 0; i < intervals.size(); ++i) {
+      if (intervals[i].first != op)
+        continue;
+      int64_t size = alignUp(intervals[i].bytes);
+      auto fit = llvm::find_if(freeRanges,
+                               [&](auto &range) { return range.second >= size; });
+      if (fit != freeRanges.end()) {
+        offsets[i] = fit->first;
+        int64_t rest = fit->second - size;
+        int64_t restOffset = fit->first + size;
+        freeRanges.erase(fit);
+        if (rest > 0)
+          freeRanges[restOffset] = rest;
+      } else {
+        offsets[i] = arenaBytes;
+        arenaBytes += size;
+      }
+    }
+    for (size_t i = 0; i < intervals.size(); ++i) {
+      if (intervals[i].last != op)
+        continue;
+      int64_t offset = offsets[i], size = alignUp(intervals[i].bytes);
+      // Merge with the neighbouring free ranges.
+      auto next = freeRanges.lower_bound(offset);
+      if (next != freeRanges.end() && next->first == offset + size) {
+        size += next->second;
+        freeRanges.erase(next);
+      }
+      auto prev = freeRanges.lower_bound(offset);
+      if (prev != freeRanges.begin()) {
+        --prev;
+        if (prev->first + prev->second == offset) {
+          offset = prev->first;
+          size += prev->second;
+          freeRanges.erase(prev);
+        }
+      }
+      freeRanges[offset] = size;
+    }
+  }
+  return offsets;
+}
+
+// Ops whose results lower-to-runtime writes into scratch memory; the others
+// read runtime-owned buffers or alias their input.
+bool allocates(Operation *op) {
+  return isa<nn::NNDialect>(op->getDialect()) &&
+         !isa<nn::ParamOp, nn::ReshapeOp, nn::SgdUpdateOp>(op) &&
+         op->getNumResults() == 1;
+}
+
+int64_t bytesOf(Value value) {
+  auto type = cast<RankedTensorType>(value.getType());
+  return nn::getNumElements(type.getShape()) *
+         ((type.getElementTypeBitWidth() + 7) / 8);
+}
+
+int64_t planSegment(func::FuncOp func) {
+  llvm::DenseMap<Operation *, int64_t> position;
+  int64_t index = 0;
+  for (Operation &op : func.getBody().front())
+    position[&op] = index++;
+
+  std::vector<Interval> intervals;
+  std::vector<Operation *> owners;
+  for (Operation &op : func.getBody().front()) {
+    if (!allocates(&op))
+      continue;
+    // The last reader, following reshapes, which alias the buffer.
+    int64_t last = position[&op];
+    SmallVector<Value> worklist = {op.getResult(0)};
+    while (!worklist.empty()) {
+      Value value = worklist.pop_back_val();
+      for (Operation *user : value.getUsers()) {
+        last = std::max(last, position[user]);
+        if (isa<nn::ReshapeOp>(user))
+          worklist.push_back(user->getResult(0));
+      }
+    }
+    intervals.push_back({position[&op], last, bytesOf(op.getResult(0))});
+    owners.push_back(&op);
+  }
+  int64_t arenaBytes = 0;
+  std::vector<int64_t> offsets = planArena(intervals, arenaBytes);
+  Builder b(func.getContext());
+  for (auto [op, offset] : llvm::zip(owners, offsets))
+    op->setAttr("pipe.offset", b.getI64IntegerAttr(offset));
+  func->setAttr("pipe.arena_bytes", b.getI64IntegerAttr(arenaBytes));
+  return arenaBytes;
+}
+
+struct PlanMemoryPass
+    : public mlir::dpc::impl::PlanMemoryPassBase<PlanMemoryPass> {
+  using PlanMemoryPassBase::PlanMemoryPassBase;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    std::map<int64_t, int64_t> largestArena; // per stage
+    for (auto func : module.getOps<func::FuncOp>()) {
+      std::optional<int64_t> stage = pipe::getStage(func);
+      if (!stage || !func->hasAttr(pipe::PipeDialect::kSegmentAttrName))
+        continue;
+      int64_t arena = planSegment(func);
+      largestArena[*stage] = std::max(largestArena[*stage], arena);
+    }
+    if (scheduleFile.empty())
+      return;
+
+    schedule::Schedule streams;
+    if (std::string error = schedule::readScheduleFile(scheduleFile, streams);
+        !error.empty()) {
+      module.emitError("cannot read the schedule: ") << error;
+      return signalPassFailure();
+    }
+    schedule::VerifyResult verified = schedule::verifySchedule(streams);
+    if (verified.ranks.size() != largestArena.size()) {
+      module.emitError("the schedule has ")
+          << verified.ranks.size() << " ranks, the IR " << largestArena.size()
+          << " stages";
+      return signalPassFailure();
+    }
+    SmallVector<int64_t> peaks;
+    for (auto [rank, stats] : llvm::enumerate(verified.ranks))
+      peaks.push_back(stats.peakMemoryBytes + largestArena[rank]);
+    module->setAttr("pipe.peak_memory",
+                    Builder(&getContext()).getDenseI64ArrayAttr(peaks));
+  }
+};
+
+} // namespace

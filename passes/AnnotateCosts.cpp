@@ -1,7 +1,8 @@
 //===- AnnotateCosts.cpp - Analytic per-op costs --------------------------===//
 //
 // Attaches `nn.cost` to every nn op with a cost rule, from the work counts of
-// CostModel and the roofline rates given as pass options. The planner reads
+// CostModel and the roofline rates given as pass options, and names each
+// such op as a model node (`nn.node`) unless it already has a name. The planner reads
 // forward and gradient times from it; ops without a rule are left alone and
 // cost nothing to the planner.
 //
@@ -14,6 +15,7 @@
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
+#include "llvm/ADT/StringSet.h"
 
 namespace mlir::dpc {
 #define GEN_PASS_DEF_ANNOTATECOSTSPASS
@@ -24,6 +26,22 @@ using namespace mlir;
 using namespace mlir::dpc;
 
 namespace {
+
+// The op's name as a model node: its location name (the ONNX node for
+// imported models; a second op of one node gets ".1") or its op name and
+// position. Costs, plans and profiles all refer to ops by it.
+std::string nodeName(Operation *op, unsigned index, llvm::StringSet<> &used) {
+  std::string base;
+  if (auto loc = dyn_cast<NameLoc>(op->getLoc()))
+    base = loc.getName().str();
+  if (base.empty())
+    base = op->getName().stripDialect().str() + "#" + std::to_string(index);
+  std::string name = base;
+  for (int copy = 1; used.contains(name); ++copy)
+    name = base + "." + std::to_string(copy);
+  used.insert(name);
+  return name;
+}
 
 struct AnnotateCostsPass
     : public mlir::dpc::impl::AnnotateCostsPassBase<AnnotateCostsPass> {
@@ -37,10 +55,19 @@ struct AnnotateCostsPass
     }
     TargetRates rates{peakGflops * 1e9, memoryGBps * 1e9};
     Builder b(&getContext());
+    llvm::StringSet<> names;
     getOperation().walk([&](Operation *op) {
+      if (auto name = op->getAttrOfType<StringAttr>("nn.node"))
+        names.insert(name.getValue());
+    });
+    unsigned index = 0;
+    getOperation().walk([&](Operation *op) {
+      ++index;
       std::optional<OpWork> work = estimateWork(op);
       if (!work)
         return;
+      if (!op->hasAttr("nn.node"))
+        op->setAttr("nn.node", b.getStringAttr(nodeName(op, index, names)));
       NamedAttribute fields[] = {
           b.getNamedAttr("time_ms", b.getF64FloatAttr(rates.milliseconds(
                                         work->flops, work->bytes))),

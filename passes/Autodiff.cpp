@@ -34,21 +34,27 @@ namespace {
 // runs on the stage of the forward op it belongs to: gradient ops on the
 // stage of the op they differentiate, gradient sums on the stage of the value,
 // updates on the stage of the parameter.
+// Likewise each op autodiff creates belongs to the model node (`nn.node`) of
+// that forward op, so that costs, profiles and traces charge it there.
 class StageTagger : public OpBuilder::Listener {
 public:
   void notifyOperationInserted(Operation *op,
                                OpBuilder::InsertPoint) override {
     if (stage)
       pipe::setStage(op, *stage);
+    if (node)
+      op->setAttr("nn.node", node);
   }
-  // Sets the stage of the ops created next to that of `anchor`.
+  // Sets the stage and node of the ops created next to those of `anchor`.
   void follow(Operation *anchor) {
     stage = anchor ? pipe::getStage(anchor) : std::nullopt;
+    node = anchor ? anchor->getAttrOfType<StringAttr>("nn.node") : nullptr;
   }
   void follow(Value value) { follow(value.getDefiningOp()); }
 
 private:
   std::optional<int64_t> stage;
+  StringAttr node;
 };
 
 // Gradients of forward values, summed over their uses.

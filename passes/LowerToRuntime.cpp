@@ -73,6 +73,8 @@ struct Manifest {
   llvm::StringMap<int64_t> stashKeys; // key -> id
   std::map<int64_t, llvm::json::Object> stashes;
   int64_t microbatchSize = 0;
+  // Profiled ops: (node, phase) per id.
+  std::vector<std::pair<std::string, std::string>> profile;
 
   int64_t paramId(StringRef name, Value read) {
     auto [it, inserted] =
@@ -107,6 +109,12 @@ struct Manifest {
       recvArray.push_back(llvm::json::Object(recv));
     for (const auto &[key, stash] : stashes)
       stashArray.push_back(llvm::json::Object(stash));
+    llvm::json::Array profileArray;
+    for (auto [id, op] : llvm::enumerate(profile))
+      profileArray.push_back(llvm::json::Object{
+          {"id", static_cast<int64_t>(id)},
+          {"node", op.first},
+          {"phase", op.second}});
     llvm::json::Object root{
         {"format", "dpc-rank"},
         {"version", 1},
@@ -130,6 +138,8 @@ struct Manifest {
         {"segments", llvm::json::Array{"forward", "backward", "backward_input",
                                        "backward_weight", "optimizer"}},
     };
+    if (!profileArray.empty())
+      root["profile"] = std::move(profileArray);
     std::string text;
     llvm::raw_string_ostream os(text);
     os << llvm::json::Value(std::move(root));
@@ -139,16 +149,23 @@ struct Manifest {
 
 class Lowering {
 public:
-  Lowering(ModuleOp module)
-      : module(module), ctx(module.getContext()), builder(ctx),
+  Lowering(ModuleOp module, bool profile)
+      : module(module), profiling(profile), ctx(module.getContext()),
+        builder(ctx),
         ptrType(LLVM::LLVMPointerType::get(ctx)), i64Type(builder.getI64Type()),
         f32Type(builder.getF32Type()) {}
 
   LogicalResult run();
 
 private:
-  LogicalResult lowerSegment(func::FuncOp func, LLVM::LLVMFuncOp target);
+  LogicalResult lowerSegment(func::FuncOp func, LLVM::LLVMFuncOp target,
+                             StringRef segment);
   LogicalResult lowerOp(Operation *op);
+  // Whether `op` becomes a kernel call (what a profile times).
+  static bool isKernel(Operation *op) {
+    return isa<nn::NNDialect>(op->getDialect()) &&
+           !isa<nn::ParamOp, nn::ReshapeOp, nn::SgdUpdateOp>(op);
+  }
 
   // Declares (once) an external function of the ABI.
   LLVM::LLVMFuncOp declare(StringRef name, Type result,
@@ -164,6 +181,7 @@ private:
   Value ptrOf(Value tensor) { return values.lookup(tensor); }
 
   ModuleOp module;
+  bool profiling;
   MLIRContext *ctx;
   OpBuilder builder;
   Type ptrType, i64Type, f32Type;
@@ -541,7 +559,8 @@ LogicalResult Lowering::lowerOp(Operation *op) {
 }
 
 LogicalResult Lowering::lowerSegment(func::FuncOp func,
-                                     LLVM::LLVMFuncOp target) {
+                                     LLVM::LLVMFuncOp target,
+                                     StringRef segment) {
   Block *entry = target.addEntryBlock(builder);
   builder.setInsertionPointToStart(entry);
   context = entry->getArgument(0);
@@ -552,10 +571,25 @@ LogicalResult Lowering::lowerSegment(func::FuncOp func,
       if (bytes.getInt() > 0)
         arena = call("dpc_alloc", ptrType, {context, i64(bytes.getInt())});
   }
+  // The halves of the backward repeat its ops; profiles time the whole.
+  bool timed = profiling && (segment == "forward" || segment == "backward");
   if (func) {
-    for (Operation &op : func.getBody().front().without_terminator())
+    for (Operation &op : func.getBody().front().without_terminator()) {
+      std::optional<int64_t> id;
+      if (timed && isKernel(&op)) {
+        auto node = op.getAttrOfType<StringAttr>("nn.node");
+        id = manifest.profile.size();
+        manifest.profile.emplace_back(
+            node ? node.str() : op.getName().getStringRef().str(),
+            segment.str());
+        loc = op.getLoc();
+        callVoid("dpc_profile_begin", {context, i64(*id)});
+      }
       if (failed(lowerOp(&op)))
         return failure();
+      if (id)
+        callVoid("dpc_profile_end", {context, i64(*id)});
+    }
   }
   builder.create<LLVM::ReturnOp>(target.getLoc(), ValueRange());
   return success();
@@ -595,7 +629,7 @@ LogicalResult Lowering::run() {
     auto target = builder.create<LLVM::LLVMFuncOp>(
         module.getLoc(), ("dpc_segment_" + segment).str(),
         LLVM::LLVMFunctionType::get(voidType, {ptrType}));
-    if (failed(lowerSegment(segments.lookup(segment), target)))
+    if (failed(lowerSegment(segments.lookup(segment), target, segment)))
       return failure();
   }
   for (auto &entry : segments)
@@ -613,8 +647,10 @@ LogicalResult Lowering::run() {
 
 struct LowerToRuntimePass
     : public mlir::dpc::impl::LowerToRuntimePassBase<LowerToRuntimePass> {
+  using LowerToRuntimePassBase::LowerToRuntimePassBase;
+
   void runOnOperation() override {
-    if (failed(Lowering(getOperation()).run()))
+    if (failed(Lowering(getOperation(), profile).run()))
       signalPassFailure();
   }
 };

@@ -12,6 +12,7 @@
 
 #include "dpc/planner/PlanJson.h"
 #include "dpc/planner/Planner.h"
+#include "dpc/planner/Profile.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
@@ -48,22 +49,6 @@ double costField(DictionaryAttr cost, StringRef name) {
   return 0;
 }
 
-// A readable, unique node name: the op's location name (the ONNX node name
-// for imported models; the second op of one node gets ".1") or its op name
-// and position.
-std::string nodeName(Operation *op, unsigned index, llvm::StringSet<> &used) {
-  std::string base;
-  if (auto loc = dyn_cast<NameLoc>(op->getLoc()))
-    base = loc.getName().str();
-  if (base.empty())
-    base = op->getName().stripDialect().str() + "#" + std::to_string(index);
-  std::string name = base;
-  for (int copy = 1; used.contains(name); ++copy)
-    name = base + "." + std::to_string(copy);
-  used.insert(name);
-  return name;
-}
-
 FailureOr<StageGraph> buildStageGraph(func::FuncOp main) {
   StageGraph sg;
   llvm::DenseMap<Value, planner::NodeId> producer;
@@ -78,9 +63,7 @@ FailureOr<StageGraph> buildStageGraph(func::FuncOp main) {
     producer[arg] = sg.graph.addNode(node);
     sg.ops.push_back(nullptr);
   }
-  unsigned index = 0;
   for (Operation &op : main.getBody().front().without_terminator()) {
-    ++index;
     if (isa<nn::ParamOp>(op))
       continue;
     auto cost = op.getAttrOfType<DictionaryAttr>("nn.cost");
@@ -89,7 +72,12 @@ FailureOr<StageGraph> buildStageGraph(func::FuncOp main) {
                           "(partition-stages plans the forward pass, before "
                           "autodiff)");
     planner::Node node;
-    node.name = nodeName(&op, index, used);
+    auto name = op.getAttrOfType<StringAttr>("nn.node");
+    if (!name || used.contains(name.getValue()))
+      return op.emitError("has no unique nn.node name; run "
+                          "--dpc-annotate-costs first");
+    node.name = name.str();
+    used.insert(node.name);
     node.description = op.getName().getStringRef().str();
     node.forwardMs = costField(cost, "time_ms");
     node.backwardMs = costField(cost, "grad_time_ms");
@@ -123,6 +111,16 @@ struct PartitionStagesPass
     FailureOr<StageGraph> sg = buildStageGraph(main);
     if (failed(sg))
       return signalPassFailure();
+    if (!profile.empty() && failed(applyProfile(module, sg->graph)))
+      return signalPassFailure();
+    if (!graphOutput.empty()) {
+      std::ofstream out(graphOutput);
+      out << planner::writeJsonProfile(sg->graph);
+      if (!out) {
+        module.emitError("cannot write '") << graphOutput << "'";
+        return signalPassFailure();
+      }
+    }
 
     planner::Expected<planner::PlanResult> result =
         planner::planPipeline(sg->graph, *options);
@@ -134,6 +132,27 @@ struct PartitionStagesPass
       return signalPassFailure();
     if (!planOutput.empty() && failed(writePlan(module, *sg, *result, *options)))
       return signalPassFailure();
+  }
+
+  // Measured forward and backward times replace the analytic ones, node by
+  // node; every costed op must have been measured.
+  LogicalResult applyProfile(ModuleOp module, planner::Graph &graph) {
+    planner::Expected<planner::Graph> measured = planner::loadProfile(profile);
+    if (!measured)
+      return module.emitError("cannot read the profile: ") << measured.error();
+    for (planner::NodeId id = 0; id < graph.size(); ++id) {
+      planner::Node &node = graph.node(id);
+      if (node.isInput)
+        continue;
+      std::optional<planner::NodeId> match = measured->find(node.name);
+      if (!match)
+        return module.emitError("the profile '")
+               << profile << "' has no node '" << node.name
+               << "'; profile this model with 'dpc profile'";
+      node.forwardMs = measured->node(*match).forwardMs;
+      node.backwardMs = measured->node(*match).backwardMs;
+    }
+    return success();
   }
 
   FailureOr<planner::PlannerOptions> plannerOptions(ModuleOp module) {

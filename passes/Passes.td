@@ -62,6 +62,12 @@ def AnnotateCostsPass : Pass<"dpc-annotate-costs", "::mlir::ModuleOp"> {
                                 parameter_bytes = 0 : i64}} : tensor<...>
     ```
 
+    Each costed op also gets `nn.node`, the unique name by which plans,
+    profiles and traces refer to it: its location's name (for an imported
+    model, the ONNX node; the second op of one node gets ".1") or its op
+    name and position. Ops that already have one keep it: `autodiff` gives
+    each gradient op the node of the forward op it differentiates.
+
     `partition-stages` and `dpc plan` read these costs; a measured profile
     (`dpc profile`) replaces them when given.
   }];
@@ -108,6 +114,10 @@ def PartitionStagesPass : Pass<"dpc-partition-stages", "::mlir::ModuleOp"> {
            "Bytes per device the plan must fit (0: no limit)">,
     Option<"planOutput", "plan-output", "std::string", /*default=*/"\"\"",
            "Write the plan as JSON (plan.json) to this file">,
+    Option<"graphOutput", "graph-output", "std::string", /*default=*/"\"\"",
+           "Write the planner's graph (profile.json format) to this file">,
+    Option<"profile", "profile", "std::string", /*default=*/"\"\"",
+           "Measured costs (dpc profile's profile.json) to plan with">,
   ];
 }
 
@@ -185,8 +195,17 @@ def LowerToRuntimePass : Pass<"dpc-lower-to-runtime", "::mlir::ModuleOp"> {
     its buffers: parameter ids, transfer tags and sizes, stash keys, data
     inputs, labels and the output. Missing segments are defined empty, so
     every rank object defines the whole ABI.
+
+    With `profile`, every kernel call of the forward and backward segments
+    is bracketed by `dpc_profile_begin`/`dpc_profile_end`, and the manifest
+    lists each profiled op with its model node (`nn.node`) and phase: the
+    build `dpc profile` measures.
   }];
   let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
+  let options = [
+    Option<"profile", "profile", "bool", /*default=*/"false",
+           "Time every kernel call (for dpc profile)">,
+  ];
 }
 
 def BuildSchedulePass : Pass<"dpc-build-schedule", "::mlir::ModuleOp"> {

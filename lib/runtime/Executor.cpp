@@ -30,6 +30,8 @@
 #include <optional>
 #include <tuple>
 
+#include <nlohmann/json.hpp>
+
 using dpc::schedule::Instruction;
 using dpc::schedule::Op;
 using dpc::schedule::Payload;
@@ -822,6 +824,35 @@ struct Executor::Impl : dpc_context {
     losses[currentMb] = *loss;
   }
 
+  // Profiling: time per op id, summed over calls (the ids are the
+  // manifest's "profile" entries).
+  struct OpTime {
+    double startMs = -1;
+    double totalMs = 0;
+    int64_t calls = 0;
+  };
+  std::vector<OpTime> opTimes;
+
+  OpTime &opTime(const char *function, int64_t op) {
+    if (op < 0 || op >= static_cast<int64_t>(manifest.profile.size()))
+      fatal(function, "op " + std::to_string(op) +
+                          " is not in the manifest's profile");
+    if (opTimes.size() != manifest.profile.size())
+      opTimes.resize(manifest.profile.size());
+    return opTimes[op];
+  }
+  void profileBegin(int64_t op) {
+    opTime("dpc_profile_begin", op).startMs = nowMs();
+  }
+  void profileEnd(int64_t op) {
+    OpTime &t = opTime("dpc_profile_end", op);
+    if (t.startMs < 0)
+      fatal("dpc_profile_end", "op " + std::to_string(op) + " was not begun");
+    t.totalMs += nowMs() - t.startMs;
+    t.startMs = -1;
+    ++t.calls;
+  }
+
   void reportOutput(const float *output) {
     requireSegment("dpc_report_output");
     if (!manifest.outputShape)
@@ -871,6 +902,25 @@ Executor::Executor(RankManifest manifest, schedule::Schedule schedule,
 Executor::~Executor() = default;
 
 const RankManifest &Executor::manifest() const { return impl->manifest; }
+
+std::string Executor::profileJson() const {
+  nlohmann::ordered_json ops = nlohmann::ordered_json::array();
+  for (size_t i = 0; i < impl->manifest.profile.size(); ++i) {
+    const ManifestProfileOp &op = impl->manifest.profile[i];
+    int64_t calls = i < impl->opTimes.size() ? impl->opTimes[i].calls : 0;
+    double total = i < impl->opTimes.size() ? impl->opTimes[i].totalMs : 0;
+    ops.push_back({{"id", op.id},
+                   {"node", op.node},
+                   {"phase", op.phase},
+                   {"calls", calls},
+                   {"total_ms", total}});
+  }
+  nlohmann::ordered_json root = {{"format", "dpc-op-times"},
+                                 {"version", 1},
+                                 {"rank", impl->manifest.rank},
+                                 {"ops", ops}};
+  return root.dump(1) + "\n";
+}
 const schedule::Schedule &Executor::schedule() const { return impl->sched; }
 
 void Executor::setFatalHandler(
@@ -1135,6 +1185,12 @@ void dpc_report_loss(dpc_context *ctx, const float *loss) {
 }
 void dpc_report_output(dpc_context *ctx, const float *output) {
   state(ctx).reportOutput(output);
+}
+void dpc_profile_begin(dpc_context *ctx, int64_t op) {
+  state(ctx).profileBegin(op);
+}
+void dpc_profile_end(dpc_context *ctx, int64_t op) {
+  state(ctx).profileEnd(op);
 }
 
 } // extern "C"

@@ -318,6 +318,20 @@ RankManifest parseManifest(const std::string &text, const std::string &name) {
   }
   if (!m.hasSegment("forward") || !m.hasSegment("optimizer"))
     r.fail("segments", "must list at least \"forward\" and \"optimizer\"");
+
+  if (root.contains("profile")) {
+    const json &ops = r.array(root, "", "profile");
+    for (size_t i = 0; i < ops.size(); ++i) {
+      std::string path = at("profile", i);
+      ManifestProfileOp op;
+      op.id = r.integer(ops[i], path, "id", 0);
+      op.node = r.string(ops[i], path, "node");
+      op.phase = r.string(ops[i], path, "phase");
+      if (op.id != static_cast<int64_t>(i))
+        r.fail(path + "id", "expected ids 0, 1, ... in order");
+      m.profile.push_back(op);
+    }
+  }
   return m;
 }
 

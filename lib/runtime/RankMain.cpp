@@ -35,7 +35,7 @@ namespace {
 
 struct Options {
   std::string data = "fashion-mnist:/usr/share/datasets/fashion-mnist";
-  std::string evalData, metrics, trace, checkpointDir;
+  std::string evalData, metrics, trace, checkpointDir, opTimes;
   int64_t steps = 0, epochs = 0, seed = 0, checkpointEvery = 0;
   bool shuffle = true, resume = false, eval = true;
 };
@@ -100,6 +100,9 @@ Options parseOptions(int argc, char **argv, bool &help) {
                    "write JSON-lines metrics (last stage)");
   parser.addOption("trace", &o.trace, "FILE",
                    "write a Chrome trace per rank, FILE with .rankK inserted");
+  parser.addOption("op-times", &o.opTimes, "FILE",
+                   "objects built by 'dpc profile': write each op's measured "
+                   "time per rank, FILE with .rankK inserted");
   parser.addOption("checkpoint-dir", &o.checkpointDir, "DIR",
                    "write per-stage checkpoints here at the end");
   parser.addOption("checkpoint-every", &o.checkpointEvery, "N",
@@ -333,6 +336,13 @@ int runRank(int argc, char **argv, Communicator &comm) {
   }
   if (!opts.trace.empty())
     writeTrace(exec, opts.trace, m.rank, m.stages);
+  if (!opts.opTimes.empty()) {
+    std::string file = perRankPath(opts.opTimes, m.rank);
+    std::ofstream out(file);
+    out << exec.profileJson();
+    if (!out)
+      throw Error(file + ": cannot write the op times");
+  }
   // Nobody leaves while a peer may still wait for a message from it.
   comm.barrier();
   return 0;

@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Commands.h"
+#include "Compile.h"
 
 #include "dialects/nn/IR/NNDialect.h"
 #include "backends/llvm/ObjectEmitter.h"
@@ -46,26 +47,6 @@ namespace fs = std::filesystem;
 namespace dpc::tools {
 namespace {
 
-struct CompileOptions {
-  std::string model;
-  std::string outDir = "out";
-  int64_t stages = 0;
-  int64_t devices = 0;
-  int64_t microbatches = 4;
-  int64_t microbatchSize = 0;
-  std::string schedule = "1f1b";
-  int64_t virtualStages = 1;
-  std::string target = "cpu";
-  std::string loss = "softmax-cross-entropy";
-  std::string optimizer = "sgd";
-  double lr = 0.01;
-  double momentum = 0.0;
-  double weightDecay = 0.0;
-  double memoryLimit = 0;
-  double bandwidth = 1e9;
-  std::string profile;
-  std::string emit = "exe";
-};
 
 // An option that must take one of `choices`.
 std::function<std::string(const std::string &)>
@@ -246,14 +227,16 @@ bool writeStageWeights(mlir::ModuleOp module, int64_t numStages,
 // Lowers stage `stage` of the outlined module to an object and links it with
 // the target's runtime into `dir/rank<stage>`.
 bool emitRank(mlir::ModuleOp outlined, int64_t stage, const std::string &target,
-              const fs::path &dir) {
+              bool profile, const fs::path &dir) {
   mlir::OwningOpRef<mlir::ModuleOp> rank(outlined.clone());
   for (auto func :
        llvm::make_early_inc_range(rank->getOps<mlir::func::FuncOp>()))
     if (mlir::dpc::pipe::getStage(func) != stage)
       func.erase();
   mlir::PassManager pm(rank->getContext());
-  pm.addPass(mlir::dpc::createLowerToRuntimePass());
+  mlir::dpc::LowerToRuntimePassOptions lowering;
+  lowering.profile = profile;
+  pm.addPass(mlir::dpc::createLowerToRuntimePass(lowering));
   if (mlir::failed(pm.run(*rank)))
     return false;
   // Only the LLVM dialect goes to translation.
@@ -301,7 +284,9 @@ bool recordSimulation(mlir::ModuleOp module, const fs::path &planPath) {
   return writeText(planPath, plan.dump(2) + "\n");
 }
 
-int compile(const CompileOptions &options) {
+} // namespace
+
+int compileModel(const CompileOptions &options) {
   fs::path model(options.model);
   if (!fs::is_regular_file(model)) {
     std::cerr << "dpc compile: cannot read model '" << options.model
@@ -327,6 +312,8 @@ int compile(const CompileOptions &options) {
                   mlir::tensor::TensorDialect, mlir::dpc::nn::NNDialect,
                   mlir::dpc::pipe::PipeDialect>();
   mlir::MLIRContext context(registry);
+  // Users get the message and its location, not a dump of the module.
+  context.printOpOnDiagnostic(false);
   llvm::SourceMgr sourceMgr;
   mlir::SourceMgrDiagnosticHandler diagnostics(sourceMgr, &context);
   mlir::OwningOpRef<mlir::ModuleOp> module;
@@ -352,6 +339,8 @@ int compile(const CompileOptions &options) {
   partition.bandwidth = options.bandwidth;
   partition.memoryLimit = options.memoryLimit;
   partition.planOutput = (out.path() / "plan.json").string();
+  partition.graphOutput = options.graphOutput;
+  partition.profile = options.profile;
   mlir::dpc::AutodiffPassOptions autodiff;
   autodiff.loss = options.loss;
   autodiff.microbatches = options.microbatches;
@@ -430,7 +419,8 @@ int compile(const CompileOptions &options) {
   if (options.emit == "exe") {
     std::string appfile;
     for (int64_t stage = 0; stage < numStages; ++stage) {
-      if (!emitRank(*module, stage, options.target, out.path()))
+      if (!emitRank(*module, stage, options.target, options.profileBuild,
+                    out.path()))
         return 1;
       appfile += "-np 1 ./rank" + std::to_string(stage) + "\n";
     }
@@ -445,8 +435,6 @@ int compile(const CompileOptions &options) {
   }
   return 0;
 }
-
-} // namespace
 
 int runCompileCommand(const Args &args) {
   CompileOptions o;
@@ -509,7 +497,7 @@ int runCompileCommand(const Args &args) {
     std::cerr << "dpc compile: " << problem << "\n";
     return cli::kUsageError;
   }
-  return compile(o);
+  return compileModel(o);
 }
 
 } // namespace dpc::tools

@@ -414,6 +414,9 @@ int runRunCommand(const Args &args) {
   parser.addOption("metrics", &metrics, "FILE",
                    "write per-step metrics as JSON lines");
   parser.addOption("trace", &trace, "FILE", "write a Chrome trace");
+  std::string opTimes;
+  parser.addOption("op-times", &opTimes, "FILE",
+                   "timing builds (dpc profile): write each op's time");
   parser.addOption("checkpoint-dir", &checkpointDir, "DIR",
                    "write per-stage checkpoints (safetensors) here");
   parser.addOption("checkpoint-every", &checkpointEvery, "N",
@@ -464,6 +467,7 @@ int runRunCommand(const Args &args) {
   forwardOption("seed", std::to_string(seed));
   forwardOption("metrics", metrics);
   forwardOption("trace", trace);
+  forwardOption("op-times", opTimes);
   forwardOption("checkpoint-dir", checkpointDir);
   forwardOption("checkpoint-every", std::to_string(checkpointEvery));
   if (parser.given("shuffle"))

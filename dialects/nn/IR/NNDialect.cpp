@@ -21,6 +21,12 @@ void NNDialect::initialize() {
 // numbers; the planner trusts it, so malformed costs are rejected here.
 LogicalResult NNDialect::verifyOperationAttribute(Operation *op,
                                                   NamedAttribute attr) {
+  if (attr.getName() == "nn.node") {
+    auto name = dyn_cast<StringAttr>(attr.getValue());
+    if (!name || name.getValue().empty())
+      return op->emitError("expects 'nn.node' to be a non-empty string");
+    return success();
+  }
   if (attr.getName() != "nn.cost")
     return op->emitError("unknown nn dialect attribute '")
            << attr.getName().getValue() << "'";

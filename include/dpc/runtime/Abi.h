@@ -99,6 +99,11 @@ const void *dpc_restore(dpc_context *ctx, int64_t key);
 void dpc_report_loss(dpc_context *ctx, const float *loss);
 void dpc_report_output(dpc_context *ctx, const float *output);
 
+/* Profiling builds (`dpc profile`) bracket each kernel call with the id of
+ * the op it computes (manifest "profile"); the runtime sums the time per id. */
+void dpc_profile_begin(dpc_context *ctx, int64_t op);
+void dpc_profile_end(dpc_context *ctx, int64_t op);
+
 /*===------------------------------------------------------------------------===
  * Kernels (defined by the target's kernel library; CPU: oneDNN and loops)
  *

@@ -70,6 +70,9 @@ public:
   Executor &operator=(const Executor &) = delete;
 
   const RankManifest &manifest() const;
+  /// For objects built for `dpc profile`: each profiled op's node, phase,
+  /// number of calls and total milliseconds, as JSON.
+  std::string profileJson() const;
   const schedule::Schedule &schedule() const;
 
   /// Called with the message of an error detected inside a C ABI call; must

@@ -50,6 +50,14 @@ struct ManifestStash {
   int64_t bytes = 0;
 };
 
+/// An op a profiling build times: the model node it belongs to and whether
+/// it is forward or backward work.
+struct ManifestProfileOp {
+  int64_t id = 0;
+  std::string node;
+  std::string phase;
+};
+
 struct RankManifest {
   int rank = 0;
   int stage = 0;
@@ -66,6 +74,8 @@ struct RankManifest {
   std::vector<ManifestStash> stashes;
   std::optional<std::vector<int64_t>> outputShape;
   std::vector<std::string> segments;
+  /// Empty unless the object was built for `dpc profile`.
+  std::vector<ManifestProfileOp> profile;
 
   bool isFirstStage() const { return stage == 0; }
   bool isLastStage() const { return stage == stages - 1; }

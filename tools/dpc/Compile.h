@@ -1,0 +1,47 @@
+//===- Compile.h - The compilation behind dpc compile -----------*- C++ -*-===//
+//
+// `dpc compile` and `dpc profile` (which compiles a 1-stage timing build)
+// share the whole pipeline: options in, output directory out.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef DPC_TOOLS_DPC_COMPILE_H
+#define DPC_TOOLS_DPC_COMPILE_H
+
+#include <cstdint>
+#include <string>
+
+namespace dpc::tools {
+
+struct CompileOptions {
+  std::string model;
+  std::string outDir = "out";
+  int64_t stages = 0;
+  int64_t devices = 0;
+  int64_t microbatches = 4;
+  int64_t microbatchSize = 0;
+  std::string schedule = "1f1b";
+  int64_t virtualStages = 1;
+  std::string target = "cpu";
+  std::string loss = "softmax-cross-entropy";
+  std::string optimizer = "sgd";
+  double lr = 0.01;
+  double momentum = 0.0;
+  double weightDecay = 0.0;
+  double memoryLimit = 0;
+  double bandwidth = 1e9;
+  std::string profile;
+  std::string emit = "exe";
+  /// Internal, for `dpc profile`: time every kernel call of the rank
+  /// executables, and write the planner's graph of the model here.
+  bool profileBuild = false;
+  std::string graphOutput;
+};
+
+/// Compiles `options.model` into `options.outDir`; prints diagnostics and
+/// returns the exit code (0, 1, or 2 for bad input).
+int compileModel(const CompileOptions &options);
+
+} // namespace dpc::tools
+
+#endif // DPC_TOOLS_DPC_COMPILE_H

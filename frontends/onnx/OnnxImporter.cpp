@@ -1027,6 +1027,52 @@ LogicalResult loadModel(StringRef path, MLIRContext *context,
   return success();
 }
 
+// Exporters bake a fixed batch size into Reshape targets (x.view(16, -1)
+// exports the constant [16, -1]). When the batch is re-specialised, a
+// constant target whose leading entry is the model's old batch size is
+// rewritten to the new one; anything else is left for shape inference to
+// judge.
+void respecialiseReshapeTargets(onnx::GraphProto &graph, int64_t batch) {
+  int64_t oldBatch = 0;
+  for (const onnx::ValueInfoProto &input : graph.input()) {
+    const auto &shape = input.type().tensor_type().shape();
+    if (shape.dim_size() > 0 && shape.dim(0).has_dim_value()) {
+      oldBatch = shape.dim(0).dim_value();
+      break;
+    }
+  }
+  if (oldBatch <= 1 || oldBatch == batch)
+    return;
+  auto rewrite = [&](onnx::TensorProto &tensor) {
+    if (tensor.data_type() != onnx::TensorProto::INT64 ||
+        tensor.dims_size() != 1 || tensor.dims(0) < 1)
+      return;
+    if (!tensor.raw_data().empty()) {
+      int64_t first;
+      std::memcpy(&first, tensor.raw_data().data(), sizeof(first));
+      if (first == oldBatch)
+        std::memcpy(tensor.mutable_raw_data()->data(), &batch, sizeof(batch));
+    } else if (tensor.int64_data_size() > 0 &&
+               tensor.int64_data(0) == oldBatch) {
+      tensor.set_int64_data(0, batch);
+    }
+  };
+  for (const onnx::NodeProto &node : graph.node()) {
+    if (node.op_type() != "Reshape" || node.input_size() < 2)
+      continue;
+    const std::string &target = node.input(1);
+    for (onnx::TensorProto &init : *graph.mutable_initializer())
+      if (init.name() == target)
+        rewrite(init);
+    for (onnx::NodeProto &producer : *graph.mutable_node())
+      if (producer.op_type() == "Constant" && producer.output_size() == 1 &&
+          producer.output(0) == target)
+        for (onnx::AttributeProto &attr : *producer.mutable_attribute())
+          if (attr.name() == "value")
+            rewrite(*attr.mutable_t());
+  }
+}
+
 // The default-domain opset the model imports.
 int64_t modelOpset(const onnx::ModelProto &model) {
   for (const onnx::OperatorSetIdProto &set : model.opset_import())
@@ -1068,6 +1114,7 @@ mlir::dpc::onnx_frontend::importOnnxFile(StringRef path, MLIRContext *context,
     // every inferred shape follows it; shapes recorded for the old batch
     // size would contradict it, so they are dropped and inferred again.
     onnx::GraphProto *graph = model.mutable_graph();
+    respecialiseReshapeTargets(*graph, options.batchSize);
     graph->clear_value_info();
     for (auto *list : {graph->mutable_input(), graph->mutable_output()}) {
       for (onnx::ValueInfoProto &value : *list) {

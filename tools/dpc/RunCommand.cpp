@@ -20,6 +20,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cerrno>
 #include <csignal>
 #include <cstdlib>
@@ -547,6 +548,21 @@ int runRunCommand(const Args &args) {
   // that unless told.
   if (cores > 0 && ranks > cores)
     argv.push_back("--oversubscribe");
+  // Kernel threads per rank: the user's OMP_NUM_THREADS, or the cores shared
+  // out among the ranks, so that ranks do not fight over cores. Open MPI
+  // binds each rank of a small job to one core, which suits one thread; a
+  // rank with more threads must not be bound.
+  const char *userThreads = std::getenv("OMP_NUM_THREADS");
+  long threads = userThreads ? std::atol(userThreads)
+                             : std::max<long>(1, cores > 0 ? cores / ranks : 1);
+  if (!userThreads)
+    ::setenv("OMP_NUM_THREADS", std::to_string(threads).c_str(), 1);
+  argv.push_back("-x");
+  argv.push_back("OMP_NUM_THREADS");
+  if (threads != 1) {
+    argv.push_back("--bind-to");
+    argv.push_back("none");
+  }
   argv.push_back("--app");
 
   if (npCheck) {

@@ -2,9 +2,9 @@
 //
 // Attaches `nn.cost` to every nn op with a cost rule, from the work counts of
 // CostModel and the roofline rates given as pass options, and names each
-// such op as a model node (`nn.node`) unless it already has a name. The planner reads
-// forward and gradient times from it; ops without a rule are left alone and
-// cost nothing to the planner.
+// such op as a model node (`nn.node`) unless it already has a name. The planner
+// reads forward and gradient times from it; ops without a rule are left alone
+// and cost nothing to the planner.
 //
 //===----------------------------------------------------------------------===//
 

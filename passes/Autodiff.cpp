@@ -38,8 +38,7 @@ namespace {
 // that forward op, so that costs, profiles and traces charge it there.
 class StageTagger : public OpBuilder::Listener {
 public:
-  void notifyOperationInserted(Operation *op,
-                               OpBuilder::InsertPoint) override {
+  void notifyOperationInserted(Operation *op, OpBuilder::InsertPoint) override {
     if (stage)
       pipe::setStage(op, *stage);
     if (node)
@@ -134,10 +133,10 @@ struct AutodiffPass : public mlir::dpc::impl::AutodiffPassBase<AutodiffPass> {
     llvm::DenseSet<Value> needsGrad;
     for (Operation &op : body.without_terminator()) {
       forward.push_back(&op);
-      bool fromParam = isa<nn::ParamOp>(op) ||
-                       llvm::any_of(op.getOperands(), [&](Value v) {
-                         return needsGrad.contains(v);
-                       });
+      bool fromParam =
+          isa<nn::ParamOp>(op) || llvm::any_of(op.getOperands(), [&](Value v) {
+            return needsGrad.contains(v);
+          });
       if (fromParam)
         needsGrad.insert(op.result_begin(), op.result_end());
     }
@@ -178,8 +177,7 @@ struct AutodiffPass : public mlir::dpc::impl::AutodiffPassBase<AutodiffPass> {
         continue;
       auto rule = dyn_cast<nn::GradientOpInterface>(op);
       if (!rule)
-        return op->emitError("'")
-               << op->getName() << "' has no gradient rule";
+        return op->emitError("'") << op->getName() << "' has no gradient rule";
       // Rules take a gradient for every result; a result nothing used
       // downstream has none and would need zeros, which no model has needed.
       if (llvm::is_contained(resultGrads, Value()))
@@ -202,8 +200,7 @@ struct AutodiffPass : public mlir::dpc::impl::AutodiffPassBase<AutodiffPass> {
       Value grad = param ? grads.lookup(param.getResult()) : Value();
       if (!grad)
         continue;
-      auto [it, inserted] =
-          updates.insert({param.getName(), {param, grad}});
+      auto [it, inserted] = updates.insert({param.getName(), {param, grad}});
       tagger.follow(param.getOperation());
       if (!inserted)
         it->second.second = builder.create<nn::AddOp>(
@@ -218,8 +215,8 @@ struct AutodiffPass : public mlir::dpc::impl::AutodiffPassBase<AutodiffPass> {
     }
 
     ret->setOperands({lossValue, logits});
-    main.setFunctionType(builder.getFunctionType(
-        body.getArgumentTypes(), ret.getOperandTypes()));
+    main.setFunctionType(builder.getFunctionType(body.getArgumentTypes(),
+                                                 ret.getOperandTypes()));
     return success();
   }
 };

@@ -73,8 +73,8 @@ struct BuildSchedulePass
     // Segment functions by (stage, segment).
     std::map<int64_t, llvm::StringMap<func::FuncOp>> stages;
     for (auto func : module.getOps<func::FuncOp>()) {
-      auto segment = func->getAttrOfType<StringAttr>(
-          pipe::PipeDialect::kSegmentAttrName);
+      auto segment =
+          func->getAttrOfType<StringAttr>(pipe::PipeDialect::kSegmentAttrName);
       std::optional<int64_t> stage = pipe::getStage(func);
       if (segment && stage)
         stages[*stage][segment.getValue()] = func;
@@ -115,8 +115,8 @@ struct BuildSchedulePass
     schedule::Schedule built;
     if (std::string error = schedule::buildSchedule(options, built);
         !error.empty()) {
-      module.emitError("cannot build the ") << schedule << " schedule: "
-                                            << error;
+      module.emitError("cannot build the ")
+          << schedule << " schedule: " << error;
       return signalPassFailure();
     }
     schedule::SimulateOptions simulateOptions;

@@ -63,9 +63,11 @@ std::optional<OpWork> mlir::dpc::estimateWork(Operation *op) {
         ArrayRef<int64_t> f = filter.getShape();
         // Each output element is a dot product over C/groups x KH x KW.
         double macs = elementsOf(conv.getResult()) * f[1] * f[2] * f[3];
-        work.flops = 2 * macs + (conv.getBias() ? elementsOf(conv.getResult()) : 0);
+        work.flops =
+            2 * macs + (conv.getBias() ? elementsOf(conv.getResult()) : 0);
         // Input and filter gradients are each as large as the forward.
-        work.gradFlops = 4 * macs + (conv.getBias() ? elementsOf(conv.getResult()) : 0);
+        work.gradFlops =
+            4 * macs + (conv.getBias() ? elementsOf(conv.getResult()) : 0);
         work.gradBytes = 2 * work.bytes;
       })
       .Case([&](nn::MatmulOp matmul) {
@@ -116,11 +118,10 @@ std::optional<OpWork> mlir::dpc::estimateWork(Operation *op) {
         auto shape = cast<RankedTensorType>(operand.getType()).getShape();
         auto gradShape = cast<RankedTensorType>(grad.getType()).getShape();
         // The operand's dimension that is neither M nor N is K.
-        int64_t k = isa<nn::MatmulGradLhsOp>(op)
-                        ? nn::getNumElements(shape.take_back(2)) /
-                              gradShape.back()
-                        : nn::getNumElements(shape.take_back(2)) /
-                              gradShape.end()[-2];
+        int64_t k =
+            isa<nn::MatmulGradLhsOp>(op)
+                ? nn::getNumElements(shape.take_back(2)) / gradShape.back()
+                : nn::getNumElements(shape.take_back(2)) / gradShape.end()[-2];
         work.flops = 2 * elementsOf(grad) * k;
       })
       .Case<nn::Conv2dGradBiasOp, nn::SumToShapeOp, nn::ReluGradOp,

@@ -44,8 +44,8 @@ public:
     int64_t via = to > from ? to - 1 : to + 1;
     Value local = on(value, from, via);
     builder.setInsertionPointAfter(lastOnPath(value, local));
-    auto send = builder.create<pipe::SendOp>(value.getLoc(), local, to,
-                                             nextTag);
+    auto send =
+        builder.create<pipe::SendOp>(value.getLoc(), local, to, nextTag);
     pipe::setStage(send, via);
     auto recv = builder.create<pipe::RecvOp>(value.getLoc(), value.getType(),
                                              via, nextTag);

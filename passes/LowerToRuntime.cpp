@@ -94,13 +94,12 @@ struct Manifest {
   }
 
   std::string toJson() const {
-    llvm::json::Array paramArray, inputArray, sendArray, recvArray,
-        stashArray;
+    llvm::json::Array paramArray, inputArray, sendArray, recvArray, stashArray;
     for (auto [i, entry] : llvm::enumerate(params))
-      paramArray.push_back(llvm::json::Object{
-          {"id", static_cast<int64_t>(i)},
-          {"name", entry.first},
-          {"shape", shapeJson(entry.second)}});
+      paramArray.push_back(
+          llvm::json::Object{{"id", static_cast<int64_t>(i)},
+                             {"name", entry.first},
+                             {"shape", shapeJson(entry.second)}});
     for (const auto &[index, input] : inputs)
       inputArray.push_back(llvm::json::Object(input));
     for (const auto &[tag, send] : sends)
@@ -111,10 +110,10 @@ struct Manifest {
       stashArray.push_back(llvm::json::Object(stash));
     llvm::json::Array profileArray;
     for (auto [id, op] : llvm::enumerate(profile))
-      profileArray.push_back(llvm::json::Object{
-          {"id", static_cast<int64_t>(id)},
-          {"node", op.first},
-          {"phase", op.second}});
+      profileArray.push_back(
+          llvm::json::Object{{"id", static_cast<int64_t>(id)},
+                             {"node", op.first},
+                             {"phase", op.second}});
     llvm::json::Object root{
         {"format", "dpc-rank"},
         {"version", 1},
@@ -151,9 +150,8 @@ class Lowering {
 public:
   Lowering(ModuleOp module, bool profile)
       : module(module), profiling(profile), ctx(module.getContext()),
-        builder(ctx),
-        ptrType(LLVM::LLVMPointerType::get(ctx)), i64Type(builder.getI64Type()),
-        f32Type(builder.getF32Type()) {}
+        builder(ctx), ptrType(LLVM::LLVMPointerType::get(ctx)),
+        i64Type(builder.getI64Type()), f32Type(builder.getF32Type()) {}
 
   LogicalResult run();
 
@@ -168,8 +166,7 @@ private:
   }
 
   // Declares (once) an external function of the ABI.
-  LLVM::LLVMFuncOp declare(StringRef name, Type result,
-                           ArrayRef<Type> params);
+  LLVM::LLVMFuncOp declare(StringRef name, Type result, ArrayRef<Type> params);
   Value call(StringRef name, Type result, ArrayRef<Value> args);
   void callVoid(StringRef name, ArrayRef<Value> args);
   Value i64(int64_t value);
@@ -216,8 +213,7 @@ void Lowering::callVoid(StringRef name, ArrayRef<Value> args) {
   SmallVector<Type> types;
   for (Value arg : args)
     types.push_back(arg.getType());
-  LLVM::LLVMFuncOp callee =
-      declare(name, LLVM::LLVMVoidType::get(ctx), types);
+  LLVM::LLVMFuncOp callee = declare(name, LLVM::LLVMVoidType::get(ctx), types);
   builder.create<LLVM::CallOp>(loc, callee, args);
 }
 
@@ -255,10 +251,9 @@ Value Lowering::constArray(ArrayRef<int64_t> values) {
 
 Value Lowering::alloc(Value like) {
   // plan-memory placed the buffer in the segment's arena.
-  if (auto offset = like.getDefiningOp()->getAttrOfType<IntegerAttr>(
-          "pipe.offset"))
-    return builder.create<LLVM::GEPOp>(loc, ptrType, builder.getI8Type(),
-                                       arena,
+  if (auto offset =
+          like.getDefiningOp()->getAttrOfType<IntegerAttr>("pipe.offset"))
+    return builder.create<LLVM::GEPOp>(loc, ptrType, builder.getI8Type(), arena,
                                        ArrayRef<LLVM::GEPArg>{offset.getInt()});
   return call("dpc_alloc", ptrType, {context, i64(bytesOf(like))});
 }
@@ -323,9 +318,9 @@ LogicalResult Lowering::lowerOp(Operation *op) {
       })
       .Case([&](pipe::InputOp input) {
         int64_t index = input.getIndexAttr().getInt();
-        manifest.inputs[index] = llvm::json::Object{
-            {"name", "input" + std::to_string(index)},
-            {"shape", shapeJson(shapeOf(input))}};
+        manifest.inputs[index] =
+            llvm::json::Object{{"name", "input" + std::to_string(index)},
+                               {"shape", shapeJson(shapeOf(input))}};
         manifest.noteBatch(shapeOf(input));
         define(input, call("dpc_input", ptrType, {context, i64(index)}));
       })
@@ -339,8 +334,8 @@ LogicalResult Lowering::lowerOp(Operation *op) {
         manifest.recvs[tag] = llvm::json::Object{
             {"tag", tag},
             {"peer_stage", recv.getPeerAttr().getInt()},
-            {"what", recv.getPeerAttr().getInt() < manifest.stage ? "act"
-                                                                  : "grad"},
+            {"what",
+             recv.getPeerAttr().getInt() < manifest.stage ? "act" : "grad"},
             {"bytes", bytesOf(recv)}};
         define(recv, call("dpc_recv", ptrType, {context, i64(tag)}));
       })
@@ -349,8 +344,8 @@ LogicalResult Lowering::lowerOp(Operation *op) {
         manifest.sends[tag] = llvm::json::Object{
             {"tag", tag},
             {"peer_stage", send.getPeerAttr().getInt()},
-            {"what", send.getPeerAttr().getInt() > manifest.stage ? "act"
-                                                                  : "grad"},
+            {"what",
+             send.getPeerAttr().getInt() > manifest.stage ? "act" : "grad"},
             {"bytes", bytesOf(send.getValue())}};
         callVoid("dpc_send", {context, i64(tag), ptrOf(send.getValue())});
       })
@@ -398,40 +393,39 @@ LogicalResult Lowering::lowerOp(Operation *op) {
       })
       .Case([&](nn::Conv2dOp conv) {
         Value y = alloc(conv);
-        callVoid("dpc_conv2d",
-                 {ptrOf(conv.getInput()), shape(conv.getInput()),
-                  ptrOf(conv.getFilter()), shape(conv.getFilter()),
-                  conv.getBias() ? ptrOf(conv.getBias()) : nullPtr(), y,
-                  shape(conv), constArray(convParams(
-                                   conv.getStrides(), conv.getPads(),
+        callVoid(
+            "dpc_conv2d",
+            {ptrOf(conv.getInput()), shape(conv.getInput()),
+             ptrOf(conv.getFilter()), shape(conv.getFilter()),
+             conv.getBias() ? ptrOf(conv.getBias()) : nullPtr(), y, shape(conv),
+             constArray(convParams(conv.getStrides(), conv.getPads(),
                                    conv.getDilations(), conv.getGroups()))});
         define(conv, y);
       })
       .Case([&](nn::Conv2dGradInputOp grad) {
         Value dx = alloc(grad);
-        callVoid("dpc_conv2d_grad_input",
-                 {ptrOf(grad.getResultGrad()), shape(grad.getResultGrad()),
-                  ptrOf(grad.getFilter()), shape(grad.getFilter()), dx,
-                  shape(grad), constArray(convParams(
-                                   grad.getStrides(), grad.getPads(),
+        callVoid(
+            "dpc_conv2d_grad_input",
+            {ptrOf(grad.getResultGrad()), shape(grad.getResultGrad()),
+             ptrOf(grad.getFilter()), shape(grad.getFilter()), dx, shape(grad),
+             constArray(convParams(grad.getStrides(), grad.getPads(),
                                    grad.getDilations(), grad.getGroups()))});
         define(grad, dx);
       })
       .Case([&](nn::Conv2dGradFilterOp grad) {
         Value dw = alloc(grad);
-        callVoid("dpc_conv2d_grad_filter",
-                 {ptrOf(grad.getResultGrad()), shape(grad.getResultGrad()),
-                  ptrOf(grad.getInput()), shape(grad.getInput()), dw,
-                  shape(grad), constArray(convParams(
-                                   grad.getStrides(), grad.getPads(),
+        callVoid(
+            "dpc_conv2d_grad_filter",
+            {ptrOf(grad.getResultGrad()), shape(grad.getResultGrad()),
+             ptrOf(grad.getInput()), shape(grad.getInput()), dw, shape(grad),
+             constArray(convParams(grad.getStrides(), grad.getPads(),
                                    grad.getDilations(), grad.getGroups()))});
         define(grad, dw);
       })
       .Case([&](nn::Conv2dGradBiasOp grad) {
         Value db = alloc(grad);
-        callVoid("dpc_conv2d_grad_bias",
-                 {ptrOf(grad.getResultGrad()), shape(grad.getResultGrad()),
-                  db});
+        callVoid("dpc_conv2d_grad_bias", {ptrOf(grad.getResultGrad()),
+                                          shape(grad.getResultGrad()), db});
         define(grad, db);
       })
       .Case([&](nn::MatmulOp mm) {
@@ -472,26 +466,23 @@ LogicalResult Lowering::lowerOp(Operation *op) {
         // A rank-2 rhs shared by every batch gets the sum over the batch.
         int64_t accumulate = d.sharedRhs && d.batch > 1;
         if (!tB) // db = op(a)^T . dy
-          callVoid("dpc_matmul",
-                   {a, dy, db, i64(d.batch), i64(d.k), i64(d.n), i64(d.m),
-                    i64(!tA), i64(0), i64(d.aStride), i64(dyStride),
-                    i64(accumulate)});
+          callVoid("dpc_matmul", {a, dy, db, i64(d.batch), i64(d.k), i64(d.n),
+                                  i64(d.m), i64(!tA), i64(0), i64(d.aStride),
+                                  i64(dyStride), i64(accumulate)});
         else // db (stored N x K) = dy^T . op(a)
-          callVoid("dpc_matmul",
-                   {dy, a, db, i64(d.batch), i64(d.n), i64(d.k), i64(d.m),
-                    i64(1), i64(tA), i64(dyStride), i64(d.aStride),
-                    i64(accumulate)});
+          callVoid("dpc_matmul", {dy, a, db, i64(d.batch), i64(d.n), i64(d.k),
+                                  i64(d.m), i64(1), i64(tA), i64(dyStride),
+                                  i64(d.aStride), i64(accumulate)});
         define(grad, db);
       })
       .Case([&](nn::AddOp add) {
         size_t rank = shapeOf(add).size();
         Value y = alloc(add);
-        callVoid("dpc_add",
-                 {ptrOf(add.getLhs()),
-                  constArray(padShape(shapeOf(add.getLhs()), rank)),
-                  ptrOf(add.getRhs()),
-                  constArray(padShape(shapeOf(add.getRhs()), rank)), y,
-                  shape(add), i64(rank)});
+        callVoid("dpc_add", {ptrOf(add.getLhs()),
+                             constArray(padShape(shapeOf(add.getLhs()), rank)),
+                             ptrOf(add.getRhs()),
+                             constArray(padShape(shapeOf(add.getRhs()), rank)),
+                             y, shape(add), i64(rank)});
         define(add, y);
       })
       .Case([&](nn::SumToShapeOp sum) {
@@ -504,9 +495,8 @@ LogicalResult Lowering::lowerOp(Operation *op) {
       })
       .Case([&](nn::ReluOp relu) {
         Value y = alloc(relu);
-        callVoid("dpc_relu",
-                 {ptrOf(relu.getInput()), y,
-                  i64(nn::getNumElements(shapeOf(relu)))});
+        callVoid("dpc_relu", {ptrOf(relu.getInput()), y,
+                              i64(nn::getNumElements(shapeOf(relu)))});
         define(relu, y);
       })
       .Case([&](nn::ReluGradOp grad) {
@@ -558,8 +548,7 @@ LogicalResult Lowering::lowerOp(Operation *op) {
   return status;
 }
 
-LogicalResult Lowering::lowerSegment(func::FuncOp func,
-                                     LLVM::LLVMFuncOp target,
+LogicalResult Lowering::lowerSegment(func::FuncOp func, LLVM::LLVMFuncOp target,
                                      StringRef segment) {
   Block *entry = target.addEntryBlock(builder);
   builder.setInsertionPointToStart(entry);
@@ -579,9 +568,9 @@ LogicalResult Lowering::lowerSegment(func::FuncOp func,
       if (timed && isKernel(&op)) {
         auto node = op.getAttrOfType<StringAttr>("nn.node");
         id = manifest.profile.size();
-        manifest.profile.emplace_back(
-            node ? node.str() : op.getName().getStringRef().str(),
-            segment.str());
+        manifest.profile.emplace_back(node ? node.str()
+                                           : op.getName().getStringRef().str(),
+                                      segment.str());
         loc = op.getLoc();
         callVoid("dpc_profile_begin", {context, i64(*id)});
       }
@@ -600,8 +589,8 @@ LogicalResult Lowering::run() {
   llvm::StringMap<func::FuncOp> segments;
   std::optional<int64_t> stage;
   for (auto func : llvm::make_early_inc_range(module.getOps<func::FuncOp>())) {
-    auto segment = func->getAttrOfType<StringAttr>(
-        pipe::PipeDialect::kSegmentAttrName);
+    auto segment =
+        func->getAttrOfType<StringAttr>(pipe::PipeDialect::kSegmentAttrName);
     std::optional<int64_t> funcStage = pipe::getStage(func);
     if (!segment || !funcStage)
       return func.emitError("expects segment functions from "
@@ -639,7 +628,8 @@ LogicalResult Lowering::run() {
   json.push_back('\0');
   builder.setInsertionPointToEnd(module.getBody());
   builder.create<LLVM::GlobalOp>(
-      module.getLoc(), LLVM::LLVMArrayType::get(builder.getI8Type(), json.size()),
+      module.getLoc(),
+      LLVM::LLVMArrayType::get(builder.getI8Type(), json.size()),
       /*isConstant=*/true, LLVM::Linkage::External, "dpc_rank_manifest",
       builder.getStringAttr(json));
   return success();

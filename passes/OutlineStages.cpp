@@ -50,8 +50,7 @@ private:
   // Clones `ops` (in order) into `func`, materialising reads and arguments.
   LogicalResult cloneInto(func::FuncOp func, ArrayRef<Operation *> ops,
                           IRMapping &map);
-  FailureOr<Value> lookupOrReread(Value value, IRMapping &map,
-                                  Operation *user);
+  FailureOr<Value> lookupOrReread(Value value, IRMapping &map, Operation *user);
   LogicalResult outlineStage(int64_t stage);
 
   ModuleOp module;
@@ -123,8 +122,8 @@ FailureOr<Value> Outliner::lookupOrReread(Value value, IRMapping &map,
       read = builder.create<pipe::LabelsOp>(arg.getLoc(), arg.getType());
     } else {
       int64_t index = 0;
-      for (BlockArgument other : main.getArguments().take_front(
-               arg.getArgNumber()))
+      for (BlockArgument other :
+           main.getArguments().take_front(arg.getArgNumber()))
         index += !isa<IntegerType>(
             cast<RankedTensorType>(other.getType()).getElementType());
       read = builder.create<pipe::InputOp>(arg.getLoc(), arg.getType(), index);
@@ -243,13 +242,13 @@ LogicalResult Outliner::outlineStage(int64_t stage) {
       stashKeys.insert(key);
       OpBuilder::InsertionGuard guard(builder);
       builder.setInsertionPoint(biFunc.getBody().front().getTerminator());
-      auto stash = builder.create<pipe::StashOp>(
-          def->getLoc(), biMap.lookup(operand), key);
+      auto stash = builder.create<pipe::StashOp>(def->getLoc(),
+                                                 biMap.lookup(operand), key);
       pipe::setStage(stash, stage);
       Block &bwEntry = bwFunc.getBody().front();
       builder.setInsertionPoint(&bwEntry, bwEntry.begin());
-      auto restore = builder.create<pipe::RestoreOp>(
-          def->getLoc(), operand.getType(), key);
+      auto restore = builder.create<pipe::RestoreOp>(def->getLoc(),
+                                                     operand.getType(), key);
       pipe::setStage(restore, stage);
       bwMap.map(operand, restore.getResult());
     }
@@ -265,8 +264,8 @@ LogicalResult Outliner::outlineStage(int64_t stage) {
       std::string key = "bw:" + std::to_string(stashKeys.size());
       stashKeys.insert(key);
       builder.setInsertionPoint(biFunc.getBody().front().getTerminator());
-      auto stash = builder.create<pipe::StashOp>(grad.getLoc(),
-                                                 biMap.lookup(grad), key);
+      auto stash =
+          builder.create<pipe::StashOp>(grad.getLoc(), biMap.lookup(grad), key);
       pipe::setStage(stash, stage);
       Block &bwEntry = bwFunc.getBody().front();
       builder.setInsertionPoint(&bwEntry, bwEntry.begin());

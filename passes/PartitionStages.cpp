@@ -130,7 +130,8 @@ struct PartitionStagesPass
     }
     if (failed(applyPlan(module, main, *sg, result->plan)))
       return signalPassFailure();
-    if (!planOutput.empty() && failed(writePlan(module, *sg, *result, *options)))
+    if (!planOutput.empty() &&
+        failed(writePlan(module, *sg, *result, *options)))
       return signalPassFailure();
   }
 
@@ -173,9 +174,10 @@ struct PartitionStagesPass
       kind = "1f1b";
     if (!planner::parseScheduleKind(kind, options.cost.schedule))
       return module.emitError("unknown schedule '") << schedule << "'";
-    options.objective = options.cost.schedule == planner::ScheduleKind::PipeDream
-                            ? planner::Objective::Bottleneck
-                            : planner::Objective::Step;
+    options.objective =
+        options.cost.schedule == planner::ScheduleKind::PipeDream
+            ? planner::Objective::Bottleneck
+            : planner::Objective::Step;
     options.straight = stages > 0;
     options.stages = stages;
     options.memoryLimitBytes = memoryLimit;

@@ -61,8 +61,8 @@ std::vector<int64_t> planArena(const std::vector<Interval> &intervals,
       if (intervals[i].first != op)
         continue;
       int64_t size = alignUp(intervals[i].bytes);
-      auto fit = llvm::find_if(freeRanges,
-                               [&](auto &range) { return range.second >= size; });
+      auto fit = llvm::find_if(
+          freeRanges, [&](auto &range) { return range.second >= size; });
       if (fit != freeRanges.end()) {
         offsets[i] = fit->first;
         int64_t rest = fit->second - size;

@@ -57,8 +57,7 @@ struct VerifySchedulePass
     options.memoryLimit = memoryLimit;
     schedule::VerifyResult result = schedule::verifySchedule(streams, options);
     for (const schedule::Violation &violation : result.violations)
-      module.emitError("schedule verification failed: ")
-          << violation.format();
+      module.emitError("schedule verification failed: ") << violation.format();
     if (!result.ok())
       return signalPassFailure();
 

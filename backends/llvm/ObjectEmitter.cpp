@@ -67,8 +67,8 @@ LogicalResult mlir::dpc::emitObjectFile(ModuleOp module, llvm::StringRef path) {
 static std::string recipePath(llvm::StringRef target) {
   std::string exe = llvm::sys::fs::getMainExecutable(
       nullptr, reinterpret_cast<void *>(&recipePath));
-  llvm::SmallString<256> path(llvm::sys::path::parent_path(
-      llvm::sys::path::parent_path(exe)));
+  llvm::SmallString<256> path(
+      llvm::sys::path::parent_path(llvm::sys::path::parent_path(exe)));
   llvm::sys::path::append(path, "lib", "dpc-link-" + target.str() + ".rsp");
   return std::string(path);
 }

@@ -1,4 +1,5 @@
-//===- ObjectEmitter.h - LLVM dialect to a linked rank executable -*- C++ -*-===//
+//===- ObjectEmitter.h - LLVM dialect to a linked rank executable -*- C++
+//-*-===//
 //
 // The last steps of every backend: translate a module in the LLVM dialect to
 // LLVM IR, compile it to a native object in-process, and link the object

@@ -126,15 +126,15 @@ private:
   std::vector<int64_t> getInts(const onnx::NodeProto &node, StringRef name,
                                std::vector<int64_t> otherwise) const;
   LogicalResult checkNoOutputsBeyond(const onnx::NodeProto &node, int count);
-  FailureOr<std::vector<int64_t>>
-  windowPads(const onnx::NodeProto &node, ArrayRef<int64_t> input,
-             ArrayRef<int64_t> kernel, ArrayRef<int64_t> strides,
-             ArrayRef<int64_t> dilations);
+  FailureOr<std::vector<int64_t>> windowPads(const onnx::NodeProto &node,
+                                             ArrayRef<int64_t> input,
+                                             ArrayRef<int64_t> kernel,
+                                             ArrayRef<int64_t> strides,
+                                             ArrayRef<int64_t> dilations);
 
   FailureOr<HostTensor> readTensor(const onnx::TensorProto &tensor,
                                    Location loc);
-  FailureOr<Type> elementType(int32_t onnxType, Location loc,
-                              StringRef what);
+  FailureOr<Type> elementType(int32_t onnxType, Location loc, StringRef what);
   RankedTensorType tensorType(ArrayRef<int64_t> shape, Type elementType) {
     return RankedTensorType::get(shape, elementType);
   }
@@ -189,8 +189,7 @@ const Importer::HandlerEntry Importer::kHandlers[] = {
 //===----------------------------------------------------------------------===//
 
 std::string Importer::nodeName(const onnx::NodeProto &node) const {
-  return node.name().empty() ? "<unnamed " + node.op_type() + ">"
-                             : node.name();
+  return node.name().empty() ? "<unnamed " + node.op_type() + ">" : node.name();
 }
 
 Location Importer::locOf(const onnx::NodeProto &node) {
@@ -244,9 +243,9 @@ FailureOr<HostTensor> Importer::readTensor(const onnx::TensorProto &tensor,
   auto readRaw = [&](auto &out, size_t elementSize) -> LogicalResult {
     using T = typename std::decay_t<decltype(out)>::value_type;
     if (raw.size() != static_cast<size_t>(count) * elementSize)
-      return emitError(loc) << "tensor '" << tensor.name() << "' has "
-                            << raw.size() << " bytes of data for "
-                            << count << " elements";
+      return emitError(loc)
+             << "tensor '" << tensor.name() << "' has " << raw.size()
+             << " bytes of data for " << count << " elements";
     out.resize(count);
     std::memcpy(out.data(), raw.data(), raw.size());
     (void)sizeof(T);
@@ -287,9 +286,8 @@ FailureOr<HostTensor> Importer::readTensor(const onnx::TensorProto &tensor,
                              "(only float32, int64 and int32)";
   }
   if (t.size() != count)
-    return emitError(loc) << "tensor '" << tensor.name() << "' has "
-                          << t.size() << " elements, its shape says "
-                          << count;
+    return emitError(loc) << "tensor '" << tensor.name() << "' has " << t.size()
+                          << " elements, its shape says " << count;
   return t;
 }
 
@@ -355,8 +353,8 @@ FailureOr<Value> Importer::getValue(const onnx::NodeProto &node, int index) {
     if (failed(data))
       return failure();
     if (!data->isFloat)
-      return nodeError(node) << "expects a float32 tensor for input '" << name
-                             << "'";
+      return nodeError(node)
+             << "expects a float32 tensor for input '" << name << "'";
     auto type = tensorType(data->shape, builder.getF32Type());
     Value param = builder.create<nn::ParamOp>(
         NameLoc::get(builder.getStringAttr(name)), type, name);
@@ -489,14 +487,14 @@ LogicalResult Importer::importConv(const onnx::NodeProto &node) {
       return failure();
     bias = *b;
   }
-  auto type = tensorType(*shape, cast<RankedTensorType>(input->getType())
-                                     .getElementType());
-  Value result = builder.create<nn::Conv2dOp>(
-      locOf(node), type, *input, *filter, bias,
-      builder.getDenseI64ArrayAttr(strides),
-      builder.getDenseI64ArrayAttr(*pads),
-      builder.getDenseI64ArrayAttr(dilations),
-      builder.getI64IntegerAttr(groups));
+  auto type = tensorType(
+      *shape, cast<RankedTensorType>(input->getType()).getElementType());
+  Value result =
+      builder.create<nn::Conv2dOp>(locOf(node), type, *input, *filter, bias,
+                                   builder.getDenseI64ArrayAttr(strides),
+                                   builder.getDenseI64ArrayAttr(*pads),
+                                   builder.getDenseI64ArrayAttr(dilations),
+                                   builder.getI64IntegerAttr(groups));
   return define(node, result);
 }
 
@@ -572,11 +570,11 @@ LogicalResult Importer::importGemm(const onnx::NodeProto &node) {
     if (failed(sum))
       return failure();
     if (ArrayRef<int64_t>(*sum) != ArrayRef<int64_t>(*shape))
-      return nodeError(node) << "C of shape " << nn::formatShape(shapeOf(*c))
-                             << " does not broadcast to "
-                             << nn::formatShape(*shape);
-    result = builder.create<nn::AddOp>(locOf(node), result.getType(), result,
-                                       *c);
+      return nodeError(node)
+             << "C of shape " << nn::formatShape(shapeOf(*c))
+             << " does not broadcast to " << nn::formatShape(*shape);
+    result =
+        builder.create<nn::AddOp>(locOf(node), result.getType(), result, *c);
   }
   return define(node, result);
 }
@@ -587,16 +585,15 @@ LogicalResult Importer::importMatMul(const onnx::NodeProto &node) {
       failed(a) ? FailureOr<Value>(failure()) : getValue(node, 1);
   if (failed(b))
     return failure();
-  FailureOr<nn::Shape> shape =
-      nn::inferMatmulShape(shapeOf(*a), shapeOf(*b), false, false,
-                           [&] { return nodeError(node); });
+  FailureOr<nn::Shape> shape = nn::inferMatmulShape(
+      shapeOf(*a), shapeOf(*b), false, false, [&] { return nodeError(node); });
   if (failed(shape))
     return failure();
   Type elementType = cast<RankedTensorType>(a->getType()).getElementType();
-  return define(node, builder.create<nn::MatmulOp>(
-                          locOf(node), tensorType(*shape, elementType), *a,
-                          *b, builder.getBoolAttr(false),
-                          builder.getBoolAttr(false)));
+  return define(node,
+                builder.create<nn::MatmulOp>(
+                    locOf(node), tensorType(*shape, elementType), *a, *b,
+                    builder.getBoolAttr(false), builder.getBoolAttr(false)));
 }
 
 LogicalResult Importer::importAdd(const onnx::NodeProto &node) {
@@ -623,9 +620,9 @@ LogicalResult Importer::importAdd(const onnx::NodeProto &node) {
   if (failed(shape))
     return failure();
   Type elementType = cast<RankedTensorType>(l->getType()).getElementType();
-  return define(node, builder.create<nn::AddOp>(
-                          locOf(node), tensorType(*shape, elementType), *l,
-                          *r));
+  return define(node, builder.create<nn::AddOp>(locOf(node),
+                                                tensorType(*shape, elementType),
+                                                *l, *r));
 }
 
 LogicalResult Importer::importFlatten(const onnx::NodeProto &node) {
@@ -642,11 +639,10 @@ LogicalResult Importer::importFlatten(const onnx::NodeProto &node) {
                            << " is out of range for rank " << rank;
   int64_t outer = nn::getNumElements(shape.take_front(axis));
   int64_t inner = nn::getNumElements(shape.drop_front(axis));
-  auto type = tensorType({outer, inner}, cast<RankedTensorType>(
-                                             input->getType())
-                                             .getElementType());
-  return define(node,
-                builder.create<nn::ReshapeOp>(locOf(node), type, *input));
+  auto type =
+      tensorType({outer, inner},
+                 cast<RankedTensorType>(input->getType()).getElementType());
+  return define(node, builder.create<nn::ReshapeOp>(locOf(node), type, *input));
 }
 
 LogicalResult Importer::importReshape(const onnx::NodeProto &node) {
@@ -672,8 +668,8 @@ LogicalResult Importer::importReshape(const onnx::NodeProto &node) {
   for (size_t i = 0; i < shape.size(); ++i) {
     if (shape[i] == 0 && !allowZero) {
       if (i >= inShape.size())
-        return nodeError(node) << "shape entry " << i
-                               << " copies a dimension the input lacks";
+        return nodeError(node)
+               << "shape entry " << i << " copies a dimension the input lacks";
       shape[i] = inShape[i];
     } else if (shape[i] == -1) {
       if (inferred >= 0)
@@ -697,8 +693,7 @@ LogicalResult Importer::importReshape(const onnx::NodeProto &node) {
                            << " to " << nn::formatShape(shape);
   auto type = tensorType(
       shape, cast<RankedTensorType>(input->getType()).getElementType());
-  return define(node,
-                builder.create<nn::ReshapeOp>(locOf(node), type, *input));
+  return define(node, builder.create<nn::ReshapeOp>(locOf(node), type, *input));
 }
 
 LogicalResult Importer::importIdentity(const onnx::NodeProto &node) {
@@ -720,8 +715,8 @@ LogicalResult Importer::importConstant(const onnx::NodeProto &node) {
     return failed(t) ? failure() : defineHost(node, std::move(*t));
   }
   if (const onnx::AttributeProto *ints = findAttr(node, "value_ints"))
-    return defineHost(node, HostTensor::vector({ints->ints().begin(),
-                                                ints->ints().end()}));
+    return defineHost(
+        node, HostTensor::vector({ints->ints().begin(), ints->ints().end()}));
   if (const onnx::AttributeProto *i = findAttr(node, "value_int")) {
     HostTensor t;
     t.ints = {i->i()};
@@ -754,10 +749,9 @@ LogicalResult Importer::importShape(const onnx::NodeProto &node) {
   int64_t start = getInt(node, "start", 0), end = getInt(node, "end", rank);
   start = std::clamp<int64_t>(start < 0 ? start + rank : start, 0, rank);
   end = std::clamp<int64_t>(end < 0 ? end + rank : end, 0, rank);
-  return defineHost(node,
-                    HostTensor::vector(std::vector<int64_t>(
-                        shape.begin() + start,
-                        shape.begin() + std::max(start, end))));
+  return defineHost(
+      node, HostTensor::vector(std::vector<int64_t>(
+                shape.begin() + start, shape.begin() + std::max(start, end))));
 }
 
 LogicalResult Importer::importGather(const onnx::NodeProto &node) {
@@ -782,7 +776,8 @@ LogicalResult Importer::importGather(const onnx::NodeProto &node) {
 LogicalResult Importer::importUnsqueeze(const onnx::NodeProto &node) {
   FailureOr<HostTensor> data = getHost(node, 0);
   FailureOr<std::vector<int64_t>> axes =
-      failed(data) ? FailureOr<std::vector<int64_t>>(failure()) : getHostInts(node, 1);
+      failed(data) ? FailureOr<std::vector<int64_t>>(failure())
+                   : getHostInts(node, 1);
   if (failed(axes))
     return failure();
   int64_t rank = data->shape.size() + axes->size();
@@ -819,8 +814,8 @@ LogicalResult Importer::importSqueeze(const onnx::NodeProto &node) {
         axes, [&](int64_t a) { return (a < 0 ? a + rank : a) == i; });
     bool drop = axes.empty() ? data->shape[i] == 1 : named;
     if (drop && data->shape[i] != 1)
-      return nodeError(node) << "cannot squeeze dimension " << i
-                             << " of size " << data->shape[i];
+      return nodeError(node) << "cannot squeeze dimension " << i << " of size "
+                             << data->shape[i];
     if (!drop)
       shape.push_back(data->shape[i]);
   }
@@ -838,8 +833,7 @@ LogicalResult Importer::importConcat(const onnx::NodeProto &node) {
     if (part->isFloat || part->shape.size() != 1)
       return nodeError(node) << "folds only concatenations of integer "
                                 "vectors";
-    result.ints.insert(result.ints.end(), part->ints.begin(),
-                       part->ints.end());
+    result.ints.insert(result.ints.end(), part->ints.begin(), part->ints.end());
   }
   result.shape[0] = result.ints.size();
   return defineHost(node, std::move(result));
@@ -853,7 +847,8 @@ LogicalResult Importer::importSlice(const onnx::NodeProto &node) {
     return nodeError(node) << "folds only slices of integer vectors";
   FailureOr<std::vector<int64_t>> starts = getHostInts(node, 1);
   FailureOr<std::vector<int64_t>> ends =
-      failed(starts) ? FailureOr<std::vector<int64_t>>(failure()) : getHostInts(node, 2);
+      failed(starts) ? FailureOr<std::vector<int64_t>>(failure())
+                     : getHostInts(node, 2);
   if (failed(ends))
     return failure();
   std::vector<int64_t> steps = {1};
@@ -957,11 +952,11 @@ LogicalResult Importer::importGraph(const onnx::GraphProto &graph,
       continue; // older exporters list initializers as inputs too
     Location loc = NameLoc::get(builder.getStringAttr(input.name()), fileLoc);
     if (!input.type().has_tensor_type())
-      return emitError(loc) << "graph input '" << input.name()
-                            << "' is not a tensor";
+      return emitError(loc)
+             << "graph input '" << input.name() << "' is not a tensor";
     const onnx::TypeProto::Tensor &tensor = input.type().tensor_type();
-    FailureOr<Type> element = elementType(
-        tensor.elem_type(), loc, "graph input '" + input.name() + "'");
+    FailureOr<Type> element = elementType(tensor.elem_type(), loc,
+                                          "graph input '" + input.name() + "'");
     if (failed(element))
       return failure();
     if (!tensor.has_shape())
@@ -1097,16 +1092,15 @@ mlir::dpc::onnx_frontend::importOnnxFile(StringRef path, MLIRContext *context,
   try {
     onnx::checker::check_model(model);
   } catch (const std::exception &e) {
-    return emitError(loc) << "the ONNX checker rejects the model: "
-                          << e.what();
+    return emitError(loc) << "the ONNX checker rejects the model: " << e.what();
   }
   if (imported.fileOpset != kTargetOpset) {
     try {
       model = onnx::version_conversion::ConvertVersion(model, kTargetOpset);
     } catch (const std::exception &e) {
-      return emitError(loc) << "cannot convert the model from opset "
-                            << imported.fileOpset << " to opset "
-                            << kTargetOpset << ": " << e.what();
+      return emitError(loc)
+             << "cannot convert the model from opset " << imported.fileOpset
+             << " to opset " << kTargetOpset << ": " << e.what();
     }
   }
   if (options.batchSize > 0) {
@@ -1134,8 +1128,8 @@ mlir::dpc::onnx_frontend::importOnnxFile(StringRef path, MLIRContext *context,
   try {
     onnx::ShapeInferenceOptions inferenceOptions{/*check_type=*/true,
                                                  /*error_mode=*/1};
-    onnx::shape_inference::InferShapes(model, onnx::OpSchemaRegistry::Instance(),
-                                       inferenceOptions);
+    onnx::shape_inference::InferShapes(
+        model, onnx::OpSchemaRegistry::Instance(), inferenceOptions);
   } catch (const std::exception &e) {
     return emitError(loc) << "ONNX shape inference fails: " << e.what();
   }

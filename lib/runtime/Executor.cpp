@@ -835,8 +835,8 @@ struct Executor::Impl : dpc_context {
 
   OpTime &opTime(const char *function, int64_t op) {
     if (op < 0 || op >= static_cast<int64_t>(manifest.profile.size()))
-      fatal(function, "op " + std::to_string(op) +
-                          " is not in the manifest's profile");
+      fatal(function,
+            "op " + std::to_string(op) + " is not in the manifest's profile");
     if (opTimes.size() != manifest.profile.size())
       opTimes.resize(manifest.profile.size());
     return opTimes[op];

@@ -5,6 +5,7 @@
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
+#include <iostream>
 #include <sstream>
 
 namespace dpc::cli {
@@ -24,10 +25,9 @@ void ArgParser::addFlag(const std::string &name, bool *out,
   options.push_back(std::move(opt));
 }
 
-void ArgParser::addOption(
-    const std::string &name,
-    std::function<std::string(const std::string &)> parse,
-    const std::string &metavar, const std::string &help) {
+void ArgParser::addOption(const std::string &name,
+                          std::function<std::string(const std::string &)> parse,
+                          const std::string &metavar, const std::string &help) {
   Option opt;
   opt.name = name;
   opt.metavar = metavar;
@@ -37,8 +37,7 @@ void ArgParser::addOption(
 }
 
 void ArgParser::addOption(const std::string &name, std::string *out,
-                          const std::string &metavar,
-                          const std::string &help) {
+                          const std::string &metavar, const std::string &help) {
   addOption(
       name,
       [out](const std::string &value) {
@@ -49,8 +48,7 @@ void ArgParser::addOption(const std::string &name, std::string *out,
 }
 
 void ArgParser::addOption(const std::string &name, int64_t *out,
-                          const std::string &metavar,
-                          const std::string &help) {
+                          const std::string &metavar, const std::string &help) {
   addOption(
       name,
       [out](const std::string &value) -> std::string {
@@ -66,8 +64,7 @@ void ArgParser::addOption(const std::string &name, int64_t *out,
 }
 
 void ArgParser::addOption(const std::string &name, double *out,
-                          const std::string &metavar,
-                          const std::string &help) {
+                          const std::string &metavar, const std::string &help) {
   addOption(
       name,
       [out](const std::string &value) -> std::string {
@@ -179,13 +176,29 @@ ArgParser::Result ArgParser::parse(const std::vector<std::string> &args) {
   return Result::Ok;
 }
 
+std::optional<int>
+ArgParser::parseOrExit(const std::vector<std::string> &args) {
+  switch (parse(args)) {
+  case Result::Help:
+    std::cout << help();
+    return 0;
+  case Result::Error:
+    std::cerr << error() << "\n";
+    return kUsageError;
+  case Result::Ok:
+    break;
+  }
+  return std::nullopt;
+}
+
 std::string ArgParser::help() const {
   std::ostringstream os;
   os << command << " - " << summary << "\n\nUsage: " << usage << "\n";
   if (!positionals.empty()) {
     os << "\nArguments:\n";
     for (const Positional &p : positionals)
-      os << "  " << p.name << std::string(p.name.size() < 26 ? 26 - p.name.size() : 1, ' ')
+      os << "  " << p.name
+         << std::string(p.name.size() < 26 ? 26 - p.name.size() : 1, ' ')
          << p.help << "\n";
   }
   os << "\nOptions:\n";
@@ -214,9 +227,15 @@ bool parseByteCount(const std::string &text, double &bytes) {
   static const struct {
     const char *name;
     double scale;
-  } units[] = {{"", 1},        {"B", 1},           {"KB", 1e3},
-               {"MB", 1e6},    {"GB", 1e9},        {"TB", 1e12},
-               {"KiB", 1024.0}, {"MiB", 1048576.0}, {"GiB", 1073741824.0},
+  } units[] = {{"", 1},
+               {"B", 1},
+               {"KB", 1e3},
+               {"MB", 1e6},
+               {"GB", 1e9},
+               {"TB", 1e12},
+               {"KiB", 1024.0},
+               {"MiB", 1048576.0},
+               {"GiB", 1073741824.0},
                {"TiB", 1099511627776.0}};
   for (const auto &unit : units) {
     if (suffix == unit.name) {

@@ -172,20 +172,6 @@ std::string parseComm(const std::string &value, VerifyOptions &opts) {
   return "";
 }
 
-int parseArgs(cli::ArgParser &parser, const std::vector<std::string> &args) {
-  switch (parser.parse(args)) {
-  case cli::ArgParser::Result::Ok:
-    return -1;
-  case cli::ArgParser::Result::Help:
-    std::cout << parser.help();
-    return 0;
-  case cli::ArgParser::Result::Error:
-    std::cerr << parser.error() << "\n";
-    return cli::kUsageError;
-  }
-  return cli::kUsageError;
-}
-
 int runBuild(const std::vector<std::string> &args) {
   const std::string command = "dpc-schedule build";
   cli::ArgParser parser(
@@ -229,8 +215,8 @@ int runBuild(const std::vector<std::string> &args) {
   parser.addOption("trace", &trace, "FILE", "write a Chrome trace");
   parser.addOption("svg", &svg, "FILE", "write an SVG timeline");
   parser.addOption("title", &title, "TEXT", "title of the SVG picture");
-  if (int rc = parseArgs(parser, args); rc >= 0)
-    return rc;
+  if (std::optional<int> exit = parser.parseOrExit(args))
+    return *exit;
   for (const char *required : {"stages", "microbatches", "schedule"}) {
     if (!parser.given(required)) {
       std::cerr << command << ": missing --" << required << "\n";
@@ -304,8 +290,8 @@ int runVerify(const std::vector<std::string> &args) {
       "MODEL",
       "blocking, non-blocking or both (default) must be "
       "deadlock-free");
-  if (int rc = parseArgs(parser, args); rc >= 0)
-    return rc;
+  if (std::optional<int> exit = parser.parseOrExit(args))
+    return *exit;
   if (path.empty()) {
     std::cerr << command << ": missing the schedule file\n";
     return cli::kUsageError;
@@ -344,8 +330,8 @@ int runSimulate(const std::vector<std::string> &args) {
   parser.addOption("trace", &trace, "FILE", "write a Chrome trace");
   parser.addOption("svg", &svg, "FILE", "write an SVG timeline");
   parser.addOption("title", &title, "TEXT", "title of the SVG picture");
-  if (int rc = parseArgs(parser, args); rc >= 0)
-    return rc;
+  if (std::optional<int> exit = parser.parseOrExit(args))
+    return *exit;
   if (path.empty()) {
     std::cerr << command << ": missing the schedule file\n";
     return cli::kUsageError;

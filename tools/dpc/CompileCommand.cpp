@@ -10,12 +10,12 @@
 #include "Commands.h"
 #include "Compile.h"
 
-#include "dialects/nn/IR/NNDialect.h"
 #include "backends/llvm/ObjectEmitter.h"
+#include "dialects/nn/IR/NNDialect.h"
 #include "dialects/nn/IR/NNOps.h"
+#include "dialects/pipe/IR/PipeDialect.h"
 #include "dialects/pipe/IR/PipeOps.h"
 #include "frontends/onnx/OnnxImporter.h"
-#include "dialects/pipe/IR/PipeDialect.h"
 #include "passes/Passes.h"
 
 #include "dpc/runtime/Safetensors.h"
@@ -37,16 +37,15 @@
 #include <fstream>
 #include <map>
 
-#include <nlohmann/json.hpp>
 #include <functional>
 #include <iostream>
+#include <nlohmann/json.hpp>
 #include <set>
 
 namespace fs = std::filesystem;
 
 namespace dpc::tools {
 namespace {
-
 
 // An option that must take one of `choices`.
 std::function<std::string(const std::string &)>
@@ -156,8 +155,8 @@ bool loadModel(const CompileOptions &options, mlir::MLIRContext &context,
     weights.metadata["onnx_opset"] = std::to_string(imported->fileOpset);
     return true;
   }
-  module = mlir::parseSourceFile<mlir::ModuleOp>(options.model, sourceMgr,
-                                                 &context);
+  module =
+      mlir::parseSourceFile<mlir::ModuleOp>(options.model, sourceMgr, &context);
   return static_cast<bool>(module);
 }
 
@@ -240,7 +239,8 @@ bool emitRank(mlir::ModuleOp outlined, int64_t stage, const std::string &target,
   if (mlir::failed(pm.run(*rank)))
     return false;
   // Only the LLVM dialect goes to translation.
-  for (mlir::NamedAttribute attr : llvm::to_vector(rank->getOperation()->getAttrs()))
+  for (mlir::NamedAttribute attr :
+       llvm::to_vector(rank->getOperation()->getAttrs()))
     rank->getOperation()->removeAttr(attr.getName());
 
   std::string name = "rank" + std::to_string(stage);
@@ -268,8 +268,8 @@ bool recordSimulation(mlir::ModuleOp module, const fs::path &planPath) {
   if (!step || !bubble || !peaks)
     return true;
   std::ifstream in(planPath);
-  nlohmann::ordered_json plan = nlohmann::ordered_json::parse(in, nullptr,
-                                                              false);
+  nlohmann::ordered_json plan =
+      nlohmann::ordered_json::parse(in, nullptr, false);
   if (plan.is_discarded()) {
     std::cerr << "dpc compile: cannot read back " << planPath.string() << "\n";
     return false;
@@ -395,8 +395,8 @@ int compileModel(const CompileOptions &options) {
 
   fs::create_directories(out.path() / "mlir");
   for (auto [i, phase] : llvm::enumerate(phaseIR)) {
-    std::string name = (i < 10 ? "0" : "") + std::to_string(i) + "-" +
-                       phase.first + ".mlir";
+    std::string name =
+        (i < 10 ? "0" : "") + std::to_string(i) + "-" + phase.first + ".mlir";
     if (!writeText(out.path() / "mlir" / name, phase.second))
       return 1;
   }
@@ -412,8 +412,7 @@ int compileModel(const CompileOptions &options) {
           mlir::dpc::pipe::PipeDialect::kNumStagesAttrName))
     numStages = attr.getInt();
   if (!weights.tensors.empty() || options.emit == "exe")
-    if (!writeStageWeights(*module, numStages, weights,
-                           out.path() / "weights"))
+    if (!writeStageWeights(*module, numStages, weights, out.path() / "weights"))
       return 1;
 
   if (options.emit == "exe") {
@@ -459,8 +458,7 @@ int runCompileCommand(const Args &args) {
               "model chunks per rank for --schedule interleaved");
   p.addOption("target", oneOf(&o.target, {"cpu", "cuda"}), "cpu|cuda",
               "backend (default cpu)");
-  p.addOption("loss",
-              oneOf(&o.loss, {"softmax-cross-entropy", "mse", "none"}),
+  p.addOption("loss", oneOf(&o.loss, {"softmax-cross-entropy", "mse", "none"}),
               "KIND", "loss appended to the model's output");
   p.addOption("optimizer", oneOf(&o.optimizer, {"sgd", "adam"}), "sgd|adam",
               "optimizer (default sgd)");
@@ -480,19 +478,11 @@ int runCompileCommand(const Args &args) {
               "bandwidth between devices for planning (default 1e9)");
   p.addOption("profile", &o.profile, "FILE",
               "measured op costs from 'dpc profile'");
-  p.addOption("emit", oneOf(&o.emit, {"mlir", "plan", "exe"}),
-              "mlir|plan|exe", "stop after that stage (default exe)");
+  p.addOption("emit", oneOf(&o.emit, {"mlir", "plan", "exe"}), "mlir|plan|exe",
+              "stop after that stage (default exe)");
 
-  switch (p.parse(args)) {
-  case cli::ArgParser::Result::Help:
-    std::cout << p.help();
-    return 0;
-  case cli::ArgParser::Result::Error:
-    std::cerr << p.error() << "\n";
-    return cli::kUsageError;
-  case cli::ArgParser::Result::Ok:
-    break;
-  }
+  if (std::optional<int> exit = p.parseOrExit(args))
+    return *exit;
   if (std::string problem = checkOptions(o, p); !problem.empty()) {
     std::cerr << "dpc compile: " << problem << "\n";
     return cli::kUsageError;

@@ -25,16 +25,8 @@ int runExportCommand(const Args &args) {
   p.addOption("checkpoint", &checkpoint, "DIR",
               "checkpoint directory written by the ranks (required)");
   p.addOption("o", &output, "FILE", "ONNX model to write (required)");
-  switch (p.parse(args)) {
-  case cli::ArgParser::Result::Help:
-    std::cout << p.help();
-    return 0;
-  case cli::ArgParser::Result::Error:
-    std::cerr << p.error() << "\n";
-    return cli::kUsageError;
-  case cli::ArgParser::Result::Ok:
-    break;
-  }
+  if (std::optional<int> exit = p.parseOrExit(args))
+    return *exit;
   if (checkpoint.empty() || output.empty()) {
     std::cerr << "dpc export: give --checkpoint DIR and -o FILE\n";
     return cli::kUsageError;

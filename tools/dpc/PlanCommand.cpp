@@ -149,16 +149,8 @@ int runPlanCommand(const Args &args) {
                    "write plan.json here (default: stdout)");
   parser.addFlag("quiet", &quiet, "no summary on stdout when -o is given");
 
-  switch (parser.parse(args)) {
-  case cli::ArgParser::Result::Help:
-    std::cout << parser.help();
-    return 0;
-  case cli::ArgParser::Result::Error:
-    std::cerr << parser.error() << "\n";
-    return cli::kUsageError;
-  case cli::ArgParser::Result::Ok:
-    break;
-  }
+  if (std::optional<int> exit = parser.parseOrExit(args))
+    return *exit;
   auto usage = [](const std::string &message) {
     std::cerr << "dpc plan: " << message << "\n";
     return cli::kUsageError;

@@ -81,16 +81,8 @@ int runProfileCommand(const Args &args) {
               "microbatches per step (default 4)");
   p.addOption("microbatch-size", &compile.microbatchSize, "B",
               "samples per microbatch (re-specialises the batch dimension)");
-  switch (p.parse(args)) {
-  case cli::ArgParser::Result::Help:
-    std::cout << p.help();
-    return 0;
-  case cli::ArgParser::Result::Error:
-    std::cerr << p.error() << "\n";
-    return cli::kUsageError;
-  case cli::ArgParser::Result::Ok:
-    break;
-  }
+  if (std::optional<int> exit = p.parseOrExit(args))
+    return *exit;
   if (output.empty()) {
     std::cerr << "dpc profile: missing output file: give -o FILE\n";
     return cli::kUsageError;
@@ -129,15 +121,14 @@ int runProfileCommand(const Args &args) {
   std::string stepsArg = std::to_string(steps);
   std::string buildArg = build.string(), opTimesArg = opTimes.string();
   llvm::SmallVector<llvm::StringRef> run = {
-      self,      "run",     buildArg,   "--steps",    stepsArg,
-      "--data",  "synthetic", "--no-eval", "--op-times", opTimesArg};
+      self,     "run",       buildArg,    "--steps",    stepsArg,
+      "--data", "synthetic", "--no-eval", "--op-times", opTimesArg};
   // The rank's progress lines would only be noise here; errors still show.
-  std::optional<llvm::StringRef> redirects[] = {std::nullopt,
-                                                llvm::StringRef(""),
-                                                std::nullopt};
+  std::optional<llvm::StringRef> redirects[] = {
+      std::nullopt, llvm::StringRef(""), std::nullopt};
   std::string message;
-  int status = llvm::sys::ExecuteAndWait(self, run, std::nullopt, redirects,
-                                         0, 0, &message);
+  int status = llvm::sys::ExecuteAndWait(self, run, std::nullopt, redirects, 0,
+                                         0, &message);
   if (status != 0) {
     std::cerr << "dpc profile: the timing run failed"
               << (message.empty() ? "" : ": " + message) << "\n";
@@ -179,8 +170,8 @@ int runProfileCommand(const Args &args) {
   std::error_code ec;
   fs::rename(tmp, output, ec);
   if (ec) {
-    std::cerr << "dpc profile: cannot write '" << output << "': "
-              << ec.message() << "\n";
+    std::cerr << "dpc profile: cannot write '" << output
+              << "': " << ec.message() << "\n";
     return 1;
   }
   std::cout << "dpc profile: " << graph->size() << " nodes, " << steps

@@ -428,16 +428,8 @@ int runRunCommand(const Args &args) {
                  "evaluate test accuracy after training (default on)",
                  /*negatable=*/true);
 
-  switch (parser.parse(args)) {
-  case cli::ArgParser::Result::Help:
-    std::cout << parser.help();
-    return 0;
-  case cli::ArgParser::Result::Error:
-    std::cerr << parser.error() << "\n";
-    return cli::kUsageError;
-  case cli::ArgParser::Result::Ok:
-    break;
-  }
+  if (std::optional<int> exit = parser.parseOrExit(args))
+    return *exit;
   if (parser.given("steps") && parser.given("epochs")) {
     std::cerr << kCommand << ": give --steps or --epochs, not both\n";
     return cli::kUsageError;

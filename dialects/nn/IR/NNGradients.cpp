@@ -44,13 +44,13 @@ void MatmulOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
   resetGrads(*this, grads);
   Value dy = resultGrads[0];
   if (needed[0])
-    grads[0] = b.create<MatmulGradLhsOp>(getLoc(), getLhs().getType(), dy,
-                                         getRhs(), getTransposeLhsAttr(),
-                                         getTransposeRhsAttr());
+    grads[0] =
+        b.create<MatmulGradLhsOp>(getLoc(), getLhs().getType(), dy, getRhs(),
+                                  getTransposeLhsAttr(), getTransposeRhsAttr());
   if (needed[1])
-    grads[1] = b.create<MatmulGradRhsOp>(getLoc(), getRhs().getType(), dy,
-                                         getLhs(), getTransposeLhsAttr(),
-                                         getTransposeRhsAttr());
+    grads[1] =
+        b.create<MatmulGradRhsOp>(getLoc(), getRhs().getType(), dy, getLhs(),
+                                  getTransposeLhsAttr(), getTransposeRhsAttr());
 }
 
 void AddOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
@@ -83,10 +83,10 @@ void MaxPool2dOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
                                  SmallVectorImpl<Value> &grads) {
   resetGrads(*this, grads);
   if (needed[0])
-    grads[0] = b.create<MaxPool2dGradOp>(
-        getLoc(), getInput().getType(), resultGrads[0], getInput(),
-        getKernelShapeAttr(), getStridesAttr(), getPadsAttr(),
-        getCeilModeAttr());
+    grads[0] = b.create<MaxPool2dGradOp>(getLoc(), getInput().getType(),
+                                         resultGrads[0], getInput(),
+                                         getKernelShapeAttr(), getStridesAttr(),
+                                         getPadsAttr(), getCeilModeAttr());
 }
 
 void ReshapeOp::buildGradients(OpBuilder &b, ValueRange resultGrads,

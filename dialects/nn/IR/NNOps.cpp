@@ -36,6 +36,18 @@ static LogicalResult expectType(Operation *op, StringRef what, Value value,
   return success();
 }
 
+// A gradient op's result_grad has the forward op's result shape, which the
+// forward shape rule gives from the operands the gradient op carries.
+static LogicalResult expectForwardResultGrad(Operation *op,
+                                             FailureOr<Shape> forward,
+                                             Value resultGrad,
+                                             Type elementType) {
+  if (failed(forward))
+    return failure();
+  return expectType(op, "result_grad (the forward result's shape)", resultGrad,
+                    *forward, elementType);
+}
+
 //===----------------------------------------------------------------------===//
 // ParamOp
 //===----------------------------------------------------------------------===//
@@ -76,21 +88,17 @@ LogicalResult Conv2dOp::verify() {
 }
 
 LogicalResult Conv2dGradInputOp::verify() {
-  FailureOr<Shape> shape =
-      inferConvFrom(*this, shapeOf(getInputGrad()), shapeOf(getFilter()));
-  if (failed(shape))
-    return failure();
-  return expectType(*this, "result_grad (the forward result's shape)",
-                    getResultGrad(), *shape, elementTypeOf(getInputGrad()));
+  return expectForwardResultGrad(
+      *this,
+      inferConvFrom(*this, shapeOf(getInputGrad()), shapeOf(getFilter())),
+      getResultGrad(), elementTypeOf(getInputGrad()));
 }
 
 LogicalResult Conv2dGradFilterOp::verify() {
-  FailureOr<Shape> shape =
-      inferConvFrom(*this, shapeOf(getInput()), shapeOf(getFilterGrad()));
-  if (failed(shape))
-    return failure();
-  return expectType(*this, "result_grad (the forward result's shape)",
-                    getResultGrad(), *shape, elementTypeOf(getFilterGrad()));
+  return expectForwardResultGrad(
+      *this,
+      inferConvFrom(*this, shapeOf(getInput()), shapeOf(getFilterGrad())),
+      getResultGrad(), elementTypeOf(getFilterGrad()));
 }
 
 LogicalResult Conv2dGradBiasOp::verify() {
@@ -109,8 +117,7 @@ LogicalResult Conv2dGradBiasOp::verify() {
 template <typename MatmulOp>
 static FailureOr<Shape> inferMatmulFrom(MatmulOp op, ArrayRef<int64_t> lhs,
                                         ArrayRef<int64_t> rhs) {
-  return inferMatmulShape(lhs, rhs, op.getTransposeLhs(),
-                          op.getTransposeRhs(),
+  return inferMatmulShape(lhs, rhs, op.getTransposeLhs(), op.getTransposeRhs(),
                           [&] { return op.emitOpError(); });
 }
 
@@ -120,28 +127,22 @@ LogicalResult MatmulOp::verify() {
   if (failed(shape))
     return failure();
   Type elementType = elementTypeOf(getLhs());
-  if (failed(expectType(*this, "rhs", getRhs(), shapeOf(getRhs()),
-                        elementType)))
+  if (failed(
+          expectType(*this, "rhs", getRhs(), shapeOf(getRhs()), elementType)))
     return failure();
   return expectType(*this, "result", getResult(), *shape, elementType);
 }
 
 LogicalResult MatmulGradLhsOp::verify() {
-  FailureOr<Shape> shape =
-      inferMatmulFrom(*this, shapeOf(getLhsGrad()), shapeOf(getRhs()));
-  if (failed(shape))
-    return failure();
-  return expectType(*this, "result_grad (the forward result's shape)",
-                    getResultGrad(), *shape, elementTypeOf(getLhsGrad()));
+  return expectForwardResultGrad(
+      *this, inferMatmulFrom(*this, shapeOf(getLhsGrad()), shapeOf(getRhs())),
+      getResultGrad(), elementTypeOf(getLhsGrad()));
 }
 
 LogicalResult MatmulGradRhsOp::verify() {
-  FailureOr<Shape> shape =
-      inferMatmulFrom(*this, shapeOf(getLhs()), shapeOf(getRhsGrad()));
-  if (failed(shape))
-    return failure();
-  return expectType(*this, "result_grad (the forward result's shape)",
-                    getResultGrad(), *shape, elementTypeOf(getRhsGrad()));
+  return expectForwardResultGrad(
+      *this, inferMatmulFrom(*this, shapeOf(getLhs()), shapeOf(getRhsGrad())),
+      getResultGrad(), elementTypeOf(getRhsGrad()));
 }
 
 //===----------------------------------------------------------------------===//
@@ -149,14 +150,13 @@ LogicalResult MatmulGradRhsOp::verify() {
 //===----------------------------------------------------------------------===//
 
 LogicalResult AddOp::verify() {
-  FailureOr<Shape> shape =
-      inferBroadcastShape(shapeOf(getLhs()), shapeOf(getRhs()),
-                          [&] { return emitOpError(); });
+  FailureOr<Shape> shape = inferBroadcastShape(
+      shapeOf(getLhs()), shapeOf(getRhs()), [&] { return emitOpError(); });
   if (failed(shape))
     return failure();
   Type elementType = elementTypeOf(getLhs());
-  if (failed(expectType(*this, "rhs", getRhs(), shapeOf(getRhs()),
-                        elementType)))
+  if (failed(
+          expectType(*this, "rhs", getRhs(), shapeOf(getRhs()), elementType)))
     return failure();
   return expectType(*this, "result", getResult(), *shape, elementType);
 }
@@ -180,8 +180,7 @@ LogicalResult SumToShapeOp::verify() {
 // Pooling
 //===----------------------------------------------------------------------===//
 
-template <typename PoolOp>
-static FailureOr<Shape> inferPoolFrom(PoolOp op) {
+template <typename PoolOp> static FailureOr<Shape> inferPoolFrom(PoolOp op) {
   return inferPool2dShape(shapeOf(op.getInput()), op.getKernelShape(),
                           op.getStrides(), op.getPads(), op.getCeilMode(),
                           [&] { return op.emitOpError(); });
@@ -200,8 +199,8 @@ LogicalResult MaxPool2dGradOp::verify() {
   if (failed(shape))
     return failure();
   Type elementType = elementTypeOf(getInput());
-  if (failed(expectType(*this, "result_grad (the forward result's shape)",
-                        getResultGrad(), *shape, elementType)))
+  if (failed(
+          expectForwardResultGrad(*this, shape, getResultGrad(), elementType)))
     return failure();
   return expectType(*this, "input_grad", getInputGrad(), shapeOf(getInput()),
                     elementType);
@@ -216,8 +215,8 @@ LogicalResult ReshapeOp::verify() {
   int64_t out = getNumElements(shapeOf(getResult()));
   if (in != out)
     return emitOpError("expects the same number of elements, got ")
-           << in << " in " << formatShape(shapeOf(getInput())) << " and "
-           << out << " in " << formatShape(shapeOf(getResult()));
+           << in << " in " << formatShape(shapeOf(getInput())) << " and " << out
+           << " in " << formatShape(shapeOf(getResult()));
   if (elementTypeOf(getInput()) != elementTypeOf(getResult()))
     return emitOpError("expects the same element type in and out");
   return success();
@@ -238,8 +237,7 @@ OpFoldResult ReshapeOp::fold(FoldAdaptor) {
 // Loss
 //===----------------------------------------------------------------------===//
 
-template <typename LossOp>
-static LogicalResult verifyLossOperands(LossOp op) {
+template <typename LossOp> static LogicalResult verifyLossOperands(LossOp op) {
   ArrayRef<int64_t> logits = shapeOf(op.getLogits());
   ArrayRef<int64_t> labels = shapeOf(op.getLabels());
   if (logits.size() != 2)
@@ -261,8 +259,8 @@ LogicalResult SoftmaxCrossEntropyOp::verify() {
 LogicalResult SoftmaxCrossEntropyGradOp::verify() {
   if (failed(verifyLossOperands(*this)))
     return failure();
-  return expectType(*this, "logits_grad", getLogitsGrad(),
-                    shapeOf(getLogits()), elementTypeOf(getLogits()));
+  return expectType(*this, "logits_grad", getLogitsGrad(), shapeOf(getLogits()),
+                    elementTypeOf(getLogits()));
 }
 
 //===----------------------------------------------------------------------===//

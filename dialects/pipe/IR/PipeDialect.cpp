@@ -38,8 +38,7 @@ LogicalResult PipeDialect::verifyOperationAttribute(Operation *op,
              << "' to be a positive integer on a module";
     return success();
   }
-  if (attr.getName() == "pipe.offset" ||
-      attr.getName() == "pipe.arena_bytes") {
+  if (attr.getName() == "pipe.offset" || attr.getName() == "pipe.arena_bytes") {
     auto value = dyn_cast<IntegerAttr>(attr.getValue());
     if (!value || value.getInt() < 0)
       return op->emitError("expects '")

@@ -31,8 +31,7 @@ static LogicalResult verifyTransfer(TransferOp op) {
   if (tag < 0)
     return op.emitOpError("expects a non-negative tag, got ") << tag;
   if (std::optional<int64_t> stage = getStage(op); stage && *stage == peer)
-    return op.emitOpError("expects a peer other than its own stage ")
-           << *stage;
+    return op.emitOpError("expects a peer other than its own stage ") << *stage;
   return success();
 }
 

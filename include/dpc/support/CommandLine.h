@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -48,6 +49,11 @@ public:
   /// Parses `args` (without the program and subcommand names). On Error the
   /// message is in `error()`; on Help the caller prints `help()` and exits 0.
   Result parse(const std::vector<std::string> &args);
+
+  /// Parses `args` the way every subcommand does: on --help prints help()
+  /// to stdout and returns 0, on a usage error prints error() to stderr and
+  /// returns kUsageError; returns nullopt when the command should go on.
+  std::optional<int> parseOrExit(const std::vector<std::string> &args);
 
   const std::string &error() const { return errorMessage; }
   std::string help() const;

@@ -131,13 +131,32 @@ dnnl::convolution_forward::primitive_desc forwardDesc(const ConvDescs &d,
 
 enum class ConvKind : int64_t { Forward, ForwardBias, Data, Weights };
 
+/// A convolution primitive with the memory layouts it chose. Primitives are
+/// created for `format_tag::any`, so oneDNN picks its blocked layouts and
+/// direct (not im2col) kernels; the plain NCHW/OIHW buffers of the ABI are
+/// reordered into those layouts and back, through buffers kept here.
+struct ConvPrimitive {
+  dnnl::primitive prim;
+  std::unordered_map<int, dnnl::memory::desc> layouts; // by DNNL_ARG_*
+  std::unordered_map<int, dnnl::memory> staging;
+  std::unordered_map<int, dnnl::reorder> reorders;
+};
+
+ConvDescs anyLayouts(const ConvDescs &plain) {
+  ConvDescs d = plain;
+  d.src = {plain.src.dims(), dt::f32, tag::any};
+  d.weights = {plain.weights.dims(), dt::f32, tag::any};
+  d.dst = {plain.dst.dims(), dt::f32, tag::any};
+  return d;
+}
+
 /// Primitives by kind and geometry: the same shapes recur every microbatch,
 /// and creating a oneDNN primitive costs far more than running a small one.
 /// Kernels run on the executor's thread; the lock only guards against a
 /// future caller that is not.
-dnnl::primitive &convPrimitive(ConvKind kind, const ConvGeometry &g) {
+ConvPrimitive &convPrimitive(ConvKind kind, const ConvGeometry &g) {
   static std::mutex mutex;
-  static std::map<std::vector<int64_t>, dnnl::primitive> cache;
+  static std::map<std::vector<int64_t>, ConvPrimitive> cache;
   std::vector<int64_t> key = {
       int64_t(kind), g.n,  g.c,  g.h,  g.w,  g.o,  g.kh, g.kw, g.oh,    g.ow,
       g.sh,          g.sw, g.pt, g.pl, g.pb, g.pr, g.dh, g.dw, g.groups};
@@ -145,40 +164,93 @@ dnnl::primitive &convPrimitive(ConvKind kind, const ConvGeometry &g) {
   auto it = cache.find(key);
   if (it != cache.end())
     return it->second;
-  ConvDescs d = convDescs(g);
-  dnnl::primitive prim;
+  ConvDescs d = anyLayouts(convDescs(g));
+  ConvPrimitive cp;
   switch (kind) {
   case ConvKind::Forward:
-  case ConvKind::ForwardBias:
-    prim = dnnl::convolution_forward(
-        forwardDesc(d, kind == ConvKind::ForwardBias));
+  case ConvKind::ForwardBias: {
+    auto pd = forwardDesc(d, kind == ConvKind::ForwardBias);
+    cp.prim = dnnl::convolution_forward(pd);
+    cp.layouts = {{DNNL_ARG_SRC, pd.src_desc()},
+                  {DNNL_ARG_WEIGHTS, pd.weights_desc()},
+                  {DNNL_ARG_DST, pd.dst_desc()}};
     break;
+  }
   case ConvKind::Data: {
     using bwd = dnnl::convolution_backward_data;
     bwd::desc desc(dnnl::algorithm::convolution_direct, d.src, d.weights, d.dst,
                    d.strides, d.dilates, d.padL, d.padR);
-    prim = bwd(bwd::primitive_desc(desc, engine(), forwardDesc(d, false)));
+    bwd::primitive_desc pd(desc, engine(), forwardDesc(d, false));
+    cp.prim = bwd(pd);
+    cp.layouts = {{DNNL_ARG_DIFF_DST, pd.diff_dst_desc()},
+                  {DNNL_ARG_WEIGHTS, pd.weights_desc()},
+                  {DNNL_ARG_DIFF_SRC, pd.diff_src_desc()}};
     break;
   }
   case ConvKind::Weights: {
     using bwd = dnnl::convolution_backward_weights;
     bwd::desc desc(dnnl::algorithm::convolution_direct, d.src, d.weights, d.dst,
                    d.strides, d.dilates, d.padL, d.padR);
-    prim = bwd(bwd::primitive_desc(desc, engine(), forwardDesc(d, false)));
+    bwd::primitive_desc pd(desc, engine(), forwardDesc(d, false));
+    cp.prim = bwd(pd);
+    cp.layouts = {{DNNL_ARG_DIFF_DST, pd.diff_dst_desc()},
+                  {DNNL_ARG_SRC, pd.src_desc()},
+                  {DNNL_ARG_DIFF_WEIGHTS, pd.diff_weights_desc()}};
     break;
   }
   }
-  return cache.emplace(std::move(key), std::move(prim)).first->second;
+  return cache.emplace(std::move(key), std::move(cp)).first->second;
 }
 
 dnnl::memory mem(const dnnl::memory::desc &d, const void *p) {
   return dnnl::memory(d, engine(), const_cast<void *>(p));
 }
 
+/// One buffer of a convolution call, in the ABI's plain layout.
+struct ConvArg {
+  int id; // DNNL_ARG_*
+  dnnl::memory::desc plain;
+  const void *data;
+  bool output = false;
+};
+
 void runConv(const char *kernel, ConvKind kind, const ConvGeometry &g,
-             std::unordered_map<int, dnnl::memory> args) {
+             const std::vector<ConvArg> &args) {
   try {
-    convPrimitive(kind, g).execute(stream(), args);
+    ConvPrimitive &cp = convPrimitive(kind, g);
+    std::unordered_map<int, dnnl::memory> exec;
+    std::vector<int> outputs;
+    for (const ConvArg &arg : args) {
+      dnnl::memory user = mem(arg.plain, arg.data);
+      auto layout = cp.layouts.find(arg.id);
+      if (layout == cp.layouts.end() || layout->second == arg.plain) {
+        exec[arg.id] = user;
+        continue;
+      }
+      auto [staged, created] = cp.staging.try_emplace(arg.id);
+      if (created)
+        staged->second = dnnl::memory(layout->second, engine());
+      if (arg.output) {
+        outputs.push_back(arg.id);
+      } else {
+        auto [reorder, fresh] = cp.reorders.try_emplace(arg.id);
+        if (fresh)
+          reorder->second = dnnl::reorder(user, staged->second);
+        reorder->second.execute(stream(), user, staged->second);
+      }
+      exec[arg.id] = staged->second;
+    }
+    cp.prim.execute(stream(), exec);
+    for (int id : outputs) {
+      const ConvArg &arg = *std::find_if(
+          args.begin(), args.end(), [&](const ConvArg &a) { return a.id == id; });
+      dnnl::memory user = mem(arg.plain, arg.data);
+      // Reorders back to the plain layout are keyed apart from the inputs'.
+      auto [reorder, fresh] = cp.reorders.try_emplace(-id - 1);
+      if (fresh)
+        reorder->second = dnnl::reorder(cp.staging.at(id), user);
+      reorder->second.execute(stream(), cp.staging.at(id), user);
+    }
     stream().wait();
   } catch (const dnnl::error &e) {
     fail(kernel, std::string("oneDNN: ") + e.what());
@@ -247,14 +319,13 @@ void dpc_conv2d(const float *x, const int64_t *x_shape, const float *w,
   ConvGeometry g =
       convGeometry("dpc_conv2d", x_shape, w_shape, y_shape, params);
   ConvDescs d = convDescs(g);
-  std::unordered_map<int, dnnl::memory> args = {
-      {DNNL_ARG_SRC, mem(d.src, x)},
-      {DNNL_ARG_WEIGHTS, mem(d.weights, w)},
-      {DNNL_ARG_DST, mem(d.dst, y)}};
+  std::vector<ConvArg> args = {{DNNL_ARG_SRC, d.src, x},
+                               {DNNL_ARG_WEIGHTS, d.weights, w},
+                               {DNNL_ARG_DST, d.dst, y, /*output=*/true}};
   if (bias)
-    args.emplace(DNNL_ARG_BIAS, mem(d.bias, bias));
+    args.push_back({DNNL_ARG_BIAS, d.bias, bias});
   runConv("dpc_conv2d", bias ? ConvKind::ForwardBias : ConvKind::Forward, g,
-          std::move(args));
+          args);
 }
 
 void dpc_conv2d_grad_input(const float *dy, const int64_t *dy_shape,
@@ -264,9 +335,9 @@ void dpc_conv2d_grad_input(const float *dy, const int64_t *dy_shape,
                                 dy_shape, params);
   ConvDescs d = convDescs(g);
   runConv("dpc_conv2d_grad_input", ConvKind::Data, g,
-          {{DNNL_ARG_DIFF_DST, mem(d.dst, dy)},
-           {DNNL_ARG_WEIGHTS, mem(d.weights, w)},
-           {DNNL_ARG_DIFF_SRC, mem(d.src, dx)}});
+          {{DNNL_ARG_DIFF_DST, d.dst, dy},
+           {DNNL_ARG_WEIGHTS, d.weights, w},
+           {DNNL_ARG_DIFF_SRC, d.src, dx, /*output=*/true}});
 }
 
 void dpc_conv2d_grad_filter(const float *dy, const int64_t *dy_shape,
@@ -276,9 +347,9 @@ void dpc_conv2d_grad_filter(const float *dy, const int64_t *dy_shape,
                                 dy_shape, params);
   ConvDescs d = convDescs(g);
   runConv("dpc_conv2d_grad_filter", ConvKind::Weights, g,
-          {{DNNL_ARG_DIFF_DST, mem(d.dst, dy)},
-           {DNNL_ARG_SRC, mem(d.src, x)},
-           {DNNL_ARG_DIFF_WEIGHTS, mem(d.weights, dw)}});
+          {{DNNL_ARG_DIFF_DST, d.dst, dy},
+           {DNNL_ARG_SRC, d.src, x},
+           {DNNL_ARG_DIFF_WEIGHTS, d.weights, dw, /*output=*/true}});
 }
 
 void dpc_conv2d_grad_bias(const float *dy, const int64_t *dy_shape, float *db) {

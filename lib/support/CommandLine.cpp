@@ -80,6 +80,21 @@ void ArgParser::addOption(const std::string &name, double *out,
       metavar, help);
 }
 
+void ArgParser::addByteCountOption(const std::string &name, double *out,
+                                   const std::string &help) {
+  addOption(
+      name,
+      [out](const std::string &value) -> std::string {
+        double bytes = 0;
+        if (!parseByteCount(value, bytes) || !(bytes > 0))
+          return "expects a byte count such as 8e9 or 16GiB, got '" + value +
+                 "'";
+        *out = bytes;
+        return "";
+      },
+      "BYTES", help);
+}
+
 void ArgParser::addPositional(const std::string &name, std::string *out,
                               const std::string &help, bool required) {
   positionals.push_back({name, out, help, required});

@@ -198,14 +198,8 @@ int runBuild(const std::vector<std::string> &args) {
   parser.addOption("costs", &costs.costs, "F,B,W|FILE",
                    "per-stage costs in ms, or a JSON cost file with sizes");
   addCostOptions(parser, costs);
-  parser.addOption(
-      "memory-limit",
-      [&](const std::string &v) -> std::string {
-        return cli::parseByteCount(v, memoryLimit)
-                   ? ""
-                   : "expects a byte count, got '" + v + "'";
-      },
-      "BYTES", "fail when a rank's peak memory exceeds this");
+  parser.addByteCountOption("memory-limit", &memoryLimit,
+                            "fail when a rank's peak memory exceeds this");
   parser.addOption(
       "comm", [&](const std::string &v) { return parseComm(v, verify); },
       "MODEL",
@@ -277,14 +271,8 @@ int runVerify(const std::vector<std::string> &args) {
   double memoryLimit = 0;
   VerifyOptions verify;
   parser.addPositional("file", &path, "the schedule.json to check");
-  parser.addOption(
-      "memory-limit",
-      [&](const std::string &v) -> std::string {
-        return cli::parseByteCount(v, memoryLimit)
-                   ? ""
-                   : "expects a byte count, got '" + v + "'";
-      },
-      "BYTES", "fail when a rank's peak memory exceeds this");
+  parser.addByteCountOption("memory-limit", &memoryLimit,
+                            "fail when a rank's peak memory exceeds this");
   parser.addOption(
       "comm", [&](const std::string &v) { return parseComm(v, verify); },
       "MODEL",

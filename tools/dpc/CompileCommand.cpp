@@ -465,15 +465,8 @@ int runCompileCommand(const Args &args) {
   p.addOption("lr", &o.lr, "X", "learning rate (default 0.01)");
   p.addOption("momentum", &o.momentum, "X", "SGD momentum (default 0)");
   p.addOption("weight-decay", &o.weightDecay, "X", "weight decay (default 0)");
-  p.addOption(
-      "memory-limit",
-      [&o](const std::string &value) -> std::string {
-        if (!cli::parseByteCount(value, o.memoryLimit) || o.memoryLimit <= 0)
-          return "expects a byte count such as 8e9 or 16GiB, got '" + value +
-                 "'";
-        return "";
-      },
-      "BYTES", "memory per device the plan must fit");
+  p.addByteCountOption("memory-limit", &o.memoryLimit,
+                       "memory per device the plan must fit");
   p.addOption("bandwidth", &o.bandwidth, "BYTES/S",
               "bandwidth between devices for planning (default 1e9)");
   p.addOption("profile", &o.profile, "FILE",

@@ -129,14 +129,7 @@ int runPlanCommand(const Args &args) {
       "B[,B2...]", "bytes/s, one per topology level, innermost first (1e9)");
   parser.addFlag("straight", &straight, "no replicas: one device per stage");
   parser.addOption("stages", &stages, "N", "exactly N stages");
-  parser.addOption(
-      "memory-limit",
-      [&](const std::string &v) -> std::string {
-        if (!cli::parseByteCount(v, memoryLimit) || !(memoryLimit > 0))
-          return "expects a byte count such as 8e9 or 16GiB, got '" + v + "'";
-        return "";
-      },
-      "BYTES", "memory per device");
+  parser.addByteCountOption("memory-limit", &memoryLimit, "memory per device");
   parser.addOption("schedule", &scheduleText, "KIND",
                    "pipedream (default), gpipe or 1f1b");
   parser.addOption("microbatches", &microbatches, "M",

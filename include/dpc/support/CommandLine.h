@@ -41,6 +41,9 @@ public:
   void addOption(const std::string &name,
                  std::function<std::string(const std::string &)> parse,
                  const std::string &metavar, const std::string &help);
+  /// A positive byte count such as "8e9", "512MiB" or "16GiB".
+  void addByteCountOption(const std::string &name, double *out,
+                          const std::string &help);
   /// Positional arguments are filled in order.
   void addPositional(const std::string &name, std::string *out,
                      const std::string &help, bool required = true);

@@ -114,3 +114,20 @@ TEST(CommandLine, ParsesByteCounts) {
 }
 
 } // namespace
+
+namespace {
+
+TEST(CommandLine, ByteCountOptionsTakeUnitsAndRejectZero) {
+  double limit = 0;
+  ArgParser parser("dpc test", "a test command", "dpc test");
+  parser.addByteCountOption("memory-limit", &limit, "limit");
+  ASSERT_EQ(parser.parse({"--memory-limit", "1.5GiB"}), ArgParser::Result::Ok);
+  EXPECT_DOUBLE_EQ(limit, 1.5 * 1024 * 1024 * 1024);
+  ArgParser zero("dpc test", "a test command", "dpc test");
+  zero.addByteCountOption("memory-limit", &limit, "limit");
+  EXPECT_EQ(zero.parse({"--memory-limit", "0"}), ArgParser::Result::Error);
+  EXPECT_EQ(zero.error(), "dpc test: option '--memory-limit' expects a byte "
+                          "count such as 8e9 or 16GiB, got '0'");
+}
+
+} // namespace

@@ -13,13 +13,12 @@
 #include "dpc/planner/Planner.h"
 #include "dpc/planner/Profile.h"
 #include "dpc/support/CommandLine.h"
+#include "dpc/support/WriteFile.h"
 
 #include <chrono>
 #include <cstdio>
-#include <fstream>
 #include <iostream>
 #include <sstream>
-#include <unistd.h>
 
 namespace dpc::tools {
 
@@ -66,33 +65,6 @@ std::string parseBandwidths(const std::string &text,
     bandwidths.push_back(v);
   }
   return "";
-}
-
-/// Writes next to the destination and renames, so that a failed or
-/// interrupted run never leaves a partial plan.json.
-bool writeAtomically(const std::string &path, const std::string &text,
-                     std::string &error) {
-  std::string temp = path + ".tmp." + std::to_string(::getpid());
-  {
-    std::ofstream out(temp, std::ios::binary | std::ios::trunc);
-    if (!out) {
-      error = "cannot write '" + path + "'";
-      return false;
-    }
-    out << text;
-    out.flush();
-    if (!out) {
-      std::remove(temp.c_str());
-      error = "cannot write '" + path + "'";
-      return false;
-    }
-  }
-  if (std::rename(temp.c_str(), path.c_str()) != 0) {
-    std::remove(temp.c_str());
-    error = "cannot write '" + path + "'";
-    return false;
-  }
-  return true;
 }
 
 } // namespace
@@ -209,7 +181,7 @@ int runPlanCommand(const Args &args) {
     return 0;
   }
   std::string error;
-  if (!writeAtomically(output, text, error)) {
+  if (!support::writeAtomically(output, text, error)) {
     std::cerr << "dpc plan: " << error << "\n";
     return 1;
   }

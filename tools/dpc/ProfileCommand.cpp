@@ -15,6 +15,7 @@
 
 #include "dpc/planner/Profile.h"
 #include "dpc/support/CommandLine.h"
+#include "dpc/support/WriteFile.h"
 
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/Support/FileSystem.h"
@@ -157,21 +158,9 @@ int runProfileCommand(const Args &args) {
     node.backwardMs = it == measured.end() ? 0 : it->second.second;
   }
 
-  // Written whole or not at all.
-  fs::path tmp = output + ".dpc-partial";
-  {
-    std::ofstream out(tmp);
-    out << planner::writeJsonProfile(*graph);
-    if (!out) {
-      std::cerr << "dpc profile: cannot write '" << output << "'\n";
-      return 1;
-    }
-  }
-  std::error_code ec;
-  fs::rename(tmp, output, ec);
-  if (ec) {
-    std::cerr << "dpc profile: cannot write '" << output
-              << "': " << ec.message() << "\n";
+  if (!support::writeAtomically(output, planner::writeJsonProfile(*graph),
+                                error)) {
+    std::cerr << "dpc profile: " << error << "\n";
     return 1;
   }
   std::cout << "dpc profile: " << graph->size() << " nodes, " << steps

@@ -1,0 +1,34 @@
+//===- WriteFile.cpp - Whole-or-nothing file output -----------------------===//
+
+#include "dpc/support/WriteFile.h"
+
+#include <cstdio>
+#include <fstream>
+#include <unistd.h>
+
+namespace dpc::support {
+
+bool writeAtomically(const std::string &path, const std::string &text,
+                     std::string &error) {
+  std::string temp = path + ".tmp." + std::to_string(::getpid());
+  {
+    std::ofstream out(temp, std::ios::binary | std::ios::trunc);
+    if (out) {
+      out << text;
+      out.flush();
+    }
+    if (!out) {
+      std::remove(temp.c_str());
+      error = "cannot write '" + path + "'";
+      return false;
+    }
+  }
+  if (std::rename(temp.c_str(), path.c_str()) != 0) {
+    std::remove(temp.c_str());
+    error = "cannot write '" + path + "'";
+    return false;
+  }
+  return true;
+}
+
+} // namespace dpc::support

@@ -34,12 +34,6 @@ namespace schedule = ::dpc::schedule;
 
 namespace {
 
-int64_t bytesOf(Type type) {
-  auto tensor = cast<RankedTensorType>(type);
-  return nn::getNumElements(tensor.getShape()) *
-         ((tensor.getElementTypeBitWidth() + 7) / 8);
-}
-
 // Milliseconds of the ops in `func` by their nn.cost.
 double segmentMs(func::FuncOp func) {
   double total = 0;
@@ -96,13 +90,13 @@ struct BuildSchedulePass
         entry.second.walk([&](Operation *op) {
           if (auto param = dyn_cast<nn::ParamOp>(op)) {
             if (params.insert(param.getName()).second)
-              paramBytes += bytesOf(param.getType());
+              paramBytes += nn::getSizeInBytes(param);
           } else if (auto stash = dyn_cast<pipe::StashOp>(op)) {
             if (stashes.insert(stash.getKey()).second)
-              info.activationBytes += bytesOf(stash.getValue().getType());
+              info.activationBytes += nn::getSizeInBytes(stash.getValue());
           } else if (auto send = dyn_cast<pipe::SendOp>(op)) {
             if (send.getPeerAttr().getInt() > stage)
-              info.outputBytes += bytesOf(send.getValue().getType());
+              info.outputBytes += nn::getSizeInBytes(send.getValue());
           }
         });
       }

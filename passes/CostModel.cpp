@@ -23,12 +23,6 @@ double TargetRates::milliseconds(double flops, double bytes) const {
   return 1e3 * std::max(flops / flopsPerSecond, bytes / bytesPerSecond);
 }
 
-static int64_t bytesOf(Value value) {
-  auto type = cast<RankedTensorType>(value.getType());
-  return nn::getNumElements(type.getShape()) *
-         ((type.getElementTypeBitWidth() + 7) / 8);
-}
-
 static double elementsOf(Value value) {
   return nn::getNumElements(cast<RankedTensorType>(value.getType()).getShape());
 }
@@ -37,9 +31,9 @@ static double elementsOf(Value value) {
 static double ioBytes(Operation *op) {
   double bytes = 0;
   for (Value v : op->getOperands())
-    bytes += bytesOf(v);
+    bytes += nn::getSizeInBytes(v);
   for (Value v : op->getResults())
-    bytes += bytesOf(v);
+    bytes += nn::getSizeInBytes(v);
   return bytes;
 }
 
@@ -51,10 +45,10 @@ std::optional<OpWork> mlir::dpc::estimateWork(Operation *op) {
   OpWork work;
   work.bytes = ioBytes(op);
   for (Value v : op->getResults())
-    work.activationBytes += bytesOf(v);
+    work.activationBytes += nn::getSizeInBytes(v);
   for (Value v : op->getOperands())
     if (v.getDefiningOp<nn::ParamOp>())
-      work.parameterBytes += bytesOf(v);
+      work.parameterBytes += nn::getSizeInBytes(v);
 
   bool known = true;
   llvm::TypeSwitch<Operation *>(op)
@@ -84,7 +78,7 @@ std::optional<OpWork> mlir::dpc::estimateWork(Operation *op) {
         double compares = elementsOf(pool.getResult()) * kernel[0] * kernel[1];
         work.flops = compares;
         work.gradFlops = compares;
-        work.gradBytes = work.bytes + bytesOf(pool.getInput());
+        work.gradBytes = work.bytes + nn::getSizeInBytes(pool.getInput());
       })
       .Case<nn::AddOp, nn::ReluOp>([&](Operation *) {
         work.flops = elementsOf(op->getResult(0));
@@ -99,7 +93,7 @@ std::optional<OpWork> mlir::dpc::estimateWork(Operation *op) {
         // max, exp, sum, log per row; the gradient is softmax minus one-hot.
         work.flops = 4 * elementsOf(loss.getLogits());
         work.gradFlops = 3 * elementsOf(loss.getLogits());
-        work.gradBytes = 2 * bytesOf(loss.getLogits());
+        work.gradBytes = 2 * nn::getSizeInBytes(loss.getLogits());
       })
       .Case<nn::Conv2dGradInputOp, nn::Conv2dGradFilterOp>([&](Operation *) {
         // The same multiply-adds as the forward convolution.
@@ -131,7 +125,7 @@ std::optional<OpWork> mlir::dpc::estimateWork(Operation *op) {
         // Weight decay, momentum and the step: a few flops per element,
         // reading param, grad and the momentum buffer, writing two.
         work.flops = 4 * elementsOf(update.getParam());
-        work.bytes = 5 * bytesOf(update.getParam());
+        work.bytes = 5 * nn::getSizeInBytes(update.getParam());
       })
       .Default([&](Operation *) { known = false; });
   if (!known)

@@ -44,12 +44,6 @@ ArrayRef<int64_t> shapeOf(Value value) {
   return cast<RankedTensorType>(value.getType()).getShape();
 }
 
-int64_t bytesOf(Value value) {
-  auto type = cast<RankedTensorType>(value.getType());
-  return nn::getNumElements(type.getShape()) *
-         ((type.getElementTypeBitWidth() + 7) / 8);
-}
-
 llvm::json::Array shapeJson(ArrayRef<int64_t> shape) {
   llvm::json::Array array;
   for (int64_t dim : shape)
@@ -84,8 +78,10 @@ struct Manifest {
   int64_t stashId(StringRef key, Value value) {
     auto [it, inserted] = stashKeys.insert({key, stashKeys.size()});
     if (inserted)
-      stashes[it->second] = llvm::json::Object{
-          {"key", it->second}, {"name", key}, {"bytes", bytesOf(value)}};
+      stashes[it->second] =
+          llvm::json::Object{{"key", it->second},
+                             {"name", key},
+                             {"bytes", nn::getSizeInBytes(value)}};
     return it->second;
   }
   void noteBatch(ArrayRef<int64_t> shape) {
@@ -255,7 +251,7 @@ Value Lowering::alloc(Value like) {
           like.getDefiningOp()->getAttrOfType<IntegerAttr>("pipe.offset"))
     return builder.create<LLVM::GEPOp>(loc, ptrType, builder.getI8Type(), arena,
                                        ArrayRef<LLVM::GEPArg>{offset.getInt()});
-  return call("dpc_alloc", ptrType, {context, i64(bytesOf(like))});
+  return call("dpc_alloc", ptrType, {context, i64(nn::getSizeInBytes(like))});
 }
 
 // Window attributes in the order the ABI's `params` arrays use.
@@ -336,7 +332,7 @@ LogicalResult Lowering::lowerOp(Operation *op) {
             {"peer_stage", recv.getPeerAttr().getInt()},
             {"what",
              recv.getPeerAttr().getInt() < manifest.stage ? "act" : "grad"},
-            {"bytes", bytesOf(recv)}};
+            {"bytes", nn::getSizeInBytes(recv)}};
         define(recv, call("dpc_recv", ptrType, {context, i64(tag)}));
       })
       .Case([&](pipe::SendOp send) {
@@ -346,7 +342,7 @@ LogicalResult Lowering::lowerOp(Operation *op) {
             {"peer_stage", send.getPeerAttr().getInt()},
             {"what",
              send.getPeerAttr().getInt() > manifest.stage ? "act" : "grad"},
-            {"bytes", bytesOf(send.getValue())}};
+            {"bytes", nn::getSizeInBytes(send.getValue())}};
         callVoid("dpc_send", {context, i64(tag), ptrOf(send.getValue())});
       })
       .Case([&](pipe::StashOp stash) {

@@ -108,12 +108,6 @@ bool allocates(Operation *op) {
          op->getNumResults() == 1;
 }
 
-int64_t bytesOf(Value value) {
-  auto type = cast<RankedTensorType>(value.getType());
-  return nn::getNumElements(type.getShape()) *
-         ((type.getElementTypeBitWidth() + 7) / 8);
-}
-
 int64_t planSegment(func::FuncOp func) {
   llvm::DenseMap<Operation *, int64_t> position;
   int64_t index = 0;
@@ -136,7 +130,8 @@ int64_t planSegment(func::FuncOp func) {
           worklist.push_back(user->getResult(0));
       }
     }
-    intervals.push_back({position[&op], last, bytesOf(op.getResult(0))});
+    intervals.push_back(
+        {position[&op], last, nn::getSizeInBytes(op.getResult(0))});
     owners.push_back(&op);
   }
   int64_t arenaBytes = 0;

@@ -2,6 +2,7 @@
 
 #include "dialects/nn/IR/ShapeInference.h"
 
+#include "mlir/IR/BuiltinTypes.h"
 #include "llvm/ADT/STLExtras.h"
 
 #include <string>
@@ -13,6 +14,12 @@ int64_t getNumElements(ArrayRef<int64_t> shape) {
   for (int64_t dim : shape)
     count *= dim;
   return count;
+}
+
+int64_t getSizeInBytes(Value tensor) {
+  auto type = cast<RankedTensorType>(tensor.getType());
+  return getNumElements(type.getShape()) *
+         ((type.getElementTypeBitWidth() + 7) / 8);
 }
 
 std::string formatShape(ArrayRef<int64_t> shape) {

@@ -12,6 +12,7 @@
 #define DPC_DIALECTS_NN_IR_SHAPEINFERENCE_H
 
 #include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/Value.h"
 #include "mlir/Support/LogicalResult.h"
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/STLFunctionalExtras.h"
@@ -52,6 +53,9 @@ FailureOr<Shape> inferBroadcastShape(ArrayRef<int64_t> lhs,
 
 /// Number of elements of a static shape.
 int64_t getNumElements(ArrayRef<int64_t> shape);
+
+/// Bytes of a statically shaped tensor value (its buffer at run time).
+int64_t getSizeInBytes(Value tensor);
 
 /// Writes a shape as "2x3x4" ("scalar" for rank 0) for diagnostics.
 std::string formatShape(ArrayRef<int64_t> shape);

@@ -231,26 +231,28 @@ LogicalResult Outliner::outlineStage(int64_t stage) {
     return failure();
   func::FuncOp bwFunc = createSegment(stage, "backward_weight");
   IRMapping bwMap;
-  builder.setInsertionPoint(bwFunc.getBody().front().getTerminator());
+  // Stashes `value` at the end of the input half and restores it at the top
+  // of the weight half.
+  auto carryToWeightHalf = [&](Value value) {
+    std::string key = "bw:" + std::to_string(stashKeys.size());
+    stashKeys.insert(key);
+    OpBuilder::InsertionGuard guard(builder);
+    builder.setInsertionPoint(biFunc.getBody().front().getTerminator());
+    auto stash =
+        builder.create<pipe::StashOp>(value.getLoc(), biMap.lookup(value), key);
+    pipe::setStage(stash, stage);
+    Block &bwEntry = bwFunc.getBody().front();
+    builder.setInsertionPoint(&bwEntry, bwEntry.begin());
+    auto restore =
+        builder.create<pipe::RestoreOp>(value.getLoc(), value.getType(), key);
+    pipe::setStage(restore, stage);
+    bwMap.map(value, restore.getResult());
+  };
   for (Operation *op : weightOps) {
     for (Value operand : op->getOperands()) {
       Operation *def = operand.getDefiningOp();
-      if (!def || !inputHalf.contains(def) || bwMap.contains(operand))
-        continue;
-      // Stash in the input half, restore in the weight half.
-      std::string key = "bw:" + std::to_string(stashKeys.size());
-      stashKeys.insert(key);
-      OpBuilder::InsertionGuard guard(builder);
-      builder.setInsertionPoint(biFunc.getBody().front().getTerminator());
-      auto stash = builder.create<pipe::StashOp>(def->getLoc(),
-                                                 biMap.lookup(operand), key);
-      pipe::setStage(stash, stage);
-      Block &bwEntry = bwFunc.getBody().front();
-      builder.setInsertionPoint(&bwEntry, bwEntry.begin());
-      auto restore = builder.create<pipe::RestoreOp>(def->getLoc(),
-                                                     operand.getType(), key);
-      pipe::setStage(restore, stage);
-      bwMap.map(operand, restore.getResult());
+      if (def && inputHalf.contains(def) && !bwMap.contains(operand))
+        carryToWeightHalf(operand);
     }
   }
   if (failed(cloneInto(bwFunc, weightOps, bwMap)))
@@ -260,20 +262,8 @@ LogicalResult Outliner::outlineStage(int64_t stage) {
   // from an op of the input half).
   for (nn::SgdUpdateOp update : stageUpdates) {
     Value grad = update.getGrad();
-    if (!bwMap.contains(grad) && biMap.contains(grad)) {
-      std::string key = "bw:" + std::to_string(stashKeys.size());
-      stashKeys.insert(key);
-      builder.setInsertionPoint(biFunc.getBody().front().getTerminator());
-      auto stash =
-          builder.create<pipe::StashOp>(grad.getLoc(), biMap.lookup(grad), key);
-      pipe::setStage(stash, stage);
-      Block &bwEntry = bwFunc.getBody().front();
-      builder.setInsertionPoint(&bwEntry, bwEntry.begin());
-      auto restore =
-          builder.create<pipe::RestoreOp>(grad.getLoc(), grad.getType(), key);
-      pipe::setStage(restore, stage);
-      bwMap.map(grad, restore.getResult());
-    }
+    if (!bwMap.contains(grad) && biMap.contains(grad))
+      carryToWeightHalf(grad);
   }
   addAccumulates(bwFunc, bwMap);
 

@@ -172,6 +172,17 @@ std::string parseComm(const std::string &value, VerifyOptions &opts) {
   return "";
 }
 
+// The options of the checks `build` and `verify` both run.
+void addVerifyOptions(cli::ArgParser &parser, VerifyOptions &verify) {
+  parser.addByteCountOption("memory-limit", &verify.memoryLimit,
+                            "fail when a rank's peak memory exceeds this");
+  parser.addOption(
+      "comm", [&](const std::string &v) { return parseComm(v, verify); },
+      "MODEL",
+      "blocking, non-blocking or both (default) must be "
+      "deadlock-free");
+}
+
 int runBuild(const std::vector<std::string> &args) {
   const std::string command = "dpc-schedule build";
   cli::ArgParser parser(
@@ -181,7 +192,6 @@ int runBuild(const std::vector<std::string> &args) {
   int64_t stages = 0, microbatches = 0, virtualStages = 1, replicas = 1;
   std::string kindText, output, trace, svg, title;
   bool verticalSync = false;
-  double memoryLimit = 0;
   CostOptions costs;
   VerifyOptions verify;
   parser.addOption("stages", &stages, "P", "pipeline ranks");
@@ -198,13 +208,7 @@ int runBuild(const std::vector<std::string> &args) {
   parser.addOption("costs", &costs.costs, "F,B,W|FILE",
                    "per-stage costs in ms, or a JSON cost file with sizes");
   addCostOptions(parser, costs);
-  parser.addByteCountOption("memory-limit", &memoryLimit,
-                            "fail when a rank's peak memory exceeds this");
-  parser.addOption(
-      "comm", [&](const std::string &v) { return parseComm(v, verify); },
-      "MODEL",
-      "blocking, non-blocking or both (default) must be "
-      "deadlock-free");
+  addVerifyOptions(parser, verify);
   parser.addOption("o", &output, "FILE", "write schedule.json");
   parser.addOption("trace", &trace, "FILE", "write a Chrome trace");
   parser.addOption("svg", &svg, "FILE", "write an SVG timeline");
@@ -241,7 +245,6 @@ int runBuild(const std::vector<std::string> &args) {
     std::cerr << command << ": " << error << "\n";
     return kFailure;
   }
-  verify.memoryLimit = memoryLimit;
   VerifyResult vr = verifySchedule(schedule, verify);
   if (!report(command, "", vr))
     return kFailure;
@@ -268,16 +271,9 @@ int runVerify(const std::vector<std::string> &args) {
                         "and memory",
                         "dpc-schedule verify FILE [options]");
   std::string path;
-  double memoryLimit = 0;
   VerifyOptions verify;
   parser.addPositional("file", &path, "the schedule.json to check");
-  parser.addByteCountOption("memory-limit", &memoryLimit,
-                            "fail when a rank's peak memory exceeds this");
-  parser.addOption(
-      "comm", [&](const std::string &v) { return parseComm(v, verify); },
-      "MODEL",
-      "blocking, non-blocking or both (default) must be "
-      "deadlock-free");
+  addVerifyOptions(parser, verify);
   if (std::optional<int> exit = parser.parseOrExit(args))
     return *exit;
   if (path.empty()) {
@@ -289,7 +285,6 @@ int runVerify(const std::vector<std::string> &args) {
     std::cerr << command << ": " << error << "\n";
     return kFailure;
   }
-  verify.memoryLimit = memoryLimit;
   VerifyResult vr = verifySchedule(schedule, verify);
   if (!report(command, path + ": ", vr))
     return kFailure;

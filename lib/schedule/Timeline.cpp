@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <fstream>
 #include <sstream>
 
 namespace dpc::schedule {
@@ -35,6 +36,16 @@ const char *eventKindName(EventKind kind) {
     break;
   }
   return "other";
+}
+
+EventKind parseEventKind(const std::string &name) {
+  for (EventKind kind :
+       {EventKind::Forward, EventKind::Backward, EventKind::BackwardInput,
+        EventKind::BackwardWeight, EventKind::Optimizer, EventKind::AllReduce,
+        EventKind::Load, EventKind::Send, EventKind::Recv})
+    if (name == eventKindName(kind))
+      return kind;
+  return EventKind::Other;
 }
 
 std::string eventName(EventKind kind, int mb, int chunk, bool showChunk,
@@ -112,6 +123,124 @@ std::string toChromeTrace(const Timeline &timeline) {
   root["traceEvents"] = std::move(events);
   root["displayTimeUnit"] = "ms";
   return root.dump();
+}
+
+std::string fromChromeTrace(const std::string &text, Timeline &timeline) {
+  using nlohmann::json;
+  json root = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (root.is_discarded())
+    return "not JSON";
+  // Chrome reads both the object form and a bare array of events.
+  const json *events = &root;
+  if (root.is_object()) {
+    if (!root.contains("traceEvents"))
+      return "no \"traceEvents\" (not a Chrome trace)";
+    events = &root["traceEvents"];
+  }
+  if (!events->is_array())
+    return "\"traceEvents\" must be an array";
+  Timeline result;
+  for (size_t i = 0; i < events->size(); ++i) {
+    const json &ev = (*events)[i];
+    std::string at = "event " + std::to_string(i) + ": ";
+    if (!ev.is_object())
+      return at + "not an object";
+    bool span = ev.value("ph", "") == "X";
+    bool hasRank = ev.contains("pid") && ev["pid"].is_number_integer() &&
+                   ev["pid"].get<int64_t>() >= 0;
+    // A rank's name (metadata) counts it even when it has no spans.
+    if (hasRank)
+      result.ranks = std::max(result.ranks, ev["pid"].get<int>() + 1);
+    if (!span)
+      continue;
+    if (!hasRank)
+      return at + "a span needs a non-negative integer \"pid\" (the rank)";
+    for (const char *key : {"ts", "dur"})
+      if (!ev.contains(key) || !ev[key].is_number())
+        return at + "a span needs a numeric \"" + key + "\"";
+    TimelineEvent out;
+    out.rank = ev["pid"].get<int>();
+    out.name = ev.contains("name") && ev["name"].is_string()
+                   ? ev["name"].get<std::string>()
+                   : "";
+    out.kind = parseEventKind(ev.contains("cat") && ev["cat"].is_string()
+                                  ? ev["cat"].get<std::string>()
+                                  : "");
+    out.start = ev["ts"].get<double>() / 1000.0;
+    out.end = out.start + ev["dur"].get<double>() / 1000.0;
+    if (ev.contains("args") && ev["args"].is_object()) {
+      const json &args = ev["args"];
+      if (args.contains("mb") && args["mb"].is_number_integer())
+        out.mb = args["mb"].get<int>();
+      if (args.contains("chunk") && args["chunk"].is_number_integer())
+        out.chunk = args["chunk"].get<int>();
+    }
+    result.ranks = std::max(result.ranks, out.rank + 1);
+    result.events.push_back(std::move(out));
+  }
+  timeline = std::move(result);
+  return "";
+}
+
+std::string readChromeTraceFile(const std::string &path, Timeline &timeline) {
+  std::ifstream in(path);
+  if (!in)
+    return "cannot open '" + path + "'";
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  std::string error = fromChromeTrace(buffer.str(), timeline);
+  return error.empty() ? "" : path + ": " + error;
+}
+
+namespace {
+
+/// The ends of each rank's optimizer spans, in order.
+std::vector<std::vector<double>> optimizerEnds(const Timeline &timeline) {
+  int ranks = timeline.ranks;
+  for (const TimelineEvent &ev : timeline.events)
+    ranks = std::max(ranks, ev.rank + 1);
+  std::vector<std::vector<double>> ends(ranks);
+  for (const TimelineEvent &ev : timeline.events)
+    if (ev.kind == EventKind::Optimizer)
+      ends[ev.rank].push_back(ev.end);
+  for (std::vector<double> &e : ends)
+    std::sort(e.begin(), e.end());
+  return ends;
+}
+
+} // namespace
+
+int countSteps(const Timeline &timeline) {
+  int steps = -1;
+  for (const std::vector<double> &ends : optimizerEnds(timeline))
+    if (!ends.empty())
+      steps = steps < 0 ? int(ends.size()) : std::min(steps, int(ends.size()));
+  return steps < 0 ? 1 : steps;
+}
+
+Timeline selectSteps(const Timeline &timeline, int first, int last) {
+  std::vector<std::vector<double>> ends = optimizerEnds(timeline);
+  Timeline window;
+  window.ranks = int(ends.size());
+  double origin = 0;
+  for (const TimelineEvent &ev : timeline.events) {
+    // A span belongs to the step after the optimizer spans that ended by its
+    // start; on a rank without any, to step 1.
+    const std::vector<double> &rankEnds = ends[ev.rank];
+    int step =
+        1 + int(std::upper_bound(rankEnds.begin(), rankEnds.end(), ev.start) -
+                rankEnds.begin());
+    if (step < first || step > last ||
+        (!rankEnds.empty() && step > int(rankEnds.size())))
+      continue;
+    origin = window.events.empty() ? ev.start : std::min(origin, ev.start);
+    window.events.push_back(ev);
+  }
+  for (TimelineEvent &ev : window.events) {
+    ev.start -= origin;
+    ev.end -= origin;
+  }
+  return window;
 }
 
 namespace {

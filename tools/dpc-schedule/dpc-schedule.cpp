@@ -3,18 +3,23 @@
 // `dpc-schedule build` makes the instruction streams of one schedule kind,
 // verifies them and writes schedule.json, a Chrome trace and an SVG picture;
 // `dpc-schedule verify FILE` checks a schedule.json (hand-written ones
-// included) and `dpc-schedule simulate FILE` times one. No MLIR: the same
-// library backs the compiler's build-schedule and verify-schedule passes.
+// included) and `dpc-schedule simulate FILE` times one; `dpc-schedule render
+// TRACE` draws a predicted or measured Chrome trace as an SVG picture. No
+// MLIR: the same library backs the compiler's build-schedule and
+// verify-schedule passes.
 //
 //===----------------------------------------------------------------------===//
 
 #include "dpc/schedule/Builder.h"
 #include "dpc/schedule/Simulator.h"
+#include "dpc/schedule/Timeline.h"
 #include "dpc/schedule/Verifier.h"
 #include "dpc/support/CommandLine.h"
+#include "dpc/support/WriteFile.h"
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -346,12 +351,103 @@ int runSimulate(const std::vector<std::string> &args) {
   return 0;
 }
 
+/// "FIRST:LAST" or "N" (counted from 1) into `first` and `last`.
+std::string parseStepRange(const std::string &text, int64_t &first,
+                           int64_t &last) {
+  long long a = 0, b = 0;
+  char tail;
+  if (std::sscanf(text.c_str(), "%lld:%lld%c", &a, &b, &tail) == 2) {
+    first = a;
+    last = b;
+  } else if (std::sscanf(text.c_str(), "%lld%c", &a, &tail) == 1) {
+    first = last = a;
+  } else {
+    return "expects FIRST:LAST or N, got '" + text + "'";
+  }
+  if (first < 1 || last < first)
+    return "expects 1 <= FIRST <= LAST, got '" + text + "'";
+  return "";
+}
+
+int runRender(const std::vector<std::string> &args) {
+  const std::string command = "dpc-schedule render";
+  cli::ArgParser parser(command,
+                        "draw a Chrome trace (out/timeline.json, dpc run "
+                        "--trace) as an SVG timeline",
+                        "dpc-schedule render TRACE --svg FILE [options]");
+  std::string path, svg, title, stepsText;
+  bool transfers = false;
+  int64_t first = 0, last = 0;
+  parser.addPositional("trace", &path, "the Chrome trace to draw");
+  parser.addOption("svg", &svg, "FILE", "write the SVG timeline here");
+  parser.addOption(
+      "steps",
+      [&](const std::string &v) { return parseStepRange(v, first, last); },
+      "FIRST:LAST",
+      "the training steps to draw, from 1 (default: the middle step); an "
+      "optimizer span ends a step");
+  parser.addFlag("transfers", &transfers,
+                 "draw sends and receives under each rank");
+  parser.addOption("title", &title, "TEXT", "title of the SVG picture");
+  if (std::optional<int> exit = parser.parseOrExit(args))
+    return *exit;
+  if (path.empty() || svg.empty()) {
+    std::cerr << command << ": missing "
+              << (path.empty() ? "the trace file" : "--svg FILE") << "\n";
+    return cli::kUsageError;
+  }
+  Timeline timeline;
+  if (std::string error = readChromeTraceFile(path, timeline); !error.empty()) {
+    std::cerr << command << ": " << error << "\n";
+    return kFailure;
+  }
+  if (timeline.events.empty()) {
+    std::cerr << command << ": " << path << ": no spans to draw\n";
+    return kFailure;
+  }
+  int steps = countSteps(timeline);
+  if (!parser.given("steps"))
+    first = last = (steps + 1) / 2;
+  if (last > steps) {
+    std::cerr << command << ": " << path << " has " << steps << " step"
+              << (steps == 1 ? "" : "s") << "; cannot draw steps " << first
+              << " to " << last << "\n";
+    return kFailure;
+  }
+  Timeline window = selectSteps(timeline, int(first), int(last));
+  double span = 0;
+  for (const TimelineEvent &ev : window.events)
+    span = std::max(span, ev.end);
+  char range[64];
+  std::snprintf(range, sizeof(range),
+                first == last ? "step %lld" : "steps %lld-%lld",
+                (long long)first, (long long)last);
+  SvgOptions opts;
+  opts.showTransfers = transfers;
+  opts.title = title;
+  if (opts.title.empty()) {
+    char text[128];
+    std::snprintf(text, sizeof(text), "%s of %d, %.3g ms", range, steps, span);
+    opts.title = text;
+  }
+  std::string error;
+  if (!dpc::support::writeAtomically(svg, toSvg(window, opts), error)) {
+    std::cerr << command << ": " << error << "\n";
+    return kFailure;
+  }
+  std::printf("%s: %d ranks, %d step%s; drew %s (%.6g ms, %zu spans) to %s\n",
+              path.c_str(), window.ranks, steps, steps == 1 ? "" : "s", range,
+              span, window.events.size(), svg.c_str());
+  return 0;
+}
+
 void printHelp(std::ostream &os) {
   os << "dpc-schedule - pipeline schedules without the compiler\n\n"
         "Usage: dpc-schedule <command> [options]\n\nCommands:\n"
         "  build     build, verify and simulate one schedule kind\n"
         "  verify    check a schedule.json\n"
-        "  simulate  predict the timeline of a schedule.json\n\n"
+        "  simulate  predict the timeline of a schedule.json\n"
+        "  render    draw a predicted or measured Chrome trace as SVG\n\n"
         "Run 'dpc-schedule <command> --help' for the options of a command.\n";
 }
 
@@ -374,6 +470,8 @@ int main(int argc, char **argv) {
     return runVerify(rest);
   if (name == "simulate")
     return runSimulate(rest);
+  if (name == "render")
+    return runRender(rest);
   // `dpc-schedule --stages 4 ...` builds, as the short form.
   if (name.rfind("--", 0) == 0)
     return runBuild(std::vector<std::string>(argv + 1, argv + argc));

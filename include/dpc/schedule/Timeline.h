@@ -30,6 +30,8 @@ enum class EventKind {
 };
 
 const char *eventKindName(EventKind kind); // "forward", "send", ...
+/// The kind eventKindName names; Other for any other text.
+EventKind parseEventKind(const std::string &name);
 
 struct TimelineEvent {
   int rank = 0;
@@ -56,6 +58,25 @@ std::string eventName(EventKind kind, int mb, int chunk, bool showChunk,
 /// and transfers on thread 1 so that overlapping spans stay readable;
 /// timestamps in microseconds.
 std::string toChromeTrace(const Timeline &timeline);
+
+/// Reads Chrome trace JSON back: every complete span ("ph": "X") becomes an
+/// event of rank `pid`, its kind from "cat", its microbatch and chunk from
+/// "args". Reads what toChromeTrace writes, predicted or measured; other
+/// phases (metadata, instants) only count ranks. Returns "" or an error
+/// message.
+std::string fromChromeTrace(const std::string &text, Timeline &timeline);
+std::string readChromeTraceFile(const std::string &path, Timeline &timeline);
+
+/// A measured trace covers many training steps; on each rank the optimizer
+/// span ends a step. The number of whole steps is the fewest optimizer spans
+/// of any rank; a timeline without any (a prediction with a free optimizer)
+/// is one step.
+int countSteps(const Timeline &timeline);
+
+/// The spans of steps `first` to `last` (counted from 1, inclusive; spans
+/// after a rank's last optimizer span belong to no step), moved so that the
+/// earliest starts at 0.
+Timeline selectSteps(const Timeline &timeline, int first, int last);
 
 struct SvgOptions {
   /// Pixels per millisecond; 0 picks a width of about 1200 pixels.

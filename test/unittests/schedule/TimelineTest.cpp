@@ -87,3 +87,91 @@ TEST(Timeline, SvgOfSimulatedSchedule) {
     ++boxes;
   EXPECT_EQ(boxes, 4u * 8 * 2 * 2); // F and B per rank, mb and chunk
 }
+
+TEST(Timeline, ChromeTraceReadsBack) {
+  Timeline back;
+  ASSERT_EQ(fromChromeTrace(toChromeTrace(measured()), back), "");
+  EXPECT_EQ(back.ranks, 2);
+  ASSERT_EQ(back.events.size(), 4u);
+  const TimelineEvent &w = back.events[2];
+  EXPECT_EQ(w.rank, 1);
+  EXPECT_EQ(w.kind, EventKind::BackwardWeight);
+  EXPECT_EQ(w.name, "W3");
+  EXPECT_DOUBLE_EQ(w.start, 4.0);
+  EXPECT_DOUBLE_EQ(w.end, 5.0);
+  EXPECT_EQ(w.mb, 3);
+  EXPECT_EQ(w.chunk, 1);
+  EXPECT_EQ(back.events[3].mb, -1); // opt carries no microbatch
+  EXPECT_EQ(back.events[1].kind, EventKind::Send);
+}
+
+TEST(Timeline, ChromeTraceErrors) {
+  Timeline tl;
+  EXPECT_EQ(fromChromeTrace("{", tl), "not JSON");
+  EXPECT_EQ(fromChromeTrace("{\"ranks\": 2}", tl),
+            "no \"traceEvents\" (not a Chrome trace)");
+  EXPECT_EQ(fromChromeTrace("[{\"ph\":\"X\",\"pid\":0,\"ts\":1}]", tl),
+            "event 0: a span needs a numeric \"dur\"");
+  EXPECT_EQ(
+      fromChromeTrace("[{\"ph\":\"X\",\"pid\":-1,\"ts\":1,\"dur\":1}]", tl),
+      "event 0: a span needs a non-negative integer \"pid\" (the rank)");
+  // The bare array form, an unknown category, metadata only counting ranks.
+  ASSERT_EQ(fromChromeTrace("[{\"ph\":\"M\",\"pid\":2},{\"ph\":\"X\",\"pid\":0,"
+                            "\"ts\":1000,\"dur\":500,\"cat\":\"gc\"}]",
+                            tl),
+            "");
+  EXPECT_EQ(tl.ranks, 3);
+  ASSERT_EQ(tl.events.size(), 1u);
+  EXPECT_EQ(tl.events[0].kind, EventKind::Other);
+  EXPECT_DOUBLE_EQ(tl.events[0].end, 1.5);
+  EXPECT_EQ(parseEventKind("backward-weight"), EventKind::BackwardWeight);
+}
+
+namespace {
+
+// Three measured steps on two ranks; each rank's optimizer span ends its
+// step, rank 1 a little before rank 0. Evaluation runs after the last.
+Timeline threeSteps() {
+  Timeline tl;
+  tl.ranks = 2;
+  for (int step = 0; step < 3; ++step) {
+    double t = 10.0 * step;
+    tl.events.push_back({0, EventKind::Forward, "F0", t, t + 2, 0, 0});
+    double posted = step ? t - 1 : 0; // right after rank 1's optimizer
+    tl.events.push_back(
+        {1, EventKind::Recv, "recv act mb0", posted, t + 3, 0, 0});
+    tl.events.push_back({1, EventKind::Forward, "F0", t + 3, t + 4, 0, 0});
+    tl.events.push_back({1, EventKind::Optimizer, "opt", t + 7, t + 8, -1, 0});
+    tl.events.push_back({0, EventKind::Backward, "B0", t + 6, t + 9, 0, 0});
+    tl.events.push_back({0, EventKind::Optimizer, "opt", t + 9, t + 10, -1, 0});
+  }
+  tl.events.push_back({0, EventKind::Forward, "F0", 31, 32, 0, 0});
+  return tl;
+}
+
+} // namespace
+
+TEST(Timeline, Steps) {
+  Timeline tl = threeSteps();
+  EXPECT_EQ(countSteps(tl), 3);
+  Timeline two = selectSteps(tl, 2, 2);
+  EXPECT_EQ(two.ranks, 2);
+  ASSERT_EQ(two.events.size(), 6u);
+  // Rank 1's receive starts before rank 0's optimizer of step 1 ends, but
+  // after rank 1's own: it belongs to step 2, and the window starts with it.
+  EXPECT_EQ(two.events[1].name, "recv act mb0");
+  EXPECT_DOUBLE_EQ(two.events[1].start, 0);
+  EXPECT_DOUBLE_EQ(two.events[0].start, 1); // rank 0's F0 at 10 ms
+  for (const TimelineEvent &ev : two.events)
+    EXPECT_LE(ev.end, 11.0) << ev.name;
+  Timeline last = selectSteps(tl, 2, 3);
+  EXPECT_EQ(last.events.size(), 12u); // not the evaluation's F0 after step 3
+  EXPECT_EQ(selectSteps(tl, 4, 4).events.size(), 0u);
+
+  // A prediction with a free optimizer has no optimizer spans: one step.
+  Timeline predicted;
+  predicted.events.push_back({0, EventKind::Forward, "F0", 1, 2, 0, 0});
+  EXPECT_EQ(countSteps(predicted), 1);
+  ASSERT_EQ(selectSteps(predicted, 1, 1).events.size(), 1u);
+  EXPECT_DOUBLE_EQ(selectSteps(predicted, 1, 1).events[0].start, 0);
+}

@@ -19,6 +19,9 @@
 #include "dpc/runtime/Safetensors.h"
 #include "dpc/schedule/Timeline.h"
 #include "dpc/support/CommandLine.h"
+#include "dpc/support/WriteFile.h"
+
+#include <nlohmann/json.hpp>
 
 #include <cstdio>
 #include <fstream>
@@ -35,7 +38,7 @@ namespace {
 
 struct Options {
   std::string data = "fashion-mnist:/usr/share/datasets/fashion-mnist";
-  std::string evalData, metrics, trace, checkpointDir, opTimes;
+  std::string evalData, metrics, trace, checkpointDir, opTimes, summary;
   int64_t steps = 0, epochs = 0, seed = 0, checkpointEvery = 0;
   bool shuffle = true, resume = false, eval = true;
 };
@@ -69,17 +72,6 @@ bool fileExists(const std::string &path) {
   return ::stat(path.c_str(), &st) == 0;
 }
 
-/// "trace.json" -> "trace.rank1.json"; "trace" -> "trace.rank1".
-std::string perRankPath(const std::string &path, int rank) {
-  std::string suffix = ".rank" + std::to_string(rank);
-  size_t slash = path.rfind('/');
-  size_t dot = path.rfind('.');
-  if (dot == std::string::npos || (slash != std::string::npos && dot < slash) ||
-      dot == (slash == std::string::npos ? 0 : slash + 1))
-    return path + suffix;
-  return path.substr(0, dot) + suffix + path.substr(dot);
-}
-
 Options parseOptions(int argc, char **argv, bool &help) {
   Options o;
   cli::ArgParser parser(
@@ -99,7 +91,8 @@ Options parseOptions(int argc, char **argv, bool &help) {
   parser.addOption("metrics", &o.metrics, "FILE",
                    "write JSON-lines metrics (last stage)");
   parser.addOption("trace", &o.trace, "FILE",
-                   "write a Chrome trace per rank, FILE with .rankK inserted");
+                   "write a Chrome trace per rank, FILE with .rankK inserted, "
+                   "all on one clock ('dpc run' merges them into FILE)");
   parser.addOption("op-times", &o.opTimes, "FILE",
                    "objects built by 'dpc profile': write each op's measured "
                    "time per rank, FILE with .rankK inserted");
@@ -111,6 +104,9 @@ Options parseOptions(int argc, char **argv, bool &help) {
                  "continue from the checkpoints in --checkpoint-dir");
   parser.addFlag("eval", &o.eval,
                  "measure test accuracy after training (default)", true);
+  parser.addOption("summary", &o.summary, "FILE",
+                   "for 'dpc run': write the measured step times as JSON "
+                   "(last stage)");
   std::vector<std::string> args(argv + 1, argv + argc);
   switch (parser.parse(args)) {
   case cli::ArgParser::Result::Help:
@@ -181,11 +177,30 @@ void writeTrace(const Executor &exec, const std::string &path, int rank,
   dpc::schedule::Timeline timeline;
   timeline.ranks = ranks;
   timeline.events = exec.traceEvents();
-  std::string file = perRankPath(path, rank);
+  std::string file = dpc::support::perRankPath(path, rank);
   std::ofstream out(file);
   out << dpc::schedule::toChromeTrace(timeline);
   if (!out)
     throw Error(file + ": cannot write the trace");
+}
+
+/// What `dpc run` compares with the prediction: each step's wall time on
+/// the last stage, from the end of the step before (or the start of
+/// training) to its own end.
+void writeSummary(const std::string &path, const std::vector<double> &stepEnds,
+                  int64_t firstStep, const dpc::schedule::Schedule &schedule,
+                  int64_t samplesPerStep) {
+  nlohmann::ordered_json summary;
+  summary["schedule"] = dpc::schedule::kindName(schedule.kind);
+  summary["first_step"] = firstStep + 1;
+  summary["samples_per_step"] = samplesPerStep;
+  std::vector<double> stepMs;
+  for (size_t k = 0; k < stepEnds.size(); ++k)
+    stepMs.push_back((stepEnds[k] - (k ? stepEnds[k - 1] : 0)) * 1000);
+  summary["step_ms"] = stepMs;
+  std::string error;
+  if (!dpc::support::writeAtomically(path, summary.dump() + "\n", error))
+    throw Error(error);
 }
 
 int runRank(int argc, char **argv, Communicator &comm) {
@@ -292,14 +307,20 @@ int runRank(int argc, char **argv, Communicator &comm) {
                      exec.checkpoint(stepsDone));
   };
 
+  // The ranks' traces share one time origin, the moment they leave this
+  // barrier, so that `dpc run` can lay them side by side.
+  if (!opts.trace.empty())
+    comm.barrier();
   double startMs = Executor::nowMs();
   if (!opts.trace.empty())
     exec.enableTrace(startMs);
+  std::vector<double> stepEnds; // seconds since startMs
   ProgressMeter meter(totalSteps, samplesPerStep, 0.0);
   double lastPrint = -1;
   for (int64_t step = firstStep; step < totalSteps; ++step) {
     double loss = exec.runStep(step);
     double now = (Executor::nowMs() - startMs) / 1000;
+    stepEnds.push_back(now);
     if (reports) {
       if (metrics)
         metrics->writeStep(step + 1, loss, (step + 1) * samplesPerStep, now);
@@ -318,6 +339,8 @@ int runRank(int argc, char **argv, Communicator &comm) {
   }
   if (!opts.checkpointDir.empty())
     saveCheckpoint(totalSteps);
+  if (reports && !opts.summary.empty())
+    writeSummary(opts.summary, stepEnds, firstStep, schedule, samplesPerStep);
 
   int64_t evalMicrobatches = sizes[1] / m.microbatchSize;
   if (opts.eval && evalMicrobatches > 0) {
@@ -337,7 +360,7 @@ int runRank(int argc, char **argv, Communicator &comm) {
   if (!opts.trace.empty())
     writeTrace(exec, opts.trace, m.rank, m.stages);
   if (!opts.opTimes.empty()) {
-    std::string file = perRankPath(opts.opTimes, m.rank);
+    std::string file = dpc::support::perRankPath(opts.opTimes, m.rank);
     std::ofstream out(file);
     out << exec.profileJson();
     if (!out)

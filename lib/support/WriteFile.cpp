@@ -31,4 +31,15 @@ bool writeAtomically(const std::string &path, const std::string &text,
   return true;
 }
 
+std::string perRankPath(const std::string &path, int rank) {
+  std::string suffix = ".rank" + std::to_string(rank);
+  size_t slash = path.rfind('/');
+  size_t dot = path.rfind('.');
+  size_t nameStart = slash == std::string::npos ? 0 : slash + 1;
+  // No extension, or a dot file's leading dot only.
+  if (dot == std::string::npos || dot <= nameStart)
+    return path + suffix;
+  return path.substr(0, dot) + suffix + path.substr(dot);
+}
+
 } // namespace dpc::support

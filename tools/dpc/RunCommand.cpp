@@ -12,11 +12,18 @@
 // error that rank printed. mpirun itself ends the job when one rank exits
 // non-zero, aborts or dies, so nothing is left hanging.
 //
+// After a successful run, `dpc run` gathers what the ranks wrote apart: the
+// per-rank traces of --trace FILE become one Chrome trace FILE (the ranks
+// share a time origin), and the last stage's step times, compared with the
+// step time `dpc compile` predicted, go into OUT/plan.json as "measured".
+//
 //===----------------------------------------------------------------------===//
 
 #include "Commands.h"
 
+#include "dpc/schedule/Timeline.h"
 #include "dpc/support/CommandLine.h"
+#include "dpc/support/WriteFile.h"
 
 #include <nlohmann/json.hpp>
 
@@ -381,6 +388,105 @@ std::string joinCommand(const std::vector<std::string> &argv) {
   return text;
 }
 
+//===----------------------------------------------------------------------===//
+// After the run: the merged trace and the measured step time
+//===----------------------------------------------------------------------===//
+
+void removeTraceParts(const std::string &trace, int ranks) {
+  for (int r = 0; r < ranks; ++r)
+    ::unlink(support::perRankPath(trace, r).c_str());
+}
+
+/// Merges the ranks' traces (FILE.rankK) into one Chrome trace FILE, one
+/// track per rank; the ranks took their time origins together. The parts are
+/// removed either way.
+std::string mergeTraces(const std::string &trace, int ranks) {
+  schedule::Timeline merged;
+  merged.ranks = ranks;
+  std::string error;
+  for (int r = 0; r < ranks && error.empty(); ++r) {
+    schedule::Timeline part;
+    error = schedule::readChromeTraceFile(support::perRankPath(trace, r), part);
+    merged.events.insert(merged.events.end(), part.events.begin(),
+                         part.events.end());
+  }
+  removeTraceParts(trace, ranks);
+  if (!error.empty())
+    return "cannot merge the ranks' traces: " + error;
+  if (!support::writeAtomically(trace, schedule::toChromeTrace(merged) + "\n",
+                                error))
+    return error;
+  return "";
+}
+
+double median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  size_t n = values.size();
+  return n % 2 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
+}
+
+/// Reads the step times the last stage wrote to `summaryPath`, prints the
+/// measured step time beside plan.json's prediction and records both in
+/// plan.json as "measured". The first step pays for warm-up (first touches
+/// of memory, kernel setup), so the median leaves it out when there are
+/// others.
+std::string recordStepTime(const std::string &summaryPath,
+                           const std::string &planPath) {
+  std::ifstream in(summaryPath);
+  if (!in)
+    return ""; // ranks that are not dpc's write no summary
+  nlohmann::json summary = nlohmann::json::parse(in, nullptr, false);
+  if (summary.is_discarded() || !summary.contains("step_ms") ||
+      !summary["step_ms"].is_array())
+    return summaryPath + ": not the last stage's step times";
+  std::vector<double> stepMs = summary["step_ms"].get<std::vector<double>>();
+  if (stepMs.empty())
+    return "";
+  if (stepMs.size() > 1)
+    stepMs.erase(stepMs.begin());
+  double measured = median(stepMs);
+
+  std::ifstream planIn(planPath);
+  nlohmann::ordered_json plan =
+      nlohmann::ordered_json::parse(planIn, nullptr, false);
+  if (plan.is_discarded() || !plan.is_object())
+    return planPath + ": not a JSON object";
+  std::optional<double> predicted;
+  if (plan.contains("predicted") && plan["predicted"].is_object() &&
+      plan["predicted"].contains("simulated_step_ms") &&
+      plan["predicted"]["simulated_step_ms"].is_number())
+    predicted = plan["predicted"]["simulated_step_ms"].get<double>();
+
+  nlohmann::ordered_json record;
+  record["step_ms"] = measured;
+  if (predicted && *predicted > 0) {
+    record["predicted_step_ms"] = *predicted;
+    record["ratio"] = measured / *predicted;
+  }
+  record["steps"] = stepMs.size();
+  int64_t samplesPerStep = summary.value("samples_per_step", int64_t(0));
+  if (samplesPerStep > 0 && measured > 0)
+    record["samples_per_second"] = double(samplesPerStep) * 1000.0 / measured;
+  record["schedule"] = summary.value("schedule", "");
+  plan["measured"] = record;
+
+  char line[160];
+  if (record.contains("ratio"))
+    std::snprintf(line, sizeof(line),
+                  "step time: measured %.3g ms, predicted %.3g ms (%.3gx the "
+                  "prediction)",
+                  measured, *predicted, measured / *predicted);
+  else
+    std::snprintf(line, sizeof(line),
+                  "step time: measured %.3g ms (plan.json predicts none)",
+                  measured);
+  std::cout << line << "\n" << std::flush;
+  std::string error;
+  if (!support::writeAtomically(planPath, plan.dump(2) + "\n", error))
+    return error;
+  return "";
+}
+
 } // namespace
 
 int runRunCommand(const Args &args) {
@@ -414,7 +520,8 @@ int runRunCommand(const Args &args) {
   parser.addOption("seed", &seed, "N", "seed of shuffling and synthetic data");
   parser.addOption("metrics", &metrics, "FILE",
                    "write per-step metrics as JSON lines");
-  parser.addOption("trace", &trace, "FILE", "write a Chrome trace");
+  parser.addOption("trace", &trace, "FILE",
+                   "write the measured Chrome trace, one track per rank");
   std::string opTimes;
   parser.addOption("op-times", &opTimes, "FILE",
                    "timing builds (dpc profile): write each op's time");
@@ -493,6 +600,13 @@ int runRunCommand(const Args &args) {
     return fail(problem);
 
   std::string absOut = absolutePath(outDir);
+  // A directory `dpc compile` wrote has a plan.json; its ranks report their
+  // step times to the launcher through this file.
+  std::string planPath = outDir + "/plan.json";
+  std::string summaryPath;
+  if (isRegularFile(planPath))
+    summaryPath =
+        absOut + "/.dpc-run-summary." + std::to_string(::getpid()) + ".json";
   int ranks = 0;
   std::ostringstream appfile;
   for (AppLine &line : lines) {
@@ -511,11 +625,12 @@ int runRunCommand(const Args &args) {
       appfile << " " << a;
     for (const std::string &a : forwarded)
       appfile << " " << a;
+    if (!summaryPath.empty())
+      appfile << " --summary " << summaryPath;
     appfile << "\n";
   }
 
   // plan.json, when there, says how many ranks the plan was made for.
-  std::string planPath = outDir + "/plan.json";
   if (isRegularFile(planPath)) {
     std::ifstream in(planPath);
     nlohmann::json plan = nlohmann::json::parse(in, nullptr, false);
@@ -587,12 +702,30 @@ int runRunCommand(const Args &args) {
   }
 
   OutputFollower follower;
+  if (!summaryPath.empty())
+    ::unlink(summaryPath.c_str());
   int status = runAndFollow(argv, follower);
+  int startErrno = errno;
   ::unlink(tempPath);
+  if (status != -1 && WIFEXITED(status) && WEXITSTATUS(status) == 0) {
+    std::string error;
+    if (!trace.empty())
+      error = mergeTraces(trace, ranks);
+    if (!summaryPath.empty()) {
+      if (error.empty())
+        error = recordStepTime(summaryPath, planPath);
+      ::unlink(summaryPath.c_str());
+    }
+    return error.empty() ? 0 : fail(error);
+  }
+  // A failed run leaves no trace and no step times.
+  if (!trace.empty())
+    removeTraceParts(trace, ranks);
+  if (!summaryPath.empty())
+    ::unlink(summaryPath.c_str());
   if (status == -1)
-    return fail(std::string("cannot start mpirun: ") + std::strerror(errno));
-  if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
-    return 0;
+    return fail(std::string("cannot start mpirun: ") +
+                std::strerror(startErrno));
 
   std::string how = WIFEXITED(status)
                         ? "exit code " + std::to_string(WEXITSTATUS(status))

@@ -2,7 +2,8 @@
 //
 // Commands that write a result file (plan.json, profile.json) write it next
 // to its destination and rename it into place, so that a failed or
-// interrupted run never leaves a partial file under the final name.
+// interrupted run never leaves a partial file under the final name. Files
+// that every rank writes a part of are named here too.
 //
 //===----------------------------------------------------------------------===//
 
@@ -17,6 +18,12 @@ namespace dpc::support {
 /// returns false, sets `error` and leaves `path` as it was.
 bool writeAtomically(const std::string &path, const std::string &text,
                      std::string &error);
+
+/// Where rank `rank` writes its part of an output file that every rank
+/// writes: `path` with ".rankK" before its extension ("trace.json" ->
+/// "trace.rank1.json", "trace" -> "trace.rank1"). The ranks and `dpc run`,
+/// which gathers the parts, agree on it through this function.
+std::string perRankPath(const std::string &path, int rank);
 
 } // namespace dpc::support
 

@@ -63,6 +63,7 @@ struct BuildSchedulePass
       return signalPassFailure();
     }
     options.microbatches = microbatches;
+    options.verticalSync = verticalSync;
 
     // Segment functions by (stage, segment).
     std::map<int64_t, llvm::StringMap<func::FuncOp>> stages;

@@ -27,7 +27,8 @@ def AutodiffPass : Pass<"dpc-autodiff", "::mlir::ModuleOp"> {
     With `microbatches = M` the loss of a microbatch of N samples is scaled
     by 1/(M N): the microbatches of a minibatch then sum to its mean loss, as
     `torch.nn.CrossEntropyLoss()` over the whole minibatch gives, and so do
-    their gradients.
+    their gradients. PipeDream updates after every microbatch, so `dpc
+    compile --schedule pipedream` passes `microbatches = 1`.
   }];
   let dependentDialects = ["::mlir::dpc::nn::NNDialect",
                            "::mlir::func::FuncDialect"];
@@ -226,6 +227,8 @@ def BuildSchedulePass : Pass<"dpc-build-schedule", "::mlir::ModuleOp"> {
            "gpipe, 1f1b, pipedream, interleaved or zb-h1">,
     Option<"microbatches", "microbatches", "int64_t", /*default=*/"1",
            "Microbatches per minibatch">,
+    Option<"verticalSync", "vertical-sync", "bool", /*default=*/"false",
+           "PipeDream: every stage uses the weight version stage 0 used">,
     Option<"scheduleOutput", "schedule-output", "std::string",
            /*default=*/"\"\"", "Write schedule.json to this file">,
     Option<"traceOutput", "trace-output", "std::string", /*default=*/"\"\"",

@@ -29,6 +29,7 @@
 #include <map>
 #include <optional>
 #include <tuple>
+#include <utility>
 
 #include <nlohmann/json.hpp>
 
@@ -253,6 +254,23 @@ struct Executor::Impl : dpc_context {
   std::map<int, Loaded> loaded;
   std::vector<std::optional<double>> losses;
 
+  // PipeDream weight versions, numbered within the step (a window of
+  // microbatches that starts from the live weights): version v is the
+  // weights after v updates. The live weights are `liveVersion`; older ones
+  // a later Forward/Backward still needs were copied by StashWeights.
+  int liveVersion = 0;
+  std::map<int, std::vector<std::vector<float>>> weightVersions;
+  /// Set by RestoreWeights for the next Forward/Backward.
+  std::optional<int> restoredVersion;
+  /// What dpc_param reads while a segment runs (nullptr: the live weights).
+  const std::vector<std::vector<float>> *servedVersion = nullptr;
+
+  // What the schedule promised, measured: microbatches whose forward ran and
+  // whose backward has not finished, stash bytes, weight versions.
+  std::map<int, bool> inFlight;
+  int64_t stashBytes = 0;
+  MemoryStats memory;
+
   // Data.
   const Dataset *trainData = nullptr;
   std::unique_ptr<Sampler> trainSampler;
@@ -324,9 +342,6 @@ struct Executor::Impl : dpc_context {
       throw Error(s + ": " + std::to_string(sched.chunks) +
                   " chunks per rank; the executor runs one stage per rank "
                   "(interleaved schedules are not supported yet)");
-    if (sched.kind == schedule::ScheduleKind::PipeDream)
-      throw Error(s + ": pipedream weight stashing is not supported by the "
-                      "executor yet");
     if (sched.ranks != manifest.stages)
       throw Error(s + ": " + std::to_string(sched.ranks) +
                   " ranks but the manifest says " +
@@ -372,9 +387,6 @@ struct Executor::Impl : dpc_context {
         need("optimizer", segments.optimizer, i);
         break;
       case Op::AllReduce:
-      case Op::StashWeights:
-      case Op::RestoreWeights:
-      case Op::FreeWeights:
         throw Error(s + ": " + schedule::describe(i) +
                     " is not supported by the executor yet");
       case Op::SendStart:
@@ -434,8 +446,15 @@ struct Executor::Impl : dpc_context {
 
   /// The microbatch's backward is over: what it kept can go.
   void releaseMicrobatch(int mb) {
-    for (auto it = stash.begin(); it != stash.end();)
-      it = it->first.second == mb ? stash.erase(it) : std::next(it);
+    for (auto it = stash.begin(); it != stash.end();) {
+      if (it->first.second != mb) {
+        ++it;
+        continue;
+      }
+      stashBytes -= int64_t(it->second.size());
+      it = stash.erase(it);
+    }
+    inFlight.erase(mb);
     for (auto it = received.begin(); it != received.end();)
       it = std::get<2>(it->first) == mb ? received.erase(it) : std::next(it);
     loaded.erase(mb);
@@ -552,11 +571,57 @@ struct Executor::Impl : dpc_context {
                        "dpc_report_loss");
   }
 
+  /// The weights a Forward or Backward reads: the version it names must be
+  /// the live one, or the one the RestoreWeights before it selected.
+  void selectWeights(const Instruction &i, const std::string &at) {
+    std::optional<int> restored = std::exchange(restoredVersion, std::nullopt);
+    servedVersion = nullptr;
+    if (i.version < 0) {
+      if (restored)
+        throw Error(at + "RestoreWeights selected weight version " +
+                    std::to_string(*restored) +
+                    " but this instruction names no version");
+      return;
+    }
+    if (restored) {
+      if (*restored != i.version)
+        throw Error(at + "uses weight version " + std::to_string(i.version) +
+                    " but RestoreWeights selected version " +
+                    std::to_string(*restored));
+      servedVersion = &weightVersions.at(*restored);
+      return;
+    }
+    if (i.version != liveVersion)
+      throw Error(at + "uses weight version " + std::to_string(i.version) +
+                  " but the live weights are version " +
+                  std::to_string(liveVersion) +
+                  " and no RestoreWeights selected it");
+  }
+
+  void stashWeights(const Instruction &i, const std::string &at) {
+    if (i.version != liveVersion)
+      throw Error(at + "copies the live weights as version " +
+                  std::to_string(i.version) + " but they are version " +
+                  std::to_string(liveVersion));
+    auto [it, fresh] = weightVersions.try_emplace(i.version);
+    if (!fresh)
+      throw Error(at + "weight version " + std::to_string(i.version) +
+                  " is already stashed");
+    it->second.reserve(params.size());
+    for (const ParamState &p : params)
+      it->second.push_back(p.value);
+    memory.peakWeightVersions =
+        std::max(memory.peakWeightVersions, int(weightVersions.size()) + 1);
+  }
+
   void run(int64_t step, size_t index, const Instruction &i) {
     std::string at = where(step, index, i);
     double start = nowMs();
     auto compute = [&](schedule::EventKind kind, Phase p, SegmentFn fn) {
+      if (p == Phase::Forward || p == Phase::Backward)
+        selectWeights(i, at);
       callSegment(p, fn, i.mb);
+      servedVersion = nullptr;
       trace(kind, schedule::eventName(kind, i.mb, 0, false), start, i.mb);
     };
     switch (i.op) {
@@ -574,6 +639,8 @@ struct Executor::Impl : dpc_context {
                     " was not loaded (no LoadMicrobatch before it)");
       compute(schedule::EventKind::Forward, Phase::Forward, segments.forward);
       checkLossReported(i.mb, at);
+      inFlight[i.mb] = true;
+      memory.peakStashes = std::max(memory.peakStashes, int(inFlight.size()));
       break;
     case Op::Backward:
       compute(schedule::EventKind::Backward, Phase::Backward,
@@ -590,8 +657,27 @@ struct Executor::Impl : dpc_context {
       releaseMicrobatch(i.mb);
       break;
     case Op::OptimizerStep:
+      if (restoredVersion)
+        throw Error(at + "RestoreWeights selected weight version " +
+                    std::to_string(*restoredVersion) +
+                    " but no Forward or Backward used it");
       callSegment(Phase::Optimizer, segments.optimizer, -1);
+      ++liveVersion;
       trace(schedule::EventKind::Optimizer, "opt", start, -1);
+      break;
+    case Op::StashWeights:
+      stashWeights(i, at);
+      break;
+    case Op::RestoreWeights:
+      if (!weightVersions.count(i.version))
+        throw Error(at + "weight version " + std::to_string(i.version) +
+                    " was never stashed, or was already freed");
+      restoredVersion = i.version;
+      break;
+    case Op::FreeWeights:
+      if (!weightVersions.erase(i.version))
+        throw Error(at + "weight version " + std::to_string(i.version) +
+                    " is not stashed");
       break;
     case Op::SendStart:
       sendStart(i, at);
@@ -643,6 +729,14 @@ struct Executor::Impl : dpc_context {
       throw Error(at + "a received value of mb " +
                   std::to_string(std::get<2>(received.begin()->first)) +
                   " is still live (its backward never ran)");
+    if (!weightVersions.empty())
+      throw Error(at + "weight version " +
+                  std::to_string(weightVersions.begin()->first) +
+                  " is still stashed (no FreeWeights)");
+    if (restoredVersion)
+      throw Error(at + "RestoreWeights selected weight version " +
+                  std::to_string(*restoredVersion) +
+                  " but no Forward or Backward used it");
   }
 
   //===--------------------------------------------------------------------===//
@@ -689,7 +783,11 @@ struct Executor::Impl : dpc_context {
   }
 
   const float *param(int64_t id) {
-    return paramState("dpc_param", id).value.data();
+    paramState("dpc_param", id);
+    size_t index = paramIndex.at(id);
+    if (servedVersion)
+      return (*servedVersion)[index].data();
+    return params[index].value.data();
   }
 
   void gradAccumulate(int64_t id, const float *grad) {
@@ -795,6 +893,8 @@ struct Executor::Impl : dpc_context {
                                         "microbatch");
     slot = Buffer(pool, size_t(s.bytes));
     std::memcpy(slot.data(), data, size_t(s.bytes));
+    stashBytes += s.bytes;
+    memory.peakStashBytes = std::max(memory.peakStashBytes, stashBytes);
   }
 
   const void *restore(int64_t key) {
@@ -1023,6 +1123,7 @@ double Executor::runStep(int64_t step) {
   s.currentSampler = s.trainSampler.get();
   s.currentStep = step;
   s.losses.assign(size_t(s.sched.microbatches), std::nullopt);
+  s.liveVersion = 0;
   const std::vector<Instruction> &program = s.sched.programs[s.manifest.rank];
   for (size_t k = 0; k < program.size(); ++k)
     s.run(step, k, program[k]);
@@ -1030,8 +1131,14 @@ double Executor::runStep(int64_t step) {
   double loss = 0;
   for (const std::optional<double> &l : s.losses)
     loss += l.value_or(0.0);
+  // Each pipedream update trains on one microbatch, whose loss is its own
+  // mean; the window's loss is the mean of those.
+  if (!schedule::isSynchronous(s.sched.kind))
+    loss /= double(s.sched.microbatches);
   return loss;
 }
+
+const MemoryStats &Executor::memoryStats() const { return impl->memory; }
 
 EvalResult Executor::evaluate(const Dataset *data, int64_t microbatches) {
   Impl &s = *impl;

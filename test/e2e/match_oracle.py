@@ -7,8 +7,11 @@ Usage: match_oracle.py ORACLE_DIR WORK_DIR [--models lenet5,mlp]
 ORACLE_DIR holds what oracle.py wrote (MODEL.onnx, MODEL.oracle.json, with
 its settings: 4 microbatches of 16, SGD lr 0.05 momentum 0.9, file order).
 For each combination: `dpc compile`, `dpc run --no-shuffle --metrics`, and
-compare.py at 1e-4 relative. Prints one line per run; exits 1 if any run
-fails or differs.
+compare.py at 1e-4 relative. The synchronous schedules must match oracle.py's
+plain minibatch SGD; `pipedream` (and `pipedream-vs`, with
+--vertical-sync) must match oracle/pipedream.py's emulation of weight
+stashing for the compiled pipeline. Prints one line per run; exits 1 if any
+run fails or differs.
 """
 import argparse
 import json
@@ -43,9 +46,12 @@ def main():
             for schedule in args.schedules.split(","):
                 name = f"{model} stages={stages} {schedule}"
                 out = os.path.join(args.work_dir, f"{model}-{stages}-{schedule}")
+                kind, extra = schedule, []
+                if schedule == "pipedream-vs":
+                    kind, extra = "pipedream", ["--vertical-sync"]
                 code, log = run([
                     "dpc", "compile", os.path.join(args.oracle_dir, model + ".onnx"),
-                    "-o", out, "--stages", stages, "--schedule", schedule,
+                    "-o", out, "--stages", stages, "--schedule", kind, *extra,
                     "--microbatches", str(settings["microbatches"]),
                     "--lr", str(optimizer["lr"]),
                     "--momentum", str(optimizer["momentum"]),
@@ -62,9 +68,20 @@ def main():
                     print(f"{name}: run failed\n{log}")
                     failures += 1
                     continue
+                expected = oracle
+                if kind == "pipedream":
+                    expected = os.path.join(out, "pipedream.oracle.json")
+                    code, log = run([
+                        sys.executable, os.path.join(HERE, "oracle", "pipedream.py"),
+                        args.oracle_dir, model, out, "-o", expected,
+                        "--steps", str(args.steps)])
+                    if code != 0:
+                        print(f"{name}: emulation failed\n{log}")
+                        failures += 1
+                        continue
                 code, log = run([sys.executable,
                                  os.path.join(HERE, "oracle", "compare.py"),
-                                 metrics, oracle])
+                                 metrics, expected])
                 verdict = log.strip().splitlines()[-1] if log.strip() else ""
                 print(f"{name}: {'ok' if code == 0 else 'MISMATCH'}: {verdict}")
                 if code != 0:

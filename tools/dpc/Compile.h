@@ -22,6 +22,7 @@ struct CompileOptions {
   int64_t microbatchSize = 0;
   std::string schedule = "1f1b";
   int64_t virtualStages = 1;
+  bool verticalSync = false;
   std::string target = "cpu";
   std::string loss = "softmax-cross-entropy";
   std::string optimizer = "sgd";

@@ -79,6 +79,8 @@ std::string checkOptions(const CompileOptions &o, const cli::ArgParser &p) {
            std::to_string(o.microbatchSize);
   if (o.virtualStages < 1)
     return "--virtual-stages expects a positive count";
+  if (o.verticalSync && o.schedule != "pipedream")
+    return "--vertical-sync applies only to --schedule pipedream";
   if (o.virtualStages > 1 && o.schedule != "interleaved")
     return "--virtual-stages applies only to --schedule interleaved";
   if (!(o.bandwidth > 0))
@@ -299,8 +301,7 @@ int compileModel(const CompileOptions &options) {
                  "(.mlir)\n";
     return cli::kUsageError;
   }
-  if (options.emit == "exe" &&
-      (options.schedule == "pipedream" || options.schedule == "interleaved")) {
+  if (options.emit == "exe" && options.schedule == "interleaved") {
     std::cerr << "dpc compile: the runtime does not execute --schedule "
               << options.schedule
               << " yet; use gpipe, 1f1b or zb-h1, or stop at --emit plan\n";
@@ -343,7 +344,10 @@ int compileModel(const CompileOptions &options) {
   partition.profile = options.profile;
   mlir::dpc::AutodiffPassOptions autodiff;
   autodiff.loss = options.loss;
-  autodiff.microbatches = options.microbatches;
+  // PipeDream updates after every microbatch, so each microbatch's loss is
+  // its own mean; the synchronous kinds sum M microbatches into one update.
+  autodiff.microbatches =
+      options.schedule == "pipedream" ? 1 : options.microbatches;
   autodiff.optimizer = options.optimizer;
   autodiff.lr = options.lr;
   autodiff.momentum = options.momentum;
@@ -351,6 +355,7 @@ int compileModel(const CompileOptions &options) {
   mlir::dpc::BuildSchedulePassOptions schedule;
   schedule.schedule = options.schedule;
   schedule.microbatches = options.microbatches;
+  schedule.verticalSync = options.verticalSync;
   schedule.scheduleOutput = (out.path() / "schedule.json").string();
   schedule.traceOutput = (out.path() / "timeline.json").string();
   mlir::dpc::PlanMemoryPassOptions memory;
@@ -456,6 +461,9 @@ int runCompileCommand(const Args &args) {
               "KIND", "pipeline schedule (default 1f1b)");
   p.addOption("virtual-stages", &o.virtualStages, "V",
               "model chunks per rank for --schedule interleaved");
+  p.addFlag("vertical-sync", &o.verticalSync,
+            "pipedream: every stage uses stage 0's weight version of a "
+            "microbatch");
   p.addOption("target", oneOf(&o.target, {"cpu", "cuda"}), "cpu|cuda",
               "backend (default cpu)");
   p.addOption("loss", oneOf(&o.loss, {"softmax-cross-entropy", "mse", "none"}),

@@ -58,6 +58,18 @@ struct EvalResult {
   double reportedLoss = 0;
 };
 
+/// Peaks measured over the steps run so far, to hold against what the
+/// schedule's verifier promised for the rank (schedule::RankStats).
+struct MemoryStats {
+  /// Most microbatches between their Forward and the end of their backward
+  /// (the verifier's peak number of live stashes).
+  int peakStashes = 0;
+  /// Most weight versions held at once, the live weights included.
+  int peakWeightVersions = 1;
+  /// Most bytes in stash slots at once.
+  int64_t peakStashBytes = 0;
+};
+
 class Executor {
 public:
   /// Checks the schedule against the manifest: one stage per rank, the
@@ -98,8 +110,15 @@ public:
   void setTrainData(const Dataset *data, bool shuffle, uint64_t seed);
 
   /// Runs the program of this rank for global step `step`. Returns the step's
-  /// loss (the sum of the reported microbatch losses) on the last stage, 0
-  /// elsewhere.
+  /// loss on the last stage, 0 elsewhere: the sum of the reported microbatch
+  /// losses (each scaled by 1 / (M B), so their sum is the minibatch mean),
+  /// or for pipedream, whose every update trains on one microbatch and
+  /// whose losses are scaled by 1 / B, their mean.
+  ///
+  /// PipeDream programs run with weight versions: each Forward and Backward
+  /// reads the version its instruction names (the live weights, or a copy
+  /// StashWeights made and RestoreWeights selected), and every
+  /// OptimizerStep updates the live weights.
   double runStep(int64_t step);
 
   /// Forward-only pass over `microbatches` microbatches of `data` (first and
@@ -107,6 +126,8 @@ public:
   /// calls do nothing, and the last stage counts argmax hits of the reported
   /// output against the labels.
   EvalResult evaluate(const Dataset *data, int64_t microbatches);
+
+  const MemoryStats &memoryStats() const;
 
   /// Measured spans of every instruction from now on, in milliseconds since
   /// `originMs` on the steady clock (see nowMs).

@@ -12,6 +12,7 @@
 #include "dpc/runtime/Error.h"
 #include "dpc/runtime/Manifest.h"
 #include "dpc/schedule/Builder.h"
+#include "dpc/schedule/Verifier.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -440,6 +441,79 @@ TEST_F(ExecutorTest, RejectsSchedulesItCannotRun) {
   ASSERT_EQ(sched::buildSchedule(options, twoRanks), "");
   EXPECT_THAT(errorOf(soloManifest(), twoRanks),
               HasSubstr("2 ranks but the manifest says 1 stages"));
+}
+
+/// A one-rank PipeDream stream with three microbatches in a window: two
+/// forwards run before the first backward, so microbatch 1's backward needs
+/// the weights its forward used after the first update overwrote them.
+sched::Schedule pipedreamSchedule(int mb2BackwardVersion = 1) {
+  std::string text = R"({"format": "dpc-schedule", "version": 1,
+    "kind": "pipedream", "ranks": 1, "microbatches": 3, "programs": [
+    {"rank": 0, "instructions": [
+      {"op": "load", "mb": 0}, {"op": "forward", "mb": 0, "version": 0},
+      {"op": "stash", "mb": 0},
+      {"op": "load", "mb": 1}, {"op": "forward", "mb": 1, "version": 0},
+      {"op": "stash", "mb": 1},
+      {"op": "restore", "mb": 0}, {"op": "backward", "mb": 0, "version": 0},
+      {"op": "free", "mb": 0},
+      {"op": "stash_weights", "version": 0}, {"op": "optimizer_step"},
+      {"op": "load", "mb": 2}, {"op": "forward", "mb": 2, "version": 1},
+      {"op": "stash", "mb": 2},
+      {"op": "restore_weights", "version": 0}, {"op": "restore", "mb": 1},
+      {"op": "backward", "mb": 1, "version": 0}, {"op": "free", "mb": 1},
+      {"op": "free_weights", "version": 0},
+      {"op": "stash_weights", "version": 1}, {"op": "optimizer_step"},
+      {"op": "restore_weights", "version": 1}, {"op": "restore", "mb": 2},
+      {"op": "backward", "mb": 2, "version": MB2}, {"op": "free", "mb": 2},
+      {"op": "free_weights", "version": 1}, {"op": "optimizer_step"}]}]})";
+  text.replace(text.find("MB2"), 3, std::to_string(mb2BackwardVersion));
+  sched::Schedule s;
+  EXPECT_EQ(sched::fromJson(text, s), "");
+  return s;
+}
+
+TEST_F(ExecutorTest, PipeDreamBackwardUsesItsForwardsWeights) {
+  // Each backward adds 1 to every gradient and each update subtracts it
+  // (lr 1, no momentum): version v has w[0] = 1 - v.
+  std::vector<float> forwardSaw, backwardSaw;
+  onForward = [&](dpc_context *ctx) {
+    forwardSaw.push_back(dpc_param(ctx, 0)[0]);
+    float loss = 0.5f;
+    dpc_report_loss(ctx, &loss);
+  };
+  onBackward = [&](dpc_context *ctx) {
+    backwardSaw.push_back(dpc_param(ctx, 0)[0]);
+    std::vector<float> g(6, 1.0f);
+    dpc_grad_accumulate(ctx, 0, g.data());
+  };
+  onOptimizer = [](dpc_context *ctx) { dpc_sgd_step(ctx, 0, 1.0f, 0, 0); };
+  auto e = make(soloManifest(), pipedreamSchedule());
+  // The window's loss is the mean of its microbatch losses.
+  EXPECT_DOUBLE_EQ(e->runStep(0), 0.5);
+  EXPECT_EQ(forwardSaw, (std::vector<float>{1, 1, 0}));
+  EXPECT_EQ(backwardSaw, (std::vector<float>{1, 1, 0}));
+  EXPECT_EQ(e->param(0)[0], -2.0f);
+  // What the schedule's verifier promises, measured.
+  sched::VerifyResult promised = sched::verifySchedule(pipedreamSchedule());
+  ASSERT_TRUE(promised.ok());
+  EXPECT_EQ(e->memoryStats().peakStashes, promised.ranks[0].peakStashes);
+  EXPECT_EQ(e->memoryStats().peakWeightVersions,
+            promised.ranks[0].peakWeightVersions);
+  EXPECT_EQ(e->memoryStats().peakStashes, 2);
+  EXPECT_EQ(e->memoryStats().peakWeightVersions, 2);
+  // The next window starts again from version 0, the live weights.
+  forwardSaw.clear();
+  e->runStep(1);
+  EXPECT_EQ(forwardSaw, (std::vector<float>{-2, -2, -3}));
+}
+
+TEST_F(ExecutorTest, PipeDreamVersionMismatchIsAnError) {
+  auto e = make(soloManifest(), pipedreamSchedule(/*mb2BackwardVersion=*/2));
+  EXPECT_THAT(
+      stepError(*e),
+      HasSubstr("instruction 23 (Backward mb 2 weights v2): uses weight "
+                "version 2 but "
+                "RestoreWeights selected version 1"));
 }
 
 TEST_F(ExecutorTest, LoadParamsChecksNamesAndShapes) {

@@ -20,9 +20,12 @@ def Pipe_Dialect : Dialect {
 
     Transfers and stashes are keyed per microbatch at run time: the IR
     describes one microbatch, and the schedule says which microbatch each
-    segment runs on.
+    segment runs on. That schedule can itself live in the module as a
+    `pipe.schedule` op: one `pipe.program` of `pipe.inst` instructions per
+    rank, which `verify-schedule` proves safe.
   }];
   let hasOperationAttrVerify = 1;
+  let useDefaultAttributePrinterParser = 1;
   let extraClassDeclaration = [{
     /// The discardable attribute that assigns an op to a pipeline stage.
     static constexpr ::llvm::StringLiteral kStageAttrName = "pipe.stage";
@@ -37,6 +40,9 @@ def Pipe_Dialect : Dialect {
         "pipe.microbatch_size";
     /// On the module: replicas (data-parallel ranks) of each stage.
     static constexpr ::llvm::StringLiteral kReplicasAttrName = "pipe.replicas";
+
+    /// Adds the attributes of PipeAttrs.td (PipeAttrs.cpp).
+    void registerAttributes();
   }];
 }
 

@@ -1,6 +1,7 @@
 //===- PipeDialect.cpp - pipe dialect -------------------------------------===//
 
 #include "dialects/pipe/IR/PipeDialect.h"
+#include "dialects/pipe/IR/PipeAttrs.h"
 #include "dialects/pipe/IR/PipeOps.h"
 
 #include "mlir/IR/Builders.h"
@@ -13,6 +14,7 @@ using namespace mlir::dpc::pipe;
 #include "dialects/pipe/IR/PipeDialect.cpp.inc"
 
 void PipeDialect::initialize() {
+  registerAttributes();
   addOperations<
 #define GET_OP_LIST
 #include "dialects/pipe/IR/PipeOps.cpp.inc"

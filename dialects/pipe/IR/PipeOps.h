@@ -3,8 +3,11 @@
 #ifndef DPC_DIALECTS_PIPE_IR_PIPEOPS_H
 #define DPC_DIALECTS_PIPE_IR_PIPEOPS_H
 
+#include "dialects/pipe/IR/PipeAttrs.h"
 #include "dialects/pipe/IR/PipeDialect.h"
+#include "dpc/schedule/Schedule.h"
 #include "mlir/Bytecode/BytecodeOpInterface.h"
+#include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/OpDefinition.h"
 #include "mlir/IR/OpImplementation.h"

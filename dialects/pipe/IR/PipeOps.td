@@ -3,6 +3,7 @@
 #ifndef DPC_DIALECTS_PIPE_IR_PIPEOPS_TD
 #define DPC_DIALECTS_PIPE_IR_PIPEOPS_TD
 
+include "dialects/pipe/IR/PipeAttrs.td"
 include "dialects/pipe/IR/PipeBase.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
 include "mlir/IR/CommonAttrConstraints.td"
@@ -179,6 +180,148 @@ def Pipe_AccumulatedGradOp : Pipe_Op<"accumulated_grad",
   let arguments = (ins Pipe_Tensor:$param);
   let results = (outs Pipe_Tensor:$result);
   let assemblyFormat = "$param attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Schedule programs: the per-rank instruction streams of lib/schedule
+//===----------------------------------------------------------------------===//
+
+def Pipe_Index : ConfinedAttr<I32Attr, [IntNonNegative]>;
+def Pipe_Count : ConfinedAttr<I32Attr, [IntPositive]>;
+def Pipe_Bytes : ConfinedAttr<I64Attr, [IntNonNegative]>;
+
+def Pipe_ScheduleOp : Pipe_Op<"schedule", [
+    HasParent<"::mlir::ModuleOp">, IsolatedFromAbove, NoTerminator,
+    NoRegionArguments, SingleBlock]> {
+  let summary = "the instruction streams of one training step, one per rank";
+  let description = [{
+    A pipeline schedule (schedule::Schedule) in the IR: the header of
+    schedule.json as attributes and one `pipe.program` per rank. `kind` is
+    "gpipe", "1f1b", "pipedream", "interleaved", "zb-h1" or "custom" (a
+    hand-written program: every check of `verify-schedule` but the per-kind
+    update counts). `chunks` (model chunks per rank, default 1), `replicas`
+    (default 1) and `vertical_sync` follow the builder's options. `stages`
+    holds one `#pipe.stage` per virtual stage (`chunk * ranks + rank`); when
+    it is absent every stage costs 1 ms per pass and holds no bytes.
+
+    `build-schedule` emits this op with `emit-program`; `verify-schedule`
+    proves it and reports each violation at the `pipe.inst` it blames. The
+    op is compile-time data: the runtime reads schedule.json, and
+    `lower-to-runtime` drops it.
+
+    ```mlir
+    pipe.schedule "gpipe" ranks 2 microbatches 1
+        stages [#pipe.stage<param_bytes = 4096>, #pipe.stage<>] {
+      pipe.program rank 0 {
+        pipe.inst load mb 0
+        pipe.inst forward mb 0
+        ...
+      }
+      pipe.program rank 1 {
+        ...
+      }
+    }
+    ```
+  }];
+  let arguments = (ins
+    StrAttr:$kind,
+    Pipe_Count:$ranks,
+    Pipe_Count:$microbatches,
+    DefaultValuedAttr<Pipe_Count, "1">:$chunks,
+    DefaultValuedAttr<Pipe_Count, "1">:$replicas,
+    UnitAttr:$vertical_sync,
+    OptionalAttr<TypedArrayAttrBase<Pipe_StageAttr, "stage array">>:$stages
+  );
+  let regions = (region SizedRegion<1>:$bodyRegion);
+  let assemblyFormat = [{
+    $kind `ranks` $ranks `microbatches` $microbatches
+    (`chunks` $chunks^)? (`replicas` $replicas^)?
+    (`vertical_sync` $vertical_sync^)? (`stages` $stages^)?
+    attr-dict-with-keyword $bodyRegion
+  }];
+  let builders = [
+    // Materialises the streams: one pipe.program per rank, one pipe.inst
+    // per instruction.
+    OpBuilder<(ins "const ::dpc::schedule::Schedule &":$schedule)>,
+  ];
+  let extraClassDeclaration = [{
+    auto getPrograms() { return getBody()->getOps<ProgramOp>(); }
+    /// The plain streams, for lib/schedule's verifier and simulator.
+    ::dpc::schedule::Schedule toSchedule();
+    /// The op a finding at (`rank`, instruction `index`) points at: that
+    /// pipe.inst, the rank's pipe.program when `index` < 0, or this op when
+    /// `rank` < 0 (schedule::Violation's convention).
+    ::mlir::Operation *lookupInstruction(int rank, int index);
+  }];
+  let hasVerifier = 1;
+  let hasRegionVerifier = 1;
+}
+
+def Pipe_ProgramOp : Pipe_Op<"program", [
+    HasParent<"ScheduleOp">, NoTerminator, NoRegionArguments, SingleBlock]> {
+  let summary = "the instruction stream of one rank";
+  let description = [{
+    The instructions rank `rank` runs in one step, in order: the region
+    holds only `pipe.inst` ops. A schedule has exactly one program per rank.
+
+    ```mlir
+    pipe.program rank 1 {
+      pipe.inst recv_start act mb 0 peer 0 tag 0 bytes 1024
+      ...
+    }
+    ```
+  }];
+  let arguments = (ins Pipe_Index:$rank);
+  let regions = (region SizedRegion<1>:$bodyRegion);
+  let assemblyFormat = "`rank` $rank attr-dict-with-keyword $bodyRegion";
+  let extraClassDeclaration = [{
+    auto getInstructions() { return getBody()->getOps<InstOp>(); }
+  }];
+  let hasVerifier = 1;
+}
+
+def Pipe_InstOp : Pipe_Op<"inst", [HasParent<"ProgramOp">]> {
+  let summary = "one schedule instruction";
+  let description = [{
+    One schedule::Instruction of its rank's stream (docs/SCHEDULES.md,
+    "Instruction set"). The opcode is the instruction's schedule.json name,
+    and the instruction carries exactly the fields its opcode uses:
+
+    | opcode | needs | may have |
+    |---|---|---|
+    | `load`, `backward_input`, `backward_weight` | mb | chunk |
+    | `forward`, `backward` | mb | chunk, version |
+    | `send_start`, `send_finish`, `recv_start`, `recv_finish` | payload (`act` or `grad`), mb, peer, tag | chunk, bytes |
+    | `allreduce` | | chunk |
+    | `optimizer_step` | | |
+    | `stash`, `restore`, `free` | mb | chunk, bytes |
+    | `stash_weights`, `restore_weights`, `free_weights` | version | chunk, bytes |
+
+    An absent chunk or size is 0. Whether the numbers fit the schedule
+    (microbatch and chunk in range, the peer another rank) and whether the
+    streams are safe together is `verify-schedule`'s proof, not this op's.
+
+    ```mlir
+    pipe.inst forward mb 0
+    pipe.inst send_start act mb 0 peer 1 tag 0 bytes 1024
+    pipe.inst stash_weights version 1 bytes 4096
+    ```
+  }];
+  let arguments = (ins
+    Pipe_OpcodeAttr:$opcode,
+    OptionalAttr<Pipe_PayloadAttr>:$what,
+    OptionalAttr<Pipe_Index>:$mb,
+    OptionalAttr<Pipe_Index>:$chunk,
+    OptionalAttr<Pipe_Index>:$version,
+    OptionalAttr<Pipe_Index>:$peer,
+    OptionalAttr<Pipe_Index>:$tag,
+    OptionalAttr<Pipe_Bytes>:$bytes
+  );
+  let assemblyFormat = [{
+    custom<Opcode>($opcode, $what) (`mb` $mb^)? (`chunk` $chunk^)? (`version` $version^)?
+    (`peer` $peer^)? (`tag` $tag^)? (`bytes` $bytes^)? attr-dict
+  }];
   let hasVerifier = 1;
 }
 

@@ -581,6 +581,10 @@ LogicalResult Lowering::lowerSegment(func::FuncOp func, LLVM::LLVMFuncOp target,
 }
 
 LogicalResult Lowering::run() {
+  // A schedule program is compile-time data; the runtime reads schedule.json.
+  for (auto program :
+       llvm::make_early_inc_range(module.getOps<pipe::ScheduleOp>()))
+    program.erase();
   // The segments of the one stage in this module.
   llvm::StringMap<func::FuncOp> segments;
   std::optional<int64_t> stage;

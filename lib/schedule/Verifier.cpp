@@ -95,6 +95,8 @@ public:
 
 private:
   void report(ViolationKind kind, int rank, int index, std::string message);
+  /// Adds an instruction the last reported violation involves.
+  void relate(int rank, int index, std::string message);
   bool checkShape();
   void replayRank(int rank);
   void matchTransfers();
@@ -126,6 +128,10 @@ void Verifier::report(ViolationKind kind, int rank, int index,
   }
   v.message = std::move(message);
   result.violations.push_back(std::move(v));
+}
+
+void Verifier::relate(int rank, int index, std::string message) {
+  result.violations.back().related.push_back({rank, index, std::move(message)});
 }
 
 //===----------------------------------------------------------------------===//
@@ -567,7 +573,7 @@ void Verifier::matchTransfers() {
       }
       const Instruction &other = s.programs[q][j];
       if (send && (inst.bytes != other.bytes || inst.what != other.what ||
-                   inst.mb != other.mb))
+                   inst.mb != other.mb)) {
         report(ViolationKind::Mismatch, r, i,
                "matches instruction " + std::to_string(j) + " (" + text(q, j) +
                    ") of rank " + std::to_string(q) + ", which expects " +
@@ -575,6 +581,8 @@ void Verifier::matchTransfers() {
                    " and " + std::to_string(other.bytes) + " bytes, not " +
                    payloadName(inst.what) + " of " + mbText(inst.mb) + " and " +
                    std::to_string(inst.bytes) + " bytes");
+        relate(q, j, "the matching receive on rank " + std::to_string(q));
+      }
     }
   }
 }
@@ -641,11 +649,11 @@ void Verifier::runTogether(CommModel model) {
                     ? startOf[r][i]
                     : i;
     int j = start < 0 ? -1 : partner[r][start];
+    bool send = inst.op == Op::SendStart || inst.op == Op::SendFinish;
     std::string why;
     if (j < 0) {
       why = "rank " + std::to_string(q) + " has no matching " +
-            (inst.op == Op::SendStart || inst.op == Op::SendFinish ? "receive"
-                                                                   : "send");
+            (send ? "receive" : "send");
     } else {
       why = "waits for rank " + std::to_string(q) + " to reach instruction " +
             std::to_string(j) + " (" + text(q, j) + ")";
@@ -659,6 +667,13 @@ void Verifier::runTogether(CommModel model) {
     report(ViolationKind::Deadlock, r, i,
            std::string("deadlock with ") + commModelName(model) +
                " transfers: " + why);
+    std::string peer = "rank " + std::to_string(q);
+    if (j >= 0)
+      relate(q, j,
+             std::string("the matching ") + (send ? "receive" : "send") +
+                 " on " + peer);
+    if (j >= 0 && pc[q] < size(q) && pc[q] != j)
+      relate(q, pc[q], peer + " is blocked here");
     return;
   }
 }

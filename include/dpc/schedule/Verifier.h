@@ -61,6 +61,18 @@ struct Violation {
   int mb = -1;
   std::string message;
 
+  /// Another instruction the violation involves, for a note beside it.
+  struct Related {
+    int rank = -1;
+    int index = -1;
+    /// "rank 1 is blocked here".
+    std::string message;
+  };
+  /// The peer's matching transfer of a deadlock or a mismatch, and where
+  /// the deadlocked peer is blocked. format() leaves them out: the message
+  /// already names them.
+  std::vector<Related> related;
+
   /// "rank 1: instruction 7 (RecvFinish grad mb 3 from rank 2): <message>".
   std::string format() const;
 };

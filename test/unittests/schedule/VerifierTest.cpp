@@ -104,6 +104,15 @@ TEST(Verifier, ReorderedRecvDeadlocksOnlyWhenBlocking) {
             "with blocking transfers: waits for rank 1 to reach instruction 1 "
             "(RecvStart act mb 0 from rank 0), but rank 1 is blocked at "
             "instruction 0 (RecvStart act mb 1 from rank 0)");
+  // Notes for the IR form: the receive it waits for, and where rank 1 is.
+  const std::vector<Violation::Related> &related = r.violations[0].related;
+  ASSERT_EQ(related.size(), 2u);
+  EXPECT_EQ(related[0].rank, 1);
+  EXPECT_EQ(related[0].index, 1);
+  EXPECT_EQ(related[0].message, "the matching receive on rank 1");
+  EXPECT_EQ(related[1].rank, 1);
+  EXPECT_EQ(related[1].index, 0);
+  EXPECT_EQ(related[1].message, "rank 1 is blocked here");
 
   VerifyOptions nonBlockingOnly;
   nonBlockingOnly.checkBlocking = false;
@@ -249,6 +258,9 @@ TEST(Verifier, SizeMismatch) {
             "rank 0: instruction 8 (SendStart act mb 1 to rank 1): matches "
             "instruction 5 (RecvStart act mb 1 from rank 0) of rank 1, which "
             "expects act of mb 1 and 64 bytes, not act of mb 1 and 0 bytes");
+  ASSERT_EQ(r.violations[0].related.size(), 1u);
+  EXPECT_EQ(r.violations[0].related[0].rank, 1);
+  EXPECT_EQ(r.violations[0].related[0].index, 5);
 }
 
 TEST(Verifier, MissingBackward) {

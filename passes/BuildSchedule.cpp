@@ -2,7 +2,8 @@
 //
 // A thin adapter over lib/schedule: the outlined segments give each stage's
 // forward, backward-input and backward-weight times and its byte sizes; the
-// library builds and simulates the streams (verify-schedule checks them).
+// library builds and simulates the streams (verify-schedule checks them),
+// which go out as schedule.json and, with emit-program, as a pipe.schedule op.
 //
 //===----------------------------------------------------------------------===//
 
@@ -144,6 +145,13 @@ struct BuildSchedulePass
         module.emitError("cannot write '") << scheduleOutput << "'";
         return signalPassFailure();
       }
+    }
+    if (emitProgram) {
+      for (auto old :
+           llvm::make_early_inc_range(module.getOps<pipe::ScheduleOp>()))
+        old.erase();
+      auto builder = OpBuilder::atBlockEnd(module.getBody());
+      builder.create<pipe::ScheduleOp>(module.getLoc(), built);
     }
   }
 };

@@ -220,6 +220,11 @@ def BuildSchedulePass : Pass<"dpc-build-schedule", "::mlir::ModuleOp"> {
     as `pipe.predicted_step_ms` and `pipe.predicted_bubble`, and with
     `trace-output` the predicted timeline is written as a Chrome trace (one
     track per rank).
+
+    With `emit-program` the streams also go into the module as a
+    `pipe.schedule` op (one `pipe.program` of `pipe.inst` ops per rank),
+    replacing any earlier one, so that `verify-schedule` needs no file and
+    the program can be read, edited and re-verified as IR.
   }];
   let dependentDialects = ["::mlir::dpc::pipe::PipeDialect"];
   let options = [
@@ -233,6 +238,8 @@ def BuildSchedulePass : Pass<"dpc-build-schedule", "::mlir::ModuleOp"> {
            /*default=*/"\"\"", "Write schedule.json to this file">,
     Option<"traceOutput", "trace-output", "std::string", /*default=*/"\"\"",
            "Write the predicted timeline as a Chrome trace to this file">,
+    Option<"emitProgram", "emit-program", "bool", /*default=*/"false",
+           "Also put the streams into the module as a pipe.schedule op">,
   ];
 }
 
@@ -263,9 +270,11 @@ def PlanMemoryPass : Pass<"dpc-plan-memory", "::mlir::ModuleOp"> {
 def VerifySchedulePass : Pass<"dpc-verify-schedule", "::mlir::ModuleOp"> {
   let summary = "prove a schedule deadlock-free, complete and within memory";
   let description = [{
-    Checks the instruction streams in `schedule` (a schedule.json, as
-    `build-schedule` writes it or as written by hand) against themselves and
-    against the outlined IR, before anything runs:
+    Checks a schedule's instruction streams against themselves and against
+    the outlined IR, before anything runs. The streams are the file
+    `schedule` (a schedule.json, as `build-schedule` writes it or as written
+    by hand) when given, else the module's `pipe.schedule` op (from
+    `build-schedule`'s `emit-program`, or written by hand). It proves that
     - simulating all ranks together, every send meets its receive in an
       order that cannot deadlock, with blocking (rendezvous) and with
       non-blocking transfers;
@@ -276,12 +285,17 @@ def VerifySchedulePass : Pass<"dpc-verify-schedule", "::mlir::ModuleOp"> {
     - the schedule has one rank per stage, and every transfer the IR makes
       between two stages is carried by a message of the schedule.
     A violation fails compilation with the rank, the instruction and the
-    microbatch.
+    microbatch; for a `pipe.schedule` op the error is reported at the
+    `pipe.inst` it blames (at the `pipe.program` when it blames no one
+    instruction, such as a missing optimizer step), with notes at the other
+    instructions involved. The last check needs the outlined segment
+    functions: a file schedule is always checked against them, a
+    `pipe.schedule` op only when the module has them.
   }];
   let dependentDialects = ["::mlir::dpc::pipe::PipeDialect"];
   let options = [
     Option<"scheduleFile", "schedule", "std::string", /*default=*/"\"\"",
-           "The schedule.json to verify">,
+           "The schedule.json to verify (default: the pipe.schedule op)">,
     Option<"memoryLimit", "memory-limit", "double", /*default=*/"0",
            "Bytes per rank the schedule must fit (0: no limit)">,
   ];

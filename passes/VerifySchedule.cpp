@@ -5,7 +5,9 @@
 // peak memory); this pass adds what only the IR knows: that there is a rank
 // per stage and that every transfer of the outlined segments rides on a
 // message of the schedule, which the executor would otherwise only discover
-// at run time.
+// at run time. The streams come from a schedule.json or from the module's
+// pipe.schedule op; from the op, each violation is reported at the pipe.inst
+// it blames, so that hand-written broken programs test every check.
 //
 //===----------------------------------------------------------------------===//
 
@@ -36,20 +38,59 @@ namespace {
 // (direction, peer stage, activation?) of a transfer seen from one stage.
 using Transfer = std::tuple<bool /*send*/, int64_t, bool /*act*/>;
 
+// Reports a violation at the instruction it blames when the streams came
+// from `program`, at the module when they came from a file. The message is
+// the same either way: it names the rank, the instruction and its
+// microbatch.
+void report(ModuleOp module, pipe::ScheduleOp program,
+            const schedule::Violation &violation) {
+  Operation *at =
+      program ? program.lookupInstruction(violation.rank, violation.index)
+              : module.getOperation();
+  InFlightDiagnostic diag = at->emitError("schedule verification failed: ")
+                            << violation.format();
+  if (!program)
+    return;
+  for (const schedule::Violation::Related &related : violation.related)
+    diag.attachNote(
+        program.lookupInstruction(related.rank, related.index)->getLoc())
+        << related.message;
+}
+
 struct VerifySchedulePass
     : public mlir::dpc::impl::VerifySchedulePassBase<VerifySchedulePass> {
   using VerifySchedulePassBase::VerifySchedulePassBase;
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    if (scheduleFile.empty()) {
-      module.emitError("expects a schedule file (schedule=FILE)");
-      return signalPassFailure();
+    auto scheduleOps = module.getOps<pipe::ScheduleOp>();
+    pipe::ScheduleOp program;
+    if (!scheduleOps.empty()) {
+      program = *scheduleOps.begin();
+      if (auto second = std::next(scheduleOps.begin());
+          second != scheduleOps.end()) {
+        (*second)
+                .emitOpError("expects one pipe.schedule per module")
+                .attachNote(program.getLoc())
+            << "the first one";
+        return signalPassFailure();
+      }
     }
+
+    // The file when given, else the module's program.
     schedule::Schedule streams;
-    if (std::string error = schedule::readScheduleFile(scheduleFile, streams);
-        !error.empty()) {
-      module.emitError("cannot read the schedule: ") << error;
+    if (!scheduleFile.empty()) {
+      program = nullptr;
+      if (std::string error = schedule::readScheduleFile(scheduleFile, streams);
+          !error.empty()) {
+        module.emitError("cannot read the schedule: ") << error;
+        return signalPassFailure();
+      }
+    } else if (program) {
+      streams = program.toSchedule();
+    } else {
+      module.emitError("expects a pipe.schedule op or a schedule file "
+                       "(schedule=FILE)");
       return signalPassFailure();
     }
 
@@ -57,7 +98,7 @@ struct VerifySchedulePass
     options.memoryLimit = memoryLimit;
     schedule::VerifyResult result = schedule::verifySchedule(streams, options);
     for (const schedule::Violation &violation : result.violations)
-      module.emitError("schedule verification failed: ") << violation.format();
+      report(module, program, violation);
     if (!result.ok())
       return signalPassFailure();
 
@@ -79,6 +120,10 @@ struct VerifySchedulePass
         }
       });
     }
+    // A program written as IR may stand alone; a file is for the IR it was
+    // built from.
+    if (stages.empty() && program)
+      return;
     if (stages.empty()) {
       module.emitError("expects segment functions (run --dpc-outline-stages "
                        "first)");

@@ -184,6 +184,30 @@ void writeTrace(const Executor &exec, const std::string &path, int rank,
     throw Error(file + ": cannot write the trace");
 }
 
+/// Identifies the running kernel: ranks with the same boot id read the same
+/// steady clock. 0 when unknown.
+int64_t bootId() {
+  std::ifstream in("/proc/sys/kernel/random/boot_id");
+  std::string id;
+  if (!(in >> id))
+    return 0;
+  return int64_t(std::hash<std::string>()(id) | 1);
+}
+
+/// The steady-clock time every rank's trace counts from, so that `dpc run`
+/// can lay the ranks' traces side by side. All ranks leave a barrier
+/// together, to within the barrier's polling, which on a loaded machine can
+/// take milliseconds; the ranks that share rank 0's kernel, and so its
+/// steady clock, then take rank 0's origin exactly.
+double traceOrigin(Communicator &comm) {
+  comm.barrier();
+  double now = Executor::nowMs();
+  int64_t mine = bootId();
+  std::vector<int64_t> rank0 = {mine, int64_t(now * 1e6)}; // nanoseconds
+  broadcastInts(comm, 0, rank0);
+  return mine != 0 && rank0[0] == mine ? double(rank0[1]) / 1e6 : now;
+}
+
 /// What `dpc run` compares with the prediction: each step's wall time on
 /// the last stage, from the end of the step before (or the start of
 /// training) to its own end.
@@ -307,13 +331,9 @@ int runRank(int argc, char **argv, Communicator &comm) {
                      exec.checkpoint(stepsDone));
   };
 
-  // The ranks' traces share one time origin, the moment they leave this
-  // barrier, so that `dpc run` can lay them side by side.
   if (!opts.trace.empty())
-    comm.barrier();
+    exec.enableTrace(traceOrigin(comm));
   double startMs = Executor::nowMs();
-  if (!opts.trace.empty())
-    exec.enableTrace(startMs);
   std::vector<double> stepEnds; // seconds since startMs
   ProgressMeter meter(totalSteps, samplesPerStep, 0.0);
   double lastPrint = -1;

@@ -80,7 +80,18 @@ struct BuildSchedulePass
                        "first)");
       return signalPassFailure();
     }
-    options.stages = stages.size();
+    // Virtual stage c * ranks + r is chunk c of rank r; stageInfo is
+    // indexed by virtual stage, which is the IR's stage number.
+    int64_t chunks = pipe::getNumChunks(module);
+    if (int64_t(stages.size()) % chunks != 0 ||
+        stages.rbegin()->first + 1 != int64_t(stages.size())) {
+      module.emitError("expects stages 0..N-1 with N a multiple of the ")
+          << chunks << " chunks per rank, got " << stages.size()
+          << " stages";
+      return signalPassFailure();
+    }
+    options.stages = stages.size() / chunks;
+    options.virtualStages = chunks;
     for (auto &[stage, segments] : stages) {
       schedule::StageInfo info;
       info.forward = segmentMs(segments.lookup("forward"));

@@ -53,8 +53,10 @@ llvm::json::Array shapeJson(ArrayRef<int64_t> shape) {
 
 // What the runtime must know about the stage, gathered while lowering.
 struct Manifest {
+  // The rank (= its first virtual stage), the ranks, the chunks per rank.
   int64_t stage = 0;
   int64_t stages = 1;
+  int64_t chunks = 1;
   // name -> shape; shapes are copied because the segments are erased before
   // the manifest is written.
   llvm::MapVector<std::string, SmallVector<int64_t>,
@@ -75,12 +77,13 @@ struct Manifest {
         params.insert({name.str(), SmallVector<int64_t>(shapeOf(read))});
     return std::distance(params.begin(), it);
   }
-  int64_t stashId(StringRef key, Value value) {
+  int64_t stashId(StringRef key, Value value, int64_t stage) {
     auto [it, inserted] = stashKeys.insert({key, stashKeys.size()});
     if (inserted)
       stashes[it->second] =
           llvm::json::Object{{"key", it->second},
                              {"name", key},
+                             {"stage", stage},
                              {"bytes", nn::getSizeInBytes(value)}};
     return it->second;
   }
@@ -116,6 +119,7 @@ struct Manifest {
         {"rank", stage},
         {"stage", stage},
         {"stages", stages},
+        {"chunks", chunks},
         {"schedule", "schedule.json"},
         {"weights", "weights/stage" + std::to_string(stage) + ".safetensors"},
         {"microbatch_size", microbatchSize},
@@ -154,6 +158,9 @@ public:
 private:
   LogicalResult lowerSegment(func::FuncOp func, LLVM::LLVMFuncOp target,
                              StringRef segment);
+  // Defines `target` to call chunks[dpc_chunk(ctx)].
+  void dispatchByChunk(LLVM::LLVMFuncOp target,
+                       ArrayRef<LLVM::LLVMFuncOp> chunks);
   LogicalResult lowerOp(Operation *op);
   // Whether `op` becomes a kernel call (what a profile times).
   static bool isKernel(Operation *op) {
@@ -180,6 +187,8 @@ private:
   Type ptrType, i64Type, f32Type;
   Location loc = UnknownLoc::get(ctx);
   Value context;
+  // The (virtual) stage of the segment being lowered.
+  int64_t stage = 0;
   // The segment's scratch arena, when plan-memory planned one.
   Value arena;
   llvm::DenseMap<Value, Value> values;
@@ -329,9 +338,9 @@ LogicalResult Lowering::lowerOp(Operation *op) {
         int64_t tag = recv.getTagAttr().getInt();
         manifest.recvs[tag] = llvm::json::Object{
             {"tag", tag},
+            {"stage", stage},
             {"peer_stage", recv.getPeerAttr().getInt()},
-            {"what",
-             recv.getPeerAttr().getInt() < manifest.stage ? "act" : "grad"},
+            {"what", recv.getPeerAttr().getInt() < stage ? "act" : "grad"},
             {"bytes", nn::getSizeInBytes(recv)}};
         define(recv, call("dpc_recv", ptrType, {context, i64(tag)}));
       })
@@ -339,18 +348,19 @@ LogicalResult Lowering::lowerOp(Operation *op) {
         int64_t tag = send.getTagAttr().getInt();
         manifest.sends[tag] = llvm::json::Object{
             {"tag", tag},
+            {"stage", stage},
             {"peer_stage", send.getPeerAttr().getInt()},
-            {"what",
-             send.getPeerAttr().getInt() > manifest.stage ? "act" : "grad"},
+            {"what", send.getPeerAttr().getInt() > stage ? "act" : "grad"},
             {"bytes", nn::getSizeInBytes(send.getValue())}};
         callVoid("dpc_send", {context, i64(tag), ptrOf(send.getValue())});
       })
       .Case([&](pipe::StashOp stash) {
-        int64_t id = manifest.stashId(stash.getKey(), stash.getValue());
+        int64_t id = manifest.stashId(stash.getKey(), stash.getValue(), stage);
         callVoid("dpc_stash", {context, i64(id), ptrOf(stash.getValue())});
       })
       .Case([&](pipe::RestoreOp restore) {
-        int64_t id = manifest.stashId(restore.getKey(), restore.getResult());
+        int64_t id = manifest.stashId(restore.getKey(), restore.getResult(),
+                                      stage);
         define(restore, call("dpc_restore", ptrType, {context, i64(id)}));
       })
       .Case([&](pipe::ReportLossOp report) {
@@ -551,6 +561,8 @@ LogicalResult Lowering::lowerSegment(func::FuncOp func, LLVM::LLVMFuncOp target,
   context = entry->getArgument(0);
   values.clear();
   arena = nullptr;
+  if (func)
+    stage = pipe::getStage(func).value_or(0);
   if (func) {
     if (auto bytes = func->getAttrOfType<IntegerAttr>("pipe.arena_bytes"))
       if (bytes.getInt() > 0)
@@ -580,14 +592,37 @@ LogicalResult Lowering::lowerSegment(func::FuncOp func, LLVM::LLVMFuncOp target,
   return success();
 }
 
+void Lowering::dispatchByChunk(LLVM::LLVMFuncOp target,
+                               ArrayRef<LLVM::LLVMFuncOp> chunks) {
+  loc = target.getLoc();
+  Block *entry = target.addEntryBlock(builder);
+  context = entry->getArgument(0);
+  Block *done = builder.createBlock(&target.getBody());
+  SmallVector<APInt> cases;
+  SmallVector<Block *> blocks;
+  for (auto [chunk, callee] : llvm::enumerate(chunks)) {
+    blocks.push_back(builder.createBlock(done));
+    builder.create<LLVM::CallOp>(loc, callee, ValueRange{context});
+    builder.create<LLVM::BrOp>(loc, done);
+    cases.push_back(APInt(64, chunk));
+  }
+  builder.setInsertionPointToEnd(done);
+  builder.create<LLVM::ReturnOp>(loc, ValueRange());
+  builder.setInsertionPointToEnd(entry);
+  Value chunk = call("dpc_chunk", i64Type, {context});
+  SmallVector<ValueRange> noOperands(blocks.size(), ValueRange());
+  builder.create<LLVM::SwitchOp>(loc, chunk, done, ValueRange(), cases,
+                                 blocks, noOperands);
+}
+
 LogicalResult Lowering::run() {
   // A schedule program is compile-time data; the runtime reads schedule.json.
   for (auto program :
        llvm::make_early_inc_range(module.getOps<pipe::ScheduleOp>()))
     program.erase();
-  // The segments of the one stage in this module.
-  llvm::StringMap<func::FuncOp> segments;
-  std::optional<int64_t> stage;
+  // The segments of this rank: one stage, or with model chunks the virtual
+  // stages r, r + ranks, r + 2 ranks, ...
+  std::map<int64_t, llvm::StringMap<func::FuncOp>> stages;
   for (auto func : llvm::make_early_inc_range(module.getOps<func::FuncOp>())) {
     auto segment =
         func->getAttrOfType<StringAttr>(pipe::PipeDialect::kSegmentAttrName);
@@ -595,34 +630,63 @@ LogicalResult Lowering::run() {
     if (!segment || !funcStage)
       return func.emitError("expects segment functions from "
                             "--dpc-outline-stages");
-    if (stage && *stage != *funcStage)
-      return func.emitError("expects the segments of one stage, found "
-                            "stages ")
-             << *stage << " and " << *funcStage;
-    stage = funcStage;
-    segments[segment.getValue()] = func;
+    stages[*funcStage][segment.getValue()] = func;
   }
-  if (!stage)
+  if (stages.empty())
     return module.emitError("expects segment functions to lower");
-  manifest.stage = *stage;
+  int64_t numStages = stages.rbegin()->first + 1;
   if (auto count = module->getAttrOfType<IntegerAttr>(
           pipe::PipeDialect::kNumStagesAttrName))
-    manifest.stages = count.getInt();
+    numStages = count.getInt();
+  manifest.chunks = pipe::getNumChunks(module);
+  manifest.stages = numStages / manifest.chunks;
+  manifest.stage = stages.begin()->first;
+  if (numStages % manifest.chunks != 0 ||
+      int64_t(stages.size()) != manifest.chunks ||
+      manifest.stage >= manifest.stages)
+    return module.emitError("expects the segments of one rank: ")
+           << manifest.chunks << " chunk(s) of a " << numStages
+           << "-stage pipeline, found " << stages.size() << " stage(s)";
+  for (auto [chunk, entry] : llvm::enumerate(stages))
+    if (entry.first != manifest.stage + int64_t(chunk) * manifest.stages)
+      return module.emitError("expects chunk ")
+             << chunk << " of rank " << manifest.stage << " to be stage "
+             << manifest.stage + int64_t(chunk) * manifest.stages
+             << ", found stage " << entry.first;
   if (auto size = module->getAttrOfType<IntegerAttr>(
           pipe::PipeDialect::kMicrobatchSizeAttrName))
     manifest.microbatchSize = size.getInt();
 
+  // With one chunk the segments are the ABI's functions; with several, each
+  // chunk's are private and the ABI's dispatch on dpc_chunk.
   Type voidType = LLVM::LLVMVoidType::get(ctx);
+  auto segmentType = LLVM::LLVMFunctionType::get(voidType, {ptrType});
+  bool dispatch = manifest.chunks > 1;
   for (StringRef segment : kSegments) {
-    builder.setInsertionPointToEnd(module.getBody());
-    auto target = builder.create<LLVM::LLVMFuncOp>(
-        module.getLoc(), ("dpc_segment_" + segment).str(),
-        LLVM::LLVMFunctionType::get(voidType, {ptrType}));
-    if (failed(lowerSegment(segments.lookup(segment), target, segment)))
-      return failure();
+    SmallVector<LLVM::LLVMFuncOp> perChunk;
+    for (auto [chunk, entry] : llvm::enumerate(stages)) {
+      builder.setInsertionPointToEnd(module.getBody());
+      std::string name =
+          dispatch ? "dpc_chunk" + std::to_string(chunk) + "_" + segment.str()
+                   : "dpc_segment_" + segment.str();
+      auto target =
+          builder.create<LLVM::LLVMFuncOp>(module.getLoc(), name, segmentType);
+      if (dispatch)
+        target.setLinkage(LLVM::Linkage::Internal);
+      if (failed(lowerSegment(entry.second.lookup(segment), target, segment)))
+        return failure();
+      perChunk.push_back(target);
+    }
+    if (dispatch) {
+      builder.setInsertionPointToEnd(module.getBody());
+      auto target = builder.create<LLVM::LLVMFuncOp>(
+          module.getLoc(), ("dpc_segment_" + segment).str(), segmentType);
+      dispatchByChunk(target, perChunk);
+    }
   }
-  for (auto &entry : segments)
-    entry.second.erase();
+  for (auto &[stage, segments] : stages)
+    for (auto &entry : segments)
+      entry.second.erase();
 
   std::string json = manifest.toJson();
   json.push_back('\0');

@@ -164,7 +164,13 @@ struct PartitionStagesPass
         memoryLimit < 0)
       return module.emitError("expects positive stages/devices, "
                               "microbatches and bandwidth");
-    int deviceCount = stages > 0 ? stages : devices;
+    if (virtualStages < 1)
+      return module.emitError("expects virtual-stages >= 1");
+    if (virtualStages > 1 && (schedule != "interleaved" || stages < 1))
+      return module.emitError("virtual-stages applies to the interleaved "
+                              "schedule with a stage count");
+    // Each model chunk is planned as a stage of its own.
+    int deviceCount = stages > 0 ? stages * virtualStages : devices;
     options.cost.topology = planner::Topology::flat(deviceCount, bandwidth);
     options.cost.microbatches = microbatches;
     std::string kind = schedule;
@@ -179,7 +185,7 @@ struct PartitionStagesPass
             ? planner::Objective::Bottleneck
             : planner::Objective::Step;
     options.straight = stages > 0;
-    options.stages = stages;
+    options.stages = stages * virtualStages;
     options.memoryLimitBytes = memoryLimit;
     return options;
   }
@@ -216,6 +222,9 @@ struct PartitionStagesPass
                     b.getI64IntegerAttr(plan.stages.size()));
     module->setAttr(pipe::PipeDialect::kReplicasAttrName,
                     b.getDenseI64ArrayAttr(replicas));
+    if (virtualStages > 1)
+      module->setAttr(pipe::PipeDialect::kChunksAttrName,
+                      b.getI64IntegerAttr(virtualStages));
     // The samples per microbatch: the leading dimension of the data.
     for (BlockArgument arg : main.getArguments()) {
       auto type = cast<RankedTensorType>(arg.getType());
@@ -231,8 +240,14 @@ struct PartitionStagesPass
   LogicalResult writePlan(ModuleOp module, const StageGraph &sg,
                           const planner::PlanResult &result,
                           const planner::PlannerOptions &options) {
+    nlohmann::ordered_json plan = planner::planToJson(sg.graph, result, options);
+    // The planner saw one device per model chunk; the job has one per rank.
+    if (virtualStages > 1) {
+      plan["devices"] = stages.getValue();
+      plan["virtual_stages"] = virtualStages.getValue();
+    }
     std::ofstream out(planOutput);
-    out << planner::planToJson(sg.graph, result, options).dump(2) << "\n";
+    out << plan.dump(2) << "\n";
     if (!out)
       return module.emitError("cannot write the plan to '")
              << planOutput << "'";

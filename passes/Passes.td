@@ -98,6 +98,11 @@ def PartitionStagesPass : Pass<"dpc-partition-stages", "::mlir::ModuleOp"> {
     planner also chooses the stage count and replicas. For the synchronous
     schedules the planner minimises the predicted step time; for
     `pipedream`, the bottleneck stage.
+
+    With `virtual-stages = v` (interleaved schedules) the model is cut into
+    `stages * v` virtual stages, one device each for planning; the module
+    gets `pipe.num_stages = stages * v` and `pipe.chunks = v`, and virtual
+    stage `c * stages + r` becomes chunk c of rank r.
   }];
   let dependentDialects = ["::mlir::dpc::pipe::PipeDialect"];
   let options = [
@@ -109,6 +114,8 @@ def PartitionStagesPass : Pass<"dpc-partition-stages", "::mlir::ModuleOp"> {
            "Pipeline schedule the plan is for">,
     Option<"microbatches", "microbatches", "int64_t", /*default=*/"1",
            "Microbatches per minibatch">,
+    Option<"virtualStages", "virtual-stages", "int64_t", /*default=*/"1",
+           "Model chunks per rank (interleaved schedules)">,
     Option<"bandwidth", "bandwidth", "double", /*default=*/"1e9",
            "Bytes per second between devices">,
     Option<"memoryLimit", "memory-limit", "double", /*default=*/"0",

@@ -167,15 +167,21 @@ struct PlanMemoryPass
       return signalPassFailure();
     }
     schedule::VerifyResult verified = schedule::verifySchedule(streams);
-    if (verified.ranks.size() != largestArena.size()) {
+    if (streams.numVirtualStages() != int(largestArena.size())) {
       module.emitError("the schedule has ")
-          << verified.ranks.size() << " ranks, the IR " << largestArena.size()
-          << " stages";
+          << streams.numVirtualStages() << " stages, the IR "
+          << largestArena.size();
       return signalPassFailure();
     }
+    // A rank runs one segment at a time, whichever chunk it belongs to.
     SmallVector<int64_t> peaks;
-    for (auto [rank, stats] : llvm::enumerate(verified.ranks))
-      peaks.push_back(stats.peakMemoryBytes + largestArena[rank]);
+    for (auto [rank, stats] : llvm::enumerate(verified.ranks)) {
+      int64_t arena = 0;
+      for (int chunk = 0; chunk < streams.chunks; ++chunk)
+        arena = std::max(arena,
+                         largestArena[streams.virtualStage(rank, chunk)]);
+      peaks.push_back(stats.peakMemoryBytes + arena);
+    }
     module->setAttr("pipe.peak_memory",
                     Builder(&getContext()).getDenseI64ArrayAttr(peaks));
   }

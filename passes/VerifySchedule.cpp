@@ -138,20 +138,28 @@ struct VerifySchedulePass
 
     bool ok = true;
     for (auto &[stage, transfers] : irTransfers) {
+      // The messages of the stage's chunk, by the virtual stage they reach:
+      // activations go to the next one, gradients to the previous one.
+      int rank = streams.rankOf(stage), chunk = streams.chunkOf(stage);
       std::set<Transfer> carried;
-      for (const schedule::Instruction &inst : streams.programs[stage]) {
+      for (const schedule::Instruction &inst : streams.programs[rank]) {
+        bool send = inst.op == schedule::Op::SendStart;
+        if ((!send && inst.op != schedule::Op::RecvStart) ||
+            inst.chunk != chunk)
+          continue;
         bool act = inst.what == schedule::Payload::Activation;
-        if (inst.op == schedule::Op::SendStart)
-          carried.insert({true, inst.peer, act});
-        else if (inst.op == schedule::Op::RecvStart)
-          carried.insert({false, inst.peer, act});
+        int64_t peer = stage + (send == act ? 1 : -1);
+        if (peer >= 0 && peer < streams.numVirtualStages() &&
+            streams.rankOf(peer) == inst.peer)
+          carried.insert({send, peer, act});
       }
       for (const Transfer &t : transfers) {
         if (carried.count(t))
           continue;
         auto [send, peer, act] = t;
         module.emitError("schedule verification failed: rank ")
-            << stage << ": the IR " << (send ? "sends " : "receives ")
+            << rank << (streams.chunks > 1 ? " chunk " : "")
+            << (streams.chunks > 1 ? std::to_string(chunk) : "") << ": the IR " << (send ? "sends " : "receives ")
             << (act ? "activations" : "gradients") << (send ? " to" : " from")
             << " stage " << peer << " but the schedule never "
             << (send ? "sends" : "receives") << " them";

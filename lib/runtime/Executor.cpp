@@ -160,9 +160,20 @@ struct PackLayout {
   size_t total = 0;
 };
 
-/// (peer rank, payload kind) of a message: with one stage per rank, this is
-/// the boundary the message crosses.
-using Boundary = std::pair<int, TransferKind>;
+/// The boundary a message crosses, seen from this rank: the (virtual) stage
+/// of this rank it belongs to, the stage at the other end and what it
+/// carries. With one stage per rank the stages are ranks.
+struct Boundary {
+  int stage = 0;
+  int peer = 0;
+  TransferKind what = TransferKind::Activation;
+  bool operator<(const Boundary &o) const {
+    return std::tie(stage, peer, what) < std::tie(o.stage, o.peer, o.what);
+  }
+  bool operator==(const Boundary &o) const {
+    return stage == o.stage && peer == o.peer && what == o.what;
+  }
+};
 
 TransferKind kindOf(Payload p) {
   return p == Payload::Gradient ? TransferKind::Gradient
@@ -176,7 +187,7 @@ makeLayouts(const std::vector<ManifestTransfer> &transfers) {
   std::sort(sorted.begin(), sorted.end(),
             [](auto &a, auto &b) { return a.tag < b.tag; });
   for (const ManifestTransfer &t : sorted) {
-    PackLayout &layout = layouts[{int(t.peerStage), t.what}];
+    PackLayout &layout = layouts[{int(t.stage), int(t.peerStage), t.what}];
     layout.entries.push_back({t.tag, layout.total, t.bytes});
     layout.total += roundUp(size_t(t.bytes));
   }
@@ -244,14 +255,14 @@ struct Executor::Impl : dpc_context {
   std::map<Boundary, PackLayout> sendLayouts, recvLayouts;
 
   // Per-step state.
-  std::map<std::tuple<int, TransferKind, int>, Staged> staged;       // + mb
+  std::map<std::pair<Boundary, int>, Staged> staged;                 // + mb
   std::map<std::pair<int, int>, Pending> pendingSends, pendingRecvs; // tag, mb
-  std::map<std::tuple<int, TransferKind, int>, Buffer> received;
+  std::map<std::pair<Boundary, int>, Buffer> received;               // + mb
   std::map<std::pair<int64_t, int>, Buffer> stash; // key, mb
   struct Loaded {
     Buffer inputs, labels;
   };
-  std::map<int, Loaded> loaded;
+  std::map<std::pair<int, int>, Loaded> loaded; // mb, chunk
   std::vector<std::optional<double>> losses;
 
   // PipeDream weight versions, numbered within the step (a window of
@@ -267,7 +278,7 @@ struct Executor::Impl : dpc_context {
 
   // What the schedule promised, measured: microbatches whose forward ran and
   // whose backward has not finished, stash bytes, weight versions.
-  std::map<int, bool> inFlight;
+  std::map<std::pair<int, int>, bool> inFlight; // mb, chunk
   int64_t stashBytes = 0;
   MemoryStats memory;
 
@@ -281,6 +292,7 @@ struct Executor::Impl : dpc_context {
   // The running segment.
   Phase phase = Phase::Idle;
   int currentMb = -1;
+  int currentChunk = 0;
   bool evaluating = false;
   EvalResult eval;
 
@@ -338,10 +350,10 @@ struct Executor::Impl : dpc_context {
       throw Error(s + ": " + std::to_string(sched.replicas) +
                   " replicas per stage; the executor runs one rank per stage "
                   "(replicated stages are not supported yet)");
-    if (sched.chunks != 1)
+    if (sched.chunks != manifest.chunks)
       throw Error(s + ": " + std::to_string(sched.chunks) +
-                  " chunks per rank; the executor runs one stage per rank "
-                  "(interleaved schedules are not supported yet)");
+                  " chunks per rank but the rank's object holds " +
+                  std::to_string(manifest.chunks));
     if (sched.ranks != manifest.stages)
       throw Error(s + ": " + std::to_string(sched.ranks) +
                   " ranks but the manifest says " +
@@ -392,7 +404,13 @@ struct Executor::Impl : dpc_context {
       case Op::SendStart:
       case Op::RecvStart: {
         bool send = i.op == Op::SendStart;
-        Boundary b{i.peer, kindOf(i.what)};
+        Boundary b = boundaryOf(i);
+        if (b.peer < 0 || b.peer >= manifest.numVirtualStages() ||
+            sched.rankOf(b.peer) != i.peer)
+          throw Error(s + ": rank " + std::to_string(manifest.rank) + " runs " +
+                      schedule::describe(i, sched.chunks) +
+                      ", which crosses no boundary of stage " +
+                      std::to_string(b.stage));
         // A boundary the IR moves nothing across in this direction (no
         // gradient flows back into a stage without parameters, say) still
         // gets its message, empty, so both ranks keep the schedule's order.
@@ -412,8 +430,8 @@ struct Executor::Impl : dpc_context {
         if (!used->count(b))
           throw Error("manifest: " + std::string(verb) + " tag " +
                       std::to_string(layout.entries.front().tag) + " (" +
-                      transferKindName(b.second) + ", peer_stage " +
-                      std::to_string(b.first) + ") is never moved by " + s +
+                      transferKindName(b.what) + ", peer_stage " +
+                      std::to_string(b.peer) + ") is never moved by " + s +
                       ", which only transfers between neighbouring stages");
   }
 
@@ -421,7 +439,25 @@ struct Executor::Impl : dpc_context {
   // Running instructions
   //===--------------------------------------------------------------------===//
 
-  void trace(schedule::EventKind kind, std::string name, double start, int mb) {
+  int lastStage() const { return manifest.numVirtualStages() - 1; }
+
+  /// The boundary a transfer instruction crosses: activations go from a
+  /// stage to the next, gradients back.
+  Boundary boundaryOf(const Instruction &i) const {
+    bool send = i.op == Op::SendStart || i.op == Op::SendFinish;
+    bool act = i.what != Payload::Gradient;
+    int stage = manifest.virtualStage(i.chunk);
+    return {stage, stage + (send == act ? 1 : -1), kindOf(i.what)};
+  }
+
+  /// Whether the chunk's stage reads inputs or labels.
+  bool loadsData(int chunk) const {
+    int stage = manifest.virtualStage(chunk);
+    return stage == 0 || (stage == lastStage() && manifest.labelsShape);
+  }
+
+  void trace(schedule::EventKind kind, std::string name, double start, int mb,
+             int chunk = 0) {
     if (!tracing)
       return;
     schedule::TimelineEvent e;
@@ -431,48 +467,54 @@ struct Executor::Impl : dpc_context {
     e.start = start - traceOrigin;
     e.end = nowMs() - traceOrigin;
     e.mb = mb;
-    e.chunk = 0;
+    e.chunk = chunk;
     events.push_back(std::move(e));
   }
 
-  void callSegment(Phase p, SegmentFn fn, int mb) {
+  void callSegment(Phase p, SegmentFn fn, int mb, int chunk) {
     phase = p;
     currentMb = mb;
+    currentChunk = chunk;
     fn(this);
     scratch.reset();
     phase = Phase::Idle;
     currentMb = -1;
+    currentChunk = 0;
   }
 
-  /// The microbatch's backward is over: what it kept can go.
-  void releaseMicrobatch(int mb) {
+  /// The backward of the microbatch's chunk is over: what it kept can go.
+  void releaseMicrobatch(int mb, int chunk) {
+    int stage = manifest.virtualStage(chunk);
     for (auto it = stash.begin(); it != stash.end();) {
-      if (it->first.second != mb) {
+      const ManifestStash *spec = manifest.findStash(it->first.first);
+      if (it->first.second != mb || spec->stage != stage) {
         ++it;
         continue;
       }
       stashBytes -= int64_t(it->second.size());
       it = stash.erase(it);
     }
-    inFlight.erase(mb);
+    inFlight.erase({mb, chunk});
     for (auto it = received.begin(); it != received.end();)
-      it = std::get<2>(it->first) == mb ? received.erase(it) : std::next(it);
-    loaded.erase(mb);
+      it = it->first.second == mb && it->first.first.stage == stage
+               ? received.erase(it)
+               : std::next(it);
+    loaded.erase({mb, chunk});
   }
 
-  /// Loads microbatch `microbatch` of sampler step `step`, kept under `mb`
-  /// (evaluation's sampler has one microbatch per step).
-  void load(int mb, int64_t step, int microbatch) {
-    Loaded &l = loaded[mb];
+  /// Loads microbatch `microbatch` of sampler step `step` for the chunk,
+  /// kept under `mb` (evaluation's sampler has one microbatch per step).
+  void load(int mb, int chunk, int64_t step, int microbatch) {
+    Loaded &l = loaded[{mb, chunk}];
     std::vector<int64_t> indices =
         currentSampler->microbatchIndices(step, microbatch);
-    if (manifest.isFirstStage()) {
+    if (manifest.virtualStage(chunk) == 0) {
       if (!l.inputs)
         l.inputs = Buffer(pool, manifest.inputs[0].elements() * sizeof(float));
       currentData->gatherInputs(indices,
                                 reinterpret_cast<float *>(l.inputs.data()));
     }
-    if (manifest.labelsShape) {
+    if (manifest.virtualStage(chunk) == lastStage() && manifest.labelsShape) {
       if (!l.labels)
         l.labels = Buffer(pool, indices.size() * sizeof(int64_t));
       currentData->gatherLabels(indices,
@@ -482,17 +524,18 @@ struct Executor::Impl : dpc_context {
 
   std::string where(int64_t step, size_t index, const Instruction &i) {
     return "step " + std::to_string(step + 1) + ": instruction " +
-           std::to_string(index) + " (" + schedule::describe(i) + "): ";
+           std::to_string(index) + " (" + schedule::describe(i, sched.chunks) +
+           "): ";
   }
 
   void sendStart(const Instruction &i, const std::string &at) {
-    Boundary b{i.peer, kindOf(i.what)};
+    Boundary b = boundaryOf(i);
     const PackLayout &layout = sendLayouts.at(b);
     if (layout.entries.empty()) {
       postSend(i, at, b, Buffer(pool, 0), 0);
       return;
     }
-    auto it = staged.find({b.first, b.second, i.mb});
+    auto it = staged.find({b, i.mb});
     if (it == staged.end())
       throw Error(at + "no value for transfer tag " +
                   std::to_string(layout.entries.front().tag) +
@@ -517,7 +560,7 @@ struct Executor::Impl : dpc_context {
     p.buffer = std::move(buffer);
     p.boundary = b;
     p.startMs = nowMs();
-    p.name = std::string("send ") + transferKindName(b.second) + " mb" +
+    p.name = std::string("send ") + transferKindName(b.what) + " mb" +
              std::to_string(i.mb);
     p.request = comm.isend(p.buffer.data(), bytes, i.peer, i.tag);
     pendingSends.emplace(std::make_pair(i.tag, i.mb), std::move(p));
@@ -529,17 +572,18 @@ struct Executor::Impl : dpc_context {
       throw Error(at + "no send with tag " + std::to_string(i.tag) +
                   " was started");
     comm.wait(it->second.request);
-    trace(schedule::EventKind::Send, it->second.name, it->second.startMs, i.mb);
+    trace(schedule::EventKind::Send, it->second.name, it->second.startMs, i.mb,
+          i.chunk);
     pendingSends.erase(it);
   }
 
   void recvStart(const Instruction &i, const std::string &at) {
-    Boundary b{i.peer, kindOf(i.what)};
+    Boundary b = boundaryOf(i);
     auto key = std::make_pair(i.tag, i.mb);
     if (pendingRecvs.count(key))
       throw Error(at + "a receive with tag " + std::to_string(i.tag) +
                   " is already in flight");
-    if (received.count({b.first, b.second, i.mb}))
+    if (received.count({b, i.mb}))
       throw Error(at + "microbatch " + std::to_string(i.mb) +
                   " was already received from rank " + std::to_string(i.peer));
     const PackLayout &layout = recvLayouts.at(b);
@@ -547,7 +591,7 @@ struct Executor::Impl : dpc_context {
     p.buffer = Buffer(pool, layout.total);
     p.boundary = b;
     p.startMs = nowMs();
-    p.name = std::string("recv ") + transferKindName(b.second) + " mb" +
+    p.name = std::string("recv ") + transferKindName(b.what) + " mb" +
              std::to_string(i.mb);
     p.request = comm.irecv(p.buffer.data(), layout.total, i.peer, i.tag);
     pendingRecvs.emplace(key, std::move(p));
@@ -559,14 +603,15 @@ struct Executor::Impl : dpc_context {
       throw Error(at + "no receive with tag " + std::to_string(i.tag) +
                   " was started");
     comm.wait(it->second.request);
-    trace(schedule::EventKind::Recv, it->second.name, it->second.startMs, i.mb);
-    Boundary b = it->second.boundary;
-    received[{b.first, b.second, i.mb}] = std::move(it->second.buffer);
+    trace(schedule::EventKind::Recv, it->second.name, it->second.startMs, i.mb,
+          i.chunk);
+    received[{it->second.boundary, i.mb}] = std::move(it->second.buffer);
     pendingRecvs.erase(it);
   }
 
-  void checkLossReported(int mb, const std::string &at) {
-    if (manifest.isLastStage() && manifest.labelsShape && !losses[mb])
+  void checkLossReported(int mb, int chunk, const std::string &at) {
+    if (manifest.virtualStage(chunk) == lastStage() && manifest.labelsShape &&
+        !losses[mb])
       throw Error(at + "the last stage's forward did not call "
                        "dpc_report_loss");
   }
@@ -620,32 +665,32 @@ struct Executor::Impl : dpc_context {
     auto compute = [&](schedule::EventKind kind, Phase p, SegmentFn fn) {
       if (p == Phase::Forward || p == Phase::Backward)
         selectWeights(i, at);
-      callSegment(p, fn, i.mb);
+      callSegment(p, fn, i.mb, i.chunk);
       servedVersion = nullptr;
-      trace(kind, schedule::eventName(kind, i.mb, 0, false), start, i.mb);
+      trace(kind, schedule::eventName(kind, i.mb, i.chunk, sched.chunks > 1),
+            start, i.mb, i.chunk);
     };
     switch (i.op) {
     case Op::LoadMicrobatch:
-      if (manifest.isFirstStage() || manifest.labelsShape) {
-        load(i.mb, currentStep, i.mb);
+      if (loadsData(i.chunk)) {
+        load(i.mb, i.chunk, currentStep, i.mb);
         trace(schedule::EventKind::Load, "load mb" + std::to_string(i.mb),
-              start, i.mb);
+              start, i.mb, i.chunk);
       }
       break;
     case Op::Forward:
-      if ((manifest.isFirstStage() || manifest.labelsShape) &&
-          !loaded.count(i.mb))
+      if (loadsData(i.chunk) && !loaded.count({i.mb, i.chunk}))
         throw Error(at + "microbatch " + std::to_string(i.mb) +
                     " was not loaded (no LoadMicrobatch before it)");
       compute(schedule::EventKind::Forward, Phase::Forward, segments.forward);
-      checkLossReported(i.mb, at);
-      inFlight[i.mb] = true;
+      checkLossReported(i.mb, i.chunk, at);
+      inFlight[{i.mb, i.chunk}] = true;
       memory.peakStashes = std::max(memory.peakStashes, int(inFlight.size()));
       break;
     case Op::Backward:
       compute(schedule::EventKind::Backward, Phase::Backward,
               segments.backward);
-      releaseMicrobatch(i.mb);
+      releaseMicrobatch(i.mb, i.chunk);
       break;
     case Op::BackwardInput:
       compute(schedule::EventKind::BackwardInput, Phase::BackwardInput,
@@ -654,14 +699,16 @@ struct Executor::Impl : dpc_context {
     case Op::BackwardWeight:
       compute(schedule::EventKind::BackwardWeight, Phase::BackwardWeight,
               segments.backwardWeight);
-      releaseMicrobatch(i.mb);
+      releaseMicrobatch(i.mb, i.chunk);
       break;
     case Op::OptimizerStep:
       if (restoredVersion)
         throw Error(at + "RestoreWeights selected weight version " +
                     std::to_string(*restoredVersion) +
                     " but no Forward or Backward used it");
-      callSegment(Phase::Optimizer, segments.optimizer, -1);
+      // One step updates every chunk of the rank.
+      for (int chunk = 0; chunk < manifest.chunks; ++chunk)
+        callSegment(Phase::Optimizer, segments.optimizer, -1, chunk);
       ++liveVersion;
       trace(schedule::EventKind::Optimizer, "opt", start, -1);
       break;
@@ -715,9 +762,9 @@ struct Executor::Impl : dpc_context {
                   " was never finished");
     if (!staged.empty()) {
       auto &[key, s] = *staged.begin();
-      throw Error(at + "dpc_send stored " + transferKindName(std::get<1>(key)) +
-                  " for mb " + std::to_string(std::get<2>(key)) + " to stage " +
-                  std::to_string(std::get<0>(key)) +
+      throw Error(at + "dpc_send stored " + transferKindName(key.first.what) +
+                  " for mb " + std::to_string(key.second) + " to stage " +
+                  std::to_string(key.first.peer) +
                   " but the schedule never sent it");
     }
     if (!stash.empty())
@@ -727,7 +774,7 @@ struct Executor::Impl : dpc_context {
                   " is still live (its backward never ran)");
     if (!received.empty())
       throw Error(at + "a received value of mb " +
-                  std::to_string(std::get<2>(received.begin()->first)) +
+                  std::to_string(received.begin()->first.second) +
                   " is still live (its backward never ran)");
     if (!weightVersions.empty())
       throw Error(at + "weight version " +
@@ -749,7 +796,7 @@ struct Executor::Impl : dpc_context {
       fatal("dpc_input",
             "input " + std::to_string(index) + " is not in the manifest's " +
                 std::to_string(manifest.inputs.size()) + " inputs");
-    auto it = loaded.find(currentMb);
+    auto it = loaded.find({currentMb, currentChunk});
     if (it == loaded.end() || !it->second.inputs)
       fatal("dpc_input",
             "microbatch " + std::to_string(currentMb) + " has not been loaded");
@@ -760,7 +807,7 @@ struct Executor::Impl : dpc_context {
     requireSegment("dpc_labels");
     if (!manifest.labelsShape)
       fatal("dpc_labels", "the manifest declares no labels for this stage");
-    auto it = loaded.find(currentMb);
+    auto it = loaded.find({currentMb, currentChunk});
     if (it == loaded.end() || !it->second.labels)
       fatal("dpc_labels",
             "microbatch " + std::to_string(currentMb) + " has not been loaded");
@@ -827,9 +874,13 @@ struct Executor::Impl : dpc_context {
       fatal("dpc_send", "transfer tag " + std::to_string(tag) +
                             " is not in the manifest's "
                             "sends");
-    Boundary b{int(t->peerStage), t->what};
+    Boundary b{int(t->stage), int(t->peerStage), t->what};
+    if (b.stage != manifest.virtualStage(currentChunk))
+      fatal("dpc_send", "transfer tag " + std::to_string(tag) +
+                            " belongs to stage " + std::to_string(b.stage) +
+                            ", not to the running chunk's");
     const PackLayout &layout = sendLayouts.at(b);
-    Staged &s = staged[{b.first, b.second, currentMb}];
+    Staged &s = staged[{b, currentMb}];
     if (!s.buffer) {
       s.buffer = Buffer(pool, layout.total);
       s.filled.assign(layout.entries.size(), false);
@@ -852,8 +903,8 @@ struct Executor::Impl : dpc_context {
       fatal("dpc_recv", "transfer tag " + std::to_string(tag) +
                             " is not in the manifest's "
                             "recvs");
-    Boundary b{int(t->peerStage), t->what};
-    auto it = received.find({b.first, b.second, currentMb});
+    Boundary b{int(t->stage), int(t->peerStage), t->what};
+    auto it = received.find({b, currentMb});
     if (it == received.end()) {
       for (auto &[key, p] : pendingRecvs)
         if (key.second == currentMb && p.boundary == b)
@@ -1165,49 +1216,51 @@ EvalResult Executor::evaluate(const Dataset *data, int64_t microbatches) {
   s.currentData = data;
   s.currentSampler = sampler.get();
 
-  // Forward only: every activation message of the training program, one
-  // message per boundary and microbatch, with one control tag per payload
-  // (MPI keeps messages between two ranks with one tag in order). Receives
-  // for the next microbatch are posted before computing this one, and one
-  // send per boundary stays in flight while the next microbatch computes.
-  const int tag = kFirstControlTag + 1;
-  std::vector<int> sendPeers, recvPeers;
-  for (auto &[b, layout] : s.sendLayouts)
-    if (b.second == TransferKind::Activation)
-      sendPeers.push_back(b.first);
-  for (auto &[b, layout] : s.recvLayouts)
-    if (b.second == TransferKind::Activation)
-      recvPeers.push_back(b.first);
-  auto transfer = [&](Op op, int peer, int mb) {
-    return Instruction::transfer(op, Payload::Activation, mb, 0, peer, tag, 0);
+  // Forward only, microbatch by microbatch and chunk by chunk: every
+  // activation message of the training program, one per boundary and
+  // microbatch, with one control tag per sending chunk (MPI keeps the
+  // messages between two ranks with one tag in order, and every rank walks
+  // (microbatch, chunk) in the same order). The sends of a microbatch stay
+  // in flight while the next one computes.
+  auto transfer = [&](Op op, int chunk, int mb) {
+    Instruction i =
+        Instruction::transfer(op, Payload::Activation, mb, chunk, -1, -1, 0);
+    Boundary b = s.boundaryOf(i);
+    i.peer = s.sched.rankOf(b.peer);
+    i.tag = kFirstControlTag + 16 + s.sched.chunkOf(std::min(b.stage, b.peer));
+    return i;
   };
   auto at = [&](int64_t mb) {
     return "evaluation mb " + std::to_string(mb) + ": ";
   };
-  for (int peer : recvPeers)
-    if (microbatches > 0)
-      s.recvStart(transfer(Op::RecvStart, peer, 0), at(0));
+  std::vector<Instruction> sending;
   for (int64_t k = 0; k < microbatches; ++k) {
     int mb = int(k);
-    for (int peer : recvPeers) {
-      if (k + 1 < microbatches)
-        s.recvStart(transfer(Op::RecvStart, peer, mb + 1), at(k + 1));
-      s.recvFinish(transfer(Op::RecvFinish, peer, mb), at(k));
+    std::vector<Instruction> started;
+    for (int chunk = 0; chunk < m.chunks; ++chunk) {
+      int stage = m.virtualStage(chunk);
+      if (stage > 0) {
+        s.recvStart(transfer(Op::RecvStart, chunk, mb), at(k));
+        s.recvFinish(transfer(Op::RecvFinish, chunk, mb), at(k));
+      }
+      if (s.loadsData(chunk))
+        s.load(mb, chunk, k, 0);
+      s.callSegment(Phase::Forward, s.segments.forward, mb, chunk);
+      if (stage < s.lastStage()) {
+        if (chunk == 0)
+          for (const Instruction &send : std::exchange(sending, {}))
+            s.sendFinish(send, at(k - 1));
+        s.sendStart(transfer(Op::SendStart, chunk, mb), at(k));
+        started.push_back(transfer(Op::SendFinish, chunk, mb));
+      }
     }
-    if (needsData)
-      s.load(mb, k, 0);
-    s.callSegment(Phase::Forward, s.segments.forward, mb);
-    for (int peer : sendPeers) {
-      if (k > 0)
-        s.sendFinish(transfer(Op::SendFinish, peer, mb - 1), at(k - 1));
-      s.sendStart(transfer(Op::SendStart, peer, mb), at(k));
-    }
-    s.releaseMicrobatch(mb);
+    for (int chunk = 0; chunk < m.chunks; ++chunk)
+      s.releaseMicrobatch(mb, chunk);
+    for (Instruction &send : started)
+      sending.push_back(send);
   }
-  for (int peer : sendPeers)
-    if (microbatches > 0)
-      s.sendFinish(transfer(Op::SendFinish, peer, int(microbatches - 1)),
-                   at(microbatches - 1));
+  for (const Instruction &send : sending)
+    s.sendFinish(send, at(microbatches - 1));
   s.checkStepEnd("evaluation");
   s.evaluating = false;
   return s.eval;
@@ -1258,6 +1311,7 @@ static Executor::Impl &state(dpc_context *ctx) {
 
 extern "C" {
 
+int64_t dpc_chunk(dpc_context *ctx) { return state(ctx).currentChunk; }
 const float *dpc_input(dpc_context *ctx, int64_t index) {
   return state(ctx).input(index);
 }

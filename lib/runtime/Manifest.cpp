@@ -156,6 +156,7 @@ std::vector<ManifestTransfer> readTransfers(Reader &r, const json &root,
       r.fail(path.substr(0, path.size() - 1), "expected an object");
     ManifestTransfer t;
     t.tag = r.integer(e, path, "tag", 0);
+    t.stage = e.contains("stage") ? r.integer(e, path, "stage", 0) : m.stage;
     t.peerStage = r.integer(e, path, "peer_stage", 0);
     t.bytes = r.integer(e, path, "bytes", 1);
     std::string what = r.string(e, path, "what");
@@ -166,15 +167,19 @@ std::vector<ManifestTransfer> readTransfers(Reader &r, const json &root,
     else
       r.fail(path + "what",
              "expected \"act\" or \"grad\", got \"" + what + "\"");
-    if (t.peerStage >= m.stages || t.peerStage == m.stage)
+    if (t.stage >= m.numVirtualStages() || t.stage % m.stages != m.stage)
+      r.fail(path + "stage", "stage " + std::to_string(t.stage) +
+                                 " is not a stage of rank " +
+                                 std::to_string(m.rank));
+    if (t.peerStage >= m.numVirtualStages() || t.peerStage == t.stage)
       r.fail(path + "peer_stage", "stage " + std::to_string(t.peerStage) +
                                       " is not another stage of the " +
-                                      std::to_string(m.stages) +
+                                      std::to_string(m.numVirtualStages()) +
                                       "-stage pipeline");
     // Activations flow to later stages and gradients to earlier ones; which
     // end is "later" depends on whether this is a send or a receive.
     bool towardsLater =
-        (t.peerStage > m.stage) == (std::string(key) == "sends");
+        (t.peerStage > t.stage) == (std::string(key) == "sends");
     if (towardsLater != (t.what == TransferKind::Activation))
       r.fail(path + "what",
              std::string("\"") + what + "\" cannot " +
@@ -212,6 +217,8 @@ RankManifest parseManifest(const std::string &text, const std::string &name) {
   m.rank = static_cast<int>(r.integer(root, "", "rank", 0));
   m.stages = static_cast<int>(r.integer(root, "", "stages", 1));
   m.stage = static_cast<int>(r.integer(root, "", "stage", 0));
+  if (root.contains("chunks"))
+    m.chunks = static_cast<int>(r.integer(root, "", "chunks", 1));
   if (m.stage >= m.stages)
     r.fail("stage", "stage " + std::to_string(m.stage) + " of a " +
                         std::to_string(m.stages) + "-stage pipeline");
@@ -294,6 +301,13 @@ RankManifest parseManifest(const std::string &text, const std::string &name) {
     if (nameIt != stashes[i].end() && nameIt->is_string())
       s.name = nameIt->get<std::string>();
     s.bytes = r.integer(stashes[i], path, "bytes", 1);
+    s.stage = stashes[i].contains("stage")
+                  ? r.integer(stashes[i], path, "stage", 0)
+                  : m.stage;
+    if (s.stage >= m.numVirtualStages() || s.stage % m.stages != m.stage)
+      r.fail(path + "stage", "stage " + std::to_string(s.stage) +
+                                 " is not a stage of rank " +
+                                 std::to_string(m.rank));
     if (!keys.insert(s.key).second)
       r.fail(path + "key", "key " + std::to_string(s.key) + " appears twice");
     m.stashes.push_back(s);

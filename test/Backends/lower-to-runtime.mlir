@@ -86,14 +86,15 @@ module attributes {pipe.num_stages = 2 : i64} {
 // CHECK: llvm.call @dpc_sgd_step(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) : (!llvm.ptr, i64, f32, f32, f32) -> ()
 
 // CHECK: llvm.mlir.global external constant @dpc_rank_manifest(
+// CHECK-SAME: \22chunks\22:1
 // CHECK-SAME: \22format\22:\22dpc-rank\22
 // CHECK-SAME: \22inputs\22:[]
 // CHECK-SAME: \22labels\22:{\22shape\22:[4]}
 // CHECK-SAME: \22microbatch_size\22:4
 // CHECK-SAME: \22output\22:{\22shape\22:[4,10]}
 // CHECK-SAME: \22params\22:[{\22id\22:0,\22name\22:\22fc2.weight\22,\22shape\22:[10,32]},{\22id\22:1,\22name\22:\22fc2.bias\22,\22shape\22:[10]}]
-// CHECK-SAME: \22recvs\22:[{\22bytes\22:512,\22peer_stage\22:0,\22tag\22:0,\22what\22:\22act\22}]
-// CHECK-SAME: \22sends\22:[{\22bytes\22:512,\22peer_stage\22:0,\22tag\22:1,\22what\22:\22grad\22}]
+// CHECK-SAME: \22recvs\22:[{\22bytes\22:512,\22peer_stage\22:0,\22stage\22:1,\22tag\22:0,\22what\22:\22act\22}]
+// CHECK-SAME: \22sends\22:[{\22bytes\22:512,\22peer_stage\22:0,\22stage\22:1,\22tag\22:1,\22what\22:\22grad\22}]
 // CHECK-SAME: \22stage\22:1
-// CHECK-SAME: \22stashes\22:[{\22bytes\22:32,\22key\22:0,\22name\22:\22labels\22},{\22bytes\22:512,\22key\22:1,\22name\22:\22h\22},{\22bytes\22:160,\22key\22:2,\22name\22:\22logits\22}]
+// CHECK-SAME: \22stashes\22:[{\22bytes\22:32,\22key\22:0,\22name\22:\22labels\22,\22stage\22:1},{\22bytes\22:512,\22key\22:1,\22name\22:\22h\22,\22stage\22:1},{\22bytes\22:160,\22key\22:2,\22name\22:\22logits\22,\22stage\22:1}]
 // CHECK-SAME: \22weights\22:\22weights/stage1.safetensors\22

@@ -2,6 +2,8 @@
 // RUN: rm -f %t.json
 // RUN: dpc-opt %s -split-input-file --dpc-annotate-costs --dpc-partition-stages='stages=4 microbatches=8 plan-output=%t.json' -o /dev/null
 // RUN: FileCheck %s --check-prefix=PLAN --input-file=%t.json
+// RUN: dpc-opt %s -split-input-file --dpc-annotate-costs --dpc-partition-stages='stages=2 virtual-stages=2 schedule=interleaved microbatches=4 plan-output=%t.il.json' | FileCheck %s --check-prefix=CHUNKS
+// RUN: FileCheck %s --check-prefix=CHUNKS-PLAN --input-file=%t.il.json
 
 // Four equal layers over two stages: two each, and each parameter read with
 // the layer that uses it.
@@ -19,6 +21,17 @@
 // CHECK: nn.param "w3" {pipe.stage = 1 : i64}
 // CHECK: nn.matmul {{.*}}pipe.stage = 1 : i64
 // CHECK: nn.relu {{.*}}pipe.stage = 1 : i64
+
+// Interleaved, two ranks of two chunks: four virtual stages, one layer
+// each; virtual stages 0 and 2 are rank 0's chunks. plan.json counts the
+// ranks as devices.
+// CHUNKS-LABEL: module attributes {pipe.chunks = 2 : i64, pipe.microbatch_size = 64 : i64, pipe.num_stages = 4 : i64, pipe.replicas = array<i64: 1, 1, 1, 1>}
+// CHUNKS: nn.param "w0" {pipe.stage = 0 : i64}
+// CHUNKS: nn.param "w1" {pipe.stage = 1 : i64}
+// CHUNKS: nn.param "w2" {pipe.stage = 2 : i64}
+// CHUNKS: nn.param "w3" {pipe.stage = 3 : i64}
+// CHUNKS-PLAN: "devices": 2
+// CHUNKS-PLAN: "virtual_stages": 2
 
 // With four stages, one layer each; plan.json names the ops by location.
 // PLAN: "devices": 4

@@ -83,6 +83,8 @@ std::string checkOptions(const CompileOptions &o, const cli::ArgParser &p) {
     return "--vertical-sync applies only to --schedule pipedream";
   if (o.virtualStages > 1 && o.schedule != "interleaved")
     return "--virtual-stages applies only to --schedule interleaved";
+  if (o.schedule == "interleaved" && p.given("devices"))
+    return "--schedule interleaved needs --stages (ranks), not --devices";
   if (!(o.bandwidth > 0))
     return "--bandwidth expects a positive rate";
   if (!(o.lr > 0))
@@ -194,11 +196,12 @@ std::map<std::string, int64_t> parameterStages(mlir::ModuleOp module) {
   return stages;
 }
 
-// Initial weights of each stage, as the ranks' manifests name them.
-bool writeStageWeights(mlir::ModuleOp module, int64_t numStages,
+// Initial weights of each rank (all its chunks' parameters), as the ranks'
+// manifests name them: weights/stageR.safetensors.
+bool writeStageWeights(mlir::ModuleOp module, int64_t numRanks,
                        const runtime::TensorFile &weights,
                        const fs::path &dir) {
-  std::vector<runtime::TensorFile> files(numStages);
+  std::vector<runtime::TensorFile> files(numRanks);
   for (auto &[name, stage] : parameterStages(module)) {
     auto it = weights.tensors.find(name);
     if (it == weights.tensors.end()) {
@@ -207,11 +210,11 @@ bool writeStageWeights(mlir::ModuleOp module, int64_t numStages,
                    "ONNX model)\n";
       return false;
     }
-    files[stage].tensors[name] = it->second;
+    files[stage % numRanks].tensors[name] = it->second;
   }
   try {
     fs::create_directories(dir);
-    for (int64_t stage = 0; stage < numStages; ++stage) {
+    for (int64_t stage = 0; stage < numRanks; ++stage) {
       files[stage].metadata = weights.metadata;
       files[stage].metadata["stage"] = std::to_string(stage);
       runtime::writeSafetensors(
@@ -225,15 +228,18 @@ bool writeStageWeights(mlir::ModuleOp module, int64_t numStages,
   return true;
 }
 
-// Lowers stage `stage` of the outlined module to an object and links it with
-// the target's runtime into `dir/rank<stage>`.
-bool emitRank(mlir::ModuleOp outlined, int64_t stage, const std::string &target,
-              bool profile, const fs::path &dir) {
+// Lowers the stages of rank `stage` (with model chunks, the virtual stages
+// stage, stage + ranks, ...) of the outlined module to an object and links
+// it with the target's runtime into `dir/rank<stage>`.
+bool emitRank(mlir::ModuleOp outlined, int64_t stage, int64_t numRanks,
+              const std::string &target, bool profile, const fs::path &dir) {
   mlir::OwningOpRef<mlir::ModuleOp> rank(outlined.clone());
   for (auto func :
-       llvm::make_early_inc_range(rank->getOps<mlir::func::FuncOp>()))
-    if (mlir::dpc::pipe::getStage(func) != stage)
+       llvm::make_early_inc_range(rank->getOps<mlir::func::FuncOp>())) {
+    std::optional<int64_t> funcStage = mlir::dpc::pipe::getStage(func);
+    if (!funcStage || *funcStage % numRanks != stage)
       func.erase();
+  }
   mlir::PassManager pm(rank->getContext());
   mlir::dpc::LowerToRuntimePassOptions lowering;
   lowering.profile = profile;
@@ -301,12 +307,6 @@ int compileModel(const CompileOptions &options) {
                  "(.mlir)\n";
     return cli::kUsageError;
   }
-  if (options.emit == "exe" && options.schedule == "interleaved") {
-    std::cerr << "dpc compile: the runtime does not execute --schedule "
-              << options.schedule
-              << " yet; use gpipe, 1f1b or zb-h1, or stop at --emit plan\n";
-    return cli::kUsageError;
-  }
 
   mlir::DialectRegistry registry;
   registry.insert<mlir::func::FuncDialect, mlir::arith::ArithDialect,
@@ -337,6 +337,7 @@ int compileModel(const CompileOptions &options) {
   partition.devices = options.devices;
   partition.schedule = options.schedule;
   partition.microbatches = options.microbatches;
+  partition.virtualStages = options.virtualStages;
   partition.bandwidth = options.bandwidth;
   partition.memoryLimit = options.memoryLimit;
   partition.planOutput = (out.path() / "plan.json").string();
@@ -416,15 +417,16 @@ int compileModel(const CompileOptions &options) {
   if (auto attr = (*module)->getAttrOfType<mlir::IntegerAttr>(
           mlir::dpc::pipe::PipeDialect::kNumStagesAttrName))
     numStages = attr.getInt();
+  int64_t numRanks = numStages / mlir::dpc::pipe::getNumChunks(*module);
   if (!weights.tensors.empty() || options.emit == "exe")
-    if (!writeStageWeights(*module, numStages, weights, out.path() / "weights"))
+    if (!writeStageWeights(*module, numRanks, weights, out.path() / "weights"))
       return 1;
 
   if (options.emit == "exe") {
     std::string appfile;
-    for (int64_t stage = 0; stage < numStages; ++stage) {
-      if (!emitRank(*module, stage, options.target, options.profileBuild,
-                    out.path()))
+    for (int64_t stage = 0; stage < numRanks; ++stage) {
+      if (!emitRank(*module, stage, numRanks, options.target,
+                    options.profileBuild, out.path()))
         return 1;
       appfile += "-np 1 ./rank" + std::to_string(stage) + "\n";
     }
@@ -460,7 +462,8 @@ int runCompileCommand(const Args &args) {
                     {"gpipe", "1f1b", "pipedream", "interleaved", "zb-h1"}),
               "KIND", "pipeline schedule (default 1f1b)");
   p.addOption("virtual-stages", &o.virtualStages, "V",
-              "model chunks per rank for --schedule interleaved");
+              "model chunks per rank for --schedule interleaved "
+              "(default 2)");
   p.addFlag("vertical-sync", &o.verticalSync,
             "pipedream: every stage uses stage 0's weight version of a "
             "microbatch");
@@ -484,6 +487,8 @@ int runCompileCommand(const Args &args) {
 
   if (std::optional<int> exit = p.parseOrExit(args))
     return *exit;
+  if (o.schedule == "interleaved" && !p.given("virtual-stages"))
+    o.virtualStages = 2;
   if (std::string problem = checkOptions(o, p); !problem.empty()) {
     std::cerr << "dpc compile: " << problem << "\n";
     return cli::kUsageError;

@@ -29,9 +29,13 @@ def Pipe_Dialect : Dialect {
   let extraClassDeclaration = [{
     /// The discardable attribute that assigns an op to a pipeline stage.
     static constexpr ::llvm::StringLiteral kStageAttrName = "pipe.stage";
-    /// On the module: how many stages the plan has.
+    /// On the module: how many stages the plan has. With model chunks these
+    /// are virtual stages, `chunks` per rank.
     static constexpr ::llvm::StringLiteral kNumStagesAttrName =
         "pipe.num_stages";
+    /// On the module: model chunks per rank (interleaved schedules); virtual
+    /// stage `c * ranks + r` is chunk c of rank r. Absent means 1.
+    static constexpr ::llvm::StringLiteral kChunksAttrName = "pipe.chunks";
     /// On a segment function: which segment it is ("forward", "backward",
     /// "backward_input", "backward_weight", "optimizer").
     static constexpr ::llvm::StringLiteral kSegmentAttrName = "pipe.segment";

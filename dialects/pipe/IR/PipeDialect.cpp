@@ -32,7 +32,8 @@ LogicalResult PipeDialect::verifyOperationAttribute(Operation *op,
     return success();
   }
   if (attr.getName() == kNumStagesAttrName ||
-      attr.getName() == kMicrobatchSizeAttrName) {
+      attr.getName() == kMicrobatchSizeAttrName ||
+      attr.getName() == kChunksAttrName) {
     auto count = dyn_cast<IntegerAttr>(attr.getValue());
     if (!isa<ModuleOp>(op) || !count || count.getInt() < 1)
       return op->emitError("expects '")

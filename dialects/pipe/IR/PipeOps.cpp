@@ -21,6 +21,13 @@ void mlir::dpc::pipe::setStage(Operation *op, int64_t stage) {
   op->setAttr(PipeDialect::kStageAttrName, builder.getI64IntegerAttr(stage));
 }
 
+int64_t mlir::dpc::pipe::getNumChunks(ModuleOp module) {
+  if (auto chunks =
+          module->getAttrOfType<IntegerAttr>(PipeDialect::kChunksAttrName))
+    return chunks.getInt();
+  return 1;
+}
+
 // Peers and tags identify transfers; both are non-negative, and a stage never
 // sends to itself.
 // (I64Attr accessors are unsigned; read the attributes as signed.)

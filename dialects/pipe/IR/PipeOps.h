@@ -24,6 +24,9 @@ std::optional<int64_t> getStage(Operation *op);
 /// Assigns `op` to `stage`.
 void setStage(Operation *op, int64_t stage);
 
+/// Model chunks per rank of `module`: its `pipe.chunks`, or 1.
+int64_t getNumChunks(ModuleOp module);
+
 } // namespace mlir::dpc::pipe
 
 #endif // DPC_DIALECTS_PIPE_IR_PIPEOPS_H

@@ -56,6 +56,11 @@ void dpc_segment_optimizer(dpc_context *ctx);
  * Context: data, parameters, transfers, stashes (defined by the runtime)
  *===------------------------------------------------------------------------===*/
 
+/* The model chunk the running segment function is called for. A rank of an
+ * interleaved schedule holds several chunks (manifest "chunks"); its segment
+ * functions dispatch on this. Always 0 otherwise. */
+int64_t dpc_chunk(dpc_context *ctx);
+
 /* The current microbatch's data input `index` (manifest "inputs"). */
 const float *dpc_input(dpc_context *ctx, int64_t index);
 /* The current microbatch's labels (manifest "labels"). */

@@ -39,6 +39,9 @@ enum class TransferKind { Activation, Gradient };
 /// the same on the sending and the receiving stage.
 struct ManifestTransfer {
   int64_t tag = 0;
+  /// The (virtual) stage of this rank the transfer belongs to, and the one
+  /// at the other end.
+  int64_t stage = 0;
   int64_t peerStage = 0;
   TransferKind what = TransferKind::Activation;
   int64_t bytes = 0;
@@ -47,6 +50,8 @@ struct ManifestTransfer {
 struct ManifestStash {
   int64_t key = 0;
   std::string name;
+  /// The (virtual) stage whose forward stashes it.
+  int64_t stage = 0;
   int64_t bytes = 0;
 };
 
@@ -60,8 +65,12 @@ struct ManifestProfileOp {
 
 struct RankManifest {
   int rank = 0;
+  /// The rank's stage and the pipeline's ranks. With model chunks
+  /// (interleaved schedules) chunk c of the rank is virtual stage
+  /// `stage + c * stages`.
   int stage = 0;
   int stages = 1;
+  int chunks = 1;
   /// Relative to the directory of the executable.
   std::string schedule;
   std::string weights;
@@ -77,6 +86,9 @@ struct RankManifest {
   /// Empty unless the object was built for `dpc profile`.
   std::vector<ManifestProfileOp> profile;
 
+  int numVirtualStages() const { return stages * chunks; }
+  int virtualStage(int chunk) const { return stage + chunk * stages; }
+  /// The rank that holds virtual stage 0, and the one that holds the last.
   bool isFirstStage() const { return stage == 0; }
   bool isLastStage() const { return stage == stages - 1; }
   bool hasSegment(const std::string &name) const;

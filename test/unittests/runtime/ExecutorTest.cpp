@@ -121,6 +121,23 @@ TEST(Manifest, ErrorsNameTheField) {
   EXPECT_EQ(with([](auto &m) { m["sends"][0]["peer_stage"] = 0; }),
             "rank0: manifest: sends[0].peer_stage: stage 0 is not another "
             "stage of the 2-stage pipeline");
+  // Model chunks: rank 0 of 2 ranks x 2 chunks holds stages 0 and 2.
+  EXPECT_EQ(with([](auto &m) {
+              m["chunks"] = 2;
+              m["sends"][0]["stage"] = 2;
+              m["sends"][0]["peer_stage"] = 3;
+              m["stashes"][0]["stage"] = 2;
+            }),
+            "");
+  EXPECT_EQ(with([](auto &m) { m["sends"][0]["stage"] = 2; }),
+            "rank0: manifest: sends[0].stage: stage 2 is not a stage of rank "
+            "0");
+  EXPECT_EQ(with([](auto &m) {
+              m["chunks"] = 2;
+              m["stashes"][0]["stage"] = 1;
+            }),
+            "rank0: manifest: stashes[0].stage: stage 1 is not a stage of "
+            "rank 0");
   EXPECT_EQ(with([](auto &m) { m["inputs"][0]["shape"] = {5, 2}; }),
             "rank0: manifest: inputs[0].shape: the first dimension is 5 but "
             "microbatch_size is 4");

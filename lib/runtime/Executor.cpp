@@ -258,7 +258,7 @@ struct Executor::Impl : dpc_context {
   std::map<std::pair<Boundary, int>, Staged> staged;                 // + mb
   std::map<std::pair<int, int>, Pending> pendingSends, pendingRecvs; // tag, mb
   std::map<std::pair<Boundary, int>, Buffer> received;               // + mb
-  std::map<std::pair<int64_t, int>, Buffer> stash; // key, mb
+  std::map<std::pair<int64_t, int>, Buffer> stash;                   // key, mb
   struct Loaded {
     Buffer inputs, labels;
   };
@@ -656,7 +656,8 @@ struct Executor::Impl : dpc_context {
     for (const ParamState &p : params)
       it->second.push_back(p.value);
     memory.peakWeightVersions =
-        std::max(memory.peakWeightVersions, int(weightVersions.size()) + 1);
+        std::max(memory.peakWeightVersions,
+                 int(weightVersions.size()) + manifest.chunks);
   }
 
   void run(int64_t step, size_t index, const Instruction &i) {
@@ -1035,6 +1036,7 @@ Executor::Executor(RankManifest manifest, schedule::Schedule schedule,
     : impl(std::make_unique<Impl>(std::move(manifest), std::move(schedule),
                                   comm, segments)) {
   Impl &s = *impl;
+  s.memory.peakWeightVersions = s.manifest.chunks;
   s.sendLayouts = makeLayouts(s.manifest.sends);
   s.recvLayouts = makeLayouts(s.manifest.recvs);
   s.validate();
@@ -1295,6 +1297,27 @@ void broadcastInts(Communicator &comm, int root, std::vector<int64_t> &values) {
     Request r = comm.irecv(values.data(), bytes, root, tag);
     comm.wait(r);
   }
+}
+
+std::vector<std::vector<int64_t>>
+gatherInts(Communicator &comm, int root, const std::vector<int64_t> &values) {
+  const int tag = kFirstControlTag + 3;
+  size_t bytes = values.size() * sizeof(int64_t);
+  std::vector<std::vector<int64_t>> all;
+  if (comm.rank() != root) {
+    Request r = comm.isend(values.data(), bytes, root, tag);
+    comm.wait(r);
+    return all;
+  }
+  all.assign(comm.size(), std::vector<int64_t>(values.size()));
+  std::vector<Request> requests;
+  for (int r = 0; r < comm.size(); ++r)
+    if (r != root)
+      requests.push_back(comm.irecv(all[r].data(), bytes, r, tag));
+  all[root] = values;
+  for (Request &r : requests)
+    comm.wait(r);
+  return all;
 }
 
 } // namespace dpc::runtime

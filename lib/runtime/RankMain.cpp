@@ -18,6 +18,7 @@
 #include "dpc/runtime/MpiCommunicator.h"
 #include "dpc/runtime/Safetensors.h"
 #include "dpc/schedule/Timeline.h"
+#include "dpc/schedule/Verifier.h"
 #include "dpc/support/CommandLine.h"
 #include "dpc/support/WriteFile.h"
 
@@ -227,6 +228,54 @@ void writeSummary(const std::string &path, const std::vector<double> &stepEnds,
     throw Error(error);
 }
 
+/// Every rank's measured peaks against what the schedule's verifier promised
+/// for it, gathered on the last stage: a metrics record per rank and one
+/// line. The two must agree; a difference is printed as such.
+void reportMemory(Communicator &comm, const Executor &exec, bool reports,
+                  std::optional<MetricsWriter> &metrics) {
+  dpc::schedule::VerifyOptions options;
+  options.checkBlocking = false;
+  dpc::schedule::VerifyResult verified =
+      dpc::schedule::verifySchedule(exec.schedule(), options);
+  const dpc::schedule::RankStats &promised = verified.ranks.at(comm.rank());
+  const MemoryStats &measured = exec.memoryStats();
+  std::vector<std::vector<int64_t>> all = gatherInts(
+      comm, comm.size() - 1,
+      {measured.peakStashes, promised.peakStashes, measured.peakWeightVersions,
+       promised.peakWeightVersions, measured.peakStashBytes});
+  if (!reports)
+    return;
+  std::string stashes, versions;
+  bool asPromised = true;
+  bool versioned =
+      exec.schedule().kind == dpc::schedule::ScheduleKind::PipeDream;
+  for (size_t rank = 0; rank < all.size(); ++rank) {
+    const std::vector<int64_t> &v = all[rank];
+    stashes += " " + std::to_string(v[0]);
+    versions += " " + std::to_string(v[2]);
+    asPromised &= v[0] == v[1] && v[2] == v[3];
+    if (metrics)
+      metrics->write({{"rank", rank},
+                      {"peak_stashes", v[0]},
+                      {"promised_stashes", v[1]},
+                      {"peak_weight_versions", v[2]},
+                      {"promised_weight_versions", v[3]},
+                      {"peak_stash_bytes", v[4]}});
+  }
+  std::string line = "peak stashed microbatches per rank:" + stashes;
+  if (versioned)
+    line += "; weight versions:" + versions;
+  if (asPromised) {
+    printLine(line + " (as the schedule promised)");
+    return;
+  }
+  std::string promisedText;
+  for (const std::vector<int64_t> &v : all)
+    promisedText += " " + std::to_string(v[1]) + "/" + std::to_string(v[3]);
+  printLine(line + " (the schedule promised stashes/versions" + promisedText +
+            ")");
+}
+
 int runRank(int argc, char **argv, Communicator &comm) {
   bool help = false;
   Options opts = parseOptions(argc, argv, help);
@@ -361,6 +410,8 @@ int runRank(int argc, char **argv, Communicator &comm) {
     saveCheckpoint(totalSteps);
   if (reports && !opts.summary.empty())
     writeSummary(opts.summary, stepEnds, firstStep, schedule, samplesPerStep);
+  if (totalSteps > firstStep)
+    reportMemory(comm, exec, reports, metrics);
 
   int64_t evalMicrobatches = sizes[1] / m.microbatchSize;
   if (opts.eval && evalMicrobatches > 0) {

@@ -64,7 +64,8 @@ struct MemoryStats {
   /// Most microbatches between their Forward and the end of their backward
   /// (the verifier's peak number of live stashes).
   int peakStashes = 0;
-  /// Most weight versions held at once, the live weights included.
+  /// Most weight versions held at once, the live weights of every chunk
+  /// included.
   int peakWeightVersions = 1;
   /// Most bytes in stash slots at once.
   int64_t peakStashBytes = 0;
@@ -145,6 +146,11 @@ private:
 /// everywhere); used at start-up so that ranks learn what only the first or
 /// last stage knows (input shape, class count, dataset sizes).
 void broadcastInts(Communicator &comm, int root, std::vector<int64_t> &values);
+
+/// Collects `values` (the same length everywhere) from every rank on rank
+/// `root`, indexed by rank; other ranks get an empty result.
+std::vector<std::vector<int64_t>>
+gatherInts(Communicator &comm, int root, const std::vector<int64_t> &values);
 
 } // namespace dpc::runtime
 

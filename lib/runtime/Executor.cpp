@@ -831,11 +831,10 @@ struct Executor::Impl : dpc_context {
   }
 
   const float *param(int64_t id) {
-    paramState("dpc_param", id);
-    size_t index = paramIndex.at(id);
+    ParamState &p = paramState("dpc_param", id);
     if (servedVersion)
-      return (*servedVersion)[index].data();
-    return params[index].value.data();
+      return (*servedVersion)[&p - params.data()].data();
+    return p.value.data();
   }
 
   void gradAccumulate(int64_t id, const float *grad) {

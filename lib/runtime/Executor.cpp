@@ -25,7 +25,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
-#include <cstring>
 #include <map>
 #include <optional>
 #include <tuple>
@@ -48,26 +47,20 @@ constexpr size_t kAlign = 64;
 
 size_t roundUp(size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
 
-void *alignedAlloc(size_t bytes) {
-  void *p = std::aligned_alloc(kAlign, roundUp(std::max<size_t>(bytes, 1)));
-  if (!p)
-    throw Error("out of memory allocating " + std::to_string(bytes) + " bytes");
-  return p;
-}
-
 /// Buffers of recurring sizes (transfer packs, stash slots, microbatch data)
 /// are recycled: every microbatch of every step asks for the same sizes.
 class BufferPool {
 public:
+  explicit BufferPool(Device &device) : device(device) {}
   ~BufferPool() {
     for (auto &[size, p] : freeList)
-      std::free(p);
+      device.deallocate(p);
   }
   void *get(size_t bytes) {
     bytes = roundUp(std::max<size_t>(bytes, 1));
     auto it = freeList.find(bytes);
     if (it == freeList.end())
-      return alignedAlloc(bytes);
+      return device.allocate(bytes);
     void *p = it->second;
     freeList.erase(it);
     return p;
@@ -77,6 +70,7 @@ public:
   }
 
 private:
+  Device &device;
   std::multimap<size_t, void *> freeList;
 };
 
@@ -97,6 +91,7 @@ public:
   }
   ~Buffer() { release(); }
   uint8_t *data() const { return ptr; }
+  float *floats() const { return reinterpret_cast<float *>(ptr); }
   size_t size() const { return bytes; }
   explicit operator bool() const { return ptr != nullptr; }
 
@@ -116,15 +111,16 @@ private:
 /// one, so from the second microbatch on a segment allocates nothing.
 class Scratch {
 public:
+  explicit Scratch(Device &device) : device(device) {}
   ~Scratch() {
     for (auto &b : blocks)
-      std::free(b.first);
+      device.deallocate(b.first);
   }
   void *alloc(size_t bytes) {
     bytes = roundUp(std::max<size_t>(bytes, 1));
     if (blocks.empty() || used + bytes > blocks.back().second) {
       size_t size = std::max(bytes, size_t(1) << 20);
-      blocks.emplace_back(alignedAlloc(size), size);
+      blocks.emplace_back(device.allocate(size), size);
       used = 0;
     }
     void *p = static_cast<uint8_t *>(blocks.back().first) + used;
@@ -136,15 +132,16 @@ public:
       size_t total = 0;
       for (auto &b : blocks) {
         total += b.second;
-        std::free(b.first);
+        device.deallocate(b.first);
       }
       blocks.clear();
-      blocks.emplace_back(alignedAlloc(total), total);
+      blocks.emplace_back(device.allocate(total), total);
     }
     used = 0;
   }
 
 private:
+  Device &device;
   std::vector<std::pair<void *, size_t>> blocks;
   size_t used = 0;
 };
@@ -196,7 +193,9 @@ makeLayouts(const std::vector<ManifestTransfer> &transfers) {
 
 struct Pending {
   Request request;
-  Buffer buffer;
+  /// The pack in device memory, and its host copy that the communicator
+  /// moves when the device is not host-accessible.
+  Buffer buffer, staging;
   Boundary boundary;
   double startMs = 0;
   std::string name;
@@ -207,9 +206,13 @@ struct Staged {
   std::vector<bool> filled;
 };
 
+/// A parameter's value, gradient accumulator and SGD momentum, in device
+/// memory.
 struct ParamState {
   const ManifestParam *spec = nullptr;
-  std::vector<float> value, grad, momentum;
+  size_t count = 0;
+  Buffer value, grad, momentum;
+  size_t bytes() const { return count * sizeof(float); }
 };
 
 enum class Phase {
@@ -248,8 +251,15 @@ struct Executor::Impl : dpc_context {
   SegmentFunctions segments;
   std::function<void(const std::string &)> fatalHandler;
 
-  BufferPool pool;
-  Scratch scratch;
+  // Every buffer the generated code sees comes from `device`; `host` is the
+  // staging memory for transfers and data when the device is not
+  // host-accessible.
+  std::unique_ptr<Device> ownedDevice;
+  Device &device;
+  std::unique_ptr<Device> host;
+  BufferPool pool{device}, hostPool{*host};
+  Scratch scratch{device};
+  std::vector<uint8_t> upStaging, downStaging, labelStaging;
   std::vector<ParamState> params;
   std::map<int64_t, size_t> paramIndex; // manifest id -> params index
   std::map<Boundary, PackLayout> sendLayouts, recvLayouts;
@@ -270,11 +280,11 @@ struct Executor::Impl : dpc_context {
   // weights after v updates. The live weights are `liveVersion`; older ones
   // a later Forward/Backward still needs were copied by StashWeights.
   int liveVersion = 0;
-  std::map<int, std::vector<std::vector<float>>> weightVersions;
+  std::map<int, std::vector<Buffer>> weightVersions;
   /// Set by RestoreWeights for the next Forward/Backward.
   std::optional<int> restoredVersion;
   /// What dpc_param reads while a segment runs (nullptr: the live weights).
-  const std::vector<std::vector<float>> *servedVersion = nullptr;
+  const std::vector<Buffer> *servedVersion = nullptr;
 
   // What the schedule promised, measured: microbatches whose forward ran and
   // whose backward has not finished, stash bytes, weight versions.
@@ -301,8 +311,38 @@ struct Executor::Impl : dpc_context {
   std::vector<schedule::TimelineEvent> events;
 
   Impl(RankManifest m, schedule::Schedule s, Communicator &c,
-       SegmentFunctions f)
-      : manifest(std::move(m)), sched(std::move(s)), comm(c), segments(f) {}
+       SegmentFunctions f, Device *d)
+      : manifest(std::move(m)), sched(std::move(s)), comm(c), segments(f),
+        ownedDevice(d ? nullptr : createHostDevice()),
+        device(d ? *d : *ownedDevice), host(createHostDevice()) {}
+
+  //===--------------------------------------------------------------------===//
+  // Moving values between the device and the host
+  //===--------------------------------------------------------------------===//
+
+  /// Fills `bytes` bytes of device memory at `dst` by calling `fill` with
+  /// host memory to write: `dst` itself when the host can write it, else a
+  /// staging buffer that is copied up afterwards.
+  template <typename Fill> void upload(void *dst, size_t bytes, Fill fill) {
+    if (device.hostAccessible()) {
+      fill(dst);
+      return;
+    }
+    upStaging.resize(bytes);
+    fill(upStaging.data());
+    device.copyFromHost(dst, upStaging.data(), bytes);
+  }
+
+  /// `bytes` bytes of device memory at `src`, readable by the host until the
+  /// next download into the same `staging`.
+  const void *download(const void *src, size_t bytes,
+                       std::vector<uint8_t> &staging) {
+    if (device.hostAccessible())
+      return src;
+    staging.resize(bytes);
+    device.copyToHost(staging.data(), src, bytes);
+    return staging.data();
+  }
 
   //===--------------------------------------------------------------------===//
   // Errors inside ABI calls
@@ -509,16 +549,20 @@ struct Executor::Impl : dpc_context {
     std::vector<int64_t> indices =
         currentSampler->microbatchIndices(step, microbatch);
     if (manifest.virtualStage(chunk) == 0) {
+      size_t bytes = manifest.inputs[0].elements() * sizeof(float);
       if (!l.inputs)
-        l.inputs = Buffer(pool, manifest.inputs[0].elements() * sizeof(float));
-      currentData->gatherInputs(indices,
-                                reinterpret_cast<float *>(l.inputs.data()));
+        l.inputs = Buffer(pool, bytes);
+      upload(l.inputs.data(), bytes, [&](void *host) {
+        currentData->gatherInputs(indices, static_cast<float *>(host));
+      });
     }
     if (manifest.virtualStage(chunk) == lastStage() && manifest.labelsShape) {
+      size_t bytes = indices.size() * sizeof(int64_t);
       if (!l.labels)
-        l.labels = Buffer(pool, indices.size() * sizeof(int64_t));
-      currentData->gatherLabels(indices,
-                                reinterpret_cast<int64_t *>(l.labels.data()));
+        l.labels = Buffer(pool, bytes);
+      upload(l.labels.data(), bytes, [&](void *host) {
+        currentData->gatherLabels(indices, static_cast<int64_t *>(host));
+      });
     }
   }
 
@@ -562,7 +606,14 @@ struct Executor::Impl : dpc_context {
     p.startMs = nowMs();
     p.name = std::string("send ") + transferKindName(b.what) + " mb" +
              std::to_string(i.mb);
-    p.request = comm.isend(p.buffer.data(), bytes, i.peer, i.tag);
+    const void *data = p.buffer.data();
+    if (!device.hostAccessible()) {
+      // Waits for the segment that produced the values.
+      p.staging = Buffer(hostPool, bytes);
+      device.copyToHost(p.staging.data(), p.buffer.data(), bytes);
+      data = p.staging.data();
+    }
+    p.request = comm.isend(data, bytes, i.peer, i.tag);
     pendingSends.emplace(std::make_pair(i.tag, i.mb), std::move(p));
   }
 
@@ -593,7 +644,12 @@ struct Executor::Impl : dpc_context {
     p.startMs = nowMs();
     p.name = std::string("recv ") + transferKindName(b.what) + " mb" +
              std::to_string(i.mb);
-    p.request = comm.irecv(p.buffer.data(), layout.total, i.peer, i.tag);
+    void *data = p.buffer.data();
+    if (!device.hostAccessible()) {
+      p.staging = Buffer(hostPool, layout.total);
+      data = p.staging.data();
+    }
+    p.request = comm.irecv(data, layout.total, i.peer, i.tag);
     pendingRecvs.emplace(key, std::move(p));
   }
 
@@ -603,6 +659,9 @@ struct Executor::Impl : dpc_context {
       throw Error(at + "no receive with tag " + std::to_string(i.tag) +
                   " was started");
     comm.wait(it->second.request);
+    if (it->second.staging)
+      device.copyFromHost(it->second.buffer.data(), it->second.staging.data(),
+                          recvLayouts.at(it->second.boundary).total);
     trace(schedule::EventKind::Recv, it->second.name, it->second.startMs, i.mb,
           i.chunk);
     received[{it->second.boundary, i.mb}] = std::move(it->second.buffer);
@@ -653,8 +712,10 @@ struct Executor::Impl : dpc_context {
       throw Error(at + "weight version " + std::to_string(i.version) +
                   " is already stashed");
     it->second.reserve(params.size());
-    for (const ParamState &p : params)
-      it->second.push_back(p.value);
+    for (const ParamState &p : params) {
+      it->second.emplace_back(pool, p.bytes());
+      device.copy(it->second.back().data(), p.value.data(), p.bytes());
+    }
     memory.peakWeightVersions =
         std::max(memory.peakWeightVersions,
                  int(weightVersions.size()) + manifest.chunks);
@@ -833,8 +894,8 @@ struct Executor::Impl : dpc_context {
   const float *param(int64_t id) {
     ParamState &p = paramState("dpc_param", id);
     if (servedVersion)
-      return (*servedVersion)[&p - params.data()].data();
-    return p.value.data();
+      return (*servedVersion)[&p - params.data()].floats();
+    return p.value.floats();
   }
 
   void gradAccumulate(int64_t id, const float *grad) {
@@ -842,29 +903,15 @@ struct Executor::Impl : dpc_context {
     ParamState &p = paramState("dpc_grad_accumulate", id);
     if (evaluating)
       fatal("dpc_grad_accumulate", "called during a forward-only pass");
-    float *g = p.grad.data();
-    for (size_t k = 0, n = p.grad.size(); k < n; ++k)
-      g[k] += grad[k];
+    device.accumulate(p.grad.floats(), grad, p.count);
   }
 
   void sgdStep(int64_t id, float lr, float momentum, float weightDecay) {
     if (phase != Phase::Optimizer)
       fatal("dpc_sgd_step", "called outside the optimizer segment");
     ParamState &p = paramState("dpc_sgd_step", id);
-    float *w = p.value.data(), *g = p.grad.data(), *v = p.momentum.data();
-    // torch.optim.SGD without dampening or Nesterov: the momentum buffer
-    // starts as the first gradient, which is what v = momentum * 0 + g gives.
-    for (size_t k = 0, n = p.value.size(); k < n; ++k) {
-      float d = g[k];
-      if (weightDecay != 0)
-        d += weightDecay * w[k];
-      if (momentum != 0) {
-        v[k] = momentum * v[k] + d;
-        d = v[k];
-      }
-      w[k] -= lr * d;
-      g[k] = 0;
-    }
+    device.sgdStep(p.value.floats(), p.momentum.floats(), p.grad.floats(),
+                   p.count, lr, momentum, weightDecay);
   }
 
   void send(int64_t tag, const void *data) {
@@ -890,7 +937,7 @@ struct Executor::Impl : dpc_context {
         if (s.filled[e])
           fatal("dpc_send", "transfer tag " + std::to_string(tag) +
                                 " was already sent for this microbatch");
-        std::memcpy(s.buffer.data() + layout.entries[e].offset, data,
+        device.copy(s.buffer.data() + layout.entries[e].offset, data,
                     size_t(t->bytes));
         s.filled[e] = true;
       }
@@ -943,7 +990,7 @@ struct Executor::Impl : dpc_context {
       fatal("dpc_stash", stashName(s) + " was already stashed for this "
                                         "microbatch");
     slot = Buffer(pool, size_t(s.bytes));
-    std::memcpy(slot.data(), data, size_t(s.bytes));
+    device.copy(slot.data(), data, size_t(s.bytes));
     stashBytes += s.bytes;
     memory.peakStashBytes = std::max(memory.peakStashBytes, stashBytes);
   }
@@ -965,14 +1012,16 @@ struct Executor::Impl : dpc_context {
     requireSegment("dpc_report_loss");
     if (!manifest.isLastStage())
       fatal("dpc_report_loss", "only the last stage reports the loss");
+    float value = 0;
+    device.copyToHost(&value, loss, sizeof value);
     if (evaluating) {
-      eval.reportedLoss += *loss;
+      eval.reportedLoss += value;
       return;
     }
     if (losses[currentMb])
       fatal("dpc_report_loss", "the loss of this microbatch was already "
                                "reported");
-    losses[currentMb] = *loss;
+    losses[currentMb] = value;
   }
 
   // Profiling: time per op id, summed over calls (the ids are the
@@ -1015,9 +1064,12 @@ struct Executor::Impl : dpc_context {
     int64_t rows = shape[0], cols = 1;
     for (size_t d = 1; d < shape.size(); ++d)
       cols *= shape[d];
-    const int64_t *y = labels();
+    const auto *y = static_cast<const int64_t *>(
+        download(labels(), size_t(rows) * sizeof(int64_t), labelStaging));
+    const auto *values = static_cast<const float *>(
+        download(output, size_t(rows * cols) * sizeof(float), downStaging));
     for (int64_t r = 0; r < rows; ++r) {
-      const float *row = output + r * cols;
+      const float *row = values + r * cols;
       // The first maximum, as torch.argmax picks.
       int64_t best = std::max_element(row, row + cols) - row;
       eval.correct += best == y[r];
@@ -1032,8 +1084,20 @@ struct Executor::Impl : dpc_context {
 
 Executor::Executor(RankManifest manifest, schedule::Schedule schedule,
                    Communicator &comm, SegmentFunctions segments)
+    : Executor(std::move(manifest), std::move(schedule), comm, segments,
+               nullptr) {}
+
+Executor::Executor(RankManifest manifest, schedule::Schedule schedule,
+                   Communicator &comm, SegmentFunctions segments,
+                   Device &device)
+    : Executor(std::move(manifest), std::move(schedule), comm, segments,
+               &device) {}
+
+Executor::Executor(RankManifest manifest, schedule::Schedule schedule,
+                   Communicator &comm, SegmentFunctions segments,
+                   Device *device)
     : impl(std::make_unique<Impl>(std::move(manifest), std::move(schedule),
-                                  comm, segments)) {
+                                  comm, segments, device)) {
   Impl &s = *impl;
   s.memory.peakWeightVersions = s.manifest.chunks;
   s.sendLayouts = makeLayouts(s.manifest.sends);
@@ -1043,10 +1107,11 @@ Executor::Executor(RankManifest manifest, schedule::Schedule schedule,
   for (size_t k = 0; k < s.params.size(); ++k) {
     ParamState &p = s.params[k];
     p.spec = &s.manifest.params[k];
-    size_t n = size_t(p.spec->elements());
-    p.value.assign(n, 0.0f);
-    p.grad.assign(n, 0.0f);
-    p.momentum.assign(n, 0.0f);
+    p.count = size_t(p.spec->elements());
+    for (Buffer *b : {&p.value, &p.grad, &p.momentum}) {
+      *b = Buffer(s.pool, p.bytes());
+      s.device.memset(b->data(), 0, p.bytes());
+    }
     s.paramIndex[p.spec->id] = k;
   }
 }
@@ -1077,13 +1142,15 @@ const schedule::Schedule &Executor::schedule() const { return impl->sched; }
 
 void Executor::setFatalHandler(
     std::function<void(const std::string &)> handler) {
+  impl->device.setErrorHandler(handler);
   impl->fatalHandler = std::move(handler);
 }
 
+/// The F32 tensor `name` of `shape` in `file`, copied to `out`.
 static void copyTensor(const TensorFile &file, const std::string &fileName,
                        const std::string &name,
-                       const std::vector<int64_t> &shape,
-                       std::vector<float> &out) {
+                       const std::vector<int64_t> &shape, Device &device,
+                       void *out) {
   auto it = file.tensors.find(name);
   if (it == file.tensors.end())
     throw Error(fileName + ": no tensor '" + name + "'");
@@ -1101,28 +1168,37 @@ static void copyTensor(const TensorFile &file, const std::string &fileName,
     throw Error(fileName + ": tensor '" + name + "' has shape " +
                 text(t.shape) + ", the model expects " + text(shape));
   }
-  std::memcpy(out.data(), t.bytes.data(), out.size() * sizeof(float));
+  size_t elements = 1;
+  for (int64_t d : shape)
+    elements *= size_t(d);
+  device.copyFromHost(out, t.bytes.data(), elements * sizeof(float));
 }
 
 void Executor::loadParams(const TensorFile &file, const std::string &fileName,
                           bool momentum) {
+  Device &device = impl->device;
   for (ParamState &p : impl->params) {
-    copyTensor(file, fileName, p.spec->name, p.spec->shape, p.value);
+    copyTensor(file, fileName, p.spec->name, p.spec->shape, device,
+               p.value.data());
     if (momentum)
       copyTensor(file, fileName, "momentum." + p.spec->name, p.spec->shape,
-                 p.momentum);
+                 device, p.momentum.data());
     else
-      std::fill(p.momentum.begin(), p.momentum.end(), 0.0f);
-    std::fill(p.grad.begin(), p.grad.end(), 0.0f);
+      device.memset(p.momentum.data(), 0, p.bytes());
+    device.memset(p.grad.data(), 0, p.bytes());
   }
 }
 
 TensorFile Executor::checkpoint(int64_t stepsDone) const {
   TensorFile file;
+  std::vector<float> host;
   for (const ParamState &p : impl->params) {
-    file.tensors[p.spec->name] = Tensor::fromF32(p.spec->shape, p.value.data());
+    host.resize(p.count);
+    impl->device.copyToHost(host.data(), p.value.data(), p.bytes());
+    file.tensors[p.spec->name] = Tensor::fromF32(p.spec->shape, host.data());
+    impl->device.copyToHost(host.data(), p.momentum.data(), p.bytes());
     file.tensors["momentum." + p.spec->name] =
-        Tensor::fromF32(p.spec->shape, p.momentum.data());
+        Tensor::fromF32(p.spec->shape, host.data());
   }
   file.metadata["format"] = "dpc-checkpoint";
   file.metadata["stage"] = std::to_string(impl->manifest.stage);
@@ -1147,7 +1223,10 @@ std::vector<float> Executor::param(int64_t id) const {
   auto it = impl->paramIndex.find(id);
   if (it == impl->paramIndex.end())
     throw Error("no parameter with id " + std::to_string(id));
-  return impl->params[it->second].value;
+  const ParamState &p = impl->params[it->second];
+  std::vector<float> value(p.count);
+  impl->device.copyToHost(value.data(), p.value.data(), p.bytes());
+  return value;
 }
 
 void Executor::setTrainData(const Dataset *data, bool shuffle, uint64_t seed) {
@@ -1180,6 +1259,9 @@ double Executor::runStep(int64_t step) {
   for (size_t k = 0; k < program.size(); ++k)
     s.run(step, k, program[k]);
   s.checkStepEnd("step " + std::to_string(step + 1));
+  // The step's time includes its device work, and a device fault is
+  // reported at the step it happened in.
+  s.device.synchronize();
   double loss = 0;
   for (const std::optional<double> &l : s.losses)
     loss += l.value_or(0.0);
@@ -1263,6 +1345,7 @@ EvalResult Executor::evaluate(const Dataset *data, int64_t microbatches) {
   for (const Instruction &send : sending)
     s.sendFinish(send, at(microbatches - 1));
   s.checkStepEnd("evaluation");
+  s.device.synchronize();
   s.evaluating = false;
   return s.eval;
 }

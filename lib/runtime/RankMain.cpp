@@ -11,6 +11,7 @@
 
 #include "dpc/runtime/Abi.h"
 #include "dpc/runtime/Data.h"
+#include "dpc/runtime/Device.h"
 #include "dpc/runtime/Error.h"
 #include "dpc/runtime/Executor.h"
 #include "dpc/runtime/Manifest.h"
@@ -282,6 +283,10 @@ int runRank(int argc, char **argv, Communicator &comm) {
   if (help)
     return 0;
 
+  // The target's memory (the kernel library linked in defines it); a CUDA
+  // rank without a usable GPU stops here, before any data is read.
+  std::unique_ptr<Device> device = createTargetDevice();
+
   std::string exe = executablePath();
   std::string dir = directoryOf(exe);
   RankManifest manifest = parseManifest(dpc_rank_manifest, exe);
@@ -298,7 +303,7 @@ int runRank(int argc, char **argv, Communicator &comm) {
   segments.backwardInput = dpc_segment_backward_input;
   segments.backwardWeight = dpc_segment_backward_weight;
   segments.optimizer = dpc_segment_optimizer;
-  Executor exec(manifest, schedule, comm, segments);
+  Executor exec(manifest, schedule, comm, segments, *device);
   // Errors found inside ABI calls cannot unwind through generated code.
   exec.setFatalHandler(
       [&comm](const std::string &message) { comm.abort(message, 1); });
@@ -373,6 +378,9 @@ int runRank(int argc, char **argv, Communicator &comm) {
               std::to_string(m.microbatchSize) + " samples on " +
               std::to_string(m.stages) + " stages (" +
               dpc::schedule::kindName(schedule.kind) + ")");
+  if (!device->hostAccessible())
+    printLine("rank " + std::to_string(m.rank) + ": " + device->description() +
+              "; transfers staged through host memory over MPI");
 
   auto saveCheckpoint = [&](int64_t stepsDone) {
     ::mkdir(opts.checkpointDir.c_str(), 0777); // may exist already

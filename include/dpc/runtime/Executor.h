@@ -22,6 +22,7 @@
 #include "dpc/runtime/Abi.h"
 #include "dpc/runtime/Communicator.h"
 #include "dpc/runtime/Data.h"
+#include "dpc/runtime/Device.h"
 #include "dpc/runtime/Manifest.h"
 #include "dpc/runtime/Safetensors.h"
 #include "dpc/runtime/Sampler.h"
@@ -76,8 +77,16 @@ public:
   /// Checks the schedule against the manifest: one stage per rank, the
   /// segments the program uses exist, every transfer the program makes has
   /// manifest entries and the other way round. Throws Error.
+  ///
+  /// Every buffer the segments see (parameters, gradients, data, transfers,
+  /// stashes, dpc_alloc) is allocated from `device`, which must outlive the
+  /// executor; transfers are staged through host memory when the device is
+  /// not host-accessible. Without one the executor keeps everything in host
+  /// memory (createHostDevice).
   Executor(RankManifest manifest, schedule::Schedule schedule,
            Communicator &comm, SegmentFunctions segments);
+  Executor(RankManifest manifest, schedule::Schedule schedule,
+           Communicator &comm, SegmentFunctions segments, Device &device);
   ~Executor();
   Executor(const Executor &) = delete;
   Executor &operator=(const Executor &) = delete;
@@ -88,9 +97,10 @@ public:
   std::string profileJson() const;
   const schedule::Schedule &schedule() const;
 
-  /// Called with the message of an error detected inside a C ABI call; must
-  /// not return. The default throws Error, which is right only when the
-  /// caller of the ABI function can unwind (C++ test segments).
+  /// Called with the message of an error detected inside a C ABI call or
+  /// by the device (Device::setErrorHandler); must not return. The default
+  /// throws Error, which is right only when the caller of the ABI function
+  /// can unwind (C++ test segments).
   void setFatalHandler(std::function<void(const std::string &)> handler);
 
   /// Copies every manifest parameter from `file` (by name; F32, same shape).
@@ -139,6 +149,8 @@ public:
   struct Impl;
 
 private:
+  Executor(RankManifest manifest, schedule::Schedule schedule,
+           Communicator &comm, SegmentFunctions segments, Device *device);
   std::unique_ptr<Impl> impl;
 };
 

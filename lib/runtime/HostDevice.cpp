@@ -1,0 +1,89 @@
+//===- HostDevice.cpp - Tensors in host memory ----------------------------===//
+//
+// The CPU target's device: aligned host allocations, memcpy, and the
+// optimizer loops the executor has always run, unchanged, so that CPU
+// results stay the same bit for bit. Everything completes before it
+// returns, so synchronize has nothing to wait for.
+//
+//===----------------------------------------------------------------------===//
+
+#include "dpc/runtime/Device.h"
+
+#include "dpc/runtime/Error.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+
+namespace dpc::runtime {
+
+namespace {
+
+constexpr size_t kAlign = 64;
+
+class HostDevice final : public Device {
+public:
+  std::string description() const override { return "host"; }
+  bool hostAccessible() const override { return true; }
+
+  void *allocate(size_t bytes) override {
+    size_t rounded =
+        (std::max<size_t>(bytes, 1) + kAlign - 1) / kAlign * kAlign;
+    void *p = std::aligned_alloc(kAlign, rounded);
+    if (!p)
+      throw Error("out of memory allocating " + std::to_string(bytes) +
+                  " bytes");
+    return p;
+  }
+  void deallocate(void *ptr) override { std::free(ptr); }
+
+  void memset(void *dst, int value, size_t bytes) override {
+    if (bytes)
+      std::memset(dst, value, bytes);
+  }
+  void copyFromHost(void *dst, const void *src, size_t bytes) override {
+    copy(dst, src, bytes);
+  }
+  void copyToHost(void *dst, const void *src, size_t bytes) override {
+    copy(dst, src, bytes);
+  }
+  void copy(void *dst, const void *src, size_t bytes) override {
+    if (bytes)
+      std::memcpy(dst, src, bytes);
+  }
+
+  void accumulate(float *acc, const float *x, size_t n) override {
+    for (size_t k = 0; k < n; ++k)
+      acc[k] += x[k];
+  }
+
+  void sgdStep(float *p, float *v, float *acc, size_t n, float lr,
+               float momentum, float weightDecay) override {
+    // The momentum buffer starts as the first gradient, which is what
+    // v = momentum * 0 + g gives.
+    for (size_t k = 0; k < n; ++k) {
+      float d = acc[k];
+      if (weightDecay != 0)
+        d += weightDecay * p[k];
+      if (momentum != 0) {
+        v[k] = momentum * v[k] + d;
+        d = v[k];
+      }
+      p[k] -= lr * d;
+      acc[k] = 0;
+    }
+  }
+
+  void synchronize() override {}
+
+  // Host failures are thrown as Error, like the rest of the runtime's.
+  void setErrorHandler(std::function<void(const std::string &)>) override {}
+};
+
+} // namespace
+
+std::unique_ptr<Device> createHostDevice() {
+  return std::make_unique<HostDevice>();
+}
+
+} // namespace dpc::runtime

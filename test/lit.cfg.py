@@ -1,5 +1,7 @@
 # lit configuration for dpc: dialect, pass, frontend and tool tests.
 import os
+import shutil
+import subprocess
 
 import lit.formats
 
@@ -19,3 +21,16 @@ config.substitutions.append(("%profiles", os.path.join(config.dpc_src_root, "exa
 
 if config.dpc_enable_compiler:
     config.available_features.add("compiler")
+# "cuda": this build has the CUDA backend (dpc compile --target cuda links);
+# "gpu": this machine has a GPU to run its ranks on.
+if getattr(config, "dpc_enable_cuda", False):
+    config.available_features.add("cuda")
+nvidia_smi = shutil.which("nvidia-smi")
+if nvidia_smi:
+    try:
+        listed = subprocess.run([nvidia_smi, "-L"], capture_output=True,
+                                timeout=30)
+        if listed.returncode == 0 and listed.stdout.strip():
+            config.available_features.add("gpu")
+    except (OSError, subprocess.TimeoutExpired):
+        pass

@@ -73,15 +73,26 @@ static std::string recipePath(llvm::StringRef target) {
   return std::string(path);
 }
 
+std::string mlir::dpc::checkRankRuntime(llvm::StringRef target) {
+  std::string recipe = recipePath(target);
+  if (llvm::sys::fs::exists(recipe))
+    return "";
+  if (target == "cuda")
+    return "--target cuda: this dpc was built without the CUDA backend (" +
+           recipe +
+           " is missing); rebuild it with -DDPC_ENABLE_CUDA=ON where the "
+           "CUDA toolkit is installed";
+  return "no runtime for target '" + target.str() + "' in this build (" +
+         recipe + " is missing)";
+}
+
 bool mlir::dpc::linkRankExecutable(llvm::StringRef object,
                                    llvm::StringRef output,
                                    llvm::StringRef target, std::string &error) {
-  std::string recipe = recipePath(target);
-  if (!llvm::sys::fs::exists(recipe)) {
-    error = "no runtime for target '" + target.str() + "' in this build (" +
-            recipe + " is missing)";
+  error = checkRankRuntime(target);
+  if (!error.empty())
     return false;
-  }
+  std::string recipe = recipePath(target);
   llvm::ErrorOr<std::string> driver = llvm::sys::findProgramByName("c++");
   if (!driver) {
     error = "cannot find the system linker driver 'c++' on PATH";

@@ -21,6 +21,11 @@ namespace mlir::dpc {
 /// for the host. Reports problems as diagnostics on the module.
 LogicalResult emitObjectFile(ModuleOp module, llvm::StringRef path);
 
+/// Empty when this build holds the runtime libraries of `target` ("cpu",
+/// "cuda"), else why it does not: a dpc built without CUDA cannot link
+/// CUDA ranks.
+std::string checkRankRuntime(llvm::StringRef target);
+
 /// Links `object` with the runtime libraries of `target` ("cpu", "cuda")
 /// into the executable `output`. The libraries are listed in the link
 /// recipe the build wrote beside the dpc binary (lib/dpc-link-<target>.rsp).

@@ -308,6 +308,15 @@ int compileModel(const CompileOptions &options) {
     return cli::kUsageError;
   }
 
+  // A target this build cannot link for fails before any work is done.
+  if (options.emit == "exe") {
+    if (std::string problem = mlir::dpc::checkRankRuntime(options.target);
+        !problem.empty()) {
+      std::cerr << "dpc compile: " << problem << "\n";
+      return 1;
+    }
+  }
+
   mlir::DialectRegistry registry;
   registry.insert<mlir::func::FuncDialect, mlir::arith::ArithDialect,
                   mlir::tensor::TensorDialect, mlir::dpc::nn::NNDialect,

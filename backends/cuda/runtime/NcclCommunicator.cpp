@@ -147,26 +147,6 @@ const char *transportName(DeviceTransport transport) {
   return "unknown";
 }
 
-int selectLocalDevice() {
-  int count = 0;
-  cudaError_t code = cudaGetDeviceCount(&count);
-  if (code != cudaSuccess || count == 0)
-    throw Error(std::string("no CUDA device: ") +
-                (code != cudaSuccess ? cudaGetErrorString(code)
-                                     : "the driver reports none"));
-  int local = 0;
-  for (const char *name : {"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID",
-                           "SLURM_LOCALID", "LOCAL_RANK"})
-    if (const char *value = std::getenv(name)) {
-      local = std::atoi(value);
-      break;
-    }
-  int device = (local < 0 ? 0 : local) % count;
-  checkCuda(cudaSetDevice(device),
-            "selecting device " + std::to_string(device));
-  return device;
-}
-
 struct NcclCommunicator::Impl {
   /// The communicator create() was given, for abort; split results own it.
   Communicator *host = nullptr;

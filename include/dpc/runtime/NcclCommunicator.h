@@ -25,6 +25,8 @@
 #define DPC_RUNTIME_NCCLCOMMUNICATOR_H
 
 #include "dpc/runtime/Communicator.h"
+// selectLocalDevice, which picks the GPU before create().
+#include "dpc/runtime/CudaDevice.h"
 
 #include <cuda_runtime_api.h>
 
@@ -44,12 +46,6 @@ enum class DeviceTransport {
 
 /// "nccl", "host-staging" (or "auto").
 const char *transportName(DeviceTransport transport);
-
-/// Makes the device of this rank current (cudaSetDevice) and returns it:
-/// the launcher's local rank (OMPI_COMM_WORLD_LOCAL_RANK, MPI_LOCALRANKID,
-/// SLURM_LOCALID) modulo the number of devices, 0 without one. Throws Error
-/// when there is no device.
-int selectLocalDevice();
 
 class NcclCommunicator : public Communicator {
 public:

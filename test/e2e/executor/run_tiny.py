@@ -6,7 +6,9 @@ under mpirun and checks it against references.
 
 --bin holds dpc-tiny-gen and the rank executables dpc-tiny-stage0,
 dpc-tiny-stage1 (the two-stage pipeline) and dpc-tiny-single (the whole
-model on one stage). Modes:
+model on one stage); with --staged, their dpc-tiny-staged-* twins, whose
+device the host may not read (StagedTarget.cpp), so that every transfer,
+upload and download is staged as on the CUDA target. Modes:
 
   train     the pipeline's per-step losses must match the one-stage run and
             a float64 numpy reference within 1e-5 relative, and so must the
@@ -79,8 +81,9 @@ class Layout:
         os.makedirs(self.dir)
         subprocess.run([os.path.join(args.bin, "dpc-tiny-gen"), self.dir,
                         str(stages), args.kind, str(M)], check=True)
-        exes = (["dpc-tiny-stage0", "dpc-tiny-stage1"] if stages == 2
-                else ["dpc-tiny-single"])
+        prefix = "dpc-tiny-staged-" if args.staged else "dpc-tiny-"
+        exes = ([prefix + "stage0", prefix + "stage1"] if stages == 2
+                else [prefix + "single"])
         # Copies, not links: a rank finds its files next to /proc/self/exe.
         self.ranks = []
         for k, exe in enumerate(exes):
@@ -183,6 +186,10 @@ def train(args):
     (single_losses, single_acc), _ = single.run(
         common + ["--checkpoint-dir", ckpt_single], "run")
     print(out.strip())
+    staged = "transfers staged through host memory" in out
+    if staged != args.staged:
+        fail("the ranks %s their transfers" %
+             ("did not stage" if args.staged else "staged"))
     ref_losses, ref_params = reference(single, steps)
     ref = {k + 1: v for k, v in enumerate(ref_losses)}
     compare_losses("pipeline vs one stage", pipe_losses, single_losses, steps)
@@ -270,6 +277,7 @@ def main():
     parser.add_argument("--work", required=True)
     parser.add_argument("--kind", default="1f1b")
     parser.add_argument("--mode", default="train")
+    parser.add_argument("--staged", action="store_true")
     args = parser.parse_args()
     os.makedirs(args.work, exist_ok=True)
     if args.mode == "train":

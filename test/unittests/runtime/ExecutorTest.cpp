@@ -14,6 +14,8 @@
 #include "dpc/schedule/Builder.h"
 #include "dpc/schedule/Verifier.h"
 
+#include "test/unittests/runtime/StagingDevice.h"
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -222,7 +224,10 @@ soloSchedule(sched::ScheduleKind kind = sched::ScheduleKind::OneFOneB) {
   return s;
 }
 
-class ExecutorTest : public ::testing::Test {
+/// Every executor test runs twice: on the host device (the CPU target's),
+/// and on a device the host may not read (the CUDA target's paths, in host
+/// memory: StagingDevice.h), which must give the same results.
+class ExecutorTest : public ::testing::TestWithParam<bool> {
 protected:
   void SetUp() override {
     std::vector<float> inputs(16);
@@ -243,7 +248,8 @@ protected:
     f.forward = forwardSegment;
     f.backward = backwardSegment;
     f.optimizer = optimizerSegment;
-    auto e = std::make_unique<Executor>(m, s, comm, f);
+    auto e = GetParam() ? std::make_unique<Executor>(m, s, comm, f, staging)
+                        : std::make_unique<Executor>(m, s, comm, f);
     TensorFile weights;
     float w[6] = {1, 2, 3, 4, 5, 6}, b[3] = {0.5f, -0.5f, 1};
     weights.tensors["w"] = Tensor::fromF32({3, 2}, w);
@@ -263,10 +269,16 @@ protected:
   }
 
   SoloCommunicator comm;
+  StagingDevice staging;
   Dataset data;
 };
 
-TEST_F(ExecutorTest, LoadsMicrobatchesInFileOrderAndSumsLosses) {
+INSTANTIATE_TEST_SUITE_P(Devices, ExecutorTest, ::testing::Bool(),
+                         [](const ::testing::TestParamInfo<bool> &info) {
+                           return info.param ? "Staged" : "Host";
+                         });
+
+TEST_P(ExecutorTest, LoadsMicrobatchesInFileOrderAndSumsLosses) {
   std::vector<std::vector<float>> seen;
   std::vector<std::vector<int64_t>> labels;
   onForward = [&](dpc_context *ctx) {
@@ -286,7 +298,7 @@ TEST_F(ExecutorTest, LoadsMicrobatchesInFileOrderAndSumsLosses) {
   EXPECT_EQ(labels[1], (std::vector<int64_t>{0, 1}));
 }
 
-TEST_F(ExecutorTest, SgdStepIsTorchSgd) {
+TEST_P(ExecutorTest, SgdStepIsTorchSgd) {
   // Each backward accumulates g = (1, 1, ...): 2 microbatches give 2.
   onBackward = [](dpc_context *ctx) {
     std::vector<float> g(6, 1.0f);
@@ -315,7 +327,7 @@ TEST_F(ExecutorTest, SgdStepIsTorchSgd) {
   EXPECT_EQ(Executor::checkpointStep(ckpt, "ckpt"), 2);
 }
 
-TEST_F(ExecutorTest, StashLivesUntilItsBackward) {
+TEST_P(ExecutorTest, StashLivesUntilItsBackward) {
   std::vector<float> restored;
   onForward = [](dpc_context *ctx) {
     float x[8];
@@ -341,7 +353,7 @@ TEST_F(ExecutorTest, StashLivesUntilItsBackward) {
             "this microbatch (never stashed, or already released)");
 }
 
-TEST_F(ExecutorTest, GeneratedCodeErrorsGoToTheFatalHandler) {
+TEST_P(ExecutorTest, GeneratedCodeErrorsGoToTheFatalHandler) {
   auto e = make();
   std::string reported;
   e->setFatalHandler([&](const std::string &m) {
@@ -354,7 +366,7 @@ TEST_F(ExecutorTest, GeneratedCodeErrorsGoToTheFatalHandler) {
             "Backward mb 0: dpc_restore: stash key 7 is not in the manifest");
 }
 
-TEST_F(ExecutorTest, ChecksEveryIdAndOrder) {
+TEST_P(ExecutorTest, ChecksEveryIdAndOrder) {
   auto e = make();
   auto errorOf = [&](std::function<void(dpc_context *)> backward) {
     onBackward = std::move(backward);
@@ -389,7 +401,7 @@ TEST_F(ExecutorTest, ChecksEveryIdAndOrder) {
             "already reported");
 }
 
-TEST_F(ExecutorTest, LastStageMustReportTheLoss) {
+TEST_P(ExecutorTest, LastStageMustReportTheLoss) {
   auto e = make();
   onForward = [](dpc_context *) {};
   EXPECT_THAT(stepError(*e),
@@ -397,7 +409,7 @@ TEST_F(ExecutorTest, LastStageMustReportTheLoss) {
                         "call dpc_report_loss"));
 }
 
-TEST_F(ExecutorTest, ScratchIsAligned) {
+TEST_P(ExecutorTest, ScratchIsAligned) {
   onForward = [](dpc_context *ctx) {
     for (int64_t bytes : {1, 3, 64, 100, 3 << 20}) {
       void *p = dpc_alloc(ctx, bytes);
@@ -412,7 +424,7 @@ TEST_F(ExecutorTest, ScratchIsAligned) {
   e->runStep(1); // after merging the overflowed blocks
 }
 
-TEST_F(ExecutorTest, EvaluationCountsArgmaxHits) {
+TEST_P(ExecutorTest, EvaluationCountsArgmaxHits) {
   onForward = [](dpc_context *ctx) {
     const int64_t *y = dpc_labels(ctx);
     float out[kB * 3] = {};
@@ -432,7 +444,23 @@ TEST_F(ExecutorTest, EvaluationCountsArgmaxHits) {
   EXPECT_DOUBLE_EQ(r.reportedLoss, 2.0);
 }
 
-TEST_F(ExecutorTest, RejectsSchedulesItCannotRun) {
+TEST_P(ExecutorTest, TouchesDeviceMemoryOnlyThroughCopies) {
+  auto e = make();
+  e->runStep(0);
+  e->evaluate(&data, 4);
+  if (!GetParam()) {
+    EXPECT_EQ(staging.uploads + staging.downloads, 0);
+    return;
+  }
+  // Up: the two parameters, then inputs and labels of 2 training and 4
+  // evaluation microbatches. Down: each microbatch's loss. The step and the
+  // evaluation end by waiting for the device.
+  EXPECT_EQ(staging.uploads, 2 + 2 * 2 + 2 * 4);
+  EXPECT_EQ(staging.downloads, 2 + 4);
+  EXPECT_EQ(staging.synchronizations, 2);
+}
+
+TEST_P(ExecutorTest, RejectsSchedulesItCannotRun) {
   auto errorOf = [&](RankManifest m, sched::Schedule s) {
     try {
       make(m, s);
@@ -489,7 +517,7 @@ sched::Schedule pipedreamSchedule(int mb2BackwardVersion = 1) {
   return s;
 }
 
-TEST_F(ExecutorTest, PipeDreamBackwardUsesItsForwardsWeights) {
+TEST_P(ExecutorTest, PipeDreamBackwardUsesItsForwardsWeights) {
   // Each backward adds 1 to every gradient and each update subtracts it
   // (lr 1, no momentum): version v has w[0] = 1 - v.
   std::vector<float> forwardSaw, backwardSaw;
@@ -524,7 +552,7 @@ TEST_F(ExecutorTest, PipeDreamBackwardUsesItsForwardsWeights) {
   EXPECT_EQ(forwardSaw, (std::vector<float>{-2, -2, -3}));
 }
 
-TEST_F(ExecutorTest, PipeDreamVersionMismatchIsAnError) {
+TEST_P(ExecutorTest, PipeDreamVersionMismatchIsAnError) {
   auto e = make(soloManifest(), pipedreamSchedule(/*mb2BackwardVersion=*/2));
   EXPECT_THAT(
       stepError(*e),
@@ -533,7 +561,7 @@ TEST_F(ExecutorTest, PipeDreamVersionMismatchIsAnError) {
                 "RestoreWeights selected version 1"));
 }
 
-TEST_F(ExecutorTest, LoadParamsChecksNamesAndShapes) {
+TEST_P(ExecutorTest, LoadParamsChecksNamesAndShapes) {
   auto e = make();
   TensorFile weights;
   float w[6] = {};

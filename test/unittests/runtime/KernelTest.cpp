@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "dpc/runtime/Abi.h"
+#include "dpc/runtime/Device.h"
 
 #include <gtest/gtest.h>
 
@@ -439,6 +440,14 @@ TEST(SoftmaxCrossEntropy, LossAndGradientMatchReference) {
   EXPECT_TRUE(std::isfinite(loss));
   expectClose({loss}, {scale * total});
   expectClose(grad, rgrad);
+}
+
+// The rank main takes its memory from the kernel library it is linked with:
+// the CPU kernels work on host pointers.
+TEST(TargetDevice, IsTheHost) {
+  std::unique_ptr<dpc::runtime::Device> d = dpc::runtime::createTargetDevice();
+  EXPECT_TRUE(d->hostAccessible());
+  EXPECT_EQ(d->description(), "host");
 }
 
 } // namespace

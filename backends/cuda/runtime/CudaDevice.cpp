@@ -61,9 +61,10 @@ public:
   }
 
   ~CudaDevice() override {
-    // Not through check(): a device that already failed must not report
-    // again while the rank is going down.
-    cudaStreamSynchronize(stream);
+    // A device that already failed is left as it is: the rank is going
+    // down, and the library's calls below would report the fault again.
+    if (cudaStreamSynchronize(stream) != cudaSuccess)
+      return;
     dpc_cuda_release();
     dpc_cuda_set_stream(nullptr);
     cudaStreamDestroy(stream);
@@ -74,9 +75,14 @@ public:
 
   void *allocate(size_t bytes) override {
     void *p = nullptr;
-    check(
-        cudaMalloc(&p, bytes ? bytes : 1),
-        ("allocating " + std::to_string(bytes) + " bytes on " + name).c_str());
+    cudaError_t code = cudaMalloc(&p, bytes ? bytes : 1);
+    if (code != cudaSuccess) {
+      // Out of memory is not sticky: clear it, or the next kernel launch
+      // check would report it again.
+      cudaGetLastError();
+      check(code, ("allocating " + std::to_string(bytes) + " bytes on " + name)
+                      .c_str());
+    }
     return p;
   }
   void deallocate(void *ptr) override {

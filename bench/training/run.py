@@ -20,6 +20,11 @@ For every model (LeNet-5 and the MLP of test/e2e/oracle/oracle.py), minibatch
   5. for T = 2 also runs dpc with --stages 2 (2 ranks x 1 thread) for
      reference.
 
+With --target cuda both sides train on the GPU: dpc's ranks are compiled
+with --target cuda, PyTorch runs eagerly on torch.device("cuda") with TF32
+off (as dpc's kernels), its timer starting and stopping on a synchronized
+device; T is 1, and the 2-stage reference row shares the GPU (or takes two).
+
 It prints one table. Benchmarks are not tests: nothing here asserts a time.
 """
 
@@ -87,6 +92,7 @@ def torch_blas():
 
 def dpc_compile(dpc, onnx_path, out_dir, stages, microbatches, args):
     command = [dpc, "compile", onnx_path, "-o", out_dir,
+               "--target", args.target,
                "--stages", str(stages), "--microbatches", str(microbatches),
                "--schedule", args.schedule, "--lr", str(args.lr),
                "--momentum", str(args.momentum)]
@@ -160,8 +166,11 @@ def torch_train(model, x, y, total_steps, warmup, microbatches,
     loss_fn = nn.CrossEntropyLoss()
     losses = []
     started = None
+    cuda = x.is_cuda
     for step in range(total_steps):
         if step == warmup:
+            if cuda:
+                torch.cuda.synchronize()
             started = time.perf_counter()
         begin = step * minibatch
         inputs = x[begin:begin + minibatch]
@@ -180,18 +189,21 @@ def torch_train(model, x, y, total_steps, warmup, microbatches,
             loss.backward()
             losses.append(loss.item())
         optimizer.step()
+    if cuda:
+        torch.cuda.synchronize()
     seconds = time.perf_counter() - started
     return (total_steps - warmup) * minibatch / seconds, losses
 
 
-def fresh_model(name, microbatch_size, export_dir):
+def fresh_model(name, microbatch_size, export_dir, device="cpu"):
     """The oracle's model with a fixed seed, exported for a static batch and
-    reloaded from the exported initializers. Returns (model, onnx path)."""
+    reloaded from the exported initializers, on `device`. Returns (model,
+    onnx path)."""
     torch.manual_seed(0)
     model = oracle.MODELS[name]()
     path, _ = oracle.export_and_reload(model, name, microbatch_size,
                                        export_dir)
-    return model, path
+    return model.to(device), path
 
 
 LOSS_CHECK_STEPS = 20  # the oracle's window; later steps drift apart by
@@ -217,6 +229,7 @@ def measure(name, microbatches, microbatch_size, threads, work, dpc, args,
            "threads": threads, "load": load_avg1()}
     x, y = oracle.load_split(args.data, "train",
                              total_steps * microbatches * microbatch_size)
+    x, y = x.to(args.device), y.to(args.device)
 
     # dpc, 1 stage, T threads.
     _, onnx_path = fresh_model(name, microbatch_size, export_dir)
@@ -233,19 +246,20 @@ def measure(name, microbatches, microbatch_size, threads, work, dpc, args,
     torch.set_num_threads(threads)
     if args.blas_threads:
         args.blas_threads(threads)
-    model, _ = fresh_model(name, microbatch_size, export_dir)
+    model, _ = fresh_model(name, microbatch_size, export_dir, args.device)
     row["torch_mb"], torch_losses = torch_train(
         model, x, y, total_steps, args.warmup, microbatches, microbatch_size,
         True, args)
     row["loss_diff"] = max_relative_difference(dpc_losses, torch_losses)
     if not args.no_full:
-        model, _ = fresh_model(name, microbatch_size, export_dir)
+        model, _ = fresh_model(name, microbatch_size, export_dir, args.device)
         row["torch_full"], _ = torch_train(
             model, x, y, total_steps, args.warmup, microbatches,
             microbatch_size, False, args)
 
-    # dpc, 2 stages on the 2 cores (1 thread per rank), for reference.
-    if threads == 2 and not args.no_two_stage:
+    # dpc, 2 stages on the 2 cores (1 thread per rank), or on the GPU(s),
+    # for reference.
+    if (threads == 2 or args.target == "cuda") and not args.no_two_stage:
         out2 = os.path.join(export_dir, "s2")
         shutil.rmtree(out2, ignore_errors=True)
         dpc_compile(dpc, onnx_path, out2, 2, microbatches, args)
@@ -326,6 +340,9 @@ def main():
                              "(e.g. OpenBLAS's) instead of the system one")
     parser.add_argument("--json", metavar="FILE",
                         help="also write the rows as JSON")
+    parser.add_argument("--target", choices=["cpu", "cuda"], default="cpu",
+                        help="train both sides on the CPU (default) or the "
+                             "GPU")
     args = parser.parse_args()
 
     if args.torch_blas:
@@ -341,6 +358,17 @@ def main():
                                                               library_path])))
             os.execve(sys.executable, [sys.executable] + sys.argv, env)
     blas_path, args.blas_threads = torch_blas()
+    args.device = "cpu"
+    if args.target == "cuda":
+        if not torch.cuda.is_available():
+            fail(f"--target cuda: this PyTorch ({torch.__version__}) sees no "
+                 f"CUDA device; run it on a GPU machine with a CUDA build of "
+                 f"PyTorch")
+        # FP32 products stay FP32 on both sides (dpc's kernels use no TF32).
+        torch.backends.cuda.matmul.allow_tf32 = False
+        torch.backends.cudnn.allow_tf32 = False
+        args.device = "cuda"
+        args.threads = "1"  # host threads do not matter on the GPU
     if args.quick:
         args.batches, args.steps, args.warmup = "4x16", 20, 5
     if not (os.path.isfile(args.dpc) and os.access(args.dpc, os.X_OK)):
@@ -368,6 +396,9 @@ def main():
           f" {args.warmup} warm-up + {args.steps} timed steps; schedule "
           f"{args.schedule}; SGD lr {args.lr} momentum {args.momentum}; "
           f"torch BLAS {blas_path}; load {load_avg1():.2f}", flush=True)
+    if args.target == "cuda":
+        print(f"target cuda: both sides on {torch.cuda.get_device_name()}",
+              flush=True)
     rows = []
     try:
         for name in models:
@@ -388,7 +419,8 @@ def main():
     print("dpc/s: dpc --stages 1 over the timed steps, from the metrics "
           "file's time_s; torch mb/s: PyTorch eager accumulating M "
           "microbatches per step; torch full/s: PyTorch on the M*B samples "
-          "at once; dpc 2st/s: dpc --stages 2, 2 ranks x 1 thread; dpc "
+          "at once; dpc 2st/s: dpc --stages 2, 2 ranks x 1 thread (cuda: "
+          "2 ranks on the GPUs); dpc "
           "wall/s: all steps over `dpc run`'s wall clock (launch "
           "included); compile s: `dpc compile --stages 1`; loss diff: "
           f"largest relative difference of a step's loss over the first "

@@ -3,14 +3,17 @@ loss with PyTorch's.
 
 Usage: match_oracle.py ORACLE_DIR WORK_DIR [--models lenet5,mlp]
        [--stages 1,2,4] [--schedules gpipe,1f1b] [--steps 20]
+       [--target cpu|cuda] [--rtol 1e-4]
 
 ORACLE_DIR holds what oracle.py wrote (MODEL.onnx, MODEL.oracle.json, with
 its settings: 4 microbatches of 16, SGD lr 0.05 momentum 0.9, file order).
-For each combination: `dpc compile`, `dpc run --no-shuffle --metrics`, and
-compare.py at 1e-4 relative. The synchronous schedules must match oracle.py's
-plain minibatch SGD; `pipedream` (and `pipedream-vs`, with
---vertical-sync) must match oracle/pipedream.py's emulation of weight
-stashing for the compiled pipeline. Prints one line per run; exits 1 if any
+For each combination: `dpc compile --target TARGET`, `dpc run --no-shuffle
+--metrics`, and compare.py at --rtol relative (default 1e-4; scripts/gpu-test
+uses 1e-3 for the CUDA target, whose kernels sum in other orders). The
+synchronous schedules must match oracle.py's plain minibatch SGD;
+`pipedream` (and `pipedream-vs`, with --vertical-sync) must match
+oracle/pipedream.py's emulation of weight stashing for the compiled
+pipeline. Prints one line per run; exits 1 if any
 run fails or differs.
 """
 import argparse
@@ -35,6 +38,8 @@ def main():
     parser.add_argument("--stages", default="1,2,4")
     parser.add_argument("--schedules", default="gpipe,1f1b")
     parser.add_argument("--steps", type=int, default=20)
+    parser.add_argument("--target", default="cpu", choices=["cpu", "cuda"])
+    parser.add_argument("--rtol", type=float, default=1e-4)
     args = parser.parse_args()
 
     failures = 0
@@ -52,6 +57,7 @@ def main():
                 code, log = run([
                     "dpc", "compile", os.path.join(args.oracle_dir, model + ".onnx"),
                     "-o", out, "--stages", stages, "--schedule", kind, *extra,
+                    "--target", args.target,
                     "--microbatches", str(settings["microbatches"]),
                     "--lr", str(optimizer["lr"]),
                     "--momentum", str(optimizer["momentum"]),
@@ -81,7 +87,7 @@ def main():
                         continue
                 code, log = run([sys.executable,
                                  os.path.join(HERE, "oracle", "compare.py"),
-                                 metrics, expected])
+                                 metrics, expected, "--rtol", str(args.rtol)])
                 verdict = log.strip().splitlines()[-1] if log.strip() else ""
                 print(f"{name}: {'ok' if code == 0 else 'MISMATCH'}: {verdict}")
                 if code != 0:

@@ -16,6 +16,7 @@ update. Pixels are float32(byte)/255, labels int64.
 
 import argparse
 import gzip
+import inspect
 import json
 import os
 import struct
@@ -147,9 +148,14 @@ def export_and_reload(model, name, batch, out_dir):
     path = os.path.join(out_dir, f"{name}.onnx")
     dummy = torch.zeros(batch, 1, 28, 28)
     model.eval()
+    # The TorchScript exporter, the only one in Debian's PyTorch; newer
+    # releases (scripts/gpu-test may run under one) default to the dynamo
+    # exporter, which builds another graph.
+    legacy = ({"dynamo": False} if "dynamo" in
+              inspect.signature(torch.onnx.export).parameters else {})
     torch.onnx.export(model, dummy, path, opset_version=OPSET,
                       input_names=["input"], output_names=["logits"],
-                      do_constant_folding=True, export_params=True)
+                      do_constant_folding=True, export_params=True, **legacy)
     proto = onnx.load(path)
     onnx.checker.check_model(proto)
     initializers = {t.name: onnx.numpy_helper.to_array(t)

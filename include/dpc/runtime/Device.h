@@ -1,5 +1,4 @@
-//===- Device.h - The memory the generated code's tensors live in -*- C++
-//-*-===//
+//===- Device.h - Memory of the generated code's tensors -------*- C++ -*-===//
 //
 // The generated code hands the runtime pointers to tensors (dpc_send,
 // dpc_stash, dpc_grad_accumulate, dpc_report_loss) and gets pointers back

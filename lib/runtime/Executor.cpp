@@ -291,6 +291,8 @@ struct Executor::Impl : dpc_context {
   std::map<std::pair<int, int>, bool> inFlight; // mb, chunk
   int64_t stashBytes = 0;
   MemoryStats memory;
+  /// This rank's peaks as the verifier computed them at start-up.
+  schedule::RankStats promised;
 
   // Data.
   const Dataset *trainData = nullptr;
@@ -412,6 +414,7 @@ struct Executor::Impl : dpc_context {
     schedule::VerifyResult result = schedule::verifySchedule(sched, options);
     if (!result.ok())
       throw Error(s + ": " + result.violations.front().format());
+    promised = result.ranks.at(manifest.rank);
 
     // The segments the program calls must exist.
     auto need = [&](const char *segment, SegmentFn fn, const Instruction &i) {
@@ -1273,6 +1276,9 @@ double Executor::runStep(int64_t step) {
 }
 
 const MemoryStats &Executor::memoryStats() const { return impl->memory; }
+const schedule::RankStats &Executor::promisedMemory() const {
+  return impl->promised;
+}
 
 EvalResult Executor::evaluate(const Dataset *data, int64_t microbatches) {
   Impl &s = *impl;

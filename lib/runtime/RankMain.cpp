@@ -19,7 +19,6 @@
 #include "dpc/runtime/MpiCommunicator.h"
 #include "dpc/runtime/Safetensors.h"
 #include "dpc/schedule/Timeline.h"
-#include "dpc/schedule/Verifier.h"
 #include "dpc/support/CommandLine.h"
 #include "dpc/support/WriteFile.h"
 
@@ -234,11 +233,7 @@ void writeSummary(const std::string &path, const std::vector<double> &stepEnds,
 /// line. The two must agree; a difference is printed as such.
 void reportMemory(Communicator &comm, const Executor &exec, bool reports,
                   std::optional<MetricsWriter> &metrics) {
-  dpc::schedule::VerifyOptions options;
-  options.checkBlocking = false;
-  dpc::schedule::VerifyResult verified =
-      dpc::schedule::verifySchedule(exec.schedule(), options);
-  const dpc::schedule::RankStats &promised = verified.ranks.at(comm.rank());
+  const dpc::schedule::RankStats &promised = exec.promisedMemory();
   const MemoryStats &measured = exec.memoryStats();
   std::vector<std::vector<int64_t>> all = gatherInts(
       comm, comm.size() - 1,

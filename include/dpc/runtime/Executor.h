@@ -28,6 +28,7 @@
 #include "dpc/runtime/Sampler.h"
 #include "dpc/schedule/Schedule.h"
 #include "dpc/schedule/Timeline.h"
+#include "dpc/schedule/Verifier.h"
 
 #include <functional>
 #include <memory>
@@ -139,6 +140,9 @@ public:
   EvalResult evaluate(const Dataset *data, int64_t microbatches);
 
   const MemoryStats &memoryStats() const;
+  /// What the schedule's verifier promised for this rank (computed once, when
+  /// the constructor verified the schedule).
+  const schedule::RankStats &promisedMemory() const;
 
   /// Measured spans of every instruction from now on, in milliseconds since
   /// `originMs` on the steady clock (see nowMs).

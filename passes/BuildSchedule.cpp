@@ -92,6 +92,21 @@ struct BuildSchedulePass
     }
     options.stages = stages.size() / chunks;
     options.virtualStages = chunks;
+    // Hybrid data parallelism: partition-stages gave some stages replicas.
+    if (auto replicas = module->getAttrOfType<DenseI64ArrayAttr>(
+            pipe::PipeDialect::kReplicasAttrName);
+        replicas && llvm::any_of(replicas.asArrayRef(),
+                                 [](int64_t r) { return r > 1; })) {
+      if (int64_t(replicas.size()) != options.stages) {
+        module.emitError("expects ")
+            << pipe::PipeDialect::kReplicasAttrName
+            << " entries for each of the " << options.stages
+            << " stages, got " << replicas.size();
+        return signalPassFailure();
+      }
+      options.replicas.assign(replicas.asArrayRef().begin(),
+                              replicas.asArrayRef().end());
+    }
     for (auto &[stage, segments] : stages) {
       schedule::StageInfo info;
       info.forward = segmentMs(segments.lookup("forward"));

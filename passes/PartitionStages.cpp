@@ -128,11 +128,35 @@ struct PartitionStagesPass
       module.emitError("cannot partition @main: ") << result.error();
       return signalPassFailure();
     }
+    if (!replicas.empty() && failed(pinReplicas(module, sg->graph, *result,
+                                                *options)))
+      return signalPassFailure();
     if (failed(applyPlan(module, main, *sg, result->plan)))
       return signalPassFailure();
     if (!planOutput.empty() &&
         failed(writePlan(module, *sg, *result, *options)))
       return signalPassFailure();
+  }
+
+  /// Gives the straight plan the replicas the user asked for and evaluates
+  /// it on the devices they add up to.
+  LogicalResult pinReplicas(ModuleOp module, const planner::Graph &graph,
+                            planner::PlanResult &result,
+                            planner::PlannerOptions &options) {
+    int firstRank = 0;
+    for (auto [stage, count] : llvm::zip_equal(result.plan.stages, replicas)) {
+      stage.replicas = static_cast<int>(count);
+      stage.firstRank = firstRank;
+      firstRank += stage.replicas;
+    }
+    options.cost.topology = planner::Topology::flat(firstRank, bandwidth);
+    planner::Expected<planner::Evaluation> evaluation =
+        planner::evaluate(graph, result.plan, options.cost);
+    if (!evaluation)
+      return module.emitError("cannot evaluate the plan with replicas: ")
+             << evaluation.error();
+    result.evaluation = *evaluation;
+    return success();
   }
 
   // Measured forward and backward times replace the analytic ones, node by
@@ -166,6 +190,16 @@ struct PartitionStagesPass
                               "microbatches and bandwidth");
     if (virtualStages < 1)
       return module.emitError("expects virtual-stages >= 1");
+    if (!replicas.empty()) {
+      if (int64_t(replicas.size()) != stages)
+        return module.emitError("replicas lists ")
+               << replicas.size() << " stages but stages is " << stages;
+      if (llvm::any_of(replicas, [](int64_t r) { return r < 1; }))
+        return module.emitError("replicas must be positive");
+      if (virtualStages > 1)
+        return module.emitError(
+            "replicas cannot be combined with virtual-stages");
+    }
     if (virtualStages > 1 && (schedule != "interleaved" || stages < 1))
       return module.emitError("virtual-stages applies to the interleaved "
                               "schedule with a stage count");
@@ -184,7 +218,11 @@ struct PartitionStagesPass
         options.cost.schedule == planner::ScheduleKind::PipeDream
             ? planner::Objective::Bottleneck
             : planner::Objective::Step;
-    options.straight = stages > 0;
+    // A forced stage count means one device per stage. PipeDream's weight
+    // stashing runs on unreplicated stages only (its replicas would need
+    // their own weight versions), so with --devices it plans straight too.
+    options.straight =
+        stages > 0 || options.cost.schedule == planner::ScheduleKind::PipeDream;
     options.stages = stages * virtualStages;
     options.memoryLimitBytes = memoryLimit;
     return options;

@@ -95,7 +95,10 @@ def PartitionStagesPass : Pass<"dpc-partition-stages", "::mlir::ModuleOp"> {
     It runs before `autodiff`, which gives each gradient op the stage of the
     forward op it differentiates; see docs/ARCHITECTURE.md. With `stages`
     set the pipeline is straight (one device per stage); with `devices` the
-    planner also chooses the stage count and replicas. For the synchronous
+    planner also chooses the stage count and replicas. `replicas` pins the
+    replicas of each of `stages` stages instead (hybrid data parallelism the
+    user chose): the cuts are planned straight, the plan is then evaluated
+    with the replicas. For the synchronous
     schedules the planner minimises the predicted step time; for
     `pipedream`, the bottleneck stage.
 
@@ -110,6 +113,9 @@ def PartitionStagesPass : Pass<"dpc-partition-stages", "::mlir::ModuleOp"> {
            "Number of stages, one device each">,
     Option<"devices", "devices", "int64_t", /*default=*/"0",
            "Devices to plan over; the planner picks stages and replicas">,
+    ListOption<"replicas", "replicas", "int64_t",
+               "Ranks per stage (with stages): the cuts are planned as for "
+               "one rank each, then stage s runs on replicas[s] ranks">,
     Option<"schedule", "schedule", "std::string", /*default=*/"\"1f1b\"",
            "Pipeline schedule the plan is for">,
     Option<"microbatches", "microbatches", "int64_t", /*default=*/"1",

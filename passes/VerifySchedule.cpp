@@ -129,9 +129,9 @@ struct VerifySchedulePass
                        "first)");
       return signalPassFailure();
     }
-    if (streams.ranks * streams.chunks != static_cast<int>(stages.size())) {
+    if (streams.numVirtualStages() != static_cast<int>(stages.size())) {
       module.emitError("the schedule has ")
-          << streams.ranks << " ranks of " << streams.chunks
+          << streams.numStages() << " stages of " << streams.chunks
           << " chunks, the IR " << stages.size() << " stages";
       return signalPassFailure();
     }
@@ -140,7 +140,9 @@ struct VerifySchedulePass
     for (auto &[stage, transfers] : irTransfers) {
       // The messages of the stage's chunk, by the virtual stage they reach:
       // activations go to the next one, gradients to the previous one.
-      int rank = streams.rankOf(stage), chunk = streams.chunkOf(stage);
+      // The stage's first replica runs microbatch 0, so it makes every
+      // transfer the stage makes.
+      int rank = streams.rankOf(stage, 0), chunk = streams.chunkOf(stage);
       std::set<Transfer> carried;
       for (const schedule::Instruction &inst : streams.programs[rank]) {
         bool send = inst.op == schedule::Op::SendStart;
@@ -150,7 +152,7 @@ struct VerifySchedulePass
         bool act = inst.what == schedule::Payload::Activation;
         int64_t peer = stage + (send == act ? 1 : -1);
         if (peer >= 0 && peer < streams.numVirtualStages() &&
-            streams.rankOf(peer) == inst.peer)
+            streams.rankOf(peer, inst.mb) == inst.peer)
           carried.insert({send, peer, act});
       }
       for (const Transfer &t : transfers) {

@@ -248,6 +248,13 @@ struct Executor::Impl : dpc_context {
   RankManifest manifest;
   schedule::Schedule sched;
   Communicator &comm;
+  /// This process's rank in the job (the stage's rank, or one of its
+  /// replicas' ranks).
+  int rank;
+  /// The ranks of this stage when it has replicas: the gradient all-reduce
+  /// and the step's losses go over it.
+  std::unique_ptr<Communicator> replicaComm;
+  std::vector<float> reduceBuffer;
   SegmentFunctions segments;
   std::function<void(const std::string &)> fatalHandler;
 
@@ -314,7 +321,8 @@ struct Executor::Impl : dpc_context {
 
   Impl(RankManifest m, schedule::Schedule s, Communicator &c,
        SegmentFunctions f, Device *d)
-      : manifest(std::move(m)), sched(std::move(s)), comm(c), segments(f),
+      : manifest(std::move(m)), sched(std::move(s)), comm(c),
+        rank(c.rank()), segments(f),
         ownedDevice(d ? nullptr : createHostDevice()),
         device(d ? *d : *ownedDevice), host(createHostDevice()) {}
 
@@ -374,32 +382,26 @@ struct Executor::Impl : dpc_context {
 
   void validate() {
     const std::string s = manifest.schedule;
-    if (comm.size() != manifest.stages)
+    if (std::string problem = sched.checkLayout(); !problem.empty())
+      throw Error(s + ": " + problem);
+    if (sched.numStages() != manifest.stages)
+      throw Error(s + ": " + std::to_string(sched.numStages()) +
+                  " stages but the manifest says " +
+                  std::to_string(manifest.stages));
+    if (comm.size() != sched.ranks)
       throw Error("the job has " + std::to_string(comm.size()) +
-                  " ranks but the pipeline has " +
-                  std::to_string(manifest.stages) +
-                  " stages (launch one rank per stage, e.g. with the "
-                  "appfile)");
-    if (comm.rank() != manifest.rank)
-      throw Error("this executable is rank " + std::to_string(manifest.rank) +
-                  " but was started as rank " + std::to_string(comm.rank()) +
+                  " ranks but the schedule has " + std::to_string(sched.ranks) +
+                  " (launch one rank per line of the appfile)");
+    if (sched.stageOf(rank) != manifest.stage)
+      throw Error("this executable runs stage " +
+                  std::to_string(manifest.stage) + " but was started as rank " +
+                  std::to_string(rank) + ", which runs stage " +
+                  std::to_string(sched.stageOf(rank)) +
                   " (launch the ranks in appfile order)");
-    if (manifest.rank != manifest.stage)
-      throw Error("manifest: rank " + std::to_string(manifest.rank) +
-                  " runs stage " + std::to_string(manifest.stage) +
-                  "; the executor needs rank = stage (no replicas yet)");
-    if (sched.replicas != 1)
-      throw Error(s + ": " + std::to_string(sched.replicas) +
-                  " replicas per stage; the executor runs one rank per stage "
-                  "(replicated stages are not supported yet)");
     if (sched.chunks != manifest.chunks)
       throw Error(s + ": " + std::to_string(sched.chunks) +
                   " chunks per rank but the rank's object holds " +
                   std::to_string(manifest.chunks));
-    if (sched.ranks != manifest.stages)
-      throw Error(s + ": " + std::to_string(sched.ranks) +
-                  " ranks but the manifest says " +
-                  std::to_string(manifest.stages) + " stages");
     if (int(sched.programs.size()) != sched.ranks)
       throw Error(s + ": " + std::to_string(sched.programs.size()) +
                   " programs for " + std::to_string(sched.ranks) + " ranks");
@@ -414,17 +416,17 @@ struct Executor::Impl : dpc_context {
     schedule::VerifyResult result = schedule::verifySchedule(sched, options);
     if (!result.ok())
       throw Error(s + ": " + result.violations.front().format());
-    promised = result.ranks.at(manifest.rank);
+    promised = result.ranks.at(rank);
 
     // The segments the program calls must exist.
     auto need = [&](const char *segment, SegmentFn fn, const Instruction &i) {
       if (!manifest.hasSegment(segment) || !fn)
-        throw Error(s + ": rank " + std::to_string(manifest.rank) + " runs " +
+        throw Error(s + ": rank " + std::to_string(rank) + " runs " +
                     schedule::describe(i) + " but the rank's object has no " +
                     segment + " segment");
     };
     std::map<Boundary, bool> sendsUsed, recvsUsed;
-    for (const Instruction &i : sched.programs[manifest.rank]) {
+    for (const Instruction &i : sched.programs[rank]) {
       switch (i.op) {
       case Op::Forward:
         need("forward", segments.forward, i);
@@ -442,15 +444,18 @@ struct Executor::Impl : dpc_context {
         need("optimizer", segments.optimizer, i);
         break;
       case Op::AllReduce:
-        throw Error(s + ": " + schedule::describe(i) +
-                    " is not supported by the executor yet");
+        if (sched.replicasOf(manifest.stage) < 2)
+          throw Error(s + ": rank " + std::to_string(rank) + " runs " +
+                      schedule::describe(i) + " but stage " +
+                      std::to_string(manifest.stage) + " has no replicas");
+        break;
       case Op::SendStart:
       case Op::RecvStart: {
         bool send = i.op == Op::SendStart;
         Boundary b = boundaryOf(i);
         if (b.peer < 0 || b.peer >= manifest.numVirtualStages() ||
-            sched.rankOf(b.peer) != i.peer)
-          throw Error(s + ": rank " + std::to_string(manifest.rank) + " runs " +
+            sched.rankOf(b.peer, i.mb) != i.peer)
+          throw Error(s + ": rank " + std::to_string(rank) + " runs " +
                       schedule::describe(i, sched.chunks) +
                       ", which crosses no boundary of stage " +
                       std::to_string(b.stage));
@@ -504,7 +509,7 @@ struct Executor::Impl : dpc_context {
     if (!tracing)
       return;
     schedule::TimelineEvent e;
-    e.rank = manifest.rank;
+    e.rank = rank;
     e.kind = kind;
     e.name = std::move(name);
     e.start = start - traceOrigin;
@@ -777,6 +782,10 @@ struct Executor::Impl : dpc_context {
       ++liveVersion;
       trace(schedule::EventKind::Optimizer, "opt", start, -1);
       break;
+    case Op::AllReduce:
+      allReduceGradients();
+      trace(schedule::EventKind::AllReduce, "allreduce", start, -1);
+      break;
     case Op::StashWeights:
       stashWeights(i, at);
       break;
@@ -813,6 +822,42 @@ struct Executor::Impl : dpc_context {
     default:
       throw Error(at + "not supported by the executor");
     }
+  }
+
+  /// Sums the weight gradients over the stage's replicas, in one message:
+  /// each replica accumulated its share of the microbatches, so the sum is
+  /// the minibatch's gradient, as one rank would have accumulated it.
+  void allReduceGradients() {
+    size_t total = 0;
+    for (const ParamState &p : params)
+      total += p.count;
+    reduceBuffer.resize(total);
+    size_t offset = 0;
+    for (const ParamState &p : params) {
+      device.copyToHost(reduceBuffer.data() + offset, p.grad.floats(),
+                        p.bytes());
+      offset += p.count;
+    }
+    replicaComm->allreduceSum(reduceBuffer.data(), total);
+    offset = 0;
+    for (ParamState &p : params) {
+      device.copyFromHost(p.grad.floats(), reduceBuffer.data() + offset,
+                          p.bytes());
+      offset += p.count;
+    }
+  }
+
+  /// The step's per-microbatch losses on every replica of the last stage:
+  /// each loss is reported by exactly one replica and is a float, so adding
+  /// the others' zeros keeps it exact.
+  void gatherLosses() {
+    std::vector<float> all(losses.size(), 0.0f);
+    for (size_t mb = 0; mb < losses.size(); ++mb)
+      if (losses[mb])
+        all[mb] = float(*losses[mb]);
+    replicaComm->allreduceSum(all.data(), all.size());
+    for (size_t mb = 0; mb < losses.size(); ++mb)
+      losses[mb] = double(all[mb]);
   }
 
   void checkStepEnd(const std::string &what) {
@@ -1106,6 +1151,13 @@ Executor::Executor(RankManifest manifest, schedule::Schedule schedule,
   s.sendLayouts = makeLayouts(s.manifest.sends);
   s.recvLayouts = makeLayouts(s.manifest.recvs);
   s.validate();
+  // Collective over the job: every rank takes part, replicated or not.
+  if (s.sched.hasReplicas()) {
+    std::unique_ptr<Communicator> group =
+        comm.split(s.sched.stageOf(s.rank), s.rank);
+    if (s.sched.replicasOf(s.manifest.stage) > 1)
+      s.replicaComm = std::move(group);
+  }
   s.params.resize(s.manifest.params.size());
   for (size_t k = 0; k < s.params.size(); ++k) {
     ParamState &p = s.params[k];
@@ -1137,7 +1189,7 @@ std::string Executor::profileJson() const {
   }
   nlohmann::ordered_json root = {{"format", "dpc-op-times"},
                                  {"version", 1},
-                                 {"rank", impl->manifest.rank},
+                                 {"rank", impl->rank},
                                  {"ops", ops}};
   return root.dump(1) + "\n";
 }
@@ -1258,13 +1310,15 @@ double Executor::runStep(int64_t step) {
   s.currentStep = step;
   s.losses.assign(size_t(s.sched.microbatches), std::nullopt);
   s.liveVersion = 0;
-  const std::vector<Instruction> &program = s.sched.programs[s.manifest.rank];
+  const std::vector<Instruction> &program = s.sched.programs[s.rank];
   for (size_t k = 0; k < program.size(); ++k)
     s.run(step, k, program[k]);
   s.checkStepEnd("step " + std::to_string(step + 1));
   // The step's time includes its device work, and a device fault is
   // reported at the step it happened in.
   s.device.synchronize();
+  if (s.replicaComm && s.manifest.isLastStage())
+    s.gatherLosses();
   double loss = 0;
   for (const std::optional<double> &l : s.losses)
     loss += l.value_or(0.0);
@@ -1283,6 +1337,10 @@ const schedule::RankStats &Executor::promisedMemory() const {
 EvalResult Executor::evaluate(const Dataset *data, int64_t microbatches) {
   Impl &s = *impl;
   const RankManifest &m = s.manifest;
+  // The first replica of every stage evaluates; the others have the same
+  // weights and nothing to add.
+  if (s.sched.replicaOf(s.rank) != 0)
+    return EvalResult();
   bool needsData = m.isFirstStage() || m.labelsShape;
   std::unique_ptr<Sampler> sampler;
   if (needsData) {
@@ -1315,7 +1373,7 @@ EvalResult Executor::evaluate(const Dataset *data, int64_t microbatches) {
     Instruction i =
         Instruction::transfer(op, Payload::Activation, mb, chunk, -1, -1, 0);
     Boundary b = s.boundaryOf(i);
-    i.peer = s.sched.rankOf(b.peer);
+    i.peer = s.sched.rankOf(b.peer, 0);
     i.tag = kFirstControlTag + 16 + s.sched.chunkOf(std::min(b.stage, b.peer));
     return i;
   };

@@ -363,21 +363,31 @@ int runRank(int argc, char **argv, Communicator &comm) {
     exec.loadParams(readSafetensors(path), path, /*momentum=*/false);
   }
 
+  // A replicated stage's ranks hold the same weights after every step: the
+  // first replica speaks for the stage (progress, metrics, checkpoints).
+  const int rank = comm.rank();
+  const bool firstReplica = schedule.replicaOf(rank) == 0;
   std::optional<MetricsWriter> metrics;
-  bool reports = m.isLastStage();
+  bool reports = m.isLastStage() && firstReplica;
   if (reports && !opts.metrics.empty())
     metrics.emplace(opts.metrics, opts.resume);
   if (reports)
     printLine("training " + std::to_string(totalSteps - firstStep) +
               " steps of " + std::to_string(microbatches) + " x " +
               std::to_string(m.microbatchSize) + " samples on " +
-              std::to_string(m.stages) + " stages (" +
-              dpc::schedule::kindName(schedule.kind) + ")");
+              std::to_string(m.stages) + " stages" +
+              (schedule.hasReplicas()
+                   ? " (" + std::to_string(schedule.ranks) + " ranks, " +
+                         dpc::schedule::kindName(schedule.kind) + ")"
+                   : " (" + std::string(dpc::schedule::kindName(schedule.kind)) +
+                         ")"));
   if (!device->hostAccessible())
-    printLine("rank " + std::to_string(m.rank) + ": " + device->description() +
+    printLine("rank " + std::to_string(rank) + ": " + device->description() +
               "; transfers staged through host memory over MPI");
 
   auto saveCheckpoint = [&](int64_t stepsDone) {
+    if (!firstReplica)
+      return;
     ::mkdir(opts.checkpointDir.c_str(), 0777); // may exist already
     writeSafetensors(checkpointPath(opts.checkpointDir, m.stage),
                      exec.checkpoint(stepsDone));
@@ -432,9 +442,9 @@ int runRank(int argc, char **argv, Communicator &comm) {
     }
   }
   if (!opts.trace.empty())
-    writeTrace(exec, opts.trace, m.rank, m.stages);
+    writeTrace(exec, opts.trace, rank, comm.size());
   if (!opts.opTimes.empty()) {
-    std::string file = dpc::support::perRankPath(opts.opTimes, m.rank);
+    std::string file = dpc::support::perRankPath(opts.opTimes, rank);
     std::ofstream out(file);
     out << exec.profileJson();
     if (!out)

@@ -26,12 +26,33 @@ using Order = std::vector<std::vector<Work>>;
 Work fwd(int mb, int chunk = 0) { return {Op::Forward, mb, chunk}; }
 Work bwd(int mb, int chunk = 0) { return {Op::Backward, mb, chunk}; }
 
-Order gpipeOrder(int p, int m) {
-  Order order(p);
-  for (int r = 0; r < p; ++r) {
-    for (int mb = 0; mb < m; ++mb)
+/// The microbatches `rank` trains, in order: all of them, or with replicas
+/// its stage's every r-th.
+std::vector<int> shareOf(const Schedule &s, int rank) {
+  std::vector<int> share;
+  for (int mb = 0; mb < s.microbatches; ++mb)
+    if (s.runs(rank, mb))
+      share.push_back(mb);
+  return share;
+}
+
+/// How many of its microbatches a rank of `stage` keeps in flight under
+/// 1F1B: enough to cover the ranks from its stage to the last one, shared
+/// among the stage's replicas (PipeDream's NOAM); p - stage without
+/// replicas.
+int inFlight(const Schedule &s, int stage) {
+  int ranksFromHere = s.ranks - s.firstRankOf(stage);
+  int r = s.replicasOf(stage);
+  return (ranksFromHere + r - 1) / r;
+}
+
+Order gpipeOrder(const Schedule &s) {
+  Order order(s.ranks);
+  for (int r = 0; r < s.ranks; ++r) {
+    std::vector<int> share = shareOf(s, r);
+    for (int mb : share)
       order[r].push_back(fwd(mb));
-    for (int mb = 0; mb < m; ++mb)
+    for (int mb : share)
       order[r].push_back(bwd(mb));
   }
   return order;
@@ -39,18 +60,20 @@ Order gpipeOrder(int p, int m) {
 
 /// PipeDream-Flush: rank r runs p - r - 1 forwards ahead, so it never holds
 /// more than p - r microbatches of activations.
-Order oneFOneBOrder(int p, int m) {
-  Order order(p);
-  for (int r = 0; r < p; ++r) {
-    int warmup = std::min(p - r - 1, m);
-    for (int mb = 0; mb < warmup; ++mb)
-      order[r].push_back(fwd(mb));
-    for (int k = 0; k + warmup < m; ++k) {
-      order[r].push_back(fwd(k + warmup));
-      order[r].push_back(bwd(k));
+Order oneFOneBOrder(const Schedule &s) {
+  Order order(s.ranks);
+  for (int r = 0; r < s.ranks; ++r) {
+    std::vector<int> share = shareOf(s, r);
+    int n = static_cast<int>(share.size());
+    int warmup = std::min(inFlight(s, s.stageOf(r)) - 1, n);
+    for (int k = 0; k < warmup; ++k)
+      order[r].push_back(fwd(share[k]));
+    for (int k = 0; k + warmup < n; ++k) {
+      order[r].push_back(fwd(share[k + warmup]));
+      order[r].push_back(bwd(share[k]));
     }
-    for (int k = std::max(m - warmup, 0); k < m; ++k)
-      order[r].push_back(bwd(k));
+    for (int k = std::max(n - warmup, 0); k < n; ++k)
+      order[r].push_back(bwd(share[k]));
   }
   return order;
 }
@@ -93,26 +116,28 @@ Order interleavedOrder(int p, int m, int v) {
 /// cool-down ends with p W passes, the first rank's with one. Rank r holds at
 /// most (p - r) + r = p microbatches of activations, the peak 1F1B has on
 /// its first rank.
-Order zeroBubbleOrder(int p, int m) {
-  Order order(p);
-  for (int r = 0; r < p; ++r) {
+Order zeroBubbleOrder(const Schedule &s) {
+  Order order(s.ranks);
+  for (int r = 0; r < s.ranks; ++r) {
     std::vector<Work> &o = order[r];
-    int warmup = std::min(p - r - 1, m), lag = r, nextW = 0;
+    std::vector<int> share = shareOf(s, r);
+    int n = static_cast<int>(share.size()), stage = s.stageOf(r);
+    int warmup = std::min(inFlight(s, stage) - 1, n), lag = stage, nextW = 0;
     auto backward = [&](int k) {
-      o.push_back({Op::BackwardInput, k, 0});
+      o.push_back({Op::BackwardInput, share[k], 0});
       if (k - lag >= 0)
-        o.push_back({Op::BackwardWeight, nextW++, 0});
+        o.push_back({Op::BackwardWeight, share[nextW++], 0});
     };
-    for (int mb = 0; mb < warmup; ++mb)
-      o.push_back(fwd(mb));
-    for (int k = 0; k + warmup < m; ++k) {
-      o.push_back(fwd(k + warmup));
+    for (int k = 0; k < warmup; ++k)
+      o.push_back(fwd(share[k]));
+    for (int k = 0; k + warmup < n; ++k) {
+      o.push_back(fwd(share[k + warmup]));
       backward(k);
     }
-    for (int k = std::max(m - warmup, 0); k < m; ++k)
+    for (int k = std::max(n - warmup, 0); k < n; ++k)
       backward(k);
-    while (nextW < m)
-      o.push_back({Op::BackwardWeight, nextW++, 0});
+    while (nextW < n)
+      o.push_back({Op::BackwardWeight, share[nextW++], 0});
   }
   return order;
 }
@@ -212,19 +237,19 @@ void EventRun::complete(int rank, const Work &w) {
   msg.fromChunk = w.chunk;
   if (w.op == Op::Forward) {
     fDone[vs][w.mb] = true;
-    if (vs + 1 == numVs || s.rankOf(vs + 1) == rank)
+    if (vs + 1 == numVs || s.rankOf(vs + 1, w.mb) == rank)
       return;
     msg.what = Payload::Activation;
-    msg.to = s.rankOf(vs + 1);
+    msg.to = s.rankOf(vs + 1, w.mb);
     msg.toChunk = s.chunkOf(vs + 1);
     msg.tag = messageTag(msg.what, w.mb, vs, numVs);
     msg.bytes = s.stages[vs].outputBytes;
   } else if (w.op == Op::Backward || w.op == Op::BackwardInput) {
     bDone[vs][w.mb] = true;
-    if (vs == 0 || s.rankOf(vs - 1) == rank)
+    if (vs == 0 || s.rankOf(vs - 1, w.mb) == rank)
       return;
     msg.what = Payload::Gradient;
-    msg.to = s.rankOf(vs - 1);
+    msg.to = s.rankOf(vs - 1, w.mb);
     msg.toChunk = s.chunkOf(vs - 1);
     msg.tag = messageTag(msg.what, w.mb, vs - 1, numVs);
     msg.bytes = s.stages[vs - 1].outputBytes;
@@ -455,13 +480,12 @@ void RankLowering::work(size_t index) {
 
 std::vector<Instruction> RankLowering::finish() {
   if (isSynchronous(s.kind)) {
-    if (s.replicas > 1) {
-      for (int c = 0; c < s.chunks; ++c) {
-        Instruction inst;
-        inst.op = Op::AllReduce;
-        inst.chunk = c;
-        out.push_back(inst);
-      }
+    // A replicated stage sums its replicas' gradients before the update.
+    if (s.replicasOf(s.stageOf(rank)) > 1) {
+      Instruction reduce;
+      reduce.op = Op::AllReduce;
+      reduce.bytes = s.stage(rank, 0).weightBytes;
+      out.push_back(reduce);
     }
     Instruction step;
     step.op = Op::OptimizerStep;
@@ -544,9 +568,24 @@ std::string buildSchedule(const BuildOptions &options, Schedule &schedule) {
     return "expects at least 1 microbatch, got " + std::to_string(m);
   if (v < 1)
     return "expects at least 1 virtual stage, got " + std::to_string(v);
-  if (options.replicas < 1)
-    return "expects at least 1 replica, got " +
-           std::to_string(options.replicas);
+  if (!options.replicas.empty()) {
+    if (static_cast<int>(options.replicas.size()) != p)
+      return "expects replicas for " + std::to_string(p) + " stages, got " +
+             std::to_string(options.replicas.size());
+    for (int r : options.replicas)
+      if (r < 1)
+        return "expects at least 1 replica per stage, got " +
+               std::to_string(r);
+  }
+  bool replicated = std::any_of(options.replicas.begin(),
+                                options.replicas.end(),
+                                [](int r) { return r > 1; });
+  if (replicated && !isSynchronous(options.kind))
+    return std::string("replicated stages need a synchronous schedule "
+                       "(gpipe, 1f1b, zb-h1), not ") +
+           kindName(options.kind);
+  if (replicated && v > 1)
+    return "replicated stages cannot be combined with virtual stages";
   if (v > 1 && options.kind != ScheduleKind::Interleaved)
     return std::string("--virtual-stages applies only to interleaved, not ") +
            kindName(options.kind);
@@ -568,8 +607,13 @@ std::string buildSchedule(const BuildOptions &options, Schedule &schedule) {
   schedule.ranks = p;
   schedule.microbatches = m;
   schedule.chunks = v;
-  schedule.replicas = options.replicas;
   schedule.verticalSync = options.verticalSync;
+  if (replicated) {
+    schedule.replicas = options.replicas;
+    schedule.ranks = 0;
+    for (int r : options.replicas)
+      schedule.ranks += r;
+  }
   if (options.stageInfo.size() == numVs)
     schedule.stages = options.stageInfo;
   else
@@ -580,14 +624,14 @@ std::string buildSchedule(const BuildOptions &options, Schedule &schedule) {
   Order order;
   switch (options.kind) {
   case ScheduleKind::GPipe:
-    order = gpipeOrder(p, m);
+    order = gpipeOrder(schedule);
     break;
   case ScheduleKind::OneFOneB:
-    order = oneFOneBOrder(p, m);
+    order = oneFOneBOrder(schedule);
     break;
   case ScheduleKind::PipeDream:
     // 1F1B's order without the flush: an update after every backward.
-    order = oneFOneBOrder(p, m);
+    order = oneFOneBOrder(schedule);
     for (auto &rankOrder : order) {
       std::vector<Work> withUpdates;
       for (const Work &w : rankOrder) {
@@ -602,7 +646,7 @@ std::string buildSchedule(const BuildOptions &options, Schedule &schedule) {
     order = interleavedOrder(p, m, v);
     break;
   case ScheduleKind::ZeroBubbleH1:
-    order = zeroBubbleOrder(p, m);
+    order = zeroBubbleOrder(schedule);
     break;
   case ScheduleKind::Custom:
     break;

@@ -149,6 +149,51 @@ size_t Schedule::numInstructions() const {
   return total;
 }
 
+bool Schedule::hasReplicas() const {
+  for (int r : replicas)
+    if (r != 1)
+      return true;
+  return false;
+}
+
+int Schedule::firstRankOf(int stage) const {
+  if (replicas.empty())
+    return stage;
+  int first = 0;
+  for (int s = 0; s < stage; ++s)
+    first += replicas[s];
+  return first;
+}
+
+int Schedule::stageOf(int rank) const {
+  if (replicas.empty())
+    return rank;
+  int stage = 0, end = replicas.front();
+  while (rank >= end && stage + 1 < static_cast<int>(replicas.size()))
+    end += replicas[++stage];
+  return stage;
+}
+
+std::string Schedule::checkLayout() const {
+  if (ranks < 1 || microbatches < 1 || chunks < 1)
+    return "ranks, microbatches and chunks must be positive";
+  if (replicas.empty())
+    return "";
+  int total = 0;
+  for (size_t s = 0; s < replicas.size(); ++s) {
+    if (replicas[s] < 1)
+      return "stage " + std::to_string(s) + " has " +
+             std::to_string(replicas[s]) + " replicas";
+    total += replicas[s];
+  }
+  if (total != ranks)
+    return "the replicas per stage add up to " + std::to_string(total) +
+           " ranks, not " + std::to_string(ranks);
+  if (chunks > 1 && hasReplicas())
+    return "replicated stages cannot also hold several model chunks";
+  return "";
+}
+
 int32_t messageTag(Payload what, int mb, int vstage, int numVirtualStages) {
   return (mb * numVirtualStages + vstage) * 2 +
          (what == Payload::Gradient ? 1 : 0);
@@ -168,13 +213,14 @@ std::string toJson(const Schedule &schedule, int indent) {
   root["ranks"] = schedule.ranks;
   root["microbatches"] = schedule.microbatches;
   root["chunks"] = schedule.chunks;
-  root["replicas"] = schedule.replicas;
+  if (schedule.hasReplicas())
+    root["replicas"] = schedule.replicas;
   root["vertical_sync"] = schedule.verticalSync;
   json stages = json::array();
   for (size_t vs = 0; vs < schedule.stages.size(); ++vs) {
     const StageInfo &s = schedule.stages[vs];
     stages.push_back({{"id", vs},
-                      {"rank", schedule.rankOf(vs)},
+                      {"rank", schedule.firstRankOf(vs % schedule.numStages())},
                       {"chunk", schedule.chunkOf(vs)},
                       {"forward_ms", s.forward},
                       {"backward_input_ms", s.backwardInput},
@@ -266,11 +312,20 @@ std::string fromJson(const std::string &text, Schedule &schedule) {
     schedule.ranks = get<int>(root, "ranks", 0);
     schedule.microbatches = get<int>(root, "microbatches", 0);
     schedule.chunks = get<int>(root, "chunks", 1);
-    schedule.replicas = get<int>(root, "replicas", 1);
+    schedule.replicas.clear();
+    if (root.contains("replicas")) {
+      const json &replicas = root["replicas"];
+      // An array per stage; a single number (older files) means the same
+      // count everywhere, and 1 means none.
+      if (replicas.is_array())
+        schedule.replicas = replicas.get<std::vector<int>>();
+      else if (int r = replicas.get<int>(); r != 1)
+        return "\"replicas\" must list the ranks of every stage, got " +
+               std::to_string(r);
+    }
     schedule.verticalSync = get<bool>(root, "vertical_sync", false);
-    if (schedule.ranks < 1 || schedule.microbatches < 1 ||
-        schedule.chunks < 1 || schedule.replicas < 1)
-      return "ranks, microbatches, chunks and replicas must be positive";
+    if (std::string problem = schedule.checkLayout(); !problem.empty())
+      return problem;
     schedule.stages.assign(schedule.numVirtualStages(), StageInfo());
     if (root.contains("stages")) {
       const json &stages = root["stages"];

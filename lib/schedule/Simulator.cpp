@@ -107,7 +107,32 @@ std::string simulateSchedule(const Schedule &s, const SimulateOptions &opts,
         size_t i = pc[r];
         const Instruction &inst = program[i];
         double begin = clock[r], finish = clock[r];
-        if (inst.op == Op::SendFinish || inst.op == Op::RecvFinish) {
+        if (inst.op == Op::AllReduce) {
+          // A collective: it starts when the last replica of the stage gets
+          // there and ends on all of them together.
+          int stage = s.stageOf(r), first = s.firstRankOf(stage);
+          int group = s.replicasOf(stage);
+          bool all = true;
+          for (int q = first; q < first + group && all; ++q)
+            all = pc[q] < s.programs[q].size() &&
+                  s.programs[q][pc[q]].op == Op::AllReduce;
+          if (!all)
+            break;
+          for (int q = first; q < first + group; ++q)
+            begin = std::max(begin, clock[q]);
+          // A ring all-reduce moves 2 (g - 1) / g of the gradients.
+          finish = begin + opts.allReduce +
+                   transferTime(2 * inst.bytes * (group - 1) / group);
+          for (int q = first; q < first + group; ++q) {
+            if (q == r)
+              continue;
+            result.start[q][pc[q]] = begin;
+            result.end[q][pc[q]] = finish;
+            result.rankBusy[q] += finish - begin;
+            clock[q] = finish;
+            ++pc[q];
+          }
+        } else if (inst.op == Op::SendFinish || inst.op == Op::RecvFinish) {
           int st = pairs.startOf[r][i];
           int j = st < 0 ? -1 : pairs.partner[r][st];
           if (j < 0 || result.start[inst.peer][j] == kUnset)

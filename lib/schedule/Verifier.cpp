@@ -139,9 +139,8 @@ void Verifier::relate(int rank, int index, std::string message) {
 //===----------------------------------------------------------------------===//
 
 bool Verifier::checkShape() {
-  if (s.ranks < 1 || s.microbatches < 1 || s.chunks < 1) {
-    report(ViolationKind::Malformed, -1, -1,
-           "ranks, microbatches and chunks must be positive");
+  if (std::string problem = s.checkLayout(); !problem.empty()) {
+    report(ViolationKind::Malformed, -1, -1, problem);
     return false;
   }
   if (static_cast<int>(s.programs.size()) != s.ranks ||
@@ -171,6 +170,14 @@ bool Verifier::checkShape() {
       else if (needsMb && (inst.mb < 0 || inst.mb >= s.microbatches))
         problem = "microbatch " + std::to_string(inst.mb) +
                   " out of range [0, " + std::to_string(s.microbatches) + ")";
+      else if (needsMb && !s.runs(r, inst.mb))
+        problem = mbText(inst.mb) + " belongs to rank " +
+                  std::to_string(s.rankOf(s.stageOf(r), inst.mb)) +
+                  ", another replica of stage " + std::to_string(s.stageOf(r));
+      else if (inst.op == Op::AllReduce &&
+               s.replicasOf(s.stageOf(r)) == 1)
+        problem = "all-reduce on stage " + std::to_string(s.stageOf(r)) +
+                  ", which has no replicas";
       else if (needsVersion && inst.version < 0)
         problem = "expects a weight version";
       else if (isTransfer(inst.op) &&
@@ -214,6 +221,8 @@ void Verifier::replayRank(int r) {
   std::map<std::pair<int, int>, int> weightCopies;
   std::vector<int> updates(v, 0);
   std::vector<int> restoredVersion(v, -1);
+  std::vector<char> reduced(v, false);
+  bool replicated = s.replicasOf(s.stageOf(r)) > 1;
   // Outstanding transfers: (send?, peer, tag) -> Start indices.
   std::map<std::tuple<bool, int, int>, std::vector<int>> open;
 
@@ -230,9 +239,10 @@ void Verifier::replayRank(int r) {
   auto fail = [&](ViolationKind kind, int i, std::string message) {
     report(kind, r, i, std::move(message));
   };
+  // A replica trains only its share of the microbatches.
   auto allWeightGrads = [&](int chunk, int &missingMb) {
     for (int mb = 0; mb < m; ++mb) {
-      if (!weightGradDone[chunk][mb]) {
+      if (s.runs(r, mb) && !weightGradDone[chunk][mb]) {
         missingMb = mb;
         return false;
       }
@@ -287,7 +297,7 @@ void Verifier::replayRank(int r) {
                         " before its LoadMicrobatch (the first and last "
                         "stages read the data)");
       if (vs > 0) {
-        int prevRank = s.rankOf(vs - 1);
+        int prevRank = s.rankOf(vs - 1, mb);
         bool ready = prevRank == r
                          ? forwardDone[s.chunkOf(vs - 1)][mb]
                          : received.count({int(Payload::Activation), mb, c});
@@ -315,7 +325,7 @@ void Verifier::replayRank(int r) {
                     "backward of " + mbText(mb) +
                         " without a Restore of its stash");
       if (vs + 1 < numVs) {
-        int nextRank = s.rankOf(vs + 1);
+        int nextRank = s.rankOf(vs + 1, mb);
         bool ready = nextRank == r
                          ? inputGradDone[s.chunkOf(vs + 1)][mb]
                          : received.count({int(Payload::Gradient), mb, c});
@@ -413,7 +423,7 @@ void Verifier::replayRank(int r) {
       // Activations flow to the next virtual stage, gradients to the
       // previous one; anything else is routed to the wrong rank.
       int otherVs = (act == send) ? vs + 1 : vs - 1;
-      if (otherVs < 0 || otherVs >= numVs || s.rankOf(otherVs) != inst.peer)
+      if (otherVs < 0 || otherVs >= numVs || s.rankOf(otherVs, mb) != inst.peer)
         return fail(ViolationKind::Malformed, i,
                     std::string(send ? "sends " : "receives ") +
                         payloadName(inst.what) + " of " + mbText(mb) +
@@ -457,6 +467,10 @@ void Verifier::replayRank(int r) {
         return fail(ViolationKind::Dataflow, i,
                     "all-reduce before the weight gradient of " +
                         mbText(missing));
+      if (reduced[c])
+        return fail(ViolationKind::Duplicate, i,
+                    "the gradients are all-reduced twice before the update");
+      reduced[c] = true;
       break;
     }
     case Op::OptimizerStep: {
@@ -470,6 +484,13 @@ void Verifier::replayRank(int r) {
                             " updates once per minibatch, but this update "
                             "comes before the backward of " +
                             mbText(missing));
+          if (replicated && !reduced[chunk])
+            return fail(ViolationKind::OptimizerCount, i,
+                        "stage " + std::to_string(s.stageOf(r)) + " has " +
+                            std::to_string(s.replicasOf(s.stageOf(r))) +
+                            " replicas, but this update comes before the "
+                            "all-reduce of their gradients");
+          reduced[chunk] = false;
         }
       } else if (s.kind == ScheduleKind::PipeDream &&
                  backwardsSinceUpdate != 1) {
@@ -497,6 +518,8 @@ void Verifier::replayRank(int r) {
   int end = static_cast<int>(program.size());
   for (int c = 0; c < v; ++c) {
     for (int mb = 0; mb < m; ++mb) {
+      if (!s.runs(r, mb))
+        continue;
       const char *what = !forwardDone[c][mb]      ? "forward"
                          : !inputGradDone[c][mb]  ? "backward"
                          : !weightGradDone[c][mb] ? "weight gradient"
@@ -598,9 +621,27 @@ void Verifier::runTogether(CommModel model) {
   auto peerOf = [&](int r, int i) { return s.programs[r][i].peer; };
   // Whether rank r can execute its instruction i now; for a blocking
   // rendezvous, executing it also moves the peer past its Start.
+  // An all-reduce completes when every replica of the stage has reached
+  // one of the same chunk; it then moves them all past it.
+  auto reduce = [&](int r) {
+    int stage = s.stageOf(r), first = s.firstRankOf(stage);
+    int chunk = s.programs[r][pc[r]].chunk;
+    for (int q = first; q < first + s.replicasOf(stage); ++q) {
+      if (pc[q] == size(q))
+        return false;
+      const Instruction &other = s.programs[q][pc[q]];
+      if (other.op != Op::AllReduce || other.chunk != chunk)
+        return false;
+    }
+    for (int q = first; q < first + s.replicasOf(stage); ++q)
+      ++pc[q];
+    return true;
+  };
   auto step = [&](int r) {
     int i = pc[r];
     const Instruction &inst = s.programs[r][i];
+    if (inst.op == Op::AllReduce)
+      return reduce(r);
     bool start = inst.op == Op::SendStart || inst.op == Op::RecvStart;
     bool finish = inst.op == Op::SendFinish || inst.op == Op::RecvFinish;
     if (model == CommModel::Blocking && start) {
@@ -644,6 +685,29 @@ void Verifier::runTogether(CommModel model) {
       continue;
     int i = pc[r];
     const Instruction &inst = s.programs[r][i];
+    if (inst.op == Op::AllReduce) {
+      int stage = s.stageOf(r), first = s.firstRankOf(stage);
+      for (int q = first; q < first + s.replicasOf(stage); ++q) {
+        bool there = pc[q] < size(q) &&
+                     s.programs[q][pc[q]].op == Op::AllReduce &&
+                     s.programs[q][pc[q]].chunk == inst.chunk;
+        if (there)
+          continue;
+        std::string where =
+            pc[q] < size(q) ? "is blocked at instruction " +
+                                  std::to_string(pc[q]) + " (" +
+                                  text(q, pc[q]) + ")"
+                            : std::string("has finished");
+        report(ViolationKind::Deadlock, r, i,
+               std::string("deadlock with ") + commModelName(model) +
+                   " transfers: the all-reduce of stage " +
+                   std::to_string(stage) + " waits for its replica on rank " +
+                   std::to_string(q) + ", which " + where);
+        if (pc[q] < size(q))
+          relate(q, pc[q], "rank " + std::to_string(q) + " is blocked here");
+        return;
+      }
+    }
     int q = inst.peer;
     int start = (inst.op == Op::SendFinish || inst.op == Op::RecvFinish)
                     ? startOf[r][i]

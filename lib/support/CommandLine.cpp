@@ -4,6 +4,7 @@
 
 #include <cerrno>
 #include <cmath>
+#include <algorithm>
 #include <cstdlib>
 #include <iostream>
 #include <sstream>
@@ -75,6 +76,33 @@ void ArgParser::addOption(const std::string &name, double *out,
             !std::isfinite(parsed))
           return "expects a number, got '" + value + "'";
         *out = parsed;
+        return "";
+      },
+      metavar, help);
+}
+
+void ArgParser::addCountListOption(const std::string &name,
+                                   std::vector<int64_t> *out,
+                                   const std::string &metavar,
+                                   const std::string &help) {
+  addOption(
+      name,
+      [out](const std::string &value) -> std::string {
+        std::vector<int64_t> counts;
+        size_t begin = 0;
+        while (begin <= value.size()) {
+          size_t end = std::min(value.find(',', begin), value.size());
+          std::string item = value.substr(begin, end - begin);
+          errno = 0;
+          char *stop = nullptr;
+          long long parsed = std::strtoll(item.c_str(), &stop, 10);
+          if (item.empty() || *stop != '\0' || errno == ERANGE || parsed < 1)
+            return "expects positive integers separated by commas, got '" +
+                   value + "'";
+          counts.push_back(parsed);
+          begin = end + 1;
+        }
+        *out = std::move(counts);
         return "";
       },
       metavar, help);

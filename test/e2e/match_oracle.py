@@ -2,18 +2,22 @@
 loss with PyTorch's.
 
 Usage: match_oracle.py ORACLE_DIR WORK_DIR [--models lenet5,mlp]
-       [--stages 1,2,4] [--schedules gpipe,1f1b] [--steps 20]
-       [--target cpu|cuda] [--rtol 1e-4]
+       [--stages 1,2,4,2+1] [--schedules gpipe,1f1b] [--steps 20]
+       [--target cpu|cuda] [--rtol 1e-4] [--weights]
 
 ORACLE_DIR holds what oracle.py wrote (MODEL.onnx, MODEL.oracle.json, with
 its settings: 4 microbatches of 16, SGD lr 0.05 momentum 0.9, file order).
-For each combination: `dpc compile --target TARGET`, `dpc run --no-shuffle
+A stage count written with "+" gives the ranks of each stage instead ("2+1":
+stage 0 on two ranks, compiled with --replicas 2,1). For each combination:
+`dpc compile --target TARGET`, `dpc run --no-shuffle
 --metrics`, and compare.py at --rtol relative (default 1e-4; scripts/gpu-test
 uses 1e-3 for the CUDA target, whose kernels sum in other orders). The
 synchronous schedules must match oracle.py's plain minibatch SGD;
 `pipedream` (and `pipedream-vs`, with --vertical-sync) must match
 oracle/pipedream.py's emulation of weight stashing for the compiled
-pipeline. Prints one line per run; exits 1 if any
+pipeline. With --weights the synchronous runs also checkpoint, and their
+trained weights must match the oracle's final weights within --rtol
+(oracle/compare_weights.py). Prints one line per run; exits 1 if any
 run fails or differs.
 """
 import argparse
@@ -40,6 +44,7 @@ def main():
     parser.add_argument("--steps", type=int, default=20)
     parser.add_argument("--target", default="cpu", choices=["cpu", "cuda"])
     parser.add_argument("--rtol", type=float, default=1e-4)
+    parser.add_argument("--weights", action="store_true")
     args = parser.parse_args()
 
     failures = 0
@@ -52,11 +57,14 @@ def main():
                 name = f"{model} stages={stages} {schedule}"
                 out = os.path.join(args.work_dir, f"{model}-{stages}-{schedule}")
                 kind, extra = schedule, []
+                layout = ["--stages", stages]
+                if "+" in stages:
+                    layout = ["--replicas", stages.replace("+", ",")]
                 if schedule == "pipedream-vs":
                     kind, extra = "pipedream", ["--vertical-sync"]
                 code, log = run([
                     "dpc", "compile", os.path.join(args.oracle_dir, model + ".onnx"),
-                    "-o", out, "--stages", stages, "--schedule", kind, *extra,
+                    "-o", out, *layout, "--schedule", kind, *extra,
                     "--target", args.target,
                     "--microbatches", str(settings["microbatches"]),
                     "--lr", str(optimizer["lr"]),
@@ -67,9 +75,12 @@ def main():
                     failures += 1
                     continue
                 metrics = os.path.join(out, "metrics.jsonl")
+                checkpoints = os.path.join(out, "ckpt")
+                weights = args.weights and kind != "pipedream"
                 code, log = run([
                     "dpc", "run", out, "--steps", str(args.steps), "--no-shuffle",
-                    "--no-eval", "--metrics", metrics])
+                    "--no-eval", "--metrics", metrics,
+                    *(["--checkpoint-dir", checkpoints] if weights else [])])
                 if code != 0:
                     print(f"{name}: run failed\n{log}")
                     failures += 1
@@ -89,6 +100,15 @@ def main():
                                  os.path.join(HERE, "oracle", "compare.py"),
                                  metrics, expected, "--rtol", str(args.rtol)])
                 verdict = log.strip().splitlines()[-1] if log.strip() else ""
+                if code == 0 and weights:
+                    code, log = run([
+                        sys.executable,
+                        os.path.join(HERE, "oracle", "compare_weights.py"),
+                        checkpoints,
+                        os.path.join(args.oracle_dir, model + ".final.safetensors"),
+                        "--rtol", str(args.rtol)])
+                    if log.strip():
+                        verdict += "; " + log.strip().splitlines()[-1]
                 print(f"{name}: {'ok' if code == 0 else 'MISMATCH'}: {verdict}")
                 if code != 0:
                     print(log)

@@ -194,7 +194,8 @@ int runBuild(const std::vector<std::string> &args) {
       command, "build, verify and simulate one pipeline schedule",
       "dpc-schedule build --stages P --microbatches M --schedule KIND "
       "[options]");
-  int64_t stages = 0, microbatches = 0, virtualStages = 1, replicas = 1;
+  int64_t stages = 0, microbatches = 0, virtualStages = 1;
+  std::vector<int64_t> replicas;
   std::string kindText, output, trace, svg, title;
   bool verticalSync = false;
   CostOptions costs;
@@ -208,8 +209,10 @@ int runBuild(const std::vector<std::string> &args) {
                    "model chunks per rank (interleaved)");
   parser.addFlag("vertical-sync", &verticalSync,
                  "pipedream: every stage uses stage 0's weight version");
-  parser.addOption("replicas", &replicas, "R",
-                   "replicas per stage; adds gradient all-reduces");
+  parser.addCountListOption(
+      "replicas", &replicas, "R0,R1,...",
+      "ranks per stage; a replicated stage splits the microbatches over its "
+      "ranks and all-reduces their gradients");
   parser.addOption("costs", &costs.costs, "F,B,W|FILE",
                    "per-stage costs in ms, or a JSON cost file with sizes");
   addCostOptions(parser, costs);
@@ -238,7 +241,7 @@ int runBuild(const std::vector<std::string> &args) {
   options.microbatches = static_cast<int>(microbatches);
   options.virtualStages = static_cast<int>(virtualStages);
   options.verticalSync = verticalSync;
-  options.replicas = static_cast<int>(replicas);
+  options.replicas.assign(replicas.begin(), replicas.end());
   if (std::string error = parseCosts(costs, options.stageInfo);
       !error.empty()) {
     std::cerr << command << ": " << error << "\n";

@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace dpc::tools {
 
@@ -18,6 +19,8 @@ struct CompileOptions {
   std::string outDir = "out";
   int64_t stages = 0;
   int64_t devices = 0;
+  /// Ranks per stage, when the user pins hybrid data parallelism.
+  std::vector<int64_t> replicas;
   int64_t microbatches = 4;
   int64_t microbatchSize = 0;
   std::string schedule = "1f1b";

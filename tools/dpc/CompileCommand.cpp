@@ -83,6 +83,17 @@ std::string checkOptions(const CompileOptions &o, const cli::ArgParser &p) {
     return "--vertical-sync applies only to --schedule pipedream";
   if (o.virtualStages > 1 && o.schedule != "interleaved")
     return "--virtual-stages applies only to --schedule interleaved";
+  if (p.given("replicas")) {
+    if (p.given("devices"))
+      return "give --replicas or --devices, not both";
+    if (p.given("stages") && int64_t(o.replicas.size()) != o.stages)
+      return "--replicas lists " + std::to_string(o.replicas.size()) +
+             " stages but --stages is " + std::to_string(o.stages);
+    if (o.schedule == "pipedream" || o.schedule == "interleaved")
+      return "--replicas needs a synchronous schedule with one model chunk "
+             "per rank (gpipe, 1f1b, zb-h1), not " +
+             o.schedule;
+  }
   if (o.schedule == "interleaved" && p.given("devices"))
     return "--schedule interleaved needs --stages (ranks), not --devices";
   if (!(o.bandwidth > 0))
@@ -228,11 +239,12 @@ bool writeStageWeights(mlir::ModuleOp module, int64_t numRanks,
   return true;
 }
 
-// Lowers the stages of rank `stage` (with model chunks, the virtual stages
-// stage, stage + ranks, ...) of the outlined module to an object and links
-// it with the target's runtime into `dir/rank<stage>`.
-bool emitRank(mlir::ModuleOp outlined, int64_t stage, int64_t numRanks,
-              const std::string &target, bool profile, const fs::path &dir) {
+// Lowers pipeline stage `stage` (with model chunks, the virtual stages
+// stage, stage + stages, ...) of the outlined module to an object and links
+// it with the target's runtime into `dir/<name>`.
+bool emitStage(mlir::ModuleOp outlined, int64_t stage, int64_t numRanks,
+               const std::string &target, bool profile, const fs::path &dir,
+               const std::string &name) {
   mlir::OwningOpRef<mlir::ModuleOp> rank(outlined.clone());
   for (auto func :
        llvm::make_early_inc_range(rank->getOps<mlir::func::FuncOp>())) {
@@ -251,7 +263,6 @@ bool emitRank(mlir::ModuleOp outlined, int64_t stage, int64_t numRanks,
        llvm::to_vector(rank->getOperation()->getAttrs()))
     rank->getOperation()->removeAttr(attr.getName());
 
-  std::string name = "rank" + std::to_string(stage);
   fs::path object = dir / "obj" / (name + ".o");
   fs::create_directories(object.parent_path());
   if (mlir::failed(mlir::dpc::emitObjectFile(*rank, object.string())))
@@ -284,9 +295,15 @@ bool recordSimulation(mlir::ModuleOp module, const fs::path &planPath) {
   }
   plan["predicted"]["simulated_step_ms"] = step.getValueAsDouble();
   plan["predicted"]["simulated_bubble_fraction"] = bubble.getValueAsDouble();
+  // Peaks are per rank; a replicated stage's ranks hold the same.
   auto &stages = plan["stages"];
-  for (size_t i = 0; i < stages.size() && i < peaks.size(); ++i)
-    stages[i]["planned_peak_bytes"] = peaks[i];
+  for (size_t i = 0; i < stages.size(); ++i) {
+    size_t rank = i;
+    if (stages[i].contains("ranks") && !stages[i]["ranks"].empty())
+      rank = stages[i]["ranks"][0].get<size_t>();
+    if (rank < peaks.size())
+      stages[i]["planned_peak_bytes"] = peaks[rank];
+  }
   plan["predicted"]["planned_peak_bytes"] =
       *std::max_element(peaks.asArrayRef().begin(), peaks.asArrayRef().end());
   return writeText(planPath, plan.dump(2) + "\n");
@@ -344,6 +361,7 @@ int compileModel(const CompileOptions &options) {
   partition.stages =
       options.devices > 0 ? 0 : std::max<int64_t>(options.stages, 1);
   partition.devices = options.devices;
+  partition.replicas = options.replicas;
   partition.schedule = options.schedule;
   partition.microbatches = options.microbatches;
   partition.virtualStages = options.virtualStages;
@@ -432,12 +450,36 @@ int compileModel(const CompileOptions &options) {
       return 1;
 
   if (options.emit == "exe") {
+    // One executable per stage; the replicas of a stage run the same file
+    // under their own rank names (hard links), and learn their share of the
+    // microbatches from schedule.json.
+    std::vector<int64_t> replicas(numRanks, 1);
+    if (auto attr = (*module)->getAttrOfType<mlir::DenseI64ArrayAttr>(
+            mlir::dpc::pipe::PipeDialect::kReplicasAttrName);
+        attr && int64_t(attr.size()) == numRanks)
+      replicas.assign(attr.asArrayRef().begin(), attr.asArrayRef().end());
     std::string appfile;
+    int64_t rank = 0;
     for (int64_t stage = 0; stage < numRanks; ++stage) {
-      if (!emitRank(*module, stage, numRanks, options.target,
-                    options.profileBuild, out.path()))
+      std::string name = "rank" + std::to_string(rank);
+      if (!emitStage(*module, stage, numRanks, options.target,
+                     options.profileBuild, out.path(), name))
         return 1;
-      appfile += "-np 1 ./rank" + std::to_string(stage) + "\n";
+      for (int64_t replica = 0; replica < replicas[stage]; ++replica, ++rank) {
+        std::string alias = "rank" + std::to_string(rank);
+        if (replica > 0) {
+          std::error_code error;
+          fs::create_hard_link(out.path() / name, out.path() / alias, error);
+          if (error)
+            fs::copy_file(out.path() / name, out.path() / alias, error);
+          if (error) {
+            std::cerr << "dpc compile: cannot write " << alias << ": "
+                      << error.message() << "\n";
+            return 1;
+          }
+        }
+        appfile += "-np 1 ./" + alias + "\n";
+      }
     }
     fs::remove_all(out.path() / "obj");
     if (!writeText(out.path() / "appfile", appfile))
@@ -462,6 +504,9 @@ int runCompileCommand(const Args &args) {
   p.addOption("stages", &o.stages, "N", "number of pipeline stages");
   p.addOption("devices", &o.devices, "N",
               "number of devices; the planner picks stages and replicas");
+  p.addCountListOption("replicas", &o.replicas, "R0,R1,...",
+                       "ranks of each stage (hybrid data parallelism): "
+                       "stage s splits the microbatches over R_s ranks");
   p.addOption("microbatches", &o.microbatches, "M",
               "microbatches per minibatch (default 4)");
   p.addOption("microbatch-size", &o.microbatchSize, "B",
@@ -498,6 +543,8 @@ int runCompileCommand(const Args &args) {
     return *exit;
   if (o.schedule == "interleaved" && !p.given("virtual-stages"))
     o.virtualStages = 2;
+  if (p.given("replicas") && !p.given("stages"))
+    o.stages = int64_t(o.replicas.size());
   if (std::string problem = checkOptions(o, p); !problem.empty()) {
     std::cerr << "dpc compile: " << problem << "\n";
     return cli::kUsageError;

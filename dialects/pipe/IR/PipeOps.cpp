@@ -214,7 +214,15 @@ LogicalResult ScheduleOp::verify() {
     return emitOpError("expects kind gpipe, 1f1b, pipedream, interleaved, "
                        "zb-h1 or custom, got '")
            << getKind() << "'";
-  int64_t virtualStages = int64_t(getRanks()) * getChunks();
+  schedule::Schedule layout;
+  layout.ranks = getRanks();
+  layout.microbatches = getMicrobatches();
+  layout.chunks = getChunks();
+  if (std::optional<ArrayRef<int64_t>> replicas = getReplicas())
+    layout.replicas.assign(replicas->begin(), replicas->end());
+  if (std::string problem = layout.checkLayout(); !problem.empty())
+    return emitOpError(problem);
+  int64_t virtualStages = layout.numVirtualStages();
   if (std::optional<ArrayAttr> stages = getStages();
       stages && int64_t(stages->size()) != virtualStages)
     return emitOpError("expects one #pipe.stage per virtual stage (")
@@ -255,7 +263,11 @@ void ScheduleOp::build(OpBuilder &builder, OperationState &state,
         APFloat(info.backwardWeight), info.paramBytes, info.weightBytes,
         info.activationBytes, info.outputBytes));
   build(builder, state, builder.getStringAttr(schedule::kindName(streams.kind)),
-        streams.ranks, streams.microbatches, streams.chunks, streams.replicas,
+        streams.ranks, streams.microbatches, streams.chunks,
+        streams.hasReplicas()
+            ? builder.getDenseI64ArrayAttr(SmallVector<int64_t>(
+                  streams.replicas.begin(), streams.replicas.end()))
+            : DenseI64ArrayAttr(),
         streams.verticalSync, builder.getArrayAttr(stages));
 
   OpBuilder::InsertionGuard guard(builder);
@@ -314,7 +326,8 @@ schedule::Schedule ScheduleOp::toSchedule() {
   streams.ranks = getRanks();
   streams.microbatches = getMicrobatches();
   streams.chunks = getChunks();
-  streams.replicas = getReplicas();
+  if (std::optional<ArrayRef<int64_t>> replicas = getReplicas())
+    streams.replicas.assign(replicas->begin(), replicas->end());
   streams.verticalSync = getVerticalSync();
   streams.stages.assign(streams.numVirtualStages(), schedule::StageInfo());
   if (std::optional<ArrayAttr> stages = getStages()) {

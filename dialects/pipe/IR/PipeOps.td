@@ -201,9 +201,10 @@ def Pipe_ScheduleOp : Pipe_Op<"schedule", [
     "gpipe", "1f1b", "pipedream", "interleaved", "zb-h1" or "custom" (a
     hand-written program: every check of `verify-schedule` but the per-kind
     update counts). `chunks` (model chunks per rank, default 1), `replicas`
-    (default 1) and `vertical_sync` follow the builder's options. `stages`
-    holds one `#pipe.stage` per virtual stage (`chunk * ranks + rank`); when
-    it is absent every stage costs 1 ms per pass and holds no bytes.
+    (ranks per pipeline stage, absent when every stage has one) and
+    `vertical_sync` follow the builder's options. `stages` holds one
+    `#pipe.stage` per virtual stage (`chunk * stages + stage`); when it is
+    absent every stage costs 1 ms per pass and holds no bytes.
 
     `build-schedule` emits this op with `emit-program`; `verify-schedule`
     proves it and reports each violation at the `pipe.inst` it blames. The
@@ -229,7 +230,7 @@ def Pipe_ScheduleOp : Pipe_Op<"schedule", [
     Pipe_Count:$ranks,
     Pipe_Count:$microbatches,
     DefaultValuedAttr<Pipe_Count, "1">:$chunks,
-    DefaultValuedAttr<Pipe_Count, "1">:$replicas,
+    OptionalAttr<DenseI64ArrayAttr>:$replicas,
     UnitAttr:$vertical_sync,
     OptionalAttr<TypedArrayAttrBase<Pipe_StageAttr, "stage array">>:$stages
   );

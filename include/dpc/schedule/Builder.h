@@ -29,8 +29,10 @@ struct BuildOptions {
   /// PipeDream: every stage uses the weight version stage 0 used for the
   /// same microbatch.
   bool verticalSync = false;
-  /// Replicas per stage; > 1 emits an AllReduce per chunk before the update.
-  int replicas = 1;
+  /// Ranks per stage (`stages` entries), or empty for one each. A stage
+  /// with more than one splits its microbatches round-robin over them and
+  /// all-reduces the gradients before the update; synchronous kinds only.
+  std::vector<int> replicas;
   /// Per virtual stage (stages * virtualStages entries), or one entry used
   /// for all, or empty for unit costs and zero sizes.
   std::vector<StageInfo> stageInfo;

@@ -140,28 +140,60 @@ struct StageInfo {
 
 /// The per-rank instruction streams of one training step (a minibatch of
 /// `microbatches` microbatches; for pipedream, a window of that many).
+///
+/// Without replicas rank r runs pipeline stage r. With replicas (hybrid data
+/// parallelism) stage s runs on `replicas[s]` consecutive ranks, and replica
+/// j of the stage trains the microbatches mb with mb % replicas[s] == j; the
+/// replicas sum their weight gradients with an AllReduce before the update.
 struct Schedule {
   ScheduleKind kind = ScheduleKind::Custom;
   int ranks = 1;
   int microbatches = 1;
   /// Model chunks per rank (interleaved's virtual stages); virtual stage
-  /// `chunk * ranks + rank` lives on `rank` (Megatron's placement).
+  /// `chunk * numStages() + stage` lives on the ranks of `stage` (Megatron's
+  /// placement).
   int chunks = 1;
-  /// Replicas per stage (hybrid data parallelism); > 1 adds AllReduce.
-  int replicas = 1;
+  /// Ranks per pipeline stage; empty when every stage has one rank.
+  std::vector<int> replicas;
   bool verticalSync = false;
-  /// ranks * chunks entries, indexed by virtual stage.
+  /// numVirtualStages() entries, indexed by virtual stage.
   std::vector<StageInfo> stages;
   std::vector<std::vector<Instruction>> programs;
 
-  int numVirtualStages() const { return ranks * chunks; }
-  int virtualStage(int rank, int chunk) const { return chunk * ranks + rank; }
-  int rankOf(int vstage) const { return vstage % ranks; }
-  int chunkOf(int vstage) const { return vstage / ranks; }
+  /// Pipeline stages: `ranks` without replicas.
+  int numStages() const {
+    return replicas.empty() ? ranks : static_cast<int>(replicas.size());
+  }
+  bool hasReplicas() const;
+  int replicasOf(int stage) const {
+    return replicas.empty() ? 1 : replicas[stage];
+  }
+  int firstRankOf(int stage) const;
+  int stageOf(int rank) const;
+  /// Which of its stage's replicas `rank` is (0 without replicas).
+  int replicaOf(int rank) const { return rank - firstRankOf(stageOf(rank)); }
+  /// Whether `rank` trains microbatch `mb` (its share of the minibatch).
+  bool runs(int rank, int mb) const {
+    return mb % replicasOf(stageOf(rank)) == replicaOf(rank);
+  }
+
+  int numVirtualStages() const { return numStages() * chunks; }
+  int virtualStage(int rank, int chunk) const {
+    return chunk * numStages() + stageOf(rank);
+  }
+  /// The rank that runs microbatch `mb` of virtual stage `vstage`.
+  int rankOf(int vstage, int mb) const {
+    int stage = vstage % numStages();
+    return firstRankOf(stage) + mb % replicasOf(stage);
+  }
+  int chunkOf(int vstage) const { return vstage / numStages(); }
   const StageInfo &stage(int rank, int chunk) const {
     return stages[virtualStage(rank, chunk)];
   }
   size_t numInstructions() const;
+  /// Checks `ranks`, `chunks` and `replicas` against each other; returns ""
+  /// or what is wrong.
+  std::string checkLayout() const;
 };
 
 /// The tag of the message crossing the boundary between virtual stages

@@ -41,6 +41,9 @@ public:
   void addOption(const std::string &name,
                  std::function<std::string(const std::string &)> parse,
                  const std::string &metavar, const std::string &help);
+  /// Positive integers separated by commas, such as "2,1,1".
+  void addCountListOption(const std::string &name, std::vector<int64_t> *out,
+                          const std::string &metavar, const std::string &help);
   /// A positive byte count such as "8e9", "512MiB" or "16GiB".
   void addByteCountOption(const std::string &name, double *out,
                           const std::string &help);

@@ -56,10 +56,10 @@ pipe.schedule "gpipe" ranks 2 microbatches 1
 
 // -----
 
-// Every opcode and optional field: chunks, replicas, vertical sync, weight
+// Every opcode and optional field: chunks, vertical sync, weight
 // versions, zero bubble's split backward. (Well-formed, not a safe stream.)
 
-// CHECK-LABEL: pipe.schedule "pipedream" ranks 1 microbatches 2 chunks 2 replicas 2 vertical_sync {
+// CHECK-LABEL: pipe.schedule "pipedream" ranks 1 microbatches 2 chunks 2 vertical_sync {
 // CHECK-NEXT: pipe.program rank 0 {
 // CHECK-NEXT:   pipe.inst load mb 1 chunk 1
 // CHECK-NEXT:   pipe.inst forward mb 1 chunk 1 version 2
@@ -74,7 +74,7 @@ pipe.schedule "gpipe" ranks 2 microbatches 1
 // CHECK-NEXT:   pipe.inst recv_start act mb 1 chunk 1 peer 3 tag 9
 // CHECK-NEXT:   pipe.inst recv_finish act mb 1 chunk 1 peer 3 tag 9
 // CHECK-NEXT: }
-pipe.schedule "pipedream" ranks 1 microbatches 2 chunks 2 replicas 2 vertical_sync {
+pipe.schedule "pipedream" ranks 1 microbatches 2 chunks 2 vertical_sync {
   pipe.program rank 0 {
     pipe.inst load mb 1 chunk 1
     pipe.inst forward mb 1 chunk 1 version 2
@@ -100,7 +100,7 @@ pipe.schedule "pipedream" ranks 1 microbatches 2 chunks 2 replicas 2 vertical_sy
 // CHECK-NEXT: }
 // CHECK-NEXT: pipe.program rank 0 {
 // CHECK-NEXT: }
-pipe.schedule "custom" ranks 2 microbatches 3 chunks 1 replicas 1 {
+pipe.schedule "custom" ranks 2 microbatches 3 chunks 1 {
   pipe.program rank 1 {
   }
   pipe.program rank 0 {

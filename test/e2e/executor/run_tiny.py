@@ -266,8 +266,8 @@ def fault(args):
                        r"rank 1: error: .*weights/stage1\.safetensors")
     elif args.mode == "fail-np":
         expect_failure(pipe.command(options, ranks=pipe.ranks[:1]),
-                       r"rank 0: error: the job has 1 ranks but the pipeline "
-                       r"has 2 stages")
+                       r"rank 0: error: the job has 1 ranks but the schedule "
+                       r"has 2 \(launch one rank per line of the appfile\)")
 
 
 def main():

@@ -236,10 +236,14 @@ def main():
                                            args.out)
         losses = train(model, x, y, args.steps, args.microbatches,
                        args.microbatch_size, args.lr, args.momentum)
+        final = {k: v.detach().numpy() for k, v in model.state_dict().items()}
+        write_safetensors(os.path.join(args.out, f"{name}.final.safetensors"),
+                          final)
         result = {
             "model": name,
             "onnx": os.path.basename(onnx_path),
             "initial_weights": f"{name}.init.safetensors",
+            "final_weights": f"{name}.final.safetensors",
             "opset": OPSET,
             "onnx_ops": ops,
             "input_shape": [args.microbatch_size, 1, 28, 28],

@@ -470,10 +470,9 @@ TEST_P(ExecutorTest, RejectsSchedulesItCannotRun) {
     return std::string();
   };
   sched::Schedule replicated = soloSchedule();
-  replicated.replicas = 2;
+  replicated.replicas = {2};
   EXPECT_THAT(errorOf(soloManifest(), replicated),
-              HasSubstr("2 replicas per stage; the executor runs one rank "
-                        "per stage"));
+              HasSubstr("the replicas per stage add up to 2 ranks, not 1"));
   // zb-h1 needs the split backward segments, which this object lacks.
   EXPECT_THAT(
       errorOf(soloManifest(), soloSchedule(sched::ScheduleKind::ZeroBubbleH1)),
@@ -485,7 +484,7 @@ TEST_P(ExecutorTest, RejectsSchedulesItCannotRun) {
   options.microbatches = 2;
   ASSERT_EQ(sched::buildSchedule(options, twoRanks), "");
   EXPECT_THAT(errorOf(soloManifest(), twoRanks),
-              HasSubstr("2 ranks but the manifest says 1 stages"));
+              HasSubstr("2 stages but the manifest says 1"));
 }
 
 /// A one-rank PipeDream stream with three microbatches in a window: two

@@ -243,22 +243,106 @@ TEST(Builder, PipeDreamVersionSemantics) {
   }
 }
 
-TEST(Builder, ReplicasAddAllReduce) {
+Schedule buildReplicated(ScheduleKind kind, std::vector<int> replicas,
+                         int m) {
   BuildOptions o;
-  o.kind = ScheduleKind::Interleaved;
+  o.kind = kind;
+  o.stages = static_cast<int>(replicas.size());
+  o.microbatches = m;
+  o.replicas = std::move(replicas);
+  o.stageInfo = {StageInfo{1.0, 1.0, 1.0, 0, 1 << 20, 0, 4096}};
+  Schedule s;
+  EXPECT_EQ(buildSchedule(o, s), "") << kindName(kind);
+  return s;
+}
+
+TEST(Builder, ReplicasSplitMicrobatchesAndAllReduce) {
+  for (ScheduleKind kind : {ScheduleKind::GPipe, ScheduleKind::OneFOneB,
+                            ScheduleKind::ZeroBubbleH1}) {
+    for (auto [replicas, m] :
+         {std::pair(std::vector<int>{2, 1}, 4), std::pair(std::vector<int>{1, 3}, 6),
+          std::pair(std::vector<int>{2, 1, 3}, 7),
+          std::pair(std::vector<int>{3, 2}, 2)}) {
+      SCOPED_TRACE(std::string(kindName(kind)) + " m=" + std::to_string(m));
+      Schedule s = buildReplicated(kind, replicas, m);
+      int total = 0;
+      for (int r : replicas)
+        total += r;
+      ASSERT_EQ(s.ranks, total);
+      ASSERT_EQ(s.numStages(), int(replicas.size()));
+      VerifyResult v = verifySchedule(s);
+      EXPECT_TRUE(v.ok()) << firstViolation(v);
+      EXPECT_TRUE(v.blockingDeadlockFree);
+      EXPECT_TRUE(v.nonBlockingDeadlockFree);
+
+      // Every microbatch is trained exactly once per stage, by the replica
+      // mb % r, and every transfer goes to the rank that runs the peer
+      // stage's share of that microbatch.
+      std::vector<std::vector<int>> forwards(s.numStages(),
+                                             std::vector<int>(m, 0));
+      for (int rank = 0; rank < s.ranks; ++rank) {
+        int stage = s.stageOf(rank), allReduces = 0;
+        for (const Instruction &inst : s.programs[rank]) {
+          if (inst.op == Op::Forward) {
+            ++forwards[stage][inst.mb];
+            EXPECT_EQ(inst.mb % replicas[stage], s.replicaOf(rank));
+          }
+          if (isTransfer(inst.op)) {
+            int peerStage = s.stageOf(inst.peer);
+            EXPECT_EQ(std::abs(peerStage - stage), 1);
+            EXPECT_EQ(inst.peer, s.rankOf(peerStage, inst.mb));
+          }
+          allReduces += inst.op == Op::AllReduce;
+        }
+        EXPECT_EQ(allReduces, replicas[stage] > 1 ? 1 : 0) << "rank " << rank;
+      }
+      for (const auto &stage : forwards)
+        for (int count : stage)
+          EXPECT_EQ(count, 1);
+
+      SimulateResult sim;
+      ASSERT_EQ(simulateSchedule(s, SimulateOptions(), sim), "");
+      EXPECT_GT(sim.stepTime, 0);
+    }
+  }
+}
+
+TEST(Builder, ReplicasShortenTheStep) {
+  // Doubling a bottleneck stage's ranks halves its share of the work.
+  BuildOptions o;
+  o.kind = ScheduleKind::OneFOneB;
+  o.stages = 2;
+  o.microbatches = 8;
+  o.stageInfo = {StageInfo{2.0, 2.0, 2.0, 0, 0, 0, 0},
+                 StageInfo{1.0, 1.0, 1.0, 0, 0, 0, 0}};
+  Schedule straight, hybrid;
+  ASSERT_EQ(buildSchedule(o, straight), "");
+  o.replicas = {2, 1};
+  ASSERT_EQ(buildSchedule(o, hybrid), "");
+  SimulateResult a, b;
+  ASSERT_EQ(simulateSchedule(straight, SimulateOptions(), a), "");
+  ASSERT_EQ(simulateSchedule(hybrid, SimulateOptions(), b), "");
+  EXPECT_LT(b.stepTime, 0.7 * a.stepTime);
+}
+
+TEST(Builder, ReplicasNeedASynchronousSchedule) {
+  BuildOptions o;
+  o.kind = ScheduleKind::PipeDream;
   o.stages = 2;
   o.microbatches = 4;
-  o.virtualStages = 2;
-  o.replicas = 2;
+  o.replicas = {2, 1};
   Schedule s;
-  ASSERT_EQ(buildSchedule(o, s), "");
-  for (const auto &program : s.programs) {
-    int allReduces = 0;
-    for (const Instruction &inst : program)
-      allReduces += inst.op == Op::AllReduce;
-    EXPECT_EQ(allReduces, 2);
-  }
-  EXPECT_TRUE(verifySchedule(s).ok());
+  EXPECT_EQ(buildSchedule(o, s),
+            "replicated stages need a synchronous schedule (gpipe, 1f1b, "
+            "zb-h1), not pipedream");
+  o.kind = ScheduleKind::Interleaved;
+  o.virtualStages = 2;
+  EXPECT_EQ(buildSchedule(o, s),
+            "replicated stages cannot be combined with virtual stages");
+  o.kind = ScheduleKind::OneFOneB;
+  o.virtualStages = 1;
+  o.replicas = {2};
+  EXPECT_EQ(buildSchedule(o, s), "expects replicas for 2 stages, got 1");
 }
 
 TEST(Builder, LowerCustomOrderThatStalls) {

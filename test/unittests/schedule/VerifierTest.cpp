@@ -295,3 +295,81 @@ TEST(Verifier, MalformedShape) {
   EXPECT_EQ(r.violations[0].kind, ViolationKind::Malformed);
   EXPECT_EQ(r.violations[0].message, "microbatch 9 out of range [0, 2)");
 }
+
+namespace {
+
+/// 1F1B over two stages, the first on two ranks: ranks 0 and 1 each train
+/// half of the microbatches of stage 0, rank 2 trains all of stage 1.
+Schedule buildReplicated(int m) {
+  BuildOptions options;
+  options.kind = ScheduleKind::OneFOneB;
+  options.stages = 2;
+  options.microbatches = m;
+  options.replicas = {2, 1};
+  Schedule schedule;
+  EXPECT_EQ(buildSchedule(options, schedule), "");
+  return schedule;
+}
+
+} // namespace
+
+TEST(Verifier, ReplicatedUpdateNeedsTheAllReduce) {
+  Schedule s = buildReplicated(4);
+  ASSERT_TRUE(verifySchedule(s).ok());
+  auto &program = s.programs[1];
+  program.erase(program.begin() +
+                find(s, 1, [](const Instruction &i) {
+                  return i.op == Op::AllReduce;
+                }));
+  VerifyResult r = verifySchedule(s);
+  const Violation *v = findKind(r, ViolationKind::OptimizerCount);
+  ASSERT_NE(v, nullptr);
+  EXPECT_EQ(v->rank, 1);
+  EXPECT_NE(v->message.find("stage 0 has 2 replicas, but this update comes "
+                            "before the all-reduce"),
+            std::string::npos)
+      << v->format();
+  // Rank 0 now waits in its all-reduce for a replica that never joins.
+  const Violation *dead = findKind(r, ViolationKind::Deadlock);
+  ASSERT_NE(dead, nullptr);
+  EXPECT_EQ(dead->rank, 0);
+  EXPECT_NE(dead->message.find("the all-reduce of stage 0 waits for its "
+                               "replica on rank 1, which has finished"),
+            std::string::npos)
+      << dead->format();
+}
+
+TEST(Verifier, ReplicaRunsAnotherReplicasMicrobatch) {
+  Schedule s = buildReplicated(4);
+  // Rank 1 owns the odd microbatches; give it mb 0's forward too.
+  auto &program = s.programs[1];
+  program.insert(program.begin(), Instruction::compute(Op::Forward, 0, 0));
+  VerifyResult r = verifySchedule(s);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.violations.front().kind, ViolationKind::Malformed);
+  EXPECT_EQ(r.violations.front().message,
+            "mb 0 belongs to rank 0, another replica of stage 0");
+}
+
+TEST(Verifier, AllReduceWithoutReplicas) {
+  Schedule s = buildReplicated(2);
+  auto &program = s.programs[2];
+  program.insert(program.end() - 1, [] {
+    Instruction i;
+    i.op = Op::AllReduce;
+    return i;
+  }());
+  VerifyResult r = verifySchedule(s);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.violations.front().message,
+            "all-reduce on stage 1, which has no replicas");
+}
+
+TEST(Verifier, ReplicaLayoutMustAddUp) {
+  Schedule s = buildReplicated(2);
+  s.replicas = {2, 2};
+  VerifyResult r = verifySchedule(s);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.violations.front().message,
+            "the replicas per stage add up to 4 ranks, not 3");
+}

@@ -1,0 +1,90 @@
+#!/usr/bin/python3
+"""Compares the weights dpc trained with the PyTorch oracle's.
+
+    compare_weights.py CHECKPOINT_DIR ORACLE_FINAL.safetensors [--rtol 1e-4]
+
+CHECKPOINT_DIR holds what `dpc run --checkpoint-dir` wrote, one
+stageK.safetensors per stage; together they must hold every tensor of the
+oracle's final weights (oracle.py writes MODEL.final.safetensors after its
+training steps). A tensor agrees when max |dpc - torch| <= rtol * max |torch|.
+Momentum buffers in the checkpoints are ignored. Prints one line per tensor
+and a verdict; exits 0 when all agree, 1 otherwise, 2 on unreadable input.
+"""
+
+import argparse
+import glob
+import json
+import os
+import struct
+import sys
+
+import numpy as np
+
+
+def read_safetensors(path):
+    try:
+        with open(path, "rb") as f:
+            size = struct.unpack("<Q", f.read(8))[0]
+            header = json.loads(f.read(size))
+            data = f.read()
+    except (OSError, struct.error, json.JSONDecodeError) as e:
+        print(f"compare_weights: {path}: {e}", file=sys.stderr)
+        sys.exit(2)
+    tensors = {}
+    for name, entry in header.items():
+        if name == "__metadata__" or entry["dtype"] != "F32":
+            continue
+        begin, end = entry["data_offsets"]
+        tensors[name] = np.frombuffer(data[begin:end], dtype=np.float32).reshape(
+            entry["shape"])
+    return tensors
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("checkpoint_dir")
+    parser.add_argument("oracle")
+    parser.add_argument("--rtol", type=float, default=1e-4)
+    args = parser.parse_args()
+
+    trained = {}
+    files = sorted(glob.glob(os.path.join(args.checkpoint_dir,
+                                          "stage*.safetensors")))
+    if not files:
+        print(f"compare_weights: no stage*.safetensors in "
+              f"{args.checkpoint_dir}", file=sys.stderr)
+        sys.exit(2)
+    for path in files:
+        for name, value in read_safetensors(path).items():
+            if not name.startswith("momentum."):
+                trained[name] = value
+    expected = read_safetensors(args.oracle)
+
+    bad = 0
+    for name, want in sorted(expected.items()):
+        got = trained.get(name)
+        if got is None:
+            print(f"  {name}: missing from the checkpoints")
+            bad += 1
+            continue
+        if got.shape != want.shape:
+            print(f"  {name}: shape {list(got.shape)}, expected "
+                  f"{list(want.shape)}")
+            bad += 1
+            continue
+        error = float(np.max(np.abs(got.astype(np.float64) - want)))
+        scale = float(np.max(np.abs(want)))
+        ok = error <= args.rtol * scale
+        bad += not ok
+        print(f"  {name}: max error {error:.3g} of max {scale:.3g}"
+              f"{'' if ok else '  DIFFERS'}")
+    if bad:
+        print(f"compare_weights: {bad} of {len(expected)} tensors differ by "
+              f"more than {args.rtol} relative")
+        sys.exit(1)
+    print(f"compare_weights: all {len(expected)} tensors within {args.rtol} "
+          f"relative")
+
+
+if __name__ == "__main__":
+    main()

@@ -193,7 +193,8 @@ struct PartitionStagesPass
     if (!replicas.empty()) {
       if (int64_t(replicas.size()) != stages)
         return module.emitError("replicas lists ")
-               << replicas.size() << " stages but stages is " << stages;
+               << replicas.size() << " stages but stages is "
+               << stages.getValue();
       if (llvm::any_of(replicas, [](int64_t r) { return r < 1; }))
         return module.emitError("replicas must be positive");
       if (virtualStages > 1)

@@ -5,8 +5,12 @@
 // RUN: not dpc-opt %s --dpc-annotate-costs --dpc-partition-stages='stages=2 memory-limit=100' 2>&1 | FileCheck %s --check-prefix=MEMORY
 // RUN: not dpc-opt %s --dpc-annotate-costs --dpc-partition-stages='stages=2 virtual-stages=2' 2>&1 | FileCheck %s --check-prefix=CHUNKS
 // RUN: not dpc-opt %s --dpc-annotate-costs --dpc-partition-stages='devices=2 virtual-stages=2 schedule=interleaved' 2>&1 | FileCheck %s --check-prefix=CHUNKS
+// RUN: not dpc-opt %s --dpc-annotate-costs --dpc-partition-stages='stages=2 replicas=2' 2>&1 | FileCheck %s --check-prefix=REPLICAS
+// RUN: not dpc-opt %s --dpc-annotate-costs --dpc-partition-stages='stages=2 replicas=0,1' 2>&1 | FileCheck %s --check-prefix=REPLICAS-ZERO
 
 // NOCOST: error: has no nn.cost; run --dpc-annotate-costs first
+// REPLICAS: error: replicas lists 1 stages but stages is 2
+// REPLICAS-ZERO: error: replicas must be positive
 // TOOMANY: error: cannot partition @main: {{.*}}stages
 // BOTH: error: expects exactly one of stages and devices
 // SCHEDULE: error: unknown schedule 'fifo'

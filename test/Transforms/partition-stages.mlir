@@ -4,6 +4,8 @@
 // RUN: FileCheck %s --check-prefix=PLAN --input-file=%t.json
 // RUN: dpc-opt %s -split-input-file --dpc-annotate-costs --dpc-partition-stages='stages=2 virtual-stages=2 schedule=interleaved microbatches=4 plan-output=%t.il.json' | FileCheck %s --check-prefix=CHUNKS
 // RUN: FileCheck %s --check-prefix=CHUNKS-PLAN --input-file=%t.il.json
+// RUN: dpc-opt %s -split-input-file --dpc-annotate-costs --dpc-partition-stages='stages=2 replicas=2,1 microbatches=4 plan-output=%t.rep.json' | FileCheck %s --check-prefix=REPLICAS
+// RUN: FileCheck %s --check-prefix=REPLICAS-PLAN --input-file=%t.rep.json
 
 // Four equal layers over two stages: two each, and each parameter read with
 // the layer that uses it.
@@ -32,6 +34,18 @@
 // CHUNKS: nn.param "w3" {pipe.stage = 3 : i64}
 // CHUNKS-PLAN: "devices": 2
 // CHUNKS-PLAN: "virtual_stages": 2
+
+// Pinned replicas: the same cuts as two straight stages, stage 0 on ranks 0
+// and 1, stage 1 on rank 2; plan.json counts three devices.
+// REPLICAS-LABEL: module attributes {pipe.microbatch_size = 64 : i64, pipe.num_stages = 2 : i64, pipe.replicas = array<i64: 2, 1>}
+// REPLICAS: nn.param "w1" {pipe.stage = 0 : i64}
+// REPLICAS: nn.param "w2" {pipe.stage = 1 : i64}
+// REPLICAS-PLAN: "devices": 3
+// REPLICAS-PLAN: "ranks": [
+// REPLICAS-PLAN-NEXT: 0,
+// REPLICAS-PLAN-NEXT: 1
+// REPLICAS-PLAN-NEXT: ],
+// REPLICAS-PLAN-NEXT: "replicas": 2,
 
 // With four stages, one layer each; plan.json names the ops by location.
 // PLAN: "devices": 4

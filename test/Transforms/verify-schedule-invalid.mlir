@@ -677,3 +677,239 @@ pipe.schedule "custom" ranks 1 microbatches 1 {
   pipe.program rank 0 {
   }
 }
+
+// -----
+
+// A valid replicated gpipe step: stage 0 on ranks 0 and 1 (one microbatch
+// each), stage 1 on rank 2; the replicas all-reduce before the update.
+pipe.schedule "gpipe" ranks 3 microbatches 2 replicas [2, 1] {
+  pipe.program rank 0 {
+    pipe.inst load mb 0
+    pipe.inst forward mb 0
+    pipe.inst stash mb 0
+    pipe.inst send_start act mb 0 peer 2 tag 0
+    pipe.inst recv_start grad mb 0 peer 2 tag 1
+    pipe.inst send_finish act mb 0 peer 2 tag 0
+    pipe.inst recv_finish grad mb 0 peer 2 tag 1
+    pipe.inst restore mb 0
+    pipe.inst backward mb 0
+    pipe.inst free mb 0
+    pipe.inst allreduce
+    pipe.inst optimizer_step
+  }
+  pipe.program rank 1 {
+    pipe.inst load mb 1
+    pipe.inst forward mb 1
+    pipe.inst stash mb 1
+    pipe.inst send_start act mb 1 peer 2 tag 4
+    pipe.inst recv_start grad mb 1 peer 2 tag 5
+    pipe.inst send_finish act mb 1 peer 2 tag 4
+    pipe.inst recv_finish grad mb 1 peer 2 tag 5
+    pipe.inst restore mb 1
+    pipe.inst backward mb 1
+    pipe.inst free mb 1
+    pipe.inst allreduce
+    pipe.inst optimizer_step
+  }
+  pipe.program rank 2 {
+    pipe.inst recv_start act mb 0 peer 0 tag 0
+    pipe.inst recv_finish act mb 0 peer 0 tag 0
+    pipe.inst load mb 0
+    pipe.inst forward mb 0
+    pipe.inst stash mb 0
+    pipe.inst recv_start act mb 1 peer 1 tag 4
+    pipe.inst recv_finish act mb 1 peer 1 tag 4
+    pipe.inst load mb 1
+    pipe.inst forward mb 1
+    pipe.inst stash mb 1
+    pipe.inst restore mb 0
+    pipe.inst backward mb 0
+    pipe.inst free mb 0
+    pipe.inst send_start grad mb 0 peer 0 tag 1
+    pipe.inst send_finish grad mb 0 peer 0 tag 1
+    pipe.inst restore mb 1
+    pipe.inst backward mb 1
+    pipe.inst free mb 1
+    pipe.inst send_start grad mb 1 peer 1 tag 5
+    pipe.inst send_finish grad mb 1 peer 1 tag 5
+    pipe.inst optimizer_step
+  }
+}
+
+// -----
+
+// Rank 1 updates without summing its gradients with rank 0, whose
+// all-reduce then waits forever.
+pipe.schedule "gpipe" ranks 3 microbatches 2 replicas [2, 1] {
+  pipe.program rank 0 {
+    pipe.inst load mb 0
+    pipe.inst forward mb 0
+    pipe.inst stash mb 0
+    pipe.inst send_start act mb 0 peer 2 tag 0
+    pipe.inst recv_start grad mb 0 peer 2 tag 1
+    pipe.inst send_finish act mb 0 peer 2 tag 0
+    pipe.inst recv_finish grad mb 0 peer 2 tag 1
+    pipe.inst restore mb 0
+    pipe.inst backward mb 0
+    pipe.inst free mb 0
+    // expected-error @+2 {{rank 0: instruction 10 (AllReduce): deadlock with non-blocking transfers: the all-reduce of stage 0 waits for its replica on rank 1, which has finished}}
+    // expected-error @+1 {{rank 0: instruction 10 (AllReduce): deadlock with blocking transfers: the all-reduce of stage 0 waits for its replica on rank 1, which has finished}}
+    pipe.inst allreduce
+    pipe.inst optimizer_step
+  }
+  pipe.program rank 1 {
+    pipe.inst load mb 1
+    pipe.inst forward mb 1
+    pipe.inst stash mb 1
+    pipe.inst send_start act mb 1 peer 2 tag 4
+    pipe.inst recv_start grad mb 1 peer 2 tag 5
+    pipe.inst send_finish act mb 1 peer 2 tag 4
+    pipe.inst recv_finish grad mb 1 peer 2 tag 5
+    pipe.inst restore mb 1
+    pipe.inst backward mb 1
+    pipe.inst free mb 1
+    // expected-error @+1 {{rank 1: instruction 10 (OptimizerStep): stage 0 has 2 replicas, but this update comes before the all-reduce of their gradients}}
+    pipe.inst optimizer_step
+  }
+  pipe.program rank 2 {
+    pipe.inst recv_start act mb 0 peer 0 tag 0
+    pipe.inst recv_finish act mb 0 peer 0 tag 0
+    pipe.inst load mb 0
+    pipe.inst forward mb 0
+    pipe.inst stash mb 0
+    pipe.inst recv_start act mb 1 peer 1 tag 4
+    pipe.inst recv_finish act mb 1 peer 1 tag 4
+    pipe.inst load mb 1
+    pipe.inst forward mb 1
+    pipe.inst stash mb 1
+    pipe.inst restore mb 0
+    pipe.inst backward mb 0
+    pipe.inst free mb 0
+    pipe.inst send_start grad mb 0 peer 0 tag 1
+    pipe.inst send_finish grad mb 0 peer 0 tag 1
+    pipe.inst restore mb 1
+    pipe.inst backward mb 1
+    pipe.inst free mb 1
+    pipe.inst send_start grad mb 1 peer 1 tag 5
+    pipe.inst send_finish grad mb 1 peer 1 tag 5
+    pipe.inst optimizer_step
+  }
+}
+
+// -----
+
+// The unreplicated last stage has nobody to all-reduce with.
+pipe.schedule "gpipe" ranks 3 microbatches 2 replicas [2, 1] {
+  pipe.program rank 0 {
+    pipe.inst load mb 0
+    pipe.inst forward mb 0
+    pipe.inst stash mb 0
+    pipe.inst send_start act mb 0 peer 2 tag 0
+    pipe.inst recv_start grad mb 0 peer 2 tag 1
+    pipe.inst send_finish act mb 0 peer 2 tag 0
+    pipe.inst recv_finish grad mb 0 peer 2 tag 1
+    pipe.inst restore mb 0
+    pipe.inst backward mb 0
+    pipe.inst free mb 0
+    pipe.inst allreduce
+    pipe.inst optimizer_step
+  }
+  pipe.program rank 1 {
+    pipe.inst load mb 1
+    pipe.inst forward mb 1
+    pipe.inst stash mb 1
+    pipe.inst send_start act mb 1 peer 2 tag 4
+    pipe.inst recv_start grad mb 1 peer 2 tag 5
+    pipe.inst send_finish act mb 1 peer 2 tag 4
+    pipe.inst recv_finish grad mb 1 peer 2 tag 5
+    pipe.inst restore mb 1
+    pipe.inst backward mb 1
+    pipe.inst free mb 1
+    pipe.inst allreduce
+    pipe.inst optimizer_step
+  }
+  pipe.program rank 2 {
+    pipe.inst recv_start act mb 0 peer 0 tag 0
+    pipe.inst recv_finish act mb 0 peer 0 tag 0
+    pipe.inst load mb 0
+    pipe.inst forward mb 0
+    pipe.inst stash mb 0
+    pipe.inst recv_start act mb 1 peer 1 tag 4
+    pipe.inst recv_finish act mb 1 peer 1 tag 4
+    pipe.inst load mb 1
+    pipe.inst forward mb 1
+    pipe.inst stash mb 1
+    pipe.inst restore mb 0
+    pipe.inst backward mb 0
+    pipe.inst free mb 0
+    pipe.inst send_start grad mb 0 peer 0 tag 1
+    pipe.inst send_finish grad mb 0 peer 0 tag 1
+    pipe.inst restore mb 1
+    pipe.inst backward mb 1
+    pipe.inst free mb 1
+    pipe.inst send_start grad mb 1 peer 1 tag 5
+    pipe.inst send_finish grad mb 1 peer 1 tag 5
+    // expected-error @+1 {{rank 2: instruction 20 (AllReduce): all-reduce on stage 1, which has no replicas}}
+    pipe.inst allreduce
+    pipe.inst optimizer_step
+  }
+}
+
+// -----
+
+// Rank 0 loads a microbatch of its replica, rank 1.
+pipe.schedule "gpipe" ranks 3 microbatches 2 replicas [2, 1] {
+  pipe.program rank 0 {
+    pipe.inst load mb 0
+    // expected-error @+1 {{rank 0: instruction 1 (LoadMicrobatch mb 1): mb 1 belongs to rank 1, another replica of stage 0}}
+    pipe.inst load mb 1
+    pipe.inst forward mb 0
+    pipe.inst stash mb 0
+    pipe.inst send_start act mb 0 peer 2 tag 0
+    pipe.inst recv_start grad mb 0 peer 2 tag 1
+    pipe.inst send_finish act mb 0 peer 2 tag 0
+    pipe.inst recv_finish grad mb 0 peer 2 tag 1
+    pipe.inst restore mb 0
+    pipe.inst backward mb 0
+    pipe.inst free mb 0
+    pipe.inst allreduce
+    pipe.inst optimizer_step
+  }
+  pipe.program rank 1 {
+    pipe.inst load mb 1
+    pipe.inst forward mb 1
+    pipe.inst stash mb 1
+    pipe.inst send_start act mb 1 peer 2 tag 4
+    pipe.inst recv_start grad mb 1 peer 2 tag 5
+    pipe.inst send_finish act mb 1 peer 2 tag 4
+    pipe.inst recv_finish grad mb 1 peer 2 tag 5
+    pipe.inst restore mb 1
+    pipe.inst backward mb 1
+    pipe.inst free mb 1
+    pipe.inst allreduce
+    pipe.inst optimizer_step
+  }
+  pipe.program rank 2 {
+    pipe.inst recv_start act mb 0 peer 0 tag 0
+    pipe.inst recv_finish act mb 0 peer 0 tag 0
+    pipe.inst load mb 0
+    pipe.inst forward mb 0
+    pipe.inst stash mb 0
+    pipe.inst recv_start act mb 1 peer 1 tag 4
+    pipe.inst recv_finish act mb 1 peer 1 tag 4
+    pipe.inst load mb 1
+    pipe.inst forward mb 1
+    pipe.inst stash mb 1
+    pipe.inst restore mb 0
+    pipe.inst backward mb 0
+    pipe.inst free mb 0
+    pipe.inst send_start grad mb 0 peer 0 tag 1
+    pipe.inst send_finish grad mb 0 peer 0 tag 1
+    pipe.inst restore mb 1
+    pipe.inst backward mb 1
+    pipe.inst free mb 1
+    pipe.inst send_start grad mb 1 peer 1 tag 5
+    pipe.inst send_finish grad mb 1 peer 1 tag 5
+    pipe.inst optimizer_step
+  }
+}

@@ -152,7 +152,8 @@ FieldUse getFieldUse(Opcode opcode) {
   case Opcode::RecvFinish:
     return {kWhat | kMb | kPeer | kTag, kChunk | kBytes};
   case Opcode::AllReduce:
-    return {0, kChunk};
+    // bytes: the gradients summed, for the simulator's all-reduce time.
+    return {0, kChunk | kBytes};
   case Opcode::OptimizerStep:
     return {0, 0};
   case Opcode::Stash:

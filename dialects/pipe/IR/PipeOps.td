@@ -294,7 +294,7 @@ def Pipe_InstOp : Pipe_Op<"inst", [HasParent<"ProgramOp">]> {
     | `load`, `backward_input`, `backward_weight` | mb | chunk |
     | `forward`, `backward` | mb | chunk, version |
     | `send_start`, `send_finish`, `recv_start`, `recv_finish` | payload (`act` or `grad`), mb, peer, tag | chunk, bytes |
-    | `allreduce` | | chunk |
+    | `allreduce` | | chunk, bytes |
     | `optimizer_step` | | |
     | `stash`, `restore`, `free` | mb | chunk, bytes |
     | `stash_weights`, `restore_weights`, `free_weights` | version | chunk, bytes |

@@ -244,3 +244,23 @@ pipe.schedule "custom" ranks 1 microbatches 1 stages [#pipe.stage<flops = 1>] {
   pipe.program rank 0 {
   }
 }
+
+// -----
+
+// expected-error @+1 {{the replicas per stage add up to 3 ranks, not 2}}
+pipe.schedule "custom" ranks 2 microbatches 1 replicas [2, 1] {
+  pipe.program rank 0 {
+  }
+  pipe.program rank 1 {
+  }
+}
+
+// -----
+
+// expected-error @+1 {{replicated stages cannot also hold several model chunks}}
+pipe.schedule "custom" ranks 2 microbatches 2 chunks 2 replicas [2] {
+  pipe.program rank 0 {
+  }
+  pipe.program rank 1 {
+  }
+}

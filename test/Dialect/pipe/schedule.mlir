@@ -106,3 +106,20 @@ pipe.schedule "custom" ranks 2 microbatches 3 chunks 1 {
   pipe.program rank 0 {
   }
 }
+
+// -----
+
+// Replicas: stage 0 on ranks 0 and 1, stage 1 on rank 2; one #pipe.stage
+// per stage, not per rank.
+
+// CHECK-LABEL: pipe.schedule "gpipe" ranks 3 microbatches 2 replicas [2, 1] stages [#pipe.stage<>, #pipe.stage<>] {
+// CHECK:         pipe.inst allreduce bytes 1024
+pipe.schedule "gpipe" ranks 3 microbatches 2 replicas [2, 1] stages [#pipe.stage<>, #pipe.stage<>] {
+  pipe.program rank 0 {
+    pipe.inst allreduce bytes 1024
+  }
+  pipe.program rank 1 {
+  }
+  pipe.program rank 2 {
+  }
+}

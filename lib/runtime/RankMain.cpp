@@ -371,16 +371,14 @@ int runRank(int argc, char **argv, Communicator &comm) {
   bool reports = m.isLastStage() && firstReplica;
   if (reports && !opts.metrics.empty())
     metrics.emplace(opts.metrics, opts.resume);
+  std::string layout = dpc::schedule::kindName(schedule.kind);
+  if (schedule.hasReplicas())
+    layout = std::to_string(schedule.ranks) + " ranks, " + layout;
   if (reports)
     printLine("training " + std::to_string(totalSteps - firstStep) +
               " steps of " + std::to_string(microbatches) + " x " +
               std::to_string(m.microbatchSize) + " samples on " +
-              std::to_string(m.stages) + " stages" +
-              (schedule.hasReplicas()
-                   ? " (" + std::to_string(schedule.ranks) + " ranks, " +
-                         dpc::schedule::kindName(schedule.kind) + ")"
-                   : " (" + std::string(dpc::schedule::kindName(schedule.kind)) +
-                         ")"));
+              std::to_string(m.stages) + " stages (" + layout + ")");
   if (!device->hostAccessible())
     printLine("rank " + std::to_string(rank) + ": " + device->description() +
               "; transfers staged through host memory over MPI");

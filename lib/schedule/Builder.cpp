@@ -208,19 +208,7 @@ public:
 
 private:
   double cost(int rank, const Work &w) const {
-    const StageInfo &st = s.stage(rank, w.chunk);
-    switch (w.op) {
-    case Op::Forward:
-      return st.forward;
-    case Op::Backward:
-      return st.backwardInput + st.backwardWeight;
-    case Op::BackwardInput:
-      return st.backwardInput;
-    case Op::BackwardWeight:
-      return st.backwardWeight;
-    default:
-      return 0;
-    }
+    return s.stage(rank, w.chunk).computeMs(w.op);
   }
   void complete(int rank, const Work &w);
 

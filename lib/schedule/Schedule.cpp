@@ -149,6 +149,21 @@ size_t Schedule::numInstructions() const {
   return total;
 }
 
+double StageInfo::computeMs(Op op) const {
+  switch (op) {
+  case Op::Forward:
+    return forward;
+  case Op::Backward:
+    return backwardInput + backwardWeight;
+  case Op::BackwardInput:
+    return backwardInput;
+  case Op::BackwardWeight:
+    return backwardWeight;
+  default:
+    return 0;
+  }
+}
+
 bool Schedule::hasReplicas() const {
   for (int r : replicas)
     if (r != 1)

@@ -77,23 +77,9 @@ std::string simulateSchedule(const Schedule &s, const SimulateOptions &opts,
     return t;
   };
   auto cost = [&](int r, const Instruction &inst) {
-    const StageInfo &st = s.stage(r, inst.chunk);
-    switch (inst.op) {
-    case Op::Forward:
-      return st.forward;
-    case Op::Backward:
-      return st.backwardInput + st.backwardWeight;
-    case Op::BackwardInput:
-      return st.backwardInput;
-    case Op::BackwardWeight:
-      return st.backwardWeight;
-    case Op::OptimizerStep:
+    if (inst.op == Op::OptimizerStep)
       return opts.optimizerStep;
-    case Op::AllReduce:
-      return opts.allReduce;
-    default:
-      return 0.0;
-    }
+    return s.stage(r, inst.chunk).computeMs(inst.op);
   };
 
   std::vector<size_t> pc(p, 0);

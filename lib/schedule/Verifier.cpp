@@ -619,24 +619,25 @@ void Verifier::runTogether(CommModel model) {
   std::vector<int> pc(p, 0);
   auto size = [&](int r) { return static_cast<int>(s.programs[r].size()); };
   auto peerOf = [&](int r, int i) { return s.programs[r][i].peer; };
-  // Whether rank r can execute its instruction i now; for a blocking
-  // rendezvous, executing it also moves the peer past its Start.
+  // Whether rank q waits at an all-reduce of `chunk`.
+  auto atAllReduce = [&](int q, int chunk) {
+    return pc[q] < size(q) && s.programs[q][pc[q]].op == Op::AllReduce &&
+           s.programs[q][pc[q]].chunk == chunk;
+  };
   // An all-reduce completes when every replica of the stage has reached
   // one of the same chunk; it then moves them all past it.
   auto reduce = [&](int r) {
     int stage = s.stageOf(r), first = s.firstRankOf(stage);
     int chunk = s.programs[r][pc[r]].chunk;
-    for (int q = first; q < first + s.replicasOf(stage); ++q) {
-      if (pc[q] == size(q))
+    for (int q = first; q < first + s.replicasOf(stage); ++q)
+      if (!atAllReduce(q, chunk))
         return false;
-      const Instruction &other = s.programs[q][pc[q]];
-      if (other.op != Op::AllReduce || other.chunk != chunk)
-        return false;
-    }
     for (int q = first; q < first + s.replicasOf(stage); ++q)
       ++pc[q];
     return true;
   };
+  // Whether rank r can execute its instruction i now; for a blocking
+  // rendezvous, executing it also moves the peer past its Start.
   auto step = [&](int r) {
     int i = pc[r];
     const Instruction &inst = s.programs[r][i];
@@ -688,10 +689,7 @@ void Verifier::runTogether(CommModel model) {
     if (inst.op == Op::AllReduce) {
       int stage = s.stageOf(r), first = s.firstRankOf(stage);
       for (int q = first; q < first + s.replicasOf(stage); ++q) {
-        bool there = pc[q] < size(q) &&
-                     s.programs[q][pc[q]].op == Op::AllReduce &&
-                     s.programs[q][pc[q]].chunk == inst.chunk;
-        if (there)
+        if (atAllReduce(q, inst.chunk))
           continue;
         std::string where =
             pc[q] < size(q) ? "is blocked at instruction " +

@@ -140,6 +140,22 @@ void printSummary(const Schedule &s, const VerifyResult &vr,
 
 /// Writes the optional outputs; nothing is written unless all succeed to
 /// render.
+/// Times a verified schedule with the command line's latency, bandwidth
+/// and optimizer cost; prints the error and returns false if it cannot.
+bool simulate(const std::string &command, const Schedule &schedule,
+              const CostOptions &costs, SimulateResult &sim) {
+  SimulateOptions options;
+  options.latency = costs.latency;
+  options.bandwidth = costs.bandwidth;
+  options.optimizerStep = costs.optimizer;
+  if (std::string error = simulateSchedule(schedule, options, sim);
+      !error.empty()) {
+    std::cerr << command << ": " << error << "\n";
+    return false;
+  }
+  return true;
+}
+
 int writeOutputs(const std::string &command, const Schedule &s,
                  const SimulateResult &sim, const std::string &output,
                  const std::string &trace, const std::string &svg,
@@ -256,16 +272,9 @@ int runBuild(const std::vector<std::string> &args) {
   VerifyResult vr = verifySchedule(schedule, verify);
   if (!report(command, "", vr))
     return kFailure;
-  SimulateOptions simOpts;
-  simOpts.latency = costs.latency;
-  simOpts.bandwidth = costs.bandwidth;
-  simOpts.optimizerStep = costs.optimizer;
   SimulateResult sim;
-  if (std::string error = simulateSchedule(schedule, simOpts, sim);
-      !error.empty()) {
-    std::cerr << command << ": " << error << "\n";
+  if (!simulate(command, schedule, costs, sim))
     return kFailure;
-  }
   if (int rc = writeOutputs(command, schedule, sim, output, trace, svg, title))
     return rc;
   printSummary(schedule, vr, sim);
@@ -338,16 +347,9 @@ int runSimulate(const std::vector<std::string> &args) {
   VerifyResult vr = verifySchedule(schedule, verify);
   if (!report(command, path + ": ", vr))
     return kFailure;
-  SimulateOptions simOpts;
-  simOpts.latency = costs.latency;
-  simOpts.bandwidth = costs.bandwidth;
-  simOpts.optimizerStep = costs.optimizer;
   SimulateResult sim;
-  if (std::string error = simulateSchedule(schedule, simOpts, sim);
-      !error.empty()) {
-    std::cerr << command << ": " << error << "\n";
+  if (!simulate(command, schedule, costs, sim))
     return kFailure;
-  }
   if (int rc = writeOutputs(command, schedule, sim, "", trace, svg, title))
     return rc;
   printSummary(schedule, vr, sim);

@@ -136,6 +136,10 @@ struct StageInfo {
   int64_t activationBytes = 0;
   /// The activation sent to the next stage (and its gradient sent back).
   int64_t outputBytes = 0;
+
+  /// Milliseconds a compute op (Forward, Backward, BackwardInput,
+  /// BackwardWeight) takes on this stage; 0 for any other op.
+  double computeMs(Op op) const;
 };
 
 /// The per-rank instruction streams of one training step (a minibatch of

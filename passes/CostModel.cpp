@@ -80,6 +80,31 @@ std::optional<OpWork> mlir::dpc::estimateWork(Operation *op) {
         work.gradFlops = compares;
         work.gradBytes = work.bytes + nn::getSizeInBytes(pool.getInput());
       })
+      .Case([&](nn::AvgPool2dOp pool) {
+        ArrayRef<int64_t> kernel = pool.getKernelShape();
+        double adds = elementsOf(pool.getResult()) * kernel[0] * kernel[1];
+        work.flops = adds;
+        work.gradFlops = adds;
+        work.gradBytes = work.bytes;
+      })
+      .Case([&](nn::GlobalAvgPoolOp pool) {
+        work.flops = elementsOf(pool.getInput());
+        work.gradFlops = work.flops;
+        work.gradBytes = work.bytes;
+      })
+      .Case([&](nn::BatchNormStatsOp stats) {
+        // A sum and a sum of squares per element; no gradient of its own.
+        work.flops = 2 * elementsOf(stats.getInput());
+      })
+      .Case([&](nn::BatchNormOp norm) {
+        // Subtract, scale, shift. Backward: two reductions over dy and
+        // dy * xhat, the input gradient's elementwise pass, and the scale
+        // and bias sums, reading dy and the input more than once.
+        double elements = elementsOf(norm.getInput());
+        work.flops = 3 * elements;
+        work.gradFlops = 9 * elements;
+        work.gradBytes = 3 * work.bytes;
+      })
       .Case<nn::AddOp, nn::ReluOp>([&](Operation *) {
         work.flops = elementsOf(op->getResult(0));
         work.gradFlops = work.flops;
@@ -118,8 +143,12 @@ std::optional<OpWork> mlir::dpc::estimateWork(Operation *op) {
                 : nn::getNumElements(shape.take_back(2)) / gradShape.end()[-2];
         work.flops = 2 * elementsOf(grad) * k;
       })
+      .Case<nn::BatchNormGradInputOp, nn::BatchNormGradScaleOp>(
+          [&](Operation *) { work.flops = 4 * elementsOf(op->getOperand(0)); })
       .Case<nn::Conv2dGradBiasOp, nn::SumToShapeOp, nn::ReluGradOp,
-            nn::MaxPool2dGradOp, nn::SoftmaxCrossEntropyGradOp>(
+            nn::MaxPool2dGradOp, nn::SoftmaxCrossEntropyGradOp,
+            nn::AvgPool2dGradOp, nn::GlobalAvgPoolGradOp,
+            nn::BatchNormGradBiasOp>(
           [&](Operation *) { work.flops = elementsOf(op->getOperand(0)); })
       .Case([&](nn::SgdUpdateOp update) {
         // Weight decay, momentum and the step: a few flops per element,

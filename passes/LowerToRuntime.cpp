@@ -290,6 +290,15 @@ SmallVector<int64_t> padShape(ArrayRef<int64_t> shape, size_t rank) {
   return padded;
 }
 
+// A tensor N x C x D1..Dk viewed as (n, c, s), s the product of D1..Dk.
+struct ChannelDims {
+  int64_t n, c, s;
+};
+
+ChannelDims channelDims(ArrayRef<int64_t> shape) {
+  return {shape[0], shape[1], nn::getNumElements(shape.drop_front(2))};
+}
+
 // The dimensions of a (batched) matmul as the forward op sees them.
 struct MatmulDims {
   int64_t batch, m, n, k, aStride, bStride;
@@ -529,6 +538,94 @@ LogicalResult Lowering::lowerOp(Operation *op) {
                   constArray(poolParams(grad.getKernelShape(),
                                         grad.getStrides(), grad.getPads()))});
         define(grad, dx);
+      })
+      .Case([&](nn::AvgPool2dOp pool) {
+        Value y = alloc(pool);
+        SmallVector<int64_t> params = poolParams(
+            pool.getKernelShape(), pool.getStrides(), pool.getPads());
+        params.push_back(pool.getCountIncludePad());
+        callVoid("dpc_avg_pool2d", {ptrOf(pool.getInput()),
+                                    shape(pool.getInput()), y, shape(pool),
+                                    constArray(params)});
+        define(pool, y);
+      })
+      .Case([&](nn::AvgPool2dGradOp grad) {
+        Value dx = alloc(grad);
+        SmallVector<int64_t> params = poolParams(
+            grad.getKernelShape(), grad.getStrides(), grad.getPads());
+        params.push_back(grad.getCountIncludePad());
+        callVoid("dpc_avg_pool2d_grad",
+                 {ptrOf(grad.getResultGrad()), shape(grad.getResultGrad()), dx,
+                  shape(grad), constArray(params)});
+        define(grad, dx);
+      })
+      .Case([&](nn::GlobalAvgPoolOp pool) {
+        ChannelDims d = channelDims(shapeOf(pool.getInput()));
+        Value y = alloc(pool);
+        callVoid("dpc_global_avg_pool", {ptrOf(pool.getInput()),
+                                         i64(d.n * d.c), i64(d.s), y});
+        define(pool, y);
+      })
+      .Case([&](nn::GlobalAvgPoolGradOp grad) {
+        ChannelDims d = channelDims(shapeOf(grad));
+        Value dx = alloc(grad);
+        callVoid("dpc_global_avg_pool_grad", {ptrOf(grad.getResultGrad()),
+                                              i64(d.n * d.c), i64(d.s), dx});
+        define(grad, dx);
+      })
+      .Case([&](nn::BatchNormStatsOp stats) {
+        SmallVector<Value, 2> running;
+        for (Value operand : {stats.getRunningMean(), stats.getRunningVar()}) {
+          auto read = operand.getDefiningOp<nn::ParamOp>();
+          int64_t id = manifest.paramId(read.getName(), read.getResult());
+          running.push_back(
+              call("dpc_param_state", ptrType, {context, i64(id)}));
+        }
+        ChannelDims d = channelDims(shapeOf(stats.getInput()));
+        Value out = alloc(stats);
+        Value training = call("dpc_training", i64Type, {context});
+        callVoid("dpc_batch_norm_stats",
+                 {ptrOf(stats.getInput()), i64(d.n), i64(d.c), i64(d.s),
+                  running[0], running[1],
+                  f32(stats.getMomentum().convertToFloat()), training, out});
+        define(stats, out);
+      })
+      .Case([&](nn::BatchNormOp norm) {
+        ChannelDims d = channelDims(shapeOf(norm.getInput()));
+        Value y = alloc(norm);
+        callVoid("dpc_batch_norm",
+                 {ptrOf(norm.getInput()), ptrOf(norm.getStats()),
+                  ptrOf(norm.getScale()), ptrOf(norm.getBias()), i64(d.n),
+                  i64(d.c), i64(d.s),
+                  f32(norm.getEpsilon().convertToFloat()), y});
+        define(norm, y);
+      })
+      .Case([&](nn::BatchNormGradInputOp grad) {
+        ChannelDims d = channelDims(shapeOf(grad.getInput()));
+        Value dx = alloc(grad);
+        callVoid("dpc_batch_norm_grad_input",
+                 {ptrOf(grad.getResultGrad()), ptrOf(grad.getInput()),
+                  ptrOf(grad.getStats()), ptrOf(grad.getScale()), i64(d.n),
+                  i64(d.c), i64(d.s),
+                  f32(grad.getEpsilon().convertToFloat()), dx});
+        define(grad, dx);
+      })
+      .Case([&](nn::BatchNormGradScaleOp grad) {
+        ChannelDims d = channelDims(shapeOf(grad.getInput()));
+        Value dscale = alloc(grad);
+        callVoid("dpc_batch_norm_grad_scale",
+                 {ptrOf(grad.getResultGrad()), ptrOf(grad.getInput()),
+                  ptrOf(grad.getStats()), i64(d.n), i64(d.c), i64(d.s),
+                  f32(grad.getEpsilon().convertToFloat()), dscale});
+        define(grad, dscale);
+      })
+      .Case([&](nn::BatchNormGradBiasOp grad) {
+        ChannelDims d = channelDims(shapeOf(grad.getResultGrad()));
+        Value dbias = alloc(grad);
+        callVoid("dpc_conv2d_grad_bias",
+                 {ptrOf(grad.getResultGrad()),
+                  constArray({d.n, d.c, d.s, 1}), dbias});
+        define(grad, dbias);
       })
       .Case([&](nn::SoftmaxCrossEntropyOp loss) {
         ArrayRef<int64_t> logits = shapeOf(loss.getLogits());

@@ -82,6 +82,9 @@ private:
   // Handlers that build nn ops.
   LogicalResult importConv(const onnx::NodeProto &node);
   LogicalResult importMaxPool(const onnx::NodeProto &node);
+  LogicalResult importAveragePool(const onnx::NodeProto &node);
+  LogicalResult importGlobalAveragePool(const onnx::NodeProto &node);
+  LogicalResult importBatchNormalization(const onnx::NodeProto &node);
   LogicalResult importRelu(const onnx::NodeProto &node);
   LogicalResult importGemm(const onnx::NodeProto &node);
   LogicalResult importMatMul(const onnx::NodeProto &node);
@@ -126,6 +129,14 @@ private:
   std::vector<int64_t> getInts(const onnx::NodeProto &node, StringRef name,
                                std::vector<int64_t> otherwise) const;
   LogicalResult checkNoOutputsBeyond(const onnx::NodeProto &node, int count);
+  // The window of MaxPool and AveragePool and the result shape it gives.
+  struct PoolWindow {
+    std::vector<int64_t> kernel, strides, pads;
+    bool ceilMode = false;
+    nn::Shape resultShape;
+  };
+  FailureOr<PoolWindow> poolWindow(const onnx::NodeProto &node,
+                                   ArrayRef<int64_t> input);
   FailureOr<std::vector<int64_t>> windowPads(const onnx::NodeProto &node,
                                              ArrayRef<int64_t> input,
                                              ArrayRef<int64_t> kernel,
@@ -151,6 +162,8 @@ private:
   llvm::StringMap<Value> values;
   llvm::StringMap<HostTensor> hostValues;
   llvm::StringMap<const onnx::TensorProto *> initializers;
+  // Outputs of imported nodes that have no value in the IR, and why.
+  llvm::StringMap<std::string> unreadable;
   ImportedModel *model = nullptr;
 };
 
@@ -161,6 +174,9 @@ private:
 const Importer::HandlerEntry Importer::kHandlers[] = {
     {"Conv", 11, &Importer::importConv},
     {"MaxPool", 12, &Importer::importMaxPool},
+    {"AveragePool", 11, &Importer::importAveragePool},
+    {"GlobalAveragePool", 1, &Importer::importGlobalAveragePool},
+    {"BatchNormalization", 9, &Importer::importBatchNormalization},
     {"Relu", 13, &Importer::importRelu},
     {"Relu", 14, &Importer::importRelu},
     {"Gemm", 13, &Importer::importGemm},
@@ -367,6 +383,8 @@ FailureOr<Value> Importer::getValue(const onnx::NodeProto &node, int index) {
            << "input '" << name
            << "' is a constant computed at import time; dpc folds constants "
               "only into shape computations, not into tensor arithmetic";
+  if (auto it = unreadable.find(name); it != unreadable.end())
+    return nodeError(node) << "reads '" << name << "', " << it->second;
   return nodeError(node) << "input '" << name << "' is not defined";
 }
 
@@ -498,36 +516,125 @@ LogicalResult Importer::importConv(const onnx::NodeProto &node) {
   return define(node, result);
 }
 
+FailureOr<Importer::PoolWindow>
+Importer::poolWindow(const onnx::NodeProto &node, ArrayRef<int64_t> input) {
+  PoolWindow window;
+  window.kernel = getInts(node, "kernel_shape", {});
+  window.strides = getInts(node, "strides", {1, 1});
+  std::vector<int64_t> dilations = getInts(node, "dilations", {1, 1});
+  if (dilations != std::vector<int64_t>{1, 1})
+    return nodeError(node) << "dilated pooling is not supported";
+  FailureOr<std::vector<int64_t>> pads =
+      windowPads(node, input, window.kernel, window.strides, dilations);
+  if (failed(pads))
+    return failure();
+  window.pads = std::move(*pads);
+  window.ceilMode = getInt(node, "ceil_mode", 0) != 0;
+  FailureOr<nn::Shape> shape =
+      nn::inferPool2dShape(input, window.kernel, window.strides, window.pads,
+                           window.ceilMode, [&] { return nodeError(node); });
+  if (failed(shape))
+    return failure();
+  window.resultShape = std::move(*shape);
+  return window;
+}
+
 LogicalResult Importer::importMaxPool(const onnx::NodeProto &node) {
   if (failed(checkNoOutputsBeyond(node, 1)))
     return failure();
   FailureOr<Value> input = getValue(node, 0);
   if (failed(input))
     return failure();
-  ArrayRef<int64_t> inShape = shapeOf(*input);
-  std::vector<int64_t> kernel = getInts(node, "kernel_shape", {});
-  std::vector<int64_t> strides = getInts(node, "strides", {1, 1});
-  std::vector<int64_t> dilations = getInts(node, "dilations", {1, 1});
-  if (dilations != std::vector<int64_t>{1, 1})
-    return nodeError(node) << "dilated max pooling is not supported";
   if (getInt(node, "storage_order", 0) != 0)
     return nodeError(node) << "storage_order 1 is not supported";
-  FailureOr<std::vector<int64_t>> pads =
-      windowPads(node, inShape, kernel, strides, dilations);
-  if (failed(pads))
+  FailureOr<PoolWindow> w = poolWindow(node, shapeOf(*input));
+  if (failed(w))
     return failure();
-  bool ceilMode = getInt(node, "ceil_mode", 0) != 0;
-  FailureOr<nn::Shape> shape =
-      nn::inferPool2dShape(inShape, kernel, strides, *pads, ceilMode,
-                           [&] { return nodeError(node); });
+  auto type = tensorType(
+      w->resultShape, cast<RankedTensorType>(input->getType()).getElementType());
+  Value result = builder.create<nn::MaxPool2dOp>(
+      locOf(node), type, *input, builder.getDenseI64ArrayAttr(w->kernel),
+      builder.getDenseI64ArrayAttr(w->strides),
+      builder.getDenseI64ArrayAttr(w->pads), builder.getBoolAttr(w->ceilMode));
+  return define(node, result);
+}
+
+LogicalResult Importer::importAveragePool(const onnx::NodeProto &node) {
+  FailureOr<Value> input = getValue(node, 0);
+  if (failed(input))
+    return failure();
+  FailureOr<PoolWindow> w = poolWindow(node, shapeOf(*input));
+  if (failed(w))
+    return failure();
+  auto type = tensorType(
+      w->resultShape, cast<RankedTensorType>(input->getType()).getElementType());
+  Value result = builder.create<nn::AvgPool2dOp>(
+      locOf(node), type, *input, builder.getDenseI64ArrayAttr(w->kernel),
+      builder.getDenseI64ArrayAttr(w->strides),
+      builder.getDenseI64ArrayAttr(w->pads), builder.getBoolAttr(w->ceilMode),
+      builder.getBoolAttr(getInt(node, "count_include_pad", 0) != 0));
+  return define(node, result);
+}
+
+LogicalResult Importer::importGlobalAveragePool(const onnx::NodeProto &node) {
+  FailureOr<Value> input = getValue(node, 0);
+  if (failed(input))
+    return failure();
+  FailureOr<nn::Shape> shape = nn::inferGlobalAvgPoolShape(
+      shapeOf(*input), [&] { return nodeError(node); });
   if (failed(shape))
     return failure();
   auto type = tensorType(
       *shape, cast<RankedTensorType>(input->getType()).getElementType());
-  Value result = builder.create<nn::MaxPool2dOp>(
-      locOf(node), type, *input, builder.getDenseI64ArrayAttr(kernel),
-      builder.getDenseI64ArrayAttr(strides),
-      builder.getDenseI64ArrayAttr(*pads), builder.getBoolAttr(ceilMode));
+  return define(node,
+                builder.create<nn::GlobalAvgPoolOp>(locOf(node), type, *input));
+}
+
+LogicalResult Importer::importBatchNormalization(const onnx::NodeProto &node) {
+  // Outputs 1-4 (the updated running statistics and the saved batch
+  // statistics of training-mode exports) have no nn counterpart: dpc
+  // updates the running statistics in place. Exporters name them anyway, so
+  // they are accepted as long as nothing reads them.
+  for (int i = 1; i < node.output_size(); ++i)
+    if (!node.output(i).empty())
+      unreadable[node.output(i)] =
+          "output " + std::to_string(i) + " of BatchNormalization '" +
+          nodeName(node) +
+          "' (running or saved statistics), which dpc keeps as state";
+  for (int i = 3; i < 5; ++i)
+    if (hasInput(node, i) && !initializers.count(node.input(i)))
+      return nodeError(node)
+             << "expects the running " << (i == 3 ? "mean" : "variance")
+             << " '" << node.input(i)
+             << "' to be an initializer: dpc trains batch normalization "
+                "and keeps the running statistics as state";
+  SmallVector<Value, 5> operands;
+  for (int i = 0; i < 5; ++i) {
+    FailureOr<Value> value = getValue(node, i);
+    if (failed(value))
+      return failure();
+    operands.push_back(*value);
+  }
+  Value input = operands[0];
+  FailureOr<nn::Shape> statsShape = nn::inferBatchNormStatsShape(
+      shapeOf(input), [&] { return nodeError(node); });
+  if (failed(statsShape))
+    return failure();
+  for (int i = 1; i < 5; ++i)
+    if (shapeOf(operands[i]) != ArrayRef<int64_t>{(*statsShape)[1]})
+      return nodeError(node)
+             << "expects input " << i << " of shape " << (*statsShape)[1]
+             << " (one per channel), got "
+             << nn::formatShape(shapeOf(operands[i]));
+  Location loc = locOf(node);
+  Type elementType = cast<RankedTensorType>(input.getType()).getElementType();
+  Value stats = builder.create<nn::BatchNormStatsOp>(
+      loc, tensorType(*statsShape, elementType), input, operands[3],
+      operands[4],
+      builder.getF32FloatAttr(getFloat(node, "momentum", 0.9f)));
+  Value result = builder.create<nn::BatchNormOp>(
+      loc, input.getType(), input, stats, operands[1], operands[2],
+      builder.getF32FloatAttr(getFloat(node, "epsilon", 1e-5f)));
   return define(node, result);
 }
 

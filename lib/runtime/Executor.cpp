@@ -946,6 +946,12 @@ struct Executor::Impl : dpc_context {
     return p.value.floats();
   }
 
+  float *paramStateBuffer(int64_t id) {
+    if (phase != Phase::Forward)
+      fatal("dpc_param_state", "called outside the forward segment");
+    return paramState("dpc_param_state", id).value.floats();
+  }
+
   void gradAccumulate(int64_t id, const float *grad) {
     requireSegment("dpc_grad_accumulate");
     ParamState &p = paramState("dpc_grad_accumulate", id);
@@ -1490,6 +1496,10 @@ void *dpc_alloc(dpc_context *ctx, int64_t bytes) {
 }
 const float *dpc_param(dpc_context *ctx, int64_t param) {
   return state(ctx).param(param);
+}
+int64_t dpc_training(dpc_context *ctx) { return !state(ctx).evaluating; }
+float *dpc_param_state(dpc_context *ctx, int64_t param) {
+  return state(ctx).paramStateBuffer(param);
 }
 void dpc_grad_accumulate(dpc_context *ctx, int64_t param, const float *grad) {
   state(ctx).gradAccumulate(param, grad);

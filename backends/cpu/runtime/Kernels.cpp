@@ -472,7 +472,7 @@ void dpc_relu_grad(const float *dy, const float *y, float *dx, int64_t count) {
 namespace {
 
 struct PoolGeometry {
-  int64_t planes, h, w, oh, ow, kh, kw, sh, sw, pt, pl;
+  int64_t planes, h, w, oh, ow, kh, kw, sh, sw, pt, pl, pb, pr;
 };
 
 PoolGeometry poolGeometry(const char *kernel, const int64_t *x,
@@ -483,8 +483,8 @@ PoolGeometry poolGeometry(const char *kernel, const int64_t *x,
   if (p[0] < 1 || p[1] < 1 || p[2] < 1 || p[3] < 1 || p[4] < 0 || p[5] < 0 ||
       p[6] < 0 || p[7] < 0)
     fail(kernel, "bad kernel, strides or pads");
-  return {x[0] * x[1], x[2], x[3], y[2], y[3], p[0],
-          p[1],        p[2], p[3], p[4], p[5]};
+  return {x[0] * x[1], x[2], x[3], y[2], y[3], p[0], p[1],
+          p[2],        p[3], p[4], p[5], p[6], p[7]};
 }
 
 /// Index (into the plane) of the first maximum of window (oh, ow): a later
@@ -509,6 +509,26 @@ inline int64_t windowArgmax(const float *plane, const PoolGeometry &g,
       }
     }
   return best;
+}
+
+/// The input rows [h0, h1) and columns [w0, w1) average window (oh, ow)
+/// covers, and its divisor (PyTorch's rule).
+struct PoolWindow {
+  int64_t h0, h1, w0, w1, divisor;
+};
+
+inline PoolWindow poolWindow(const PoolGeometry &g, int64_t oh, int64_t ow,
+                             bool includePad) {
+  int64_t h0 = oh * g.sh - g.pt, w0 = ow * g.sw - g.pl;
+  int64_t h1 = std::min(h0 + g.kh, g.h + g.pb);
+  int64_t w1 = std::min(w0 + g.kw, g.w + g.pr);
+  int64_t padded = (h1 - h0) * (w1 - w0);
+  h0 = std::max<int64_t>(h0, 0);
+  w0 = std::max<int64_t>(w0, 0);
+  h1 = std::min(h1, g.h);
+  w1 = std::min(w1, g.w);
+  int64_t inside = std::max<int64_t>(h1 - h0, 0) * std::max<int64_t>(w1 - w0, 0);
+  return {h0, h1, w0, w1, includePad ? padded : inside};
 }
 
 } // namespace
@@ -546,6 +566,173 @@ void dpc_max_pool2d_grad(const float *dy, const int64_t *dy_shape,
         if (k >= 0)
           out[k] += grad[i * g.ow + j];
       }
+  }
+}
+
+void dpc_avg_pool2d(const float *x, const int64_t *x_shape, float *y,
+                    const int64_t *y_shape, const int64_t *params) {
+  PoolGeometry g = poolGeometry("dpc_avg_pool2d", x_shape, y_shape, params);
+  bool includePad = params[8] != 0;
+  for (int64_t p = 0; p < g.planes; ++p) {
+    const float *plane = x + p * g.h * g.w;
+    float *out = y + p * g.oh * g.ow;
+    for (int64_t i = 0; i < g.oh; ++i)
+      for (int64_t j = 0; j < g.ow; ++j) {
+        PoolWindow win = poolWindow(g, i, j, includePad);
+        float sum = 0.0f;
+        for (int64_t a = win.h0; a < win.h1; ++a)
+          for (int64_t b = win.w0; b < win.w1; ++b)
+            sum += plane[a * g.w + b];
+        out[i * g.ow + j] = win.divisor > 0 ? sum / float(win.divisor) : 0.0f;
+      }
+  }
+}
+
+void dpc_avg_pool2d_grad(const float *dy, const int64_t *dy_shape, float *dx,
+                         const int64_t *dx_shape, const int64_t *params) {
+  PoolGeometry g =
+      poolGeometry("dpc_avg_pool2d_grad", dx_shape, dy_shape, params);
+  bool includePad = params[8] != 0;
+  std::fill(dx, dx + g.planes * g.h * g.w, 0.0f);
+  for (int64_t p = 0; p < g.planes; ++p) {
+    const float *grad = dy + p * g.oh * g.ow;
+    float *out = dx + p * g.h * g.w;
+    for (int64_t i = 0; i < g.oh; ++i)
+      for (int64_t j = 0; j < g.ow; ++j) {
+        PoolWindow win = poolWindow(g, i, j, includePad);
+        if (win.divisor <= 0)
+          continue;
+        float share = grad[i * g.ow + j] / float(win.divisor);
+        for (int64_t a = win.h0; a < win.h1; ++a)
+          for (int64_t b = win.w0; b < win.w1; ++b)
+            out[a * g.w + b] += share;
+      }
+  }
+}
+
+void dpc_global_avg_pool(const float *x, int64_t planes, int64_t size,
+                         float *y) {
+  for (int64_t p = 0; p < planes; ++p) {
+    double sum = 0;
+    for (int64_t i = 0; i < size; ++i)
+      sum += x[p * size + i];
+    y[p] = float(sum / double(size));
+  }
+}
+
+void dpc_global_avg_pool_grad(const float *dy, int64_t planes, int64_t size,
+                              float *dx) {
+  for (int64_t p = 0; p < planes; ++p) {
+    float share = dy[p] / float(size);
+    std::fill(dx + p * size, dx + (p + 1) * size, share);
+  }
+}
+
+void dpc_batch_norm_stats(const float *x, int64_t n, int64_t c, int64_t s,
+                          float *running_mean, float *running_var,
+                          float momentum, int64_t training, float *stats) {
+  float *mean = stats, *var = stats + c;
+  if (!training) {
+    std::copy(running_mean, running_mean + c, mean);
+    std::copy(running_var, running_var + c, var);
+    return;
+  }
+  int64_t count = n * s;
+  if (count < 2)
+    fail("dpc_batch_norm_stats",
+         "training needs more than one value per channel, got " +
+             std::to_string(count));
+  for (int64_t k = 0; k < c; ++k) {
+    // Two passes over the channel: the mean, then squared deviations from
+    // it (no cancellation as in E[x^2] - E[x]^2).
+    double sum = 0;
+    for (int64_t i = 0; i < n; ++i)
+      for (const float *p = x + (i * c + k) * s, *e = p + s; p < e; ++p)
+        sum += *p;
+    double mu = sum / double(count);
+    double squares = 0;
+    for (int64_t i = 0; i < n; ++i)
+      for (const float *p = x + (i * c + k) * s, *e = p + s; p < e; ++p)
+        squares += (*p - mu) * (*p - mu);
+    mean[k] = float(mu);
+    var[k] = float(squares / double(count));
+    double unbiased = squares / double(count - 1);
+    running_mean[k] = float(momentum * double(running_mean[k]) +
+                            (1.0 - momentum) * mu);
+    running_var[k] = float(momentum * double(running_var[k]) +
+                           (1.0 - momentum) * unbiased);
+  }
+}
+
+void dpc_batch_norm(const float *x, const float *stats, const float *scale,
+                    const float *bias, int64_t n, int64_t c, int64_t s,
+                    float epsilon, float *y) {
+  for (int64_t k = 0; k < c; ++k) {
+    float invStd = 1.0f / std::sqrt(stats[c + k] + epsilon);
+    float a = scale[k] * invStd, b = bias[k] - stats[k] * a;
+    for (int64_t i = 0; i < n; ++i) {
+      const float *in = x + (i * c + k) * s;
+      float *out = y + (i * c + k) * s;
+      for (int64_t j = 0; j < s; ++j)
+        out[j] = in[j] * a + b;
+    }
+  }
+}
+
+} // extern "C"
+
+namespace {
+
+/// Per channel: sum of dy and sum of dy * xhat over n and s.
+void batchNormGradSums(const float *dy, const float *x, const float *stats,
+                       int64_t n, int64_t c, int64_t s, float epsilon,
+                       int64_t k, double &sumDy, double &sumDyXhat) {
+  double mu = stats[k];
+  double invStd = 1.0 / std::sqrt(double(stats[c + k]) + epsilon);
+  sumDy = sumDyXhat = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    const float *g = dy + (i * c + k) * s, *in = x + (i * c + k) * s;
+    for (int64_t j = 0; j < s; ++j) {
+      sumDy += g[j];
+      sumDyXhat += g[j] * (in[j] - mu) * invStd;
+    }
+  }
+}
+
+} // namespace
+
+extern "C" {
+
+void dpc_batch_norm_grad_input(const float *dy, const float *x,
+                               const float *stats, const float *scale,
+                               int64_t n, int64_t c, int64_t s, float epsilon,
+                               float *dx) {
+  double count = double(n * s);
+  for (int64_t k = 0; k < c; ++k) {
+    double sumDy, sumDyXhat;
+    batchNormGradSums(dy, x, stats, n, c, s, epsilon, k, sumDy, sumDyXhat);
+    double mu = stats[k];
+    double invStd = 1.0 / std::sqrt(double(stats[c + k]) + epsilon);
+    double meanDy = sumDy / count, meanDyXhat = sumDyXhat / count;
+    double a = scale[k] * invStd;
+    for (int64_t i = 0; i < n; ++i) {
+      const float *g = dy + (i * c + k) * s, *in = x + (i * c + k) * s;
+      float *out = dx + (i * c + k) * s;
+      for (int64_t j = 0; j < s; ++j) {
+        double xhat = (in[j] - mu) * invStd;
+        out[j] = float(a * (g[j] - meanDy - xhat * meanDyXhat));
+      }
+    }
+  }
+}
+
+void dpc_batch_norm_grad_scale(const float *dy, const float *x,
+                               const float *stats, int64_t n, int64_t c,
+                               int64_t s, float epsilon, float *dscale) {
+  for (int64_t k = 0; k < c; ++k) {
+    double sumDy, sumDyXhat;
+    batchNormGradSums(dy, x, stats, n, c, s, epsilon, k, sumDy, sumDyXhat);
+    dscale[k] = float(sumDyXhat);
   }
 }
 

@@ -1,7 +1,8 @@
 //===- Kernels.cu - The hand-written CUDA kernels -------------------------===//
 //
 // Everything of Abi.h that cuDNN and cuBLAS do not cover: broadcasting add,
-// reductions, relu, max pooling, softmax cross-entropy, and the optimizer
+// reductions, relu, max and average pooling, batch normalization, softmax
+// cross-entropy, and the optimizer
 // updates of CudaKernels.h. One translation unit, because nvcc's fixed cost
 // per file dominates a build on two cores.
 //
@@ -188,7 +189,8 @@ __global__ void sgdKernel(float *p, float *v, float *acc, int64_t n, float lr,
 //===----------------------------------------------------------------------===//
 
 struct PoolArgs {
-  int64_t planes, h, w, oh, ow, kh, kw, sh, sw, padTop, padLeft;
+  int64_t planes, h, w, oh, ow, kh, kw, sh, sw, padTop, padLeft, padBottom,
+      padRight;
 };
 
 /// The flat in-plane index of the window's maximum, chosen as PyTorch does:
@@ -248,6 +250,174 @@ __global__ void maxPoolGradKernel(const float *dy, const float *x, float *dx,
           sum += dyPlane[oh * a.ow + ow];
       }
     dx[i] = sum;
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Average pooling
+//===----------------------------------------------------------------------===//
+
+/// The input rows [h0, h1) and columns [w0, w1) of window (oh, ow) and its
+/// divisor, by PyTorch's rule (the Abi.h comment of dpc_avg_pool2d).
+struct AvgWindow {
+  int64_t h0, h1, w0, w1, divisor;
+};
+
+__device__ AvgWindow avgWindow(const PoolArgs &a, int64_t oh, int64_t ow,
+                               bool includePad) {
+  int64_t h0 = oh * a.sh - a.padTop, w0 = ow * a.sw - a.padLeft;
+  int64_t h1 = min(h0 + a.kh, a.h + a.padBottom);
+  int64_t w1 = min(w0 + a.kw, a.w + a.padRight);
+  int64_t padded = (h1 - h0) * (w1 - w0);
+  h0 = max(h0, int64_t(0));
+  w0 = max(w0, int64_t(0));
+  h1 = min(h1, a.h);
+  w1 = min(w1, a.w);
+  int64_t inside = max(h1 - h0, int64_t(0)) * max(w1 - w0, int64_t(0));
+  return {h0, h1, w0, w1, includePad ? padded : inside};
+}
+
+__global__ void avgPoolKernel(const float *x, float *y, PoolArgs a,
+                              bool includePad) {
+  GRID_STRIDE(i, a.planes * a.oh * a.ow) {
+    int64_t ow = i % a.ow, oh = (i / a.ow) % a.oh, plane = i / (a.ow * a.oh);
+    const float *xPlane = x + plane * a.h * a.w;
+    AvgWindow win = avgWindow(a, oh, ow, includePad);
+    float sum = 0.0f;
+    for (int64_t ih = win.h0; ih < win.h1; ++ih)
+      for (int64_t iw = win.w0; iw < win.w1; ++iw)
+        sum += xPlane[ih * a.w + iw];
+    y[i] = win.divisor > 0 ? sum / float(win.divisor) : 0.0f;
+  }
+}
+
+/// Gathers, as max pooling's gradient does: each input element adds its
+/// share of every window that covers it.
+__global__ void avgPoolGradKernel(const float *dy, float *dx, PoolArgs a,
+                                  bool includePad) {
+  GRID_STRIDE(i, a.planes * a.h * a.w) {
+    int64_t iw = i % a.w, ih = (i / a.w) % a.h, plane = i / (a.w * a.h);
+    const float *dyPlane = dy + plane * a.oh * a.ow;
+    int64_t hFirst = ih + a.padTop - a.kh + 1,
+            wFirst = iw + a.padLeft - a.kw + 1;
+    int64_t ohLo = hFirst <= 0 ? 0 : (hFirst + a.sh - 1) / a.sh;
+    int64_t owLo = wFirst <= 0 ? 0 : (wFirst + a.sw - 1) / a.sw;
+    int64_t ohHi = min((ih + a.padTop) / a.sh, a.oh - 1);
+    int64_t owHi = min((iw + a.padLeft) / a.sw, a.ow - 1);
+    float sum = 0.0f;
+    for (int64_t oh = ohLo; oh <= ohHi; ++oh)
+      for (int64_t ow = owLo; ow <= owHi; ++ow) {
+        AvgWindow win = avgWindow(a, oh, ow, includePad);
+        if (win.divisor > 0 && ih >= win.h0 && ih < win.h1 && iw >= win.w0 &&
+            iw < win.w1)
+          sum += dyPlane[oh * a.ow + ow] / float(win.divisor);
+      }
+    dx[i] = sum;
+  }
+}
+
+/// One block per plane.
+__global__ void globalAvgPoolKernel(const float *x, int64_t planes,
+                                    int64_t size, float *y) {
+  for (int64_t p = blockIdx.x; p < planes; p += gridDim.x) {
+    float sum = 0.0f;
+    for (int64_t i = threadIdx.x; i < size; i += blockDim.x)
+      sum += x[p * size + i];
+    sum = blockSum(sum);
+    if (threadIdx.x == 0)
+      y[p] = sum / float(size);
+  }
+}
+
+__global__ void globalAvgPoolGradKernel(const float *dy, int64_t planes,
+                                        int64_t size, float *dx) {
+  GRID_STRIDE(i, planes * size) { dx[i] = dy[i / size] / float(size); }
+}
+
+//===----------------------------------------------------------------------===//
+// Batch normalization: one block per channel for the statistics
+//===----------------------------------------------------------------------===//
+
+struct ChannelArgs {
+  int64_t n, c, s;
+};
+
+/// Sum over channel k of f(value index) for all n and s, valid in thread 0.
+template <typename F>
+__device__ float channelSum(const ChannelArgs &a, int64_t k, F f) {
+  float sum = 0.0f;
+  for (int64_t r = threadIdx.x; r < a.n * a.s; r += blockDim.x) {
+    int64_t index = ((r / a.s) * a.c + k) * a.s + r % a.s;
+    sum += f(index);
+  }
+  return blockSum(sum);
+}
+
+__global__ void batchNormStatsKernel(const float *x, ChannelArgs a,
+                                     float *runningMean, float *runningVar,
+                                     float momentum, float *stats) {
+  __shared__ float mean;
+  float count = float(a.n * a.s);
+  for (int64_t k = blockIdx.x; k < a.c; k += gridDim.x) {
+    // The mean first, then squared deviations from it.
+    float sum = channelSum(a, k, [&](int64_t i) { return x[i]; });
+    if (threadIdx.x == 0)
+      mean = sum / count;
+    __syncthreads();
+    float mu = mean;
+    float squares = channelSum(a, k, [&](int64_t i) {
+      float d = x[i] - mu;
+      return d * d;
+    });
+    if (threadIdx.x == 0) {
+      stats[k] = mu;
+      stats[a.c + k] = squares / count;
+      runningMean[k] = momentum * runningMean[k] + (1.0f - momentum) * mu;
+      runningVar[k] = momentum * runningVar[k] +
+                      (1.0f - momentum) * squares / (count - 1.0f);
+    }
+    __syncthreads();
+  }
+}
+
+__global__ void batchNormKernel(const float *x, const float *stats,
+                                const float *scale, const float *bias,
+                                ChannelArgs a, float epsilon, float *y) {
+  GRID_STRIDE(i, a.n * a.c * a.s) {
+    int64_t k = (i / a.s) % a.c;
+    float invStd = rsqrtf(stats[a.c + k] + epsilon);
+    y[i] = (x[i] - stats[k]) * invStd * scale[k] + bias[k];
+  }
+}
+
+/// sums[k] = sum of dy, sums[c + k] = sum of dy * xhat over channel k.
+__global__ void batchNormGradSums(const float *dy, const float *x,
+                                  const float *stats, ChannelArgs a,
+                                  float epsilon, float *sums) {
+  for (int64_t k = blockIdx.x; k < a.c; k += gridDim.x) {
+    float mu = stats[k], invStd = rsqrtf(stats[a.c + k] + epsilon);
+    float sumDy = channelSum(a, k, [&](int64_t i) { return dy[i]; });
+    float sumDyXhat = channelSum(
+        a, k, [&](int64_t i) { return dy[i] * (x[i] - mu) * invStd; });
+    if (threadIdx.x == 0) {
+      sums[k] = sumDy;
+      sums[a.c + k] = sumDyXhat;
+    }
+  }
+}
+
+__global__ void batchNormGradInputKernel(const float *dy, const float *x,
+                                         const float *stats,
+                                         const float *scale, const float *sums,
+                                         ChannelArgs a, float epsilon,
+                                         float *dx) {
+  float count = float(a.n * a.s);
+  GRID_STRIDE(i, a.n * a.c * a.s) {
+    int64_t k = (i / a.s) % a.c;
+    float invStd = rsqrtf(stats[a.c + k] + epsilon);
+    float xhat = (x[i] - stats[k]) * invStd;
+    dx[i] = scale[k] * invStd *
+            (dy[i] - sums[k] / count - xhat * sums[a.c + k] / count);
   }
 }
 
@@ -439,7 +609,9 @@ static PoolArgs poolArgs(const int64_t *x_shape, const int64_t *y_shape,
              params[2],
              params[3],
              params[4],
-             params[5]};
+             params[5],
+             params[6],
+             params[7]};
   if (a.kh < 1 || a.kw < 1 || a.sh < 1 || a.sw < 1 || a.padTop < 0 ||
       a.padLeft < 0 || x_shape[0] != y_shape[0] || x_shape[1] != y_shape[1])
     fail(std::string(what) + ": bad window or shapes");
@@ -465,6 +637,118 @@ void dpc_max_pool2d_grad(const float *dy, const int64_t *dy_shape,
     return;
   maxPoolGradKernel<<<blocksFor(count), kThreads, 0, stream()>>>(dy, x, dx, a);
   checkLaunch("max_pool2d_grad");
+}
+
+void dpc_avg_pool2d(const float *x, const int64_t *x_shape, float *y,
+                    const int64_t *y_shape, const int64_t *params) {
+  PoolArgs a = poolArgs(x_shape, y_shape, params, "dpc_avg_pool2d");
+  int64_t count = a.planes * a.oh * a.ow;
+  if (count == 0)
+    return;
+  avgPoolKernel<<<blocksFor(count), kThreads, 0, stream()>>>(x, y, a,
+                                                             params[8] != 0);
+  checkLaunch("avg_pool2d");
+}
+
+void dpc_avg_pool2d_grad(const float *dy, const int64_t *dy_shape, float *dx,
+                         const int64_t *dx_shape, const int64_t *params) {
+  PoolArgs a = poolArgs(dx_shape, dy_shape, params, "dpc_avg_pool2d_grad");
+  int64_t count = a.planes * a.h * a.w;
+  if (count == 0)
+    return;
+  avgPoolGradKernel<<<blocksFor(count), kThreads, 0, stream()>>>(
+      dy, dx, a, params[8] != 0);
+  checkLaunch("avg_pool2d_grad");
+}
+
+void dpc_global_avg_pool(const float *x, int64_t planes, int64_t size,
+                         float *y) {
+  if (planes <= 0 || size <= 0)
+    return;
+  globalAvgPoolKernel<<<unsigned(std::min<int64_t>(planes, 1 << 16)), kThreads,
+                        0, stream()>>>(x, planes, size, y);
+  checkLaunch("global_avg_pool");
+}
+
+void dpc_global_avg_pool_grad(const float *dy, int64_t planes, int64_t size,
+                              float *dx) {
+  if (planes <= 0 || size <= 0)
+    return;
+  globalAvgPoolGradKernel<<<blocksFor(planes * size), kThreads, 0,
+                            stream()>>>(dy, planes, size, dx);
+  checkLaunch("global_avg_pool_grad");
+}
+
+static unsigned channelBlocks(int64_t c) {
+  return unsigned(std::max<int64_t>(1, std::min<int64_t>(c, 1 << 16)));
+}
+
+void dpc_batch_norm_stats(const float *x, int64_t n, int64_t c, int64_t s,
+                          float *running_mean, float *running_var,
+                          float momentum, int64_t training, float *stats) {
+  if (c <= 0)
+    return;
+  if (!training) {
+    size_t bytes = size_t(c) * sizeof(float);
+    check(cudaMemcpyAsync(stats, running_mean, bytes,
+                          cudaMemcpyDeviceToDevice, stream()),
+          "dpc_batch_norm_stats: copying the running mean");
+    check(cudaMemcpyAsync(stats + c, running_var, bytes,
+                          cudaMemcpyDeviceToDevice, stream()),
+          "dpc_batch_norm_stats: copying the running variance");
+    return;
+  }
+  if (n * s < 2)
+    fail("dpc_batch_norm_stats: training needs more than one value per "
+         "channel, got " +
+         std::to_string(n * s));
+  batchNormStatsKernel<<<channelBlocks(c), kThreads, 0, stream()>>>(
+      x, ChannelArgs{n, c, s}, running_mean, running_var, momentum, stats);
+  checkLaunch("batch_norm_stats");
+}
+
+void dpc_batch_norm(const float *x, const float *stats, const float *scale,
+                    const float *bias, int64_t n, int64_t c, int64_t s,
+                    float epsilon, float *y) {
+  int64_t count = n * c * s;
+  if (count <= 0)
+    return;
+  batchNormKernel<<<blocksFor(count), kThreads, 0, stream()>>>(
+      x, stats, scale, bias, ChannelArgs{n, c, s}, epsilon, y);
+  checkLaunch("batch_norm");
+}
+
+void dpc_batch_norm_grad_input(const float *dy, const float *x,
+                               const float *stats, const float *scale,
+                               int64_t n, int64_t c, int64_t s, float epsilon,
+                               float *dx) {
+  int64_t count = n * c * s;
+  if (count <= 0)
+    return;
+  ChannelArgs a{n, c, s};
+  float *sums = static_cast<float *>(
+      scratch(Scratch::Reduce, size_t(2 * c) * sizeof(float)));
+  batchNormGradSums<<<channelBlocks(c), kThreads, 0, stream()>>>(
+      dy, x, stats, a, epsilon, sums);
+  checkLaunch("batch_norm_grad_input sums");
+  batchNormGradInputKernel<<<blocksFor(count), kThreads, 0, stream()>>>(
+      dy, x, stats, scale, sums, a, epsilon, dx);
+  checkLaunch("batch_norm_grad_input");
+}
+
+void dpc_batch_norm_grad_scale(const float *dy, const float *x,
+                               const float *stats, int64_t n, int64_t c,
+                               int64_t s, float epsilon, float *dscale) {
+  if (c <= 0)
+    return;
+  float *sums = static_cast<float *>(
+      scratch(Scratch::Reduce, size_t(2 * c) * sizeof(float)));
+  batchNormGradSums<<<channelBlocks(c), kThreads, 0, stream()>>>(
+      dy, x, stats, ChannelArgs{n, c, s}, epsilon, sums);
+  checkLaunch("batch_norm_grad_scale");
+  check(cudaMemcpyAsync(dscale, sums + c, size_t(c) * sizeof(float),
+                        cudaMemcpyDeviceToDevice, stream()),
+        "dpc_batch_norm_grad_scale: copying the sums");
 }
 
 void dpc_softmax_cross_entropy(const float *logits, const int64_t *labels,

@@ -89,6 +89,46 @@ void MaxPool2dOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
                                          getPadsAttr(), getCeilModeAttr());
 }
 
+void AvgPool2dOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
+                                 ArrayRef<bool> needed,
+                                 SmallVectorImpl<Value> &grads) {
+  resetGrads(*this, grads);
+  if (needed[0])
+    grads[0] = b.create<AvgPool2dGradOp>(
+        getLoc(), getInput().getType(), resultGrads[0], getKernelShapeAttr(),
+        getStridesAttr(), getPadsAttr(), getCeilModeAttr(),
+        getCountIncludePadAttr());
+}
+
+void GlobalAvgPoolOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
+                                     ArrayRef<bool> needed,
+                                     SmallVectorImpl<Value> &grads) {
+  resetGrads(*this, grads);
+  if (needed[0])
+    grads[0] = b.create<GlobalAvgPoolGradOp>(getLoc(), getInput().getType(),
+                                             resultGrads[0]);
+}
+
+// The statistics operand gets no gradient of its own: the input gradient
+// covers the path through them (nn.batch_norm_stats has no rule).
+void BatchNormOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
+                                 ArrayRef<bool> needed,
+                                 SmallVectorImpl<Value> &grads) {
+  resetGrads(*this, grads);
+  Value dy = resultGrads[0];
+  Location loc = getLoc();
+  if (needed[0])
+    grads[0] = b.create<BatchNormGradInputOp>(loc, getInput().getType(), dy,
+                                              getInput(), getStats(),
+                                              getScale(), getEpsilonAttr());
+  if (needed[2])
+    grads[2] = b.create<BatchNormGradScaleOp>(loc, getScale().getType(), dy,
+                                              getInput(), getStats(),
+                                              getEpsilonAttr());
+  if (needed[3])
+    grads[3] = b.create<BatchNormGradBiasOp>(loc, getBias().getType(), dy);
+}
+
 void ReshapeOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
                                ArrayRef<bool> needed,
                                SmallVectorImpl<Value> &grads) {

@@ -206,6 +206,120 @@ LogicalResult MaxPool2dGradOp::verify() {
                     elementType);
 }
 
+LogicalResult AvgPool2dOp::verify() {
+  FailureOr<Shape> shape = inferPoolFrom(*this);
+  if (failed(shape))
+    return failure();
+  return expectType(*this, "result", getResult(), *shape,
+                    elementTypeOf(getInput()));
+}
+
+LogicalResult AvgPool2dGradOp::verify() {
+  FailureOr<Shape> shape = inferPool2dShape(
+      shapeOf(getInputGrad()), getKernelShape(), getStrides(), getPads(),
+      getCeilMode(), [&] { return emitOpError(); });
+  return expectForwardResultGrad(*this, shape, getResultGrad(),
+                                 elementTypeOf(getInputGrad()));
+}
+
+LogicalResult GlobalAvgPoolOp::verify() {
+  FailureOr<Shape> shape = inferGlobalAvgPoolShape(
+      shapeOf(getInput()), [&] { return emitOpError(); });
+  if (failed(shape))
+    return failure();
+  return expectType(*this, "result", getResult(), *shape,
+                    elementTypeOf(getInput()));
+}
+
+LogicalResult GlobalAvgPoolGradOp::verify() {
+  return expectForwardResultGrad(
+      *this,
+      inferGlobalAvgPoolShape(shapeOf(getInputGrad()),
+                              [&] { return emitOpError(); }),
+      getResultGrad(), elementTypeOf(getInputGrad()));
+}
+
+//===----------------------------------------------------------------------===//
+// Normalization
+//===----------------------------------------------------------------------===//
+
+// Checks `stats` (2 x C) and, when given, the per-channel operands (C) of a
+// batch_norm op on `input`.
+static LogicalResult verifyBatchNormOperands(Operation *op, Value input,
+                                             Value stats,
+                                             ArrayRef<Value> perChannel,
+                                             ArrayRef<StringRef> names) {
+  FailureOr<Shape> statsShape = inferBatchNormStatsShape(
+      shapeOf(input), [&] { return op->emitOpError(); });
+  if (failed(statsShape))
+    return failure();
+  Type elementType = elementTypeOf(input);
+  if (stats && failed(expectType(op, "stats (mean and variance rows)", stats,
+                                 *statsShape, elementType)))
+    return failure();
+  int64_t channels = (*statsShape)[1];
+  for (auto [value, name] : llvm::zip(perChannel, names))
+    if (failed(expectType(op, name, value, {channels}, elementType)))
+      return failure();
+  return success();
+}
+
+static LogicalResult verifyEpsilon(Operation *op, APFloat epsilon) {
+  if (!(epsilon.convertToFloat() >= 0.0f))
+    return op->emitOpError("expects a non-negative epsilon");
+  return success();
+}
+
+LogicalResult BatchNormStatsOp::verify() {
+  for (Value running : {getRunningMean(), getRunningVar()})
+    if (!running.getDefiningOp<ParamOp>())
+      return emitOpError("expects the running statistics to come from "
+                         "nn.param");
+  float momentum = getMomentum().convertToFloat();
+  if (!(momentum >= 0.0f && momentum <= 1.0f))
+    return emitOpError("expects momentum in [0, 1], got ") << momentum;
+  return verifyBatchNormOperands(*this, getInput(), getStats(),
+                                 {getRunningMean(), getRunningVar()},
+                                 {"running_mean", "running_var"});
+}
+
+LogicalResult BatchNormOp::verify() {
+  if (failed(verifyEpsilon(*this, getEpsilon())) ||
+      failed(verifyBatchNormOperands(*this, getInput(), getStats(),
+                                     {getScale(), getBias()},
+                                     {"scale", "bias"})))
+    return failure();
+  return expectType(*this, "result", getResult(), shapeOf(getInput()),
+                    elementTypeOf(getInput()));
+}
+
+LogicalResult BatchNormGradInputOp::verify() {
+  if (failed(verifyEpsilon(*this, getEpsilon())) ||
+      failed(verifyBatchNormOperands(*this, getInput(), getStats(),
+                                     {getScale()}, {"scale"})))
+    return failure();
+  Type elementType = elementTypeOf(getInput());
+  if (failed(expectType(*this, "result_grad", getResultGrad(),
+                        shapeOf(getInput()), elementType)))
+    return failure();
+  return expectType(*this, "input_grad", getInputGrad(), shapeOf(getInput()),
+                    elementType);
+}
+
+LogicalResult BatchNormGradScaleOp::verify() {
+  if (failed(verifyEpsilon(*this, getEpsilon())) ||
+      failed(verifyBatchNormOperands(*this, getInput(), getStats(),
+                                     {getScaleGrad()}, {"scale_grad"})))
+    return failure();
+  return expectType(*this, "result_grad", getResultGrad(), shapeOf(getInput()),
+                    elementTypeOf(getInput()));
+}
+
+LogicalResult BatchNormGradBiasOp::verify() {
+  return verifyBatchNormOperands(*this, getResultGrad(), Value(),
+                                 {getBiasGrad()}, {"bias_grad"});
+}
+
 //===----------------------------------------------------------------------===//
 // Reshape
 //===----------------------------------------------------------------------===//

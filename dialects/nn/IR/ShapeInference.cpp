@@ -141,6 +141,25 @@ FailureOr<Shape> inferPool2dShape(ArrayRef<int64_t> input,
   return result;
 }
 
+FailureOr<Shape> inferGlobalAvgPoolShape(ArrayRef<int64_t> input,
+                                         EmitErrorFn emitError) {
+  if (input.size() < 3)
+    return emitError() << "expects an input of rank >= 3 (N x C x spatial), "
+                          "got "
+                       << formatShape(input);
+  Shape result(input.begin(), input.begin() + 2);
+  result.append(input.size() - 2, 1);
+  return result;
+}
+
+FailureOr<Shape> inferBatchNormStatsShape(ArrayRef<int64_t> input,
+                                          EmitErrorFn emitError) {
+  if (input.size() < 2)
+    return emitError() << "expects an input of rank >= 2 (N x C x ...), got "
+                       << formatShape(input);
+  return Shape{2, input[1]};
+}
+
 FailureOr<Shape> inferMatmulShape(ArrayRef<int64_t> lhs, ArrayRef<int64_t> rhs,
                                   bool transposeLhs, bool transposeRhs,
                                   EmitErrorFn emitError) {

@@ -40,6 +40,16 @@ FailureOr<Shape> inferPool2dShape(ArrayRef<int64_t> input,
                                   ArrayRef<int64_t> pads, bool ceilMode,
                                   EmitErrorFn emitError);
 
+/// Result shape of global average pooling of `input` (N C D1..Dk, k >= 1):
+/// the spatial dimensions become 1.
+FailureOr<Shape> inferGlobalAvgPoolShape(ArrayRef<int64_t> input,
+                                         EmitErrorFn emitError);
+
+/// Shape of the batch-normalization statistics of `input` (N C D1..Dk,
+/// k >= 0): 2 x C, the mean and the variance of each channel.
+FailureOr<Shape> inferBatchNormStatsShape(ArrayRef<int64_t> input,
+                                          EmitErrorFn emitError);
+
 /// Result shape of `lhs` x `rhs` with optional transposes of the last two
 /// dimensions; batch dimensions must match, or `rhs` is rank 2.
 FailureOr<Shape> inferMatmulShape(ArrayRef<int64_t> lhs, ArrayRef<int64_t> rhs,

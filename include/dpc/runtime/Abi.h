@@ -71,8 +71,19 @@ const int64_t *dpc_labels(dpc_context *ctx);
 void *dpc_alloc(dpc_context *ctx, int64_t bytes);
 
 /* The current value of parameter `param` (manifest "params"). Only the
- * optimizer step writes parameters, through dpc_sgd_step. */
+ * optimizer step writes parameters, through dpc_sgd_step (and a forward
+ * kernel its running statistics, through dpc_param_state). */
 const float *dpc_param(dpc_context *ctx, int64_t param);
+
+/* Whether the running pass trains (1) or only evaluates (0): batch
+ * normalization uses batch statistics while training, its running
+ * statistics otherwise. */
+int64_t dpc_training(dpc_context *ctx);
+
+/* The live buffer of parameter `param`, which a forward kernel updates in
+ * place: the running statistics of batch_norm_stats, the only parameters
+ * written outside the optimizer step. */
+float *dpc_param_state(dpc_context *ctx, int64_t param);
 
 /* Adds `grad` (the parameter's element count) to the parameter's gradient
  * accumulator; the optimizer step consumes and clears it. */
@@ -127,7 +138,8 @@ void dpc_conv2d_grad_input(const float *dy, const int64_t *dy_shape,
 void dpc_conv2d_grad_filter(const float *dy, const int64_t *dy_shape,
                             const float *x, const int64_t *x_shape, float *dw,
                             const int64_t *dw_shape, const int64_t *params);
-/* Sums dy (N, C, H, W) over N, H, W into db (C). */
+/* Sums dy (N, C, H, W) over N, H, W into db (C). batch_norm's bias gradient
+ * calls it too, with the spatial dimensions folded into H and W = 1. */
 void dpc_conv2d_grad_bias(const float *dy, const int64_t *dy_shape,
                           float *db);
 
@@ -162,6 +174,46 @@ void dpc_max_pool2d(const float *x, const int64_t *x_shape, float *y,
 void dpc_max_pool2d_grad(const float *dy, const int64_t *dy_shape,
                          const float *x, const int64_t *x_shape, float *dx,
                          const int64_t *params);
+
+/* avg_pool2d params: the max_pool2d params, then count_include_pad (0 or
+ * 1). The divisor follows PyTorch: the window clipped to the padded input
+ * with count_include_pad, to the input itself without. */
+void dpc_avg_pool2d(const float *x, const int64_t *x_shape, float *y,
+                    const int64_t *y_shape, const int64_t *params);
+void dpc_avg_pool2d_grad(const float *dy, const int64_t *dy_shape, float *dx,
+                         const int64_t *dx_shape, const int64_t *params);
+
+/* Mean of each of `planes` planes of `size` elements; the gradient spreads
+ * dy[p] / size over plane p. */
+void dpc_global_avg_pool(const float *x, int64_t planes, int64_t size,
+                         float *y);
+void dpc_global_avg_pool_grad(const float *dy, int64_t planes, int64_t size,
+                              float *dx);
+
+/* Batch normalization of x viewed as (n, c, s): c channels, s the product
+ * of the spatial dimensions. `stats` is 2 x c: the mean row, then the
+ * biased variance row.
+ * dpc_batch_norm_stats, training: stats = the statistics of x over n and s;
+ *   running_* = momentum * running_* + (1 - momentum) * batch, with the
+ *   unbiased variance for running_var. Not training: stats = the running
+ *   statistics, which stay unchanged.
+ * dpc_batch_norm: y = scale * (x - mean) / sqrt(var + epsilon) + bias.
+ * dpc_batch_norm_grad_input: dx of training-mode batch normalization, the
+ *   statistics being those of x.
+ * dpc_batch_norm_grad_scale: dscale = sum over n and s of dy * xhat. */
+void dpc_batch_norm_stats(const float *x, int64_t n, int64_t c, int64_t s,
+                          float *running_mean, float *running_var,
+                          float momentum, int64_t training, float *stats);
+void dpc_batch_norm(const float *x, const float *stats, const float *scale,
+                    const float *bias, int64_t n, int64_t c, int64_t s,
+                    float epsilon, float *y);
+void dpc_batch_norm_grad_input(const float *dy, const float *x,
+                               const float *stats, const float *scale,
+                               int64_t n, int64_t c, int64_t s, float epsilon,
+                               float *dx);
+void dpc_batch_norm_grad_scale(const float *dy, const float *x,
+                               const float *stats, int64_t n, int64_t c,
+                               int64_t s, float epsilon, float *dscale);
 
 /* loss = scale * sum_i -log softmax(logits[i])[labels[i]], logits n x c. */
 void dpc_softmax_cross_entropy(const float *logits, const int64_t *labels,

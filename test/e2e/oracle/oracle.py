@@ -73,7 +73,79 @@ class MLP(nn.Module):
         return self.fc2(self.relu(self.fc1(x)))
 
 
+class BasicBlock(nn.Module):
+    """ResNet's basic block: two 3x3 convolutions with batch normalization
+    and a skip connection, projected by a 1x1 convolution when the shape
+    changes."""
+
+    def __init__(self, cin, cout, stride):
+        super().__init__()
+        self.conv1 = nn.Conv2d(cin, cout, 3, stride, padding=1, bias=False)
+        self.bn1 = nn.BatchNorm2d(cout)
+        self.conv2 = nn.Conv2d(cout, cout, 3, 1, padding=1, bias=False)
+        self.bn2 = nn.BatchNorm2d(cout)
+        self.relu = nn.ReLU()
+        self.shortcut = nn.Sequential()
+        if stride != 1 or cin != cout:
+            self.shortcut = nn.Sequential(
+                nn.Conv2d(cin, cout, 1, stride, bias=False),
+                nn.BatchNorm2d(cout))
+
+    def forward(self, x):
+        out = self.relu(self.bn1(self.conv1(x)))
+        out = self.bn2(self.conv2(out))
+        return self.relu(out + self.shortcut(x))
+
+
+class ResNet(nn.Module):
+    """ResNet-18's layout for 1 x 28 x 28 inputs: a 3x3 stem, stages of
+    basic blocks (the first at stride 1, the others at stride 2), global
+    average pooling and a linear classifier. `widths` and `blocks` give the
+    channels and depth of each stage; ResNet-18 is (64, 128, 256, 512) with
+    two blocks each."""
+
+    def __init__(self, widths=(8, 16), blocks=(1, 1)):
+        super().__init__()
+        self.stem = nn.Sequential(
+            nn.Conv2d(1, widths[0], 3, padding=1, bias=False),
+            nn.BatchNorm2d(widths[0]), nn.ReLU())
+        layers, cin = [], widths[0]
+        for i, (width, count) in enumerate(zip(widths, blocks)):
+            for j in range(count):
+                layers.append(BasicBlock(cin, width,
+                                         2 if i > 0 and j == 0 else 1))
+                cin = width
+        self.layers = nn.Sequential(*layers)
+        self.pool = nn.AdaptiveAvgPool2d(1)
+        self.flatten = nn.Flatten()
+        self.fc = nn.Linear(cin, 10)
+
+    def forward(self, x):
+        x = self.layers(self.stem(x))
+        return self.fc(self.flatten(self.pool(x)))
+
+
+def resnet18():
+    return ResNet((64, 128, 256, 512), (2, 2, 2, 2))
+
+
+# `--model all` exports MODELS; the others are asked for by name: "resnet"
+# (batch normalization, skip connections, global average pooling, small
+# enough for the tests) and "resnet18" (the benchmark's).
 MODELS = {"lenet5": LeNet5, "mlp": MLP}
+EXTRA_MODELS = {"resnet": ResNet, "resnet18": resnet18}
+
+
+def has_batch_norm(model):
+    return any(isinstance(m, nn.modules.batchnorm._BatchNorm)
+               for m in model.modules())
+
+
+def trained_state(model):
+    """The state dpc keeps too: parameters and running statistics, without
+    PyTorch's batch counter (which only matters for momentum=None)."""
+    return {k: v for k, v in model.state_dict().items()
+            if not k.endswith("num_batches_tracked")}
 
 
 def read_idx(path, expected_magic):
@@ -147,7 +219,13 @@ def export_and_reload(model, name, batch, out_dir):
     model: the ONNX file is what dpc reads, so it is the source of truth."""
     path = os.path.join(out_dir, f"{name}.onnx")
     dummy = torch.zeros(batch, 1, 28, 28)
-    model.eval()
+    # An eval-mode export folds batch normalization into the convolutions;
+    # a training-mode export keeps it (with the running statistics as
+    # initializers), which is what training needs.
+    training = has_batch_norm(model)
+    mode = (torch.onnx.TrainingMode.TRAINING if training
+            else torch.onnx.TrainingMode.EVAL)
+    model.train(training)
     # The TorchScript exporter, the only one in Debian's PyTorch; newer
     # releases (scripts/gpu-test may run under one) default to the dynamo
     # exporter, which builds another graph.
@@ -155,12 +233,13 @@ def export_and_reload(model, name, batch, out_dir):
               inspect.signature(torch.onnx.export).parameters else {})
     torch.onnx.export(model, dummy, path, opset_version=OPSET,
                       input_names=["input"], output_names=["logits"],
-                      do_constant_folding=True, export_params=True, **legacy)
+                      do_constant_folding=not training, export_params=True,
+                      training=mode, **legacy)
     proto = onnx.load(path)
     onnx.checker.check_model(proto)
     initializers = {t.name: onnx.numpy_helper.to_array(t)
                     for t in proto.graph.initializer}
-    state = model.state_dict()
+    state = trained_state(model)
     for param_name, value in state.items():
         if param_name not in initializers:
             sys.exit(f"oracle: parameter {param_name} is not an initializer "
@@ -177,6 +256,11 @@ def export_and_reload(model, name, batch, out_dir):
 
 
 def train(model, x, y, steps, microbatches, microbatch_size, lr, momentum):
+    """SGD steps on minibatches of microbatches * microbatch_size samples.
+    A model with batch normalization takes its statistics per microbatch, as
+    a pipeline does, so its gradients are accumulated microbatch by
+    microbatch (each loss scaled by 1/microbatches); any other model gets the
+    same gradients from one pass over the whole minibatch."""
     minibatch = microbatches * microbatch_size
     if steps * minibatch > x.shape[0]:
         sys.exit(f"oracle: {steps} steps of {minibatch} samples need more "
@@ -189,10 +273,19 @@ def train(model, x, y, steps, microbatches, microbatch_size, lr, momentum):
         begin = step * minibatch
         inputs, labels = x[begin:begin + minibatch], y[begin:begin + minibatch]
         optimizer.zero_grad()
-        loss = loss_fn(model(inputs), labels)
-        loss.backward()
+        if has_batch_norm(model):
+            loss = 0.0
+            for k in range(microbatches):
+                part = slice(k * microbatch_size, (k + 1) * microbatch_size)
+                scaled = loss_fn(model(inputs[part]), labels[part]) / microbatches
+                scaled.backward()
+                loss += scaled.item()
+        else:
+            loss = loss_fn(model(inputs), labels)
+            loss.backward()
+            loss = loss.item()
         optimizer.step()
-        losses.append(loss.item())
+        losses.append(loss)
     return losses
 
 
@@ -206,7 +299,8 @@ def evaluate(model, directory):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--model", choices=sorted(MODELS) + ["all"],
+    parser.add_argument("--model",
+                        choices=sorted(MODELS) + sorted(EXTRA_MODELS) + ["all"],
                         default="all")
     parser.add_argument("--out", required=True, help="output directory")
     parser.add_argument("--data", default=DEFAULT_DATA,
@@ -231,12 +325,12 @@ def main():
     for name in names:
         started = time.time()
         torch.manual_seed(args.seed)
-        model = MODELS[name]()
+        model = {**MODELS, **EXTRA_MODELS}[name]()
         onnx_path, ops = export_and_reload(model, name, args.microbatch_size,
                                            args.out)
         losses = train(model, x, y, args.steps, args.microbatches,
                        args.microbatch_size, args.lr, args.momentum)
-        final = {k: v.detach().numpy() for k, v in model.state_dict().items()}
+        final = {k: v.detach().numpy() for k, v in trained_state(model).items()}
         write_safetensors(os.path.join(args.out, f"{name}.final.safetensors"),
                           final)
         result = {

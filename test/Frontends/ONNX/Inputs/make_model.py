@@ -141,6 +141,39 @@ def param_free_head():
                  [init("w", 10, 784), init("b", 10)])
 
 
+def batchnorm(stats_as_input=False, read_saved=False):
+    """Conv, BatchNormalization with all five outputs named (as a
+    training-mode torch export writes them), Relu, AveragePool with padding,
+    GlobalAveragePool and a linear head."""
+    n = helper.make_node
+    nodes = [
+        n("Conv", ["x", "w"], ["c"], name="conv", kernel_shape=[3, 3],
+          pads=[1, 1, 1, 1]),
+        n("BatchNormalization", ["c", "bn.weight", "bn.bias", "bn.running_mean",
+                                 "bn.running_var"],
+          ["y", "rm", "rv", "sm", "sv"], name="bn", epsilon=1e-3,
+          momentum=0.8),
+        n("Relu", ["y"], ["r"], name="relu"),
+        n("AveragePool", ["r"], ["a"], name="avg", kernel_shape=[3, 3],
+          strides=[2, 2], pads=[1, 1, 1, 1], count_include_pad=1),
+        n("GlobalAveragePool", ["sm" if read_saved else "a"], ["g"],
+          name="gap"),
+        n("Flatten", ["g"], ["f"], name="flatten"),
+        n("Gemm", ["f", "fc.weight", "fc.bias"], ["logits"], name="fc",
+          transB=1),
+    ]
+    inits = [init("w", 4, 1, 3, 3), init("bn.weight", 4), init("bn.bias", 4),
+             init("bn.running_mean", 4), init("fc.weight", 10, 4),
+             init("fc.bias", 10)]
+    inputs = [tensor("x", 2, 1, 8, 8)]
+    if stats_as_input:
+        inputs.append(tensor("bn.running_var", 4))
+    else:
+        inits.append(numpy_helper.from_array(
+            np.ones(4, dtype=np.float32), "bn.running_var"))
+    return model(nodes, inputs, [tensor("logits", 2, 10)], inits)
+
+
 MODELS = {
     "lenet": lambda: lenet(),
     "lenet-fixed-batch": lambda: lenet(batch=16),
@@ -151,6 +184,9 @@ MODELS = {
     "pool-indices": pool_indices,
     "gemm-alpha": gemm_alpha,
     "param-free-head": param_free_head,
+    "batchnorm": batchnorm,
+    "batchnorm-stats-input": lambda: batchnorm(stats_as_input=True),
+    "batchnorm-reads-saved": lambda: batchnorm(read_saved=True),
 }
 
 if __name__ == "__main__":

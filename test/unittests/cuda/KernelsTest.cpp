@@ -515,6 +515,158 @@ INSTANTIATE_TEST_SUITE_P(
         PoolConfig{"AsymmetricPad", {1, 2, 8, 7}, {2, 3, 2, 2, 0, 1, 1, 1}}),
     byName);
 
+class AvgPool : public Cuda,
+                public ::testing::WithParamInterface<PoolConfig> {};
+
+TEST_P(AvgPool, ForwardAndGradBothDivisors) {
+  PoolConfig c = GetParam();
+  Shape ys = c.y();
+  const int64_t *p = c.params;
+  auto x = randomFloats(size_t(countOf(c.x)), 17);
+  auto g = randomFloats(size_t(countOf(ys)), 18);
+  for (int64_t include : {0, 1}) {
+    std::vector<double> y(size_t(countOf(ys))), dx(x.size(), 0.0);
+    for (int64_t plane = 0; plane < ys[0] * ys[1]; ++plane)
+      for (int64_t oh = 0; oh < ys[2]; ++oh)
+        for (int64_t ow = 0; ow < ys[3]; ++ow) {
+          // PyTorch's divisor: the window within the padded input, or the
+          // input elements it covers.
+          int64_t padded = 0, inside = 0;
+          double sum = 0;
+          for (int64_t i = 0; i < p[0]; ++i)
+            for (int64_t j = 0; j < p[1]; ++j) {
+              int64_t ih = oh * p[2] - p[4] + i, iw = ow * p[3] - p[5] + j;
+              if (ih >= c.x[2] + p[6] || iw >= c.x[3] + p[7])
+                continue;
+              ++padded;
+              if (ih < 0 || ih >= c.x[2] || iw < 0 || iw >= c.x[3])
+                continue;
+              ++inside;
+              sum += x[size_t((plane * c.x[2] + ih) * c.x[3] + iw)];
+            }
+          int64_t divisor = include ? padded : inside;
+          int64_t yi = (plane * ys[2] + oh) * ys[3] + ow;
+          y[size_t(yi)] = sum / double(divisor);
+          for (int64_t i = 0; i < p[0]; ++i)
+            for (int64_t j = 0; j < p[1]; ++j) {
+              int64_t ih = oh * p[2] - p[4] + i, iw = ow * p[3] - p[5] + j;
+              if (ih >= 0 && ih < c.x[2] && iw >= 0 && iw < c.x[3])
+                dx[size_t((plane * c.x[2] + ih) * c.x[3] + iw)] +=
+                    g[size_t(yi)] / double(divisor);
+            }
+        }
+    int64_t params[9];
+    std::copy(p, p + 8, params);
+    params[8] = include;
+    Device<float> dX(x), dY(y.size()), dG(g), dDx(x.size());
+    dpc_avg_pool2d(dX.get(), c.x.data(), dY.get(), ys.data(), params);
+    dpc_avg_pool2d_grad(dG.get(), ys.data(), dDx.get(), c.x.data(), params);
+    expectNear(dY.host(), y);
+    expectNear(dDx.host(), dx);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Shapes, AvgPool,
+    ::testing::Values(
+        PoolConfig{"Plain2x2", {4, 6, 28, 28}, {2, 2, 2, 2, 0, 0, 0, 0}},
+        PoolConfig{"Overlap3x3Pad1", {2, 3, 13, 11}, {3, 3, 2, 2, 1, 1, 1, 1}},
+        PoolConfig{"AsymmetricPad", {1, 2, 8, 7}, {2, 3, 2, 2, 0, 1, 1, 1}}),
+    byName);
+
+TEST_F(Cuda, GlobalAvgPoolAndGrad) {
+  int64_t planes = 2 * 512, size = 49; // ResNet-18's last feature map
+  auto x = randomFloats(size_t(planes * size), 19);
+  auto g = randomFloats(size_t(planes), 20);
+  std::vector<double> y(size_t(planes), 0.0), dx(x.size());
+  for (int64_t p = 0; p < planes; ++p) {
+    for (int64_t i = 0; i < size; ++i) {
+      y[size_t(p)] += x[size_t(p * size + i)] / double(size);
+      dx[size_t(p * size + i)] = g[size_t(p)] / double(size);
+    }
+  }
+  Device<float> dX(x), dY(y.size()), dG(g), dDx(x.size());
+  dpc_global_avg_pool(dX.get(), planes, size, dY.get());
+  dpc_global_avg_pool_grad(dG.get(), planes, size, dDx.get());
+  expectNear(dY.host(), y);
+  expectNear(dDx.host(), dx);
+}
+
+TEST_F(Cuda, BatchNormTrainingAndEvaluation) {
+  int64_t n = 8, c = 16, s = 7 * 7;
+  float epsilon = 1e-5f, momentum = 0.9f;
+  auto x = randomFloats(size_t(n * c * s), 21, -2.0f, 3.0f);
+  auto dy = randomFloats(x.size(), 22);
+  auto scale = randomFloats(size_t(c), 23, 0.5f, 1.5f);
+  auto bias = randomFloats(size_t(c), 24);
+  auto runMean = randomFloats(size_t(c), 25);
+  auto runVar = randomFloats(size_t(c), 26, 0.5f, 2.0f);
+  double m = double(n * s);
+  size_t channels = static_cast<size_t>(c);
+  std::vector<double> stats(2 * channels), newMean(channels), newVar(channels),
+      y(x.size()), dx(x.size()), dscale(channels, 0.0), dbias(channels, 0.0);
+  auto at = [&](int64_t i, int64_t k, int64_t j) {
+    return size_t((i * c + k) * s + j);
+  };
+  for (int64_t k = 0; k < c; ++k) {
+    double mean = 0, var = 0;
+    for (int64_t i = 0; i < n; ++i)
+      for (int64_t j = 0; j < s; ++j)
+        mean += x[at(i, k, j)] / m;
+    for (int64_t i = 0; i < n; ++i)
+      for (int64_t j = 0; j < s; ++j)
+        var += std::pow(x[at(i, k, j)] - mean, 2) / m;
+    stats[size_t(k)] = mean;
+    stats[size_t(c + k)] = var;
+    newMean[size_t(k)] = momentum * runMean[size_t(k)] + (1 - momentum) * mean;
+    newVar[size_t(k)] =
+        momentum * runVar[size_t(k)] + (1 - momentum) * var * m / (m - 1);
+    double invStd = 1 / std::sqrt(var + epsilon);
+    for (int64_t i = 0; i < n; ++i)
+      for (int64_t j = 0; j < s; ++j) {
+        double xhat = (x[at(i, k, j)] - mean) * invStd;
+        y[at(i, k, j)] = scale[size_t(k)] * xhat + bias[size_t(k)];
+        dbias[size_t(k)] += dy[at(i, k, j)];
+        dscale[size_t(k)] += dy[at(i, k, j)] * xhat;
+      }
+    for (int64_t i = 0; i < n; ++i)
+      for (int64_t j = 0; j < s; ++j) {
+        double xhat = (x[at(i, k, j)] - mean) * invStd;
+        dx[at(i, k, j)] = scale[size_t(k)] * invStd *
+                          (dy[at(i, k, j)] - dbias[size_t(k)] / m -
+                           xhat * dscale[size_t(k)] / m);
+      }
+  }
+  Device<float> dX(x), dDy(dy), dScale(scale), dBias(bias), dRunMean(runMean),
+      dRunVar(runVar), dStats(stats.size()), dY(x.size()), dDx(x.size()),
+      dDscale(channels), dDbias(channels);
+  dpc_batch_norm_stats(dX.get(), n, c, s, dRunMean.get(), dRunVar.get(),
+                       momentum, 1, dStats.get());
+  dpc_batch_norm(dX.get(), dStats.get(), dScale.get(), dBias.get(), n, c, s,
+                 epsilon, dY.get());
+  dpc_batch_norm_grad_input(dDy.get(), dX.get(), dStats.get(), dScale.get(), n,
+                            c, s, epsilon, dDx.get());
+  dpc_batch_norm_grad_scale(dDy.get(), dX.get(), dStats.get(), n, c, s,
+                            epsilon, dDscale.get());
+  Shape folded = {n, c, s, 1};
+  dpc_conv2d_grad_bias(dDy.get(), folded.data(), dDbias.get());
+  expectNear(dStats.host(), stats);
+  expectNear(dRunMean.host(), newMean);
+  expectNear(dRunVar.host(), newVar);
+  expectNear(dY.host(), y);
+  expectNear(dDx.host(), dx, 1e-3);
+  expectNear(dDscale.host(), dscale);
+  expectNear(dDbias.host(), dbias);
+
+  // Evaluation: the running statistics, unchanged.
+  dpc_batch_norm_stats(dX.get(), n, c, s, dRunMean.get(), dRunVar.get(),
+                       momentum, 0, dStats.get());
+  std::vector<double> running(newMean);
+  running.insert(running.end(), newVar.begin(), newVar.end());
+  expectNear(dStats.host(), running);
+  expectNear(dRunMean.host(), newMean);
+}
+
 TEST_F(Cuda, SoftmaxCrossEntropyAndGrad) {
   for (auto [n, c, spread] : {std::tuple<int64_t, int64_t, float>{7, 10, 3.0f},
                               {64, 10, 1000.0f}, // stability: huge logits

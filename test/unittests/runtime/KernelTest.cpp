@@ -410,6 +410,201 @@ INSTANTIATE_TEST_SUITE_P(
                       PoolCase{2, 2, 8, 8, 3, 3, 1, 1, 0, 0, 0, 0, false}));
 
 //===----------------------------------------------------------------------===//
+// Average pooling
+//===----------------------------------------------------------------------===//
+
+/// Hand-checked windows (the values torch.nn.functional.avg_pool2d gives):
+/// 1..9 in a 3 x 3 plane, 2 x 2 windows at stride 2 with one pixel of
+/// padding, then 1..16 in 4 x 4 with 3 x 3 windows, stride 2, pad 1 and
+/// ceil mode, with and without counting the padding.
+TEST(AvgPool, DivisorsFollowPyTorch) {
+  struct Case {
+    int64_t h, k, out, ceil;
+    std::vector<float> withPad, withoutPad;
+  };
+  std::vector<Case> cases = {
+      {3, 2, 2, 0, {0.25f, 1.25f, 2.75f, 7.0f}, {1.0f, 2.5f, 5.5f, 7.0f}},
+      {4, 3, 3, 1,
+       {14.0f / 9, 30.0f / 9, 2.0f, 57.0f / 9, 11.0f, 6.0f, 4.5f, 7.5f, 4.0f},
+       {3.5f, 5.0f, 6.0f, 9.5f, 11.0f, 12.0f, 13.5f, 15.0f, 16.0f}}};
+  for (const Case &c : cases) {
+    Vec x(size_t(c.h * c.h));
+    for (size_t i = 0; i < x.size(); ++i)
+      x[i] = float(i + 1);
+    int64_t xs[4] = {1, 1, c.h, c.h}, ys[4] = {1, 1, c.out, c.out};
+    for (int64_t include : {1, 0}) {
+      int64_t p[9] = {c.k, c.k, 2, 2, 1, 1, 1, 1, include};
+      Vec y(size_t(c.out * c.out), 123.0f);
+      dpc_avg_pool2d(x.data(), xs, y.data(), ys, p);
+      const std::vector<float> &want = include ? c.withPad : c.withoutPad;
+      expectClose(y, std::vector<double>(want.begin(), want.end()), 1e-6);
+    }
+  }
+}
+
+/// A linear map's gradient is its adjoint: <dy, pool(x)> = <grad(dy), x>
+/// for every x and dy.
+double dot(const Vec &a, const Vec &b) {
+  double sum = 0;
+  for (size_t i = 0; i < a.size(); ++i)
+    sum += double(a[i]) * b[i];
+  return sum;
+}
+
+TEST_P(PoolTest, AverageGradientIsTheAdjoint) {
+  PoolCase c = GetParam();
+  int64_t oh = poolOut(c.h, c.kh, c.sh, c.pt, c.pb, c.ceil);
+  int64_t ow = poolOut(c.w, c.kw, c.sw, c.pl, c.pr, c.ceil);
+  int64_t xs[4] = {c.n, c.c, c.h, c.w}, ys[4] = {c.n, c.c, oh, ow};
+  size_t xn = size_t(c.n * c.c * c.h * c.w), yn = size_t(c.n * c.c * oh * ow);
+  Vec x = randomVec(xn, 31), dy = randomVec(yn, 32);
+  for (int64_t include : {0, 1}) {
+    int64_t p[9] = {c.kh, c.kw, c.sh, c.sw, c.pt, c.pl, c.pb, c.pr, include};
+    Vec y(yn, 123.0f), dx(xn, 123.0f);
+    dpc_avg_pool2d(x.data(), xs, y.data(), ys, p);
+    dpc_avg_pool2d_grad(dy.data(), ys, dx.data(), xs, p);
+    EXPECT_NEAR(dot(dy, y), dot(dx, x), 1e-4 * std::max(1.0, std::abs(dot(dy, y))))
+        << "count_include_pad " << include;
+  }
+}
+
+TEST(GlobalAvgPool, MeanAndAdjointGradient) {
+  int64_t planes = 6, size = 49;
+  Vec x = randomVec(size_t(planes * size), 33), y(size_t(planes), 123.0f);
+  dpc_global_avg_pool(x.data(), planes, size, y.data());
+  std::vector<double> want(static_cast<size_t>(planes), 0.0);
+  for (int64_t p = 0; p < planes; ++p) {
+    for (int64_t i = 0; i < size; ++i)
+      want[size_t(p)] += x[size_t(p * size + i)];
+    want[size_t(p)] /= double(size);
+  }
+  expectClose(y, want, 1e-6);
+  Vec dy = randomVec(size_t(planes), 34), dx(x.size(), 123.0f);
+  dpc_global_avg_pool_grad(dy.data(), planes, size, dx.data());
+  EXPECT_NEAR(dot(dy, y), dot(dx, x), 1e-5);
+}
+
+//===----------------------------------------------------------------------===//
+// Batch normalization
+//===----------------------------------------------------------------------===//
+
+/// Training-mode batch normalization in double, the statistics taken from
+/// x itself: what the finite differences below differentiate.
+std::vector<double> batchNormReference(const std::vector<double> &x,
+                                       const std::vector<double> &scale,
+                                       const std::vector<double> &bias,
+                                       int64_t n, int64_t c, int64_t s,
+                                       double epsilon) {
+  std::vector<double> y(x.size());
+  for (int64_t k = 0; k < c; ++k) {
+    double mean = 0, var = 0;
+    for (int64_t i = 0; i < n; ++i)
+      for (int64_t j = 0; j < s; ++j)
+        mean += x[size_t((i * c + k) * s + j)];
+    mean /= double(n * s);
+    for (int64_t i = 0; i < n; ++i)
+      for (int64_t j = 0; j < s; ++j)
+        var += std::pow(x[size_t((i * c + k) * s + j)] - mean, 2);
+    var /= double(n * s);
+    for (int64_t i = 0; i < n; ++i)
+      for (int64_t j = 0; j < s; ++j) {
+        size_t at = size_t((i * c + k) * s + j);
+        y[at] = scale[size_t(k)] * (x[at] - mean) / std::sqrt(var + epsilon) +
+                bias[size_t(k)];
+      }
+  }
+  return y;
+}
+
+TEST(BatchNorm, StatisticsUpdateTheRunningOnesLikeTorch) {
+  int64_t n = 3, c = 2, s = 5;
+  Vec x = randomVec(size_t(n * c * s), 41, -2, 3);
+  Vec runningMean = {0.5f, -1.0f}, runningVar = {2.0f, 0.25f};
+  Vec stats(size_t(2 * c), 123.0f);
+  dpc_batch_norm_stats(x.data(), n, c, s, runningMean.data(),
+                       runningVar.data(), 0.9f, 1, stats.data());
+  std::vector<double> want(size_t(2 * c)), wantMean(2), wantVar(2);
+  for (int64_t k = 0; k < c; ++k) {
+    double mean = 0, squares = 0;
+    for (int64_t i = 0; i < n; ++i)
+      for (int64_t j = 0; j < s; ++j)
+        mean += x[size_t((i * c + k) * s + j)];
+    mean /= double(n * s);
+    for (int64_t i = 0; i < n; ++i)
+      for (int64_t j = 0; j < s; ++j)
+        squares += std::pow(x[size_t((i * c + k) * s + j)] - mean, 2);
+    want[size_t(k)] = mean;
+    want[size_t(c + k)] = squares / double(n * s);
+    // The running variance folds in the unbiased estimate, as torch does.
+    wantMean[size_t(k)] = 0.9 * (k ? -1.0 : 0.5) + 0.1 * mean;
+    wantVar[size_t(k)] =
+        0.9 * (k ? 0.25 : 2.0) + 0.1 * squares / double(n * s - 1);
+  }
+  expectClose(stats, want, 1e-6);
+  expectClose(runningMean, wantMean, 1e-6);
+  expectClose(runningVar, wantVar, 1e-6);
+
+  // Evaluation normalizes with the running statistics and leaves them be.
+  Vec before = runningMean;
+  dpc_batch_norm_stats(x.data(), n, c, s, runningMean.data(),
+                       runningVar.data(), 0.9f, 0, stats.data());
+  EXPECT_EQ(runningMean, before);
+  expectClose(stats, {wantMean[0], wantMean[1], wantVar[0], wantVar[1]}, 1e-6);
+}
+
+TEST(BatchNorm, ForwardAndGradientsMatchFiniteDifferences) {
+  int64_t n = 3, c = 2, s = 5;
+  float epsilon = 1e-3f;
+  Vec x = randomVec(size_t(n * c * s), 42, -2, 3);
+  Vec scale = {1.5f, -0.7f}, bias = {0.2f, 0.4f};
+  Vec dy = randomVec(x.size(), 43);
+  Vec runningMean(2, 0.0f), runningVar(2, 1.0f), stats(4);
+  dpc_batch_norm_stats(x.data(), n, c, s, runningMean.data(),
+                       runningVar.data(), 0.9f, 1, stats.data());
+  Vec y(x.size()), dx(x.size()), dscale(2), dbias(2);
+  dpc_batch_norm(x.data(), stats.data(), scale.data(), bias.data(), n, c, s,
+                 epsilon, y.data());
+  dpc_batch_norm_grad_input(dy.data(), x.data(), stats.data(), scale.data(),
+                            n, c, s, epsilon, dx.data());
+  dpc_batch_norm_grad_scale(dy.data(), x.data(), stats.data(), n, c, s,
+                            epsilon, dscale.data());
+  int64_t folded[4] = {n, c, s, 1};
+  dpc_conv2d_grad_bias(dy.data(), folded, dbias.data());
+
+  std::vector<double> xd(x.begin(), x.end()), sd(scale.begin(), scale.end()),
+      bd(bias.begin(), bias.end());
+  expectClose(y, batchNormReference(xd, sd, bd, n, c, s, epsilon), 1e-5);
+  // The loss sum(dy * y) and its central differences in double.
+  auto loss = [&](const std::vector<double> &xv, const std::vector<double> &sv,
+                  const std::vector<double> &bv) {
+    std::vector<double> out = batchNormReference(xv, sv, bv, n, c, s, epsilon);
+    double sum = 0;
+    for (size_t i = 0; i < out.size(); ++i)
+      sum += dy[i] * out[i];
+    return sum;
+  };
+  auto derivative = [&](std::vector<double> &v, size_t i) {
+    double h = 1e-6, keep = v[i];
+    v[i] = keep + h;
+    double up = loss(xd, sd, bd);
+    v[i] = keep - h;
+    double down = loss(xd, sd, bd);
+    v[i] = keep;
+    return (up - down) / (2 * h);
+  };
+  std::vector<double> wantDx(x.size()), wantDscale(2), wantDbias(2);
+  for (size_t i = 0; i < x.size(); ++i)
+    wantDx[i] = derivative(xd, i);
+  for (size_t k = 0; k < 2; ++k) {
+    wantDscale[k] = derivative(sd, k);
+    wantDbias[k] = derivative(bd, k);
+  }
+  expectClose(dx, wantDx, 1e-4);
+  expectClose(dscale, wantDscale, 1e-4);
+  expectClose(dbias, wantDbias, 1e-4);
+}
+
+//===----------------------------------------------------------------------===//
 // Softmax cross-entropy
 //===----------------------------------------------------------------------===//
 

@@ -200,7 +200,7 @@ def fresh_model(name, microbatch_size, export_dir, device="cpu"):
     reloaded from the exported initializers, on `device`. Returns (model,
     onnx path)."""
     torch.manual_seed(0)
-    model = oracle.MODELS[name]()
+    model = oracle.build(name)
     path, _ = oracle.export_and_reload(model, name, microbatch_size,
                                        export_dir)
     return model.to(device), path
@@ -380,8 +380,9 @@ def main():
         fail("--warmup and --steps must be at least 1")
     models = args.models.split(",")
     for name in models:
-        if name not in oracle.MODELS:
-            fail(f"unknown model '{name}' (have {', '.join(oracle.MODELS)})")
+        known = list(oracle.MODELS) + list(oracle.EXTRA_MODELS)
+        if name not in known:
+            fail(f"unknown model '{name}' (have {', '.join(known)})")
     batches = parse_batches(args.batches)
     threads = [int(t) for t in args.threads.split(",")]
     total_steps = args.warmup + args.steps

@@ -136,6 +136,11 @@ MODELS = {"lenet5": LeNet5, "mlp": MLP}
 EXTRA_MODELS = {"resnet": ResNet, "resnet18": resnet18}
 
 
+def build(name):
+    """A fresh model by name, from MODELS or EXTRA_MODELS."""
+    return {**MODELS, **EXTRA_MODELS}[name]()
+
+
 def has_batch_norm(model):
     return any(isinstance(m, nn.modules.batchnorm._BatchNorm)
                for m in model.modules())
@@ -325,7 +330,7 @@ def main():
     for name in names:
         started = time.time()
         torch.manual_seed(args.seed)
-        model = {**MODELS, **EXTRA_MODELS}[name]()
+        model = build(name)
         onnx_path, ops = export_and_reload(model, name, args.microbatch_size,
                                            args.out)
         losses = train(model, x, y, args.steps, args.microbatches,

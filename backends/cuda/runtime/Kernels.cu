@@ -226,6 +226,21 @@ __global__ void maxPoolKernel(const float *x, float *y, PoolArgs a) {
   }
 }
 
+/// The output windows [ohLo, ohHi] x [owLo, owHi] whose span covers input
+/// element (ih, iw): oh * sh - padTop <= ih < oh * sh - padTop + kh.
+struct CoveringWindows {
+  int64_t ohLo, ohHi, owLo, owHi;
+};
+
+__device__ CoveringWindows coveringWindows(const PoolArgs &a, int64_t ih,
+                                           int64_t iw) {
+  int64_t hFirst = ih + a.padTop - a.kh + 1, wFirst = iw + a.padLeft - a.kw + 1;
+  return {hFirst <= 0 ? 0 : (hFirst + a.sh - 1) / a.sh,
+          min((ih + a.padTop) / a.sh, a.oh - 1),
+          wFirst <= 0 ? 0 : (wFirst + a.sw - 1) / a.sw,
+          min((iw + a.padLeft) / a.sw, a.ow - 1)};
+}
+
 /// Gathers rather than scatters: each input element finds the windows that
 /// contain it and adds the gradient of those whose maximum it is. Windows
 /// that overlap would otherwise need atomics.
@@ -235,16 +250,10 @@ __global__ void maxPoolGradKernel(const float *dy, const float *x, float *dx,
     int64_t iw = i % a.w, ih = (i / a.w) % a.h, plane = i / (a.w * a.h);
     const float *xPlane = x + plane * a.h * a.w;
     const float *dyPlane = dy + plane * a.oh * a.ow;
-    // Windows oh with oh*sh - padTop <= ih < oh*sh - padTop + kh.
-    int64_t hFirst = ih + a.padTop - a.kh + 1,
-            wFirst = iw + a.padLeft - a.kw + 1;
-    int64_t ohLo = hFirst <= 0 ? 0 : (hFirst + a.sh - 1) / a.sh;
-    int64_t owLo = wFirst <= 0 ? 0 : (wFirst + a.sw - 1) / a.sw;
-    int64_t ohHi = min((ih + a.padTop) / a.sh, a.oh - 1);
-    int64_t owHi = min((iw + a.padLeft) / a.sw, a.ow - 1);
+    CoveringWindows cover = coveringWindows(a, ih, iw);
     float sum = 0.0f;
-    for (int64_t oh = ohLo; oh <= ohHi; ++oh)
-      for (int64_t ow = owLo; ow <= owHi; ++ow) {
+    for (int64_t oh = cover.ohLo; oh <= cover.ohHi; ++oh)
+      for (int64_t ow = cover.owLo; ow <= cover.owHi; ++ow) {
         float value;
         if (windowArgmax(xPlane, a, oh, ow, &value) == ih * a.w + iw)
           sum += dyPlane[oh * a.ow + ow];
@@ -298,15 +307,10 @@ __global__ void avgPoolGradKernel(const float *dy, float *dx, PoolArgs a,
   GRID_STRIDE(i, a.planes * a.h * a.w) {
     int64_t iw = i % a.w, ih = (i / a.w) % a.h, plane = i / (a.w * a.h);
     const float *dyPlane = dy + plane * a.oh * a.ow;
-    int64_t hFirst = ih + a.padTop - a.kh + 1,
-            wFirst = iw + a.padLeft - a.kw + 1;
-    int64_t ohLo = hFirst <= 0 ? 0 : (hFirst + a.sh - 1) / a.sh;
-    int64_t owLo = wFirst <= 0 ? 0 : (wFirst + a.sw - 1) / a.sw;
-    int64_t ohHi = min((ih + a.padTop) / a.sh, a.oh - 1);
-    int64_t owHi = min((iw + a.padLeft) / a.sw, a.ow - 1);
+    CoveringWindows cover = coveringWindows(a, ih, iw);
     float sum = 0.0f;
-    for (int64_t oh = ohLo; oh <= ohHi; ++oh)
-      for (int64_t ow = owLo; ow <= owHi; ++ow) {
+    for (int64_t oh = cover.ohLo; oh <= cover.ohHi; ++oh)
+      for (int64_t ow = cover.owLo; ow <= cover.owHi; ++ow) {
         AvgWindow win = avgWindow(a, oh, ow, includePad);
         if (win.divisor > 0 && ih >= win.h0 && ih < win.h1 && iw >= win.w0 &&
             iw < win.w1)

@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <limits>
 #include <random>
+#include <utility>
 #include <vector>
 
 namespace {
@@ -488,6 +489,22 @@ TEST(GlobalAvgPool, MeanAndAdjointGradient) {
 // Batch normalization
 //===----------------------------------------------------------------------===//
 
+/// The mean of channel k of x (n, c, s) and the sum of squared deviations
+/// from it.
+template <typename T>
+std::pair<double, double> channelMoments(const std::vector<T> &x, int64_t n,
+                                         int64_t c, int64_t s, int64_t k) {
+  double mean = 0, squares = 0;
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t j = 0; j < s; ++j)
+      mean += x[size_t((i * c + k) * s + j)];
+  mean /= double(n * s);
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t j = 0; j < s; ++j)
+      squares += std::pow(x[size_t((i * c + k) * s + j)] - mean, 2);
+  return {mean, squares};
+}
+
 /// Training-mode batch normalization in double, the statistics taken from
 /// x itself: what the finite differences below differentiate.
 std::vector<double> batchNormReference(const std::vector<double> &x,
@@ -497,15 +514,8 @@ std::vector<double> batchNormReference(const std::vector<double> &x,
                                        double epsilon) {
   std::vector<double> y(x.size());
   for (int64_t k = 0; k < c; ++k) {
-    double mean = 0, var = 0;
-    for (int64_t i = 0; i < n; ++i)
-      for (int64_t j = 0; j < s; ++j)
-        mean += x[size_t((i * c + k) * s + j)];
-    mean /= double(n * s);
-    for (int64_t i = 0; i < n; ++i)
-      for (int64_t j = 0; j < s; ++j)
-        var += std::pow(x[size_t((i * c + k) * s + j)] - mean, 2);
-    var /= double(n * s);
+    auto [mean, squares] = channelMoments(x, n, c, s, k);
+    double var = squares / double(n * s);
     for (int64_t i = 0; i < n; ++i)
       for (int64_t j = 0; j < s; ++j) {
         size_t at = size_t((i * c + k) * s + j);
@@ -525,14 +535,7 @@ TEST(BatchNorm, StatisticsUpdateTheRunningOnesLikeTorch) {
                        runningVar.data(), 0.9f, 1, stats.data());
   std::vector<double> want(size_t(2 * c)), wantMean(2), wantVar(2);
   for (int64_t k = 0; k < c; ++k) {
-    double mean = 0, squares = 0;
-    for (int64_t i = 0; i < n; ++i)
-      for (int64_t j = 0; j < s; ++j)
-        mean += x[size_t((i * c + k) * s + j)];
-    mean /= double(n * s);
-    for (int64_t i = 0; i < n; ++i)
-      for (int64_t j = 0; j < s; ++j)
-        squares += std::pow(x[size_t((i * c + k) * s + j)] - mean, 2);
+    auto [mean, squares] = channelMoments(x, n, c, s, k);
     want[size_t(k)] = mean;
     want[size_t(c + k)] = squares / double(n * s);
     // The running variance folds in the unbiased estimate, as torch does.

@@ -283,6 +283,15 @@ SmallVector<int64_t> poolParams(ArrayRef<int64_t> kernel,
   return params;
 }
 
+// avg_pool2d and its gradient: the pool params, then count_include_pad.
+template <typename AvgPoolOp>
+SmallVector<int64_t> avgPoolParams(AvgPoolOp op) {
+  SmallVector<int64_t> params =
+      poolParams(op.getKernelShape(), op.getStrides(), op.getPads());
+  params.push_back(op.getCountIncludePad());
+  return params;
+}
+
 // Shape padded with leading ones to `rank`.
 SmallVector<int64_t> padShape(ArrayRef<int64_t> shape, size_t rank) {
   SmallVector<int64_t> padded(rank - shape.size(), 1);
@@ -541,22 +550,16 @@ LogicalResult Lowering::lowerOp(Operation *op) {
       })
       .Case([&](nn::AvgPool2dOp pool) {
         Value y = alloc(pool);
-        SmallVector<int64_t> params = poolParams(
-            pool.getKernelShape(), pool.getStrides(), pool.getPads());
-        params.push_back(pool.getCountIncludePad());
         callVoid("dpc_avg_pool2d", {ptrOf(pool.getInput()),
                                     shape(pool.getInput()), y, shape(pool),
-                                    constArray(params)});
+                                    constArray(avgPoolParams(pool))});
         define(pool, y);
       })
       .Case([&](nn::AvgPool2dGradOp grad) {
         Value dx = alloc(grad);
-        SmallVector<int64_t> params = poolParams(
-            grad.getKernelShape(), grad.getStrides(), grad.getPads());
-        params.push_back(grad.getCountIncludePad());
         callVoid("dpc_avg_pool2d_grad",
                  {ptrOf(grad.getResultGrad()), shape(grad.getResultGrad()), dx,
-                  shape(grad), constArray(params)});
+                  shape(grad), constArray(avgPoolParams(grad))});
         define(grad, dx);
       })
       .Case([&](nn::GlobalAvgPoolOp pool) {

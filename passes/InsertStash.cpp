@@ -2,7 +2,8 @@
 //
 // Splits @main at the loss into forward and backward, then, per stage, finds
 // the forward values (results and arguments) that backward ops of that
-// stage read, and routes those reads through a stash/restore pair.
+// stage read, and routes those reads through a stash/restore pair. An
+// inference module (`pipe.inference`) is left as it is.
 //
 //===----------------------------------------------------------------------===//
 
@@ -60,6 +61,9 @@ struct InsertStashPass
       module.emitError("expects a single-block function @main");
       return signalPassFailure();
     }
+    // A forward-only module has no backward to keep values for.
+    if (module->hasAttr(pipe::PipeDialect::kInferenceAttrName))
+      return;
     Block &body = main.getBody().front();
     auto losses = llvm::to_vector(body.getOps<nn::SoftmaxCrossEntropyOp>());
     if (losses.size() != 1) {

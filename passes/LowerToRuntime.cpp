@@ -69,6 +69,8 @@ struct Manifest {
   llvm::StringMap<int64_t> stashKeys; // key -> id
   std::map<int64_t, llvm::json::Object> stashes;
   int64_t microbatchSize = 0;
+  // A forward-only build (`pipe.inference`): the ranks predict, not train.
+  bool inference = false;
   // Profiled ops: (node, phase) per id.
   std::vector<std::pair<std::string, std::string>> profile;
 
@@ -139,6 +141,8 @@ struct Manifest {
     };
     if (!profileArray.empty())
       root["profile"] = std::move(profileArray);
+    if (inference)
+      root["inference"] = true;
     std::string text;
     llvm::raw_string_ostream os(text);
     os << llvm::json::Value(std::move(root));
@@ -756,6 +760,7 @@ LogicalResult Lowering::run() {
   if (auto size = module->getAttrOfType<IntegerAttr>(
           pipe::PipeDialect::kMicrobatchSizeAttrName))
     manifest.microbatchSize = size.getInt();
+  manifest.inference = module->hasAttr(pipe::PipeDialect::kInferenceAttrName);
 
   // With one chunk the segments are the ABI's functions; with several, each
   // chunk's are private and the ABI's dispatch on dpc_chunk.

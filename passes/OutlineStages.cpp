@@ -1,7 +1,8 @@
 //===- OutlineStages.cpp - Per-stage segment functions --------------------===//
 //
 // Clones the ops of each (stage, segment) of @main into a function of its
-// own. Within one function every value must be computed there, re-read
+// own. In an inference module (`pipe.inference`) every op is forward work and
+// every result of @main an output; the other segments stay empty. Within one function every value must be computed there, re-read
 // there (parameters, restores, data) or come from a transfer; anything else
 // means an earlier pass missed a stash or a transfer, which is reported.
 //
@@ -40,7 +41,8 @@ bool isRereadable(Operation *op) {
 class Outliner {
 public:
   Outliner(ModuleOp module, func::FuncOp main)
-      : module(module), main(main), builder(module.getContext()) {}
+      : module(module), main(main), builder(module.getContext()),
+        inference(module->hasAttr(pipe::PipeDialect::kInferenceAttrName)) {}
 
   LogicalResult run();
 
@@ -56,6 +58,8 @@ private:
   ModuleOp module;
   func::FuncOp main;
   OpBuilder builder;
+  // A forward-only module: @main returns outputs only, no loss first.
+  bool inference;
   int64_t numStages = 1;
   SmallVector<Operation *> forward, backward;
   SmallVector<nn::SgdUpdateOp> updates;
@@ -65,7 +69,16 @@ private:
 LogicalResult Outliner::classify() {
   Block &body = main.getBody().front();
   auto losses = llvm::to_vector(body.getOps<nn::SoftmaxCrossEntropyOp>());
-  if (losses.size() != 1)
+  if (inference && !losses.empty())
+    return main.emitError("an inference module ('")
+           << pipe::PipeDialect::kInferenceAttrName
+           << "') has no loss, got nn.softmax_cross_entropy";
+  unsigned results = main.getFunctionType().getNumResults();
+  if (inference && results != 1)
+    return main.emitError("an inference module reports one output, but @main "
+                          "returns ")
+           << results << " results";
+  if (!inference && losses.size() != 1)
     return main.emitError("expects one nn.softmax_cross_entropy marking the "
                           "end of the forward pass, got ")
            << losses.size();
@@ -84,7 +97,7 @@ LogicalResult Outliner::classify() {
       backward.push_back(&op);
     if (auto stash = dyn_cast<pipe::StashOp>(op))
       stashKeys.insert(stash.getKey());
-    if (&op == losses.front().getOperation())
+    if (!inference && &op == losses.front().getOperation())
       inForward = false;
   }
   if (auto attr = module->getAttrOfType<IntegerAttr>(
@@ -181,9 +194,17 @@ LogicalResult Outliner::outlineStage(int64_t stage) {
   builder.setInsertionPoint(fwdFunc.getBody().front().getTerminator());
   for (auto [i, result] : llvm::enumerate(ret.getOperands())) {
     Value mapped = fwdMap.lookupOrNull(result);
+    // A model that returns its input (an ONNX Identity) reads it to report
+    // it; only a one-stage pipeline has input and output on one stage.
+    if (!mapped && isa<BlockArgument>(result) && numStages == 1) {
+      FailureOr<Value> read = lookupOrReread(result, fwdMap, ret);
+      if (failed(read))
+        return failure();
+      mapped = *read;
+    }
     if (!mapped)
       continue;
-    if (i == 0)
+    if (i == 0 && !inference)
       builder.create<pipe::ReportLossOp>(ret.getLoc(), mapped);
     else
       builder.create<pipe::ReportOutputOp>(ret.getLoc(), mapped);

@@ -1,8 +1,8 @@
 //===- OnnxImporter.cpp - ONNX to nn dialect ------------------------------===//
 //
 // The import runs in three steps:
-//   1. the onnx library parses, checks, converts the model to kTargetOpset
-//      and infers shapes (after the batch size is specialised, if asked);
+//   1. the onnx library parses and checks the model, converts one older than
+//      kMinOpset to kMinOpset, and infers shapes (after the batch size is specialised, if asked);
 //   2. the importer walks the (topologically sorted) nodes and dispatches
 //      each through `kHandlers`, keyed by op type and by the since-version
 //      of the op's schema at the model's opset;
@@ -168,15 +168,17 @@ private:
 };
 
 // Op types and the since-versions of their schemas that the importer
-// implements. The model is converted to kTargetOpset first, so these are the
-// versions in effect at that opset (and, where a later version changed only
-// the accepted types, the later one too).
+// implements: the versions in effect at kMinOpset and every later version up
+// to the onnx library's newest opset whose changes the handler covers (most
+// changed only the accepted types).
 const Importer::HandlerEntry Importer::kHandlers[] = {
     {"Conv", 11, &Importer::importConv},
     {"MaxPool", 12, &Importer::importMaxPool},
     {"AveragePool", 11, &Importer::importAveragePool},
     {"GlobalAveragePool", 1, &Importer::importGlobalAveragePool},
     {"BatchNormalization", 9, &Importer::importBatchNormalization},
+    {"BatchNormalization", 14, &Importer::importBatchNormalization},
+    {"BatchNormalization", 15, &Importer::importBatchNormalization},
     {"Relu", 13, &Importer::importRelu},
     {"Relu", 14, &Importer::importRelu},
     {"Gemm", 13, &Importer::importGemm},
@@ -1201,13 +1203,22 @@ mlir::dpc::onnx_frontend::importOnnxFile(StringRef path, MLIRContext *context,
   } catch (const std::exception &e) {
     return emitError(loc) << "the ONNX checker rejects the model: " << e.what();
   }
-  if (imported.fileOpset != kTargetOpset) {
+  int64_t newest = onnx::OpSchemaRegistry::DomainToVersionRange::Instance()
+                       .Map()
+                       .at(onnx::ONNX_DOMAIN)
+                       .second;
+  if (imported.fileOpset > newest)
+    return emitError(loc) << "the model's opset " << imported.fileOpset
+                          << " is newer than opset " << newest
+                          << ", the newest this build's onnx library knows";
+  int64_t opset = std::max(imported.fileOpset, kMinOpset);
+  if (imported.fileOpset < kMinOpset) {
     try {
-      model = onnx::version_conversion::ConvertVersion(model, kTargetOpset);
+      model = onnx::version_conversion::ConvertVersion(model, kMinOpset);
     } catch (const std::exception &e) {
       return emitError(loc)
              << "cannot convert the model from opset " << imported.fileOpset
-             << " to opset " << kTargetOpset << ": " << e.what();
+             << " to opset " << kMinOpset << ": " << e.what();
     }
   }
   if (options.batchSize > 0) {
@@ -1241,7 +1252,7 @@ mlir::dpc::onnx_frontend::importOnnxFile(StringRef path, MLIRContext *context,
     return emitError(loc) << "ONNX shape inference fails: " << e.what();
   }
 
-  Importer importer(context, path, kTargetOpset);
+  Importer importer(context, path, opset);
   if (failed(importer.importGraph(model.graph(), imported)))
     return failure();
   return imported;

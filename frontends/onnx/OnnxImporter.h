@@ -22,9 +22,10 @@
 
 namespace mlir::dpc::onnx_frontend {
 
-/// The opset the handler table implements; models at other opsets are
-/// converted to it first.
-constexpr int64_t kTargetOpset = 13;
+/// The oldest opset the handler table implements: older models are
+/// converted to it first. Newer ones, up to the newest opset the onnx
+/// library knows, are imported at their own opset.
+constexpr int64_t kMinOpset = 13;
 
 struct ImportOptions {
   /// When positive, the first dimension of every graph input is set to this
@@ -46,7 +47,7 @@ struct ImportedModel {
   /// order.
   std::vector<std::string> inputNames;
   std::vector<std::string> outputNames;
-  /// The opset the file declared (before conversion to kTargetOpset).
+  /// The opset the file declared (before any conversion to kMinOpset).
   int64_t fileOpset = 0;
 };
 

@@ -253,6 +253,7 @@ Dataset Dataset::fromBytes(std::vector<int64_t> sampleShape,
   d.elements = product(d.shape);
   d.classes = numClasses;
   d.bytePixels = std::move(pixels);
+  d.count = int64_t(labels.size());
   d.labels = std::move(labels);
   if (int64_t(d.bytePixels.size()) != d.elements * d.size())
     throw Error("dataset: pixel count does not match labels and shape");
@@ -267,13 +268,29 @@ Dataset Dataset::fromFloats(std::vector<int64_t> sampleShape,
   d.elements = product(d.shape);
   d.classes = numClasses;
   d.floatInputs = std::move(inputs);
+  d.count = int64_t(labels.size());
   d.labels = std::move(labels);
   if (int64_t(d.floatInputs.size()) != d.elements * d.size())
     throw Error("dataset: input count does not match labels and shape");
   return d;
 }
 
+Dataset Dataset::unlabelled(std::vector<int64_t> sampleShape,
+                            std::vector<float> inputs) {
+  Dataset d;
+  d.shape = std::move(sampleShape);
+  d.elements = product(d.shape);
+  d.labelled = false;
+  if (d.elements == 0 || inputs.size() % size_t(d.elements) != 0)
+    throw Error("dataset: input count is not a multiple of the sample size");
+  d.count = int64_t(inputs.size()) / d.elements;
+  d.floatInputs = std::move(inputs);
+  return d;
+}
+
 int64_t Dataset::label(int64_t index) const {
+  if (!labelled)
+    throw Error("dataset: the data has no labels");
   if (index < 0 || index >= size())
     throw Error("dataset: sample " + std::to_string(index) +
                 " out of range (size " + std::to_string(size()) + ")");
@@ -326,12 +343,14 @@ DataSpec parseDataSpec(const std::string &text) {
   }
   if (kind == "npy") {
     size_t comma = rest.find(',');
-    if (comma == std::string::npos || comma == 0 || comma + 1 == rest.size())
+    if (rest.empty() || comma == 0 ||
+        (comma != std::string::npos && comma + 1 == rest.size()))
       throw Error("data spec '" + text +
-                  "': expected npy:INPUTS.npy,LABELS.npy");
+                  "': expected npy:INPUTS.npy,LABELS.npy or npy:INPUTS.npy");
     spec.kind = DataSpec::Kind::Npy;
     spec.inputsPath = rest.substr(0, comma);
-    spec.labelsPath = rest.substr(comma + 1);
+    if (comma != std::string::npos)
+      spec.labelsPath = rest.substr(comma + 1);
     return spec;
   }
   if (kind == "synthetic") {
@@ -349,7 +368,7 @@ DataSpec parseDataSpec(const std::string &text) {
   }
   throw Error("data spec '" + text + "': unknown kind '" + kind +
               "'; expected fashion-mnist:DIR, mnist:DIR, "
-              "npy:INPUTS.npy,LABELS.npy or synthetic[:SAMPLES]");
+              "npy:INPUTS.npy[,LABELS.npy] or synthetic[:SAMPLES]");
 }
 
 static std::string shapeText(const std::vector<int64_t> &shape) {
@@ -394,12 +413,21 @@ static Dataset loadIdx(const DataSpec &spec, Split split,
 
 static Dataset loadNpy(const DataSpec &spec, const ModelDataShape &model) {
   NpyArray inputs = readNpyFile(spec.inputsPath);
-  NpyArray labels = readNpyFile(spec.labelsPath);
   if (inputs.descr != "<f4")
     throw Error(spec.inputsPath + ": inputs must be float32 ('<f4'), got '" +
                 inputs.descr + "'");
   if (inputs.shape.empty())
     throw Error(spec.inputsPath + ": inputs must have a sample dimension");
+  std::vector<float> values(inputs.data.size() / 4);
+  std::memcpy(values.data(), inputs.data.data(), inputs.data.size());
+  std::vector<int64_t> sampleShape(inputs.shape.begin() + 1,
+                                   inputs.shape.end());
+  if (spec.labelsPath.empty()) {
+    if (inputs.shape[0] == 0)
+      throw Error(spec.inputsPath + ": the dataset has no samples");
+    return Dataset::unlabelled(sampleShape, std::move(values));
+  }
+  NpyArray labels = readNpyFile(spec.labelsPath);
   if (labels.shape.size() != 1)
     throw Error(spec.labelsPath + ": labels must be one-dimensional, got " +
                 "shape " + shapeText(labels.shape));
@@ -433,10 +461,6 @@ static Dataset loadNpy(const DataSpec &spec, const ModelDataShape &model) {
                   std::to_string(model.numClasses) + ")");
     maxLabel = std::max(maxLabel, labelValues[i]);
   }
-  std::vector<float> values(inputs.data.size() / 4);
-  std::memcpy(values.data(), inputs.data.data(), inputs.data.size());
-  std::vector<int64_t> sampleShape(inputs.shape.begin() + 1,
-                                   inputs.shape.end());
   return Dataset::fromFloats(
       sampleShape, std::move(values), std::move(labelValues),
       model.numClasses > 0 ? model.numClasses : maxLabel + 1);

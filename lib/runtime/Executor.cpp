@@ -313,6 +313,8 @@ struct Executor::Impl : dpc_context {
   int currentMb = -1;
   int currentChunk = 0;
   bool evaluating = false;
+  // Evaluation keeps every reported output (predictions).
+  bool keepingOutputs = false;
   EvalResult eval;
 
   bool tracing = false;
@@ -1112,9 +1114,17 @@ struct Executor::Impl : dpc_context {
     if (!manifest.outputShape)
       fatal("dpc_report_output",
             "the manifest declares no output for this stage");
+    const std::vector<int64_t> &shape = *manifest.outputShape;
+    if (evaluating && keepingOutputs) {
+      size_t elements = 1;
+      for (int64_t d : shape)
+        elements *= size_t(d);
+      const auto *values = static_cast<const float *>(
+          download(output, elements * sizeof(float), downStaging));
+      eval.outputs.insert(eval.outputs.end(), values, values + elements);
+    }
     if (!evaluating || !manifest.labelsShape)
       return;
-    const std::vector<int64_t> &shape = *manifest.outputShape;
     int64_t rows = shape[0], cols = 1;
     for (size_t d = 1; d < shape.size(); ++d)
       cols *= shape[d];
@@ -1340,7 +1350,8 @@ const schedule::RankStats &Executor::promisedMemory() const {
   return impl->promised;
 }
 
-EvalResult Executor::evaluate(const Dataset *data, int64_t microbatches) {
+EvalResult Executor::evaluate(const Dataset *data, int64_t microbatches,
+                              bool keepOutputs) {
   Impl &s = *impl;
   const RankManifest &m = s.manifest;
   // The first replica of every stage evaluates; the others have the same
@@ -1358,6 +1369,7 @@ EvalResult Executor::evaluate(const Dataset *data, int64_t microbatches) {
     config.microbatches = 1;
     config.microbatchSize = m.microbatchSize;
     config.shuffle = false;
+    config.padLast = keepOutputs;
     sampler = std::make_unique<Sampler>(config);
     if (sampler->stepsPerEpoch() < microbatches)
       throw Error("evaluation wants " + std::to_string(microbatches) +
@@ -1365,6 +1377,7 @@ EvalResult Executor::evaluate(const Dataset *data, int64_t microbatches) {
                   std::to_string(sampler->stepsPerEpoch()));
   }
   s.evaluating = true;
+  s.keepingOutputs = keepOutputs;
   s.eval = EvalResult();
   s.currentData = data;
   s.currentSampler = sampler.get();

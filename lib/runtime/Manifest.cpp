@@ -104,13 +104,19 @@ public:
     return v.get<std::string>();
   }
 
-  std::vector<int64_t> shape(const json &v, const std::string &path) {
-    if (!v.is_array() || v.empty())
-      fail(path, "expected a non-empty array of positive integers");
+  /// Batched tensors have at least one dimension; a parameter may be a
+  /// scalar (`allowScalar`, shape []).
+  std::vector<int64_t> shape(const json &v, const std::string &path,
+                             bool allowScalar = false) {
+    const char *expected =
+        allowScalar ? "expected an array of positive integers"
+                    : "expected a non-empty array of positive integers";
+    if (!v.is_array() || (v.empty() && !allowScalar))
+      fail(path, expected);
     std::vector<int64_t> dims;
     for (const json &d : v) {
       if (!d.is_number_integer() || d.get<int64_t>() <= 0)
-        fail(path, "expected a non-empty array of positive integers");
+        fail(path, expected);
       dims.push_back(d.get<int64_t>());
     }
     return dims;
@@ -259,11 +265,21 @@ RankManifest parseManifest(const std::string &text, const std::string &name) {
       r.fail("labels.shape", "expected [microbatch_size]");
     batchFirst(*m.labelsShape, "labels.shape");
   }
+  if (auto it = root.find("inference"); it != root.end()) {
+    if (!it->is_boolean())
+      r.fail("inference", "expected true or false");
+    m.inference = it->get<bool>();
+  }
+  if (m.inference && m.labelsShape)
+    r.fail("labels", "an inference build reads no labels");
   m.outputShape = r.optionalShape(root, "", "output");
   if (m.outputShape) {
     if (!m.isLastStage())
       r.fail("output", "only the last stage reports an output");
-    batchFirst(*m.outputShape, "output.shape");
+    // A model's output need not be batch-major (Flatten with axis 0); the
+    // loss of a training build needs it to be.
+    if (!m.inference)
+      batchFirst(*m.outputShape, "output.shape");
   }
 
   const json &params = r.array(root, "", "params");
@@ -274,7 +290,8 @@ RankManifest parseManifest(const std::string &text, const std::string &name) {
     ManifestParam p;
     p.id = r.integer(params[i], path, "id", 0);
     p.name = r.string(params[i], path, "name");
-    p.shape = r.shape(r.field(params[i], path, "shape"), path + "shape");
+    p.shape = r.shape(r.field(params[i], path, "shape"), path + "shape",
+                      /*allowScalar=*/true);
     if (!ids.insert(p.id).second)
       r.fail(path + "id", "id " + std::to_string(p.id) + " appears twice");
     if (!names.insert(p.name).second)

@@ -24,6 +24,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <optional>
@@ -40,8 +41,11 @@ namespace {
 struct Options {
   std::string data = "fashion-mnist:/usr/share/datasets/fashion-mnist";
   std::string evalData, metrics, trace, checkpointDir, opTimes, summary;
+  std::string predictions;
   int64_t steps = 0, epochs = 0, seed = 0, checkpointEvery = 0;
   bool shuffle = true, resume = false, eval = true;
+  /// The options given that only a training build uses.
+  std::vector<std::string> trainingOptions;
 };
 
 /// Thrown for a bad command line: every rank sees the same arguments, so
@@ -98,13 +102,17 @@ Options parseOptions(int argc, char **argv, bool &help) {
                    "objects built by 'dpc profile': write each op's measured "
                    "time per rank, FILE with .rankK inserted");
   parser.addOption("checkpoint-dir", &o.checkpointDir, "DIR",
-                   "write per-stage checkpoints here at the end");
+                   "write per-stage checkpoints here at the end (inference "
+                   "builds: read the trained weights from here)");
   parser.addOption("checkpoint-every", &o.checkpointEvery, "N",
                    "also checkpoint every N steps");
   parser.addFlag("resume", &o.resume,
                  "continue from the checkpoints in --checkpoint-dir");
   parser.addFlag("eval", &o.eval,
                  "measure test accuracy after training (default)", true);
+  parser.addOption("predictions", &o.predictions, "FILE",
+                   "inference builds: write the model's outputs for every "
+                   "sample of --data as float32 .npy (last stage)");
   parser.addOption("summary", &o.summary, "FILE",
                    "for 'dpc run': write the measured step times as JSON "
                    "(last stage)");
@@ -130,6 +138,11 @@ Options parseOptions(int argc, char **argv, bool &help) {
     throw UsageError{"--resume needs --checkpoint-dir"};
   if (o.epochs == 0 && o.steps == 0)
     o.epochs = 1;
+  for (const char *training :
+       {"steps", "epochs", "eval-data", "checkpoint-every", "resume",
+        "metrics"})
+    if (parser.given(training))
+      o.trainingOptions.push_back(training);
   return o;
 }
 
@@ -272,6 +285,105 @@ void reportMemory(Communicator &comm, const Executor &exec, bool reports,
             ")");
 }
 
+/// The outputs of an inference build for `samples` samples, as kept by
+/// Executor::evaluate over `microbatches` microbatches, written as .npy: a
+/// batch-major output loses the rows that padded the last microbatch.
+void writePredictions(const std::string &path, const RankManifest &m,
+                      const std::vector<float> &outputs, int64_t samples,
+                      int64_t microbatches) {
+  std::vector<int64_t> shape = *m.outputShape;
+  int64_t perMicrobatch = product(shape);
+  if (int64_t(outputs.size()) != perMicrobatch * microbatches)
+    throw Error("predictions: expected " +
+                std::to_string(perMicrobatch * microbatches) +
+                " output values, the last stage kept " +
+                std::to_string(outputs.size()));
+  int64_t rows = shape[0] * microbatches;
+  if (shape[0] == m.microbatchSize)
+    rows = samples;
+  else if (samples % m.microbatchSize != 0)
+    throw Error("the model's output (first dimension " +
+                std::to_string(shape[0]) + ") is not batch-major, so the " +
+                std::to_string(samples) + " samples must fill whole "
+                "microbatches of " + std::to_string(m.microbatchSize));
+  shape[0] = rows;
+  size_t bytes = size_t(rows * product(shape, 1)) * sizeof(float);
+  writeNpyFile(path, "<f4", shape, outputs.data(), bytes);
+}
+
+/// An inference build's run: the forward pass over every sample of --data,
+/// pipelined microbatch after microbatch; the last stage writes the outputs
+/// and, when the data has labels and the output is a batch of class scores,
+/// the accuracy.
+int predict(const Options &opts, Communicator &comm, Executor &exec,
+            const std::string &dir) {
+  const RankManifest &m = exec.manifest();
+  if (!opts.trainingOptions.empty())
+    throw UsageError{"--" + opts.trainingOptions.front() +
+                     " applies to training, and this is an inference build "
+                     "(dpc compile --inference)"};
+  ModelDataShape model = shareModelShape(comm, m);
+  DataSpec spec = parseDataSpec(opts.data);
+  // The last stage reads the data too when it has labels to score against.
+  std::optional<Dataset> data;
+  if (m.isFirstStage() || m.isLastStage())
+    data = loadDataset(spec, Split::Test, model, uint64_t(opts.seed));
+  std::vector<int64_t> sizes = {data ? data->size() : 0};
+  std::vector<int64_t> mine = sizes;
+  broadcastInts(comm, 0, sizes);
+  if (data && mine != sizes)
+    throw Error("this stage read " + std::to_string(mine[0]) +
+                " samples but the first stage read " +
+                std::to_string(sizes[0]) + " (give every rank the same data)");
+  const int64_t samples = sizes[0];
+  bool scored = m.isLastStage() && data->hasLabels() && m.outputShape &&
+                m.outputShape->size() == 2 &&
+                (*m.outputShape)[0] == m.microbatchSize;
+  if (m.isLastStage() && opts.predictions.empty() && !scored)
+    throw UsageError{"an inference run over unlabelled data has nothing to "
+                     "report: give --predictions FILE.npy"};
+  // The compiler's weights, or trained ones: every stage's checkpoint of a
+  // training run, whatever its stage split was.
+  if (!opts.checkpointDir.empty()) {
+    exec.loadParams(readCheckpointParams(opts.checkpointDir),
+                    opts.checkpointDir, /*momentum=*/false);
+  } else if (!m.params.empty()) {
+    std::string path = resolve(dir, m.weights);
+    exec.loadParams(readSafetensors(path), path, /*momentum=*/false);
+  }
+
+  int64_t microbatches = (samples + m.microbatchSize - 1) / m.microbatchSize;
+  if (m.isLastStage())
+    printLine("predicting " + std::to_string(samples) + " samples in " +
+              std::to_string(microbatches) + " microbatches of " +
+              std::to_string(m.microbatchSize) + " on " +
+              std::to_string(m.stages) + " stages");
+  EvalResult result = exec.evaluate(
+      m.isFirstStage() || m.isLastStage() ? &*data : nullptr, microbatches,
+      /*keepOutputs=*/true);
+  if (m.isLastStage()) {
+    if (!opts.predictions.empty()) {
+      writePredictions(opts.predictions, m, result.outputs, samples,
+                       microbatches);
+      printLine("wrote " + opts.predictions);
+    }
+    if (scored) {
+      int64_t classes = (*m.outputShape)[1], correct = 0;
+      for (int64_t i = 0; i < samples; ++i) {
+        const float *row = result.outputs.data() + i * classes;
+        correct += std::max_element(row, row + classes) - row == data->label(i);
+      }
+      char line[128];
+      std::snprintf(line, sizeof line, "accuracy %.4f (%lld/%lld)",
+                    double(correct) / double(samples), (long long)correct,
+                    (long long)samples);
+      printLine(line);
+    }
+  }
+  comm.barrier();
+  return 0;
+}
+
 int runRank(int argc, char **argv, Communicator &comm) {
   bool help = false;
   Options opts = parseOptions(argc, argv, help);
@@ -303,6 +415,11 @@ int runRank(int argc, char **argv, Communicator &comm) {
   exec.setFatalHandler(
       [&comm](const std::string &message) { comm.abort(message, 1); });
   const RankManifest &m = exec.manifest();
+  if (m.inference)
+    return predict(opts, comm, exec, dir);
+  if (!opts.predictions.empty())
+    throw UsageError{"--predictions needs an inference build (dpc compile "
+                     "--inference)"};
   const int64_t microbatches = schedule.microbatches;
   const int64_t samplesPerStep = microbatches * m.microbatchSize;
 

@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <cstdlib>
 #include <fstream>
 #include <unistd.h>
 
@@ -249,6 +250,36 @@ void writeSafetensors(const std::string &path, const TensorFile &file) {
 
 std::string checkpointPath(const std::string &dir, int stage) {
   return dir + "/stage" + std::to_string(stage) + ".safetensors";
+}
+
+TensorFile readCheckpointParams(const std::string &dir) {
+  TensorFile merged;
+  int stages = 1;
+  for (int stage = 0; stage < stages; ++stage) {
+    std::string path = checkpointPath(dir, stage);
+    std::ifstream probe(path);
+    if (!probe)
+      throw Error(path + ": no such checkpoint" +
+                  (stage == 0 ? std::string(" (is '" + dir +
+                                            "' a --checkpoint-dir?)")
+                              : " (stage0 says there are " +
+                                    std::to_string(stages) + " stages)"));
+    TensorFile file = readSafetensors(path);
+    auto count = file.metadata.find("stages");
+    if (stage == 0 && count != file.metadata.end())
+      stages = std::max(1, std::atoi(count->second.c_str()));
+    for (auto &[name, tensor] : file.tensors) {
+      if (name.rfind("momentum.", 0) == 0)
+        continue;
+      if (!merged.tensors.emplace(name, tensor).second)
+        throw Error(path + ": parameter '" + name +
+                    "' is in another stage's checkpoint too");
+    }
+    if (stage == 0)
+      merged.metadata = file.metadata;
+  }
+  merged.metadata.erase("stage");
+  return merged;
 }
 
 } // namespace dpc::runtime

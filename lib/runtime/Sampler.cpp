@@ -5,6 +5,7 @@
 #include "Random.h"
 #include "dpc/runtime/Error.h"
 
+#include <algorithm>
 #include <numeric>
 #include <string>
 
@@ -13,6 +14,10 @@ namespace dpc::runtime {
 Sampler::Sampler(const SamplerConfig &config) : cfg(config) {
   if (cfg.microbatches <= 0 || cfg.microbatchSize <= 0)
     throw Error("sampler: microbatches and microbatch size must be positive");
+  if (cfg.padLast && cfg.numSamples > 0) {
+    steps = (cfg.numSamples + minibatchSize() - 1) / minibatchSize();
+    return;
+  }
   if (cfg.numSamples < minibatchSize())
     throw Error("sampler: the dataset has " + std::to_string(cfg.numSamples) +
                 " samples, fewer than one minibatch of " +
@@ -46,8 +51,11 @@ std::vector<int64_t> Sampler::microbatchIndices(int64_t step,
   const std::vector<int64_t> &perm = orderOf(epochOf(step));
   int64_t begin =
       (step % steps) * minibatchSize() + microbatch * cfg.microbatchSize;
-  return std::vector<int64_t>(perm.begin() + begin,
-                              perm.begin() + begin + cfg.microbatchSize);
+  std::vector<int64_t> indices;
+  indices.reserve(size_t(cfg.microbatchSize));
+  for (int64_t k = begin; k < begin + cfg.microbatchSize; ++k)
+    indices.push_back(perm[size_t(std::min(k, cfg.numSamples - 1))]);
+  return indices;
 }
 
 std::vector<int64_t> Sampler::minibatchIndices(int64_t step) {

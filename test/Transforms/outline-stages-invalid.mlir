@@ -16,3 +16,25 @@ func.func @main(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
   %r = nn.relu %x {pipe.stage = 0 : i64} : tensor<4x8xf32>
   return %r : tensor<4x8xf32>
 }
+
+// -----
+
+// An inference module has no loss.
+module attributes {pipe.inference} {
+  // expected-error @+1 {{an inference module ('pipe.inference') has no loss, got nn.softmax_cross_entropy}}
+  func.func @main(%x: tensor<4x8xf32>, %labels: tensor<4xi64>) -> tensor<f32> {
+    %loss = nn.softmax_cross_entropy %x, %labels {pipe.stage = 0 : i64, scale = 0.25 : f32} : (tensor<4x8xf32>, tensor<4xi64>) -> tensor<f32>
+    return %loss : tensor<f32>
+  }
+}
+
+// -----
+
+// It reports one output.
+module attributes {pipe.inference} {
+  // expected-error @+1 {{an inference module reports one output, but @main returns 2 results}}
+  func.func @main(%x: tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<4x8xf32>) {
+    %r = nn.relu %x {pipe.stage = 0 : i64} : tensor<4x8xf32>
+    return %r, %r : tensor<4x8xf32>, tensor<4x8xf32>
+  }
+}

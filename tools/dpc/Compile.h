@@ -36,6 +36,9 @@ struct CompileOptions {
   double bandwidth = 1e9;
   std::string profile;
   std::string emit = "exe";
+  /// Forward only: no loss, gradients or optimizer; the ranks write the
+  /// model's outputs for their data (`dpc run --predictions`).
+  bool inference = false;
   /// Internal, for `dpc profile`: time every kernel call of the rank
   /// executables, and write the planner's graph of the model here.
   bool profileBuild = false;

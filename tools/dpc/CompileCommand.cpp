@@ -104,6 +104,14 @@ std::string checkOptions(const CompileOptions &o, const cli::ArgParser &p) {
     return "--momentum expects a value in [0, 1)";
   if (!(o.weightDecay >= 0))
     return "--weight-decay expects a non-negative value";
+  if (o.inference) {
+    for (const char *training :
+         {"devices", "replicas", "schedule", "virtual-stages", "vertical-sync",
+          "loss", "optimizer", "lr", "momentum", "weight-decay"})
+      if (p.given(training))
+        return std::string("--inference builds a forward pass only; --") +
+               training + " applies to training";
+  }
   if (!p.given("o"))
     return "missing output directory: give -o DIR";
   return "";
@@ -279,7 +287,8 @@ bool emitStage(mlir::ModuleOp outlined, int64_t stage, int64_t numRanks,
 // Adds what the later phases predict beside the planner's figures in
 // plan.json: the schedule simulation's step time and bubbles (per-op costs
 // through the real instruction streams) and plan-memory's peak per rank.
-bool recordSimulation(mlir::ModuleOp module, const fs::path &planPath) {
+bool recordSimulation(mlir::ModuleOp module, const fs::path &planPath,
+                      bool inference) {
   auto step = module->getAttrOfType<mlir::FloatAttr>("pipe.predicted_step_ms");
   auto bubble = module->getAttrOfType<mlir::FloatAttr>("pipe.predicted_bubble");
   auto peaks =
@@ -293,6 +302,8 @@ bool recordSimulation(mlir::ModuleOp module, const fs::path &planPath) {
     std::cerr << "dpc compile: cannot read back " << planPath.string() << "\n";
     return false;
   }
+  if (inference)
+    plan["inference"] = true;
   plan["predicted"]["simulated_step_ms"] = step.getValueAsDouble();
   plan["predicted"]["simulated_bubble_fraction"] = bubble.getValueAsDouble();
   // Peaks are per rank; a replicated stage's ranks hold the same.
@@ -357,6 +368,10 @@ int compileModel(const CompileOptions &options) {
     return 1;
   }
 
+  if (options.inference)
+    (*module)->setAttr(mlir::dpc::pipe::PipeDialect::kInferenceAttrName,
+                       mlir::UnitAttr::get(&context));
+
   mlir::dpc::PartitionStagesPassOptions partition;
   partition.stages =
       options.devices > 0 ? 0 : std::max<int64_t>(options.stages, 1);
@@ -416,6 +431,9 @@ int compileModel(const CompileOptions &options) {
   std::vector<std::pair<std::string, std::string>> phaseIR = {
       {"import", printIR(*module)}};
   for (const Phase &phase : phases) {
+    // An inference build has nothing to differentiate.
+    if (options.inference && llvm::StringRef(phase.name) == "autodiff")
+      continue;
     mlir::PassManager pm(&context);
     pm.addPass(phase.create());
     if (mlir::failed(pm.run(*module)))
@@ -423,7 +441,7 @@ int compileModel(const CompileOptions &options) {
     phaseIR.emplace_back(phase.name, printIR(*module));
   }
 
-  if (!recordSimulation(*module, out.path() / "plan.json"))
+  if (!recordSimulation(*module, out.path() / "plan.json", options.inference))
     return 1;
 
   fs::create_directories(out.path() / "mlir");
@@ -538,6 +556,9 @@ int runCompileCommand(const Args &args) {
               "measured op costs from 'dpc profile'");
   p.addOption("emit", oneOf(&o.emit, {"mlir", "plan", "exe"}), "mlir|plan|exe",
               "stop after that stage (default exe)");
+  p.addFlag("inference", &o.inference,
+            "forward pass only: the ranks predict (dpc run --predictions) "
+            "instead of training");
 
   if (std::optional<int> exit = p.parseOrExit(args))
     return *exit;
@@ -549,6 +570,10 @@ int runCompileCommand(const Args &args) {
     std::cerr << "dpc compile: " << problem << "\n";
     return cli::kUsageError;
   }
+  // An inference run is GPipe's forward phase: microbatch after microbatch
+  // through the stages (the ranks run it as Executor::evaluate).
+  if (o.inference)
+    o.schedule = "gpipe";
   return compileModel(o);
 }
 

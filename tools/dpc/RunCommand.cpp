@@ -495,7 +495,8 @@ int runRunCommand(const Args &args) {
   bool shuffle = true, resume = false, npCheck = false, verbose = false;
 
   cli::ArgParser parser(kCommand,
-                        "launch a compiled pipeline under mpirun and train it",
+                        "launch a compiled pipeline under mpirun and train it "
+                        "(or, built with --inference, predict)",
                         "dpc run OUT [options]");
   parser.addPositional("OUT", &outDir,
                        "output directory of 'dpc compile' (has an appfile)");
@@ -530,6 +531,9 @@ int runRunCommand(const Args &args) {
   parser.addOption("checkpoint-every", &checkpointEvery, "N",
                    "also checkpoint every N steps");
   parser.addFlag("resume", &resume, "resume from the checkpoint directory");
+  std::string predictions;
+  parser.addOption("predictions", &predictions, "FILE",
+                   "inference builds: write the outputs for --data (.npy)");
   bool eval = true;
   parser.addFlag("eval", &eval,
                  "evaluate test accuracy after training (default on)",
@@ -568,6 +572,7 @@ int runRunCommand(const Args &args) {
   forwardOption("metrics", metrics);
   forwardOption("trace", trace);
   forwardOption("op-times", opTimes);
+  forwardOption("predictions", predictions);
   forwardOption("checkpoint-dir", checkpointDir);
   forwardOption("checkpoint-every", std::to_string(checkpointEvery));
   if (parser.given("shuffle"))

@@ -44,6 +44,10 @@ def Pipe_Dialect : Dialect {
         "pipe.microbatch_size";
     /// On the module: replicas (data-parallel ranks) of each stage.
     static constexpr ::llvm::StringLiteral kReplicasAttrName = "pipe.replicas";
+    /// On the module (a unit attribute): a forward-only build. @main returns
+    /// the model's outputs, with no loss first, and nothing is trained.
+    static constexpr ::llvm::StringLiteral kInferenceAttrName =
+        "pipe.inference";
 
     /// Adds the attributes of PipeAttrs.td (PipeAttrs.cpp).
     void registerAttributes();

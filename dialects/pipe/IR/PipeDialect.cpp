@@ -41,6 +41,12 @@ LogicalResult PipeDialect::verifyOperationAttribute(Operation *op,
              << "' to be a positive integer on a module";
     return success();
   }
+  if (attr.getName() == kInferenceAttrName) {
+    if (!isa<ModuleOp>(op) || !isa<UnitAttr>(attr.getValue()))
+      return op->emitError("expects '")
+             << kInferenceAttrName << "' to be a unit attribute on a module";
+    return success();
+  }
   if (attr.getName() == "pipe.offset" || attr.getName() == "pipe.arena_bytes") {
     auto value = dyn_cast<IntegerAttr>(attr.getValue());
     if (!value || value.getInt() < 0)

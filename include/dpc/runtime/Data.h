@@ -8,6 +8,8 @@
 //   fashion-mnist:DIR, mnist:DIR   IDX files (gzip or not) in DIR: the train
 //                                  split reads train-*, the test split t10k-*
 //   npy:INPUTS.npy,LABELS.npy      float32 inputs [N,...], int64 labels [N]
+//   npy:INPUTS.npy                 inputs alone, for what needs no labels
+//                                  (predictions of an inference build)
 //   synthetic[:N]                  N seeded random samples shaped like the
 //                                  model's input (default 4096 train, 1024
 //                                  test)
@@ -67,8 +69,12 @@ public:
   static Dataset fromFloats(std::vector<int64_t> sampleShape,
                             std::vector<float> inputs,
                             std::vector<int64_t> labels, int64_t numClasses);
+  /// Inputs without labels; label() and gatherLabels() then throw.
+  static Dataset unlabelled(std::vector<int64_t> sampleShape,
+                            std::vector<float> inputs);
 
-  int64_t size() const { return static_cast<int64_t>(labels.size()); }
+  int64_t size() const { return count; }
+  bool hasLabels() const { return labelled; }
   /// Shape of one sample, without the batch dimension (e.g. {1, 28, 28}).
   const std::vector<int64_t> &sampleShape() const { return shape; }
   int64_t sampleElements() const { return elements; }
@@ -84,6 +90,8 @@ public:
 private:
   std::vector<int64_t> shape;
   int64_t elements = 0;
+  int64_t count = 0;
+  bool labelled = true;
   int64_t classes = 0;
   std::vector<uint8_t> bytePixels; // IDX data, scaled by 1/255 on gather
   std::vector<float> floatInputs;  // npy and synthetic data
@@ -96,7 +104,7 @@ struct DataSpec {
   std::string text;                   // the spec as given, for messages
   std::string format;                 // "fashion-mnist" or "mnist" for Idx
   std::string dir;                    // Idx
-  std::string inputsPath, labelsPath; // Npy
+  std::string inputsPath, labelsPath; // Npy; no labelsPath: unlabelled
   int64_t syntheticSamples = 0;       // Synthetic; 0: the default count
 };
 

@@ -58,6 +58,9 @@ struct EvalResult {
   /// Sum of the losses reported during evaluation (each scaled as in
   /// training, by 1 / (M * B)).
   double reportedLoss = 0;
+  /// With keepOutputs, on the last stage: every microbatch's output, one
+  /// after the other.
+  std::vector<float> outputs;
 };
 
 /// Peaks measured over the steps run so far, to hold against what the
@@ -136,8 +139,11 @@ public:
   /// Forward-only pass over `microbatches` microbatches of `data` (first and
   /// last stage; others pass nullptr): activations flow stage to stage, stash
   /// calls do nothing, and the last stage counts argmax hits of the reported
-  /// output against the labels.
-  EvalResult evaluate(const Dataset *data, int64_t microbatches);
+  /// output against the labels. With `keepOutputs` (predictions) the last
+  /// stage also keeps every output, and a dataset that does not fill the
+  /// last microbatch has it padded with its last sample.
+  EvalResult evaluate(const Dataset *data, int64_t microbatches,
+                      bool keepOutputs = false);
 
   const MemoryStats &memoryStats() const;
   /// What the schedule's verifier promised for this rank (computed once, when

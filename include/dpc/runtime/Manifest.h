@@ -82,6 +82,9 @@ struct RankManifest {
   std::vector<ManifestTransfer> recvs;
   std::vector<ManifestStash> stashes;
   std::optional<std::vector<int64_t>> outputShape;
+  /// A forward-only build (`dpc compile --inference`): the ranks write the
+  /// model's outputs for their data instead of training.
+  bool inference = false;
   std::vector<std::string> segments;
   /// Empty unless the object was built for `dpc profile`.
   std::vector<ManifestProfileOp> profile;

@@ -61,6 +61,13 @@ void writeSafetensors(const std::string &path, const TensorFile &file);
 /// The checkpoint file of pipeline stage `stage` in a checkpoint directory.
 std::string checkpointPath(const std::string &dir, int stage);
 
+/// The model's parameters from every stage's checkpoint in `dir` (stage0
+/// up to the stage count the files record), merged by name, without the
+/// optimizer state: what a build with another stage split, or an inference
+/// build, loads. Throws Error naming a missing, inconsistent or duplicated
+/// file or tensor.
+TensorFile readCheckpointParams(const std::string &dir);
+
 } // namespace dpc::runtime
 
 #endif // DPC_RUNTIME_SAFETENSORS_H

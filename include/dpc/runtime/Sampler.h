@@ -29,6 +29,10 @@ struct SamplerConfig {
   int64_t microbatchSize = 1; // B
   bool shuffle = true;
   uint64_t seed = 0;
+  /// Cover every sample: a last, partial minibatch is filled up by repeating
+  /// the last sample (predictions, which drop the repeats), instead of being
+  /// left out.
+  bool padLast = false;
 };
 
 class Sampler {

@@ -116,3 +116,16 @@ func.func @labels_float() {
   %y = pipe.labels : tensor<4xf32>
   return
 }
+
+// -----
+
+// expected-error @+1 {{expects 'pipe.inference' to be a unit attribute on a module}}
+module attributes {pipe.inference = 1 : i64} {
+}
+
+// -----
+
+// expected-error @+1 {{expects 'pipe.inference' to be a unit attribute on a module}}
+func.func @inference_on_a_function() attributes {pipe.inference} {
+  return
+}

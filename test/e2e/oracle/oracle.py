@@ -302,6 +302,15 @@ def evaluate(model, directory):
     return (predicted == y).float().mean().item()
 
 
+def write_predictions(model, name, directory, count, out_dir):
+    x, _ = load_split(directory, "t10k", count)
+    model.eval()
+    with torch.no_grad():
+        outputs = model(x)
+    np.save(os.path.join(out_dir, "test_inputs.npy"), x.numpy())
+    np.save(os.path.join(out_dir, f"{name}.predictions.npy"), outputs.numpy())
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model",
@@ -318,6 +327,10 @@ def main():
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--eval", action="store_true",
                         help="also report test accuracy after training")
+    parser.add_argument("--predictions", type=int, default=0, metavar="N",
+                        help="also write the first N test samples "
+                        "(test_inputs.npy) and the trained model's "
+                        "eval-mode outputs for them (MODEL.predictions.npy)")
     args = parser.parse_args()
 
     os.makedirs(args.out, exist_ok=True)
@@ -361,6 +374,9 @@ def main():
         }
         if args.eval:
             result["eval_accuracy"] = evaluate(model, args.data)
+        if args.predictions:
+            write_predictions(model, name, args.data, args.predictions,
+                              args.out)
         path = os.path.join(args.out, f"{name}.oracle.json")
         with open(path, "w") as f:
             json.dump(result, f, indent=1)

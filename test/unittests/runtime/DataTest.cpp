@@ -175,6 +175,9 @@ TEST(DataSpec, ParsesEveryKind) {
   EXPECT_EQ(npy.kind, DataSpec::Kind::Npy);
   EXPECT_EQ(npy.inputsPath, "a.npy");
   EXPECT_EQ(npy.labelsPath, "b.npy");
+  DataSpec inputsOnly = parseDataSpec("npy:a.npy");
+  EXPECT_EQ(inputsOnly.inputsPath, "a.npy");
+  EXPECT_EQ(inputsOnly.labelsPath, "");
   EXPECT_EQ(parseDataSpec("synthetic").syntheticSamples, 0);
   EXPECT_EQ(parseDataSpec("synthetic:128").syntheticSamples, 128);
 }
@@ -184,7 +187,9 @@ TEST(DataSpec, RejectsMalformedSpecs) {
               HasSubstr("unknown kind 'cifar'"));
   EXPECT_THAT(errorOf([] { parseDataSpec("mnist:"); }),
               HasSubstr("expected mnist:DIR"));
-  EXPECT_THAT(errorOf([] { parseDataSpec("npy:a.npy"); }),
+  EXPECT_THAT(errorOf([] { parseDataSpec("npy:a.npy,"); }),
+              HasSubstr("expected npy:INPUTS.npy,LABELS.npy"));
+  EXPECT_THAT(errorOf([] { parseDataSpec("npy:"); }),
               HasSubstr("expected npy:INPUTS.npy,LABELS.npy"));
   EXPECT_THAT(errorOf([] { parseDataSpec("synthetic:ten"); }),
               HasSubstr("positive sample count"));
@@ -269,6 +274,23 @@ TEST(Dataset, LoadsNpy) {
                             Split::Train, {});
               }),
               HasSubstr("inputs must be float32"));
+}
+
+TEST(Dataset, LoadsNpyInputsWithoutLabels) {
+  TempDir dir;
+  std::vector<float> x = {1, 2, 3, 4, 5, 6};
+  writeNpyFile(dir.file("x.npy"), "<f4", {3, 2}, x.data(), 24);
+  Dataset data = loadDataset(parseDataSpec("npy:" + dir.file("x.npy")),
+                             Split::Test, {{2}, 0});
+  EXPECT_EQ(data.size(), 3);
+  EXPECT_FALSE(data.hasLabels());
+  float row[2];
+  data.gatherInputs({1}, row);
+  EXPECT_EQ(row[0], 3);
+  EXPECT_EQ(row[1], 4);
+  int64_t label;
+  EXPECT_THAT(errorOf([&] { data.gatherLabels({0}, &label); }),
+              HasSubstr("has no labels"));
 }
 
 TEST(Dataset, SyntheticIsSeededAndShaped) {

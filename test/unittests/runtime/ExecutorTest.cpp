@@ -113,8 +113,20 @@ TEST(Manifest, ErrorsNameTheField) {
   EXPECT_EQ(with([](auto &m) { m.erase("microbatch_size"); }),
             "rank0: manifest: microbatch_size: missing");
   EXPECT_EQ(with([](auto &m) { m["params"][1]["shape"] = {3, -1}; }),
-            "rank0: manifest: params[1].shape: expected a non-empty array of "
+            "rank0: manifest: params[1].shape: expected an array of "
             "positive integers");
+  // A scalar parameter is fine; a scalar (unbatched) input is not.
+  EXPECT_EQ(with([](auto &m) {
+              m["params"][1]["shape"] = nlohmann::json::array();
+            }),
+            "");
+  EXPECT_EQ(with([](auto &m) {
+              m["inputs"][0]["shape"] = nlohmann::json::array();
+            }),
+            "rank0: manifest: inputs[0].shape: expected a non-empty array of "
+            "positive integers");
+  EXPECT_EQ(with([](auto &m) { m["inference"] = "yes"; }),
+            "rank0: manifest: inference: expected true or false");
   EXPECT_EQ(with([](auto &m) { m["params"][1]["id"] = 0; }),
             "rank0: manifest: params[1].id: id 0 appears twice");
   EXPECT_EQ(with([](auto &m) { m["sends"][0]["what"] = "grad"; }),

@@ -82,3 +82,18 @@ TEST(Sampler, RejectsTooSmallDatasets) {
   EXPECT_THROW(ok.microbatchIndices(0, 4), Error);
   EXPECT_THROW(ok.microbatchIndices(-1, 0), Error);
 }
+
+TEST(Sampler, PadLastCoversEverySample) {
+  SamplerConfig config{/*numSamples=*/7, /*microbatches=*/1,
+                       /*microbatchSize=*/3, /*shuffle=*/false, /*seed=*/0};
+  config.padLast = true;
+  Sampler sampler(config);
+  EXPECT_EQ(sampler.stepsPerEpoch(), 3); // 3 + 3 + 1 padded to 3
+  EXPECT_EQ(sampler.microbatchIndices(1, 0), (std::vector<int64_t>{3, 4, 5}));
+  EXPECT_EQ(sampler.microbatchIndices(2, 0), (std::vector<int64_t>{6, 6, 6}));
+  // Fewer samples than one microbatch still make one (padded) step.
+  config.numSamples = 2;
+  Sampler small(config);
+  EXPECT_EQ(small.stepsPerEpoch(), 1);
+  EXPECT_EQ(small.microbatchIndices(0, 0), (std::vector<int64_t>{0, 1, 1}));
+}

@@ -141,7 +141,7 @@ def param_free_head():
                  [init("w", 10, 784), init("b", 10)])
 
 
-def batchnorm(stats_as_input=False, read_saved=False):
+def batchnorm(stats_as_input=False, read_saved=False, opset=13):
     """Conv, BatchNormalization with all five outputs named (as a
     training-mode torch export writes them), Relu, AveragePool with padding,
     GlobalAveragePool and a linear head."""
@@ -149,10 +149,12 @@ def batchnorm(stats_as_input=False, read_saved=False):
     nodes = [
         n("Conv", ["x", "w"], ["c"], name="conv", kernel_shape=[3, 3],
           pads=[1, 1, 1, 1]),
+        # Since version 14 a training-mode node has three outputs.
         n("BatchNormalization", ["c", "bn.weight", "bn.bias", "bn.running_mean",
                                  "bn.running_var"],
-          ["y", "rm", "rv", "sm", "sv"], name="bn", epsilon=1e-3,
-          momentum=0.8),
+          ["y", "rm", "rv", "sm", "sv"] if opset < 14 else ["y", "rm", "rv"],
+          name="bn", epsilon=1e-3, momentum=0.8,
+          **({"training_mode": 1} if opset >= 14 else {})),
         n("Relu", ["y"], ["r"], name="relu"),
         n("AveragePool", ["r"], ["a"], name="avg", kernel_shape=[3, 3],
           strides=[2, 2], pads=[1, 1, 1, 1], count_include_pad=1),
@@ -171,7 +173,7 @@ def batchnorm(stats_as_input=False, read_saved=False):
     else:
         inits.append(numpy_helper.from_array(
             np.ones(4, dtype=np.float32), "bn.running_var"))
-    return model(nodes, inputs, [tensor("logits", 2, 10)], inits)
+    return model(nodes, inputs, [tensor("logits", 2, 10)], inits, opset=opset)
 
 
 MODELS = {
@@ -179,6 +181,8 @@ MODELS = {
     "lenet-fixed-batch": lambda: lenet(batch=16),
     "mlp": lambda: mlp(),
     "mlp-opset11": lambda: mlp(opset=11),
+    "mlp-opset17": lambda: mlp(opset=17),
+    "mlp-opset18": lambda: mlp(opset=18),
     "unsupported": unsupported,
     "same-pad": same_pad,
     "pool-indices": pool_indices,
@@ -187,6 +191,7 @@ MODELS = {
     "batchnorm": batchnorm,
     "batchnorm-stats-input": lambda: batchnorm(stats_as_input=True),
     "batchnorm-reads-saved": lambda: batchnorm(read_saved=True),
+    "batchnorm-opset15": lambda: batchnorm(opset=15),
 }
 
 if __name__ == "__main__":

@@ -453,6 +453,16 @@ int compileModel(const CompileOptions &options) {
   }
   if (!writeText(out.path() / "model.mlir", phaseIR.back().second))
     return 1;
+  // The source model, which `dpc export` writes back with trained weights.
+  if (model.extension() == ".onnx") {
+    std::error_code error;
+    fs::copy_file(model, out.path() / "model.onnx", error);
+    if (error) {
+      std::cerr << "dpc compile: cannot copy the model into the output: "
+                << error.message() << "\n";
+      return 1;
+    }
+  }
   if (options.emit == "mlir") {
     for (const char *name : {"plan.json", "schedule.json", "timeline.json"})
       fs::remove(out.path() / name);

@@ -1,20 +1,45 @@
 //===- ExportCommand.cpp - dpc export -------------------------------------===//
 //
-// `dpc export out/ --checkpoint DIR -o trained.onnx` writes trained weights
-// back into the ONNX model that was compiled. It needs the frontend's record
-// of which initializer each parameter came from (the end-to-end issue); until
-// then the options are checked and the command says what is missing.
+// `dpc export out/ --checkpoint DIR -o trained.onnx` writes the model that
+// `dpc compile` compiled (its copy, out/model.onnx) with every trained
+// parameter replaced by its value in the checkpoints a run wrote. The
+// checkpoint must hold every parameter the compiled model has (those of
+// out/weights/), under the same names and shapes; the stage split of the run
+// that wrote it does not matter.
 //
 //===----------------------------------------------------------------------===//
 
 #include "Commands.h"
 
+#include "frontends/onnx/OnnxExport.h"
+
+#include "dpc/runtime/Error.h"
+#include "dpc/runtime/Safetensors.h"
 #include "dpc/support/CommandLine.h"
 
 #include <filesystem>
 #include <iostream>
+#include <set>
+
+namespace fs = std::filesystem;
 
 namespace dpc::tools {
+
+namespace {
+
+// Names of the parameters the compiled model has: those of its initial
+// weights, out/weights/stage*.safetensors.
+std::set<std::string> compiledParams(const fs::path &weightsDir) {
+  std::set<std::string> names;
+  for (const fs::directory_entry &entry : fs::directory_iterator(weightsDir))
+    if (entry.path().extension() == ".safetensors")
+      for (const auto &[name, tensor] :
+           runtime::readSafetensors(entry.path().string()).tensors)
+        names.insert(name);
+  return names;
+}
+
+} // namespace
 
 int runExportCommand(const Args &args) {
   std::string compiled, checkpoint, output;
@@ -32,14 +57,43 @@ int runExportCommand(const Args &args) {
     return cli::kUsageError;
   }
   for (const std::string &dir : {compiled, checkpoint}) {
-    if (!std::filesystem::is_directory(dir)) {
+    if (!fs::is_directory(dir)) {
       std::cerr << "dpc export: '" << dir << "' is not a directory\n";
       return 1;
     }
   }
-  std::cerr << "dpc export: writing ONNX needs the ONNX frontend, which is "
-               "not in this build yet\n";
-  return 1;
+  fs::path model = fs::path(compiled) / "model.onnx";
+  if (!fs::is_regular_file(model)) {
+    std::cerr << "dpc export: " << model.string()
+              << ": no such file (only a model compiled from ONNX can be "
+                 "exported)\n";
+    return 1;
+  }
+
+  std::map<std::string, mlir::dpc::onnx_frontend::TrainedTensor> weights;
+  try {
+    runtime::TensorFile trained = runtime::readCheckpointParams(checkpoint);
+    for (const std::string &name :
+         compiledParams(fs::path(compiled) / "weights"))
+      if (!trained.tensors.count(name))
+        throw runtime::Error(checkpoint + ": no parameter '" + name +
+                             "', which " + compiled +
+                             " trains (a checkpoint of another model?)");
+    for (const auto &[name, tensor] : trained.tensors)
+      weights[name] = {tensor.shape, tensor.toF32()};
+  } catch (const std::exception &e) {
+    std::cerr << "dpc export: " << e.what() << "\n";
+    return 1;
+  }
+  std::string problem = mlir::dpc::onnx_frontend::writeOnnxWithWeights(
+      model.string(), weights, output);
+  if (!problem.empty()) {
+    std::cerr << "dpc export: " << problem << "\n";
+    return 1;
+  }
+  std::cout << "wrote " << output << " (" << weights.size()
+            << " trained parameters from " << checkpoint << ")\n";
+  return 0;
 }
 
 } // namespace dpc::tools

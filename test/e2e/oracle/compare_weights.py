@@ -1,11 +1,13 @@
 #!/usr/bin/python3
 """Compares the weights dpc trained with the PyTorch oracle's.
 
-    compare_weights.py CHECKPOINT_DIR ORACLE_FINAL.safetensors [--rtol 1e-4]
+    compare_weights.py CHECKPOINT_DIR|MODEL.onnx ORACLE_FINAL.safetensors
+                       [--rtol 1e-4]
 
 CHECKPOINT_DIR holds what `dpc run --checkpoint-dir` wrote, one
-stageK.safetensors per stage; together they must hold every tensor of the
-oracle's final weights (oracle.py writes MODEL.final.safetensors after its
+stageK.safetensors per stage (or MODEL.onnx is what `dpc export` wrote from
+them, its initializers the trained weights); together they must hold every
+tensor of the oracle's final weights (oracle.py writes MODEL.final.safetensors after its
 training steps). A tensor agrees when max |dpc - torch| <= rtol * max |torch|.
 Momentum buffers in the checkpoints are ignored. Prints one line per tensor
 and a verdict; exits 0 when all agree, 1 otherwise, 2 on unreadable input.
@@ -48,9 +50,16 @@ def main():
     args = parser.parse_args()
 
     trained = {}
-    files = sorted(glob.glob(os.path.join(args.checkpoint_dir,
-                                          "stage*.safetensors")))
-    if not files:
+    if args.checkpoint_dir.endswith(".onnx"):
+        import onnx
+        from onnx import numpy_helper
+        files = []
+        for init in onnx.load(args.checkpoint_dir).graph.initializer:
+            trained[init.name] = numpy_helper.to_array(init)
+    else:
+        files = sorted(glob.glob(os.path.join(args.checkpoint_dir,
+                                              "stage*.safetensors")))
+    if not files and not trained:
         print(f"compare_weights: no stage*.safetensors in "
               f"{args.checkpoint_dir}", file=sys.stderr)
         sys.exit(2)

@@ -110,6 +110,14 @@ std::optional<OpWork> mlir::dpc::estimateWork(Operation *op) {
         work.gradFlops = work.flops;
         work.gradBytes = work.bytes;
       })
+      .Case<nn::TanhOp, nn::SigmoidOp, nn::ExpOp, nn::LogOp, nn::SqrtOp>(
+          [&](Operation *) {
+            // A transcendental function costs several flops an element; its
+            // gradient is a multiply or two.
+            work.flops = 8 * elementsOf(op->getResult(0));
+            work.gradFlops = 3 * elementsOf(op->getResult(0));
+            work.gradBytes = work.bytes * 3 / 2;
+          })
       .Case([&](nn::ReshapeOp) {
         // A view: no kernel runs, forward or backward.
         work.bytes = 0;
@@ -145,6 +153,9 @@ std::optional<OpWork> mlir::dpc::estimateWork(Operation *op) {
       })
       .Case<nn::BatchNormGradInputOp, nn::BatchNormGradScaleOp>(
           [&](Operation *) { work.flops = 4 * elementsOf(op->getOperand(0)); })
+      .Case<nn::TanhGradOp, nn::SigmoidGradOp, nn::ExpGradOp, nn::LogGradOp,
+            nn::SqrtGradOp>(
+          [&](Operation *) { work.flops = 3 * elementsOf(op->getOperand(0)); })
       .Case<nn::Conv2dGradBiasOp, nn::SumToShapeOp, nn::ReluGradOp,
             nn::MaxPool2dGradOp, nn::SoftmaxCrossEntropyGradOp,
             nn::AvgPool2dGradOp, nn::GlobalAvgPoolGradOp,

@@ -14,6 +14,7 @@
 #include "dialects/nn/IR/NNOps.h"
 #include "dialects/nn/IR/ShapeInference.h"
 #include "dialects/pipe/IR/PipeOps.h"
+#include "dpc/runtime/Abi.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -42,6 +43,20 @@ constexpr StringLiteral kSegments[] = {"forward", "backward", "backward_input",
 
 ArrayRef<int64_t> shapeOf(Value value) {
   return cast<RankedTensorType>(value.getType()).getShape();
+}
+
+// dpc_unary's function code of an elementwise op or its gradient.
+int64_t unaryCode(Operation *op) {
+  if (isa<nn::TanhOp, nn::TanhGradOp>(op))
+    return DPC_UNARY_TANH;
+  if (isa<nn::SigmoidOp, nn::SigmoidGradOp>(op))
+    return DPC_UNARY_SIGMOID;
+  if (isa<nn::ExpOp, nn::ExpGradOp>(op))
+    return DPC_UNARY_EXP;
+  if (isa<nn::LogOp, nn::LogGradOp>(op))
+    return DPC_UNARY_LOG;
+  assert((isa<nn::SqrtOp, nn::SqrtGradOp>(op)) && "not an elementwise fn");
+  return DPC_UNARY_SQRT;
 }
 
 llvm::json::Array shapeJson(ArrayRef<int64_t> shape) {
@@ -533,6 +548,23 @@ LogicalResult Lowering::lowerOp(Operation *op) {
                  {ptrOf(grad.getResultGrad()), ptrOf(grad.getResult()), dx,
                   i64(nn::getNumElements(shapeOf(grad)))});
         define(grad, dx);
+      })
+      .Case<nn::TanhOp, nn::SigmoidOp, nn::ExpOp, nn::LogOp, nn::SqrtOp>(
+          [&](Operation *unary) {
+            Value y = alloc(unary->getResult(0));
+            callVoid("dpc_unary",
+                     {i64(unaryCode(unary)), ptrOf(unary->getOperand(0)), y,
+                      i64(nn::getNumElements(shapeOf(unary->getResult(0))))});
+            define(unary->getResult(0), y);
+          })
+      .Case<nn::TanhGradOp, nn::SigmoidGradOp, nn::ExpGradOp, nn::LogGradOp,
+            nn::SqrtGradOp>([&](Operation *grad) {
+        Value dx = alloc(grad->getResult(0));
+        callVoid("dpc_unary_grad",
+                 {i64(unaryCode(grad)), ptrOf(grad->getOperand(0)),
+                  ptrOf(grad->getOperand(1)), dx,
+                  i64(nn::getNumElements(shapeOf(grad->getResult(0))))});
+        define(grad->getResult(0), dx);
       })
       .Case([&](nn::MaxPool2dOp pool) {
         Value y = alloc(pool);

@@ -85,7 +85,9 @@ private:
   LogicalResult importAveragePool(const onnx::NodeProto &node);
   LogicalResult importGlobalAveragePool(const onnx::NodeProto &node);
   LogicalResult importBatchNormalization(const onnx::NodeProto &node);
-  LogicalResult importRelu(const onnx::NodeProto &node);
+  // Relu and the other one-input elementwise functions.
+  template <typename OpTy>
+  LogicalResult importUnary(const onnx::NodeProto &node);
   LogicalResult importGemm(const onnx::NodeProto &node);
   LogicalResult importMatMul(const onnx::NodeProto &node);
   LogicalResult importAdd(const onnx::NodeProto &node);
@@ -179,8 +181,13 @@ const Importer::HandlerEntry Importer::kHandlers[] = {
     {"BatchNormalization", 9, &Importer::importBatchNormalization},
     {"BatchNormalization", 14, &Importer::importBatchNormalization},
     {"BatchNormalization", 15, &Importer::importBatchNormalization},
-    {"Relu", 13, &Importer::importRelu},
-    {"Relu", 14, &Importer::importRelu},
+    {"Relu", 13, &Importer::importUnary<nn::ReluOp>},
+    {"Relu", 14, &Importer::importUnary<nn::ReluOp>},
+    {"Tanh", 13, &Importer::importUnary<nn::TanhOp>},
+    {"Sigmoid", 13, &Importer::importUnary<nn::SigmoidOp>},
+    {"Exp", 13, &Importer::importUnary<nn::ExpOp>},
+    {"Log", 13, &Importer::importUnary<nn::LogOp>},
+    {"Sqrt", 13, &Importer::importUnary<nn::SqrtOp>},
     {"Gemm", 13, &Importer::importGemm},
     {"MatMul", 13, &Importer::importMatMul},
     {"Add", 13, &Importer::importAdd},
@@ -640,11 +647,12 @@ LogicalResult Importer::importBatchNormalization(const onnx::NodeProto &node) {
   return define(node, result);
 }
 
-LogicalResult Importer::importRelu(const onnx::NodeProto &node) {
+template <typename OpTy>
+LogicalResult Importer::importUnary(const onnx::NodeProto &node) {
   FailureOr<Value> input = getValue(node, 0);
   if (failed(input))
     return failure();
-  return define(node, builder.create<nn::ReluOp>(locOf(node), *input));
+  return define(node, builder.create<OpTy>(locOf(node), *input));
 }
 
 LogicalResult Importer::importGemm(const onnx::NodeProto &node) {

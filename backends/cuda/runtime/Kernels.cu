@@ -155,6 +155,50 @@ __global__ void reluGradKernel(const float *dy, const float *y, float *dx,
   GRID_STRIDE(i, count) { dx[i] = y[i] > 0.0f ? dy[i] : 0.0f; }
 }
 
+// f(x) for dpc_unary's codes; sigmoid only ever exponentiates a
+// non-positive value, so it cannot overflow.
+__device__ float unaryValue(int64_t fn, float x) {
+  switch (fn) {
+  case DPC_UNARY_TANH:
+    return tanhf(x);
+  case DPC_UNARY_SIGMOID: {
+    float e = expf(-fabsf(x));
+    return x >= 0.0f ? 1.0f / (1.0f + e) : e / (1.0f + e);
+  }
+  case DPC_UNARY_EXP:
+    return expf(x);
+  case DPC_UNARY_LOG:
+    return logf(x);
+  default:
+    return sqrtf(x);
+  }
+}
+
+__device__ float unaryGrad(int64_t fn, float dy, float saved) {
+  switch (fn) {
+  case DPC_UNARY_TANH:
+    return dy * (1.0f - saved * saved);
+  case DPC_UNARY_SIGMOID:
+    return dy * saved * (1.0f - saved);
+  case DPC_UNARY_EXP:
+    return dy * saved;
+  case DPC_UNARY_LOG:
+    return dy / saved;
+  default:
+    return dy / (2.0f * saved);
+  }
+}
+
+__global__ void unaryKernel(int64_t fn, const float *x, float *y,
+                            int64_t count) {
+  GRID_STRIDE(i, count) { y[i] = unaryValue(fn, x[i]); }
+}
+
+__global__ void unaryGradKernel(int64_t fn, const float *dy,
+                                const float *saved, float *dx, int64_t count) {
+  GRID_STRIDE(i, count) { dx[i] = unaryGrad(fn, dy[i], saved[i]); }
+}
+
 __global__ void windowCopy(const float *src, int64_t planes, int64_t sh,
                            int64_t sw, float *dst, int64_t dh, int64_t dw,
                            int64_t offH, int64_t offW) {
@@ -599,6 +643,26 @@ void dpc_relu_grad(const float *dy, const float *y, float *dx, int64_t count) {
     return;
   reluGradKernel<<<blocksFor(count), kThreads, 0, stream()>>>(dy, y, dx, count);
   checkLaunch("relu_grad");
+}
+
+void dpc_unary(int64_t fn, const float *x, float *y, int64_t count) {
+  if (fn < DPC_UNARY_TANH || fn > DPC_UNARY_SQRT)
+    fail("dpc_unary: unknown function " + std::to_string(fn));
+  if (count <= 0)
+    return;
+  unaryKernel<<<blocksFor(count), kThreads, 0, stream()>>>(fn, x, y, count);
+  checkLaunch("unary");
+}
+
+void dpc_unary_grad(int64_t fn, const float *dy, const float *saved,
+                    float *dx, int64_t count) {
+  if (fn < DPC_UNARY_TANH || fn > DPC_UNARY_SQRT)
+    fail("dpc_unary_grad: unknown function " + std::to_string(fn));
+  if (count <= 0)
+    return;
+  unaryGradKernel<<<blocksFor(count), kThreads, 0, stream()>>>(fn, dy, saved,
+                                                               dx, count);
+  checkLaunch("unary_grad");
 }
 
 static PoolArgs poolArgs(const int64_t *x_shape, const int64_t *y_shape,

@@ -78,6 +78,48 @@ void ReluOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
     grads[0] = b.create<ReluGradOp>(getLoc(), resultGrads[0], getResult());
 }
 
+// f'(x) from the forward result (`FromInput` false) or input.
+template <typename GradOp, bool FromInput, typename ForwardOp>
+static void buildUnaryGradient(ForwardOp op, OpBuilder &b,
+                               ValueRange resultGrads, ArrayRef<bool> needed,
+                               SmallVectorImpl<Value> &grads) {
+  resetGrads(op, grads);
+  if (needed[0])
+    grads[0] = b.create<GradOp>(op.getLoc(), resultGrads[0],
+                                FromInput ? op.getInput() : op.getResult());
+}
+
+void TanhOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
+                            ArrayRef<bool> needed,
+                            SmallVectorImpl<Value> &grads) {
+  buildUnaryGradient<TanhGradOp, false>(*this, b, resultGrads, needed, grads);
+}
+
+void SigmoidOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
+                               ArrayRef<bool> needed,
+                               SmallVectorImpl<Value> &grads) {
+  buildUnaryGradient<SigmoidGradOp, false>(*this, b, resultGrads, needed,
+                                           grads);
+}
+
+void ExpOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
+                           ArrayRef<bool> needed,
+                           SmallVectorImpl<Value> &grads) {
+  buildUnaryGradient<ExpGradOp, false>(*this, b, resultGrads, needed, grads);
+}
+
+void LogOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
+                           ArrayRef<bool> needed,
+                           SmallVectorImpl<Value> &grads) {
+  buildUnaryGradient<LogGradOp, true>(*this, b, resultGrads, needed, grads);
+}
+
+void SqrtOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
+                            ArrayRef<bool> needed,
+                            SmallVectorImpl<Value> &grads) {
+  buildUnaryGradient<SqrtGradOp, false>(*this, b, resultGrads, needed, grads);
+}
+
 void MaxPool2dOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
                                  ArrayRef<bool> needed,
                                  SmallVectorImpl<Value> &grads) {

@@ -251,6 +251,44 @@ def NN_ReluGradOp : NN_Op<"relu_grad", [Pure, SameOperandsAndResultType]> {
 }
 
 //===----------------------------------------------------------------------===//
+// Elementwise functions
+//===----------------------------------------------------------------------===//
+
+// y = f(x) elementwise. The gradient op takes the forward tensor its formula
+// needs (`saved`: the result where f' is a function of it, as for tanh; the
+// input for log), so that one tensor is stashed.
+class NN_UnaryOp<string mnemonic, string formula>
+    : NN_Op<mnemonic, [Pure, SameOperandsAndResultType,
+        DeclareOpInterfaceMethods<NN_GradientOpInterface>]> {
+  let summary = formula # ", elementwise";
+  let arguments = (ins NN_FloatTensor:$input);
+  let results = (outs NN_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($result)";
+}
+
+class NN_UnaryGradOp<string mnemonic, string formula>
+    : NN_Op<mnemonic, [Pure, SameOperandsAndResultType]> {
+  let summary = "input gradient: " # formula;
+  let arguments = (ins NN_FloatTensor:$result_grad, NN_FloatTensor:$saved);
+  let results = (outs NN_FloatTensor:$input_grad);
+  let assemblyFormat =
+      "$result_grad `,` $saved attr-dict `:` type($input_grad)";
+}
+
+def NN_TanhOp : NN_UnaryOp<"tanh", "tanh(x)">;
+def NN_SigmoidOp : NN_UnaryOp<"sigmoid", "1 / (1 + exp(-x))">;
+def NN_ExpOp : NN_UnaryOp<"exp", "exp(x)">;
+def NN_LogOp : NN_UnaryOp<"log", "natural logarithm ln(x)">;
+def NN_SqrtOp : NN_UnaryOp<"sqrt", "square root">;
+
+def NN_TanhGradOp : NN_UnaryGradOp<"tanh_grad", "dy * (1 - y^2), saved = y">;
+def NN_SigmoidGradOp
+    : NN_UnaryGradOp<"sigmoid_grad", "dy * y * (1 - y), saved = y">;
+def NN_ExpGradOp : NN_UnaryGradOp<"exp_grad", "dy * y, saved = y">;
+def NN_LogGradOp : NN_UnaryGradOp<"log_grad", "dy / x, saved = x">;
+def NN_SqrtGradOp : NN_UnaryGradOp<"sqrt_grad", "dy / (2 y), saved = y">;
+
+//===----------------------------------------------------------------------===//
 // Pooling
 //===----------------------------------------------------------------------===//
 

@@ -166,6 +166,22 @@ void dpc_relu(const float *x, float *y, int64_t count);
 /* dx = dy where y > 0, else 0. */
 void dpc_relu_grad(const float *dy, const float *y, float *dx, int64_t count);
 
+/* Elementwise functions, by code. */
+enum dpc_unary_fn {
+  DPC_UNARY_TANH = 0,
+  DPC_UNARY_SIGMOID = 1,
+  DPC_UNARY_EXP = 2,
+  DPC_UNARY_LOG = 3,
+  DPC_UNARY_SQRT = 4,
+};
+/* y = f(x). */
+void dpc_unary(int64_t fn, const float *x, float *y, int64_t count);
+/* dx = dy * f'(x), from `saved`: the forward result y (tanh: 1 - y^2,
+ * sigmoid: y (1 - y), exp: y, sqrt: 1 / (2 y)) or, for log, the input x
+ * (1 / x). */
+void dpc_unary_grad(int64_t fn, const float *dy, const float *saved,
+                    float *dx, int64_t count);
+
 /* max_pool2d params: kernel_h, kernel_w, stride_h, stride_w, pad_top,
  * pad_left, pad_bottom, pad_right. Shapes NCHW. The gradient routes to the
  * first maximum of each window, as PyTorch does. */

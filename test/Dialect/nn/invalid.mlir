@@ -312,3 +312,19 @@ func.func @unknown_attr(%x: tensor<4xf32>) {
   %y = nn.relu %x {nn.costs = 1} : tensor<4xf32>
   return
 }
+
+// -----
+
+func.func @tanh_grad_mismatch(%dy: tensor<4xf32>, %y: tensor<5xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'nn.tanh_grad' op requires the same type for all operands and results}}
+  %dx = "nn.tanh_grad"(%dy, %y) : (tensor<4xf32>, tensor<5xf32>) -> tensor<4xf32>
+  return %dx : tensor<4xf32>
+}
+
+// -----
+
+func.func @sigmoid_integer(%x: tensor<4xi64>) -> tensor<4xi64> {
+  // expected-error @+1 {{'nn.sigmoid' op operand #0 must be}}
+  %y = "nn.sigmoid"(%x) : (tensor<4xi64>) -> tensor<4xi64>
+  return %y : tensor<4xi64>
+}

@@ -73,6 +73,21 @@ class MLP(nn.Module):
         return self.fc2(self.relu(self.fc1(x)))
 
 
+class SmoothMLP(nn.Module):
+    """784-64-tanh-32-sigmoid-10: the smooth activations (ONNX Tanh and
+    Sigmoid) in training, where their gradients matter."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc1 = nn.Linear(28 * 28, 64)
+        self.fc2 = nn.Linear(64, 32)
+        self.fc3 = nn.Linear(32, 10)
+
+    def forward(self, x):
+        x = torch.flatten(x, 1)
+        return self.fc3(torch.sigmoid(self.fc2(torch.tanh(self.fc1(x)))))
+
+
 class BasicBlock(nn.Module):
     """ResNet's basic block: two 3x3 convolutions with batch normalization
     and a skip connection, projected by a 1x1 convolution when the shape
@@ -131,9 +146,10 @@ def resnet18():
 
 # `--model all` exports MODELS; the others are asked for by name: "resnet"
 # (batch normalization, skip connections, global average pooling, small
-# enough for the tests) and "resnet18" (the benchmark's).
+# enough for the tests), "resnet18" (the benchmark's) and "smooth-mlp".
 MODELS = {"lenet5": LeNet5, "mlp": MLP}
-EXTRA_MODELS = {"resnet": ResNet, "resnet18": resnet18}
+EXTRA_MODELS = {"resnet": ResNet, "resnet18": resnet18,
+                "smooth-mlp": SmoothMLP}
 
 
 def build(name):

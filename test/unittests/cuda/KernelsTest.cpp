@@ -441,6 +441,50 @@ INSTANTIATE_TEST_SUITE_P(
 // Elementwise, pooling, loss, copy, optimizer
 //===----------------------------------------------------------------------===//
 
+// tanh, sigmoid, exp, log, sqrt and their gradients against double
+// references; log and sqrt on positive inputs.
+TEST_F(Cuda, UnaryFunctionsAndGrads) {
+  auto x = randomFloats(4099, 31, 0.05f, 3.0f);
+  x[0] = -30.0f; // sigmoid's tail: no overflow, no NaN
+  auto g = randomFloats(4099, 32);
+  struct Fn {
+    int64_t code;
+    double (*f)(double);
+    bool fromInput;
+    double (*df)(double x, double y);
+  } fns[] = {
+      {DPC_UNARY_TANH, [](double v) { return std::tanh(v); }, false,
+       [](double, double y) { return 1 - y * y; }},
+      {DPC_UNARY_SIGMOID, [](double v) { return 1 / (1 + std::exp(-v)); },
+       false, [](double, double y) { return y * (1 - y); }},
+      {DPC_UNARY_EXP, [](double v) { return std::exp(v); }, false,
+       [](double, double y) { return y; }},
+      {DPC_UNARY_LOG, [](double v) { return std::log(std::fabs(v)); }, true,
+       [](double v, double) { return 1 / v; }},
+      {DPC_UNARY_SQRT, [](double v) { return std::sqrt(std::fabs(v)); },
+       false, [](double, double y) { return 1 / (2 * y); }},
+  };
+  for (const Fn &fn : fns) {
+    std::vector<float> in = x;
+    if (fn.code == DPC_UNARY_LOG || fn.code == DPC_UNARY_SQRT)
+      in[0] = 30.0f;
+    std::vector<double> y(in.size()), dx(in.size());
+    std::vector<float> yf(in.size());
+    for (size_t i = 0; i < in.size(); ++i) {
+      y[i] = fn.f(in[i]);
+      yf[i] = float(y[i]);
+      dx[i] = g[i] * fn.df(in[i], yf[i]);
+    }
+    Device<float> dX(in), dY(in.size()), dG(g), dSaved(fn.fromInput ? in : yf),
+        dDx(in.size());
+    dpc_unary(fn.code, dX.get(), dY.get(), int64_t(in.size()));
+    dpc_unary_grad(fn.code, dG.get(), dSaved.get(), dDx.get(),
+                   int64_t(in.size()));
+    expectNear(dY.host(), y, 1e-5);
+    expectNear(dDx.host(), dx, 1e-5);
+  }
+}
+
 TEST_F(Cuda, ReluAndGrad) {
   auto x = randomFloats(10007, 13);
   auto g = randomFloats(10007, 14);

@@ -335,6 +335,50 @@ TEST(Relu, ForwardAndGradient) {
   EXPECT_EQ(dx[0], 0.0f); // relu'(0) = 0, as PyTorch
 }
 
+// Each function against a double reference, and its gradient, from the
+// tensor the gradient op is given, against central differences of the
+// forward kernel itself.
+TEST(Unary, ForwardAndGradientAgainstDifferences) {
+  struct Fn {
+    int64_t code;
+    const char *name;
+    double (*f)(double);
+    bool fromInput;
+  } fns[] = {
+      {DPC_UNARY_TANH, "tanh", [](double v) { return std::tanh(v); }, false},
+      {DPC_UNARY_SIGMOID, "sigmoid",
+       [](double v) { return 1 / (1 + std::exp(-v)); }, false},
+      {DPC_UNARY_EXP, "exp", [](double v) { return std::exp(v); }, false},
+      {DPC_UNARY_LOG, "log", [](double v) { return std::log(v); }, true},
+      {DPC_UNARY_SQRT, "sqrt", [](double v) { return std::sqrt(v); }, false},
+  };
+  const size_t n = 257;
+  Vec x = randomVec(n, 40, 0.1f, 2.5f), dy = randomVec(n, 41);
+  x[0] = 1.0f;
+  for (const Fn &fn : fns) {
+    SCOPED_TRACE(fn.name);
+    Vec y(n), dx(n);
+    dpc_unary(fn.code, x.data(), y.data(), int64_t(n));
+    dpc_unary_grad(fn.code, dy.data(), fn.fromInput ? x.data() : y.data(),
+                   dx.data(), int64_t(n));
+    for (size_t i = 0; i < n; ++i) {
+      EXPECT_NEAR(y[i], fn.f(x[i]), 2e-6 * std::max(1.0, std::fabs(fn.f(x[i]))));
+      float h = 1e-2f * std::fabs(x[i]);
+      float lo = x[i] - h, hi = x[i] + h, ylo, yhi;
+      dpc_unary(fn.code, &lo, &ylo, 1);
+      dpc_unary(fn.code, &hi, &yhi, 1);
+      double slope = (double(yhi) - ylo) / (double(hi) - lo);
+      EXPECT_NEAR(dx[i], dy[i] * slope, 2e-3 * std::max(1.0, std::fabs(slope)))
+          << "at x = " << x[i];
+    }
+  }
+  // Sigmoid saturates without overflow at both ends.
+  float big[2] = {-200.0f, 200.0f}, s[2];
+  dpc_unary(DPC_UNARY_SIGMOID, big, s, 2);
+  EXPECT_EQ(s[0], 0.0f);
+  EXPECT_EQ(s[1], 1.0f);
+}
+
 TEST(Copy, CopiesBytes) {
   Vec a = randomVec(33, 18), b(33, 0.0f);
   dpc_copy(a.data(), b.data(), 33 * 4);

@@ -1,10 +1,11 @@
 //===- OutlineStages.cpp - Per-stage segment functions --------------------===//
 //
 // Clones the ops of each (stage, segment) of @main into a function of its
-// own. In an inference module (`pipe.inference`) every op is forward work and
-// every result of @main an output; the other segments stay empty. Within one function every value must be computed there, re-read
+// own. Within one function every value must be computed there, re-read
 // there (parameters, restores, data) or come from a transfer; anything else
-// means an earlier pass missed a stash or a transfer, which is reported.
+// means an earlier pass missed a stash or a transfer, which is reported. In
+// an inference module (`pipe.inference`) every op is forward work and every
+// result of @main an output; the other segments stay empty.
 //
 //===----------------------------------------------------------------------===//
 

@@ -2,7 +2,8 @@
 //
 // The import runs in three steps:
 //   1. the onnx library parses and checks the model, converts one older than
-//      kMinOpset to kMinOpset, and infers shapes (after the batch size is specialised, if asked);
+//      kMinOpset to kMinOpset, and infers shapes (after the batch size is
+//      specialised, if asked);
 //   2. the importer walks the (topologically sorted) nodes and dispatches
 //      each through `kHandlers`, keyed by op type and by the since-version
 //      of the op's schema at the model's opset;

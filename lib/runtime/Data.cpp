@@ -422,11 +422,9 @@ static Dataset loadNpy(const DataSpec &spec, const ModelDataShape &model) {
   std::memcpy(values.data(), inputs.data.data(), inputs.data.size());
   std::vector<int64_t> sampleShape(inputs.shape.begin() + 1,
                                    inputs.shape.end());
-  if (spec.labelsPath.empty()) {
-    if (inputs.shape[0] == 0)
-      throw Error(spec.inputsPath + ": the dataset has no samples");
+  // loadDataset refuses an empty one.
+  if (spec.labelsPath.empty())
     return Dataset::unlabelled(sampleShape, std::move(values));
-  }
   NpyArray labels = readNpyFile(spec.labelsPath);
   if (labels.shape.size() != 1)
     throw Error(spec.labelsPath + ": labels must be one-dimensional, got " +

@@ -1114,30 +1114,22 @@ struct Executor::Impl : dpc_context {
     if (!manifest.outputShape)
       fatal("dpc_report_output",
             "the manifest declares no output for this stage");
-    const std::vector<int64_t> &shape = *manifest.outputShape;
-    if (evaluating && keepingOutputs) {
-      size_t elements = 1;
-      for (int64_t d : shape)
-        elements *= size_t(d);
-      const auto *values = static_cast<const float *>(
-          download(output, elements * sizeof(float), downStaging));
-      eval.outputs.insert(eval.outputs.end(), values, values + elements);
-    }
-    if (!evaluating || !manifest.labelsShape)
+    bool scoring = manifest.labelsShape.has_value();
+    if (!evaluating || !(keepingOutputs || scoring))
       return;
+    const std::vector<int64_t> &shape = *manifest.outputShape;
     int64_t rows = shape[0], cols = 1;
     for (size_t d = 1; d < shape.size(); ++d)
       cols *= shape[d];
-    const auto *y = static_cast<const int64_t *>(
-        download(labels(), size_t(rows) * sizeof(int64_t), labelStaging));
     const auto *values = static_cast<const float *>(
         download(output, size_t(rows * cols) * sizeof(float), downStaging));
-    for (int64_t r = 0; r < rows; ++r) {
-      const float *row = values + r * cols;
-      // The first maximum, as torch.argmax picks.
-      int64_t best = std::max_element(row, row + cols) - row;
-      eval.correct += best == y[r];
-    }
+    if (keepingOutputs)
+      eval.outputs.insert(eval.outputs.end(), values, values + rows * cols);
+    if (!scoring)
+      return;
+    const auto *y = static_cast<const int64_t *>(
+        download(labels(), size_t(rows) * sizeof(int64_t), labelStaging));
+    eval.correct += countArgmaxHits(values, rows, cols, y);
     eval.samples += rows;
   }
 };
@@ -1145,6 +1137,17 @@ struct Executor::Impl : dpc_context {
 //===----------------------------------------------------------------------===//
 // Executor
 //===----------------------------------------------------------------------===//
+
+int64_t countArgmaxHits(const float *scores, int64_t rows, int64_t classes,
+                        const int64_t *labels) {
+  int64_t hits = 0;
+  for (int64_t r = 0; r < rows; ++r) {
+    const float *row = scores + r * classes;
+    // The first maximum, as torch.argmax picks.
+    hits += std::max_element(row, row + classes) - row == labels[r];
+  }
+  return hits;
+}
 
 Executor::Executor(RankManifest manifest, schedule::Schedule schedule,
                    Communicator &comm, SegmentFunctions segments)

@@ -24,9 +24,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include <algorithm>
 #include <cstdio>
 #include <fstream>
+#include <numeric>
 #include <optional>
 #include <string>
 #include <sys/stat.h>
@@ -358,9 +358,8 @@ int predict(const Options &opts, Communicator &comm, Executor &exec,
               std::to_string(microbatches) + " microbatches of " +
               std::to_string(m.microbatchSize) + " on " +
               std::to_string(m.stages) + " stages");
-  EvalResult result = exec.evaluate(
-      m.isFirstStage() || m.isLastStage() ? &*data : nullptr, microbatches,
-      /*keepOutputs=*/true);
+  EvalResult result =
+      exec.evaluate(data ? &*data : nullptr, microbatches, /*keepOutputs=*/true);
   if (m.isLastStage()) {
     if (!opts.predictions.empty()) {
       writePredictions(opts.predictions, m, result.outputs, samples,
@@ -368,11 +367,12 @@ int predict(const Options &opts, Communicator &comm, Executor &exec,
       printLine("wrote " + opts.predictions);
     }
     if (scored) {
-      int64_t classes = (*m.outputShape)[1], correct = 0;
-      for (int64_t i = 0; i < samples; ++i) {
-        const float *row = result.outputs.data() + i * classes;
-        correct += std::max_element(row, row + classes) - row == data->label(i);
-      }
+      std::vector<int64_t> indices(static_cast<size_t>(samples)),
+          labels(static_cast<size_t>(samples));
+      std::iota(indices.begin(), indices.end(), int64_t(0));
+      data->gatherLabels(indices, labels.data());
+      int64_t correct = countArgmaxHits(result.outputs.data(), samples,
+                                        (*m.outputShape)[1], labels.data());
       char line[128];
       std::snprintf(line, sizeof line, "accuracy %.4f (%lld/%lld)",
                     double(correct) / double(samples), (long long)correct,

@@ -284,16 +284,18 @@ bool emitStage(mlir::ModuleOp outlined, int64_t stage, int64_t numRanks,
   return true;
 }
 
-// Adds what the later phases predict beside the planner's figures in
-// plan.json: the schedule simulation's step time and bubbles (per-op costs
-// through the real instruction streams) and plan-memory's peak per rank.
-bool recordSimulation(mlir::ModuleOp module, const fs::path &planPath,
-                      bool inference) {
+// Adds what the later phases know beside the planner's figures in
+// plan.json: whether the build is forward-only, the schedule simulation's
+// step time and bubbles (per-op costs through the real instruction streams)
+// and plan-memory's peak per rank.
+bool completePlan(mlir::ModuleOp module, const fs::path &planPath,
+                  bool inference) {
   auto step = module->getAttrOfType<mlir::FloatAttr>("pipe.predicted_step_ms");
   auto bubble = module->getAttrOfType<mlir::FloatAttr>("pipe.predicted_bubble");
   auto peaks =
       module->getAttrOfType<mlir::DenseI64ArrayAttr>("pipe.peak_memory");
-  if (!step || !bubble || !peaks)
+  bool simulated = step && bubble && peaks;
+  if (!simulated && !inference)
     return true;
   std::ifstream in(planPath);
   nlohmann::ordered_json plan =
@@ -304,19 +306,21 @@ bool recordSimulation(mlir::ModuleOp module, const fs::path &planPath,
   }
   if (inference)
     plan["inference"] = true;
-  plan["predicted"]["simulated_step_ms"] = step.getValueAsDouble();
-  plan["predicted"]["simulated_bubble_fraction"] = bubble.getValueAsDouble();
-  // Peaks are per rank; a replicated stage's ranks hold the same.
-  auto &stages = plan["stages"];
-  for (size_t i = 0; i < stages.size(); ++i) {
-    size_t rank = i;
-    if (stages[i].contains("ranks") && !stages[i]["ranks"].empty())
-      rank = stages[i]["ranks"][0].get<size_t>();
-    if (rank < peaks.size())
-      stages[i]["planned_peak_bytes"] = peaks[rank];
+  if (simulated) {
+    plan["predicted"]["simulated_step_ms"] = step.getValueAsDouble();
+    plan["predicted"]["simulated_bubble_fraction"] = bubble.getValueAsDouble();
+    // Peaks are per rank; a replicated stage's ranks hold the same.
+    auto &stages = plan["stages"];
+    for (size_t i = 0; i < stages.size(); ++i) {
+      size_t rank = i;
+      if (stages[i].contains("ranks") && !stages[i]["ranks"].empty())
+        rank = stages[i]["ranks"][0].get<size_t>();
+      if (rank < peaks.size())
+        stages[i]["planned_peak_bytes"] = peaks[rank];
+    }
+    plan["predicted"]["planned_peak_bytes"] = *std::max_element(
+        peaks.asArrayRef().begin(), peaks.asArrayRef().end());
   }
-  plan["predicted"]["planned_peak_bytes"] =
-      *std::max_element(peaks.asArrayRef().begin(), peaks.asArrayRef().end());
   return writeText(planPath, plan.dump(2) + "\n");
 }
 
@@ -441,7 +445,7 @@ int compileModel(const CompileOptions &options) {
     phaseIR.emplace_back(phase.name, printIR(*module));
   }
 
-  if (!recordSimulation(*module, out.path() / "plan.json", options.inference))
+  if (!completePlan(*module, out.path() / "plan.json", options.inference))
     return 1;
 
   fs::create_directories(out.path() / "mlir");

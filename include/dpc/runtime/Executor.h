@@ -63,6 +63,11 @@ struct EvalResult {
   std::vector<float> outputs;
 };
 
+/// How many rows of `scores` (rows x classes) have their first maximum, as
+/// torch.argmax picks it, at the row's label.
+int64_t countArgmaxHits(const float *scores, int64_t rows, int64_t classes,
+                        const int64_t *labels);
+
 /// Peaks measured over the steps run so far, to hold against what the
 /// schedule's verifier promised for the rank (schedule::RankStats).
 struct MemoryStats {

@@ -104,14 +104,16 @@ struct AutodiffPass : public mlir::dpc::impl::AutodiffPassBase<AutodiffPass> {
     if (loss != "softmax-cross-entropy")
       return module.emitError("loss '")
              << loss << "' is not supported yet; use softmax-cross-entropy";
-    if (optimizer != "sgd")
-      return module.emitError("optimizer '")
-             << optimizer << "' is not supported yet; use sgd";
+    if (optimizer != "sgd" && optimizer != "adam")
+      return module.emitError("unknown optimizer '")
+             << optimizer << "'; expected sgd or adam";
     if (microbatches < 1)
       return module.emitError("expects microbatches >= 1");
     if (!(lr > 0) || !(momentum >= 0 && momentum < 1) || !(weightDecay >= 0))
       return module.emitError("expects lr > 0, momentum in [0, 1) and "
                               "weight-decay >= 0");
+    if (!(beta1 >= 0 && beta1 < 1) || !(beta2 >= 0 && beta2 < 1) || !(eps > 0))
+      return module.emitError("expects beta1 and beta2 in [0, 1) and eps > 0");
     return success();
   }
 
@@ -206,12 +208,18 @@ struct AutodiffPass : public mlir::dpc::impl::AutodiffPassBase<AutodiffPass> {
         it->second.second = builder.create<nn::AddOp>(
             param.getLoc(), grad.getType(), it->second.second, grad);
     }
+    auto f32 = [&](double value) { return builder.getF32FloatAttr(value); };
     for (auto &[name, update] : updates) {
-      tagger.follow(update.first.getOperation());
-      builder.create<nn::SgdUpdateOp>(
-          update.first.getLoc(), update.first.getResult(), update.second,
-          builder.getF32FloatAttr(lr), builder.getF32FloatAttr(momentum),
-          builder.getF32FloatAttr(weightDecay));
+      auto [param, grad] = update;
+      tagger.follow(param.getOperation());
+      if (optimizer == "adam")
+        builder.create<nn::AdamUpdateOp>(param.getLoc(), param.getResult(),
+                                         grad, f32(lr), f32(beta1), f32(beta2),
+                                         f32(eps), f32(weightDecay));
+      else
+        builder.create<nn::SgdUpdateOp>(param.getLoc(), param.getResult(),
+                                        grad, f32(lr), f32(momentum),
+                                        f32(weightDecay));
     }
 
     ret->setOperands({lossValue, logits});

@@ -113,12 +113,16 @@ struct BuildSchedulePass
       info.backwardInput = segmentMs(segments.lookup("backward_input"));
       info.backwardWeight = segmentMs(segments.lookup("backward_weight"));
       llvm::StringSet<> params, stashes;
-      int64_t paramBytes = 0;
+      int64_t paramBytes = 0, stateTensors = 0;
       for (auto &entry : segments) {
         entry.second.walk([&](Operation *op) {
           if (auto param = dyn_cast<nn::ParamOp>(op)) {
             if (params.insert(param.getName()).second)
               paramBytes += nn::getSizeInBytes(param);
+          } else if (auto update =
+                         dyn_cast<nn::OptimizerUpdateOpInterface>(op)) {
+            stateTensors =
+                std::max(stateTensors, update.getNumStateTensors());
           } else if (auto stash = dyn_cast<pipe::StashOp>(op)) {
             if (stashes.insert(stash.getKey()).second)
               info.activationBytes += nn::getSizeInBytes(stash.getValue());
@@ -128,8 +132,10 @@ struct BuildSchedulePass
           }
         });
       }
-      // Weights, their gradient accumulators and SGD momentum stay resident.
-      info.paramBytes = 3 * paramBytes;
+      // Weights, their gradient accumulators and the optimizer's state
+      // (which the runtime keeps for every parameter of a training stage)
+      // stay resident.
+      info.paramBytes = (2 + stateTensors) * paramBytes;
       info.weightBytes = paramBytes;
       options.stageInfo.push_back(info);
     }

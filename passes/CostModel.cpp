@@ -167,6 +167,12 @@ std::optional<OpWork> mlir::dpc::estimateWork(Operation *op) {
         work.flops = 4 * elementsOf(update.getParam());
         work.bytes = 5 * nn::getSizeInBytes(update.getParam());
       })
+      .Case([&](nn::AdamUpdateOp update) {
+        // Both moments, the bias corrections, a square root and a division
+        // per element; param, grad and two moments read, three written.
+        work.flops = 12 * elementsOf(update.getParam());
+        work.bytes = 7 * nn::getSizeInBytes(update.getParam());
+      })
       .Default([&](Operation *) { known = false; });
   if (!known)
     return std::nullopt;

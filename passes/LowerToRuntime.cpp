@@ -86,6 +86,9 @@ struct Manifest {
   int64_t microbatchSize = 0;
   // A forward-only build (`pipe.inference`): the ranks predict, not train.
   bool inference = false;
+  // The optimizer of the stage's updates ("sgd", "adam"), which decides the
+  // state the runtime keeps per parameter; empty without updates.
+  std::string optimizer;
   // Profiled ops: (node, phase) per id.
   std::vector<std::pair<std::string, std::string>> profile;
 
@@ -158,6 +161,8 @@ struct Manifest {
       root["profile"] = std::move(profileArray);
     if (inference)
       root["inference"] = true;
+    if (!optimizer.empty())
+      root["optimizer"] = optimizer;
     std::string text;
     llvm::raw_string_ostream os(text);
     os << llvm::json::Value(std::move(root));
@@ -181,10 +186,13 @@ private:
   void dispatchByChunk(LLVM::LLVMFuncOp target,
                        ArrayRef<LLVM::LLVMFuncOp> chunks);
   LogicalResult lowerOp(Operation *op);
+  // The optimizer step of parameter `id` (an i64 value).
+  void lowerUpdate(nn::SgdUpdateOp update, Value id);
+  void lowerUpdate(nn::AdamUpdateOp update, Value id);
   // Whether `op` becomes a kernel call (what a profile times).
   static bool isKernel(Operation *op) {
     return isa<nn::NNDialect>(op->getDialect()) &&
-           !isa<nn::ParamOp, nn::ReshapeOp, nn::SgdUpdateOp>(op);
+           !isa<nn::ParamOp, nn::ReshapeOp, nn::OptimizerUpdateOpInterface>(op);
   }
 
   // Declares (once) an external function of the ABI.
@@ -214,6 +222,22 @@ private:
   std::map<std::vector<int64_t>, std::string> arrays;
   Manifest manifest;
 };
+
+void Lowering::lowerUpdate(nn::SgdUpdateOp update, Value id) {
+  callVoid("dpc_sgd_step",
+           {context, id, f32(update.getLr().convertToFloat()),
+            f32(update.getMomentum().convertToFloat()),
+            f32(update.getWeightDecay().convertToFloat())});
+}
+
+void Lowering::lowerUpdate(nn::AdamUpdateOp update, Value id) {
+  callVoid("dpc_adam_step",
+           {context, id, f32(update.getLr().convertToFloat()),
+            f32(update.getBeta1().convertToFloat()),
+            f32(update.getBeta2().convertToFloat()),
+            f32(update.getEps().convertToFloat()),
+            f32(update.getWeightDecay().convertToFloat())});
+}
 
 LLVM::LLVMFuncOp Lowering::declare(StringRef name, Type result,
                                    ArrayRef<Type> params) {
@@ -277,8 +301,11 @@ Value Lowering::alloc(Value like) {
   // plan-memory placed the buffer in the segment's arena.
   if (auto offset =
           like.getDefiningOp()->getAttrOfType<IntegerAttr>("pipe.offset"))
-    return builder.create<LLVM::GEPOp>(loc, ptrType, builder.getI8Type(), arena,
-                                       ArrayRef<LLVM::GEPArg>{offset.getInt()});
+    // An i64 index: a constant GEP index is 32 bits, and arenas of large
+    // models pass 2 GiB.
+    return builder.create<LLVM::GEPOp>(
+        loc, ptrType, builder.getI8Type(), arena,
+        ArrayRef<LLVM::GEPArg>{i64(offset.getInt())});
   return call("dpc_alloc", ptrType, {context, i64(nn::getSizeInBytes(like))});
 }
 
@@ -417,19 +444,23 @@ LogicalResult Lowering::lowerOp(Operation *op) {
         // The runtime applies the accumulator itself; no buffer is passed.
         define(acc, nullPtr());
       })
-      .Case([&](nn::SgdUpdateOp update) {
-        auto read = update.getParam().getDefiningOp<nn::ParamOp>();
-        if (!update.getGrad().getDefiningOp<pipe::AccumulatedGradOp>()) {
+      .Case<nn::SgdUpdateOp, nn::AdamUpdateOp>([&](auto update) {
+        auto read = update.getParam().template getDefiningOp<nn::ParamOp>();
+        if (!update.getGrad().template getDefiningOp<pipe::AccumulatedGradOp>()) {
           status = update.emitOpError(
               "expects its gradient from pipe.accumulated_grad (run "
               "--dpc-outline-stages first)");
           return;
         }
+        std::string kind = isa<nn::AdamUpdateOp>(*update) ? "adam" : "sgd";
+        if (!manifest.optimizer.empty() && manifest.optimizer != kind) {
+          status = update.emitOpError("mixes optimizers on one stage: ")
+                   << manifest.optimizer << " and " << kind;
+          return;
+        }
+        manifest.optimizer = kind;
         int64_t id = manifest.paramId(read.getName(), read.getResult());
-        callVoid("dpc_sgd_step",
-                 {context, i64(id), f32(update.getLr().convertToFloat()),
-                  f32(update.getMomentum().convertToFloat()),
-                  f32(update.getWeightDecay().convertToFloat())});
+        lowerUpdate(update, i64(id));
       })
       .Case([&](nn::ReshapeOp reshape) {
         define(reshape, ptrOf(reshape.getInput()));

@@ -63,7 +63,7 @@ private:
   bool inference;
   int64_t numStages = 1;
   SmallVector<Operation *> forward, backward;
-  SmallVector<nn::SgdUpdateOp> updates;
+  SmallVector<nn::OptimizerUpdateOpInterface> updates;
   llvm::StringSet<> stashKeys;
 };
 
@@ -90,7 +90,7 @@ LogicalResult Outliner::classify() {
       return op.emitError("has no pipe.stage; run --dpc-partition-stages "
                           "first");
     numStages = std::max(numStages, *stage + 1);
-    if (auto update = dyn_cast<nn::SgdUpdateOp>(op))
+    if (auto update = dyn_cast<nn::OptimizerUpdateOpInterface>(op))
       updates.push_back(update);
     else if (inForward)
       forward.push_back(&op);
@@ -181,8 +181,8 @@ LogicalResult Outliner::outlineStage(int64_t stage) {
     return selected;
   };
   SmallVector<Operation *> fwd = onStage(forward), bwd = onStage(backward);
-  SmallVector<nn::SgdUpdateOp> stageUpdates;
-  for (nn::SgdUpdateOp update : updates)
+  SmallVector<nn::OptimizerUpdateOpInterface> stageUpdates;
+  for (nn::OptimizerUpdateOpInterface update : updates)
     if (pipe::getStage(update) == stage)
       stageUpdates.push_back(update);
 
@@ -225,7 +225,7 @@ LogicalResult Outliner::outlineStage(int64_t stage) {
 
   auto addAccumulates = [&](func::FuncOp func, IRMapping &map) {
     builder.setInsertionPoint(func.getBody().front().getTerminator());
-    for (nn::SgdUpdateOp update : stageUpdates) {
+    for (nn::OptimizerUpdateOpInterface update : stageUpdates) {
       Value grad = map.lookupOrNull(update.getGrad());
       if (!grad)
         continue;
@@ -282,7 +282,7 @@ LogicalResult Outliner::outlineStage(int64_t stage) {
   // The weight half accumulates the gradients the input half computed too
   // (a bias gradient can be on the critical path of nothing and still come
   // from an op of the input half).
-  for (nn::SgdUpdateOp update : stageUpdates) {
+  for (nn::OptimizerUpdateOpInterface update : stageUpdates) {
     Value grad = update.getGrad();
     if (!bwMap.contains(grad) && biMap.contains(grad))
       carryToWeightHalf(grad);
@@ -292,15 +292,14 @@ LogicalResult Outliner::outlineStage(int64_t stage) {
   // The optimizer: one update per parameter from its accumulated gradient.
   func::FuncOp optFunc = createSegment(stage, "optimizer");
   IRMapping optMap;
-  for (nn::SgdUpdateOp update : stageUpdates) {
+  for (nn::OptimizerUpdateOpInterface update : stageUpdates) {
     builder.setInsertionPoint(optFunc.getBody().front().getTerminator());
     FailureOr<Value> param = lookupOrReread(update.getParam(), optMap, update);
     builder.setInsertionPoint(optFunc.getBody().front().getTerminator());
     auto grad = builder.create<pipe::AccumulatedGradOp>(
         update.getLoc(), param->getType(), *param);
-    auto clone = cast<nn::SgdUpdateOp>(builder.clone(*update));
-    clone.getParamMutable().assign(*param);
-    clone.getGradMutable().assign(grad);
+    auto clone = cast<nn::OptimizerUpdateOpInterface>(builder.clone(*update));
+    clone.setParamAndGrad(*param, grad);
     clone->removeAttr(pipe::PipeDialect::kStageAttrName);
   }
   return success();

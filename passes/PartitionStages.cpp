@@ -208,6 +208,10 @@ struct PartitionStagesPass
     int deviceCount = stages > 0 ? stages * virtualStages : devices;
     options.cost.topology = planner::Topology::flat(deviceCount, bandwidth);
     options.cost.microbatches = microbatches;
+    if (!planner::parseOptimizerStateFactor(optimizer,
+                                            options.cost.optimizerStateFactor))
+      return module.emitError("unknown optimizer '")
+             << optimizer << "'; expected sgd or adam";
     std::string kind = schedule;
     // Interleaved and zero-bubble are synchronous like 1F1B and keep the
     // same activations in flight per stage.

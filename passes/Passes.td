@@ -42,6 +42,12 @@ def AutodiffPass : Pass<"dpc-autodiff", "::mlir::ModuleOp"> {
     Option<"lr", "lr", "double", /*default=*/"0.01", "Learning rate">,
     Option<"momentum", "momentum", "double", /*default=*/"0.0",
            "SGD momentum">,
+    Option<"beta1", "beta1", "double", /*default=*/"0.9",
+           "Adam's decay of the first moment">,
+    Option<"beta2", "beta2", "double", /*default=*/"0.999",
+           "Adam's decay of the second moment">,
+    Option<"eps", "eps", "double", /*default=*/"1e-8",
+           "Adam's denominator term">,
     Option<"weightDecay", "weight-decay", "double", /*default=*/"0.0",
            "Weight decay (L2 penalty added to the gradient)">,
   ];
@@ -132,6 +138,9 @@ def PartitionStagesPass : Pass<"dpc-partition-stages", "::mlir::ModuleOp"> {
            "Write the planner's graph (profile.json format) to this file">,
     Option<"profile", "profile", "std::string", /*default=*/"\"\"",
            "Measured costs (dpc profile's profile.json) to plan with">,
+    Option<"optimizer", "optimizer", "std::string", /*default=*/"\"sgd\"",
+           "Optimizer the step will use (sgd, adam): its state per "
+           "parameter counts against the memory limit">,
   ];
 }
 
@@ -182,9 +191,10 @@ def OutlineStagesPass : Pass<"dpc-outline-stages", "::mlir::ModuleOp"> {
 
     Function arguments become `pipe.input` / `pipe.labels` reads; `@main`'s
     results (loss and output) become `pipe.report_loss` /
-    `pipe.report_output` on the last stage. Each `nn.sgd_update` becomes a
-    `pipe.accumulate_grad` in the backward segments and, in the optimizer
-    segment, an update from `pipe.accumulated_grad`. Parameter reads and
+    `pipe.report_output` on the last stage. Each optimizer update
+    (`nn.sgd_update`, `nn.adam_update`) becomes a `pipe.accumulate_grad` in
+    the backward segments and, in the optimizer segment, an update from
+    `pipe.accumulated_grad`. Parameter reads and
     restores are re-read in every segment that uses them. The backward-input
     half is what the stage's outgoing gradients depend on; values it computes
     that the weight half needs are stashed between the two.

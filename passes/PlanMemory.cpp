@@ -104,7 +104,7 @@ std::vector<int64_t> planArena(const std::vector<Interval> &intervals,
 // read runtime-owned buffers or alias their input.
 bool allocates(Operation *op) {
   return isa<nn::NNDialect>(op->getDialect()) &&
-         !isa<nn::ParamOp, nn::ReshapeOp, nn::SgdUpdateOp>(op) &&
+         !isa<nn::ParamOp, nn::ReshapeOp, nn::OptimizerUpdateOpInterface>(op) &&
          op->getNumResults() == 1;
 }
 

@@ -63,6 +63,16 @@ bool parseScheduleKind(const std::string &text, ScheduleKind &kind) {
   return false;
 }
 
+bool parseOptimizerStateFactor(const std::string &optimizer, double &factor) {
+  if (optimizer == "sgd")
+    factor = 1;
+  else if (optimizer == "adam")
+    factor = 2;
+  else
+    return false;
+  return true;
+}
+
 double StageCost::time() const {
   return std::max(computeSeconds, std::max(recvSeconds, sendSeconds));
 }

@@ -206,12 +206,13 @@ struct Staged {
   std::vector<bool> filled;
 };
 
-/// A parameter's value, gradient accumulator and SGD momentum, in device
-/// memory.
+/// A parameter's value, gradient accumulator and optimizer state (SGD's
+/// momentum, Adam's two moments: optimizerStateNames), in device memory.
 struct ParamState {
   const ManifestParam *spec = nullptr;
   size_t count = 0;
-  Buffer value, grad, momentum;
+  Buffer value, grad;
+  std::vector<Buffer> state;
   size_t bytes() const { return count * sizeof(float); }
 };
 
@@ -288,6 +289,9 @@ struct Executor::Impl : dpc_context {
   // a later Forward/Backward still needs were copied by StashWeights.
   int liveVersion = 0;
   std::map<int, std::vector<Buffer>> weightVersions;
+  /// OptimizerStep instructions run since training began (Adam's step
+  /// number), kept in checkpoints.
+  int64_t optimizerUpdates = 0;
   /// Set by RestoreWeights for the next Forward/Backward.
   std::optional<int> restoredVersion;
   /// What dpc_param reads while a segment runs (nullptr: the live weights).
@@ -779,6 +783,7 @@ struct Executor::Impl : dpc_context {
                     std::to_string(*restoredVersion) +
                     " but no Forward or Backward used it");
       // One step updates every chunk of the rank.
+      ++optimizerUpdates;
       for (int chunk = 0; chunk < manifest.chunks; ++chunk)
         callSegment(Phase::Optimizer, segments.optimizer, -1, chunk);
       ++liveVersion;
@@ -965,9 +970,26 @@ struct Executor::Impl : dpc_context {
   void sgdStep(int64_t id, float lr, float momentum, float weightDecay) {
     if (phase != Phase::Optimizer)
       fatal("dpc_sgd_step", "called outside the optimizer segment");
+    if (manifest.optimizer != Optimizer::Sgd)
+      fatal("dpc_sgd_step", std::string("the manifest's optimizer is ") +
+                                optimizerName(manifest.optimizer));
     ParamState &p = paramState("dpc_sgd_step", id);
-    device.sgdStep(p.value.floats(), p.momentum.floats(), p.grad.floats(),
+    device.sgdStep(p.value.floats(), p.state[0].floats(), p.grad.floats(),
                    p.count, lr, momentum, weightDecay);
+  }
+
+  void adamStep(int64_t id, float lr, float beta1, float beta2, float eps,
+                float weightDecay) {
+    if (phase != Phase::Optimizer)
+      fatal("dpc_adam_step", "called outside the optimizer segment");
+    if (manifest.optimizer != Optimizer::Adam)
+      fatal("dpc_adam_step", std::string("the manifest's optimizer is ") +
+                                 optimizerName(manifest.optimizer));
+    ParamState &p = paramState("dpc_adam_step", id);
+    device.adamStep(
+        p.value.floats(), p.state[0].floats(), p.state[1].floats(),
+        p.grad.floats(), p.count,
+        AdamStep(lr, beta1, beta2, eps, weightDecay, optimizerUpdates));
   }
 
   void send(int64_t tag, const void *data) {
@@ -1182,7 +1204,15 @@ Executor::Executor(RankManifest manifest, schedule::Schedule schedule,
     ParamState &p = s.params[k];
     p.spec = &s.manifest.params[k];
     p.count = size_t(p.spec->elements());
-    for (Buffer *b : {&p.value, &p.grad, &p.momentum}) {
+    // An inference build keeps no optimizer state.
+    size_t states = s.manifest.inference
+                        ? 0
+                        : optimizerStateNames(s.manifest.optimizer).size();
+    p.state.resize(states);
+    std::vector<Buffer *> buffers = {&p.value, &p.grad};
+    for (Buffer &b : p.state)
+      buffers.push_back(&b);
+    for (Buffer *b : buffers) {
       *b = Buffer(s.pool, p.bytes());
       s.device.memset(b->data(), 0, p.bytes());
     }
@@ -1249,16 +1279,42 @@ static void copyTensor(const TensorFile &file, const std::string &fileName,
 }
 
 void Executor::loadParams(const TensorFile &file, const std::string &fileName,
-                          bool momentum) {
+                          bool optimizerState) {
   Device &device = impl->device;
+  const std::vector<std::string> &states =
+      optimizerStateNames(impl->manifest.optimizer);
+  if (optimizerState) {
+    // Checkpoints from before Adam carry no optimizer name: SGD's.
+    auto it = file.metadata.find("optimizer");
+    std::string written = it == file.metadata.end() ? "sgd" : it->second;
+    std::string expected = optimizerName(impl->manifest.optimizer);
+    if (written != expected)
+      throw Error(fileName + ": written by a run with the " + written +
+                  " optimizer; this build trains with " + expected);
+    impl->optimizerUpdates = 0;
+    if (auto updates = file.metadata.find("optimizer_updates");
+        updates != file.metadata.end()) {
+      char *end = nullptr;
+      long long count = std::strtoll(updates->second.c_str(), &end, 10);
+      if (updates->second.empty() || *end || count < 0)
+        throw Error(fileName + ": bad \"optimizer_updates\" metadata '" +
+                    updates->second + "'");
+      impl->optimizerUpdates = count;
+    } else if (impl->manifest.optimizer == Optimizer::Adam) {
+      throw Error(fileName + ": no \"optimizer_updates\" metadata, which "
+                  "Adam's bias correction needs");
+    }
+  }
   for (ParamState &p : impl->params) {
     copyTensor(file, fileName, p.spec->name, p.spec->shape, device,
                p.value.data());
-    if (momentum)
-      copyTensor(file, fileName, "momentum." + p.spec->name, p.spec->shape,
-                 device, p.momentum.data());
-    else
-      device.memset(p.momentum.data(), 0, p.bytes());
+    for (size_t k = 0; k < p.state.size(); ++k) {
+      if (optimizerState)
+        copyTensor(file, fileName, states[k] + "." + p.spec->name,
+                   p.spec->shape, device, p.state[k].data());
+      else
+        device.memset(p.state[k].data(), 0, p.bytes());
+    }
     device.memset(p.grad.data(), 0, p.bytes());
   }
 }
@@ -1266,18 +1322,24 @@ void Executor::loadParams(const TensorFile &file, const std::string &fileName,
 TensorFile Executor::checkpoint(int64_t stepsDone) const {
   TensorFile file;
   std::vector<float> host;
+  const std::vector<std::string> &states =
+      optimizerStateNames(impl->manifest.optimizer);
   for (const ParamState &p : impl->params) {
     host.resize(p.count);
     impl->device.copyToHost(host.data(), p.value.data(), p.bytes());
     file.tensors[p.spec->name] = Tensor::fromF32(p.spec->shape, host.data());
-    impl->device.copyToHost(host.data(), p.momentum.data(), p.bytes());
-    file.tensors["momentum." + p.spec->name] =
-        Tensor::fromF32(p.spec->shape, host.data());
+    for (size_t k = 0; k < p.state.size(); ++k) {
+      impl->device.copyToHost(host.data(), p.state[k].data(), p.bytes());
+      file.tensors[states[k] + "." + p.spec->name] =
+          Tensor::fromF32(p.spec->shape, host.data());
+    }
   }
   file.metadata["format"] = "dpc-checkpoint";
   file.metadata["stage"] = std::to_string(impl->manifest.stage);
   file.metadata["stages"] = std::to_string(impl->manifest.stages);
   file.metadata["step"] = std::to_string(stepsDone);
+  file.metadata["optimizer"] = optimizerName(impl->manifest.optimizer);
+  file.metadata["optimizer_updates"] = std::to_string(impl->optimizerUpdates);
   return file;
 }
 
@@ -1523,6 +1585,10 @@ void dpc_grad_accumulate(dpc_context *ctx, int64_t param, const float *grad) {
 void dpc_sgd_step(dpc_context *ctx, int64_t param, float lr, float momentum,
                   float weight_decay) {
   state(ctx).sgdStep(param, lr, momentum, weight_decay);
+}
+void dpc_adam_step(dpc_context *ctx, int64_t param, float lr, float beta1,
+                   float beta2, float eps, float weight_decay) {
+  state(ctx).adamStep(param, lr, beta1, beta2, eps, weight_decay);
 }
 void dpc_send(dpc_context *ctx, int64_t tag, const void *data) {
   state(ctx).send(tag, data);

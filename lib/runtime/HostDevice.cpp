@@ -12,6 +12,7 @@
 #include "dpc/runtime/Error.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 
@@ -74,6 +75,20 @@ public:
     }
   }
 
+  void adamStep(float *p, float *m, float *v, float *acc, size_t n,
+                const AdamStep &step) override {
+    for (size_t k = 0; k < n; ++k) {
+      float g = acc[k];
+      if (step.weightDecay != 0)
+        g += step.weightDecay * p[k];
+      m[k] += (1 - step.beta1) * (g - m[k]);
+      v[k] = step.beta2 * v[k] + (1 - step.beta2) * g * g;
+      float denom = std::sqrt(v[k]) / step.correction2Sqrt + step.eps;
+      p[k] -= step.stepSize * (m[k] / denom);
+      acc[k] = 0;
+    }
+  }
+
   void synchronize() override {}
 
   // Host failures are thrown as Error, like the rest of the runtime's.
@@ -81,6 +96,14 @@ public:
 };
 
 } // namespace
+
+AdamStep::AdamStep(float lr, float beta1, float beta2, float eps,
+                   float weightDecay, int64_t step)
+    : lr(lr), beta1(beta1), beta2(beta2), eps(eps), weightDecay(weightDecay) {
+  double t = double(step);
+  stepSize = float(double(lr) / (1.0 - std::pow(double(beta1), t)));
+  correction2Sqrt = float(std::sqrt(1.0 - std::pow(double(beta2), t)));
+}
 
 std::unique_ptr<Device> createHostDevice() {
   return std::make_unique<HostDevice>();

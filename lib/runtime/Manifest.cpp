@@ -26,6 +26,24 @@ const char *transferKindName(TransferKind kind) {
   return kind == TransferKind::Activation ? "act" : "grad";
 }
 
+const char *optimizerName(Optimizer optimizer) {
+  return optimizer == Optimizer::Adam ? "adam" : "sgd";
+}
+
+const std::vector<std::string> &optimizerStateNames(Optimizer optimizer) {
+  static const std::vector<std::string> sgd = {"momentum"};
+  static const std::vector<std::string> adam = {"exp_avg", "exp_avg_sq"};
+  return optimizer == Optimizer::Adam ? adam : sgd;
+}
+
+bool isOptimizerState(const std::string &tensor) {
+  for (Optimizer optimizer : {Optimizer::Sgd, Optimizer::Adam})
+    for (const std::string &state : optimizerStateNames(optimizer))
+      if (tensor.rfind(state + ".", 0) == 0)
+        return true;
+  return false;
+}
+
 bool RankManifest::hasSegment(const std::string &name) const {
   for (const std::string &s : segments)
     if (s == name)
@@ -269,6 +287,15 @@ RankManifest parseManifest(const std::string &text, const std::string &name) {
     if (!it->is_boolean())
       r.fail("inference", "expected true or false");
     m.inference = it->get<bool>();
+  }
+  if (auto it = root.find("optimizer"); it != root.end()) {
+    std::string name = it->is_string() ? it->get<std::string>() : "";
+    if (name == "sgd")
+      m.optimizer = Optimizer::Sgd;
+    else if (name == "adam")
+      m.optimizer = Optimizer::Adam;
+    else
+      r.fail("optimizer", "expected \"sgd\" or \"adam\"");
   }
   if (m.inference && m.labelsShape)
     r.fail("labels", "an inference build reads no labels");

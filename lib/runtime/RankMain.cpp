@@ -346,10 +346,10 @@ int predict(const Options &opts, Communicator &comm, Executor &exec,
   // training run, whatever its stage split was.
   if (!opts.checkpointDir.empty()) {
     exec.loadParams(readCheckpointParams(opts.checkpointDir),
-                    opts.checkpointDir, /*momentum=*/false);
+                    opts.checkpointDir, /*optimizerState=*/false);
   } else if (!m.params.empty()) {
     std::string path = resolve(dir, m.weights);
-    exec.loadParams(readSafetensors(path), path, /*momentum=*/false);
+    exec.loadParams(readSafetensors(path), path, /*optimizerState=*/false);
   }
 
   int64_t microbatches = (samples + m.microbatchSize - 1) / m.microbatchSize;
@@ -467,7 +467,7 @@ int runRank(int argc, char **argv, Communicator &comm) {
     if (!fileExists(path))
       throw Error("--resume: no checkpoint " + path);
     TensorFile file = readSafetensors(path);
-    exec.loadParams(file, path, /*momentum=*/true);
+    exec.loadParams(file, path, /*optimizerState=*/true);
     firstStep = Executor::checkpointStep(file, path);
     std::vector<int64_t> step = {firstStep};
     broadcastInts(comm, 0, step);
@@ -477,7 +477,7 @@ int runRank(int argc, char **argv, Communicator &comm) {
                   std::to_string(step[0]));
   } else if (!m.params.empty()) {
     std::string path = resolve(dir, m.weights);
-    exec.loadParams(readSafetensors(path), path, /*momentum=*/false);
+    exec.loadParams(readSafetensors(path), path, /*optimizerState=*/false);
   }
 
   // A replicated stage's ranks hold the same weights after every step: the

@@ -3,6 +3,7 @@
 #include "dpc/runtime/Safetensors.h"
 
 #include "dpc/runtime/Error.h"
+#include "dpc/runtime/Manifest.h"
 
 #include <nlohmann/json.hpp>
 
@@ -269,7 +270,7 @@ TensorFile readCheckpointParams(const std::string &dir) {
     if (stage == 0 && count != file.metadata.end())
       stages = std::max(1, std::atoi(count->second.c_str()));
     for (auto &[name, tensor] : file.tensors) {
-      if (name.rfind("momentum.", 0) == 0)
+      if (isOptimizerState(name))
         continue;
       if (!merged.tensors.emplace(name, tensor).second)
         throw Error(path + ": parameter '" + name +

@@ -91,6 +91,7 @@ module attributes {pipe.num_stages = 2 : i64} {
 // CHECK-SAME: \22inputs\22:[]
 // CHECK-SAME: \22labels\22:{\22shape\22:[4]}
 // CHECK-SAME: \22microbatch_size\22:4
+// CHECK-SAME: \22optimizer\22:\22sgd\22
 // CHECK-SAME: \22output\22:{\22shape\22:[4,10]}
 // CHECK-SAME: \22params\22:[{\22id\22:0,\22name\22:\22fc2.weight\22,\22shape\22:[10,32]},{\22id\22:1,\22name\22:\22fc2.bias\22,\22shape\22:[10]}]
 // CHECK-SAME: \22recvs\22:[{\22bytes\22:512,\22peer_stage\22:0,\22stage\22:1,\22tag\22:0,\22what\22:\22act\22}]

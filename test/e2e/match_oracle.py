@@ -6,7 +6,8 @@ Usage: match_oracle.py ORACLE_DIR WORK_DIR [--models lenet5,mlp]
        [--target cpu|cuda] [--rtol 1e-4] [--weights]
 
 ORACLE_DIR holds what oracle.py wrote (MODEL.onnx, MODEL.oracle.json, with
-its settings: 4 microbatches of 16, SGD lr 0.05 momentum 0.9, file order).
+its settings: 4 microbatches of 16, file order, and the optimizer, by default
+SGD lr 0.05 momentum 0.9, or Adam).
 A stage count written with "+" gives the ranks of each stage instead ("2+1":
 stage 0 on two ranks, compiled with --replicas 2,1). For each combination:
 `dpc compile --target TARGET`, `dpc run --no-shuffle
@@ -27,6 +28,17 @@ import subprocess
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def optimizer_options(optimizer):
+    """dpc compile's options for the oracle's optimizer settings."""
+    options = ["--optimizer", optimizer.get("kind", "sgd"),
+               "--lr", str(optimizer["lr"]),
+               "--weight-decay", str(optimizer["weight_decay"])]
+    if optimizer.get("kind") == "adam":
+        return options + ["--betas", ",".join(map(str, optimizer["betas"])),
+                          "--eps", str(optimizer["eps"])]
+    return options + ["--momentum", str(optimizer["momentum"])]
 
 
 def run(cmd):
@@ -67,9 +79,7 @@ def main():
                     "-o", out, *layout, "--schedule", kind, *extra,
                     "--target", args.target,
                     "--microbatches", str(settings["microbatches"]),
-                    "--lr", str(optimizer["lr"]),
-                    "--momentum", str(optimizer["momentum"]),
-                    "--weight-decay", str(optimizer["weight_decay"])])
+                    *optimizer_options(optimizer)])
                 if code != 0:
                     print(f"{name}: compile failed\n{log}")
                     failures += 1

@@ -31,6 +31,9 @@ struct CompileOptions {
   std::string optimizer = "sgd";
   double lr = 0.01;
   double momentum = 0.0;
+  /// Adam's moment decays and denominator term (torch.optim.Adam's).
+  double beta1 = 0.9, beta2 = 0.999;
+  double eps = 1e-8;
   double weightDecay = 0.0;
   double memoryLimit = 0;
   double bandwidth = 1e9;

@@ -104,10 +104,19 @@ std::string checkOptions(const CompileOptions &o, const cli::ArgParser &p) {
     return "--momentum expects a value in [0, 1)";
   if (!(o.weightDecay >= 0))
     return "--weight-decay expects a non-negative value";
+  if (!(o.eps > 0))
+    return "--eps expects a positive value";
+  if (o.optimizer == "adam" && p.given("momentum"))
+    return "--momentum applies to --optimizer sgd; Adam takes --betas";
+  if (o.optimizer != "adam")
+    for (const char *adam : {"betas", "eps"})
+      if (p.given(adam))
+        return std::string("--") + adam + " applies to --optimizer adam";
   if (o.inference) {
     for (const char *training :
          {"devices", "replicas", "schedule", "virtual-stages", "vertical-sync",
-          "loss", "optimizer", "lr", "momentum", "weight-decay"})
+          "loss", "optimizer", "lr", "momentum", "betas", "eps",
+          "weight-decay"})
       if (p.given(training))
         return std::string("--inference builds a forward pass only; --") +
                training + " applies to training";
@@ -389,6 +398,7 @@ int compileModel(const CompileOptions &options) {
   partition.planOutput = (out.path() / "plan.json").string();
   partition.graphOutput = options.graphOutput;
   partition.profile = options.profile;
+  partition.optimizer = options.optimizer;
   mlir::dpc::AutodiffPassOptions autodiff;
   autodiff.loss = options.loss;
   // PipeDream updates after every microbatch, so each microbatch's loss is
@@ -398,6 +408,9 @@ int compileModel(const CompileOptions &options) {
   autodiff.optimizer = options.optimizer;
   autodiff.lr = options.lr;
   autodiff.momentum = options.momentum;
+  autodiff.beta1 = options.beta1;
+  autodiff.beta2 = options.beta2;
+  autodiff.eps = options.eps;
   autodiff.weightDecay = options.weightDecay;
   mlir::dpc::BuildSchedulePassOptions schedule;
   schedule.schedule = options.schedule;
@@ -561,6 +574,20 @@ int runCompileCommand(const Args &args) {
               "optimizer (default sgd)");
   p.addOption("lr", &o.lr, "X", "learning rate (default 0.01)");
   p.addOption("momentum", &o.momentum, "X", "SGD momentum (default 0)");
+  p.addOption(
+      "betas",
+      [&o](const std::string &value) -> std::string {
+        double b1 = 0, b2 = 0;
+        char tail = 0;
+        if (std::sscanf(value.c_str(), "%lf,%lf%c", &b1, &b2, &tail) != 2 ||
+            !(b1 >= 0 && b1 < 1) || !(b2 >= 0 && b2 < 1))
+          return "expects two decays in [0, 1) as B1,B2, got '" + value + "'";
+        o.beta1 = b1;
+        o.beta2 = b2;
+        return "";
+      },
+      "B1,B2", "Adam's moment decays (default 0.9,0.999)");
+  p.addOption("eps", &o.eps, "X", "Adam's denominator term (default 1e-8)");
   p.addOption("weight-decay", &o.weightDecay, "X", "weight decay (default 0)");
   p.addByteCountOption("memory-limit", &o.memoryLimit,
                        "memory per device the plan must fit");

@@ -140,11 +140,8 @@ int runPlanCommand(const Args &args) {
     return usage("--microbatches must be at least 1");
   opts.cost.microbatches =
       microbatches > 0 ? static_cast<int>(microbatches) : (synchronous ? 8 : 1);
-  if (optimizerText == "sgd")
-    opts.cost.optimizerStateFactor = 1;
-  else if (optimizerText == "adam")
-    opts.cost.optimizerStateFactor = 2;
-  else
+  if (!parseOptimizerStateFactor(optimizerText,
+                                 opts.cost.optimizerStateFactor))
     return usage("unknown optimizer '" + optimizerText +
                  "' (expected sgd or adam)");
   if (objectiveText.empty())

@@ -119,6 +119,12 @@ public:
                float momentum, float weightDecay) override {
     dpc_cuda_sgd_step(p, v, acc, int64_t(n), lr, momentum, weightDecay);
   }
+  void adamStep(float *p, float *m, float *v, float *acc, size_t n,
+                const AdamStep &step) override {
+    dpc_cuda_adam_step(p, m, v, acc, int64_t(n), step.beta1, step.beta2,
+                       step.eps, step.weightDecay, step.stepSize,
+                       step.correction2Sqrt);
+  }
 
   void synchronize() override { dpc_cuda_synchronize(); }
 

@@ -228,6 +228,21 @@ __global__ void sgdKernel(float *p, float *v, float *acc, int64_t n, float lr,
   }
 }
 
+__global__ void adamKernel(float *p, float *m, float *v, float *acc,
+                           int64_t n, float beta1, float beta2, float eps,
+                           float weightDecay, float stepSize,
+                           float correction2Sqrt) {
+  GRID_STRIDE(i, n) {
+    float g = acc[i] + weightDecay * p[i];
+    float mi = m[i] + (1.0f - beta1) * (g - m[i]);
+    float vi = beta2 * v[i] + (1.0f - beta2) * g * g;
+    m[i] = mi;
+    v[i] = vi;
+    p[i] -= stepSize * (mi / (sqrtf(vi) / correction2Sqrt + eps));
+    acc[i] = 0.0f;
+  }
+}
+
 //===----------------------------------------------------------------------===//
 // Max pooling
 //===----------------------------------------------------------------------===//
@@ -862,6 +877,20 @@ void dpc_cuda_sgd_step(float *p, float *v, float *acc, int64_t n, float lr,
   sgdKernel<<<blocksFor(n), kThreads, 0, stream()>>>(
       p, momentum != 0.0f ? v : nullptr, acc, n, lr, momentum, weight_decay);
   checkLaunch("sgd_step");
+}
+
+void dpc_cuda_adam_step(float *p, float *m, float *v, float *acc, int64_t n,
+                        float beta1, float beta2, float eps,
+                        float weight_decay, float step_size,
+                        float correction2_sqrt) {
+  if (n <= 0)
+    return;
+  if (!m || !v)
+    fail("dpc_cuda_adam_step: Adam without its moment buffers");
+  adamKernel<<<blocksFor(n), kThreads, 0, stream()>>>(
+      p, m, v, acc, n, beta1, beta2, eps, weight_decay, step_size,
+      correction2_sqrt);
+  checkLaunch("adam_step");
 }
 
 } // extern "C"

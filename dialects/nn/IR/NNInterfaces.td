@@ -30,4 +30,32 @@ def NN_GradientOpInterface : OpInterface<"GradientOpInterface"> {
   ];
 }
 
+def NN_OptimizerUpdateOpInterface : OpInterface<"OptimizerUpdateOpInterface"> {
+  let cppNamespace = "::mlir::dpc::nn";
+  let description = [{
+    An optimizer update: writes the parameter that `nn.param` reads from its
+    gradient, keeping optimizer state beside it. Outlining, memory planning
+    and lowering treat every optimizer alike through this interface.
+  }];
+  let methods = [
+    InterfaceMethod<"The parameter read (from `nn.param`).",
+      "::mlir::Value", "getParam">,
+    InterfaceMethod<"The parameter's gradient.",
+      "::mlir::Value", "getGrad">,
+    InterfaceMethod<[{
+        The optimizer state tensors the runtime keeps per parameter, each of
+        the parameter's shape (SGD's momentum; Adam's two moments).
+      }],
+      "int64_t", "getNumStateTensors">,
+  ];
+  let extraClassDeclaration = [{
+    /// Points the update at another parameter read and gradient (outlining
+    /// moves it into a stage's optimizer segment).
+    void setParamAndGrad(::mlir::Value param, ::mlir::Value grad) {
+      (*this)->setOperand(0, param);
+      (*this)->setOperand(1, grad);
+    }
+  }];
+}
+
 #endif // DPC_DIALECTS_NN_IR_NNINTERFACES_TD

@@ -394,5 +394,27 @@ LogicalResult SgdUpdateOp::verify() {
   return success();
 }
 
+int64_t SgdUpdateOp::getNumStateTensors() { return 1; }
+
+LogicalResult AdamUpdateOp::verify() {
+  if (!getParam().getDefiningOp<ParamOp>())
+    return emitOpError("expects the param operand to come from nn.param");
+  if (!(getLr().convertToFloat() > 0.0f))
+    return emitOpError("expects a positive learning rate");
+  for (auto [name, beta] : {std::pair{"beta1", getBeta1()},
+                            std::pair{"beta2", getBeta2()}}) {
+    float value = beta.convertToFloat();
+    if (!(value >= 0.0f && value < 1.0f))
+      return emitOpError("expects ") << name << " in [0, 1), got " << value;
+  }
+  if (!(getEps().convertToFloat() > 0.0f))
+    return emitOpError("expects a positive eps");
+  if (!(getWeightDecay().convertToFloat() >= 0.0f))
+    return emitOpError("expects a non-negative weight_decay");
+  return success();
+}
+
+int64_t AdamUpdateOp::getNumStateTensors() { return 2; }
+
 #define GET_OP_CLASSES
 #include "dialects/nn/IR/NNOps.cpp.inc"

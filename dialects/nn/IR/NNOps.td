@@ -593,7 +593,9 @@ def NN_SoftmaxCrossEntropyGradOp
 //===----------------------------------------------------------------------===//
 
 def NN_SgdUpdateOp : NN_Op<"sgd_update",
-    [MemoryEffects<[MemRead, MemWrite]>, AllTypesMatch<["param", "grad"]>]> {
+    [MemoryEffects<[MemRead, MemWrite]>, AllTypesMatch<["param", "grad"]>,
+     DeclareOpInterfaceMethods<NN_OptimizerUpdateOpInterface,
+                               ["getNumStateTensors"]>]> {
   let summary = "updates a parameter in place by SGD with momentum";
   let description = [{
     Applies one step of stochastic gradient descent to the parameter that
@@ -611,6 +613,36 @@ def NN_SgdUpdateOp : NN_Op<"sgd_update",
   let arguments = (ins NN_FloatTensor:$param, NN_FloatTensor:$grad,
                        F32Attr:$lr,
                        DefaultValuedAttr<F32Attr, "0.0f">:$momentum,
+                       DefaultValuedAttr<F32Attr, "0.0f">:$weight_decay);
+  let assemblyFormat = "$param `,` $grad attr-dict `:` type($param)";
+  let hasVerifier = 1;
+}
+
+def NN_AdamUpdateOp : NN_Op<"adam_update",
+    [MemoryEffects<[MemRead, MemWrite]>, AllTypesMatch<["param", "grad"]>,
+     DeclareOpInterfaceMethods<NN_OptimizerUpdateOpInterface,
+                               ["getNumStateTensors"]>]> {
+  let summary = "updates a parameter in place by Adam";
+  let description = [{
+    Applies one step of Adam to the parameter that `param` reads, in the
+    formulation of `torch.optim.Adam` (L2 weight decay, no AMSGrad): with
+    `t` the parameter's update count including this one,
+    `g = grad + weight_decay * param`, `m = beta1 * m + (1 - beta1) * g`,
+    `v = beta2 * v + (1 - beta2) * g * g`,
+    `param -= lr * (m / (1 - beta1^t)) / (sqrt(v / (1 - beta2^t)) + eps)`.
+    The moments `m` and `v` (zero at first) and `t` are optimizer state the
+    runtime keeps beside the parameter.
+
+    ```mlir
+    %w = nn.param "fc1.weight" : tensor<10x84xf32>
+    nn.adam_update %w, %gw {lr = 1.0e-3 : f32} : tensor<10x84xf32>
+    ```
+  }];
+  let arguments = (ins NN_FloatTensor:$param, NN_FloatTensor:$grad,
+                       F32Attr:$lr,
+                       DefaultValuedAttr<F32Attr, "0.9f">:$beta1,
+                       DefaultValuedAttr<F32Attr, "0.999f">:$beta2,
+                       DefaultValuedAttr<F32Attr, "1.0e-8f">:$eps,
                        DefaultValuedAttr<F32Attr, "0.0f">:$weight_decay);
   let assemblyFormat = "$param `,` $grad attr-dict `:` type($param)";
   let hasVerifier = 1;

@@ -71,8 +71,8 @@ const int64_t *dpc_labels(dpc_context *ctx);
 void *dpc_alloc(dpc_context *ctx, int64_t bytes);
 
 /* The current value of parameter `param` (manifest "params"). Only the
- * optimizer step writes parameters, through dpc_sgd_step (and a forward
- * kernel its running statistics, through dpc_param_state). */
+ * optimizer step writes parameters, through dpc_sgd_step or dpc_adam_step
+ * (and a forward kernel its running statistics, through dpc_param_state). */
 const float *dpc_param(dpc_context *ctx, int64_t param);
 
 /* Whether the running pass trains (1) or only evaluates (0): batch
@@ -94,6 +94,15 @@ void dpc_grad_accumulate(dpc_context *ctx, int64_t param, const float *grad);
  * accumulator is cleared. */
 void dpc_sgd_step(dpc_context *ctx, int64_t param, float lr, float momentum,
                   float weight_decay);
+
+/* One torch.optim.Adam step (no AMSGrad) on `param` from its accumulated
+ * gradient g, as update t (the rank's OptimizerStep count, 1 first):
+ * g += weight_decay * p; m = beta1 * m + (1 - beta1) * g;
+ * v = beta2 * v + (1 - beta2) * g^2;
+ * p -= lr * (m / (1 - beta1^t)) / (sqrt(v / (1 - beta2^t)) + eps);
+ * then the accumulator is cleared. */
+void dpc_adam_step(dpc_context *ctx, int64_t param, float lr, float beta1,
+                   float beta2, float eps, float weight_decay);
 
 /* Hands the value for transfer `tag` (manifest "sends") of the current
  * microbatch to the runtime, which copies it; the schedule's SendStart posts

@@ -28,11 +28,24 @@
 #define DPC_RUNTIME_DEVICE_H
 
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
 
 namespace dpc::runtime {
+
+/// One Adam update's settings, with the bias corrections of its step
+/// number worked out once (in double) for every parameter.
+struct AdamStep {
+  float lr = 1e-3f, beta1 = 0.9f, beta2 = 0.999f, eps = 1e-8f,
+        weightDecay = 0.0f;
+  /// lr / (1 - beta1^step) and sqrt(1 - beta2^step).
+  float stepSize = 0.0f, correction2Sqrt = 1.0f;
+
+  AdamStep(float lr, float beta1, float beta2, float eps, float weightDecay,
+           int64_t step);
+};
 
 class Device {
 public:
@@ -69,6 +82,13 @@ public:
   /// The momentum buffer starts at zero, so the first step uses v = g.
   virtual void sgdStep(float *p, float *v, float *acc, size_t n, float lr,
                        float momentum, float weightDecay) = 0;
+  /// torch.optim.Adam (no AMSGrad) on `n` floats from the accumulated
+  /// gradient, as update number `step` (1 for the first): g = acc +
+  /// weight_decay * p; m += (1 - beta1) * (g - m); v = beta2 * v + (1 -
+  /// beta2) * g * g; p -= lr / (1 - beta1^step) * m / (sqrt(v) /
+  /// sqrt(1 - beta2^step) + eps); then acc = 0. The moments start at zero.
+  virtual void adamStep(float *p, float *m, float *v, float *acc, size_t n,
+                        const AdamStep &step) = 0;
 
   /// Waits for everything called on the device so far and reports a fault
   /// that happened meanwhile.

@@ -113,12 +113,15 @@ public:
   void setFatalHandler(std::function<void(const std::string &)> handler);
 
   /// Copies every manifest parameter from `file` (by name; F32, same shape).
-  /// With `momentum`, also the SGD momentum buffers saved by
-  /// checkpoint(); otherwise they start at zero. `fileName` names the file in
+  /// With `optimizerState`, also the optimizer state and update count that
+  /// checkpoint() saved, refusing a checkpoint of another optimizer;
+  /// otherwise the state starts at zero. `fileName` names the file in
   /// errors.
   void loadParams(const TensorFile &file, const std::string &fileName,
-                  bool momentum);
-  /// Parameters by name, and momentum buffers as "momentum.NAME".
+                  bool optimizerState);
+  /// Parameters by name, optimizer state as "STATE.NAME" (STATE from
+  /// optimizerStateNames), and the optimizer and its update count as
+  /// metadata.
   TensorFile checkpoint(int64_t stepsDone) const;
   /// The number of completed steps a checkpoint says it was written after.
   static int64_t checkpointStep(const TensorFile &file,

@@ -63,6 +63,20 @@ struct ManifestProfileOp {
   std::string phase;
 };
 
+/// The optimizer of a training build's updates, which decides the state the
+/// runtime keeps beside each parameter.
+enum class Optimizer { Sgd, Adam };
+
+/// "sgd" / "adam".
+const char *optimizerName(Optimizer optimizer);
+/// The optimizer's per-parameter state tensors, each of the parameter's
+/// shape, by the name a checkpoint stores them under ("NAME.param"): SGD's
+/// "momentum", Adam's "exp_avg" and "exp_avg_sq".
+const std::vector<std::string> &optimizerStateNames(Optimizer optimizer);
+/// Whether `tensor` of a checkpoint is optimizer state of some optimizer
+/// rather than a parameter.
+bool isOptimizerState(const std::string &tensor);
+
 struct RankManifest {
   int rank = 0;
   /// The rank's stage and the pipeline's ranks. With model chunks
@@ -85,6 +99,8 @@ struct RankManifest {
   /// A forward-only build (`dpc compile --inference`): the ranks write the
   /// model's outputs for their data instead of training.
   bool inference = false;
+  /// "optimizer"; SGD when absent.
+  Optimizer optimizer = Optimizer::Sgd;
   std::vector<std::string> segments;
   /// Empty unless the object was built for `dpc profile`.
   std::vector<ManifestProfileOp> profile;

@@ -299,6 +299,41 @@ func.func @sgd_lr(%g: tensor<4xf32>) {
 
 // -----
 
+func.func @adam_not_param(%w: tensor<4xf32>, %g: tensor<4xf32>) {
+  // expected-error @+1 {{'nn.adam_update' op expects the param operand to come from nn.param}}
+  nn.adam_update %w, %g {lr = 0.1 : f32} : tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @adam_beta(%g: tensor<4xf32>) {
+  %w = nn.param "w" : tensor<4xf32>
+  // expected-error @+1 {{'nn.adam_update' op expects beta2 in [0, 1), got 1}}
+  nn.adam_update %w, %g {lr = 0.1 : f32, beta2 = 1.0 : f32} : tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @adam_eps(%g: tensor<4xf32>) {
+  %w = nn.param "w" : tensor<4xf32>
+  // expected-error @+1 {{'nn.adam_update' op expects a positive eps}}
+  nn.adam_update %w, %g {lr = 0.1 : f32, eps = 0.0 : f32} : tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @adam_grad_type(%g: tensor<5xf32>) {
+  %w = nn.param "w" : tensor<4xf32>
+  // expected-error @+1 {{'nn.adam_update' op failed to verify that all of {param, grad} have same type}}
+  "nn.adam_update"(%w, %g) {lr = 0.1 : f32} : (tensor<4xf32>, tensor<5xf32>) -> ()
+  return
+}
+
+// -----
+
 func.func @cost_attr(%x: tensor<4xf32>) {
   // expected-error @+1 {{expects 'nn.cost' field 'time_ms' to be non-negative}}
   %y = nn.relu %x {nn.cost = {time_ms = -1.0 : f64}} : tensor<4xf32>

@@ -73,5 +73,7 @@ func.func @gradients(%x: tensor<16x1x28x28xf32>, %dy: tensor<16x6x28x28xf32>,
   %dfb = nn.sum_to_shape %dl : (tensor<16x10xf32>) -> tensor<10xf32>
   // CHECK: nn.sgd_update %{{.*}}, %{{.*}} {lr = 5.000000e-02 : f32, momentum = 0.899999976 : f32} : tensor<10x300xf32>
   nn.sgd_update %fw, %dfw {lr = 0.05 : f32, momentum = 0.9 : f32} : tensor<10x300xf32>
+  // CHECK: nn.adam_update %{{.*}}, %{{.*}} {beta2 = 9.800000e-01 : f32, lr = 1.000000e-03 : f32} : tensor<10x300xf32>
+  nn.adam_update %fw, %dfw {lr = 0.001 : f32, beta1 = 0.9 : f32, beta2 = 0.98 : f32} : tensor<10x300xf32>
   return
 }

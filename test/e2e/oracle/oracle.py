@@ -276,8 +276,22 @@ def export_and_reload(model, name, batch, out_dir):
     return path, ops
 
 
-def train(model, x, y, steps, microbatches, microbatch_size, lr, momentum):
-    """SGD steps on minibatches of microbatches * microbatch_size samples.
+def make_optimizer(model, settings):
+    """torch.optim.SGD or Adam as `settings` (the oracle's "optimizer")
+    describes it."""
+    if settings["kind"] == "adam":
+        return torch.optim.Adam(model.parameters(), lr=settings["lr"],
+                                betas=tuple(settings["betas"]),
+                                eps=settings["eps"],
+                                weight_decay=settings["weight_decay"])
+    return torch.optim.SGD(model.parameters(), lr=settings["lr"],
+                           momentum=settings["momentum"],
+                           weight_decay=settings["weight_decay"])
+
+
+def train(model, x, y, steps, microbatches, microbatch_size, settings):
+    """Optimizer steps on minibatches of microbatches * microbatch_size
+    samples.
     A model with batch normalization takes its statistics per microbatch, as
     a pipeline does, so its gradients are accumulated microbatch by
     microbatch (each loss scaled by 1/microbatches); any other model gets the
@@ -287,7 +301,7 @@ def train(model, x, y, steps, microbatches, microbatch_size, lr, momentum):
         sys.exit(f"oracle: {steps} steps of {minibatch} samples need more "
                  f"than the {x.shape[0]} training samples")
     model.train()
-    optimizer = torch.optim.SGD(model.parameters(), lr=lr, momentum=momentum)
+    optimizer = make_optimizer(model, settings)
     loss_fn = nn.CrossEntropyLoss()  # mean over the whole minibatch
     losses = []
     for step in range(steps):
@@ -338,8 +352,14 @@ def main():
     parser.add_argument("--steps", type=int, default=20)
     parser.add_argument("--microbatches", type=int, default=4)
     parser.add_argument("--microbatch-size", type=int, default=16)
-    parser.add_argument("--lr", type=float, default=0.05)
-    parser.add_argument("--momentum", type=float, default=0.9)
+    parser.add_argument("--optimizer", choices=["sgd", "adam"], default="sgd")
+    parser.add_argument("--lr", type=float, default=None,
+                        help="default 0.05 for SGD, 0.001 for Adam")
+    parser.add_argument("--momentum", type=float, default=0.9,
+                        help="SGD's momentum")
+    parser.add_argument("--betas", default="0.9,0.999", help="Adam's betas")
+    parser.add_argument("--eps", type=float, default=1e-8, help="Adam's eps")
+    parser.add_argument("--weight-decay", type=float, default=0.0)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--eval", action="store_true",
                         help="also report test accuracy after training")
@@ -348,6 +368,16 @@ def main():
                         "(test_inputs.npy) and the trained model's "
                         "eval-mode outputs for them (MODEL.predictions.npy)")
     args = parser.parse_args()
+
+    if args.optimizer == "adam":
+        settings = {"kind": "adam",
+                    "lr": 0.001 if args.lr is None else args.lr,
+                    "betas": [float(b) for b in args.betas.split(",")],
+                    "eps": args.eps, "weight_decay": args.weight_decay}
+    else:
+        settings = {"kind": "sgd", "lr": 0.05 if args.lr is None else args.lr,
+                    "momentum": args.momentum,
+                    "weight_decay": args.weight_decay}
 
     os.makedirs(args.out, exist_ok=True)
     torch.set_num_threads(1)  # reproducible reduction order run to run
@@ -363,7 +393,7 @@ def main():
         onnx_path, ops = export_and_reload(model, name, args.microbatch_size,
                                            args.out)
         losses = train(model, x, y, args.steps, args.microbatches,
-                       args.microbatch_size, args.lr, args.momentum)
+                       args.microbatch_size, settings)
         final = {k: v.detach().numpy() for k, v in trained_state(model).items()}
         write_safetensors(os.path.join(args.out, f"{name}.final.safetensors"),
                           final)
@@ -382,8 +412,7 @@ def main():
             "microbatches": args.microbatches,
             "microbatch_size": args.microbatch_size,
             "loss": "softmax-cross-entropy, mean over the minibatch",
-            "optimizer": {"kind": "sgd", "lr": args.lr,
-                          "momentum": args.momentum, "weight_decay": 0.0},
+            "optimizer": settings,
             "torch_version": torch.__version__,
             "first_step": 1,
             "losses": losses,

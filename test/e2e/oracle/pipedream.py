@@ -108,6 +108,9 @@ def main():
     settings = json.load(open(os.path.join(args.oracle_dir,
                                            args.model + ".oracle.json")))
     M, B = settings["microbatches"], settings["microbatch_size"]
+    if settings["optimizer"].get("kind", "sgd") != "sgd":
+        fail("the emulation implements SGD only, not "
+             f"{settings['optimizer']['kind']}")
     lr = settings["optimizer"]["lr"]
     momentum = settings["optimizer"]["momentum"]
     schedule = json.load(open(os.path.join(args.compiled, "schedule.json")))

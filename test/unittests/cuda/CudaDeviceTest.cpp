@@ -165,6 +165,33 @@ TEST_F(CudaDevice, AccumulateAndSgdMatchTheHost) {
     device->deallocate(q);
 }
 
+TEST_F(CudaDevice, AdamMatchesTheHost) {
+  const size_t n = 5000;
+  std::unique_ptr<Device> host = createHostDevice();
+  std::vector<float> p = randomFloats(n, 5), m(n, 0.0f), v(n, 0.0f);
+  float *dp = floats(n), *dm = floats(n), *dv = floats(n), *dacc = floats(n);
+  device->copyFromHost(dp, p.data(), n * sizeof(float));
+  for (float *q : {dm, dv})
+    device->memset(q, 0, n * sizeof(float));
+  for (int t = 1; t <= 3; ++t) {
+    std::vector<float> g = randomFloats(n, 40 + t);
+    device->copyFromHost(dacc, g.data(), n * sizeof(float));
+    AdamStep step(1e-3f, 0.9f, 0.999f, 1e-8f, 1e-2f, t);
+    device->adamStep(dp, dm, dv, dacc, n, step);
+    host->adamStep(p.data(), m.data(), v.data(), g.data(), n, step);
+  }
+  std::vector<float> gotP = read(dp, n), gotM = read(dm, n),
+                     gotV = read(dv, n);
+  for (size_t i = 0; i < n; ++i) {
+    ASSERT_NEAR(gotP[i], p[i], 1e-6f * (1 + std::abs(p[i]))) << i;
+    ASSERT_NEAR(gotM[i], m[i], 1e-6f * (1 + std::abs(m[i]))) << i;
+    ASSERT_NEAR(gotV[i], v[i], 1e-6f * (1 + std::abs(v[i]))) << i;
+  }
+  EXPECT_EQ(read(dacc, n), std::vector<float>(n, 0.0f)) << "cleared";
+  for (float *q : {dp, dm, dv, dacc})
+    device->deallocate(q);
+}
+
 TEST_F(CudaDevice, FailuresGoToTheErrorHandler) {
   device->setErrorHandler(
       [](const std::string &message) { throw std::runtime_error(message); });

@@ -789,6 +789,34 @@ TEST_F(Cuda, SgdMatchesTorchSemantics) {
   expectNear(dq.host(), want);
 }
 
+TEST_F(Cuda, AdamMatchesTorchSemantics) {
+  const size_t n = 1000;
+  const double lr = 1e-3, beta1 = 0.9, beta2 = 0.999, eps = 1e-8, decay = 1e-2;
+  auto p = randomFloats(n, 23);
+  std::vector<double> refP(p.begin(), p.end()), refM(n, 0.0), refV(n, 0.0);
+  Device<float> dp(p), dm(std::vector<float>(n, 0.0f)),
+      dv(std::vector<float>(n, 0.0f)), dacc(std::vector<float>(n, 0.0f));
+  for (int t = 1; t <= 4; ++t) {
+    auto g = randomFloats(n, 70 + unsigned(t));
+    Device<float> dg(g);
+    dpc_cuda_accumulate(dacc.get(), dg.get(), int64_t(n));
+    double c1 = 1 - std::pow(beta1, t), c2 = 1 - std::pow(beta2, t);
+    dpc_cuda_adam_step(dp.get(), dm.get(), dv.get(), dacc.get(), int64_t(n),
+                       float(beta1), float(beta2), float(eps), float(decay),
+                       float(lr / c1), float(std::sqrt(c2)));
+    for (size_t i = 0; i < n; ++i) {
+      double grad = double(g[i]) + decay * refP[i];
+      refM[i] = beta1 * refM[i] + (1 - beta1) * grad;
+      refV[i] = beta2 * refV[i] + (1 - beta2) * grad * grad;
+      refP[i] -= lr * (refM[i] / c1) / (std::sqrt(refV[i] / c2) + eps);
+    }
+  }
+  expectNear(dp.host(), refP);
+  expectNear(dm.host(), refM);
+  expectNear(dv.host(), refV);
+  expectNear(dacc.host(), std::vector<double>(n, 0.0), 0);
+}
+
 TEST_F(Cuda, KernelsFollowTheCurrentStream) {
   cudaStream_t stream;
   ASSERT_EQ(cudaStreamCreate(&stream), cudaSuccess);

@@ -10,6 +10,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdint>
 #include <vector>
 
@@ -80,6 +81,38 @@ TEST(HostDevice, SgdStepIsTorchSgd) {
     EXPECT_EQ(acc, (std::vector<float>(3, 0.0f))) << "the accumulator is "
                                                      "cleared";
   }
+}
+
+// torch.optim.Adam(lr, betas, eps, weight_decay), no AMSGrad, against the
+// textbook form in double: m_hat = m / (1 - beta1^t),
+// v_hat = v / (1 - beta2^t), p -= lr * m_hat / (sqrt(v_hat) + eps).
+TEST(HostDevice, AdamStepIsTorchAdam) {
+  std::unique_ptr<Device> d = createHostDevice();
+  const float lr = 0.01f, beta1 = 0.8f, beta2 = 0.95f, eps = 1e-4f,
+              wd = 0.1f;
+  std::vector<float> p = {1, -2, 3, 0}, m(4, 0), v(4, 0), acc(4);
+  std::vector<double> wantP(p.begin(), p.end()), wantM(4, 0), wantV(4, 0);
+  for (int t = 1; t <= 5; ++t) {
+    std::vector<float> grad = {0.5f * float(t), -1, 0.25f, 0};
+    acc = grad;
+    d->adamStep(p.data(), m.data(), v.data(), acc.data(), 4,
+                AdamStep(lr, beta1, beta2, eps, wd, t));
+    for (size_t k = 0; k < 4; ++k) {
+      double g = grad[k] + double(wd) * wantP[k];
+      wantM[k] = beta1 * wantM[k] + (1 - double(beta1)) * g;
+      wantV[k] = beta2 * wantV[k] + (1 - double(beta2)) * g * g;
+      double mHat = wantM[k] / (1 - std::pow(double(beta1), t));
+      double vHat = wantV[k] / (1 - std::pow(double(beta2), t));
+      wantP[k] -= lr * mHat / (std::sqrt(vHat) + eps);
+      EXPECT_NEAR(p[k], wantP[k], 1e-6) << "step " << t << " element " << k;
+      EXPECT_NEAR(m[k], wantM[k], 1e-6) << "step " << t << " element " << k;
+      EXPECT_NEAR(v[k], wantV[k], 1e-6) << "step " << t << " element " << k;
+    }
+    EXPECT_EQ(acc, (std::vector<float>(4, 0.0f))) << "the accumulator is "
+                                                     "cleared";
+  }
+  // A zero gradient on a zero weight leaves it where it is.
+  EXPECT_EQ(p[3], 0.0f);
 }
 
 TEST(HostDevice, SgdWithoutMomentumLeavesTheBufferAlone) {

@@ -339,6 +339,114 @@ TEST_P(ExecutorTest, SgdStepIsTorchSgd) {
   EXPECT_EQ(Executor::checkpointStep(ckpt, "ckpt"), 2);
 }
 
+RankManifest adamManifest() {
+  RankManifest m = soloManifest();
+  m.optimizer = Optimizer::Adam;
+  return m;
+}
+
+TEST_P(ExecutorTest, AdamStepIsTorchAdamAndResumesFromItsCheckpoint) {
+  // Each backward accumulates g = (1, 1, ...): 2 microbatches give 2.
+  onBackward = [](dpc_context *ctx) {
+    std::vector<float> g(6, 1.0f);
+    dpc_grad_accumulate(ctx, 0, g.data());
+  };
+  onOptimizer = [](dpc_context *ctx) {
+    dpc_adam_step(ctx, 0, 0.1f, 0.9f, 0.99f, 1e-3f, 0.01f);
+  };
+  // torch.optim.Adam(lr=0.1, betas=(0.9, 0.99), eps=1e-3,
+  // weight_decay=0.01), in double, by hand.
+  std::vector<double> w = {1, 2, 3, 4, 5, 6}, m(6, 0.0), v(6, 0.0);
+  auto torchStep = [&](int t) {
+    for (size_t k = 0; k < 6; ++k) {
+      double g = 2.0 + 0.01 * w[k];
+      m[k] = 0.9 * m[k] + 0.1 * g;
+      v[k] = 0.99 * v[k] + 0.01 * g * g;
+      double mHat = m[k] / (1 - std::pow(0.9, t));
+      double vHat = v[k] / (1 - std::pow(0.99, t));
+      w[k] -= 0.1 * mHat / (std::sqrt(vHat) + 1e-3);
+    }
+  };
+  auto expectNear = [](const std::vector<float> &got,
+                       const std::vector<double> &want, const char *what) {
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t k = 0; k < got.size(); ++k)
+      EXPECT_NEAR(got[k], want[k], 1e-5 * std::max(1.0, std::fabs(want[k])))
+          << what << " " << k;
+  };
+
+  auto e = make(adamManifest());
+  e->runStep(0);
+  e->runStep(1);
+  torchStep(1);
+  torchStep(2);
+  expectNear(e->param(0), w, "w");
+  // The first steps move every weight by about lr: the bias correction
+  // undoes the moments' zero start.
+  EXPECT_NEAR(e->param(0)[0], 1.0 - 2 * 0.1, 0.01);
+
+  // The checkpoint holds both moments and the update count, which the bias
+  // correction of the next step needs.
+  TensorFile ckpt = e->checkpoint(2);
+  expectNear(ckpt.tensors.at("exp_avg.w").toF32(), m, "exp_avg");
+  expectNear(ckpt.tensors.at("exp_avg_sq.w").toF32(), v, "exp_avg_sq");
+  EXPECT_EQ(ckpt.tensors.count("momentum.w"), 0u);
+  EXPECT_EQ(ckpt.metadata.at("optimizer"), "adam");
+  EXPECT_EQ(ckpt.metadata.at("optimizer_updates"), "2");
+
+  // Resumed, the third step is the uninterrupted run's third step.
+  auto resumed = make(adamManifest());
+  resumed->loadParams(ckpt, "ckpt", /*optimizerState=*/true);
+  resumed->runStep(2);
+  torchStep(3);
+  expectNear(resumed->param(0), w, "w after resuming");
+
+  // Without the update count the bias correction would restart: refused.
+  TensorFile countless = ckpt;
+  countless.metadata.erase("optimizer_updates");
+  EXPECT_THROW(
+      {
+        try {
+          make(adamManifest())->loadParams(countless, "c.safetensors", true);
+        } catch (const Error &err) {
+          EXPECT_STREQ(err.what(),
+                       "c.safetensors: no \"optimizer_updates\" metadata, "
+                       "which Adam's bias correction needs");
+          throw;
+        }
+      },
+      Error);
+}
+
+TEST_P(ExecutorTest, OptimizerStateMustMatchTheManifest) {
+  // An SGD checkpoint cannot resume an Adam build, nor the other way round.
+  auto sgd = make();
+  TensorFile sgdCkpt = sgd->checkpoint(1);
+  EXPECT_EQ(sgdCkpt.metadata.at("optimizer"), "sgd");
+  auto adam = make(adamManifest());
+  try {
+    adam->loadParams(sgdCkpt, "s.safetensors", true);
+    ADD_FAILURE() << "an SGD checkpoint resumed an Adam build";
+  } catch (const Error &err) {
+    EXPECT_STREQ(err.what(), "s.safetensors: written by a run with the sgd "
+                             "optimizer; this build trains with adam");
+  }
+  // Weights alone load whatever wrote them.
+  EXPECT_NO_THROW(adam->loadParams(sgdCkpt, "s.safetensors", false));
+
+  // Each update call checks the manifest's optimizer.
+  onOptimizer = [](dpc_context *ctx) { dpc_sgd_step(ctx, 0, 0.1f, 0, 0); };
+  auto mismatched = make(adamManifest());
+  EXPECT_EQ(stepError(*mismatched),
+            "OptimizerStep: dpc_sgd_step: the manifest's optimizer is adam");
+  onOptimizer = [](dpc_context *ctx) {
+    dpc_adam_step(ctx, 0, 0.1f, 0.9f, 0.999f, 1e-8f, 0);
+  };
+  auto plain = make();
+  EXPECT_EQ(stepError(*plain),
+            "OptimizerStep: dpc_adam_step: the manifest's optimizer is sgd");
+}
+
 TEST_P(ExecutorTest, StashLivesUntilItsBackward) {
   std::vector<float> restored;
   onForward = [](dpc_context *ctx) {
@@ -388,6 +496,11 @@ TEST_P(ExecutorTest, ChecksEveryIdAndOrder) {
             "Backward mb 0: dpc_param: parameter id 1 is not in the manifest");
   EXPECT_EQ(errorOf([](dpc_context *ctx) { dpc_sgd_step(ctx, 0, 1, 0, 0); }),
             "Backward mb 0: dpc_sgd_step: called outside the optimizer "
+            "segment");
+  EXPECT_EQ(errorOf([](dpc_context *ctx) {
+              dpc_adam_step(ctx, 0, 1, 0.9f, 0.999f, 1e-8f, 0);
+            }),
+            "Backward mb 0: dpc_adam_step: called outside the optimizer "
             "segment");
   EXPECT_EQ(errorOf([](dpc_context *ctx) { dpc_send(ctx, 3, nullptr); }),
             "Backward mb 0: dpc_send: transfer tag 3 is not in the manifest's "

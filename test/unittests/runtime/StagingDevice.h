@@ -48,6 +48,10 @@ public:
                float momentum, float weightDecay) override {
     host->sgdStep(p, v, acc, n, lr, momentum, weightDecay);
   }
+  void adamStep(float *p, float *m, float *v, float *acc, size_t n,
+                const AdamStep &step) override {
+    host->adamStep(p, m, v, acc, n, step);
+  }
   void synchronize() override { ++synchronizations; }
   void setErrorHandler(std::function<void(const std::string &)>) override {}
 

@@ -135,10 +135,11 @@ struct AutodiffPass : public mlir::dpc::impl::AutodiffPassBase<AutodiffPass> {
     llvm::DenseSet<Value> needsGrad;
     for (Operation &op : body.without_terminator()) {
       forward.push_back(&op);
-      bool fromParam =
-          isa<nn::ParamOp>(op) || llvm::any_of(op.getOperands(), [&](Value v) {
-            return needsGrad.contains(v);
-          });
+      auto param = dyn_cast<nn::ParamOp>(op);
+      bool fromParam = (param && !param.getFrozen()) ||
+                       llvm::any_of(op.getOperands(), [&](Value v) {
+                         return needsGrad.contains(v);
+                       });
       if (fromParam)
         needsGrad.insert(op.result_begin(), op.result_end());
     }
@@ -217,8 +218,8 @@ struct AutodiffPass : public mlir::dpc::impl::AutodiffPassBase<AutodiffPass> {
                                          grad, f32(lr), f32(beta1), f32(beta2),
                                          f32(eps), f32(weightDecay));
       else
-        builder.create<nn::SgdUpdateOp>(param.getLoc(), param.getResult(),
-                                        grad, f32(lr), f32(momentum),
+        builder.create<nn::SgdUpdateOp>(param.getLoc(), param.getResult(), grad,
+                                        f32(lr), f32(momentum),
                                         f32(weightDecay));
     }
 

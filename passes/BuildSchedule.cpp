@@ -86,8 +86,7 @@ struct BuildSchedulePass
     if (int64_t(stages.size()) % chunks != 0 ||
         stages.rbegin()->first + 1 != int64_t(stages.size())) {
       module.emitError("expects stages 0..N-1 with N a multiple of the ")
-          << chunks << " chunks per rank, got " << stages.size()
-          << " stages";
+          << chunks << " chunks per rank, got " << stages.size() << " stages";
       return signalPassFailure();
     }
     options.stages = stages.size() / chunks;
@@ -95,13 +94,13 @@ struct BuildSchedulePass
     // Hybrid data parallelism: partition-stages gave some stages replicas.
     if (auto replicas = module->getAttrOfType<DenseI64ArrayAttr>(
             pipe::PipeDialect::kReplicasAttrName);
-        replicas && llvm::any_of(replicas.asArrayRef(),
-                                 [](int64_t r) { return r > 1; })) {
+        replicas &&
+        llvm::any_of(replicas.asArrayRef(), [](int64_t r) { return r > 1; })) {
       if (int64_t(replicas.size()) != options.stages) {
         module.emitError("expects ")
             << pipe::PipeDialect::kReplicasAttrName
-            << " entries for each of the " << options.stages
-            << " stages, got " << replicas.size();
+            << " entries for each of the " << options.stages << " stages, got "
+            << replicas.size();
         return signalPassFailure();
       }
       options.replicas.assign(replicas.asArrayRef().begin(),
@@ -121,8 +120,7 @@ struct BuildSchedulePass
               paramBytes += nn::getSizeInBytes(param);
           } else if (auto update =
                          dyn_cast<nn::OptimizerUpdateOpInterface>(op)) {
-            stateTensors =
-                std::max(stateTensors, update.getNumStateTensors());
+            stateTensors = std::max(stateTensors, update.getNumStateTensors());
           } else if (auto stash = dyn_cast<pipe::StashOp>(op)) {
             if (stashes.insert(stash.getKey()).second)
               info.activationBytes += nn::getSizeInBytes(stash.getValue());

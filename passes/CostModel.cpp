@@ -105,10 +105,16 @@ std::optional<OpWork> mlir::dpc::estimateWork(Operation *op) {
         work.gradFlops = 9 * elements;
         work.gradBytes = 3 * work.bytes;
       })
-      .Case<nn::AddOp, nn::ReluOp>([&](Operation *) {
+      .Case<nn::AddOp, nn::SubOp, nn::ReluOp, nn::NegOp>([&](Operation *) {
         work.flops = elementsOf(op->getResult(0));
         work.gradFlops = work.flops;
         work.gradBytes = work.bytes;
+      })
+      .Case<nn::MulOp, nn::DivOp>([&](Operation *) {
+        // Backward: a product (and, for div, a quotient) per operand.
+        work.flops = elementsOf(op->getResult(0));
+        work.gradFlops = 3 * work.flops;
+        work.gradBytes = 2 * work.bytes;
       })
       .Case<nn::TanhOp, nn::SigmoidOp, nn::ExpOp, nn::LogOp, nn::SqrtOp>(
           [&](Operation *) {

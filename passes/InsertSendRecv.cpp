@@ -3,6 +3,9 @@
 // Walks @main in program order; for each result consumed on another stage,
 // one send/recv pair per stage boundary it crosses, placed right after the
 // producer so that the transfer can start as early as the value exists.
+// Data inputs (@main's float arguments) are read by the first stage alone,
+// so a later stage that uses one gets it sent from stage 0; labels (integer
+// arguments) are read where they are used, by the last stage.
 //
 //===----------------------------------------------------------------------===//
 
@@ -43,7 +46,10 @@ public:
       return known;
     int64_t via = to > from ? to - 1 : to + 1;
     Value local = on(value, from, via);
-    builder.setInsertionPointAfter(lastOnPath(value, local));
+    if (Operation *anchor = lastOnPath(value, local))
+      builder.setInsertionPointAfter(anchor);
+    else // a data input, sent as the step begins
+      builder.setInsertionPointToStart(cast<BlockArgument>(value).getOwner());
     auto send =
         builder.create<pipe::SendOp>(value.getLoc(), local, to, nextTag);
     pipe::setStage(send, via);
@@ -57,7 +63,8 @@ public:
   }
 
 private:
-  // The transfers of one value stay together, after its producer.
+  // The transfers of one value stay together, after its producer (none for
+  // a block argument's first transfer).
   Operation *lastOnPath(Value value, Value local) {
     if (Operation *last = lastInserted.lookup(value))
       return last;
@@ -88,27 +95,31 @@ struct InsertSendRecvPass
     }
 
     Transfers transfers(&getContext());
+    // Gives the uses of `value` on stages other than `from` their copy.
+    auto transfer = [&](Value value, int64_t from) {
+      // Uses per destination stage, in order of first use.
+      llvm::MapVector<int64_t, SmallVector<OpOperand *>> remote;
+      for (OpOperand &use : value.getUses()) {
+        std::optional<int64_t> to = pipe::getStage(use.getOwner());
+        if (to && *to != from)
+          remote[*to].push_back(&use);
+      }
+      for (auto &[to, uses] : remote) {
+        Value local = transfers.on(value, from, to);
+        for (OpOperand *use : uses)
+          use->set(local);
+      }
+    };
     // Snapshot: the walk must not visit the transfers it inserts.
     SmallVector<Operation *> ops;
     for (Operation &op : body.without_terminator())
       ops.push_back(&op);
-    for (Operation *producer : ops) {
-      int64_t from = *pipe::getStage(producer);
-      for (Value value : producer->getResults()) {
-        // Uses per destination stage, in order of first use.
-        llvm::MapVector<int64_t, SmallVector<OpOperand *>> remote;
-        for (OpOperand &use : value.getUses()) {
-          std::optional<int64_t> to = pipe::getStage(use.getOwner());
-          if (to && *to != from)
-            remote[*to].push_back(&use);
-        }
-        for (auto &[to, uses] : remote) {
-          Value local = transfers.on(value, from, to);
-          for (OpOperand *use : uses)
-            use->set(local);
-        }
-      }
-    }
+    for (BlockArgument arg : body.getArguments())
+      if (!isa<IntegerType>(cast<ShapedType>(arg.getType()).getElementType()))
+        transfer(arg, /*from=*/0);
+    for (Operation *producer : ops)
+      for (Value value : producer->getResults())
+        transfer(value, *pipe::getStage(producer));
   }
 };
 

@@ -55,8 +55,22 @@ int64_t unaryCode(Operation *op) {
     return DPC_UNARY_EXP;
   if (isa<nn::LogOp, nn::LogGradOp>(op))
     return DPC_UNARY_LOG;
+  if (isa<nn::NegOp>(op))
+    return DPC_UNARY_NEG;
   assert((isa<nn::SqrtOp, nn::SqrtGradOp>(op)) && "not an elementwise fn");
   return DPC_UNARY_SQRT;
+}
+
+// dpc_binary's function code of a broadcasting binary op.
+int64_t binaryCode(Operation *op) {
+  if (isa<nn::SubOp>(op))
+    return DPC_BINARY_SUB;
+  if (isa<nn::MulOp>(op))
+    return DPC_BINARY_MUL;
+  if (isa<nn::DivOp>(op))
+    return DPC_BINARY_DIV;
+  assert(isa<nn::AddOp>(op) && "not a binary op");
+  return DPC_BINARY_ADD;
 }
 
 llvm::json::Array shapeJson(ArrayRef<int64_t> shape) {
@@ -224,19 +238,17 @@ private:
 };
 
 void Lowering::lowerUpdate(nn::SgdUpdateOp update, Value id) {
-  callVoid("dpc_sgd_step",
-           {context, id, f32(update.getLr().convertToFloat()),
-            f32(update.getMomentum().convertToFloat()),
-            f32(update.getWeightDecay().convertToFloat())});
+  callVoid("dpc_sgd_step", {context, id, f32(update.getLr().convertToFloat()),
+                            f32(update.getMomentum().convertToFloat()),
+                            f32(update.getWeightDecay().convertToFloat())});
 }
 
 void Lowering::lowerUpdate(nn::AdamUpdateOp update, Value id) {
-  callVoid("dpc_adam_step",
-           {context, id, f32(update.getLr().convertToFloat()),
-            f32(update.getBeta1().convertToFloat()),
-            f32(update.getBeta2().convertToFloat()),
-            f32(update.getEps().convertToFloat()),
-            f32(update.getWeightDecay().convertToFloat())});
+  callVoid("dpc_adam_step", {context, id, f32(update.getLr().convertToFloat()),
+                             f32(update.getBeta1().convertToFloat()),
+                             f32(update.getBeta2().convertToFloat()),
+                             f32(update.getEps().convertToFloat()),
+                             f32(update.getWeightDecay().convertToFloat())});
 }
 
 LLVM::LLVMFuncOp Lowering::declare(StringRef name, Type result,
@@ -330,8 +342,7 @@ SmallVector<int64_t> poolParams(ArrayRef<int64_t> kernel,
 }
 
 // avg_pool2d and its gradient: the pool params, then count_include_pad.
-template <typename AvgPoolOp>
-SmallVector<int64_t> avgPoolParams(AvgPoolOp op) {
+template <typename AvgPoolOp> SmallVector<int64_t> avgPoolParams(AvgPoolOp op) {
   SmallVector<int64_t> params =
       poolParams(op.getKernelShape(), op.getStrides(), op.getPads());
   params.push_back(op.getCountIncludePad());
@@ -423,8 +434,8 @@ LogicalResult Lowering::lowerOp(Operation *op) {
         callVoid("dpc_stash", {context, i64(id), ptrOf(stash.getValue())});
       })
       .Case([&](pipe::RestoreOp restore) {
-        int64_t id = manifest.stashId(restore.getKey(), restore.getResult(),
-                                      stage);
+        int64_t id =
+            manifest.stashId(restore.getKey(), restore.getResult(), stage);
         define(restore, call("dpc_restore", ptrType, {context, i64(id)}));
       })
       .Case([&](pipe::ReportLossOp report) {
@@ -446,7 +457,8 @@ LogicalResult Lowering::lowerOp(Operation *op) {
       })
       .Case<nn::SgdUpdateOp, nn::AdamUpdateOp>([&](auto update) {
         auto read = update.getParam().template getDefiningOp<nn::ParamOp>();
-        if (!update.getGrad().template getDefiningOp<pipe::AccumulatedGradOp>()) {
+        if (!update.getGrad()
+                 .template getDefiningOp<pipe::AccumulatedGradOp>()) {
           status = update.emitOpError(
               "expects its gradient from pipe.accumulated_grad (run "
               "--dpc-outline-stages first)");
@@ -549,15 +561,16 @@ LogicalResult Lowering::lowerOp(Operation *op) {
                                   i64(d.aStride), i64(accumulate)});
         define(grad, db);
       })
-      .Case([&](nn::AddOp add) {
-        size_t rank = shapeOf(add).size();
-        Value y = alloc(add);
-        callVoid("dpc_add", {ptrOf(add.getLhs()),
-                             constArray(padShape(shapeOf(add.getLhs()), rank)),
-                             ptrOf(add.getRhs()),
-                             constArray(padShape(shapeOf(add.getRhs()), rank)),
-                             y, shape(add), i64(rank)});
-        define(add, y);
+      .Case<nn::AddOp, nn::SubOp, nn::MulOp, nn::DivOp>([&](auto binary) {
+        size_t rank = shapeOf(binary).size();
+        Value y = alloc(binary);
+        callVoid("dpc_binary",
+                 {i64(binaryCode(binary)), ptrOf(binary.getLhs()),
+                  constArray(padShape(shapeOf(binary.getLhs()), rank)),
+                  ptrOf(binary.getRhs()),
+                  constArray(padShape(shapeOf(binary.getRhs()), rank)), y,
+                  shape(binary), i64(rank)});
+        define(binary, y);
       })
       .Case([&](nn::SumToShapeOp sum) {
         size_t rank = shapeOf(sum.getInput()).size();
@@ -580,14 +593,14 @@ LogicalResult Lowering::lowerOp(Operation *op) {
                   i64(nn::getNumElements(shapeOf(grad)))});
         define(grad, dx);
       })
-      .Case<nn::TanhOp, nn::SigmoidOp, nn::ExpOp, nn::LogOp, nn::SqrtOp>(
-          [&](Operation *unary) {
-            Value y = alloc(unary->getResult(0));
-            callVoid("dpc_unary",
-                     {i64(unaryCode(unary)), ptrOf(unary->getOperand(0)), y,
-                      i64(nn::getNumElements(shapeOf(unary->getResult(0))))});
-            define(unary->getResult(0), y);
-          })
+      .Case<nn::TanhOp, nn::SigmoidOp, nn::ExpOp, nn::LogOp, nn::SqrtOp,
+            nn::NegOp>([&](Operation *unary) {
+        Value y = alloc(unary->getResult(0));
+        callVoid("dpc_unary",
+                 {i64(unaryCode(unary)), ptrOf(unary->getOperand(0)), y,
+                  i64(nn::getNumElements(shapeOf(unary->getResult(0))))});
+        define(unary->getResult(0), y);
+      })
       .Case<nn::TanhGradOp, nn::SigmoidGradOp, nn::ExpGradOp, nn::LogGradOp,
             nn::SqrtGradOp>([&](Operation *grad) {
         Value dx = alloc(grad->getResult(0));
@@ -617,9 +630,9 @@ LogicalResult Lowering::lowerOp(Operation *op) {
       })
       .Case([&](nn::AvgPool2dOp pool) {
         Value y = alloc(pool);
-        callVoid("dpc_avg_pool2d", {ptrOf(pool.getInput()),
-                                    shape(pool.getInput()), y, shape(pool),
-                                    constArray(avgPoolParams(pool))});
+        callVoid("dpc_avg_pool2d",
+                 {ptrOf(pool.getInput()), shape(pool.getInput()), y,
+                  shape(pool), constArray(avgPoolParams(pool))});
         define(pool, y);
       })
       .Case([&](nn::AvgPool2dGradOp grad) {
@@ -632,15 +645,15 @@ LogicalResult Lowering::lowerOp(Operation *op) {
       .Case([&](nn::GlobalAvgPoolOp pool) {
         ChannelDims d = channelDims(shapeOf(pool.getInput()));
         Value y = alloc(pool);
-        callVoid("dpc_global_avg_pool", {ptrOf(pool.getInput()),
-                                         i64(d.n * d.c), i64(d.s), y});
+        callVoid("dpc_global_avg_pool",
+                 {ptrOf(pool.getInput()), i64(d.n * d.c), i64(d.s), y});
         define(pool, y);
       })
       .Case([&](nn::GlobalAvgPoolGradOp grad) {
         ChannelDims d = channelDims(shapeOf(grad));
         Value dx = alloc(grad);
-        callVoid("dpc_global_avg_pool_grad", {ptrOf(grad.getResultGrad()),
-                                              i64(d.n * d.c), i64(d.s), dx});
+        callVoid("dpc_global_avg_pool_grad",
+                 {ptrOf(grad.getResultGrad()), i64(d.n * d.c), i64(d.s), dx});
         define(grad, dx);
       })
       .Case([&](nn::BatchNormStatsOp stats) {
@@ -666,8 +679,8 @@ LogicalResult Lowering::lowerOp(Operation *op) {
         callVoid("dpc_batch_norm",
                  {ptrOf(norm.getInput()), ptrOf(norm.getStats()),
                   ptrOf(norm.getScale()), ptrOf(norm.getBias()), i64(d.n),
-                  i64(d.c), i64(d.s),
-                  f32(norm.getEpsilon().convertToFloat()), y});
+                  i64(d.c), i64(d.s), f32(norm.getEpsilon().convertToFloat()),
+                  y});
         define(norm, y);
       })
       .Case([&](nn::BatchNormGradInputOp grad) {
@@ -676,8 +689,8 @@ LogicalResult Lowering::lowerOp(Operation *op) {
         callVoid("dpc_batch_norm_grad_input",
                  {ptrOf(grad.getResultGrad()), ptrOf(grad.getInput()),
                   ptrOf(grad.getStats()), ptrOf(grad.getScale()), i64(d.n),
-                  i64(d.c), i64(d.s),
-                  f32(grad.getEpsilon().convertToFloat()), dx});
+                  i64(d.c), i64(d.s), f32(grad.getEpsilon().convertToFloat()),
+                  dx});
         define(grad, dx);
       })
       .Case([&](nn::BatchNormGradScaleOp grad) {
@@ -693,8 +706,8 @@ LogicalResult Lowering::lowerOp(Operation *op) {
         ChannelDims d = channelDims(shapeOf(grad.getResultGrad()));
         Value dbias = alloc(grad);
         callVoid("dpc_conv2d_grad_bias",
-                 {ptrOf(grad.getResultGrad()),
-                  constArray({d.n, d.c, d.s, 1}), dbias});
+                 {ptrOf(grad.getResultGrad()), constArray({d.n, d.c, d.s, 1}),
+                  dbias});
         define(grad, dbias);
       })
       .Case([&](nn::SoftmaxCrossEntropyOp loss) {
@@ -778,8 +791,8 @@ void Lowering::dispatchByChunk(LLVM::LLVMFuncOp target,
   builder.setInsertionPointToEnd(entry);
   Value chunk = call("dpc_chunk", i64Type, {context});
   SmallVector<ValueRange> noOperands(blocks.size(), ValueRange());
-  builder.create<LLVM::SwitchOp>(loc, chunk, done, ValueRange(), cases,
-                                 blocks, noOperands);
+  builder.create<LLVM::SwitchOp>(loc, chunk, done, ValueRange(), cases, blocks,
+                                 noOperands);
 }
 
 LogicalResult Lowering::run() {

@@ -22,10 +22,10 @@ std::string shapeText(const std::vector<int64_t> &shape) {
 
 } // namespace
 
-std::string writeOnnxWithWeights(
-    const std::string &modelPath,
-    const std::map<std::string, TrainedTensor> &weights,
-    const std::string &outputPath) {
+std::string
+writeOnnxWithWeights(const std::string &modelPath,
+                     const std::map<std::string, TrainedTensor> &weights,
+                     const std::string &outputPath) {
   onnx::ModelProto model;
   {
     std::ifstream in(modelPath, std::ios::binary);
@@ -35,7 +35,8 @@ std::string writeOnnxWithWeights(
       return "'" + modelPath + "' is not a valid ONNX protobuf file";
   }
   std::set<std::string> replaced;
-  for (onnx::TensorProto &init : *model.mutable_graph()->mutable_initializer()) {
+  for (onnx::TensorProto &init :
+       *model.mutable_graph()->mutable_initializer()) {
     auto it = weights.find(init.name());
     if (it == weights.end())
       continue;
@@ -52,14 +53,19 @@ std::string writeOnnxWithWeights(
     init.clear_float_data();
     init.clear_data_location();
     init.clear_external_data();
-    init.set_raw_data(trained.data.data(),
-                      trained.data.size() * sizeof(float));
+    init.set_raw_data(trained.data.data(), trained.data.size() * sizeof(float));
     replaced.insert(init.name());
   }
+  // Constants the model's arithmetic reads are kept in the weights like
+  // parameters, untrained; the model still holds them as Constant nodes.
+  std::set<std::string> constants;
+  for (const onnx::NodeProto &node : model.graph().node())
+    if (node.op_type() == "Constant")
+      constants.insert(node.output().begin(), node.output().end());
   for (const auto &[name, tensor] : weights)
-    if (!replaced.count(name))
-      return "the checkpoint's parameter '" + name +
-             "' is no initializer of " + modelPath;
+    if (!replaced.count(name) && !constants.count(name))
+      return "the checkpoint's parameter '" + name + "' is no initializer of " +
+             modelPath;
   try {
     onnx::checker::check_model(model);
   } catch (const std::exception &e) {

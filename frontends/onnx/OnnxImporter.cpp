@@ -33,6 +33,7 @@
 #include "onnx/shape_inference/implementation.h"
 #include "onnx/version_converter/convert.h"
 
+#include <cmath>
 #include <cstring>
 #include <fstream>
 #include <numeric>
@@ -91,7 +92,10 @@ private:
   LogicalResult importUnary(const onnx::NodeProto &node);
   LogicalResult importGemm(const onnx::NodeProto &node);
   LogicalResult importMatMul(const onnx::NodeProto &node);
-  LogicalResult importAdd(const onnx::NodeProto &node);
+  // Add, Sub, Mul and Div: tensor ops, or folded on the host when both
+  // operands are known at import time (shape arithmetic, constants).
+  template <typename OpTy>
+  LogicalResult importBinary(const onnx::NodeProto &node);
   LogicalResult importFlatten(const onnx::NodeProto &node);
   LogicalResult importReshape(const onnx::NodeProto &node);
   LogicalResult importIdentity(const onnx::NodeProto &node);
@@ -189,10 +193,17 @@ const Importer::HandlerEntry Importer::kHandlers[] = {
     {"Exp", 13, &Importer::importUnary<nn::ExpOp>},
     {"Log", 13, &Importer::importUnary<nn::LogOp>},
     {"Sqrt", 13, &Importer::importUnary<nn::SqrtOp>},
+    {"Neg", 13, &Importer::importUnary<nn::NegOp>},
     {"Gemm", 13, &Importer::importGemm},
     {"MatMul", 13, &Importer::importMatMul},
-    {"Add", 13, &Importer::importAdd},
-    {"Add", 14, &Importer::importAdd},
+    {"Add", 13, &Importer::importBinary<nn::AddOp>},
+    {"Add", 14, &Importer::importBinary<nn::AddOp>},
+    {"Sub", 13, &Importer::importBinary<nn::SubOp>},
+    {"Sub", 14, &Importer::importBinary<nn::SubOp>},
+    {"Mul", 13, &Importer::importBinary<nn::MulOp>},
+    {"Mul", 14, &Importer::importBinary<nn::MulOp>},
+    {"Div", 13, &Importer::importBinary<nn::DivOp>},
+    {"Div", 14, &Importer::importBinary<nn::DivOp>},
     {"Flatten", 13, &Importer::importFlatten},
     {"Reshape", 13, &Importer::importReshape},
     {"Reshape", 14, &Importer::importReshape},
@@ -388,11 +399,22 @@ FailureOr<Value> Importer::getValue(const onnx::NodeProto &node, int index) {
     values[name] = param;
     return param;
   }
-  if (hostValues.count(name))
-    return nodeError(node)
-           << "input '" << name
-           << "' is a constant computed at import time; dpc folds constants "
-              "only into shape computations, not into tensor arithmetic";
+  if (auto host = hostValues.find(name); host != hostValues.end()) {
+    // A float constant in tensor arithmetic is read like a parameter, from
+    // the weights file, but never trained.
+    if (!host->second.isFloat)
+      return nodeError(node)
+             << "input '" << name
+             << "' is an integer constant computed at import time; dpc folds "
+                "those only into shape computations, not tensor arithmetic";
+    auto type = tensorType(host->second.shape, builder.getF32Type());
+    auto param = builder.create<nn::ParamOp>(
+        NameLoc::get(builder.getStringAttr(name)), type, StringRef(name),
+        /*frozen=*/true);
+    model->params.push_back({name, host->second.shape, host->second.floats});
+    values[name] = param;
+    return Value(param);
+  }
   if (auto it = unreadable.find(name); it != unreadable.end())
     return nodeError(node) << "reads '" << name << "', " << it->second;
   return nodeError(node) << "input '" << name << "' is not defined";
@@ -560,8 +582,9 @@ LogicalResult Importer::importMaxPool(const onnx::NodeProto &node) {
   FailureOr<PoolWindow> w = poolWindow(node, shapeOf(*input));
   if (failed(w))
     return failure();
-  auto type = tensorType(
-      w->resultShape, cast<RankedTensorType>(input->getType()).getElementType());
+  auto type =
+      tensorType(w->resultShape,
+                 cast<RankedTensorType>(input->getType()).getElementType());
   Value result = builder.create<nn::MaxPool2dOp>(
       locOf(node), type, *input, builder.getDenseI64ArrayAttr(w->kernel),
       builder.getDenseI64ArrayAttr(w->strides),
@@ -576,8 +599,9 @@ LogicalResult Importer::importAveragePool(const onnx::NodeProto &node) {
   FailureOr<PoolWindow> w = poolWindow(node, shapeOf(*input));
   if (failed(w))
     return failure();
-  auto type = tensorType(
-      w->resultShape, cast<RankedTensorType>(input->getType()).getElementType());
+  auto type =
+      tensorType(w->resultShape,
+                 cast<RankedTensorType>(input->getType()).getElementType());
   Value result = builder.create<nn::AvgPool2dOp>(
       locOf(node), type, *input, builder.getDenseI64ArrayAttr(w->kernel),
       builder.getDenseI64ArrayAttr(w->strides),
@@ -614,8 +638,8 @@ LogicalResult Importer::importBatchNormalization(const onnx::NodeProto &node) {
   for (int i = 3; i < 5; ++i)
     if (hasInput(node, i) && !initializers.count(node.input(i)))
       return nodeError(node)
-             << "expects the running " << (i == 3 ? "mean" : "variance")
-             << " '" << node.input(i)
+             << "expects the running " << (i == 3 ? "mean" : "variance") << " '"
+             << node.input(i)
              << "' to be an initializer: dpc trains batch normalization "
                 "and keeps the running statistics as state";
   SmallVector<Value, 5> operands;
@@ -632,16 +656,14 @@ LogicalResult Importer::importBatchNormalization(const onnx::NodeProto &node) {
     return failure();
   for (int i = 1; i < 5; ++i)
     if (shapeOf(operands[i]) != ArrayRef<int64_t>{(*statsShape)[1]})
-      return nodeError(node)
-             << "expects input " << i << " of shape " << (*statsShape)[1]
-             << " (one per channel), got "
-             << nn::formatShape(shapeOf(operands[i]));
+      return nodeError(node) << "expects input " << i << " of shape "
+                             << (*statsShape)[1] << " (one per channel), got "
+                             << nn::formatShape(shapeOf(operands[i]));
   Location loc = locOf(node);
   Type elementType = cast<RankedTensorType>(input.getType()).getElementType();
   Value stats = builder.create<nn::BatchNormStatsOp>(
       loc, tensorType(*statsShape, elementType), input, operands[3],
-      operands[4],
-      builder.getF32FloatAttr(getFloat(node, "momentum", 0.9f)));
+      operands[4], builder.getF32FloatAttr(getFloat(node, "momentum", 0.9f)));
   Value result = builder.create<nn::BatchNormOp>(
       loc, input.getType(), input, stats, operands[1], operands[2],
       builder.getF32FloatAttr(getFloat(node, "epsilon", 1e-5f)));
@@ -714,19 +736,49 @@ LogicalResult Importer::importMatMul(const onnx::NodeProto &node) {
                     builder.getBoolAttr(false), builder.getBoolAttr(false)));
 }
 
-LogicalResult Importer::importAdd(const onnx::NodeProto &node) {
-  // Integer arithmetic on shapes is folded; float arithmetic is a tensor op.
+// `l op r` of two host numbers, as ONNX defines it for the element type.
+static FailureOr<double> foldNumbers(StringRef opType, double l, double r,
+                                     bool isFloat) {
+  if (opType == "Add")
+    return l + r;
+  if (opType == "Sub")
+    return l - r;
+  if (opType == "Mul")
+    return l * r;
+  if (r == 0 && !isFloat)
+    return failure();
+  // Integer division truncates toward zero.
+  return isFloat ? l / r : std::trunc(l / r);
+}
+
+template <typename OpTy>
+LogicalResult Importer::importBinary(const onnx::NodeProto &node) {
   if (isHost(node.input(0)) && isHost(node.input(1))) {
     FailureOr<HostTensor> l = getHost(node, 0), r = getHost(node, 1);
     if (failed(l) || failed(r))
       return failure();
-    if (l->isFloat || r->isFloat || l->shape != r->shape)
-      return nodeError(node) << "folds only integer additions of equal "
-                                "shapes";
-    HostTensor sum = *l;
-    for (size_t i = 0; i < sum.ints.size(); ++i)
-      sum.ints[i] += r->ints[i];
-    return defineHost(node, std::move(sum));
+    // Equal shapes, or a single number against a tensor.
+    bool scalarL = l->size() == 1, scalarR = r->size() == 1;
+    if (l->isFloat != r->isFloat ||
+        (l->shape != r->shape && !scalarL && !scalarR))
+      return nodeError(node) << "folds only operands of one element type "
+                                "with equal shapes or a single element";
+    HostTensor out = scalarL && !scalarR ? *r : *l;
+    for (int64_t i = 0; i < out.size(); ++i) {
+      auto at = [&](const HostTensor &t) {
+        int64_t k = t.size() == 1 ? 0 : i;
+        return t.isFloat ? double(t.floats[k]) : double(t.ints[k]);
+      };
+      FailureOr<double> v =
+          foldNumbers(node.op_type(), at(*l), at(*r), out.isFloat);
+      if (failed(v))
+        return nodeError(node) << "divides by zero at import time";
+      if (out.isFloat)
+        out.floats[i] = float(*v);
+      else
+        out.ints[i] = int64_t(*v);
+    }
+    return defineHost(node, std::move(out));
   }
   FailureOr<Value> l = getValue(node, 0);
   FailureOr<Value> r =
@@ -738,9 +790,9 @@ LogicalResult Importer::importAdd(const onnx::NodeProto &node) {
   if (failed(shape))
     return failure();
   Type elementType = cast<RankedTensorType>(l->getType()).getElementType();
-  return define(node, builder.create<nn::AddOp>(locOf(node),
-                                                tensorType(*shape, elementType),
-                                                *l, *r));
+  return define(node,
+                builder.create<OpTy>(locOf(node),
+                                     tensorType(*shape, elementType), *l, *r));
 }
 
 LogicalResult Importer::importFlatten(const onnx::NodeProto &node) {

@@ -327,9 +327,8 @@ struct Executor::Impl : dpc_context {
 
   Impl(RankManifest m, schedule::Schedule s, Communicator &c,
        SegmentFunctions f, Device *d)
-      : manifest(std::move(m)), sched(std::move(s)), comm(c),
-        rank(c.rank()), segments(f),
-        ownedDevice(d ? nullptr : createHostDevice()),
+      : manifest(std::move(m)), sched(std::move(s)), comm(c), rank(c.rank()),
+        segments(f), ownedDevice(d ? nullptr : createHostDevice()),
         device(d ? *d : *ownedDevice), host(createHostDevice()) {}
 
   //===--------------------------------------------------------------------===//
@@ -1302,7 +1301,7 @@ void Executor::loadParams(const TensorFile &file, const std::string &fileName,
       impl->optimizerUpdates = count;
     } else if (impl->manifest.optimizer == Optimizer::Adam) {
       throw Error(fileName + ": no \"optimizer_updates\" metadata, which "
-                  "Adam's bias correction needs");
+                             "Adam's bias correction needs");
     }
   }
   for (ParamState &p : impl->params) {

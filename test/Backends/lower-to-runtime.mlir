@@ -57,7 +57,7 @@ module attributes {pipe.num_stages = 2 : i64} {
 // CHECK: %[[M:.*]] = llvm.call @dpc_alloc(%[[CTX]], %[[BYTES]])
 // batch 1, M 4, N 10, K 32, B transposed, strides 128 and 0, no accumulation
 // CHECK: llvm.call @dpc_matmul(%[[H]], %[[W]], %[[M]], {{.*}})
-// CHECK: llvm.call @dpc_add
+// CHECK: llvm.call @dpc_binary
 // CHECK: llvm.call @dpc_softmax_cross_entropy
 // CHECK: llvm.call @dpc_report_loss
 // CHECK: llvm.call @dpc_report_output

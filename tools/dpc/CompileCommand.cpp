@@ -327,8 +327,8 @@ bool completePlan(mlir::ModuleOp module, const fs::path &planPath,
       if (rank < peaks.size())
         stages[i]["planned_peak_bytes"] = peaks[rank];
     }
-    plan["predicted"]["planned_peak_bytes"] = *std::max_element(
-        peaks.asArrayRef().begin(), peaks.asArrayRef().end());
+    plan["predicted"]["planned_peak_bytes"] =
+        *std::max_element(peaks.asArrayRef().begin(), peaks.asArrayRef().end());
   }
   return writeText(planPath, plan.dump(2) + "\n");
 }

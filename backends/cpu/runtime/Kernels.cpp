@@ -242,8 +242,9 @@ void runConv(const char *kernel, ConvKind kind, const ConvGeometry &g,
     }
     cp.prim.execute(stream(), exec);
     for (int id : outputs) {
-      const ConvArg &arg = *std::find_if(
-          args.begin(), args.end(), [&](const ConvArg &a) { return a.id == id; });
+      const ConvArg &arg =
+          *std::find_if(args.begin(), args.end(),
+                        [&](const ConvArg &a) { return a.id == id; });
       dnnl::memory user = mem(arg.plain, arg.data);
       // Reorders back to the plain layout are keyed apart from the inputs'.
       auto [reorder, fresh] = cp.reorders.try_emplace(-id - 1);
@@ -303,6 +304,33 @@ void forEachRow(const int64_t *full, int64_t rank,
       index[k] = 0;
     }
   }
+}
+
+// y = f(a, b) over the broadcast, one innermost row at a time.
+template <typename F>
+void broadcastBinary(const float *a, const int64_t *a_shape, const float *b,
+                     const int64_t *b_shape, float *y, const int64_t *y_shape,
+                     int64_t rank, F f) {
+  std::vector<int64_t> sa = broadcastStrides(a_shape, y_shape, rank);
+  std::vector<int64_t> sb = broadcastStrides(b_shape, y_shape, rank);
+  int64_t last = rank ? y_shape[rank - 1] : 1;
+  int64_t la = rank ? sa.back() : 0, lb = rank ? sb.back() : 0;
+  forEachRow(y_shape, rank, sa, sb, [&](int64_t oa, int64_t ob, int64_t oy) {
+    const float *pa = a + oa, *pb = b + ob;
+    float *py = y + oy;
+    if (la && lb)
+      for (int64_t i = 0; i < last; ++i)
+        py[i] = f(pa[i], pb[i]);
+    else if (la)
+      for (int64_t i = 0; i < last; ++i)
+        py[i] = f(pa[i], pb[0]);
+    else if (lb)
+      for (int64_t i = 0; i < last; ++i)
+        py[i] = f(pa[0], pb[i]);
+    else
+      for (int64_t i = 0; i < last; ++i)
+        py[i] = f(pa[0], pb[0]);
+  });
 }
 
 } // namespace
@@ -393,36 +421,30 @@ void dpc_matmul(const float *a, const float *b, float *y, int64_t batch,
   }
 }
 
-void dpc_add(const float *a, const int64_t *a_shape, const float *b,
-             const int64_t *b_shape, float *y, const int64_t *y_shape,
-             int64_t rank) {
+void dpc_binary(int64_t fn, const float *a, const int64_t *a_shape,
+                const float *b, const int64_t *b_shape, float *y,
+                const int64_t *y_shape, int64_t rank) {
   for (int64_t d = 0; d < rank; ++d)
     if ((a_shape[d] != y_shape[d] && a_shape[d] != 1) ||
         (b_shape[d] != y_shape[d] && b_shape[d] != 1))
-      fail("dpc_add", shapeText(a_shape, int(rank)) + " + " +
-                          shapeText(b_shape, int(rank)) +
-                          " does not broadcast to " +
-                          shapeText(y_shape, int(rank)));
-  std::vector<int64_t> sa = broadcastStrides(a_shape, y_shape, rank);
-  std::vector<int64_t> sb = broadcastStrides(b_shape, y_shape, rank);
-  int64_t last = rank ? y_shape[rank - 1] : 1;
-  int64_t la = rank ? sa.back() : 0, lb = rank ? sb.back() : 0;
-  forEachRow(y_shape, rank, sa, sb, [&](int64_t oa, int64_t ob, int64_t oy) {
-    const float *pa = a + oa, *pb = b + ob;
-    float *py = y + oy;
-    if (la && lb)
-      for (int64_t i = 0; i < last; ++i)
-        py[i] = pa[i] + pb[i];
-    else if (la)
-      for (int64_t i = 0; i < last; ++i)
-        py[i] = pa[i] + pb[0];
-    else if (lb)
-      for (int64_t i = 0; i < last; ++i)
-        py[i] = pa[0] + pb[i];
-    else
-      for (int64_t i = 0; i < last; ++i)
-        py[i] = pa[0] + pb[0];
-  });
+      fail("dpc_binary", shapeText(a_shape, int(rank)) + " and " +
+                             shapeText(b_shape, int(rank)) +
+                             " do not broadcast to " +
+                             shapeText(y_shape, int(rank)));
+  auto apply = [&](auto f) {
+    broadcastBinary(a, a_shape, b, b_shape, y, y_shape, rank, f);
+  };
+  switch (fn) {
+  case DPC_BINARY_ADD:
+    return apply([](float u, float v) { return u + v; });
+  case DPC_BINARY_SUB:
+    return apply([](float u, float v) { return u - v; });
+  case DPC_BINARY_MUL:
+    return apply([](float u, float v) { return u * v; });
+  case DPC_BINARY_DIV:
+    return apply([](float u, float v) { return u / v; });
+  }
+  fail("dpc_binary", "unknown function " + std::to_string(fn));
 }
 
 void dpc_sum_to_shape(const float *x, const int64_t *x_shape, float *y,
@@ -489,12 +511,14 @@ void dpc_unary(int64_t fn, const float *x, float *y, int64_t count) {
     return apply([](float v) { return std::log(v); });
   case DPC_UNARY_SQRT:
     return apply([](float v) { return std::sqrt(v); });
+  case DPC_UNARY_NEG:
+    return apply([](float v) { return -v; });
   }
   fail("dpc_unary", "unknown function " + std::to_string(fn));
 }
 
-void dpc_unary_grad(int64_t fn, const float *dy, const float *saved,
-                    float *dx, int64_t count) {
+void dpc_unary_grad(int64_t fn, const float *dy, const float *saved, float *dx,
+                    int64_t count) {
   auto apply = [&](auto f) {
     for (int64_t i = 0; i < count; ++i)
       dx[i] = f(dy[i], saved[i]);
@@ -574,7 +598,8 @@ inline PoolWindow poolWindow(const PoolGeometry &g, int64_t oh, int64_t ow,
   w0 = std::max<int64_t>(w0, 0);
   h1 = std::min(h1, g.h);
   w1 = std::min(w1, g.w);
-  int64_t inside = std::max<int64_t>(h1 - h0, 0) * std::max<int64_t>(w1 - w0, 0);
+  int64_t inside =
+      std::max<int64_t>(h1 - h0, 0) * std::max<int64_t>(w1 - w0, 0);
   return {h0, h1, w0, w1, includePad ? padded : inside};
 }
 
@@ -704,10 +729,10 @@ void dpc_batch_norm_stats(const float *x, int64_t n, int64_t c, int64_t s,
     mean[k] = float(mu);
     var[k] = float(squares / double(count));
     double unbiased = squares / double(count - 1);
-    running_mean[k] = float(momentum * double(running_mean[k]) +
-                            (1.0 - momentum) * mu);
-    running_var[k] = float(momentum * double(running_var[k]) +
-                           (1.0 - momentum) * unbiased);
+    running_mean[k] =
+        float(momentum * double(running_mean[k]) + (1.0 - momentum) * mu);
+    running_var[k] =
+        float(momentum * double(running_var[k]) + (1.0 - momentum) * unbiased);
   }
 }
 

@@ -66,7 +66,7 @@ __device__ float blockSum(float v) {
 }
 
 //===----------------------------------------------------------------------===//
-// Broadcasting add
+// Broadcasting binary functions
 //===----------------------------------------------------------------------===//
 
 struct BroadcastArgs {
@@ -74,13 +74,27 @@ struct BroadcastArgs {
   int64_t shape[kMaxRank], aStrides[kMaxRank], bStrides[kMaxRank];
 };
 
-__global__ void addSameShape(const float *a, const float *b, float *y,
-                             int64_t count) {
-  GRID_STRIDE(i, count) { y[i] = a[i] + b[i]; }
+// f(a, b) for dpc_binary's codes.
+__device__ float binaryValue(int64_t fn, float a, float b) {
+  switch (fn) {
+  case DPC_BINARY_ADD:
+    return a + b;
+  case DPC_BINARY_SUB:
+    return a - b;
+  case DPC_BINARY_MUL:
+    return a * b;
+  default:
+    return a / b;
+  }
 }
 
-__global__ void addBroadcast(const float *a, const float *b, float *y,
-                             int64_t count, BroadcastArgs args) {
+__global__ void binarySameShape(int64_t fn, const float *a, const float *b,
+                                float *y, int64_t count) {
+  GRID_STRIDE(i, count) { y[i] = binaryValue(fn, a[i], b[i]); }
+}
+
+__global__ void binaryBroadcast(int64_t fn, const float *a, const float *b,
+                                float *y, int64_t count, BroadcastArgs args) {
   GRID_STRIDE(i, count) {
     int64_t rest = i, aOffset = 0, bOffset = 0;
     for (int d = args.rank - 1; d >= 0; --d) {
@@ -89,7 +103,7 @@ __global__ void addBroadcast(const float *a, const float *b, float *y,
       aOffset += index * args.aStrides[d];
       bOffset += index * args.bStrides[d];
     }
-    y[i] = a[aOffset] + b[bOffset];
+    y[i] = binaryValue(fn, a[aOffset], b[bOffset]);
   }
 }
 
@@ -169,6 +183,8 @@ __device__ float unaryValue(int64_t fn, float x) {
     return expf(x);
   case DPC_UNARY_LOG:
     return logf(x);
+  case DPC_UNARY_NEG:
+    return -x;
   default:
     return sqrtf(x);
   }
@@ -194,8 +210,8 @@ __global__ void unaryKernel(int64_t fn, const float *x, float *y,
   GRID_STRIDE(i, count) { y[i] = unaryValue(fn, x[i]); }
 }
 
-__global__ void unaryGradKernel(int64_t fn, const float *dy,
-                                const float *saved, float *dx, int64_t count) {
+__global__ void unaryGradKernel(int64_t fn, const float *dy, const float *saved,
+                                float *dx, int64_t count) {
   GRID_STRIDE(i, count) { dx[i] = unaryGrad(fn, dy[i], saved[i]); }
 }
 
@@ -228,8 +244,8 @@ __global__ void sgdKernel(float *p, float *v, float *acc, int64_t n, float lr,
   }
 }
 
-__global__ void adamKernel(float *p, float *m, float *v, float *acc,
-                           int64_t n, float beta1, float beta2, float eps,
+__global__ void adamKernel(float *p, float *m, float *v, float *acc, int64_t n,
+                           float beta1, float beta2, float eps,
                            float weightDecay, float stepSize,
                            float correction2Sqrt) {
   GRID_STRIDE(i, n) {
@@ -470,10 +486,9 @@ __global__ void batchNormGradSums(const float *dy, const float *x,
 }
 
 __global__ void batchNormGradInputKernel(const float *dy, const float *x,
-                                         const float *stats,
-                                         const float *scale, const float *sums,
-                                         ChannelArgs a, float epsilon,
-                                         float *dx) {
+                                         const float *stats, const float *scale,
+                                         const float *sums, ChannelArgs a,
+                                         float epsilon, float *dx) {
   float count = float(a.n * a.s);
   GRID_STRIDE(i, a.n * a.c * a.s) {
     int64_t k = (i / a.s) % a.c;
@@ -608,9 +623,11 @@ using namespace dpc::cuda;
 
 extern "C" {
 
-void dpc_add(const float *a, const int64_t *a_shape, const float *b,
-             const int64_t *b_shape, float *y, const int64_t *y_shape,
-             int64_t rank) {
+void dpc_binary(int64_t fn, const float *a, const int64_t *a_shape,
+                const float *b, const int64_t *b_shape, float *y,
+                const int64_t *y_shape, int64_t rank) {
+  if (fn < DPC_BINARY_ADD || fn > DPC_BINARY_DIV)
+    fail("dpc_binary: unknown function " + std::to_string(fn));
   BroadcastPlan plan = planBroadcast(a_shape, b_shape, y_shape, rank);
   if (plan.count == 0)
     return;
@@ -618,22 +635,22 @@ void dpc_add(const float *a, const int64_t *a_shape, const float *b,
   for (size_t d = 0; d < plan.shape.size(); ++d)
     same = same && plan.aStrides[d] != 0 && plan.bStrides[d] != 0;
   if (same) {
-    addSameShape<<<blocksFor(plan.count), kThreads, 0, stream()>>>(a, b, y,
-                                                                   plan.count);
-    checkLaunch("addSameShape");
+    binarySameShape<<<blocksFor(plan.count), kThreads, 0, stream()>>>(
+        fn, a, b, y, plan.count);
+    checkLaunch("binarySameShape");
     return;
   }
   if (plan.shape.size() > size_t(kMaxRank))
-    fail("dpc_add: more than " + std::to_string(kMaxRank) +
+    fail("dpc_binary: more than " + std::to_string(kMaxRank) +
          " dimensions after merging");
   BroadcastArgs args{};
   args.rank = int(plan.shape.size());
   std::copy(plan.shape.begin(), plan.shape.end(), args.shape);
   std::copy(plan.aStrides.begin(), plan.aStrides.end(), args.aStrides);
   std::copy(plan.bStrides.begin(), plan.bStrides.end(), args.bStrides);
-  addBroadcast<<<blocksFor(plan.count), kThreads, 0, stream()>>>(
-      a, b, y, plan.count, args);
-  checkLaunch("addBroadcast");
+  binaryBroadcast<<<blocksFor(plan.count), kThreads, 0, stream()>>>(
+      fn, a, b, y, plan.count, args);
+  checkLaunch("binaryBroadcast");
 }
 
 void dpc_sum_to_shape(const float *x, const int64_t *x_shape, float *y,
@@ -661,7 +678,7 @@ void dpc_relu_grad(const float *dy, const float *y, float *dx, int64_t count) {
 }
 
 void dpc_unary(int64_t fn, const float *x, float *y, int64_t count) {
-  if (fn < DPC_UNARY_TANH || fn > DPC_UNARY_SQRT)
+  if (fn < DPC_UNARY_TANH || fn > DPC_UNARY_NEG)
     fail("dpc_unary: unknown function " + std::to_string(fn));
   if (count <= 0)
     return;
@@ -669,8 +686,8 @@ void dpc_unary(int64_t fn, const float *x, float *y, int64_t count) {
   checkLaunch("unary");
 }
 
-void dpc_unary_grad(int64_t fn, const float *dy, const float *saved,
-                    float *dx, int64_t count) {
+void dpc_unary_grad(int64_t fn, const float *dy, const float *saved, float *dx,
+                    int64_t count) {
   if (fn < DPC_UNARY_TANH || fn > DPC_UNARY_SQRT)
     fail("dpc_unary_grad: unknown function " + std::to_string(fn));
   if (count <= 0)
@@ -757,8 +774,8 @@ void dpc_global_avg_pool_grad(const float *dy, int64_t planes, int64_t size,
                               float *dx) {
   if (planes <= 0 || size <= 0)
     return;
-  globalAvgPoolGradKernel<<<blocksFor(planes * size), kThreads, 0,
-                            stream()>>>(dy, planes, size, dx);
+  globalAvgPoolGradKernel<<<blocksFor(planes * size), kThreads, 0, stream()>>>(
+      dy, planes, size, dx);
   checkLaunch("global_avg_pool_grad");
 }
 
@@ -773,8 +790,8 @@ void dpc_batch_norm_stats(const float *x, int64_t n, int64_t c, int64_t s,
     return;
   if (!training) {
     size_t bytes = size_t(c) * sizeof(float);
-    check(cudaMemcpyAsync(stats, running_mean, bytes,
-                          cudaMemcpyDeviceToDevice, stream()),
+    check(cudaMemcpyAsync(stats, running_mean, bytes, cudaMemcpyDeviceToDevice,
+                          stream()),
           "dpc_batch_norm_stats: copying the running mean");
     check(cudaMemcpyAsync(stats + c, running_var, bytes,
                           cudaMemcpyDeviceToDevice, stream()),
@@ -880,9 +897,8 @@ void dpc_cuda_sgd_step(float *p, float *v, float *acc, int64_t n, float lr,
 }
 
 void dpc_cuda_adam_step(float *p, float *m, float *v, float *acc, int64_t n,
-                        float beta1, float beta2, float eps,
-                        float weight_decay, float step_size,
-                        float correction2_sqrt) {
+                        float beta1, float beta2, float eps, float weight_decay,
+                        float step_size, float correction2_sqrt) {
   if (n <= 0)
     return;
   if (!m || !v)

@@ -27,7 +27,7 @@ BroadcastPlan planBroadcast(const int64_t *aShape, const int64_t *bShape,
   for (int64_t d = 0; d < rank; ++d) {
     int64_t y = yShape[d], a = aShape[d], b = bShape[d];
     if (y < 0 || (a != y && a != 1) || (b != y && b != 1))
-      fail("dpc_add: shapes " + shapeText(aShape, rank) + " and " +
+      fail("dpc_binary: shapes " + shapeText(aShape, rank) + " and " +
            shapeText(bShape, rank) + " do not broadcast to " +
            shapeText(yShape, rank));
     plan.count *= y;

@@ -53,20 +53,71 @@ void MatmulOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
                                   getTransposeLhsAttr(), getTransposeRhsAttr());
 }
 
+// `grad`, of a broadcasting op's result shape, summed back to the shape of
+// the operand it is the gradient of.
+static Value sumToOperand(OpBuilder &b, Location loc, Value grad,
+                          Value operand) {
+  if (operand.getType() == grad.getType())
+    return grad;
+  return b.create<SumToShapeOp>(loc, operand.getType(), grad);
+}
+
+static Value negate(OpBuilder &b, Location loc, Value value) {
+  return b.create<NegOp>(loc, value);
+}
+
 void AddOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
                            ArrayRef<bool> needed,
                            SmallVectorImpl<Value> &grads) {
   resetGrads(*this, grads);
   Value dy = resultGrads[0];
+  for (unsigned i = 0; i < 2; ++i)
+    if (needed[i])
+      grads[i] = sumToOperand(b, getLoc(), dy, getOperand(i));
+}
+
+void SubOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
+                           ArrayRef<bool> needed,
+                           SmallVectorImpl<Value> &grads) {
+  resetGrads(*this, grads);
+  Value dy = resultGrads[0];
+  if (needed[0])
+    grads[0] = sumToOperand(b, getLoc(), dy, getLhs());
+  // Negated after the sum, on the smaller tensor.
+  if (needed[1])
+    grads[1] = negate(b, getLoc(), sumToOperand(b, getLoc(), dy, getRhs()));
+}
+
+void MulOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
+                           ArrayRef<bool> needed,
+                           SmallVectorImpl<Value> &grads) {
+  resetGrads(*this, grads);
+  Value dy = resultGrads[0];
+  Location loc = getLoc();
   for (unsigned i = 0; i < 2; ++i) {
     if (!needed[i])
       continue;
-    Value operand = getOperand(i);
-    // A broadcast operand's gradient is summed back to its shape.
-    grads[i] = operand.getType() == dy.getType()
-                   ? dy
-                   : b.create<SumToShapeOp>(getLoc(), operand.getType(), dy)
-                         .getResult();
+    Value other = getOperand(1 - i);
+    Value product = b.create<MulOp>(loc, dy.getType(), dy, other);
+    grads[i] = sumToOperand(b, loc, product, getOperand(i));
+  }
+}
+
+void DivOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
+                           ArrayRef<bool> needed,
+                           SmallVectorImpl<Value> &grads) {
+  resetGrads(*this, grads);
+  Value dy = resultGrads[0];
+  Location loc = getLoc();
+  if (needed[0]) {
+    Value quotient = b.create<DivOp>(loc, dy.getType(), dy, getRhs());
+    grads[0] = sumToOperand(b, loc, quotient, getLhs());
+  }
+  // d(l / r)/dr = -(l / r) / r: from the result, which backward keeps.
+  if (needed[1]) {
+    Value scaled = b.create<MulOp>(loc, dy.getType(), dy, getResult());
+    Value quotient = b.create<DivOp>(loc, dy.getType(), scaled, getRhs());
+    grads[1] = negate(b, loc, sumToOperand(b, loc, quotient, getRhs()));
   }
 }
 
@@ -178,4 +229,12 @@ void ReshapeOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
   if (needed[0])
     grads[0] =
         b.create<ReshapeOp>(getLoc(), getInput().getType(), resultGrads[0]);
+}
+
+void NegOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
+                           ArrayRef<bool> needed,
+                           SmallVectorImpl<Value> &grads) {
+  resetGrads(*this, grads);
+  if (needed[0])
+    grads[0] = negate(b, getLoc(), resultGrads[0]);
 }

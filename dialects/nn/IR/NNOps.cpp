@@ -149,17 +149,25 @@ LogicalResult MatmulGradRhsOp::verify() {
 // Elementwise
 //===----------------------------------------------------------------------===//
 
-LogicalResult AddOp::verify() {
-  FailureOr<Shape> shape = inferBroadcastShape(
-      shapeOf(getLhs()), shapeOf(getRhs()), [&] { return emitOpError(); });
+// Broadcasting binary ops: the result has the broadcast shape and every
+// operand the lhs's element type.
+template <typename Op> static LogicalResult verifyBroadcastBinary(Op op) {
+  FailureOr<Shape> shape =
+      inferBroadcastShape(shapeOf(op.getLhs()), shapeOf(op.getRhs()),
+                          [&] { return op.emitOpError(); });
   if (failed(shape))
     return failure();
-  Type elementType = elementTypeOf(getLhs());
-  if (failed(
-          expectType(*this, "rhs", getRhs(), shapeOf(getRhs()), elementType)))
+  Type elementType = elementTypeOf(op.getLhs());
+  if (failed(expectType(op, "rhs", op.getRhs(), shapeOf(op.getRhs()),
+                        elementType)))
     return failure();
-  return expectType(*this, "result", getResult(), *shape, elementType);
+  return expectType(op, "result", op.getResult(), *shape, elementType);
 }
+
+LogicalResult AddOp::verify() { return verifyBroadcastBinary(*this); }
+LogicalResult SubOp::verify() { return verifyBroadcastBinary(*this); }
+LogicalResult MulOp::verify() { return verifyBroadcastBinary(*this); }
+LogicalResult DivOp::verify() { return verifyBroadcastBinary(*this); }
 
 LogicalResult SumToShapeOp::verify() {
   ArrayRef<int64_t> input = shapeOf(getInput());
@@ -215,9 +223,9 @@ LogicalResult AvgPool2dOp::verify() {
 }
 
 LogicalResult AvgPool2dGradOp::verify() {
-  FailureOr<Shape> shape = inferPool2dShape(
-      shapeOf(getInputGrad()), getKernelShape(), getStrides(), getPads(),
-      getCeilMode(), [&] { return emitOpError(); });
+  FailureOr<Shape> shape =
+      inferPool2dShape(shapeOf(getInputGrad()), getKernelShape(), getStrides(),
+                       getPads(), getCeilMode(), [&] { return emitOpError(); });
   return expectForwardResultGrad(*this, shape, getResultGrad(),
                                  elementTypeOf(getInputGrad()));
 }
@@ -401,8 +409,8 @@ LogicalResult AdamUpdateOp::verify() {
     return emitOpError("expects the param operand to come from nn.param");
   if (!(getLr().convertToFloat() > 0.0f))
     return emitOpError("expects a positive learning rate");
-  for (auto [name, beta] : {std::pair{"beta1", getBeta1()},
-                            std::pair{"beta2", getBeta2()}}) {
+  for (auto [name, beta] :
+       {std::pair{"beta1", getBeta1()}, std::pair{"beta2", getBeta2()}}) {
     float value = beta.convertToFloat();
     if (!(value >= 0.0f && value < 1.0f))
       return emitOpError("expects ") << name << " in [0, 1), got " << value;

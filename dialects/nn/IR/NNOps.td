@@ -26,11 +26,16 @@ def NN_ParamOp : NN_Op<"param", [MemoryEffects<[MemRead]>]> {
     the optimizer ops), so two reads separated by an update see different
     values; the op reads memory and is not folded or hoisted.
 
+    A `frozen` parameter is a constant of the model kept in the weights file
+    (an ONNX Constant used in tensor arithmetic): autodiff builds no gradient
+    or update for it.
+
     ```mlir
     %w = nn.param "conv1.weight" : tensor<6x1x5x5xf32>
+    %c = nn.param "scale" {frozen} : tensor<f32>
     ```
   }];
-  let arguments = (ins StrAttr:$name);
+  let arguments = (ins StrAttr:$name, UnitAttr:$frozen);
   let results = (outs NN_FloatTensor:$result);
   let assemblyFormat = "$name attr-dict `:` type($result)";
   let hasVerifier = 1;
@@ -190,23 +195,34 @@ def NN_MatmulGradRhsOp : NN_Op<"matmul_grad_rhs", [Pure]> {
 // Elementwise
 //===----------------------------------------------------------------------===//
 
-def NN_AddOp : NN_Op<"add", [Pure, Commutative,
-    DeclareOpInterfaceMethods<NN_GradientOpInterface>]> {
-  let summary = "elementwise sum with numpy broadcasting";
-  let description = [{
-    Adds `lhs` and `rhs` after broadcasting both to the result shape by the
-    numpy rules (align trailing dimensions; a dimension of size 1 stretches).
-
-    ```mlir
-    %y = nn.add %x, %b : (tensor<16x10xf32>, tensor<10xf32>) -> tensor<16x10xf32>
-    ```
-  }];
+// Elementwise `lhs op rhs` after broadcasting both to the result shape by the
+// numpy rules (align trailing dimensions; a dimension of size 1 stretches).
+class NN_BinaryOp<string mnemonic, string formula, list<Trait> traits = []>
+    : NN_Op<mnemonic, !listconcat([Pure,
+        DeclareOpInterfaceMethods<NN_GradientOpInterface>], traits)> {
+  let summary = formula # ", elementwise with numpy broadcasting";
   let arguments = (ins NN_FloatTensor:$lhs, NN_FloatTensor:$rhs);
   let results = (outs NN_FloatTensor:$result);
   let assemblyFormat = [{
     $lhs `,` $rhs attr-dict `:` functional-type(operands, results)
   }];
   let hasVerifier = 1;
+}
+
+def NN_AddOp : NN_BinaryOp<"add", "lhs + rhs", [Commutative]> {
+  let description = [{
+    ```mlir
+    %y = nn.add %x, %b : (tensor<16x10xf32>, tensor<10xf32>) -> tensor<16x10xf32>
+    ```
+  }];
+}
+def NN_SubOp : NN_BinaryOp<"sub", "lhs - rhs">;
+def NN_MulOp : NN_BinaryOp<"mul", "lhs * rhs", [Commutative]>;
+def NN_DivOp : NN_BinaryOp<"div", "lhs / rhs"> {
+  let description = [{
+    The gradient of `rhs` is `-dy * result / rhs`, so the result is kept for
+    the backward pass rather than recomputed.
+  }];
 }
 
 def NN_SumToShapeOp : NN_Op<"sum_to_shape", [Pure]> {
@@ -280,6 +296,8 @@ def NN_SigmoidOp : NN_UnaryOp<"sigmoid", "1 / (1 + exp(-x))">;
 def NN_ExpOp : NN_UnaryOp<"exp", "exp(x)">;
 def NN_LogOp : NN_UnaryOp<"log", "natural logarithm ln(x)">;
 def NN_SqrtOp : NN_UnaryOp<"sqrt", "square root">;
+// Its gradient is a neg of the result's gradient: no gradient op of its own.
+def NN_NegOp : NN_UnaryOp<"neg", "-x">;
 
 def NN_TanhGradOp : NN_UnaryGradOp<"tanh_grad", "dy * (1 - y^2), saved = y">;
 def NN_SigmoidGradOp

@@ -162,11 +162,19 @@ void dpc_matmul(const float *a, const float *b, float *y, int64_t batch,
                 int64_t transpose_b, int64_t a_stride, int64_t b_stride,
                 int64_t accumulate);
 
-/* y = a + b with numpy broadcasting; all three shapes have rank `rank`
- * (the compiler pads missing leading dimensions with 1). */
-void dpc_add(const float *a, const int64_t *a_shape, const float *b,
-             const int64_t *b_shape, float *y, const int64_t *y_shape,
-             int64_t rank);
+/* Binary elementwise functions, by code. */
+enum dpc_binary_fn {
+  DPC_BINARY_ADD = 0,
+  DPC_BINARY_SUB = 1,
+  DPC_BINARY_MUL = 2,
+  DPC_BINARY_DIV = 3,
+};
+
+/* y = a fn b (+, -, *, /) with numpy broadcasting; all three shapes have
+ * rank `rank` (the compiler pads missing leading dimensions with 1). */
+void dpc_binary(int64_t fn, const float *a, const int64_t *a_shape,
+                const float *b, const int64_t *b_shape, float *y,
+                const int64_t *y_shape, int64_t rank);
 /* Sums x over the dimensions where y has size 1 (same rank). */
 void dpc_sum_to_shape(const float *x, const int64_t *x_shape, float *y,
                       const int64_t *y_shape, int64_t rank);
@@ -182,12 +190,13 @@ enum dpc_unary_fn {
   DPC_UNARY_EXP = 2,
   DPC_UNARY_LOG = 3,
   DPC_UNARY_SQRT = 4,
+  DPC_UNARY_NEG = 5, /* forward only: its gradient is a neg too */
 };
 /* y = f(x). */
 void dpc_unary(int64_t fn, const float *x, float *y, int64_t count);
 /* dx = dy * f'(x), from `saved`: the forward result y (tanh: 1 - y^2,
  * sigmoid: y (1 - y), exp: y, sqrt: 1 / (2 y)) or, for log, the input x
- * (1 / x). */
+ * (1 / x). Not for neg. */
 void dpc_unary_grad(int64_t fn, const float *dy, const float *saved,
                     float *dx, int64_t count);
 

@@ -176,6 +176,38 @@ func.func @add_result(%a: tensor<4x3xf32>, %b: tensor<1x3xf32>) {
 
 // -----
 
+func.func @mul_broadcast(%a: tensor<4x3xf32>, %b: tensor<2x3xf32>) {
+  // expected-error @+1 {{'nn.mul' op expects broadcast-compatible shapes, got 4x3 and 2x3}}
+  %y = nn.mul %a, %b : (tensor<4x3xf32>, tensor<2x3xf32>) -> tensor<4x3xf32>
+  return
+}
+
+// -----
+
+func.func @div_element_type(%a: tensor<4x3xf32>, %b: tensor<3xf16>) {
+  // expected-error @+1 {{'nn.div' op expects rhs of element type 'f32', got 'f16'}}
+  %y = nn.div %a, %b : (tensor<4x3xf32>, tensor<3xf16>) -> tensor<4x3xf32>
+  return
+}
+
+// -----
+
+func.func @sub_result(%a: tensor<3xf32>, %b: tensor<2x1xf32>) {
+  // expected-error @+1 {{'nn.sub' op expects result of shape 2x3, got 3}}
+  %y = nn.sub %a, %b : (tensor<3xf32>, tensor<2x1xf32>) -> tensor<3xf32>
+  return
+}
+
+// -----
+
+func.func @neg_type(%a: tensor<3xf32>) {
+  // expected-error @+1 {{'nn.neg' op requires the same type for all operands and results}}
+  %y = "nn.neg"(%a) : (tensor<3xf32>) -> tensor<4xf32>
+  return
+}
+
+// -----
+
 func.func @sum_to_shape(%g: tensor<4x1xf32>) {
   // expected-error @+1 {{'nn.sum_to_shape' op expects a result shape that broadcasts to the input shape 4x1, got 4x3}}
   %y = nn.sum_to_shape %g : (tensor<4x1xf32>) -> tensor<4x3xf32>

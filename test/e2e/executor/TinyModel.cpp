@@ -46,7 +46,8 @@ float *alloc(dpc_context *ctx, int64_t floats) {
   float *t = alloc(ctx, B * C), *logits = alloc(ctx, B * C);
   dpc_matmul(h, dpc_param(ctx, kW1), t, 1, B, C, H, 0, 1, 0, 0, 0);
   int64_t shape[2] = {B, C}, biasShape[2] = {1, C};
-  dpc_add(t, shape, dpc_param(ctx, kB1), biasShape, logits, shape, 2);
+  dpc_binary(DPC_BINARY_ADD, t, shape, dpc_param(ctx, kB1), biasShape, logits,
+             shape, 2);
   dpc_stash(ctx, kHidden, h);
   dpc_stash(ctx, kLogits, logits);
   float loss;

@@ -88,6 +88,29 @@ class SmoothMLP(nn.Module):
         return self.fc3(torch.sigmoid(self.fc2(torch.tanh(self.fc1(x)))))
 
 
+class ArithmeticMLP(nn.Module):
+    """ONNX Sub, Mul, Div, Neg and Add with constants and parameters in
+    training: inputs centred and scaled by constants, a swish hidden layer
+    (h * sigmoid(h)) divided by a trained per-feature 1 + gain^2, negated."""
+
+    # Constant folding at export would fold 1 + gain^2, a function of a
+    # parameter, into a constant.
+    fold_constants = False
+
+    def __init__(self):
+        super().__init__()
+        self.fc1 = nn.Linear(28 * 28, 64)
+        self.gain = nn.Parameter(0.5 + 0.1 * torch.randn(64))
+        self.fc2 = nn.Linear(64, 10)
+
+    def forward(self, x):
+        x = (torch.flatten(x, 1) - 0.5) / 0.25
+        h = self.fc1(x)
+        h = h * torch.sigmoid(h)
+        h = h / (1.0 + self.gain * self.gain)
+        return self.fc2(-h)
+
+
 class BasicBlock(nn.Module):
     """ResNet's basic block: two 3x3 convolutions with batch normalization
     and a skip connection, projected by a 1x1 convolution when the shape
@@ -149,7 +172,7 @@ def resnet18():
 # enough for the tests), "resnet18" (the benchmark's) and "smooth-mlp".
 MODELS = {"lenet5": LeNet5, "mlp": MLP}
 EXTRA_MODELS = {"resnet": ResNet, "resnet18": resnet18,
-                "smooth-mlp": SmoothMLP}
+                "smooth-mlp": SmoothMLP, "arithmetic-mlp": ArithmeticMLP}
 
 
 def build(name):
@@ -254,7 +277,10 @@ def export_and_reload(model, name, batch, out_dir):
               inspect.signature(torch.onnx.export).parameters else {})
     torch.onnx.export(model, dummy, path, opset_version=OPSET,
                       input_names=["input"], output_names=["logits"],
-                      do_constant_folding=not training, export_params=True,
+                      do_constant_folding=(not training and
+                                           getattr(model, "fold_constants",
+                                                   True)),
+                      export_params=True,
                       training=mode, **legacy)
     proto = onnx.load(path)
     onnx.checker.check_model(proto)

@@ -180,8 +180,7 @@ TEST_F(CudaDevice, AdamMatchesTheHost) {
     device->adamStep(dp, dm, dv, dacc, n, step);
     host->adamStep(p.data(), m.data(), v.data(), g.data(), n, step);
   }
-  std::vector<float> gotP = read(dp, n), gotM = read(dm, n),
-                     gotV = read(dv, n);
+  std::vector<float> gotP = read(dp, n), gotM = read(dm, n), gotV = read(dv, n);
   for (size_t i = 0; i < n; ++i) {
     ASSERT_NEAR(gotP[i], p[i], 1e-6f * (1 + std::abs(p[i]))) << i;
     ASSERT_NEAR(gotM[i], m[i], 1e-6f * (1 + std::abs(m[i]))) << i;

@@ -348,7 +348,7 @@ INSTANTIATE_TEST_SUITE_P(
     byName);
 
 //===----------------------------------------------------------------------===//
-// Broadcasting add and sum_to_shape
+// Broadcasting binary functions and sum_to_shape
 //===----------------------------------------------------------------------===//
 
 struct BroadcastConfig {
@@ -357,10 +357,10 @@ struct BroadcastConfig {
 };
 void PrintTo(const BroadcastConfig &c, std::ostream *os) { *os << c.name; }
 
-class Add : public Cuda,
-            public ::testing::WithParamInterface<BroadcastConfig> {};
+class Binary : public Cuda,
+               public ::testing::WithParamInterface<BroadcastConfig> {};
 
-TEST_P(Add, MatchesReference) {
+TEST_P(Binary, MatchesReference) {
   BroadcastConfig c = GetParam();
   size_t rank = c.a.size();
   Shape y(rank);
@@ -368,7 +368,9 @@ TEST_P(Add, MatchesReference) {
     y[d] = std::max(c.a[d], c.b[d]);
   auto a = randomFloats(size_t(countOf(c.a)), 10);
   auto b = randomFloats(size_t(countOf(c.b)), 11);
-  std::vector<double> want(size_t(countOf(y)));
+  for (float &v : b) // divisors away from zero
+    v = v < 0 ? v - 0.5f : v + 0.5f;
+  std::vector<int64_t> aIndex(size_t(countOf(y))), bIndex(aIndex.size());
   for (int64_t i = 0; i < countOf(y); ++i) {
     int64_t rest = i, ai = 0, bi = 0, as = 1, bs = 1;
     for (size_t d = rank; d-- > 0;) {
@@ -379,16 +381,29 @@ TEST_P(Add, MatchesReference) {
       as *= c.a[d];
       bs *= c.b[d];
     }
-    want[size_t(i)] = double(a[size_t(ai)]) + b[size_t(bi)];
+    aIndex[size_t(i)] = ai;
+    bIndex[size_t(i)] = bi;
   }
-  Device<float> da(a), db(b), dy(want.size());
-  dpc_add(da.get(), c.a.data(), db.get(), c.b.data(), dy.get(), y.data(),
-          int64_t(rank));
-  expectNear(dy.host(), want, 1e-6);
+  Device<float> da(a), db(b), dy(aIndex.size());
+  for (int64_t fn :
+       {DPC_BINARY_ADD, DPC_BINARY_SUB, DPC_BINARY_MUL, DPC_BINARY_DIV}) {
+    std::vector<double> want(aIndex.size());
+    for (size_t i = 0; i < want.size(); ++i) {
+      double u = a[size_t(aIndex[i])], v = b[size_t(bIndex[i])];
+      want[i] = fn == DPC_BINARY_ADD   ? u + v
+                : fn == DPC_BINARY_SUB ? u - v
+                : fn == DPC_BINARY_MUL ? u * v
+                                       : u / v;
+    }
+    dpc_binary(fn, da.get(), c.a.data(), db.get(), c.b.data(), dy.get(),
+               y.data(), int64_t(rank));
+    SCOPED_TRACE("function " + std::to_string(fn));
+    expectNear(dy.host(), want, 1e-6);
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(
-    Shapes, Add,
+    Shapes, Binary,
     ::testing::Values(BroadcastConfig{"SameShape", {3, 4, 5}, {3, 4, 5}},
                       BroadcastConfig{"BiasRows", {64, 10}, {1, 10}},
                       BroadcastConfig{"BiasRowsLeft", {1, 10}, {64, 10}},
@@ -461,8 +476,8 @@ TEST_F(Cuda, UnaryFunctionsAndGrads) {
        [](double, double y) { return y; }},
       {DPC_UNARY_LOG, [](double v) { return std::log(std::fabs(v)); }, true,
        [](double v, double) { return 1 / v; }},
-      {DPC_UNARY_SQRT, [](double v) { return std::sqrt(std::fabs(v)); },
-       false, [](double, double y) { return 1 / (2 * y); }},
+      {DPC_UNARY_SQRT, [](double v) { return std::sqrt(std::fabs(v)); }, false,
+       [](double, double y) { return 1 / (2 * y); }},
   };
   for (const Fn &fn : fns) {
     std::vector<float> in = x;
@@ -483,6 +498,13 @@ TEST_F(Cuda, UnaryFunctionsAndGrads) {
     expectNear(dY.host(), y, 1e-5);
     expectNear(dDx.host(), dx, 1e-5);
   }
+  // Neg is forward only; its gradient is a neg of dy.
+  Device<float> dX(x), dY(x.size());
+  dpc_unary(DPC_UNARY_NEG, dX.get(), dY.get(), int64_t(x.size()));
+  std::vector<double> negated(x.begin(), x.end());
+  for (double &v : negated)
+    v = -v;
+  expectNear(dY.host(), negated, 0);
 }
 
 TEST_F(Cuda, ReluAndGrad) {
@@ -690,8 +712,8 @@ TEST_F(Cuda, BatchNormTrainingAndEvaluation) {
                  epsilon, dY.get());
   dpc_batch_norm_grad_input(dDy.get(), dX.get(), dStats.get(), dScale.get(), n,
                             c, s, epsilon, dDx.get());
-  dpc_batch_norm_grad_scale(dDy.get(), dX.get(), dStats.get(), n, c, s,
-                            epsilon, dDscale.get());
+  dpc_batch_norm_grad_scale(dDy.get(), dX.get(), dStats.get(), n, c, s, epsilon,
+                            dDscale.get());
   Shape folded = {n, c, s, 1};
   dpc_conv2d_grad_bias(dDy.get(), folded.data(), dDbias.get());
   expectNear(dStats.host(), stats);

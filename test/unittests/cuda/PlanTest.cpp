@@ -60,15 +60,17 @@ TEST_F(Plan, BroadcastMismatchReportsShapes) {
     planBroadcast(a, b, y, 2);
     FAIL() << "expected an error";
   } catch (const std::runtime_error &e) {
-    EXPECT_THAT(e.what(), HasSubstr("cuda: dpc_add: shapes [2, 3] and [2, 4] "
-                                    "do not broadcast to [2, 4]"));
+    EXPECT_THAT(e.what(),
+                HasSubstr("cuda: dpc_binary: shapes [2, 3] and [2, 4] "
+                          "do not broadcast to [2, 4]"));
   }
 }
 
 TEST_F(Plan, AddMismatchFailsBeforeTouchingTheDevice) {
   int64_t a[] = {2, 3}, b[] = {5, 3}, y[] = {2, 3};
-  EXPECT_THROW(dpc_add(nullptr, a, nullptr, b, nullptr, y, 2),
-               std::runtime_error);
+  EXPECT_THROW(
+      dpc_binary(DPC_BINARY_ADD, nullptr, a, nullptr, b, nullptr, y, 2),
+      std::runtime_error);
 }
 
 TEST_F(Plan, ReduceBiasGradient) {

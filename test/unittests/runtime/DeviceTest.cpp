@@ -88,8 +88,7 @@ TEST(HostDevice, SgdStepIsTorchSgd) {
 // v_hat = v / (1 - beta2^t), p -= lr * m_hat / (sqrt(v_hat) + eps).
 TEST(HostDevice, AdamStepIsTorchAdam) {
   std::unique_ptr<Device> d = createHostDevice();
-  const float lr = 0.01f, beta1 = 0.8f, beta2 = 0.95f, eps = 1e-4f,
-              wd = 0.1f;
+  const float lr = 0.01f, beta1 = 0.8f, beta2 = 0.95f, eps = 1e-4f, wd = 0.1f;
   std::vector<float> p = {1, -2, 3, 0}, m(4, 0), v(4, 0), acc(4);
   std::vector<double> wantP(p.begin(), p.end()), wantM(4, 0), wantV(4, 0);
   for (int t = 1; t <= 5; ++t) {

@@ -112,19 +112,19 @@ TEST(Manifest, ErrorsNameTheField) {
             "\"dpc-plan\"");
   EXPECT_EQ(with([](auto &m) { m.erase("microbatch_size"); }),
             "rank0: manifest: microbatch_size: missing");
-  EXPECT_EQ(with([](auto &m) { m["params"][1]["shape"] = {3, -1}; }),
+  EXPECT_EQ(with([](auto &m) {
+              m["params"][1]["shape"] = {3, -1};
+            }),
             "rank0: manifest: params[1].shape: expected an array of "
             "positive integers");
   // A scalar parameter is fine; a scalar (unbatched) input is not.
-  EXPECT_EQ(with([](auto &m) {
-              m["params"][1]["shape"] = nlohmann::json::array();
-            }),
-            "");
-  EXPECT_EQ(with([](auto &m) {
-              m["inputs"][0]["shape"] = nlohmann::json::array();
-            }),
-            "rank0: manifest: inputs[0].shape: expected a non-empty array of "
-            "positive integers");
+  EXPECT_EQ(
+      with([](auto &m) { m["params"][1]["shape"] = nlohmann::json::array(); }),
+      "");
+  EXPECT_EQ(
+      with([](auto &m) { m["inputs"][0]["shape"] = nlohmann::json::array(); }),
+      "rank0: manifest: inputs[0].shape: expected a non-empty array of "
+      "positive integers");
   EXPECT_EQ(with([](auto &m) { m["inference"] = "yes"; }),
             "rank0: manifest: inference: expected true or false");
   EXPECT_EQ(with([](auto &m) { m["params"][1]["id"] = 0; }),
@@ -152,12 +152,18 @@ TEST(Manifest, ErrorsNameTheField) {
             }),
             "rank0: manifest: stashes[0].stage: stage 1 is not a stage of "
             "rank 0");
-  EXPECT_EQ(with([](auto &m) { m["inputs"][0]["shape"] = {5, 2}; }),
+  EXPECT_EQ(with([](auto &m) {
+              m["inputs"][0]["shape"] = {5, 2};
+            }),
             "rank0: manifest: inputs[0].shape: the first dimension is 5 but "
             "microbatch_size is 4");
-  EXPECT_EQ(with([](auto &m) { m["labels"] = {{"shape", {4}}}; }),
+  EXPECT_EQ(with([](auto &m) {
+              m["labels"] = {{"shape", {4}}};
+            }),
             "rank0: manifest: labels: only the last stage reads labels");
-  EXPECT_EQ(with([](auto &m) { m["segments"] = {"forward", "fwd"}; }),
+  EXPECT_EQ(with([](auto &m) {
+              m["segments"] = {"forward", "fwd"};
+            }),
             "rank0: manifest: segments[1]: unknown segment \"fwd\" (expected "
             "forward, backward, backward_input, backward_weight or "
             "optimizer)");

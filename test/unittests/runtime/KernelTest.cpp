@@ -47,8 +47,7 @@ void expectClose(const Vec &actual, const std::vector<double> &expected,
 /// kernel sums in (oneDNN's blocked layouts sum differently from a loop):
 /// |a - e| <= tol * max(1, sum of |terms|), the usual bound for a sum.
 void expectCloseToSums(const Vec &actual, const std::vector<double> &expected,
-                       const std::vector<double> &absSums,
-                       double tol = 1e-6) {
+                       const std::vector<double> &absSums, double tol = 1e-6) {
   ASSERT_EQ(actual.size(), expected.size());
   for (size_t i = 0; i < actual.size(); ++i)
     ASSERT_LE(std::abs(actual[i] - expected[i]),
@@ -273,23 +272,42 @@ struct BroadcastCase {
   std::vector<int64_t> a, b, y;
 };
 
-class AddTest : public ::testing::TestWithParam<BroadcastCase> {};
+class BinaryTest : public ::testing::TestWithParam<BroadcastCase> {};
 
-TEST_P(AddTest, BroadcastsLikeNumpy) {
+TEST_P(BinaryTest, BroadcastsLikeNumpy) {
   BroadcastCase c = GetParam();
-  Vec a = randomVec(count(c.a), 13), b = randomVec(count(c.b), 14),
-      y(count(c.y), 123.0f);
-  dpc_add(a.data(), c.a.data(), b.data(), c.b.data(), y.data(), c.y.data(),
-          int64_t(c.y.size()));
-  std::vector<double> ref(y.size());
-  for (size_t i = 0; i < ref.size(); ++i)
-    ref[i] =
-        double(a[broadcastIndex(i, c.y, c.a)]) + b[broadcastIndex(i, c.y, c.b)];
-  expectClose(y, ref, 1e-6);
+  Vec a = randomVec(count(c.a), 13), b = randomVec(count(c.b), 14);
+  // Divisors away from zero.
+  for (float &v : b)
+    v = v < 0 ? v - 0.5f : v + 0.5f;
+  for (int64_t fn :
+       {DPC_BINARY_ADD, DPC_BINARY_SUB, DPC_BINARY_MUL, DPC_BINARY_DIV}) {
+    Vec y(count(c.y), 123.0f);
+    dpc_binary(fn, a.data(), c.a.data(), b.data(), c.b.data(), y.data(),
+               c.y.data(), int64_t(c.y.size()));
+    std::vector<double> ref(y.size());
+    for (size_t i = 0; i < ref.size(); ++i) {
+      double u = a[broadcastIndex(i, c.y, c.a)];
+      double v = b[broadcastIndex(i, c.y, c.b)];
+      ref[i] = fn == DPC_BINARY_ADD   ? u + v
+               : fn == DPC_BINARY_SUB ? u - v
+               : fn == DPC_BINARY_MUL ? u * v
+                                      : u / v;
+    }
+    SCOPED_TRACE("function " + std::to_string(fn));
+    expectClose(y, ref, 1e-6);
+  }
+}
+
+TEST(BinaryTest, RefusesAnUnknownFunction) {
+  int64_t shape[] = {2};
+  float a[2] = {1, 2}, y[2];
+  EXPECT_DEATH(dpc_binary(7, a, shape, a, shape, y, shape, 1),
+               "dpc_binary: unknown function 7");
 }
 
 INSTANTIATE_TEST_SUITE_P(
-    Shapes, AddTest,
+    Shapes, BinaryTest,
     ::testing::Values(BroadcastCase{{4, 5}, {4, 5}, {4, 5}},
                       BroadcastCase{{16, 10}, {1, 10}, {16, 10}}, // bias
                       BroadcastCase{{2, 3, 4, 5}, {1, 3, 1, 1}, {2, 3, 4, 5}},
@@ -362,7 +380,8 @@ TEST(Unary, ForwardAndGradientAgainstDifferences) {
     dpc_unary_grad(fn.code, dy.data(), fn.fromInput ? x.data() : y.data(),
                    dx.data(), int64_t(n));
     for (size_t i = 0; i < n; ++i) {
-      EXPECT_NEAR(y[i], fn.f(x[i]), 2e-6 * std::max(1.0, std::fabs(fn.f(x[i]))));
+      EXPECT_NEAR(y[i], fn.f(x[i]),
+                  2e-6 * std::max(1.0, std::fabs(fn.f(x[i]))));
       float h = 1e-2f * std::fabs(x[i]);
       float lo = x[i] - h, hi = x[i] + h, ylo, yhi;
       dpc_unary(fn.code, &lo, &ylo, 1);
@@ -377,6 +396,17 @@ TEST(Unary, ForwardAndGradientAgainstDifferences) {
   dpc_unary(DPC_UNARY_SIGMOID, big, s, 2);
   EXPECT_EQ(s[0], 0.0f);
   EXPECT_EQ(s[1], 1.0f);
+}
+
+TEST(Unary, NegIsForwardOnly) {
+  float x[3] = {1.5f, -2.0f, 0.0f}, y[3];
+  dpc_unary(DPC_UNARY_NEG, x, y, 3);
+  EXPECT_EQ(y[0], -1.5f);
+  EXPECT_EQ(y[1], 2.0f);
+  EXPECT_EQ(y[2], -0.0f);
+  // Its gradient is a neg of dy, built as such.
+  EXPECT_DEATH(dpc_unary_grad(DPC_UNARY_NEG, x, x, y, 3),
+               "dpc_unary_grad: unknown function 5");
 }
 
 TEST(Copy, CopiesBytes) {
@@ -469,7 +499,10 @@ TEST(AvgPool, DivisorsFollowPyTorch) {
   };
   std::vector<Case> cases = {
       {3, 2, 2, 0, {0.25f, 1.25f, 2.75f, 7.0f}, {1.0f, 2.5f, 5.5f, 7.0f}},
-      {4, 3, 3, 1,
+      {4,
+       3,
+       3,
+       1,
        {14.0f / 9, 30.0f / 9, 2.0f, 57.0f / 9, 11.0f, 6.0f, 4.5f, 7.5f, 4.0f},
        {3.5f, 5.0f, 6.0f, 9.5f, 11.0f, 12.0f, 13.5f, 15.0f, 16.0f}}};
   for (const Case &c : cases) {
@@ -508,7 +541,8 @@ TEST_P(PoolTest, AverageGradientIsTheAdjoint) {
     Vec y(yn, 123.0f), dx(xn, 123.0f);
     dpc_avg_pool2d(x.data(), xs, y.data(), ys, p);
     dpc_avg_pool2d_grad(dy.data(), ys, dx.data(), xs, p);
-    EXPECT_NEAR(dot(dy, y), dot(dx, x), 1e-4 * std::max(1.0, std::abs(dot(dy, y))))
+    EXPECT_NEAR(dot(dy, y), dot(dx, x),
+                1e-4 * std::max(1.0, std::abs(dot(dy, y))))
         << "count_include_pad " << include;
   }
 }
@@ -575,8 +609,8 @@ TEST(BatchNorm, StatisticsUpdateTheRunningOnesLikeTorch) {
   Vec x = randomVec(size_t(n * c * s), 41, -2, 3);
   Vec runningMean = {0.5f, -1.0f}, runningVar = {2.0f, 0.25f};
   Vec stats(size_t(2 * c), 123.0f);
-  dpc_batch_norm_stats(x.data(), n, c, s, runningMean.data(),
-                       runningVar.data(), 0.9f, 1, stats.data());
+  dpc_batch_norm_stats(x.data(), n, c, s, runningMean.data(), runningVar.data(),
+                       0.9f, 1, stats.data());
   std::vector<double> want(size_t(2 * c)), wantMean(2), wantVar(2);
   for (int64_t k = 0; k < c; ++k) {
     auto [mean, squares] = channelMoments(x, n, c, s, k);
@@ -593,8 +627,8 @@ TEST(BatchNorm, StatisticsUpdateTheRunningOnesLikeTorch) {
 
   // Evaluation normalizes with the running statistics and leaves them be.
   Vec before = runningMean;
-  dpc_batch_norm_stats(x.data(), n, c, s, runningMean.data(),
-                       runningVar.data(), 0.9f, 0, stats.data());
+  dpc_batch_norm_stats(x.data(), n, c, s, runningMean.data(), runningVar.data(),
+                       0.9f, 0, stats.data());
   EXPECT_EQ(runningMean, before);
   expectClose(stats, {wantMean[0], wantMean[1], wantVar[0], wantVar[1]}, 1e-6);
 }
@@ -606,15 +640,15 @@ TEST(BatchNorm, ForwardAndGradientsMatchFiniteDifferences) {
   Vec scale = {1.5f, -0.7f}, bias = {0.2f, 0.4f};
   Vec dy = randomVec(x.size(), 43);
   Vec runningMean(2, 0.0f), runningVar(2, 1.0f), stats(4);
-  dpc_batch_norm_stats(x.data(), n, c, s, runningMean.data(),
-                       runningVar.data(), 0.9f, 1, stats.data());
+  dpc_batch_norm_stats(x.data(), n, c, s, runningMean.data(), runningVar.data(),
+                       0.9f, 1, stats.data());
   Vec y(x.size()), dx(x.size()), dscale(2), dbias(2);
   dpc_batch_norm(x.data(), stats.data(), scale.data(), bias.data(), n, c, s,
                  epsilon, y.data());
-  dpc_batch_norm_grad_input(dy.data(), x.data(), stats.data(), scale.data(),
-                            n, c, s, epsilon, dx.data());
-  dpc_batch_norm_grad_scale(dy.data(), x.data(), stats.data(), n, c, s,
-                            epsilon, dscale.data());
+  dpc_batch_norm_grad_input(dy.data(), x.data(), stats.data(), scale.data(), n,
+                            c, s, epsilon, dx.data());
+  dpc_batch_norm_grad_scale(dy.data(), x.data(), stats.data(), n, c, s, epsilon,
+                            dscale.data());
   int64_t folded[4] = {n, c, s, 1};
   dpc_conv2d_grad_bias(dy.data(), folded, dbias.data());
 

@@ -176,6 +176,32 @@ def batchnorm(stats_as_input=False, read_saved=False, opset=13):
     return model(nodes, inputs, [tensor("logits", 2, 10)], inits, opset=opset)
 
 
+def arithmetic(divisor=2):
+    """Sub, Mul and Div folded on the host for a Reshape's target shape
+    (8 x 6 x 4 -> 8 x 2 x 12), then a float Constant times the tensor, and
+    Neg. `divisor` 0 divides by zero at import time."""
+    n = helper.make_node
+    scale = helper.make_tensor("v", TensorProto.FLOAT, [], [0.5])
+    nodes = [
+        n("Shape", ["x"], ["s"], name="shape"),
+        n("Gather", ["s", "i0"], ["n"], name="batch", axis=0),
+        n("Gather", ["s", "i1"], ["d1"], name="d1", axis=0),
+        n("Gather", ["s", "i2"], ["d2"], name="d2", axis=0),
+        n("Mul", ["d1", "d2"], ["p"], name="features"),
+        n("Div", ["p", "divisor"], ["h"], name="half"),
+        n("Sub", ["fourteen", "h"], ["two"], name="two"),
+        n("Concat", ["n", "two", "h"], ["target"], name="target", axis=0),
+        n("Reshape", ["x", "target"], ["r"], name="reshape"),
+        n("Constant", [], ["c"], name="scale", value=scale),
+        n("Mul", ["r", "c"], ["m"], name="scaled"),
+        n("Neg", ["m"], ["g"], name="negated"),
+        n("Flatten", ["g"], ["y"], name="flatten", axis=1),
+    ]
+    inits = [ints("i0", [0]), ints("i1", [1]), ints("i2", [2]),
+             ints("divisor", [divisor]), ints("fourteen", [14])]
+    return model(nodes, [tensor("x", 8, 6, 4)], [tensor("y", 8, 24)], inits)
+
+
 MODELS = {
     "lenet": lambda: lenet(),
     "lenet-fixed-batch": lambda: lenet(batch=16),
@@ -192,6 +218,8 @@ MODELS = {
     "batchnorm-stats-input": lambda: batchnorm(stats_as_input=True),
     "batchnorm-reads-saved": lambda: batchnorm(read_saved=True),
     "batchnorm-opset15": lambda: batchnorm(opset=15),
+    "arithmetic": arithmetic,
+    "arithmetic-divide-by-zero": lambda: arithmetic(divisor=0),
 }
 
 if __name__ == "__main__":

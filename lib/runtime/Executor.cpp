@@ -966,25 +966,26 @@ struct Executor::Impl : dpc_context {
     device.accumulate(p.grad.floats(), grad, p.count);
   }
 
-  void sgdStep(int64_t id, float lr, float momentum, float weightDecay) {
+  /// The parameter an optimizer update of `kind` (called as `fn`) writes,
+  /// once its call is checked against the phase and the manifest.
+  ParamState &updatedParam(const char *fn, Optimizer kind, int64_t id) {
     if (phase != Phase::Optimizer)
-      fatal("dpc_sgd_step", "called outside the optimizer segment");
-    if (manifest.optimizer != Optimizer::Sgd)
-      fatal("dpc_sgd_step", std::string("the manifest's optimizer is ") +
-                                optimizerName(manifest.optimizer));
-    ParamState &p = paramState("dpc_sgd_step", id);
+      fatal(fn, "called outside the optimizer segment");
+    if (manifest.optimizer != kind)
+      fatal(fn, std::string("the manifest's optimizer is ") +
+                    optimizerName(manifest.optimizer));
+    return paramState(fn, id);
+  }
+
+  void sgdStep(int64_t id, float lr, float momentum, float weightDecay) {
+    ParamState &p = updatedParam("dpc_sgd_step", Optimizer::Sgd, id);
     device.sgdStep(p.value.floats(), p.state[0].floats(), p.grad.floats(),
                    p.count, lr, momentum, weightDecay);
   }
 
   void adamStep(int64_t id, float lr, float beta1, float beta2, float eps,
                 float weightDecay) {
-    if (phase != Phase::Optimizer)
-      fatal("dpc_adam_step", "called outside the optimizer segment");
-    if (manifest.optimizer != Optimizer::Adam)
-      fatal("dpc_adam_step", std::string("the manifest's optimizer is ") +
-                                 optimizerName(manifest.optimizer));
-    ParamState &p = paramState("dpc_adam_step", id);
+    ParamState &p = updatedParam("dpc_adam_step", Optimizer::Adam, id);
     device.adamStep(
         p.value.floats(), p.state[0].floats(), p.state[1].floats(),
         p.grad.floats(), p.count,

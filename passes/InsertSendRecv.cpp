@@ -115,7 +115,7 @@ struct InsertSendRecvPass
     for (Operation &op : body.without_terminator())
       ops.push_back(&op);
     for (BlockArgument arg : body.getArguments())
-      if (!isa<IntegerType>(cast<ShapedType>(arg.getType()).getElementType()))
+      if (!pipe::isLabels(arg))
         transfer(arg, /*from=*/0);
     for (Operation *producer : ops)
       for (Value value : producer->getResults())

@@ -131,15 +131,13 @@ FailureOr<Value> Outliner::lookupOrReread(Value value, IRMapping &map,
   if (auto arg = dyn_cast<BlockArgument>(value)) {
     builder.setInsertionPoint(entry, entry->begin());
     Value read;
-    if (isa<IntegerType>(
-            cast<RankedTensorType>(arg.getType()).getElementType())) {
+    if (pipe::isLabels(arg)) {
       read = builder.create<pipe::LabelsOp>(arg.getLoc(), arg.getType());
     } else {
       int64_t index = 0;
       for (BlockArgument other :
            main.getArguments().take_front(arg.getArgNumber()))
-        index += !isa<IntegerType>(
-            cast<RankedTensorType>(other.getType()).getElementType());
+        index += !pipe::isLabels(other);
       read = builder.create<pipe::InputOp>(arg.getLoc(), arg.getType(), index);
     }
     map.map(value, read);

@@ -1278,6 +1278,21 @@ static void copyTensor(const TensorFile &file, const std::string &fileName,
   device.copyFromHost(out, t.bytes.data(), elements * sizeof(float));
 }
 
+/// The non-negative count a checkpoint's metadata `key` holds, if present.
+static std::optional<int64_t> metadataCount(const TensorFile &file,
+                                            const std::string &fileName,
+                                            const std::string &key) {
+  auto it = file.metadata.find(key);
+  if (it == file.metadata.end())
+    return std::nullopt;
+  char *end = nullptr;
+  long long count = std::strtoll(it->second.c_str(), &end, 10);
+  if (it->second.empty() || *end || count < 0)
+    throw Error(fileName + ": bad \"" + key + "\" metadata '" + it->second +
+                "'");
+  return count;
+}
+
 void Executor::loadParams(const TensorFile &file, const std::string &fileName,
                           bool optimizerState) {
   Device &device = impl->device;
@@ -1291,19 +1306,12 @@ void Executor::loadParams(const TensorFile &file, const std::string &fileName,
     if (written != expected)
       throw Error(fileName + ": written by a run with the " + written +
                   " optimizer; this build trains with " + expected);
-    impl->optimizerUpdates = 0;
-    if (auto updates = file.metadata.find("optimizer_updates");
-        updates != file.metadata.end()) {
-      char *end = nullptr;
-      long long count = std::strtoll(updates->second.c_str(), &end, 10);
-      if (updates->second.empty() || *end || count < 0)
-        throw Error(fileName + ": bad \"optimizer_updates\" metadata '" +
-                    updates->second + "'");
-      impl->optimizerUpdates = count;
-    } else if (impl->manifest.optimizer == Optimizer::Adam) {
+    std::optional<int64_t> updates =
+        metadataCount(file, fileName, "optimizer_updates");
+    if (!updates && impl->manifest.optimizer == Optimizer::Adam)
       throw Error(fileName + ": no \"optimizer_updates\" metadata, which "
                              "Adam's bias correction needs");
-    }
+    impl->optimizerUpdates = updates.value_or(0);
   }
   for (ParamState &p : impl->params) {
     copyTensor(file, fileName, p.spec->name, p.spec->shape, device,
@@ -1345,14 +1353,10 @@ TensorFile Executor::checkpoint(int64_t stepsDone) const {
 
 int64_t Executor::checkpointStep(const TensorFile &file,
                                  const std::string &fileName) {
-  auto it = file.metadata.find("step");
-  if (it == file.metadata.end())
+  std::optional<int64_t> step = metadataCount(file, fileName, "step");
+  if (!step)
     throw Error(fileName + ": not a dpc checkpoint (no \"step\" metadata)");
-  char *end = nullptr;
-  long long step = std::strtoll(it->second.c_str(), &end, 10);
-  if (it->second.empty() || *end || step < 0)
-    throw Error(fileName + ": bad \"step\" metadata '" + it->second + "'");
-  return step;
+  return *step;
 }
 
 std::vector<float> Executor::param(int64_t id) const {

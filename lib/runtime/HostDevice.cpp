@@ -99,7 +99,7 @@ public:
 
 AdamStep::AdamStep(float lr, float beta1, float beta2, float eps,
                    float weightDecay, int64_t step)
-    : lr(lr), beta1(beta1), beta2(beta2), eps(eps), weightDecay(weightDecay) {
+    : beta1(beta1), beta2(beta2), eps(eps), weightDecay(weightDecay) {
   double t = double(step);
   stepSize = float(double(lr) / (1.0 - std::pow(double(beta1), t)));
   correction2Sqrt = float(std::sqrt(1.0 - std::pow(double(beta2), t)));

@@ -26,6 +26,9 @@ const char *transferKindName(TransferKind kind) {
   return kind == TransferKind::Activation ? "act" : "grad";
 }
 
+/// Every optimizer, for parsing names and recognising state tensors.
+constexpr Optimizer kOptimizers[] = {Optimizer::Sgd, Optimizer::Adam};
+
 const char *optimizerName(Optimizer optimizer) {
   return optimizer == Optimizer::Adam ? "adam" : "sgd";
 }
@@ -37,7 +40,7 @@ const std::vector<std::string> &optimizerStateNames(Optimizer optimizer) {
 }
 
 bool isOptimizerState(const std::string &tensor) {
-  for (Optimizer optimizer : {Optimizer::Sgd, Optimizer::Adam})
+  for (Optimizer optimizer : kOptimizers)
     for (const std::string &state : optimizerStateNames(optimizer))
       if (tensor.rfind(state + ".", 0) == 0)
         return true;
@@ -290,11 +293,13 @@ RankManifest parseManifest(const std::string &text, const std::string &name) {
   }
   if (auto it = root.find("optimizer"); it != root.end()) {
     std::string name = it->is_string() ? it->get<std::string>() : "";
-    if (name == "sgd")
-      m.optimizer = Optimizer::Sgd;
-    else if (name == "adam")
-      m.optimizer = Optimizer::Adam;
-    else
+    bool known = false;
+    for (Optimizer optimizer : kOptimizers)
+      if (name == optimizerName(optimizer)) {
+        m.optimizer = optimizer;
+        known = true;
+      }
+    if (!known)
       r.fail("optimizer", "expected \"sgd\" or \"adam\"");
   }
   if (m.inference && m.labelsShape)

@@ -21,6 +21,10 @@ void mlir::dpc::pipe::setStage(Operation *op, int64_t stage) {
   op->setAttr(PipeDialect::kStageAttrName, builder.getI64IntegerAttr(stage));
 }
 
+bool mlir::dpc::pipe::isLabels(BlockArgument arg) {
+  return isa<IntegerType>(cast<ShapedType>(arg.getType()).getElementType());
+}
+
 int64_t mlir::dpc::pipe::getNumChunks(ModuleOp module) {
   if (auto chunks =
           module->getAttrOfType<IntegerAttr>(PipeDialect::kChunksAttrName))

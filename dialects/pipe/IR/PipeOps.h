@@ -24,6 +24,11 @@ std::optional<int64_t> getStage(Operation *op);
 /// Assigns `op` to `stage`.
 void setStage(Operation *op, int64_t stage);
 
+/// Whether an argument of @main holds the labels (integer class indices,
+/// read by the last stage) rather than a data input (floats, read by the
+/// first stage).
+bool isLabels(BlockArgument arg);
+
 /// Model chunks per rank of `module`: its `pipe.chunks`, or 1.
 int64_t getNumChunks(ModuleOp module);
 

@@ -35,11 +35,11 @@
 
 namespace dpc::runtime {
 
-/// One Adam update's settings, with the bias corrections of its step
-/// number worked out once (in double) for every parameter.
+/// One Adam update's settings, with the learning rate and the bias
+/// corrections of its step number folded together once per call (in
+/// double) rather than per element.
 struct AdamStep {
-  float lr = 1e-3f, beta1 = 0.9f, beta2 = 0.999f, eps = 1e-8f,
-        weightDecay = 0.0f;
+  float beta1 = 0.9f, beta2 = 0.999f, eps = 1e-8f, weightDecay = 0.0f;
   /// lr / (1 - beta1^step) and sqrt(1 - beta2^step).
   float stepSize = 0.0f, correction2Sqrt = 1.0f;
 

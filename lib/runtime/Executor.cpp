@@ -256,6 +256,17 @@ struct Executor::Impl : dpc_context {
   /// and the step's losses go over it.
   std::unique_ptr<Communicator> replicaComm;
   std::vector<float> reduceBuffer;
+  /// What carries the schedule's transfers: `comm` itself until connect(),
+  /// then the device's communicator when it has one (it takes device
+  /// pointers, so nothing is staged), with its replica group for the
+  /// gradient sum.
+  Communicator *transfers = &comm;
+  std::unique_ptr<Communicator> deviceComm, replicaDeviceComm;
+  /// Whether the verifier proved the schedule free of deadlock under
+  /// rendezvous transfers, which an order-matched communicator needs.
+  bool rendezvousProven = false;
+  /// Why connect() did not take the device's first offer, for the log.
+  std::string transportNote;
   SegmentFunctions segments;
   std::function<void(const std::string &)> fatalHandler;
 
@@ -334,6 +345,12 @@ struct Executor::Impl : dpc_context {
   //===--------------------------------------------------------------------===//
   // Moving values between the device and the host
   //===--------------------------------------------------------------------===//
+
+  /// Whether messages go through host copies: the device is not
+  /// host-accessible and no device communicator carries them.
+  bool stagesTransfers() const {
+    return transfers == &comm && !device.hostAccessible();
+  }
 
   /// Fills `bytes` bytes of device memory at `dst` by calling `fill` with
   /// host memory to write: `dst` itself when the host can write it, else a
@@ -422,6 +439,7 @@ struct Executor::Impl : dpc_context {
     if (!result.ok())
       throw Error(s + ": " + result.violations.front().format());
     promised = result.ranks.at(rank);
+    rendezvousProven = result.blockingDeadlockFree;
 
     // The segments the program calls must exist.
     auto need = [&](const char *segment, SegmentFn fn, const Instruction &i) {
@@ -620,13 +638,13 @@ struct Executor::Impl : dpc_context {
     p.name = std::string("send ") + transferKindName(b.what) + " mb" +
              std::to_string(i.mb);
     const void *data = p.buffer.data();
-    if (!device.hostAccessible()) {
+    if (stagesTransfers()) {
       // Waits for the segment that produced the values.
       p.staging = Buffer(hostPool, bytes);
       device.copyToHost(p.staging.data(), p.buffer.data(), bytes);
       data = p.staging.data();
     }
-    p.request = comm.isend(data, bytes, i.peer, i.tag);
+    p.request = transfers->isend(data, bytes, i.peer, i.tag);
     pendingSends.emplace(std::make_pair(i.tag, i.mb), std::move(p));
   }
 
@@ -635,7 +653,7 @@ struct Executor::Impl : dpc_context {
     if (it == pendingSends.end())
       throw Error(at + "no send with tag " + std::to_string(i.tag) +
                   " was started");
-    comm.wait(it->second.request);
+    transfers->wait(it->second.request);
     trace(schedule::EventKind::Send, it->second.name, it->second.startMs, i.mb,
           i.chunk);
     pendingSends.erase(it);
@@ -658,11 +676,11 @@ struct Executor::Impl : dpc_context {
     p.name = std::string("recv ") + transferKindName(b.what) + " mb" +
              std::to_string(i.mb);
     void *data = p.buffer.data();
-    if (!device.hostAccessible()) {
+    if (stagesTransfers()) {
       p.staging = Buffer(hostPool, layout.total);
       data = p.staging.data();
     }
-    p.request = comm.irecv(data, layout.total, i.peer, i.tag);
+    p.request = transfers->irecv(data, layout.total, i.peer, i.tag);
     pendingRecvs.emplace(key, std::move(p));
   }
 
@@ -671,7 +689,7 @@ struct Executor::Impl : dpc_context {
     if (it == pendingRecvs.end())
       throw Error(at + "no receive with tag " + std::to_string(i.tag) +
                   " was started");
-    comm.wait(it->second.request);
+    transfers->wait(it->second.request);
     if (it->second.staging)
       device.copyFromHost(it->second.buffer.data(), it->second.staging.data(),
                           recvLayouts.at(it->second.boundary).total);
@@ -837,6 +855,23 @@ struct Executor::Impl : dpc_context {
     size_t total = 0;
     for (const ParamState &p : params)
       total += p.count;
+    if (replicaDeviceComm) {
+      // Gathered into one device buffer and summed there: one collective,
+      // nothing through the host.
+      Buffer sum(pool, total * sizeof(float));
+      size_t offset = 0;
+      for (const ParamState &p : params) {
+        device.copy(sum.floats() + offset, p.grad.floats(), p.bytes());
+        offset += p.count;
+      }
+      replicaDeviceComm->allreduceSum(sum.floats(), total);
+      offset = 0;
+      for (ParamState &p : params) {
+        device.copy(p.grad.floats(), sum.floats() + offset, p.bytes());
+        offset += p.count;
+      }
+      return;
+    }
     reduceBuffer.resize(total);
     size_t offset = 0;
     for (const ParamState &p : params) {
@@ -1500,6 +1535,48 @@ EvalResult Executor::evaluate(const Dataset *data, int64_t microbatches,
   s.device.synchronize();
   s.evaluating = false;
   return s.eval;
+}
+
+void Executor::connect(Transport transport) {
+  Impl &s = *impl;
+  if (s.transfers != &s.comm)
+    throw Error("the executor is connected already");
+  std::unique_ptr<Communicator> c = s.device.connect(s.comm, transport);
+  if (c && !c->matchesByTag() && !s.rendezvousProven) {
+    // The verifier's decision, so the same on every rank.
+    std::string why = s.manifest.schedule +
+                      " is not proven free of deadlock under rendezvous "
+                      "transfers, which transport '" +
+                      c->transportDescription() +
+                      "' needs (it matches transfers in start order)";
+    if (transport != Transport::Auto)
+      throw Error(std::string("transport ") + transportName(transport) + ": " +
+                  why + " (use auto or host-staging)");
+    c.reset();
+    c = s.device.connect(s.comm, Transport::HostStaging);
+    s.transportNote = " (" + why + ")";
+  }
+  if (!c)
+    return;
+  c->setTimeout(s.comm.timeout());
+  // Collective over the job, as the constructor's split of `comm`.
+  if (s.sched.hasReplicas()) {
+    std::unique_ptr<Communicator> group =
+        c->split(s.sched.stageOf(s.rank), s.rank);
+    if (s.sched.replicasOf(s.manifest.stage) > 1)
+      s.replicaDeviceComm = std::move(group);
+  }
+  s.deviceComm = std::move(c);
+  s.transfers = s.deviceComm.get();
+}
+
+std::string Executor::transportDescription() const {
+  const Impl &s = *impl;
+  std::string text = s.deviceComm ? s.deviceComm->transportDescription()
+                     : s.stagesTransfers()
+                         ? "mpi, staged through host memory by the executor"
+                         : "mpi";
+  return text + s.transportNote;
 }
 
 void Executor::enableTrace(double originMs) {

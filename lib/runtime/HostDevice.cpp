@@ -9,6 +9,7 @@
 
 #include "dpc/runtime/Device.h"
 
+#include "dpc/runtime/Communicator.h"
 #include "dpc/runtime/Error.h"
 
 #include <algorithm>
@@ -103,6 +104,37 @@ AdamStep::AdamStep(float lr, float beta1, float beta2, float eps,
   double t = double(step);
   stepSize = float(double(lr) / (1.0 - std::pow(double(beta1), t)));
   correction2Sqrt = float(std::sqrt(1.0 - std::pow(double(beta2), t)));
+}
+
+const char *transportName(Transport transport) {
+  switch (transport) {
+  case Transport::Auto:
+    return "auto";
+  case Transport::Nccl:
+    return "nccl";
+  case Transport::HostStaging:
+    return "host-staging";
+  case Transport::Mpi:
+    return "mpi";
+  }
+  return "unknown";
+}
+
+std::optional<Transport> parseTransport(std::string_view text) {
+  for (Transport t : {Transport::Auto, Transport::Nccl, Transport::HostStaging,
+                      Transport::Mpi})
+    if (text == transportName(t))
+      return t;
+  return std::nullopt;
+}
+
+std::unique_ptr<Communicator> Device::connect(Communicator &,
+                                              Transport transport) {
+  if (transport == Transport::Auto || transport == Transport::Mpi)
+    return nullptr;
+  throw Error(std::string("transport ") + transportName(transport) +
+              ": this rank's tensors are on the " + description() +
+              ", which has no device communicator (use auto or mpi)");
 }
 
 std::unique_ptr<Device> createHostDevice() {

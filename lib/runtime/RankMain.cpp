@@ -42,6 +42,7 @@ struct Options {
   std::string data = "fashion-mnist:/usr/share/datasets/fashion-mnist";
   std::string evalData, metrics, trace, checkpointDir, opTimes, summary;
   std::string predictions;
+  std::string transport = "auto";
   int64_t steps = 0, epochs = 0, seed = 0, checkpointEvery = 0;
   bool shuffle = true, resume = false, eval = true;
   /// The options given that only a training build uses.
@@ -113,6 +114,11 @@ Options parseOptions(int argc, char **argv, bool &help) {
   parser.addOption("predictions", &o.predictions, "FILE",
                    "inference builds: write the model's outputs for every "
                    "sample of --data as float32 .npy (last stage)");
+  parser.addOption("transport", &o.transport, "T",
+                   "how device memory moves between ranks: auto (default: "
+                   "NCCL, or host staging where ranks share a GPU), nccl, "
+                   "host-staging, or mpi (the executor copies each message "
+                   "through host memory)");
   parser.addOption("summary", &o.summary, "FILE",
                    "for 'dpc run': write the measured step times as JSON "
                    "(last stage)");
@@ -134,13 +140,16 @@ Options parseOptions(int argc, char **argv, bool &help) {
       (parser.given("checkpoint-every") && o.checkpointEvery <= 0))
     throw UsageError{"--steps, --epochs and --checkpoint-every expect a "
                      "positive integer"};
+  if (!parseTransport(o.transport))
+    throw UsageError{"--transport expects auto, nccl, host-staging or mpi, "
+                     "not '" +
+                     o.transport + "'"};
   if (o.resume && o.checkpointDir.empty())
     throw UsageError{"--resume needs --checkpoint-dir"};
   if (o.epochs == 0 && o.steps == 0)
     o.epochs = 1;
-  for (const char *training :
-       {"steps", "epochs", "eval-data", "checkpoint-every", "resume",
-        "metrics"})
+  for (const char *training : {"steps", "epochs", "eval-data",
+                               "checkpoint-every", "resume", "metrics"})
     if (parser.given(training))
       o.trainingOptions.push_back(training);
   return o;
@@ -248,8 +257,10 @@ void reportMemory(Communicator &comm, const Executor &exec, bool reports,
                   std::optional<MetricsWriter> &metrics) {
   const dpc::schedule::RankStats &promised = exec.promisedMemory();
   const MemoryStats &measured = exec.memoryStats();
+  // Gathered where the report is printed: the last stage's first replica.
+  const dpc::schedule::Schedule &sched = exec.schedule();
   std::vector<std::vector<int64_t>> all = gatherInts(
-      comm, comm.size() - 1,
+      comm, sched.firstRankOf(sched.numStages() - 1),
       {measured.peakStashes, promised.peakStashes, measured.peakWeightVersions,
        promised.peakWeightVersions, measured.peakStashBytes});
   if (!reports)
@@ -304,8 +315,10 @@ void writePredictions(const std::string &path, const RankManifest &m,
   else if (samples % m.microbatchSize != 0)
     throw Error("the model's output (first dimension " +
                 std::to_string(shape[0]) + ") is not batch-major, so the " +
-                std::to_string(samples) + " samples must fill whole "
-                "microbatches of " + std::to_string(m.microbatchSize));
+                std::to_string(samples) +
+                " samples must fill whole "
+                "microbatches of " +
+                std::to_string(m.microbatchSize));
   shape[0] = rows;
   size_t bytes = size_t(rows * product(shape, 1)) * sizeof(float);
   writeNpyFile(path, "<f4", shape, outputs.data(), bytes);
@@ -358,8 +371,8 @@ int predict(const Options &opts, Communicator &comm, Executor &exec,
               std::to_string(microbatches) + " microbatches of " +
               std::to_string(m.microbatchSize) + " on " +
               std::to_string(m.stages) + " stages");
-  EvalResult result =
-      exec.evaluate(data ? &*data : nullptr, microbatches, /*keepOutputs=*/true);
+  EvalResult result = exec.evaluate(data ? &*data : nullptr, microbatches,
+                                    /*keepOutputs=*/true);
   if (m.isLastStage()) {
     if (!opts.predictions.empty()) {
       writePredictions(opts.predictions, m, result.outputs, samples,
@@ -414,6 +427,11 @@ int runRank(int argc, char **argv, Communicator &comm) {
   // Errors found inside ABI calls cannot unwind through generated code.
   exec.setFatalHandler(
       [&comm](const std::string &message) { comm.abort(message, 1); });
+  exec.connect(*parseTransport(opts.transport));
+  if (!device->hostAccessible())
+    printLine("rank " + std::to_string(comm.rank()) + ": " +
+              device->description() + "; transport " +
+              exec.transportDescription());
   const RankManifest &m = exec.manifest();
   if (m.inference)
     return predict(opts, comm, exec, dir);
@@ -496,9 +514,6 @@ int runRank(int argc, char **argv, Communicator &comm) {
               " steps of " + std::to_string(microbatches) + " x " +
               std::to_string(m.microbatchSize) + " samples on " +
               std::to_string(m.stages) + " stages (" + layout + ")");
-  if (!device->hostAccessible())
-    printLine("rank " + std::to_string(rank) + ": " + device->description() +
-              "; transfers staged through host memory over MPI");
 
   auto saveCheckpoint = [&](int64_t stepsDone) {
     if (!firstReplica)

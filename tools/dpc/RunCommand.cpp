@@ -534,6 +534,10 @@ int runRunCommand(const Args &args) {
   std::string predictions;
   parser.addOption("predictions", &predictions, "FILE",
                    "inference builds: write the outputs for --data (.npy)");
+  std::string transport;
+  parser.addOption("transport", &transport, "T",
+                   "CUDA builds: how activations and gradients move between "
+                   "GPUs: auto (default), nccl, host-staging or mpi");
   bool eval = true;
   parser.addFlag("eval", &eval,
                  "evaluate test accuracy after training (default on)",
@@ -575,6 +579,7 @@ int runRunCommand(const Args &args) {
   forwardOption("predictions", predictions);
   forwardOption("checkpoint-dir", checkpointDir);
   forwardOption("checkpoint-every", std::to_string(checkpointEvery));
+  forwardOption("transport", transport);
   if (parser.given("shuffle"))
     forwarded.push_back(shuffle ? "--shuffle" : "--no-shuffle");
   if (resume)

@@ -11,6 +11,7 @@
 
 #include "dpc/runtime/CudaDevice.h"
 
+#include "dpc/runtime/Communicator.h"
 #include "dpc/runtime/CudaKernels.h"
 #include "dpc/runtime/Error.h"
 
@@ -47,7 +48,8 @@ void forwardError(const char *message) {
 
 class CudaDevice final : public Device {
 public:
-  CudaDevice() {
+  explicit CudaDevice(DeviceConnector connector)
+      : connector(std::move(connector)) {
     ordinal = selectLocalDevice();
     cudaDeviceProp prop;
     require(cudaGetDeviceProperties(&prop, ordinal), "cudaGetDeviceProperties");
@@ -134,7 +136,15 @@ public:
     dpc_cuda_set_error_handler(forwardError);
   }
 
+  std::unique_ptr<Communicator> connect(Communicator &host,
+                                        Transport transport) override {
+    if (!connector || transport == Transport::Mpi)
+      return Device::connect(host, transport);
+    return connector(host, transport);
+  }
+
 private:
+  DeviceConnector connector;
   int ordinal = 0;
   std::string name;
   cudaStream_t stream = nullptr;
@@ -166,8 +176,8 @@ int selectLocalDevice() {
   return device;
 }
 
-std::unique_ptr<Device> createCudaDevice() {
-  return std::make_unique<CudaDevice>();
+std::unique_ptr<Device> createCudaDevice(DeviceConnector connector) {
+  return std::make_unique<CudaDevice>(std::move(connector));
 }
 
 } // namespace dpc::runtime

@@ -135,18 +135,6 @@ struct Op {
 
 } // namespace
 
-const char *transportName(DeviceTransport transport) {
-  switch (transport) {
-  case DeviceTransport::Auto:
-    return "auto";
-  case DeviceTransport::Nccl:
-    return "nccl";
-  case DeviceTransport::HostStaging:
-    return "host-staging";
-  }
-  return "unknown";
-}
-
 struct NcclCommunicator::Impl {
   /// The communicator create() was given, for abort; split results own it.
   Communicator *host = nullptr;
@@ -154,8 +142,8 @@ struct NcclCommunicator::Impl {
   /// A private split of `host`: bootstrap and staging messages live in their
   /// own MPI context, where they cannot match the executor's.
   std::unique_ptr<Communicator> priv;
-  DeviceTransport requested = DeviceTransport::Auto;
-  DeviceTransport transport = DeviceTransport::Nccl;
+  Transport requested = Transport::Auto;
+  Transport transport = Transport::Nccl;
   std::string description;
   int rank = 0, size = 1, device = 0;
   ncclComm_t comm = nullptr;
@@ -399,7 +387,10 @@ struct NcclCommunicator::Impl {
 };
 
 std::unique_ptr<NcclCommunicator>
-NcclCommunicator::create(Communicator &host, DeviceTransport transport) {
+NcclCommunicator::create(Communicator &host, Transport transport) {
+  if (transport == Transport::Mpi)
+    throw Error("nccl: transport mpi has no device communicator (the "
+                "executor stages through host memory itself)");
   auto impl = std::make_unique<Impl>();
   impl->host = &host;
   impl->requested = transport;
@@ -433,22 +424,21 @@ NcclCommunicator::create(Communicator &host, DeviceTransport transport) {
     sharing = "ranks " + std::to_string(shareA) + " and " +
               std::to_string(shareB) + " share " +
               uuidText(&table[kUuid * size_t(shareA)]);
-  if (transport == DeviceTransport::Nccl && shareA >= 0)
+  if (transport == Transport::Nccl && shareA >= 0)
     throw Error("nccl: " + sharing +
                 "; NCCL needs one GPU per rank (use the host-staging "
                 "transport or more GPUs)");
-  if (transport == DeviceTransport::Auto)
-    transport =
-        shareA >= 0 ? DeviceTransport::HostStaging : DeviceTransport::Nccl;
+  if (transport == Transport::Auto)
+    transport = shareA >= 0 ? Transport::HostStaging : Transport::Nccl;
   impl->transport = transport;
   impl->description = transportName(transport);
-  if (transport == DeviceTransport::HostStaging)
+  if (transport == Transport::HostStaging)
     impl->description += shareA >= 0 ? " (" + sharing + ", which NCCL refuses)"
                                      : std::string(" (requested)");
 
   checkCuda(cudaStreamCreateWithFlags(&impl->stream, cudaStreamNonBlocking),
             "creating the communication stream");
-  if (transport == DeviceTransport::Nccl) {
+  if (transport == Transport::Nccl) {
     ncclUniqueId id;
     if (impl->rank == 0)
       impl->checkNccl(ncclGetUniqueId(&id), "ncclGetUniqueId");
@@ -473,7 +463,10 @@ NcclCommunicator::~NcclCommunicator() {
   }
 }
 
-DeviceTransport NcclCommunicator::transport() const { return impl->transport; }
+Transport NcclCommunicator::transport() const { return impl->transport; }
+bool NcclCommunicator::matchesByTag() const {
+  return impl->transport != Transport::Nccl;
+}
 std::string NcclCommunicator::transportDescription() const {
   return impl->description;
 }
@@ -490,7 +483,7 @@ Request NcclCommunicator::isend(const void *data, size_t bytes, int peer,
     op.phase = Phase::Done;
     return impl->add(op);
   }
-  if (impl->transport == DeviceTransport::Nccl) {
+  if (impl->transport == Transport::Nccl) {
     Request request = impl->add(op);
     impl->pending.push_back(request.id);
     return request;
@@ -512,7 +505,7 @@ Request NcclCommunicator::irecv(void *data, size_t bytes, int peer, int tag) {
     op.phase = Phase::Done;
     return impl->add(op);
   }
-  if (impl->transport == DeviceTransport::Nccl) {
+  if (impl->transport == Transport::Nccl) {
     Request request = impl->add(op);
     impl->pending.push_back(request.id);
     return request;
@@ -545,7 +538,7 @@ void NcclCommunicator::waitOnStream(Request &request, cudaStream_t stream) {
     return;
   impl->flush();
   Op &op = impl->lookup(request);
-  if (impl->transport == DeviceTransport::Nccl && op.done) {
+  if (impl->transport == Transport::Nccl && op.done) {
     checkCuda(cudaStreamWaitEvent(stream, op.done, 0), impl->describe(op));
     impl->releaseEvents(op);
     impl->ops.erase(request.id);
@@ -569,7 +562,7 @@ Request NcclCommunicator::iallreduceSum(float *data, size_t count) {
   checkCuda(cudaEventRecord(op.ready, dpc_cuda_stream()), impl->describe(op));
   checkCuda(cudaStreamWaitEvent(impl->stream, op.ready, 0), impl->describe(op));
   op.done = impl->event();
-  if (impl->transport == DeviceTransport::Nccl) {
+  if (impl->transport == Transport::Nccl) {
     impl->checkNccl(ncclAllReduce(data, data, count, ncclFloat, ncclSum,
                                   impl->comm, impl->stream),
                     impl->describe(op));

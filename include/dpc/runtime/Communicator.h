@@ -3,7 +3,16 @@
 // The executor moves activations and gradients between stages with
 // non-blocking sends and receives, and sums gradients across the replicas of
 // a stage. It sees only this interface: MPI implements it for host memory
-// (MpiCommunicator.h), NCCL will for device memory.
+// (MpiCommunicator.h), NCCL for the CUDA target's device memory
+// (NcclCommunicator.h, made by Device::connect).
+//
+// Matching. MPI matches a receive to the send with the same peer and tag.
+// NCCL has no tags: the transfers between two ranks match in the order they
+// were started, and a send holds its stream until the peer's receive is
+// posted. matchesByTag() tells the two apart; the executor hands an
+// order-matched communicator only schedules the verifier proved free of
+// deadlock under rendezvous transfers (schedule::CommModel::Blocking), which
+// is what makes start order and tag agree and the streams' waiting harmless.
 //
 // Failure model. A pipeline job must never hang: every blocking call (wait,
 // allreduceSum, barrier) gives up after timeout() and throws Error naming the
@@ -64,6 +73,13 @@ public:
   /// with `exitCode`. Never returns.
   [[noreturn]] virtual void abort(const std::string &message,
                                   int exitCode = 1) = 0;
+
+  /// False when transfers between two ranks match in start order and tags
+  /// are ignored (see the file comment).
+  virtual bool matchesByTag() const { return true; }
+  /// For the run log: how the messages travel, e.g. "mpi", "nccl",
+  /// "host-staging (ranks 0 and 1 share GPU-...)".
+  virtual std::string transportDescription() const { return "mpi"; }
 
   void setTimeout(std::chrono::milliseconds t) { timeoutValue = t; }
   std::chrono::milliseconds timeout() const { return timeoutValue; }

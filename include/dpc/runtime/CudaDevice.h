@@ -12,6 +12,7 @@
 
 #include "dpc/runtime/Device.h"
 
+#include <functional>
 #include <memory>
 
 namespace dpc::runtime {
@@ -22,11 +23,19 @@ namespace dpc::runtime {
 /// "no CUDA device (...)" when there is none or the driver is unusable.
 int selectLocalDevice();
 
+/// What the device's connect() calls for every transport but Mpi. The CUDA
+/// target's createTargetDevice (dpc_cuda_nccl) passes NcclCommunicator's
+/// create, which keeps NCCL out of the kernel library.
+using DeviceConnector = std::function<std::unique_ptr<Communicator>(
+    Communicator &host, Transport transport)>;
+
 /// selectLocalDevice's GPU, with a compute stream of its own that becomes
 /// the kernel library's (dpc_cuda_set_stream). Errors after creation go to
 /// the kernel library's error handler (dpc_cuda_set_error_handler), which
-/// setErrorHandler replaces. One per process.
-std::unique_ptr<Device> createCudaDevice();
+/// setErrorHandler replaces. Without a connector, connect() is the host
+/// device's (the executor stages transfers through host memory). One per
+/// process.
+std::unique_ptr<Device> createCudaDevice(DeviceConnector connector = {});
 
 } // namespace dpc::runtime
 

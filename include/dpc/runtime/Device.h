@@ -22,6 +22,12 @@
 // device reports them to the handler given to setErrorHandler, which must
 // not return; the host device throws Error as the rest of the runtime does.
 //
+// Transfers. Activations, gradients and the replicas' gradient sums leave
+// the device through the communicator connect() returns, which takes this
+// device's pointers (NCCL on CUDA). A device without one (the host, whose
+// memory MPI reads directly) returns nullptr, and the executor sends over
+// the host communicator, staging through host memory when it must.
+//
 //===----------------------------------------------------------------------===//
 
 #ifndef DPC_RUNTIME_DEVICE_H
@@ -31,9 +37,32 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
+#include <string_view>
 
 namespace dpc::runtime {
+
+class Communicator;
+
+/// How a rank's device memory travels to other ranks (the ranks' --transport
+/// option).
+enum class Transport {
+  /// The device's choice: on CUDA, NCCL between GPUs of their own, its
+  /// pinned host staging where ranks share a GPU.
+  Auto,
+  /// NCCL send/recv and all-reduce, GPU to GPU; an error where it cannot run.
+  Nccl,
+  /// The device's communicator, copying through pinned host memory and MPI.
+  HostStaging,
+  /// No device communicator: the executor copies every message to host
+  /// memory and sends it over the host communicator.
+  Mpi,
+};
+
+/// "auto", "nccl", "host-staging", "mpi".
+const char *transportName(Transport transport);
+std::optional<Transport> parseTransport(std::string_view text);
 
 /// One Adam update's settings, with the learning rate and the bias
 /// corrections of its step number folded together once per call (in
@@ -93,6 +122,14 @@ public:
   /// Waits for everything called on the device so far and reports a fault
   /// that happened meanwhile.
   virtual void synchronize() = 0;
+
+  /// Collective over `host`: a communicator over its ranks that takes this
+  /// device's pointers, made as `transport` asks, or nullptr when the
+  /// executor should use `host` itself (Auto and Mpi on the host device).
+  /// `host` must outlive the result. Throws Error when `transport` cannot be
+  /// had here, the same on every rank.
+  virtual std::unique_ptr<Communicator> connect(Communicator &host,
+                                                Transport transport);
 
   /// Where later failures go (see the file comment). The handler must not
   /// return; the default prints the message and aborts the process.

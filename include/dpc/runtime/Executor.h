@@ -112,6 +112,20 @@ public:
   /// can unwind (C++ test segments).
   void setFatalHandler(std::function<void(const std::string &)> handler);
 
+  /// Collective over the job: asks the device for a communicator that moves
+  /// its memory (Device::connect) and sends the schedule's transfers and the
+  /// replicas' gradient sums through it from now on. Auto takes what the
+  /// device offers, except that an order-matched communicator (NCCL) needs a
+  /// schedule the verifier proved free of deadlock under rendezvous
+  /// transfers; for any other, Auto asks for HostStaging instead and an
+  /// explicit Nccl is an error. Without a call (or with Mpi, or on a device
+  /// that has no communicator) transfers use the constructor's communicator,
+  /// staged through host memory when the device is not host-accessible.
+  void connect(Transport transport);
+  /// For the run log: "mpi", "mpi, staged through host memory by the
+  /// executor", "nccl", "host-staging (...)", with why connect() fell back.
+  std::string transportDescription() const;
+
   /// Copies every manifest parameter from `file` (by name; F32, same shape).
   /// With `optimizerState`, also the optimizer state and update count that
   /// checkpoint() saved, refusing a checkpoint of another optimizer;

@@ -35,33 +35,24 @@
 
 namespace dpc::runtime {
 
-enum class DeviceTransport {
-  /// Let the constructor choose: NCCL unless two ranks share a GPU.
-  Auto,
-  /// ncclSend/ncclRecv and ncclAllReduce between the GPUs.
-  Nccl,
-  /// Device -> pinned host -> host communicator -> pinned host -> device.
-  HostStaging,
-};
-
-/// "nccl", "host-staging" (or "auto").
-const char *transportName(DeviceTransport transport);
-
 class NcclCommunicator : public Communicator {
 public:
   /// Collective over `host`: every rank of it calls create together, with
-  /// its device already current. `host` bootstraps NCCL (rank 0 makes the
+  /// its device already current. `transport` is Auto, Nccl or HostStaging
+  /// (Device.h). `host` bootstraps NCCL (rank 0 makes the
   /// unique id and sends it to the others), carries the staging fallback,
   /// barriers and abort, and must outlive the result. Throws Error when
   /// `transport` is Nccl but two ranks share a GPU, or NCCL fails to start.
   static std::unique_ptr<NcclCommunicator>
-  create(Communicator &host, DeviceTransport transport = DeviceTransport::Auto);
+  create(Communicator &host, Transport transport = Transport::Auto);
   ~NcclCommunicator() override;
 
   /// Nccl or HostStaging, the same on every rank of the communicator.
-  DeviceTransport transport() const;
-  /// For the run log, e.g. "host-staging (ranks 0 and 1 share GPU ...)".
-  std::string transportDescription() const;
+  Transport transport() const;
+  /// Under NCCL, transfers match in start order, not by tag.
+  bool matchesByTag() const override;
+  /// "nccl", or e.g. "host-staging (ranks 0 and 1 share GPU-...)".
+  std::string transportDescription() const override;
 
   int rank() const override;
   int size() const override;

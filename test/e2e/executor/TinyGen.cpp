@@ -4,7 +4,9 @@
 // executables (TinyModel.cpp): schedule.json from dpc_schedule's builder and
 // weights/stageS.safetensors, plus a learnable dataset as .npy files.
 //
-//   dpc-tiny-gen DIR STAGES KIND MICROBATCHES
+//   dpc-tiny-gen DIR STAGES KIND MICROBATCHES [REPLICAS]
+//
+// REPLICAS, e.g. 2,1, gives each stage that many data-parallel ranks.
 //
 // The weights and data depend only on fixed seeds, so the one-stage and
 // two-stage layouts start from the same numbers.
@@ -17,8 +19,10 @@
 #include "dpc/schedule/Builder.h"
 
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <random>
+#include <sstream>
 #include <string>
 #include <sys/stat.h>
 #include <vector>
@@ -41,8 +45,9 @@ std::vector<float> uniform(std::mt19937 &gen, size_t n, float bound) {
 } // namespace
 
 int main(int argc, char **argv) {
-  if (argc != 5) {
-    std::fprintf(stderr, "usage: %s DIR STAGES KIND MICROBATCHES\n", argv[0]);
+  if (argc != 5 && argc != 6) {
+    std::fprintf(stderr, "usage: %s DIR STAGES KIND MICROBATCHES [REPLICAS]\n",
+                 argv[0]);
     return 2;
   }
   std::string dir = argv[1];
@@ -53,6 +58,11 @@ int main(int argc, char **argv) {
       throw runtime::Error(std::string("unknown schedule kind ") + argv[3]);
     options.stages = stages;
     options.microbatches = std::atoi(argv[4]);
+    if (argc == 6) {
+      std::istringstream list(argv[5]);
+      for (std::string count; std::getline(list, count, ',');)
+        options.replicas.push_back(std::atoi(count.c_str()));
+    }
     schedule::Schedule sched;
     std::string error = schedule::buildSchedule(options, sched);
     if (!error.empty())

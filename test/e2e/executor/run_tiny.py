@@ -7,14 +7,22 @@ under mpirun and checks it against references.
 --bin holds dpc-tiny-gen and the rank executables dpc-tiny-stage0,
 dpc-tiny-stage1 (the two-stage pipeline) and dpc-tiny-single (the whole
 model on one stage); with --staged, their dpc-tiny-staged-* twins, whose
-device the host may not read (StagedTarget.cpp), so that every transfer,
-upload and download is staged as on the CUDA target. Modes:
+device the host may not read (StagedTarget.cpp), so that every upload and
+download is staged as on the CUDA target. Their transfers take the path
+--transport names (the ranks' option): auto, a device communicator that
+matches in start order as NCCL does; host-staging, one that matches by tag;
+mpi, the executor's own staging through host memory. --replicas 2,1 runs
+stage 0 on two data-parallel ranks. Modes:
 
   train     the pipeline's per-step losses must match the one-stage run and
             a float64 numpy reference within 1e-5 relative, and so must the
             final parameters of the checkpoints; a shuffled run across an
             epoch boundary must match the one-stage run; a run resumed from
-            a checkpoint must continue exactly; the trace files must exist
+            a checkpoint must continue exactly; the trace files must exist.
+            With --unproven (1f1b, --staged, --transport auto), a schedule
+            edited so that it is no longer deadlock-free under rendezvous
+            transfers must make the ranks fall back to matching by tag, and
+            refuse an explicit --transport nccl
   fail-restore, fail-weights, fail-np
             one rank fails (a bad stash key inside a segment, a missing
             weights file, a job with too few ranks): the job must end
@@ -41,6 +49,14 @@ RTOL = 1e-5
 def fail(message):
     print("run_tiny: FAIL: " + message)
     sys.exit(1)
+
+
+# What the staged ranks must say they transfer with, by --transport.
+TRANSPORT_LINES = {
+    "auto": "transport device memory in start order (test)",
+    "host-staging": "transport device memory by tag (test)",
+    "mpi": "transport mpi, staged through host memory by the executor",
+}
 
 
 def read_safetensors(path):
@@ -79,11 +95,13 @@ class Layout:
         self.dir = os.path.join(args.work, name)
         shutil.rmtree(self.dir, ignore_errors=True)
         os.makedirs(self.dir)
+        replicas = args.replicas if stages == 2 else "1"
         subprocess.run([os.path.join(args.bin, "dpc-tiny-gen"), self.dir,
-                        str(stages), args.kind, str(M)], check=True)
+                        str(stages), args.kind, str(M), replicas], check=True)
         prefix = "dpc-tiny-staged-" if args.staged else "dpc-tiny-"
-        exes = ([prefix + "stage0", prefix + "stage1"] if stages == 2
-                else [prefix + "single"])
+        counts = [int(n) for n in replicas.split(",")]
+        exes = ([prefix + "stage0"] * counts[0] + [prefix + "stage1"] *
+                counts[1] if stages == 2 else [prefix + "single"])
         # Copies, not links: a rank finds its files next to /proc/self/exe.
         self.ranks = []
         for k, exe in enumerate(exes):
@@ -91,6 +109,7 @@ class Layout:
             shutil.copy(os.path.join(args.bin, exe), path)
             self.ranks.append(path)
         self.mpirun = args.mpirun
+        self.transport = ["--transport", args.transport]
         self.data = "npy:%s/inputs.npy,%s/labels.npy" % (self.dir, self.dir)
 
     def command(self, options, ranks=None):
@@ -98,7 +117,8 @@ class Layout:
         for k, exe in enumerate(ranks or self.ranks):
             if k:
                 cmd.append(":")
-            cmd += ["-np", "1", exe, "--data", self.data] + options
+            cmd += (["-np", "1", exe, "--data", self.data] + self.transport +
+                    options)
         return cmd
 
     def run(self, options, tag, env=None):
@@ -186,10 +206,16 @@ def train(args):
     (single_losses, single_acc), _ = single.run(
         common + ["--checkpoint-dir", ckpt_single], "run")
     print(out.strip())
-    staged = "transfers staged through host memory" in out
-    if staged != args.staged:
-        fail("the ranks %s their transfers" %
-             ("did not stage" if args.staged else "staged"))
+    expected = TRANSPORT_LINES[args.transport] if args.staged else None
+    said = [line for line in out.splitlines() if "transport" in line]
+    if expected and len([l for l in said if expected in l]) != len(pipe.ranks):
+        fail("every rank should report '%s'" % expected)
+    if not expected and said:
+        fail("host-memory ranks should not report a transport: %s" % said)
+    peaks = re.search(r"peak stashed microbatches per rank:([ 0-9]*) \(as",
+                      out)
+    if not peaks or len(peaks.group(1).split()) != len(pipe.ranks):
+        fail("the memory report should list all %d ranks" % len(pipe.ranks))
     ref_losses, ref_params = reference(single, steps)
     ref = {k + 1: v for k, v in enumerate(ref_losses)}
     compare_losses("pipeline vs one stage", pipe_losses, single_losses, steps)
@@ -205,14 +231,15 @@ def train(args):
     got = read_safetensors(os.path.join(ckpt_pipe, "stage0.safetensors"))
     got.update(read_safetensors(os.path.join(ckpt_pipe, "stage1.safetensors")))
     compare_params("pipeline checkpoint vs numpy", got, ref_params)
-    for rank in (0, 1):
+    for rank in range(len(pipe.ranks)):
         with open("%s/trace.rank%d.json" % (pipe.dir, rank)) as f:
             events = json.load(f)
         events = events.get("traceEvents", events)
         names = {e.get("name") for e in events}
-        if "F0" not in names or ("opt" not in names):
-            fail("trace of rank %d lacks F0 or opt: %s" % (rank,
-                                                          sorted(names)[:20]))
+        # A replica runs every other microbatch.
+        if not names & {"F0", "F1"} or "opt" not in names:
+            fail("trace of rank %d lacks F0/F1 or opt: %s" %
+                 (rank, sorted(names)[:20]))
 
     # Shuffled, across the epoch boundary (8 steps per epoch).
     shuffled = ["--shuffle", "--seed", "7", "--steps", "10", "--no-eval"]
@@ -230,6 +257,45 @@ def train(args):
             fail("resumed run: step %d loss %s, uninterrupted %s" %
                  (step, resumed.get(step), pipe_losses[step]))
     print("resumed run: steps 4-6 equal the uninterrupted run")
+
+    if args.unproven:
+        unproven(pipe, pipe_losses)
+
+
+def unproven(pipe, pipe_losses):
+    """The last stage posts its receive of microbatch k + 1's activation
+    only after its send of microbatch k's gradient: still deadlock-free with
+    non-blocking transfers, but no longer under rendezvous ones, so matching
+    in start order is not licensed."""
+    path = os.path.join(pipe.dir, "schedule.json")
+    with open(path) as f:
+        sched = json.load(f)
+    program = sched["programs"][-1]["instructions"]
+    moved = 0
+    for mb in range(M - 1):
+        find = lambda op, what, m: next(
+            k for k, i in enumerate(program) if i["op"] == op and
+            i.get("what") == what and i["mb"] == m)
+        recv = find("recv_start", "act", mb + 1)
+        send = find("send_start", "grad", mb)
+        if recv < send:
+            program.insert(send, program.pop(recv))
+            moved += 1
+    if not moved:
+        fail("no receive/send pair to reorder in %s" % path)
+    with open(path, "w") as f:
+        json.dump(sched, f)
+    (losses, _), out = pipe.run(["--no-shuffle", "--steps", "6", "--no-eval"],
+                                "unproven")
+    if out.count("not proven free of deadlock under rendezvous") != len(
+            pipe.ranks):
+        print(out)
+        fail("the ranks did not fall back from start-order matching")
+    compare_losses("reordered schedule vs pipeline", losses, pipe_losses, 6)
+    pipe.transport = ["--transport", "nccl"]
+    expect_failure(pipe.command(["--no-shuffle", "--steps", "2"]),
+                   r"error: transport nccl: .*schedule\.json is not proven "
+                   r"free of deadlock")
 
 
 def expect_failure(cmd, pattern, env=None):
@@ -278,6 +344,10 @@ def main():
     parser.add_argument("--kind", default="1f1b")
     parser.add_argument("--mode", default="train")
     parser.add_argument("--staged", action="store_true")
+    parser.add_argument("--transport", default="auto",
+                        choices=sorted(TRANSPORT_LINES))
+    parser.add_argument("--replicas", default="1,1")
+    parser.add_argument("--unproven", action="store_true")
     args = parser.parse_args()
     os.makedirs(args.work, exist_ok=True)
     if args.mode == "train":

@@ -26,8 +26,8 @@ using ::testing::HasSubstr;
 namespace {
 
 Communicator *world = nullptr;
-NcclCommunicator *automatic = nullptr; // DeviceTransport::Auto
-NcclCommunicator *staging = nullptr;   // DeviceTransport::HostStaging
+NcclCommunicator *automatic = nullptr; // Transport::Auto
+NcclCommunicator *staging = nullptr;   // Transport::HostStaging
 std::string skipReason;
 
 std::vector<float> download(const float *device, size_t count) {
@@ -191,18 +191,42 @@ TEST(NcclTransport, AutoPicksStagingExactlyWhenTheGpuIsShared) {
   std::printf("rank %d: transport %s\n", world->rank(),
               automatic->transportDescription().c_str());
   EXPECT_EQ(automatic->transport(),
-            shared ? DeviceTransport::HostStaging : DeviceTransport::Nccl);
+            shared ? Transport::HostStaging : Transport::Nccl);
   if (shared) {
     EXPECT_THAT(automatic->transportDescription(), HasSubstr("share"));
     // Asking for NCCL on a shared GPU is an error on every rank, not a hang.
     try {
-      NcclCommunicator::create(*world, DeviceTransport::Nccl);
+      NcclCommunicator::create(*world, Transport::Nccl);
       ADD_FAILURE() << "expected an error";
     } catch (const Error &e) {
       EXPECT_THAT(e.what(), HasSubstr("NCCL needs one GPU per rank"));
     }
   }
-  EXPECT_EQ(staging->transport(), DeviceTransport::HostStaging);
+  EXPECT_EQ(staging->transport(), Transport::HostStaging);
+}
+
+// Last in the file, so last to run: the device it creates takes over the
+// kernel library's stream.
+TEST(NcclTransport, TheCudaTargetsDeviceConnectsThroughIt) {
+  if (!skipReason.empty())
+    GTEST_SKIP() << skipReason;
+  std::unique_ptr<Device> device = createTargetDevice();
+  EXPECT_EQ(device->connect(*world, Transport::Mpi), nullptr)
+      << "mpi leaves the staging to the executor";
+  std::unique_ptr<Communicator> comm = device->connect(*world, Transport::Auto);
+  ASSERT_NE(comm, nullptr);
+  EXPECT_EQ(comm->transportDescription(), automatic->transportDescription());
+  EXPECT_EQ(comm->matchesByTag(), automatic->transport() != Transport::Nccl);
+  int peer = 1 - world->rank();
+  float *out = upload({float(world->rank() + 10)});
+  float *in = upload({-1.0f});
+  Request s = comm->isend(out, sizeof(float), peer, 3);
+  Request r = comm->irecv(in, sizeof(float), peer, 3);
+  comm->wait(s);
+  comm->wait(r);
+  EXPECT_EQ(download(in, 1)[0], float(peer + 10));
+  cudaFree(out);
+  cudaFree(in);
 }
 
 namespace {
@@ -252,8 +276,7 @@ int main(int argc, char **argv) {
     try {
       selectLocalDevice();
       autoComm = NcclCommunicator::create(*world);
-      stagingComm =
-          NcclCommunicator::create(*world, DeviceTransport::HostStaging);
+      stagingComm = NcclCommunicator::create(*world, Transport::HostStaging);
     } catch (const Error &e) {
       world->abort(e.what());
     }

@@ -123,4 +123,12 @@ TEST(HostDevice, SgdWithoutMomentumLeavesTheBufferAlone) {
   EXPECT_EQ(acc, (std::vector<float>{0, 0}));
 }
 
+TEST(Transport, NamesRoundTrip) {
+  for (Transport t : {Transport::Auto, Transport::Nccl, Transport::HostStaging,
+                      Transport::Mpi})
+    EXPECT_EQ(parseTransport(transportName(t)), t) << transportName(t);
+  EXPECT_EQ(parseTransport("NCCL"), std::nullopt);
+  EXPECT_EQ(parseTransport(""), std::nullopt);
+}
+
 } // namespace

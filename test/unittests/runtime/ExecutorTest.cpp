@@ -208,7 +208,9 @@ public:
   bool test(Request &) override { return true; }
   void allreduceSum(float *, size_t) override {}
   void barrier() override {}
-  std::unique_ptr<Communicator> split(int, int) override { return nullptr; }
+  std::unique_ptr<Communicator> split(int, int) override {
+    return std::make_unique<SoloCommunicator>();
+  }
   [[noreturn]] void abort(const std::string &message, int) override {
     throw Error("abort: " + message);
   }
@@ -576,6 +578,31 @@ TEST_P(ExecutorTest, EvaluationCountsArgmaxHits) {
   EXPECT_EQ(r.samples, 8);
   EXPECT_EQ(r.correct, 4);
   EXPECT_DOUBLE_EQ(r.reportedLoss, 2.0);
+}
+
+TEST_P(ExecutorTest, ConnectTakesTheDevicesCommunicator) {
+  std::unique_ptr<Executor> e = make();
+  EXPECT_EQ(e->transportDescription(),
+            GetParam() ? "mpi, staged through host memory by the executor"
+                       : "mpi");
+  if (!GetParam()) {
+    // The host device has no communicator of its own.
+    try {
+      e->connect(Transport::Nccl);
+      ADD_FAILURE() << "connected the host device through NCCL";
+    } catch (const Error &err) {
+      EXPECT_THAT(err.what(), HasSubstr("transport nccl: this rank's tensors "
+                                        "are on the host, which has no device "
+                                        "communicator"));
+    }
+    e->connect(Transport::Auto);
+    EXPECT_EQ(e->transportDescription(), "mpi");
+  } else {
+    e->connect(Transport::Auto);
+    EXPECT_EQ(e->transportDescription(), "device memory in start order (test)");
+    EXPECT_THROW(e->connect(Transport::Auto), Error);
+  }
+  EXPECT_NE(e->runStep(0), 0.0);
 }
 
 TEST_P(ExecutorTest, TouchesDeviceMemoryOnlyThroughCopies) {

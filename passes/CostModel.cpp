@@ -116,14 +116,14 @@ std::optional<OpWork> mlir::dpc::estimateWork(Operation *op) {
         work.gradFlops = 3 * work.flops;
         work.gradBytes = 2 * work.bytes;
       })
-      .Case<nn::TanhOp, nn::SigmoidOp, nn::ExpOp, nn::LogOp, nn::SqrtOp>(
-          [&](Operation *) {
-            // A transcendental function costs several flops an element; its
-            // gradient is a multiply or two.
-            work.flops = 8 * elementsOf(op->getResult(0));
-            work.gradFlops = 3 * elementsOf(op->getResult(0));
-            work.gradBytes = work.bytes * 3 / 2;
-          })
+      .Case<nn::TanhOp, nn::SigmoidOp, nn::ExpOp, nn::LogOp, nn::SqrtOp,
+            nn::ErfOp>([&](Operation *) {
+        // A transcendental function costs several flops an element; its
+        // gradient is a multiply or two.
+        work.flops = 8 * elementsOf(op->getResult(0));
+        work.gradFlops = 3 * elementsOf(op->getResult(0));
+        work.gradBytes = work.bytes * 3 / 2;
+      })
       .Case([&](nn::ReshapeOp) {
         // A view: no kernel runs, forward or backward.
         work.bytes = 0;
@@ -160,7 +160,7 @@ std::optional<OpWork> mlir::dpc::estimateWork(Operation *op) {
       .Case<nn::BatchNormGradInputOp, nn::BatchNormGradScaleOp>(
           [&](Operation *) { work.flops = 4 * elementsOf(op->getOperand(0)); })
       .Case<nn::TanhGradOp, nn::SigmoidGradOp, nn::ExpGradOp, nn::LogGradOp,
-            nn::SqrtGradOp>(
+            nn::SqrtGradOp, nn::ErfGradOp>(
           [&](Operation *) { work.flops = 3 * elementsOf(op->getOperand(0)); })
       .Case<nn::Conv2dGradBiasOp, nn::SumToShapeOp, nn::ReluGradOp,
             nn::MaxPool2dGradOp, nn::SoftmaxCrossEntropyGradOp,

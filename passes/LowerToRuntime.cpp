@@ -57,6 +57,8 @@ int64_t unaryCode(Operation *op) {
     return DPC_UNARY_LOG;
   if (isa<nn::NegOp>(op))
     return DPC_UNARY_NEG;
+  if (isa<nn::ErfOp, nn::ErfGradOp>(op))
+    return DPC_UNARY_ERF;
   assert((isa<nn::SqrtOp, nn::SqrtGradOp>(op)) && "not an elementwise fn");
   return DPC_UNARY_SQRT;
 }
@@ -594,7 +596,7 @@ LogicalResult Lowering::lowerOp(Operation *op) {
         define(grad, dx);
       })
       .Case<nn::TanhOp, nn::SigmoidOp, nn::ExpOp, nn::LogOp, nn::SqrtOp,
-            nn::NegOp>([&](Operation *unary) {
+            nn::NegOp, nn::ErfOp>([&](Operation *unary) {
         Value y = alloc(unary->getResult(0));
         callVoid("dpc_unary",
                  {i64(unaryCode(unary)), ptrOf(unary->getOperand(0)), y,
@@ -602,7 +604,7 @@ LogicalResult Lowering::lowerOp(Operation *op) {
         define(unary->getResult(0), y);
       })
       .Case<nn::TanhGradOp, nn::SigmoidGradOp, nn::ExpGradOp, nn::LogGradOp,
-            nn::SqrtGradOp>([&](Operation *grad) {
+            nn::SqrtGradOp, nn::ErfGradOp>([&](Operation *grad) {
         Value dx = alloc(grad->getResult(0));
         callVoid("dpc_unary_grad",
                  {i64(unaryCode(grad)), ptrOf(grad->getOperand(0)),

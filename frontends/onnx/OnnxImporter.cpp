@@ -193,6 +193,7 @@ const Importer::HandlerEntry Importer::kHandlers[] = {
     {"Exp", 13, &Importer::importUnary<nn::ExpOp>},
     {"Log", 13, &Importer::importUnary<nn::LogOp>},
     {"Sqrt", 13, &Importer::importUnary<nn::SqrtOp>},
+    {"Erf", 13, &Importer::importUnary<nn::ErfOp>},
     {"Neg", 13, &Importer::importUnary<nn::NegOp>},
     {"Gemm", 13, &Importer::importGemm},
     {"MatMul", 13, &Importer::importMatMul},

@@ -31,6 +31,9 @@
 
 namespace {
 
+/// erf'(x) = 2 / sqrt(pi) * exp(-x^2).
+constexpr float kTwoOverSqrtPi = 1.12837916709551257f;
+
 [[noreturn]] void fail(const char *kernel, const std::string &message) {
   std::fprintf(stderr, "error: %s: %s\n", kernel, message.c_str());
   std::fflush(stderr);
@@ -513,6 +516,8 @@ void dpc_unary(int64_t fn, const float *x, float *y, int64_t count) {
     return apply([](float v) { return std::sqrt(v); });
   case DPC_UNARY_NEG:
     return apply([](float v) { return -v; });
+  case DPC_UNARY_ERF:
+    return apply([](float v) { return std::erf(v); });
   }
   fail("dpc_unary", "unknown function " + std::to_string(fn));
 }
@@ -534,6 +539,9 @@ void dpc_unary_grad(int64_t fn, const float *dy, const float *saved, float *dx,
     return apply([](float g, float x) { return g / x; });
   case DPC_UNARY_SQRT:
     return apply([](float g, float y) { return g / (2.0f * y); });
+  case DPC_UNARY_ERF:
+    return apply(
+        [](float g, float x) { return g * kTwoOverSqrtPi * std::exp(-x * x); });
   }
   fail("dpc_unary_grad", "unknown function " + std::to_string(fn));
 }

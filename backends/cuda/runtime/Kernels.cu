@@ -185,6 +185,8 @@ __device__ float unaryValue(int64_t fn, float x) {
     return logf(x);
   case DPC_UNARY_NEG:
     return -x;
+  case DPC_UNARY_ERF:
+    return erff(x);
   default:
     return sqrtf(x);
   }
@@ -200,6 +202,8 @@ __device__ float unaryGrad(int64_t fn, float dy, float saved) {
     return dy * saved;
   case DPC_UNARY_LOG:
     return dy / saved;
+  case DPC_UNARY_ERF:
+    return dy * 1.12837916709551257f * expf(-saved * saved);
   default:
     return dy / (2.0f * saved);
   }
@@ -678,7 +682,7 @@ void dpc_relu_grad(const float *dy, const float *y, float *dx, int64_t count) {
 }
 
 void dpc_unary(int64_t fn, const float *x, float *y, int64_t count) {
-  if (fn < DPC_UNARY_TANH || fn > DPC_UNARY_NEG)
+  if (fn < DPC_UNARY_TANH || fn > DPC_UNARY_ERF)
     fail("dpc_unary: unknown function " + std::to_string(fn));
   if (count <= 0)
     return;
@@ -688,7 +692,7 @@ void dpc_unary(int64_t fn, const float *x, float *y, int64_t count) {
 
 void dpc_unary_grad(int64_t fn, const float *dy, const float *saved, float *dx,
                     int64_t count) {
-  if (fn < DPC_UNARY_TANH || fn > DPC_UNARY_SQRT)
+  if (fn < DPC_UNARY_TANH || fn > DPC_UNARY_ERF || fn == DPC_UNARY_NEG)
     fail("dpc_unary_grad: unknown function " + std::to_string(fn));
   if (count <= 0)
     return;

@@ -171,6 +171,12 @@ void SqrtOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
   buildUnaryGradient<SqrtGradOp, false>(*this, b, resultGrads, needed, grads);
 }
 
+void ErfOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
+                           ArrayRef<bool> needed,
+                           SmallVectorImpl<Value> &grads) {
+  buildUnaryGradient<ErfGradOp, true>(*this, b, resultGrads, needed, grads);
+}
+
 void MaxPool2dOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
                                  ArrayRef<bool> needed,
                                  SmallVectorImpl<Value> &grads) {

@@ -298,6 +298,8 @@ def NN_LogOp : NN_UnaryOp<"log", "natural logarithm ln(x)">;
 def NN_SqrtOp : NN_UnaryOp<"sqrt", "square root">;
 // Its gradient is a neg of the result's gradient: no gradient op of its own.
 def NN_NegOp : NN_UnaryOp<"neg", "-x">;
+// The Gauss error function, as PyTorch exports GELU: x/2 (1 + erf(x/sqrt 2)).
+def NN_ErfOp : NN_UnaryOp<"erf", "error function erf(x)">;
 
 def NN_TanhGradOp : NN_UnaryGradOp<"tanh_grad", "dy * (1 - y^2), saved = y">;
 def NN_SigmoidGradOp
@@ -305,6 +307,8 @@ def NN_SigmoidGradOp
 def NN_ExpGradOp : NN_UnaryGradOp<"exp_grad", "dy * y, saved = y">;
 def NN_LogGradOp : NN_UnaryGradOp<"log_grad", "dy / x, saved = x">;
 def NN_SqrtGradOp : NN_UnaryGradOp<"sqrt_grad", "dy / (2 y), saved = y">;
+def NN_ErfGradOp
+    : NN_UnaryGradOp<"erf_grad", "dy * 2 / sqrt(pi) * exp(-x^2), saved = x">;
 
 //===----------------------------------------------------------------------===//
 // Pooling

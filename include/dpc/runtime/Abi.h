@@ -1,4 +1,5 @@
-/*===- Abi.h - The C ABI between generated code and the runtime ----*- C -*-===//
+/*===- Abi.h - The C ABI between generated code and the runtime ----*- C
+ *-*-===//
  *
  * A rank executable is the object file `dpc compile` generates for one
  * pipeline stage, linked with the runtime library. The generated object
@@ -149,8 +150,7 @@ void dpc_conv2d_grad_filter(const float *dy, const int64_t *dy_shape,
                             const int64_t *dw_shape, const int64_t *params);
 /* Sums dy (N, C, H, W) over N, H, W into db (C). batch_norm's bias gradient
  * calls it too, with the spatial dimensions folded into H and W = 1. */
-void dpc_conv2d_grad_bias(const float *dy, const int64_t *dy_shape,
-                          float *db);
+void dpc_conv2d_grad_bias(const float *dy, const int64_t *dy_shape, float *db);
 
 /* batch independent products y[b] = op(a[b]) x op(b[b]), op = transpose when
  * the flag is set; y[b] is M x N, op(a[b]) is M x K, op(b[b]) is K x N.
@@ -191,14 +191,15 @@ enum dpc_unary_fn {
   DPC_UNARY_LOG = 3,
   DPC_UNARY_SQRT = 4,
   DPC_UNARY_NEG = 5, /* forward only: its gradient is a neg too */
+  DPC_UNARY_ERF = 6,
 };
 /* y = f(x). */
 void dpc_unary(int64_t fn, const float *x, float *y, int64_t count);
 /* dx = dy * f'(x), from `saved`: the forward result y (tanh: 1 - y^2,
- * sigmoid: y (1 - y), exp: y, sqrt: 1 / (2 y)) or, for log, the input x
- * (1 / x). Not for neg. */
-void dpc_unary_grad(int64_t fn, const float *dy, const float *saved,
-                    float *dx, int64_t count);
+ * sigmoid: y (1 - y), exp: y, sqrt: 1 / (2 y)) or the input x (log: 1 / x,
+ * erf: 2 / sqrt(pi) exp(-x^2)). Not for neg. */
+void dpc_unary_grad(int64_t fn, const float *dy, const float *saved, float *dx,
+                    int64_t count);
 
 /* max_pool2d params: kernel_h, kernel_w, stride_h, stride_w, pad_top,
  * pad_left, pad_bottom, pad_right. Shapes NCHW. The gradient routes to the
@@ -251,12 +252,11 @@ void dpc_batch_norm_grad_scale(const float *dy, const float *x,
 
 /* loss = scale * sum_i -log softmax(logits[i])[labels[i]], logits n x c. */
 void dpc_softmax_cross_entropy(const float *logits, const int64_t *labels,
-                               int64_t n, int64_t c, float scale,
-                               float *loss);
+                               int64_t n, int64_t c, float scale, float *loss);
 /* dlogits = scale * (softmax(logits) - onehot(labels)). */
-void dpc_softmax_cross_entropy_grad(const float *logits,
-                                    const int64_t *labels, int64_t n,
-                                    int64_t c, float scale, float *dlogits);
+void dpc_softmax_cross_entropy_grad(const float *logits, const int64_t *labels,
+                                    int64_t n, int64_t c, float scale,
+                                    float *dlogits);
 
 /* Copies `bytes` bytes (a reshape that cannot alias). */
 void dpc_copy(const void *src, void *dst, int64_t bytes);

@@ -2,7 +2,7 @@
 // RUN: dpc-opt %s | dpc-opt | FileCheck %s
 // RUN: dpc-opt %s --mlir-print-op-generic | dpc-opt | FileCheck %s
 // Autodiff builds each function's gradient from the tensor it names: the
-// result for tanh, sigmoid, exp and sqrt, the input for log.
+// result for tanh, sigmoid, exp and sqrt, the input for log and erf.
 // RUN: dpc-opt %s --dpc-autodiff | FileCheck %s --check-prefix=GRAD
 
 // CHECK-LABEL: func.func @main
@@ -17,9 +17,11 @@ func.func @main(%x: tensor<4x6xf32>) -> tensor<4x6xf32> {
   %e = nn.exp %s : tensor<4x6xf32>
   // CHECK: %[[L:.*]] = nn.log %[[E]] : tensor<4x6xf32>
   %l = nn.log %e : tensor<4x6xf32>
-  // CHECK: nn.sqrt %[[L]] : tensor<4x6xf32>
+  // CHECK: %[[Q:.*]] = nn.sqrt %[[L]] : tensor<4x6xf32>
   %q = nn.sqrt %l : tensor<4x6xf32>
-  return %q : tensor<4x6xf32>
+  // CHECK: nn.erf %[[Q]] : tensor<4x6xf32>
+  %r = nn.erf %q : tensor<4x6xf32>
+  return %r : tensor<4x6xf32>
 }
 
 // GRAD: %[[M:.*]] = nn.matmul
@@ -28,7 +30,9 @@ func.func @main(%x: tensor<4x6xf32>) -> tensor<4x6xf32> {
 // GRAD: %[[E:.*]] = nn.exp %[[S]]
 // GRAD: %[[L:.*]] = nn.log %[[E]]
 // GRAD: %[[Q:.*]] = nn.sqrt %[[L]]
-// GRAD: %[[DL:.*]] = nn.sqrt_grad %{{.*}}, %[[Q]] : tensor<4x6xf32>
+// GRAD: nn.erf %[[Q]]
+// GRAD: %[[DQ:.*]] = nn.erf_grad %{{.*}}, %[[Q]] : tensor<4x6xf32>
+// GRAD: %[[DL:.*]] = nn.sqrt_grad %[[DQ]], %[[Q]] : tensor<4x6xf32>
 // GRAD: %[[DE:.*]] = nn.log_grad %[[DL]], %[[E]] : tensor<4x6xf32>
 // GRAD: %[[DS:.*]] = nn.exp_grad %[[DE]], %[[E]] : tensor<4x6xf32>
 // GRAD: %[[DT:.*]] = nn.sigmoid_grad %[[DS]], %[[S]] : tensor<4x6xf32>
@@ -47,5 +51,7 @@ func.func @gradients(%dy: tensor<3xf32>, %y: tensor<3xf32>) -> tensor<3xf32> {
   %d = nn.log_grad %c, %y : tensor<3xf32>
   // CHECK: nn.sqrt_grad
   %e = nn.sqrt_grad %d, %y : tensor<3xf32>
-  return %e : tensor<3xf32>
+  // CHECK: nn.erf_grad
+  %f = nn.erf_grad %e, %y : tensor<3xf32>
+  return %f : tensor<3xf32>
 }

@@ -395,3 +395,11 @@ func.func @sigmoid_integer(%x: tensor<4xi64>) -> tensor<4xi64> {
   %y = "nn.sigmoid"(%x) : (tensor<4xi64>) -> tensor<4xi64>
   return %y : tensor<4xi64>
 }
+
+// -----
+
+func.func @erf_of_integers(%x: tensor<4xi64>) -> tensor<4xi64> {
+  // expected-error @+1 {{'nn.erf' op operand #0 must be}}
+  %y = "nn.erf"(%x) : (tensor<4xi64>) -> tensor<4xi64>
+  return %y : tensor<4xi64>
+}

@@ -111,6 +111,22 @@ class ArithmeticMLP(nn.Module):
         return self.fc2(-h)
 
 
+class GeluMLP(nn.Module):
+    """GELU (the exact erf form, torch's default), which the ONNX exporter
+    writes as x * 0.5 * (1 + Erf(x / sqrt 2)): Erf between Div, Add and Mul
+    by constants."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc1 = nn.Linear(28 * 28, 64)
+        self.fc2 = nn.Linear(64, 32)
+        self.fc3 = nn.Linear(32, 10)
+
+    def forward(self, x):
+        h = nn.functional.gelu(self.fc1(torch.flatten(x, 1)))
+        return self.fc3(nn.functional.gelu(self.fc2(h)))
+
+
 class BasicBlock(nn.Module):
     """ResNet's basic block: two 3x3 convolutions with batch normalization
     and a skip connection, projected by a 1x1 convolution when the shape
@@ -169,10 +185,12 @@ def resnet18():
 
 # `--model all` exports MODELS; the others are asked for by name: "resnet"
 # (batch normalization, skip connections, global average pooling, small
-# enough for the tests), "resnet18" (the benchmark's) and "smooth-mlp".
+# enough for the tests), "resnet18" (the benchmark's), "smooth-mlp",
+# "arithmetic-mlp" and "gelu-mlp".
 MODELS = {"lenet5": LeNet5, "mlp": MLP}
 EXTRA_MODELS = {"resnet": ResNet, "resnet18": resnet18,
-                "smooth-mlp": SmoothMLP, "arithmetic-mlp": ArithmeticMLP}
+                "smooth-mlp": SmoothMLP, "arithmetic-mlp": ArithmeticMLP,
+                "gelu-mlp": GeluMLP}
 
 
 def build(name):

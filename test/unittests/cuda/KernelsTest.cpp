@@ -478,6 +478,8 @@ TEST_F(Cuda, UnaryFunctionsAndGrads) {
        [](double v, double) { return 1 / v; }},
       {DPC_UNARY_SQRT, [](double v) { return std::sqrt(std::fabs(v)); }, false,
        [](double, double y) { return 1 / (2 * y); }},
+      {DPC_UNARY_ERF, [](double v) { return std::erf(v); }, true,
+       [](double v, double) { return 2 / std::sqrt(M_PI) * std::exp(-v * v); }},
   };
   for (const Fn &fn : fns) {
     std::vector<float> in = x;

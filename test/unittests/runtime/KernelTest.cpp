@@ -369,6 +369,7 @@ TEST(Unary, ForwardAndGradientAgainstDifferences) {
       {DPC_UNARY_EXP, "exp", [](double v) { return std::exp(v); }, false},
       {DPC_UNARY_LOG, "log", [](double v) { return std::log(v); }, true},
       {DPC_UNARY_SQRT, "sqrt", [](double v) { return std::sqrt(v); }, false},
+      {DPC_UNARY_ERF, "erf", [](double v) { return std::erf(v); }, true},
   };
   const size_t n = 257;
   Vec x = randomVec(n, 40, 0.1f, 2.5f), dy = randomVec(n, 41);

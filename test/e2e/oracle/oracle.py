@@ -111,16 +111,10 @@ class ArithmeticMLP(nn.Module):
         return self.fc2(-h)
 
 
-class GeluMLP(nn.Module):
-    """GELU (the exact erf form, torch's default), which the ONNX exporter
-    writes as x * 0.5 * (1 + Erf(x / sqrt 2)): Erf between Div, Add and Mul
-    by constants."""
-
-    def __init__(self):
-        super().__init__()
-        self.fc1 = nn.Linear(28 * 28, 64)
-        self.fc2 = nn.Linear(64, 32)
-        self.fc3 = nn.Linear(32, 10)
+class GeluMLP(SmoothMLP):
+    """SmoothMLP's layers with GELU (the exact erf form, torch's default),
+    which the ONNX exporter writes as x * 0.5 * (1 + Erf(x / sqrt 2)): Erf
+    between Div, Add and Mul by constants."""
 
     def forward(self, x):
         h = nn.functional.gelu(self.fc1(torch.flatten(x, 1)))

@@ -855,35 +855,34 @@ struct Executor::Impl : dpc_context {
     size_t total = 0;
     for (const ParamState &p : params)
       total += p.count;
-    if (replicaDeviceComm) {
-      // Gathered into one device buffer and summed there: one collective,
-      // nothing through the host.
-      Buffer sum(pool, total * sizeof(float));
-      size_t offset = 0;
-      for (const ParamState &p : params) {
-        device.copy(sum.floats() + offset, p.grad.floats(), p.bytes());
-        offset += p.count;
-      }
-      replicaDeviceComm->allreduceSum(sum.floats(), total);
-      offset = 0;
-      for (ParamState &p : params) {
-        device.copy(p.grad.floats(), sum.floats() + offset, p.bytes());
-        offset += p.count;
-      }
-      return;
+    // One buffer, one collective: in device memory when the device's
+    // communicator sums (nothing goes through the host), else in host memory
+    // for the host communicator.
+    bool onDevice = replicaDeviceComm != nullptr;
+    Buffer deviceSum;
+    float *sum;
+    if (onDevice) {
+      deviceSum = Buffer(pool, total * sizeof(float));
+      sum = deviceSum.floats();
+    } else {
+      reduceBuffer.resize(total);
+      sum = reduceBuffer.data();
     }
-    reduceBuffer.resize(total);
     size_t offset = 0;
     for (const ParamState &p : params) {
-      device.copyToHost(reduceBuffer.data() + offset, p.grad.floats(),
-                        p.bytes());
+      if (onDevice)
+        device.copy(sum + offset, p.grad.floats(), p.bytes());
+      else
+        device.copyToHost(sum + offset, p.grad.floats(), p.bytes());
       offset += p.count;
     }
-    replicaComm->allreduceSum(reduceBuffer.data(), total);
+    (onDevice ? *replicaDeviceComm : *replicaComm).allreduceSum(sum, total);
     offset = 0;
     for (ParamState &p : params) {
-      device.copyFromHost(p.grad.floats(), reduceBuffer.data() + offset,
-                          p.bytes());
+      if (onDevice)
+        device.copy(p.grad.floats(), sum + offset, p.bytes());
+      else
+        device.copyFromHost(p.grad.floats(), sum + offset, p.bytes());
       offset += p.count;
     }
   }

@@ -271,11 +271,13 @@ def unproven(pipe, pipe_losses):
     with open(path) as f:
         sched = json.load(f)
     program = sched["programs"][-1]["instructions"]
+
+    def find(op, what, mb):
+        return next(k for k, i in enumerate(program) if i["op"] == op and
+                    i.get("what") == what and i["mb"] == mb)
+
     moved = 0
     for mb in range(M - 1):
-        find = lambda op, what, m: next(
-            k for k, i in enumerate(program) if i["op"] == op and
-            i.get("what") == what and i["mb"] == m)
         recv = find("recv_start", "act", mb + 1)
         send = find("send_start", "grad", mb)
         if recv < send:

@@ -124,6 +124,24 @@ std::optional<OpWork> mlir::dpc::estimateWork(Operation *op) {
         work.gradFlops = 3 * elementsOf(op->getResult(0));
         work.gradBytes = work.bytes * 3 / 2;
       })
+      .Case<nn::SumToShapeOp, nn::BroadcastToOp, nn::TransposeOp>(
+          [&](Operation *) {
+            // One pass over the larger tensor; the gradient is the adjoint
+            // pass (broadcast for a sum, the inverse permutation).
+            work.flops = std::max(elementsOf(op->getOperand(0)),
+                                  elementsOf(op->getResult(0)));
+            work.gradFlops = work.flops;
+            work.gradBytes = work.bytes;
+          })
+      .Case<nn::SoftmaxOp, nn::LogSoftmaxOp>([&](Operation *) {
+        // max, exp, sum and a scale per element; the gradient is a sum of
+        // products and an elementwise pass.
+        work.flops = 5 * elementsOf(op->getResult(0));
+        work.gradFlops = 4 * elementsOf(op->getResult(0));
+        work.gradBytes = work.bytes * 3 / 2;
+      })
+      .Case<nn::SoftmaxGradOp, nn::LogSoftmaxGradOp>(
+          [&](Operation *) { work.flops = 4 * elementsOf(op->getOperand(0)); })
       .Case([&](nn::ReshapeOp) {
         // A view: no kernel runs, forward or backward.
         work.bytes = 0;
@@ -162,7 +180,7 @@ std::optional<OpWork> mlir::dpc::estimateWork(Operation *op) {
       .Case<nn::TanhGradOp, nn::SigmoidGradOp, nn::ExpGradOp, nn::LogGradOp,
             nn::SqrtGradOp, nn::ErfGradOp>(
           [&](Operation *) { work.flops = 3 * elementsOf(op->getOperand(0)); })
-      .Case<nn::Conv2dGradBiasOp, nn::SumToShapeOp, nn::ReluGradOp,
+      .Case<nn::Conv2dGradBiasOp, nn::ReluGradOp,
             nn::MaxPool2dGradOp, nn::SoftmaxCrossEntropyGradOp,
             nn::AvgPool2dGradOp, nn::GlobalAvgPoolGradOp,
             nn::BatchNormGradBiasOp>(

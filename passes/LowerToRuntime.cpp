@@ -63,6 +63,20 @@ int64_t unaryCode(Operation *op) {
   return DPC_UNARY_SQRT;
 }
 
+// A softmax's tensor as outer x n x inner around its (verified) axis.
+struct SoftmaxDims {
+  int64_t outer = 1, n = 1, inner = 1;
+};
+SoftmaxDims softmaxDims(ArrayRef<int64_t> shape, int64_t axis) {
+  if (axis < 0)
+    axis += int64_t(shape.size());
+  SoftmaxDims d;
+  d.outer = nn::getNumElements(shape.take_front(axis));
+  d.n = shape[axis];
+  d.inner = nn::getNumElements(shape.drop_front(axis + 1));
+  return d;
+}
+
 // dpc_binary's function code of a broadcasting binary op.
 int64_t binaryCode(Operation *op) {
   if (isa<nn::SubOp>(op))
@@ -579,8 +593,44 @@ LogicalResult Lowering::lowerOp(Operation *op) {
         Value y = alloc(sum);
         callVoid("dpc_sum_to_shape",
                  {ptrOf(sum.getInput()), shape(sum.getInput()), y,
-                  constArray(padShape(shapeOf(sum), rank)), i64(rank)});
+                  constArray(padShape(shapeOf(sum), rank)), i64(rank),
+                  f32(sum.getScale().convertToFloat())});
         define(sum, y);
+      })
+      .Case([&](nn::BroadcastToOp broadcast) {
+        size_t rank = shapeOf(broadcast).size();
+        Value y = alloc(broadcast);
+        callVoid("dpc_broadcast_to",
+                 {ptrOf(broadcast.getInput()),
+                  constArray(padShape(shapeOf(broadcast.getInput()), rank)), y,
+                  shape(broadcast), i64(rank),
+                  f32(broadcast.getScale().convertToFloat())});
+        define(broadcast, y);
+      })
+      .Case([&](nn::TransposeOp transpose) {
+        Value y = alloc(transpose);
+        callVoid("dpc_transpose",
+                 {ptrOf(transpose.getInput()), shape(transpose.getInput()), y,
+                  constArray(transpose.getPerm()),
+                  i64(transpose.getPerm().size())});
+        define(transpose, y);
+      })
+      .Case<nn::SoftmaxOp, nn::LogSoftmaxOp>([&](auto softmax) {
+        SoftmaxDims d = softmaxDims(shapeOf(softmax), softmax.getAxis());
+        Value y = alloc(softmax);
+        callVoid("dpc_softmax",
+                 {ptrOf(softmax.getInput()), y, i64(d.outer), i64(d.n),
+                  i64(d.inner), i64(isa<nn::LogSoftmaxOp>(softmax))});
+        define(softmax, y);
+      })
+      .Case<nn::SoftmaxGradOp, nn::LogSoftmaxGradOp>([&](auto grad) {
+        SoftmaxDims d = softmaxDims(shapeOf(grad), grad.getAxis());
+        Value dx = alloc(grad);
+        callVoid("dpc_softmax_grad",
+                 {ptrOf(grad.getResultGrad()), ptrOf(grad.getResult()), dx,
+                  i64(d.outer), i64(d.n), i64(d.inner),
+                  i64(isa<nn::LogSoftmaxGradOp>(grad))});
+        define(grad, dx);
       })
       .Case([&](nn::ReluOp relu) {
         Value y = alloc(relu);

@@ -37,6 +37,7 @@
 #include <cstring>
 #include <fstream>
 #include <numeric>
+#include <sstream>
 
 using namespace mlir;
 using namespace mlir::dpc;
@@ -96,6 +97,14 @@ private:
   // operands are known at import time (shape arithmetic, constants).
   template <typename OpTy>
   LogicalResult importBinary(const onnx::NodeProto &node);
+  // Pow by a constant exponent of 1, 2 or 1/2.
+  LogicalResult importPow(const onnx::NodeProto &node);
+  // ReduceMean and ReduceSum.
+  LogicalResult importReduce(const onnx::NodeProto &node);
+  // Softmax and LogSoftmax.
+  template <typename OpTy>
+  LogicalResult importSoftmax(const onnx::NodeProto &node);
+  LogicalResult importTranspose(const onnx::NodeProto &node);
   LogicalResult importFlatten(const onnx::NodeProto &node);
   LogicalResult importReshape(const onnx::NodeProto &node);
   LogicalResult importIdentity(const onnx::NodeProto &node);
@@ -205,6 +214,13 @@ const Importer::HandlerEntry Importer::kHandlers[] = {
     {"Mul", 14, &Importer::importBinary<nn::MulOp>},
     {"Div", 13, &Importer::importBinary<nn::DivOp>},
     {"Div", 14, &Importer::importBinary<nn::DivOp>},
+    {"Pow", 13, &Importer::importPow},
+    {"Pow", 15, &Importer::importPow},
+    {"ReduceMean", 13, &Importer::importReduce},
+    {"ReduceSum", 13, &Importer::importReduce},
+    {"Softmax", 13, &Importer::importSoftmax<nn::SoftmaxOp>},
+    {"LogSoftmax", 13, &Importer::importSoftmax<nn::LogSoftmaxOp>},
+    {"Transpose", 13, &Importer::importTranspose},
     {"Flatten", 13, &Importer::importFlatten},
     {"Reshape", 13, &Importer::importReshape},
     {"Reshape", 14, &Importer::importReshape},
@@ -794,6 +810,127 @@ LogicalResult Importer::importBinary(const onnx::NodeProto &node) {
   return define(node,
                 builder.create<OpTy>(locOf(node),
                                      tensorType(*shape, elementType), *l, *r));
+}
+
+LogicalResult Importer::importPow(const onnx::NodeProto &node) {
+  const std::string &exponentName = hasInput(node, 1) ? node.input(1) : "";
+  if (!isHost(exponentName) && !initializers.count(exponentName))
+    return nodeError(node) << "supports only an exponent known at import "
+                              "time (a constant or an initializer)";
+  FailureOr<HostTensor> exponent = getHost(node, 1);
+  if (failed(exponent))
+    return failure();
+  if (exponent->size() != 1)
+    return nodeError(node) << "expects a single exponent, got "
+                           << exponent->size() << " values";
+  double p = exponent->isFloat ? double(exponent->floats[0])
+                               : double(exponent->ints[0]);
+  FailureOr<Value> base = getValue(node, 0);
+  if (failed(base))
+    return failure();
+  Location loc = locOf(node);
+  if (p == 1.0)
+    return define(node, *base);
+  if (p == 2.0)
+    return define(node, builder.create<nn::MulOp>(loc, base->getType(), *base,
+                                                  *base));
+  if (p == 0.5)
+    return define(node, builder.create<nn::SqrtOp>(loc, *base));
+  std::ostringstream text;
+  text << p;
+  return nodeError(node) << "exponent " << text.str()
+                         << " is not supported (only 0.5, 1 and 2)";
+}
+
+LogicalResult Importer::importReduce(const onnx::NodeProto &node) {
+  FailureOr<Value> input = getValue(node, 0);
+  if (failed(input))
+    return failure();
+  ArrayRef<int64_t> shape = shapeOf(*input);
+  size_t rank = shape.size();
+  bool mean = node.op_type() == "ReduceMean";
+  // ReduceMean-13 has its axes as an attribute, ReduceSum-13 as an input.
+  std::vector<int64_t> axes;
+  if (mean) {
+    axes = getInts(node, "axes", {});
+  } else if (hasInput(node, 1)) {
+    FailureOr<std::vector<int64_t>> given = getHostInts(node, 1);
+    if (failed(given))
+      return failure();
+    axes = *given;
+  }
+  if (axes.empty()) {
+    if (!mean && getInt(node, "noop_with_empty_axes", 0))
+      return define(node, *input);
+    for (size_t d = 0; d < rank; ++d)
+      axes.push_back(int64_t(d));
+  }
+  // Summed onto the shape with every reduced dimension 1, which is the
+  // result when keepdims is set and is reshaped away when not.
+  nn::Shape kept(shape.begin(), shape.end());
+  std::vector<bool> reduced(rank, false);
+  int64_t count = 1;
+  for (int64_t axis : axes) {
+    FailureOr<int64_t> d =
+        nn::normalizeAxis(axis, rank, [&] { return nodeError(node); });
+    if (failed(d))
+      return failure();
+    if (reduced[*d])
+      return nodeError(node) << "reduces axis " << axis << " twice";
+    reduced[*d] = true;
+    count *= shape[*d];
+    kept[*d] = 1;
+  }
+  if (mean && count == 0)
+    return nodeError(node) << "averages over no elements";
+  Type elementType = cast<RankedTensorType>(input->getType()).getElementType();
+  Location loc = locOf(node);
+  float scale = mean ? 1.0f / float(count) : 1.0f;
+  Value sum = builder.create<nn::SumToShapeOp>(
+      loc, tensorType(kept, elementType), *input,
+      builder.getF32FloatAttr(scale));
+  if (getInt(node, "keepdims", 1))
+    return define(node, sum);
+  nn::Shape squeezed;
+  for (size_t d = 0; d < rank; ++d)
+    if (!reduced[d])
+      squeezed.push_back(shape[d]);
+  return define(node, builder.create<nn::ReshapeOp>(
+                          loc, tensorType(squeezed, elementType), sum));
+}
+
+template <typename OpTy>
+LogicalResult Importer::importSoftmax(const onnx::NodeProto &node) {
+  FailureOr<Value> input = getValue(node, 0);
+  if (failed(input))
+    return failure();
+  int64_t axis = getInt(node, "axis", -1);
+  if (failed(nn::normalizeAxis(axis, shapeOf(*input).size(),
+                               [&] { return nodeError(node); })))
+    return failure();
+  return define(node, builder.create<OpTy>(locOf(node), input->getType(),
+                                           *input,
+                                           builder.getI64IntegerAttr(axis)));
+}
+
+LogicalResult Importer::importTranspose(const onnx::NodeProto &node) {
+  FailureOr<Value> input = getValue(node, 0);
+  if (failed(input))
+    return failure();
+  ArrayRef<int64_t> shape = shapeOf(*input);
+  // The default reverses the dimensions.
+  std::vector<int64_t> reversed(shape.size());
+  for (size_t d = 0; d < shape.size(); ++d)
+    reversed[d] = int64_t(shape.size() - 1 - d);
+  std::vector<int64_t> perm = getInts(node, "perm", reversed);
+  FailureOr<nn::Shape> result =
+      nn::inferTransposeShape(shape, perm, [&] { return nodeError(node); });
+  if (failed(result))
+    return failure();
+  auto type = tensorType(
+      *result, cast<RankedTensorType>(input->getType()).getElementType());
+  return define(node, builder.create<nn::TransposeOp>(locOf(node), type,
+                                                      *input, perm));
 }
 
 LogicalResult Importer::importFlatten(const onnx::NodeProto &node) {

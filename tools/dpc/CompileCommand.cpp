@@ -28,6 +28,7 @@
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
+#include "mlir/Transforms/Passes.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/raw_ostream.h"
@@ -429,6 +430,8 @@ int compileModel(const CompileOptions &options) {
     const char *name;
     std::function<std::unique_ptr<mlir::Pass>()> create;
   } phases[] = {
+      // Folds, for example, a weight's transpose into its matmul.
+      {"canonicalize", [] { return mlir::createCanonicalizerPass(); }},
       {"annotate-costs", [] { return mlir::dpc::createAnnotateCostsPass(); }},
       {"partition-stages",
        [&] { return mlir::dpc::createPartitionStagesPass(partition); }},

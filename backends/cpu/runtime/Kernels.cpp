@@ -451,7 +451,7 @@ void dpc_binary(int64_t fn, const float *a, const int64_t *a_shape,
 }
 
 void dpc_sum_to_shape(const float *x, const int64_t *x_shape, float *y,
-                      const int64_t *y_shape, int64_t rank) {
+                      const int64_t *y_shape, int64_t rank, float scale) {
   int64_t count = 1;
   for (int64_t d = 0; d < rank; ++d) {
     if (y_shape[d] != x_shape[d] && y_shape[d] != 1)
@@ -478,7 +478,93 @@ void dpc_sum_to_shape(const float *x, const int64_t *x_shape, float *y,
     }
   });
   for (int64_t i = 0; i < count; ++i)
-    y[i] = float(acc[size_t(i)]);
+    y[i] = float(acc[size_t(i)] * scale);
+}
+
+void dpc_broadcast_to(const float *x, const int64_t *x_shape, float *y,
+                      const int64_t *y_shape, int64_t rank, float scale) {
+  for (int64_t d = 0; d < rank; ++d)
+    if (x_shape[d] != y_shape[d] && x_shape[d] != 1)
+      fail("dpc_broadcast_to", "cannot broadcast " +
+                                   shapeText(x_shape, int(rank)) + " to " +
+                                   shapeText(y_shape, int(rank)));
+  broadcastBinary(x, x_shape, x, x_shape, y, y_shape, rank,
+                  [scale](float u, float) { return scale * u; });
+}
+
+void dpc_transpose(const float *x, const int64_t *x_shape, float *y,
+                   const int64_t *perm, int64_t rank) {
+  // y's dimension d walks x with the stride of x's dimension perm[d].
+  size_t n = size_t(rank);
+  std::vector<int64_t> xStrides(n, 1), yShape(n), strides(n);
+  std::vector<bool> seen(n, false);
+  for (int64_t d = rank - 2; d >= 0; --d)
+    xStrides[size_t(d)] = xStrides[size_t(d + 1)] * x_shape[d + 1];
+  for (int64_t d = 0; d < rank; ++d) {
+    if (perm[d] < 0 || perm[d] >= rank || seen[size_t(perm[d])])
+      fail("dpc_transpose", "not a permutation of " + std::to_string(rank) +
+                                " dimensions");
+    seen[size_t(perm[d])] = true;
+    yShape[size_t(d)] = x_shape[perm[d]];
+    strides[size_t(d)] = xStrides[size_t(perm[d])];
+  }
+  int64_t last = rank ? yShape.back() : 1, step = rank ? strides.back() : 0;
+  forEachRow(yShape.data(), rank, strides, strides,
+             [&](int64_t ox, int64_t, int64_t oy) {
+               const float *px = x + ox;
+               float *py = y + oy;
+               for (int64_t i = 0; i < last; ++i)
+                 py[i] = px[i * step];
+             });
+}
+
+void dpc_softmax(const float *x, float *y, int64_t outer, int64_t n,
+                 int64_t inner, int64_t log) {
+  if (outer < 0 || n < 1 || inner < 0)
+    fail("dpc_softmax", "bad sizes outer " + std::to_string(outer) + ", n " +
+                            std::to_string(n) + ", inner " +
+                            std::to_string(inner));
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t i = 0; i < inner; ++i) {
+      const float *px = x + o * n * inner + i;
+      float *py = y + o * n * inner + i;
+      float max = px[0];
+      for (int64_t j = 1; j < n; ++j)
+        max = std::max(max, px[j * inner]);
+      double sum = 0;
+      for (int64_t j = 0; j < n; ++j)
+        sum += std::exp(double(px[j * inner] - max));
+      if (log) {
+        float lse = max + float(std::log(sum));
+        for (int64_t j = 0; j < n; ++j)
+          py[j * inner] = px[j * inner] - lse;
+      } else {
+        for (int64_t j = 0; j < n; ++j)
+          py[j * inner] = float(std::exp(double(px[j * inner] - max)) / sum);
+      }
+    }
+}
+
+void dpc_softmax_grad(const float *dy, const float *y, float *dx,
+                      int64_t outer, int64_t n, int64_t inner, int64_t log) {
+  if (outer < 0 || n < 1 || inner < 0)
+    fail("dpc_softmax_grad", "bad sizes outer " + std::to_string(outer) +
+                                 ", n " + std::to_string(n) + ", inner " +
+                                 std::to_string(inner));
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t i = 0; i < inner; ++i) {
+      int64_t base = o * n * inner + i;
+      double sum = 0;
+      for (int64_t j = 0; j < n; ++j) {
+        int64_t k = base + j * inner;
+        sum += log ? double(dy[k]) : double(dy[k]) * y[k];
+      }
+      for (int64_t j = 0; j < n; ++j) {
+        int64_t k = base + j * inner;
+        dx[k] = log ? dy[k] - std::exp(y[k]) * float(sum)
+                    : y[k] * (dy[k] - float(sum));
+      }
+    }
 }
 
 void dpc_relu(const float *x, float *y, int64_t count) {

@@ -84,7 +84,7 @@ extern "C" void dpc_matmul(const float *a, const float *b, float *y,
         scratch(Scratch::Output, size_t(batch * m * n) * sizeof(float)));
     gemm(m, n, k, 1.0f, opA, opB, 0.0f, products, m * n, batch);
     int64_t xShape[2] = {batch, m * n}, yShape[2] = {1, m * n};
-    launchReduce(products, planReduce(xShape, yShape, 2), y);
+    launchReduce(products, planReduce(xShape, yShape, 2), y, 1.0f);
     return;
   }
   }

@@ -68,6 +68,17 @@ struct ReducePlan {
 ReducePlan planReduce(const int64_t *xShape, const int64_t *yShape,
                       int64_t rank);
 
+/// A transpose after dropping dimensions of size 1 and merging adjacent
+/// result dimensions that are adjacent in the input too: the result's
+/// sizes and, for each, the input's element stride.
+struct TransposePlan {
+  std::vector<int64_t> sizes, strides;
+  int64_t count = 1;
+};
+/// Fails (through fail()) when perm is not a permutation of rank dimensions.
+TransposePlan planTranspose(const int64_t *xShape, const int64_t *perm,
+                            int64_t rank);
+
 /// How dpc_matmul runs: one GEMM, a strided-batched GEMM, or for
 /// `accumulate` either one GEMM over the batch folded into K, one GEMM
 /// scaled by the batch, a chain of GEMMs with beta = 1, or a batched GEMM
@@ -93,8 +104,9 @@ GemmStrategy planGemm(int64_t batch, int64_t m, int64_t n, int64_t k,
 void launchWindowCopy(const float *src, int64_t n, int64_t c, int64_t sh,
                       int64_t sw, float *dst, int64_t dh, int64_t dw,
                       int64_t offH, int64_t offW);
-/// y = sum of x over the plan's reduced dimensions.
-void launchReduce(const float *x, const ReducePlan &plan, float *y);
+/// y = scale * (sum of x over the plan's reduced dimensions).
+void launchReduce(const float *x, const ReducePlan &plan, float *y,
+                  float scale);
 
 } // namespace dpc::cuda
 

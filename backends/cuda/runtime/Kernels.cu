@@ -1,8 +1,8 @@
 //===- Kernels.cu - The hand-written CUDA kernels -------------------------===//
 //
 // Everything of Abi.h that cuDNN and cuBLAS do not cover: broadcasting add,
-// reductions, relu, max and average pooling, batch normalization, softmax
-// cross-entropy, and the optimizer
+// reductions, transposes, relu, max and average pooling, batch
+// normalization, softmax and softmax cross-entropy, and the optimizer
 // updates of CudaKernels.h. One translation unit, because nvcc's fixed cost
 // per file dominates a build on two cores.
 //
@@ -107,6 +107,19 @@ __global__ void binaryBroadcast(int64_t fn, const float *a, const float *b,
   }
 }
 
+// y = scale * x broadcast: x's strides are a plan's aStrides.
+__global__ void broadcastKernel(const float *x, float *y, int64_t count,
+                                BroadcastArgs args, float scale) {
+  GRID_STRIDE(i, count) {
+    int64_t rest = i, offset = 0;
+    for (int d = args.rank - 1; d >= 0; --d) {
+      offset += (rest % args.shape[d]) * args.aStrides[d];
+      rest /= args.shape[d];
+    }
+    y[i] = scale * x[offset];
+  }
+}
+
 //===----------------------------------------------------------------------===//
 // Reductions
 //===----------------------------------------------------------------------===//
@@ -116,6 +129,7 @@ struct ReduceArgs {
   int64_t keptSizes[kMaxRank], keptStrides[kMaxRank];
   int64_t reducedSizes[kMaxRank], reducedStrides[kMaxRank];
   int64_t outputs, reduced;
+  float scale;
 };
 
 __device__ int64_t offsetOf(int64_t index, const int64_t *sizes,
@@ -137,7 +151,7 @@ __global__ void reduceByThread(const float *x, float *y, ReduceArgs args) {
     for (int64_t r = 0; r < args.reduced; ++r)
       sum += base[offsetOf(r, args.reducedSizes, args.reducedStrides,
                            args.reducedRank)];
-    y[o] = sum;
+    y[o] = args.scale * sum;
   }
 }
 
@@ -152,13 +166,26 @@ __global__ void reduceByBlock(const float *x, float *y, ReduceArgs args) {
                            args.reducedRank)];
     sum = blockSum(sum);
     if (threadIdx.x == 0)
-      y[o] = sum;
+      y[o] = args.scale * sum;
   }
 }
 
 //===----------------------------------------------------------------------===//
 // Elementwise
 //===----------------------------------------------------------------------===//
+
+// y[i] = x[offset of y's index i walked with x's permuted strides].
+struct TransposeArgs {
+  int rank;
+  int64_t sizes[kMaxRank], strides[kMaxRank];
+};
+
+__global__ void transposeKernel(const float *x, float *y, int64_t count,
+                                TransposeArgs args) {
+  GRID_STRIDE(i, count) {
+    y[i] = x[offsetOf(i, args.sizes, args.strides, args.rank)];
+  }
+}
 
 __global__ void reluKernel(const float *x, float *y, int64_t count) {
   GRID_STRIDE(i, count) { y[i] = x[i] > 0.0f ? x[i] : 0.0f; }
@@ -511,15 +538,57 @@ struct RowStats {
   float max, sum; // sum of exp(logit - max)
 };
 
-__device__ RowStats rowStats(const float *row, int64_t c, int lane) {
+/// The statistics of the `c` values row[0], row[stride], ... over a warp.
+__device__ RowStats rowStats(const float *row, int64_t c, int lane,
+                             int64_t stride = 1) {
   float m = -INFINITY;
   for (int64_t j = lane; j < c; j += 32)
-    m = fmaxf(m, row[j]);
+    m = fmaxf(m, row[j * stride]);
   m = warpMax(m);
   float s = 0.0f;
   for (int64_t j = lane; j < c; j += 32)
-    s += expf(row[j] - m);
+    s += expf(row[j * stride] - m);
   return {m, warpSum(s)};
+}
+
+#define WARP_STRIDE(r, rows)                                                   \
+  for (int64_t r = int64_t(blockIdx.x) * (blockDim.x >> 5) +                   \
+                   (threadIdx.x >> 5);                                         \
+       r < (rows); r += int64_t(gridDim.x) * (blockDim.x >> 5))
+
+// softmax along n strided values: row r of outer x inner starts at
+// (r / inner) * n * inner + r % inner and steps by inner.
+__global__ void softmaxRows(const float *x, float *y, int64_t rows, int64_t n,
+                            int64_t inner, bool log) {
+  int lane = threadIdx.x & 31;
+  WARP_STRIDE(r, rows) {
+    int64_t base = (r / inner) * n * inner + r % inner;
+    RowStats stats = rowStats(x + base, n, lane, inner);
+    float lse = stats.max + logf(stats.sum), inverse = 1.0f / stats.sum;
+    for (int64_t j = lane; j < n; j += 32) {
+      int64_t k = base + j * inner;
+      y[k] = log ? x[k] - lse : expf(x[k] - stats.max) * inverse;
+    }
+  }
+}
+
+__global__ void softmaxGradRows(const float *dy, const float *y, float *dx,
+                                int64_t rows, int64_t n, int64_t inner,
+                                bool log) {
+  int lane = threadIdx.x & 31;
+  WARP_STRIDE(r, rows) {
+    int64_t base = (r / inner) * n * inner + r % inner;
+    float sum = 0.0f;
+    for (int64_t j = lane; j < n; j += 32) {
+      int64_t k = base + j * inner;
+      sum += log ? dy[k] : dy[k] * y[k];
+    }
+    sum = warpSum(sum);
+    for (int64_t j = lane; j < n; j += 32) {
+      int64_t k = base + j * inner;
+      dx[k] = log ? dy[k] - expf(y[k]) * sum : y[k] * (dy[k] - sum);
+    }
+  }
 }
 
 __global__ void crossEntropyRows(const float *logits, const int64_t *labels,
@@ -585,7 +654,8 @@ void launchWindowCopy(const float *src, int64_t n, int64_t c, int64_t sh,
   checkLaunch("windowCopy");
 }
 
-void launchReduce(const float *x, const ReducePlan &plan, float *y) {
+void launchReduce(const float *x, const ReducePlan &plan, float *y,
+                  float scale) {
   if (plan.outputs == 0)
     return;
   if (plan.reduced == 0) {
@@ -608,6 +678,7 @@ void launchReduce(const float *x, const ReducePlan &plan, float *y) {
             args.reducedStrides);
   args.outputs = plan.outputs;
   args.reduced = plan.reduced;
+  args.scale = scale;
   // A block per output pays off once there is a block's worth to sum; below
   // that, one thread per output keeps the whole device busy.
   if (plan.reduced >= 128) {
@@ -658,13 +729,73 @@ void dpc_binary(int64_t fn, const float *a, const int64_t *a_shape,
 }
 
 void dpc_sum_to_shape(const float *x, const int64_t *x_shape, float *y,
-                      const int64_t *y_shape, int64_t rank) {
-  launchReduce(x, planReduce(x_shape, y_shape, rank), y);
+                      const int64_t *y_shape, int64_t rank, float scale) {
+  launchReduce(x, planReduce(x_shape, y_shape, rank), y, scale);
+}
+
+void dpc_broadcast_to(const float *x, const int64_t *x_shape, float *y,
+                      const int64_t *y_shape, int64_t rank, float scale) {
+  BroadcastPlan plan = planBroadcast(x_shape, x_shape, y_shape, rank);
+  if (plan.count == 0)
+    return;
+  if (plan.shape.size() > size_t(kMaxRank))
+    fail("dpc_broadcast_to: more than " + std::to_string(kMaxRank) +
+         " dimensions after merging");
+  BroadcastArgs args{};
+  args.rank = int(plan.shape.size());
+  std::copy(plan.shape.begin(), plan.shape.end(), args.shape);
+  std::copy(plan.aStrides.begin(), plan.aStrides.end(), args.aStrides);
+  broadcastKernel<<<blocksFor(plan.count), kThreads, 0, stream()>>>(
+      x, y, plan.count, args, scale);
+  checkLaunch("broadcast_to");
+}
+
+void dpc_transpose(const float *x, const int64_t *x_shape, float *y,
+                   const int64_t *perm, int64_t rank) {
+  TransposePlan plan = planTranspose(x_shape, perm, rank);
+  if (plan.count == 0)
+    return;
+  if (plan.sizes.size() > size_t(kMaxRank))
+    fail("dpc_transpose: more than " + std::to_string(kMaxRank) +
+         " dimensions after merging");
+  TransposeArgs args{};
+  args.rank = int(plan.sizes.size());
+  std::copy(plan.sizes.begin(), plan.sizes.end(), args.sizes);
+  std::copy(plan.strides.begin(), plan.strides.end(), args.strides);
+  transposeKernel<<<blocksFor(plan.count), kThreads, 0, stream()>>>(
+      x, y, plan.count, args);
+  checkLaunch("transpose");
+}
+
+void dpc_softmax(const float *x, float *y, int64_t outer, int64_t n,
+                 int64_t inner, int64_t log) {
+  if (outer < 0 || n < 1 || inner < 0)
+    fail("dpc_softmax: bad sizes outer " + std::to_string(outer) + ", n " +
+         std::to_string(n) + ", inner " + std::to_string(inner));
+  int64_t rows = outer * inner;
+  if (rows == 0)
+    return;
+  softmaxRows<<<rowBlocks(rows), kThreads, 0, stream()>>>(x, y, rows, n, inner,
+                                                         log != 0);
+  checkLaunch("softmax");
+}
+
+void dpc_softmax_grad(const float *dy, const float *y, float *dx,
+                      int64_t outer, int64_t n, int64_t inner, int64_t log) {
+  if (outer < 0 || n < 1 || inner < 0)
+    fail("dpc_softmax_grad: bad sizes outer " + std::to_string(outer) +
+         ", n " + std::to_string(n) + ", inner " + std::to_string(inner));
+  int64_t rows = outer * inner;
+  if (rows == 0)
+    return;
+  softmaxGradRows<<<rowBlocks(rows), kThreads, 0, stream()>>>(
+      dy, y, dx, rows, n, inner, log != 0);
+  checkLaunch("softmax_grad");
 }
 
 void dpc_conv2d_grad_bias(const float *dy, const int64_t *dy_shape, float *db) {
   int64_t bShape[4] = {1, dy_shape[1], 1, 1};
-  launchReduce(dy, planReduce(dy_shape, bShape, 4), db);
+  launchReduce(dy, planReduce(dy_shape, bShape, 4), db, 1.0f);
 }
 
 void dpc_relu(const float *x, float *y, int64_t count) {

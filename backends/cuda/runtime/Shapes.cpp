@@ -96,6 +96,36 @@ ReducePlan planReduce(const int64_t *xShape, const int64_t *yShape,
   return plan;
 }
 
+TransposePlan planTranspose(const int64_t *xShape, const int64_t *perm,
+                            int64_t rank) {
+  std::vector<int64_t> xStrides(size_t(std::max<int64_t>(rank, 0)), 1);
+  for (int64_t d = rank - 2; d >= 0; --d)
+    xStrides[size_t(d)] = xStrides[size_t(d + 1)] * xShape[d + 1];
+  std::vector<bool> seen(xStrides.size(), false);
+  TransposePlan plan;
+  for (int64_t d = 0; d < rank; ++d) {
+    int64_t p = perm[d];
+    if (p < 0 || p >= rank || seen[size_t(p)])
+      fail("dpc_transpose: " + shapeText(perm, rank) +
+           " is not a permutation of " + std::to_string(rank) + " dimensions");
+    seen[size_t(p)] = true;
+    int64_t size = xShape[p], stride = xStrides[size_t(p)];
+    plan.count *= size;
+    if (size == 1)
+      continue;
+    // Contiguous with the previous result dimension in the input too: one
+    // dimension of both sizes.
+    if (!plan.sizes.empty() && plan.strides.back() == stride * size) {
+      plan.sizes.back() *= size;
+      plan.strides.back() = stride;
+    } else {
+      plan.sizes.push_back(size);
+      plan.strides.push_back(stride);
+    }
+  }
+  return plan;
+}
+
 GemmStrategy planGemm(int64_t batch, int64_t m, int64_t n, int64_t k,
                       bool transposeA, bool transposeB, int64_t aStride,
                       int64_t bStride, bool accumulate) {

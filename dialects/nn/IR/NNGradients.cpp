@@ -62,6 +62,24 @@ static Value sumToOperand(OpBuilder &b, Location loc, Value grad,
   return b.create<SumToShapeOp>(loc, operand.getType(), grad);
 }
 
+void SumToShapeOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
+                                  ArrayRef<bool> needed,
+                                  SmallVectorImpl<Value> &grads) {
+  resetGrads(*this, grads);
+  if (needed[0])
+    grads[0] = b.create<BroadcastToOp>(getLoc(), getInput().getType(),
+                                       resultGrads[0], getScaleAttr());
+}
+
+void BroadcastToOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
+                                   ArrayRef<bool> needed,
+                                   SmallVectorImpl<Value> &grads) {
+  resetGrads(*this, grads);
+  if (needed[0])
+    grads[0] = b.create<SumToShapeOp>(getLoc(), getInput().getType(),
+                                      resultGrads[0], getScaleAttr());
+}
+
 static Value negate(OpBuilder &b, Location loc, Value value) {
   return b.create<NegOp>(loc, value);
 }
@@ -129,54 +147,6 @@ void ReluOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
     grads[0] = b.create<ReluGradOp>(getLoc(), resultGrads[0], getResult());
 }
 
-// f'(x) from the forward result (`FromInput` false) or input.
-template <typename GradOp, bool FromInput, typename ForwardOp>
-static void buildUnaryGradient(ForwardOp op, OpBuilder &b,
-                               ValueRange resultGrads, ArrayRef<bool> needed,
-                               SmallVectorImpl<Value> &grads) {
-  resetGrads(op, grads);
-  if (needed[0])
-    grads[0] = b.create<GradOp>(op.getLoc(), resultGrads[0],
-                                FromInput ? op.getInput() : op.getResult());
-}
-
-void TanhOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
-                            ArrayRef<bool> needed,
-                            SmallVectorImpl<Value> &grads) {
-  buildUnaryGradient<TanhGradOp, false>(*this, b, resultGrads, needed, grads);
-}
-
-void SigmoidOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
-                               ArrayRef<bool> needed,
-                               SmallVectorImpl<Value> &grads) {
-  buildUnaryGradient<SigmoidGradOp, false>(*this, b, resultGrads, needed,
-                                           grads);
-}
-
-void ExpOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
-                           ArrayRef<bool> needed,
-                           SmallVectorImpl<Value> &grads) {
-  buildUnaryGradient<ExpGradOp, false>(*this, b, resultGrads, needed, grads);
-}
-
-void LogOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
-                           ArrayRef<bool> needed,
-                           SmallVectorImpl<Value> &grads) {
-  buildUnaryGradient<LogGradOp, true>(*this, b, resultGrads, needed, grads);
-}
-
-void SqrtOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
-                            ArrayRef<bool> needed,
-                            SmallVectorImpl<Value> &grads) {
-  buildUnaryGradient<SqrtGradOp, false>(*this, b, resultGrads, needed, grads);
-}
-
-void ErfOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
-                           ArrayRef<bool> needed,
-                           SmallVectorImpl<Value> &grads) {
-  buildUnaryGradient<ErfGradOp, true>(*this, b, resultGrads, needed, grads);
-}
-
 void MaxPool2dOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
                                  ArrayRef<bool> needed,
                                  SmallVectorImpl<Value> &grads) {
@@ -235,6 +205,20 @@ void ReshapeOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
   if (needed[0])
     grads[0] =
         b.create<ReshapeOp>(getLoc(), getInput().getType(), resultGrads[0]);
+}
+
+void TransposeOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
+                                 ArrayRef<bool> needed,
+                                 SmallVectorImpl<Value> &grads) {
+  resetGrads(*this, grads);
+  if (!needed[0])
+    return;
+  ArrayRef<int64_t> perm = getPerm();
+  SmallVector<int64_t> inverse(perm.size());
+  for (auto [i, p] : llvm::enumerate(perm))
+    inverse[p] = int64_t(i);
+  grads[0] = b.create<TransposeOp>(getLoc(), getInput().getType(),
+                                   resultGrads[0], inverse);
 }
 
 void NegOp::buildGradients(OpBuilder &b, ValueRange resultGrads,

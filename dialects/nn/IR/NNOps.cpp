@@ -10,6 +10,7 @@
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/PatternMatch.h"
 
 using namespace mlir;
 using namespace mlir::dpc::nn;
@@ -133,6 +134,40 @@ LogicalResult MatmulOp::verify() {
   return expectType(*this, "result", getResult(), *shape, elementType);
 }
 
+// A transpose of the last two dimensions that keeps the others in place:
+// what a matmul's transpose flag does to its operand.
+static bool swapsLastTwo(TransposeOp transpose) {
+  ArrayRef<int64_t> perm = transpose.getPerm();
+  size_t rank = perm.size();
+  if (rank < 2)
+    return false;
+  for (size_t d = 0; d + 2 < rank; ++d)
+    if (perm[d] != static_cast<int64_t>(d))
+      return false;
+  return perm[rank - 2] == static_cast<int64_t>(rank - 1) &&
+         perm[rank - 1] == static_cast<int64_t>(rank - 2);
+}
+
+LogicalResult MatmulOp::canonicalize(MatmulOp op, PatternRewriter &rewriter) {
+  auto lhs = op.getLhs().getDefiningOp<TransposeOp>();
+  auto rhs = op.getRhs().getDefiningOp<TransposeOp>();
+  bool foldLhs = lhs && swapsLastTwo(lhs);
+  bool foldRhs = rhs && swapsLastTwo(rhs);
+  if (!foldLhs && !foldRhs)
+    return failure();
+  rewriter.modifyOpInPlace(op, [&] {
+    if (foldLhs) {
+      op.getLhsMutable().assign(lhs.getInput());
+      op.setTransposeLhs(!op.getTransposeLhs());
+    }
+    if (foldRhs) {
+      op.getRhsMutable().assign(rhs.getInput());
+      op.setTransposeRhs(!op.getTransposeRhs());
+    }
+  });
+  return success();
+}
+
 LogicalResult MatmulGradLhsOp::verify() {
   return expectForwardResultGrad(
       *this, inferMatmulFrom(*this, shapeOf(getLhsGrad()), shapeOf(getRhs())),
@@ -169,19 +204,55 @@ LogicalResult SubOp::verify() { return verifyBroadcastBinary(*this); }
 LogicalResult MulOp::verify() { return verifyBroadcastBinary(*this); }
 LogicalResult DivOp::verify() { return verifyBroadcastBinary(*this); }
 
-LogicalResult SumToShapeOp::verify() {
-  ArrayRef<int64_t> input = shapeOf(getInput());
-  ArrayRef<int64_t> result = shapeOf(getResult());
+// `narrow` broadcasts to `wide`: a sum_to_shape's result to its input, or a
+// broadcast_to's input to its result.
+static LogicalResult verifyBroadcastsTo(Operation *op, Value narrow,
+                                        StringRef narrowName, Value wide,
+                                        StringRef wideName) {
+  ArrayRef<int64_t> from = shapeOf(narrow), to = shapeOf(wide);
   FailureOr<Shape> broadcast =
-      inferBroadcastShape(result, input, [&] { return emitOpError(); });
+      inferBroadcastShape(from, to, [&] { return op->emitOpError(); });
   if (failed(broadcast))
     return failure();
-  if (ArrayRef<int64_t>(*broadcast) != input)
-    return emitOpError("expects a result shape that broadcasts to the input "
-                       "shape ")
-           << formatShape(input) << ", got " << formatShape(result);
-  return expectType(*this, "result", getResult(), result,
-                    elementTypeOf(getInput()));
+  if (ArrayRef<int64_t>(*broadcast) != to)
+    return op->emitOpError("expects the ")
+           << narrowName << " shape " << formatShape(from)
+           << " to broadcast to the " << wideName << " shape "
+           << formatShape(to);
+  if (elementTypeOf(narrow) != elementTypeOf(wide))
+    return op->emitOpError("expects the same element type in and out");
+  return success();
+}
+
+LogicalResult SumToShapeOp::verify() {
+  return verifyBroadcastsTo(*this, getResult(), "result", getInput(), "input");
+}
+
+LogicalResult BroadcastToOp::verify() {
+  return verifyBroadcastsTo(*this, getInput(), "input", getResult(), "result");
+}
+
+//===----------------------------------------------------------------------===//
+// Softmax
+//===----------------------------------------------------------------------===//
+
+static LogicalResult verifySoftmaxAxis(Operation *op, Value input,
+                                       int64_t axis) {
+  return normalizeAxis(axis, shapeOf(input).size(),
+                       [&] { return op->emitOpError(); });
+}
+
+LogicalResult SoftmaxOp::verify() {
+  return verifySoftmaxAxis(*this, getInput(), getAxis());
+}
+LogicalResult LogSoftmaxOp::verify() {
+  return verifySoftmaxAxis(*this, getInput(), getAxis());
+}
+LogicalResult SoftmaxGradOp::verify() {
+  return verifySoftmaxAxis(*this, getResult(), getAxis());
+}
+LogicalResult LogSoftmaxGradOp::verify() {
+  return verifySoftmaxAxis(*this, getResult(), getAxis());
 }
 
 //===----------------------------------------------------------------------===//
@@ -353,6 +424,15 @@ OpFoldResult ReshapeOp::fold(FoldAdaptor) {
     return getResult();
   }
   return {};
+}
+
+LogicalResult TransposeOp::verify() {
+  FailureOr<Shape> shape = inferTransposeShape(
+      shapeOf(getInput()), getPerm(), [&] { return emitOpError(); });
+  if (failed(shape))
+    return failure();
+  return expectType(*this, "result", getResult(), *shape,
+                    elementTypeOf(getInput()));
 }
 
 //===----------------------------------------------------------------------===//

@@ -149,6 +149,12 @@ def NN_MatmulOp : NN_Op<"matmul", [Pure,
     %y = nn.matmul %x, %w {transpose_rhs = true}
         : (tensor<16x784xf32>, tensor<256x784xf32>) -> tensor<16x256xf32>
     ```
+
+    Canonicalization folds an operand's `nn.transpose` of the last two
+    dimensions into the operand's flag, so that the GEMM reads it
+    transposed and no transpose runs, forward or backward (PyTorch exports
+    a linear layer on a sequence as a MatMul by the Transpose of its
+    weight).
   }];
   let arguments = !con((ins NN_FloatTensor:$lhs, NN_FloatTensor:$rhs),
                        NN_MatmulAttrs);
@@ -157,6 +163,7 @@ def NN_MatmulOp : NN_Op<"matmul", [Pure,
     $lhs `,` $rhs attr-dict `:` functional-type(operands, results)
   }];
   let hasVerifier = 1;
+  let hasCanonicalizeMethod = 1;
 }
 
 def NN_MatmulGradLhsOp : NN_Op<"matmul_grad_lhs", [Pure]> {
@@ -225,15 +232,47 @@ def NN_DivOp : NN_BinaryOp<"div", "lhs / rhs"> {
   }];
 }
 
-def NN_SumToShapeOp : NN_Op<"sum_to_shape", [Pure]> {
-  let summary = "sums a broadcast gradient back to an operand's shape";
+def NN_SumToShapeOp : NN_Op<"sum_to_shape", [Pure,
+    DeclareOpInterfaceMethods<NN_GradientOpInterface>]> {
+  let summary = "sums a tensor over broadcast dimensions, times a scale";
   let description = [{
     The adjoint of numpy broadcasting: sums `input` over the leading
     dimensions it has beyond the result's rank and over every dimension where
-    the result has size 1 and the input does not. Autodiff uses it for the
-    gradients of broadcasting ops such as `nn.add`.
+    the result has size 1 and the input does not, then multiplies by `scale`.
+    Autodiff uses it for the gradients of broadcasting ops such as `nn.add`;
+    ONNX ReduceSum imports to it, and ReduceMean with `scale` = 1 / (the
+    number of elements summed). Its gradient is `nn.broadcast_to` with the
+    same scale.
+
+    ```mlir
+    %m = nn.sum_to_shape %x {scale = 0.0625 : f32}
+        : (tensor<8x28x16xf32>) -> tensor<8x28x1xf32>
+    ```
   }];
-  let arguments = (ins NN_FloatTensor:$input);
+  let arguments = (ins NN_FloatTensor:$input,
+                       DefaultValuedAttr<F32Attr, "1.0f">:$scale);
+  let results = (outs NN_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def NN_BroadcastToOp : NN_Op<"broadcast_to", [Pure,
+    DeclareOpInterfaceMethods<NN_GradientOpInterface>]> {
+  let summary = "stretches a tensor to a shape by numpy broadcasting, times a scale";
+  let description = [{
+    Yields `scale * input` broadcast to the result shape (align trailing
+    dimensions; a dimension of size 1 stretches). The gradient of a reduction
+    (`nn.sum_to_shape`), and the other way round.
+
+    ```mlir
+    %g = nn.broadcast_to %dm {scale = 0.0625 : f32}
+        : (tensor<8x28x1xf32>) -> tensor<8x28x16xf32>
+    ```
+  }];
+  let arguments = (ins NN_FloatTensor:$input,
+                       DefaultValuedAttr<F32Attr, "1.0f">:$scale);
   let results = (outs NN_FloatTensor:$result);
   let assemblyFormat = [{
     $input attr-dict `:` functional-type(operands, results)
@@ -270,16 +309,29 @@ def NN_ReluGradOp : NN_Op<"relu_grad", [Pure, SameOperandsAndResultType]> {
 // Elementwise functions
 //===----------------------------------------------------------------------===//
 
-// y = f(x) elementwise. The gradient op takes the forward tensor its formula
-// needs (`saved`: the result where f' is a function of it, as for tanh; the
-// input for log), so that one tensor is stashed.
-class NN_UnaryOp<string mnemonic, string formula>
+// y = f(x) elementwise. The gradient op `gradOp` takes the forward tensor
+// its formula needs (`saved`: the result where f' is a function of it, as for
+// tanh; the input, `gradFromInput`, for log), so that one tensor is stashed.
+// An op without `gradOp` writes its own gradient rule.
+class NN_UnaryOp<string mnemonic, string formula, string gradOp = "",
+                 bit gradFromInput = 0>
     : NN_Op<mnemonic, [Pure, SameOperandsAndResultType,
         DeclareOpInterfaceMethods<NN_GradientOpInterface>]> {
   let summary = formula # ", elementwise";
   let arguments = (ins NN_FloatTensor:$input);
   let results = (outs NN_FloatTensor:$result);
   let assemblyFormat = "$input attr-dict `:` type($result)";
+  let extraClassDefinition = !if(!empty(gradOp), "", [{
+    void $cppClass::buildGradients(::mlir::OpBuilder &builder,
+        ::mlir::ValueRange resultGrads, ::llvm::ArrayRef<bool> needed,
+        ::llvm::SmallVectorImpl<::mlir::Value> &operandGrads) {
+      operandGrads.assign(1, ::mlir::Value());
+      if (needed[0])
+        operandGrads[0] = builder.create<}] # gradOp # [{>(getLoc(),
+            resultGrads[0], }] # !if(gradFromInput, "getInput()", "getResult()")
+            # [{);
+    }
+  }]);
 }
 
 class NN_UnaryGradOp<string mnemonic, string formula>
@@ -291,15 +343,17 @@ class NN_UnaryGradOp<string mnemonic, string formula>
       "$result_grad `,` $saved attr-dict `:` type($input_grad)";
 }
 
-def NN_TanhOp : NN_UnaryOp<"tanh", "tanh(x)">;
-def NN_SigmoidOp : NN_UnaryOp<"sigmoid", "1 / (1 + exp(-x))">;
-def NN_ExpOp : NN_UnaryOp<"exp", "exp(x)">;
-def NN_LogOp : NN_UnaryOp<"log", "natural logarithm ln(x)">;
-def NN_SqrtOp : NN_UnaryOp<"sqrt", "square root">;
+def NN_TanhOp : NN_UnaryOp<"tanh", "tanh(x)", "TanhGradOp">;
+def NN_SigmoidOp : NN_UnaryOp<"sigmoid", "1 / (1 + exp(-x))", "SigmoidGradOp">;
+def NN_ExpOp : NN_UnaryOp<"exp", "exp(x)", "ExpGradOp">;
+def NN_LogOp : NN_UnaryOp<"log", "natural logarithm ln(x)", "LogGradOp",
+                          /*gradFromInput=*/1>;
+def NN_SqrtOp : NN_UnaryOp<"sqrt", "square root", "SqrtGradOp">;
 // Its gradient is a neg of the result's gradient: no gradient op of its own.
 def NN_NegOp : NN_UnaryOp<"neg", "-x">;
 // The Gauss error function, as PyTorch exports GELU: x/2 (1 + erf(x/sqrt 2)).
-def NN_ErfOp : NN_UnaryOp<"erf", "error function erf(x)">;
+def NN_ErfOp : NN_UnaryOp<"erf", "error function erf(x)", "ErfGradOp",
+                          /*gradFromInput=*/1>;
 
 def NN_TanhGradOp : NN_UnaryGradOp<"tanh_grad", "dy * (1 - y^2), saved = y">;
 def NN_SigmoidGradOp
@@ -309,6 +363,62 @@ def NN_LogGradOp : NN_UnaryGradOp<"log_grad", "dy / x, saved = x">;
 def NN_SqrtGradOp : NN_UnaryGradOp<"sqrt_grad", "dy / (2 y), saved = y">;
 def NN_ErfGradOp
     : NN_UnaryGradOp<"erf_grad", "dy * 2 / sqrt(pi) * exp(-x^2), saved = x">;
+
+//===----------------------------------------------------------------------===//
+// Softmax
+//===----------------------------------------------------------------------===//
+
+// softmax and log_softmax along `axis` (negative counts from the end), and
+// their input gradients from the forward result.
+class NN_SoftmaxFamilyOp<string mnemonic, string formula, string gradOp>
+    : NN_Op<mnemonic, [Pure, SameOperandsAndResultType,
+        DeclareOpInterfaceMethods<NN_GradientOpInterface>]> {
+  let summary = formula # " along one axis";
+  let arguments = (ins NN_FloatTensor:$input,
+                       DefaultValuedAttr<I64Attr, "-1">:$axis);
+  let results = (outs NN_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($result)";
+  let hasVerifier = 1;
+  let extraClassDefinition = [{
+    void $cppClass::buildGradients(::mlir::OpBuilder &builder,
+        ::mlir::ValueRange resultGrads, ::llvm::ArrayRef<bool> needed,
+        ::llvm::SmallVectorImpl<::mlir::Value> &operandGrads) {
+      operandGrads.assign(1, ::mlir::Value());
+      if (needed[0])
+        operandGrads[0] = builder.create<}] # gradOp # [{>(getLoc(),
+            resultGrads[0], getResult(), getAxisAttr());
+    }
+  }];
+}
+
+class NN_SoftmaxFamilyGradOp<string mnemonic, string formula>
+    : NN_Op<mnemonic, [Pure, SameOperandsAndResultType]> {
+  let summary = "input gradient: " # formula;
+  let arguments = (ins NN_FloatTensor:$result_grad, NN_FloatTensor:$result,
+                       DefaultValuedAttr<I64Attr, "-1">:$axis);
+  let results = (outs NN_FloatTensor:$input_grad);
+  let assemblyFormat =
+      "$result_grad `,` $result attr-dict `:` type($input_grad)";
+  let hasVerifier = 1;
+}
+
+def NN_SoftmaxOp : NN_SoftmaxFamilyOp<"softmax",
+    "exp(x) / sum(exp(x))", "SoftmaxGradOp"> {
+  let description = [{
+    ONNX Softmax (opset 13 and later) imports to it.
+
+    ```mlir
+    %p = nn.softmax %scores {axis = -1 : i64} : tensor<8x28x28xf32>
+    ```
+  }];
+}
+def NN_LogSoftmaxOp : NN_SoftmaxFamilyOp<"log_softmax",
+    "x - log(sum(exp(x)))", "LogSoftmaxGradOp">;
+
+def NN_SoftmaxGradOp : NN_SoftmaxFamilyGradOp<"softmax_grad",
+    "y * (dy - sum(dy * y)), the sum along the axis">;
+def NN_LogSoftmaxGradOp : NN_SoftmaxFamilyGradOp<"log_softmax_grad",
+    "dy - exp(y) * sum(dy), the sum along the axis">;
 
 //===----------------------------------------------------------------------===//
 // Pooling
@@ -564,6 +674,26 @@ def NN_ReshapeOp : NN_Op<"reshape", [Pure,
   }];
   let hasVerifier = 1;
   let hasFolder = 1;
+}
+
+def NN_TransposeOp : NN_Op<"transpose", [Pure,
+    DeclareOpInterfaceMethods<NN_GradientOpInterface>]> {
+  let summary = "permutes the dimensions of a tensor";
+  let description = [{
+    Result dimension `i` is input dimension `perm[i]`, as in ONNX Transpose.
+    Its gradient is the transpose by the inverse permutation.
+
+    ```mlir
+    %kt = nn.transpose %k {perm = array<i64: 0, 2, 1>}
+        : (tensor<8x28x16xf32>) -> tensor<8x16x28xf32>
+    ```
+  }];
+  let arguments = (ins NN_FloatTensor:$input, DenseI64ArrayAttr:$perm);
+  let results = (outs NN_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
 }
 
 //===----------------------------------------------------------------------===//

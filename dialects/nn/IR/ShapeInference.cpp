@@ -203,4 +203,34 @@ FailureOr<Shape> inferBroadcastShape(ArrayRef<int64_t> lhs,
   return result;
 }
 
+FailureOr<int64_t> normalizeAxis(int64_t axis, size_t rank,
+                                 EmitErrorFn emitError) {
+  int64_t r = static_cast<int64_t>(rank);
+  if (axis < -r || axis >= r)
+    return emitError() << "expects an axis in [" << -r << ", " << r
+                       << ") for rank " << r << ", got " << axis;
+  return axis < 0 ? axis + r : axis;
+}
+
+FailureOr<Shape> inferTransposeShape(ArrayRef<int64_t> input,
+                                     ArrayRef<int64_t> perm,
+                                     EmitErrorFn emitError) {
+  std::vector<bool> seen(input.size(), false);
+  Shape result;
+  for (int64_t p : perm) {
+    if (perm.size() != input.size() || p < 0 ||
+        p >= static_cast<int64_t>(input.size()) || seen[p])
+      return emitError() << "expects a permutation of the " << input.size()
+                         << " dimensions of " << formatShape(input) << ", got ["
+                         << perm << "]";
+    seen[p] = true;
+    result.push_back(input[p]);
+  }
+  if (perm.size() != input.size())
+    return emitError() << "expects a permutation of the " << input.size()
+                       << " dimensions of " << formatShape(input) << ", got ["
+                       << perm << "]";
+  return result;
+}
+
 } // namespace mlir::dpc::nn

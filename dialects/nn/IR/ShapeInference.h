@@ -61,6 +61,17 @@ FailureOr<Shape> inferBroadcastShape(ArrayRef<int64_t> lhs,
                                      ArrayRef<int64_t> rhs,
                                      EmitErrorFn emitError);
 
+/// `axis` of a tensor of rank `rank` counted from the front (a negative axis
+/// counts from the end), or an error when it is out of range.
+FailureOr<int64_t> normalizeAxis(int64_t axis, size_t rank,
+                                 EmitErrorFn emitError);
+
+/// Result shape of permuting the dimensions of `input` by `perm` (result
+/// dimension i is input dimension perm[i]).
+FailureOr<Shape> inferTransposeShape(ArrayRef<int64_t> input,
+                                     ArrayRef<int64_t> perm,
+                                     EmitErrorFn emitError);
+
 /// Number of elements of a static shape.
 int64_t getNumElements(ArrayRef<int64_t> shape);
 

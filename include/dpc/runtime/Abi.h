@@ -175,9 +175,26 @@ enum dpc_binary_fn {
 void dpc_binary(int64_t fn, const float *a, const int64_t *a_shape,
                 const float *b, const int64_t *b_shape, float *y,
                 const int64_t *y_shape, int64_t rank);
-/* Sums x over the dimensions where y has size 1 (same rank). */
+/* Sums x over the dimensions where y has size 1 (same rank), times scale. */
 void dpc_sum_to_shape(const float *x, const int64_t *x_shape, float *y,
-                      const int64_t *y_shape, int64_t rank);
+                      const int64_t *y_shape, int64_t rank, float scale);
+/* y = scale * x, stretched over the dimensions where x has size 1 (same
+ * rank). */
+void dpc_broadcast_to(const float *x, const int64_t *x_shape, float *y,
+                      const int64_t *y_shape, int64_t rank, float scale);
+/* y = x with its dimensions permuted: y's dimension i is x's perm[i]. */
+void dpc_transpose(const float *x, const int64_t *x_shape, float *y,
+                   const int64_t *perm, int64_t rank);
+
+/* softmax (log_softmax when `log` is set) along the middle dimension of x
+ * viewed as outer x n x inner. */
+void dpc_softmax(const float *x, float *y, int64_t outer, int64_t n,
+                 int64_t inner, int64_t log);
+/* Its input gradient from the forward result y: softmax
+ * dx = y (dy - sum(dy y)), log_softmax dx = dy - exp(y) sum(dy), the sums
+ * along the same dimension. */
+void dpc_softmax_grad(const float *dy, const float *y, float *dx,
+                      int64_t outer, int64_t n, int64_t inner, int64_t log);
 
 void dpc_relu(const float *x, float *y, int64_t count);
 /* dx = dy where y > 0, else 0. */

@@ -209,7 +209,7 @@ func.func @neg_type(%a: tensor<3xf32>) {
 // -----
 
 func.func @sum_to_shape(%g: tensor<4x1xf32>) {
-  // expected-error @+1 {{'nn.sum_to_shape' op expects a result shape that broadcasts to the input shape 4x1, got 4x3}}
+  // expected-error @+1 {{'nn.sum_to_shape' op expects the result shape 4x3 to broadcast to the input shape 4x1}}
   %y = nn.sum_to_shape %g : (tensor<4x1xf32>) -> tensor<4x3xf32>
   return
 }
@@ -219,6 +219,46 @@ func.func @sum_to_shape(%g: tensor<4x1xf32>) {
 func.func @sum_to_shape_incompatible(%g: tensor<4x3xf32>) {
   // expected-error @+1 {{'nn.sum_to_shape' op expects broadcast-compatible shapes, got 2x3 and 4x3}}
   %y = nn.sum_to_shape %g : (tensor<4x3xf32>) -> tensor<2x3xf32>
+  return
+}
+
+// -----
+
+func.func @broadcast_to_narrower(%x: tensor<4x3xf32>) {
+  // expected-error @+1 {{'nn.broadcast_to' op expects the input shape 4x3 to broadcast to the result shape 1x3}}
+  %y = nn.broadcast_to %x : (tensor<4x3xf32>) -> tensor<1x3xf32>
+  return
+}
+
+// -----
+
+func.func @transpose_not_a_permutation(%x: tensor<2x3x4xf32>) {
+  // expected-error @+1 {{'nn.transpose' op expects a permutation of the 3 dimensions of 2x3x4, got [0, 2, 2]}}
+  %y = nn.transpose %x {perm = array<i64: 0, 2, 2>} : (tensor<2x3x4xf32>) -> tensor<2x4x4xf32>
+  return
+}
+
+// -----
+
+func.func @transpose_result(%x: tensor<2x3x4xf32>) {
+  // expected-error @+1 {{'nn.transpose' op expects result of shape 2x4x3, got 2x3x4}}
+  %y = nn.transpose %x {perm = array<i64: 0, 2, 1>} : (tensor<2x3x4xf32>) -> tensor<2x3x4xf32>
+  return
+}
+
+// -----
+
+func.func @softmax_axis(%x: tensor<2x3xf32>) {
+  // expected-error @+1 {{'nn.softmax' op expects an axis in [-2, 2) for rank 2, got 2}}
+  %y = nn.softmax %x {axis = 2 : i64} : tensor<2x3xf32>
+  return
+}
+
+// -----
+
+func.func @log_softmax_grad_axis(%dy: tensor<2x3xf32>, %y: tensor<2x3xf32>) {
+  // expected-error @+1 {{'nn.log_softmax_grad' op expects an axis in [-2, 2) for rank 2, got -3}}
+  %dx = nn.log_softmax_grad %dy, %y {axis = -3 : i64} : tensor<2x3xf32>
   return
 }
 

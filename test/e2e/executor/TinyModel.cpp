@@ -81,7 +81,7 @@ float *alloc(dpc_context *ctx, int64_t floats) {
   float *dw = alloc(ctx, C * H), *db = alloc(ctx, C);
   dpc_matmul(dlogits, h, dw, 1, C, H, B, 1, 0, 0, 0, 0);
   int64_t shape[2] = {B, C}, biasShape[2] = {1, C};
-  dpc_sum_to_shape(dlogits, shape, db, biasShape, 2);
+  dpc_sum_to_shape(dlogits, shape, db, biasShape, 2, 1.0f);
   dpc_grad_accumulate(ctx, kW1, dw);
   dpc_grad_accumulate(ctx, kB1, db);
 }

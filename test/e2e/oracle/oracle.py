@@ -121,6 +121,37 @@ class GeluMLP(SmoothMLP):
         return self.fc3(nn.functional.gelu(self.fc2(h)))
 
 
+class Attention(nn.Module):
+    """The image's 28 rows as a sequence of 28 tokens, embedded to `width`
+    features: one self-attention head (softmax(q k^T / sqrt(width)) v) with a
+    residual connection and LayerNorm, the mean over tokens, a linear
+    classifier and log_softmax. The exporter writes LayerNorm as ReduceMean,
+    Sub, Pow, Sqrt and Div, a linear layer on a sequence as MatMul by the
+    Transpose of its weight, and the mean as ReduceMean without keepdims.
+    log_softmax before the loss changes neither the loss nor the gradient,
+    but trains log_softmax's own gradient."""
+
+    # Constant folding would fold each Transpose of a weight into a new,
+    # renamed initializer.
+    fold_constants = False
+
+    def __init__(self, width=32):
+        super().__init__()
+        self.embed = nn.Linear(28, width)
+        self.query = nn.Linear(width, width, bias=False)
+        self.key = nn.Linear(width, width, bias=False)
+        self.value = nn.Linear(width, width, bias=False)
+        self.norm = nn.LayerNorm(width)
+        self.fc = nn.Linear(width, 10)
+        self.scale = width ** -0.5
+
+    def forward(self, x):
+        h = self.embed(x.view(x.shape[0], 28, 28))
+        scores = self.query(h) @ self.key(h).transpose(1, 2) * self.scale
+        h = self.norm(h + torch.softmax(scores, dim=-1) @ self.value(h))
+        return torch.log_softmax(self.fc(h.mean(dim=1)), dim=-1)
+
+
 class BasicBlock(nn.Module):
     """ResNet's basic block: two 3x3 convolutions with batch normalization
     and a skip connection, projected by a 1x1 convolution when the shape
@@ -180,11 +211,11 @@ def resnet18():
 # `--model all` exports MODELS; the others are asked for by name: "resnet"
 # (batch normalization, skip connections, global average pooling, small
 # enough for the tests), "resnet18" (the benchmark's), "smooth-mlp",
-# "arithmetic-mlp" and "gelu-mlp".
+# "arithmetic-mlp", "gelu-mlp" and "attention".
 MODELS = {"lenet5": LeNet5, "mlp": MLP}
 EXTRA_MODELS = {"resnet": ResNet, "resnet18": resnet18,
                 "smooth-mlp": SmoothMLP, "arithmetic-mlp": ArithmeticMLP,
-                "gelu-mlp": GeluMLP}
+                "gelu-mlp": GeluMLP, "attention": Attention}
 
 
 def build(name):

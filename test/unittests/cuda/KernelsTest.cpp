@@ -435,11 +435,34 @@ TEST_P(SumToShape, MatchesReference) {
       yi += (c.y[d] == 1 ? 0 : index) * ys;
       ys *= c.y[d];
     }
-    want[size_t(yi)] += x[size_t(i)];
+    want[size_t(yi)] += 0.5 * x[size_t(i)];
   }
   Device<float> dx(x), dy(want.size());
-  dpc_sum_to_shape(dx.get(), c.x.data(), dy.get(), c.y.data(), int64_t(rank));
+  dpc_sum_to_shape(dx.get(), c.x.data(), dy.get(), c.y.data(), int64_t(rank),
+                   0.5f);
   expectNear(dy.host(), want);
+}
+
+// The other way: y (narrow) stretched to x (wide), scaled.
+TEST_P(SumToShape, BroadcastMatchesReference) {
+  ReduceConfig c = GetParam();
+  size_t rank = c.x.size();
+  auto u = randomFloats(size_t(countOf(c.y)), 13);
+  std::vector<double> want(size_t(countOf(c.x)));
+  for (int64_t i = 0; i < countOf(c.x); ++i) {
+    int64_t rest = i, yi = 0, ys = 1;
+    for (size_t d = rank; d-- > 0;) {
+      int64_t index = rest % c.x[d];
+      rest /= c.x[d];
+      yi += (c.y[d] == 1 ? 0 : index) * ys;
+      ys *= c.y[d];
+    }
+    want[size_t(i)] = 0.5 * u[size_t(yi)];
+  }
+  Device<float> du(u), dw(want.size());
+  dpc_broadcast_to(du.get(), c.y.data(), dw.get(), c.x.data(), int64_t(rank),
+                   0.5f);
+  expectNear(dw.host(), want, 1e-6);
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -450,6 +473,104 @@ INSTANTIATE_TEST_SUITE_P(
                       ReduceConfig{"LongColumn", {3000, 3}, {1, 3}},
                       ReduceConfig{"Identity", {3, 4}, {3, 4}},
                       ReduceConfig{"All", {5, 7}, {1, 1}}),
+    byName);
+
+//===----------------------------------------------------------------------===//
+// Transpose and softmax
+//===----------------------------------------------------------------------===//
+
+struct TransposeConfig {
+  const char *name;
+  Shape x, perm;
+};
+void PrintTo(const TransposeConfig &c, std::ostream *os) { *os << c.name; }
+
+class Transpose : public Cuda,
+                  public ::testing::WithParamInterface<TransposeConfig> {};
+
+TEST_P(Transpose, MatchesReference) {
+  TransposeConfig c = GetParam();
+  size_t rank = c.x.size();
+  Shape y(rank), strides(rank, 1);
+  for (size_t d = rank - 1; d-- > 0;)
+    strides[d] = strides[d + 1] * c.x[d + 1];
+  for (size_t d = 0; d < rank; ++d)
+    y[d] = c.x[size_t(c.perm[d])];
+  auto x = randomFloats(size_t(countOf(c.x)), 14);
+  std::vector<double> want(x.size());
+  for (int64_t i = 0; i < countOf(y); ++i) {
+    int64_t rest = i, offset = 0;
+    for (size_t d = rank; d-- > 0;) {
+      offset += (rest % y[d]) * strides[size_t(c.perm[d])];
+      rest /= y[d];
+    }
+    want[size_t(i)] = x[size_t(offset)];
+  }
+  Device<float> dx(x), dy(want.size());
+  dpc_transpose(dx.get(), c.x.data(), dy.get(), c.perm.data(), int64_t(rank));
+  expectNear(dy.host(), want, 0.0);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Shapes, Transpose,
+    ::testing::Values(TransposeConfig{"LastTwo", {8, 28, 16}, {0, 2, 1}},
+                      TransposeConfig{"Heads", {2, 5, 3, 4}, {0, 2, 1, 3}},
+                      TransposeConfig{"Reverse", {2, 3, 4, 5}, {3, 2, 1, 0}},
+                      TransposeConfig{"Matrix", {33, 65}, {1, 0}},
+                      TransposeConfig{"UnitDims", {1, 3, 1, 2}, {2, 3, 0, 1}}),
+    byName);
+
+struct SoftmaxConfig {
+  const char *name;
+  int64_t outer, n, inner;
+};
+void PrintTo(const SoftmaxConfig &c, std::ostream *os) { *os << c.name; }
+
+class Softmax : public Cuda,
+                public ::testing::WithParamInterface<SoftmaxConfig> {};
+
+// Forward and gradient of softmax and log_softmax against double loops.
+TEST_P(Softmax, MatchesReference) {
+  SoftmaxConfig c = GetParam();
+  size_t size = size_t(c.outer * c.n * c.inner);
+  auto x = randomFloats(size, 15, -4.0f, 4.0f);
+  auto dy = randomFloats(size, 16);
+  for (int64_t log : {0, 1}) {
+    SCOPED_TRACE(log ? "log_softmax" : "softmax");
+    std::vector<double> y(size), dx(size);
+    for (int64_t o = 0; o < c.outer; ++o)
+      for (int64_t i = 0; i < c.inner; ++i) {
+        auto at = [&](int64_t j) { return size_t((o * c.n + j) * c.inner + i); };
+        double max = -INFINITY, sum = 0, dot = 0;
+        for (int64_t j = 0; j < c.n; ++j)
+          max = std::max(max, double(x[at(j)]));
+        for (int64_t j = 0; j < c.n; ++j)
+          sum += std::exp(x[at(j)] - max);
+        for (int64_t j = 0; j < c.n; ++j) {
+          double p = std::exp(x[at(j)] - max) / sum;
+          y[at(j)] = log ? std::log(p) : p;
+          dot += log ? dy[at(j)] : dy[at(j)] * p;
+        }
+        for (int64_t j = 0; j < c.n; ++j) {
+          double p = std::exp(x[at(j)] - max) / sum;
+          dx[at(j)] = log ? dy[at(j)] - p * dot : p * (dy[at(j)] - dot);
+        }
+      }
+    Device<float> dX(x), dY(size), dDy(dy), dDx(size);
+    dpc_softmax(dX.get(), dY.get(), c.outer, c.n, c.inner, log);
+    expectNear(dY.host(), y);
+    dpc_softmax_grad(dDy.get(), dY.get(), dDx.get(), c.outer, c.n, c.inner,
+                     log);
+    expectNear(dDx.host(), dx);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Shapes, Softmax,
+    ::testing::Values(SoftmaxConfig{"Attention", 8 * 28, 28, 1},
+                      SoftmaxConfig{"WideRows", 3, 1000, 1},
+                      SoftmaxConfig{"Strided", 4, 9, 5},
+                      SoftmaxConfig{"Single", 2, 1, 3}),
     byName);
 
 //===----------------------------------------------------------------------===//

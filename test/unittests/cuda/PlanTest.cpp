@@ -97,6 +97,34 @@ TEST_F(Plan, ReduceRejectsBadTarget) {
   EXPECT_THROW(planReduce(x, y, 2), std::runtime_error);
 }
 
+TEST_F(Plan, TransposeOfTheLastTwoDims) {
+  int64_t x[] = {8, 28, 16}, perm[] = {0, 2, 1};
+  TransposePlan plan = planTranspose(x, perm, 3);
+  EXPECT_THAT(plan.sizes, ElementsAre(8, 16, 28));
+  EXPECT_THAT(plan.strides, ElementsAre(448, 1, 16));
+  EXPECT_EQ(plan.count, 8 * 28 * 16);
+}
+
+// Heads moved before tokens: batch and heads stay apart, the feature
+// dimension stays contiguous; unit dimensions drop out.
+TEST_F(Plan, TransposeMergesRunsAndDropsUnitDims) {
+  int64_t x[] = {2, 5, 3, 4}, perm[] = {0, 2, 1, 3};
+  TransposePlan heads = planTranspose(x, perm, 4);
+  EXPECT_THAT(heads.sizes, ElementsAre(2, 3, 5, 4));
+  EXPECT_THAT(heads.strides, ElementsAre(60, 4, 12, 1));
+  int64_t y[] = {2, 1, 3, 4}, keep[] = {1, 0, 2, 3};
+  TransposePlan merged = planTranspose(y, keep, 4);
+  EXPECT_THAT(merged.sizes, ElementsAre(24));
+  EXPECT_THAT(merged.strides, ElementsAre(1));
+}
+
+TEST_F(Plan, TransposeRejectsARepeatedDimension) {
+  int64_t x[] = {2, 3}, perm[] = {0, 0};
+  EXPECT_THAT([&] { planTranspose(x, perm, 2); },
+              ::testing::ThrowsMessage<std::runtime_error>(
+                  HasSubstr("dpc_transpose: [0, 0] is not a permutation")));
+}
+
 TEST_F(Plan, GemmStrategies) {
   // Plain and batched products.
   EXPECT_EQ(planGemm(1, 4, 5, 6, false, false, 0, 0, false),

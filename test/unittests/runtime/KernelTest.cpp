@@ -322,11 +322,40 @@ TEST_P(SumToShapeTest, SumsBroadcastDimensions) {
   BroadcastCase c = GetParam(); // sums a (full) to y
   Vec x = randomVec(count(c.a), 15), y(count(c.y), 123.0f);
   dpc_sum_to_shape(x.data(), c.a.data(), y.data(), c.y.data(),
-                   int64_t(c.a.size()));
+                   int64_t(c.a.size()), 0.25f);
   std::vector<double> ref(y.size(), 0.0);
   for (size_t i = 0; i < x.size(); ++i)
-    ref[broadcastIndex(i, c.a, c.y)] += x[i];
+    ref[broadcastIndex(i, c.a, c.y)] += 0.25 * x[i];
   expectClose(y, ref);
+}
+
+// broadcast_to against a direct index map, and as the adjoint of
+// sum_to_shape with the same scale: <broadcast(u), g> = <u, sum(g)>.
+TEST_P(SumToShapeTest, BroadcastIsTheAdjoint) {
+  BroadcastCase c = GetParam(); // broadcasts y (narrow) to a (full)
+  int64_t rank = int64_t(c.a.size());
+  Vec u = randomVec(count(c.y), 19), g = randomVec(count(c.a), 20);
+  Vec wide(count(c.a), 123.0f), narrow(count(c.y), 123.0f);
+  dpc_broadcast_to(u.data(), c.y.data(), wide.data(), c.a.data(), rank, 0.5f);
+  dpc_sum_to_shape(g.data(), c.a.data(), narrow.data(), c.y.data(), rank,
+                   0.5f);
+  std::vector<double> ref(wide.size());
+  double lhs = 0, rhs = 0;
+  for (size_t i = 0; i < wide.size(); ++i) {
+    ref[i] = 0.5 * u[broadcastIndex(i, c.a, c.y)];
+    lhs += double(wide[i]) * g[i];
+  }
+  for (size_t i = 0; i < narrow.size(); ++i)
+    rhs += double(u[i]) * narrow[i];
+  expectClose(wide, ref, 1e-6);
+  EXPECT_NEAR(lhs, rhs, 1e-4 * std::max(1.0, std::fabs(lhs)));
+}
+
+TEST(BroadcastTo, RefusesShapesThatDoNotBroadcast) {
+  int64_t from[] = {3}, to[] = {4};
+  float x[3] = {}, y[4];
+  EXPECT_DEATH(dpc_broadcast_to(x, from, y, to, 1, 1.0f),
+               "dpc_broadcast_to: cannot broadcast \\[3\\] to \\[4\\]");
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -337,6 +366,104 @@ INSTANTIATE_TEST_SUITE_P(
                       BroadcastCase{{2, 3, 4}, {}, {1, 1, 1}},
                       BroadcastCase{{6, 7}, {}, {6, 1}},
                       BroadcastCase{{6, 7}, {}, {6, 7}}));
+
+//===----------------------------------------------------------------------===//
+// Transpose and softmax
+//===----------------------------------------------------------------------===//
+
+struct TransposeCase {
+  std::vector<int64_t> shape, perm;
+};
+
+class TransposeTest : public ::testing::TestWithParam<TransposeCase> {};
+
+TEST_P(TransposeTest, PermutesAndTheInverseRestores) {
+  TransposeCase c = GetParam();
+  size_t rank = c.shape.size();
+  std::vector<int64_t> yShape(rank), inverse(rank), xStrides(rank, 1);
+  for (size_t d = rank - 1; d-- > 0;)
+    xStrides[d] = xStrides[d + 1] * c.shape[d + 1];
+  for (size_t d = 0; d < rank; ++d) {
+    yShape[d] = c.shape[size_t(c.perm[d])];
+    inverse[size_t(c.perm[d])] = int64_t(d);
+  }
+  Vec x = randomVec(count(c.shape), 21), y(x.size(), 123.0f),
+      back(x.size(), 123.0f);
+  dpc_transpose(x.data(), c.shape.data(), y.data(), c.perm.data(),
+                int64_t(rank));
+  for (size_t i = 0; i < y.size(); ++i) {
+    // y's multi-index, each coordinate a step along x's dimension perm[d].
+    size_t rest = i, offset = 0;
+    for (size_t d = rank; d-- > 0;) {
+      offset += (rest % size_t(yShape[d])) * size_t(xStrides[size_t(c.perm[d])]);
+      rest /= size_t(yShape[d]);
+    }
+    ASSERT_EQ(y[i], x[offset]) << "element " << i;
+  }
+  dpc_transpose(y.data(), yShape.data(), back.data(), inverse.data(),
+                int64_t(rank));
+  EXPECT_EQ(back, x);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Shapes, TransposeTest,
+    ::testing::Values(TransposeCase{{2, 3, 4}, {0, 2, 1}},
+                      TransposeCase{{2, 3, 4, 5}, {3, 1, 0, 2}},
+                      TransposeCase{{6, 7}, {1, 0}},
+                      TransposeCase{{1, 3, 1, 2}, {2, 3, 0, 1}},
+                      TransposeCase{{5}, {0}}));
+
+TEST(Transpose, RefusesAPermutationWithARepeat) {
+  int64_t shape[] = {2, 2}, perm[] = {1, 1};
+  float x[4] = {}, y[4];
+  EXPECT_DEATH(dpc_transpose(x, shape, y, perm, 2),
+               "dpc_transpose: not a permutation of 2 dimensions");
+}
+
+// softmax and log_softmax over the middle dimension of outer x n x inner
+// against a double reference, and their gradients against central
+// differences of L = sum(w * y) through the forward kernel itself.
+TEST(Softmax, ForwardAndGradientAgainstDifferences) {
+  const int64_t outer = 3, n = 7, inner = 4, size = outer * n * inner;
+  Vec x = randomVec(size_t(size), 22, -3.0f, 3.0f);
+  Vec w = randomVec(size_t(size), 23);
+  x[5] = 80.0f; // large logits must not overflow
+  for (int64_t log : {0, 1}) {
+    SCOPED_TRACE(log ? "log_softmax" : "softmax");
+    Vec y(x.size()), dx(x.size());
+    dpc_softmax(x.data(), y.data(), outer, n, inner, log);
+    dpc_softmax_grad(w.data(), y.data(), dx.data(), outer, n, inner, log);
+    for (int64_t o = 0; o < outer; ++o)
+      for (int64_t i = 0; i < inner; ++i) {
+        auto at = [&](int64_t j) { return size_t((o * n + j) * inner + i); };
+        double max = -INFINITY, sum = 0;
+        for (int64_t j = 0; j < n; ++j)
+          max = std::max(max, double(x[at(j)]));
+        for (int64_t j = 0; j < n; ++j)
+          sum += std::exp(x[at(j)] - max);
+        for (int64_t j = 0; j < n; ++j) {
+          double p = std::exp(x[at(j)] - max) / sum;
+          double want = log ? x[at(j)] - max - std::log(sum) : p;
+          EXPECT_NEAR(y[at(j)], want, 1e-5 * std::max(1.0, std::fabs(want)));
+        }
+      }
+    auto loss = [&](const Vec &input) {
+      Vec out(input.size());
+      dpc_softmax(input.data(), out.data(), outer, n, inner, log);
+      double l = 0;
+      for (size_t k = 0; k < out.size(); ++k)
+        l += double(w[k]) * out[k];
+      return l;
+    };
+    for (size_t k = 0; k < x.size(); k += 5) {
+      Vec hi = x, lo = x;
+      hi[k] += 1e-2f;
+      lo[k] -= 1e-2f;
+      double slope = (loss(hi) - loss(lo)) / (double(hi[k]) - lo[k]);
+      EXPECT_NEAR(dx[k], slope, 2e-3) << "element " << k;
+    }
+  }
+}
 
 TEST(Relu, ForwardAndGradient) {
   Vec x = randomVec(1000, 16), y(1000), dy = randomVec(1000, 17), dx(1000);

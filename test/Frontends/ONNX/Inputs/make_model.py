@@ -97,7 +97,7 @@ def mlp(opset=13):
 
 def unsupported():
     n = helper.make_node
-    return model([n("Softmax", ["x"], ["y"], name="probabilities", axis=1)],
+    return model([n("Hardmax", ["x"], ["y"], name="probabilities", axis=1)],
                  [tensor("x", 4, 10)], [tensor("y", 4, 10)])
 
 
@@ -202,6 +202,26 @@ def arithmetic(divisor=2):
     return model(nodes, [tensor("x", 8, 6, 4)], [tensor("y", 8, 24)], inits)
 
 
+def reductions(exponent=0.5, mean_axes=(1,)):
+    """ReduceSum with its axes as an input and without keepdims, Pow by a
+    Constant exponent, ReduceMean with keepdims, Transpose by its default
+    (reversing) permutation, Softmax on axis 0 and LogSoftmax on the last."""
+    n = helper.make_node
+    power = helper.make_tensor("e", TensorProto.FLOAT, [], [exponent])
+    nodes = [
+        n("ReduceSum", ["x", "sum_axes"], ["s"], name="sum", keepdims=0),
+        n("Constant", [], ["p"], name="exponent", value=power),
+        n("Pow", ["s", "p"], ["r"], name="root"),
+        n("ReduceMean", ["r"], ["m"], name="mean", axes=list(mean_axes)),
+        n("Sub", ["r", "m"], ["c"], name="centred"),
+        n("Transpose", ["c"], ["t"], name="swap"),
+        n("Softmax", ["t"], ["q"], name="columns", axis=0),
+        n("LogSoftmax", ["q"], ["y"], name="rows"),
+    ]
+    return model(nodes, [tensor("x", 4, 3, 6)], [tensor("y", 6, 4)],
+                 [ints("sum_axes", [1])])
+
+
 MODELS = {
     "lenet": lambda: lenet(),
     "lenet-fixed-batch": lambda: lenet(batch=16),
@@ -220,6 +240,9 @@ MODELS = {
     "batchnorm-opset15": lambda: batchnorm(opset=15),
     "arithmetic": arithmetic,
     "arithmetic-divide-by-zero": lambda: arithmetic(divisor=0),
+    "reductions": reductions,
+    "reductions-cube": lambda: reductions(exponent=3.0),
+    "reductions-twice": lambda: reductions(mean_axes=(1, -1)),
 }
 
 if __name__ == "__main__":

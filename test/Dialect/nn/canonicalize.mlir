@@ -15,12 +15,12 @@ func.func @linear_on_a_sequence(%x: tensor<8x28x32xf32>) -> tensor<8x28x16xf32> 
 // -----
 
 // CHECK-LABEL: func.func @both_operands
-func.func @both_operands(%a: tensor<2x5x4xf32>, %b: tensor<2x3x5xf32>) -> tensor<2x4x3xf32> {
+func.func @both_operands(%a: tensor<2x4x5xf32>, %b: tensor<2x3x5xf32>) -> tensor<2x4x3xf32> {
   // CHECK-NOT: nn.transpose
-  // CHECK: nn.matmul %arg0, %arg1 {transpose_rhs = true} : (tensor<2x5x4xf32>, tensor<2x3x5xf32>) -> tensor<2x4x3xf32>
-  %at = nn.transpose %a {perm = array<i64: 0, 2, 1>} : (tensor<2x5x4xf32>) -> tensor<2x4x5xf32>
+  // CHECK: nn.matmul %arg0, %arg1 {transpose_rhs = true} : (tensor<2x4x5xf32>, tensor<2x3x5xf32>) -> tensor<2x4x3xf32>
+  %at = nn.transpose %a {perm = array<i64: 0, 2, 1>} : (tensor<2x4x5xf32>) -> tensor<2x5x4xf32>
   %bt = nn.transpose %b {perm = array<i64: 0, 2, 1>} : (tensor<2x3x5xf32>) -> tensor<2x5x3xf32>
-  %y = nn.matmul %at, %bt {transpose_lhs = true} : (tensor<2x4x5xf32>, tensor<2x5x3xf32>) -> tensor<2x4x3xf32>
+  %y = nn.matmul %at, %bt {transpose_lhs = true} : (tensor<2x5x4xf32>, tensor<2x5x3xf32>) -> tensor<2x4x3xf32>
   return %y : tensor<2x4x3xf32>
 }
 

@@ -107,6 +107,19 @@ __global__ void binaryBroadcast(int64_t fn, const float *a, const float *b,
   }
 }
 
+/// A plan's merged shape and strides for a kernel launch.
+BroadcastArgs broadcastArgs(const BroadcastPlan &plan, const char *kernel) {
+  if (plan.shape.size() > size_t(kMaxRank))
+    fail(std::string(kernel) + ": more than " + std::to_string(kMaxRank) +
+         " dimensions after merging");
+  BroadcastArgs args{};
+  args.rank = int(plan.shape.size());
+  std::copy(plan.shape.begin(), plan.shape.end(), args.shape);
+  std::copy(plan.aStrides.begin(), plan.aStrides.end(), args.aStrides);
+  std::copy(plan.bStrides.begin(), plan.bStrides.end(), args.bStrides);
+  return args;
+}
+
 // y = scale * x broadcast: x's strides are a plan's aStrides.
 __global__ void broadcastKernel(const float *x, float *y, int64_t count,
                                 BroadcastArgs args, float scale) {
@@ -715,16 +728,8 @@ void dpc_binary(int64_t fn, const float *a, const int64_t *a_shape,
     checkLaunch("binarySameShape");
     return;
   }
-  if (plan.shape.size() > size_t(kMaxRank))
-    fail("dpc_binary: more than " + std::to_string(kMaxRank) +
-         " dimensions after merging");
-  BroadcastArgs args{};
-  args.rank = int(plan.shape.size());
-  std::copy(plan.shape.begin(), plan.shape.end(), args.shape);
-  std::copy(plan.aStrides.begin(), plan.aStrides.end(), args.aStrides);
-  std::copy(plan.bStrides.begin(), plan.bStrides.end(), args.bStrides);
   binaryBroadcast<<<blocksFor(plan.count), kThreads, 0, stream()>>>(
-      fn, a, b, y, plan.count, args);
+      fn, a, b, y, plan.count, broadcastArgs(plan, "dpc_binary"));
   checkLaunch("binaryBroadcast");
 }
 
@@ -738,15 +743,8 @@ void dpc_broadcast_to(const float *x, const int64_t *x_shape, float *y,
   BroadcastPlan plan = planBroadcast(x_shape, x_shape, y_shape, rank);
   if (plan.count == 0)
     return;
-  if (plan.shape.size() > size_t(kMaxRank))
-    fail("dpc_broadcast_to: more than " + std::to_string(kMaxRank) +
-         " dimensions after merging");
-  BroadcastArgs args{};
-  args.rank = int(plan.shape.size());
-  std::copy(plan.shape.begin(), plan.shape.end(), args.shape);
-  std::copy(plan.aStrides.begin(), plan.aStrides.end(), args.aStrides);
   broadcastKernel<<<blocksFor(plan.count), kThreads, 0, stream()>>>(
-      x, y, plan.count, args, scale);
+      x, y, plan.count, broadcastArgs(plan, "dpc_broadcast_to"), scale);
   checkLaunch("broadcast_to");
 }
 

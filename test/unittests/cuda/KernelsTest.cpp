@@ -351,6 +351,19 @@ INSTANTIATE_TEST_SUITE_P(
 // Broadcasting binary functions and sum_to_shape
 //===----------------------------------------------------------------------===//
 
+/// The element of `narrow` (same rank, each dimension 1 or `full`'s) that
+/// element `index` of `full` reads under numpy broadcasting.
+int64_t broadcastOffset(int64_t index, const Shape &full, const Shape &narrow) {
+  int64_t offset = 0, stride = 1;
+  for (size_t d = full.size(); d-- > 0;) {
+    int64_t coordinate = index % full[d];
+    index /= full[d];
+    offset += (narrow[d] == 1 ? 0 : coordinate) * stride;
+    stride *= narrow[d];
+  }
+  return offset;
+}
+
 struct BroadcastConfig {
   const char *name;
   Shape a, b;
@@ -372,17 +385,8 @@ TEST_P(Binary, MatchesReference) {
     v = v < 0 ? v - 0.5f : v + 0.5f;
   std::vector<int64_t> aIndex(size_t(countOf(y))), bIndex(aIndex.size());
   for (int64_t i = 0; i < countOf(y); ++i) {
-    int64_t rest = i, ai = 0, bi = 0, as = 1, bs = 1;
-    for (size_t d = rank; d-- > 0;) {
-      int64_t index = rest % y[d];
-      rest /= y[d];
-      ai += (c.a[d] == 1 ? 0 : index) * as;
-      bi += (c.b[d] == 1 ? 0 : index) * bs;
-      as *= c.a[d];
-      bs *= c.b[d];
-    }
-    aIndex[size_t(i)] = ai;
-    bIndex[size_t(i)] = bi;
+    aIndex[size_t(i)] = broadcastOffset(i, y, c.a);
+    bIndex[size_t(i)] = broadcastOffset(i, y, c.b);
   }
   Device<float> da(a), db(b), dy(aIndex.size());
   for (int64_t fn :
@@ -427,16 +431,8 @@ TEST_P(SumToShape, MatchesReference) {
   size_t rank = c.x.size();
   auto x = randomFloats(size_t(countOf(c.x)), 12);
   std::vector<double> want(size_t(countOf(c.y)), 0.0);
-  for (int64_t i = 0; i < countOf(c.x); ++i) {
-    int64_t rest = i, yi = 0, ys = 1;
-    for (size_t d = rank; d-- > 0;) {
-      int64_t index = rest % c.x[d];
-      rest /= c.x[d];
-      yi += (c.y[d] == 1 ? 0 : index) * ys;
-      ys *= c.y[d];
-    }
-    want[size_t(yi)] += 0.5 * x[size_t(i)];
-  }
+  for (int64_t i = 0; i < countOf(c.x); ++i)
+    want[size_t(broadcastOffset(i, c.x, c.y))] += 0.5 * x[size_t(i)];
   Device<float> dx(x), dy(want.size());
   dpc_sum_to_shape(dx.get(), c.x.data(), dy.get(), c.y.data(), int64_t(rank),
                    0.5f);
@@ -449,16 +445,8 @@ TEST_P(SumToShape, BroadcastMatchesReference) {
   size_t rank = c.x.size();
   auto u = randomFloats(size_t(countOf(c.y)), 13);
   std::vector<double> want(size_t(countOf(c.x)));
-  for (int64_t i = 0; i < countOf(c.x); ++i) {
-    int64_t rest = i, yi = 0, ys = 1;
-    for (size_t d = rank; d-- > 0;) {
-      int64_t index = rest % c.x[d];
-      rest /= c.x[d];
-      yi += (c.y[d] == 1 ? 0 : index) * ys;
-      ys *= c.y[d];
-    }
-    want[size_t(i)] = 0.5 * u[size_t(yi)];
-  }
+  for (int64_t i = 0; i < countOf(c.x); ++i)
+    want[size_t(i)] = 0.5 * u[size_t(broadcastOffset(i, c.x, c.y))];
   Device<float> du(u), dw(want.size());
   dpc_broadcast_to(du.get(), c.y.data(), dw.get(), c.x.data(), int64_t(rank),
                    0.5f);

@@ -16,6 +16,7 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <ostream>
 #include <random>
 #include <utility>
 #include <vector>
@@ -374,6 +375,14 @@ INSTANTIATE_TEST_SUITE_P(
 struct TransposeCase {
   std::vector<int64_t> shape, perm;
 };
+// Named by shape and permutation, e.g. "2x3x4_by_0_2_1".
+void PrintTo(const TransposeCase &c, std::ostream *os) {
+  for (size_t d = 0; d < c.shape.size(); ++d)
+    *os << (d ? "x" : "") << c.shape[d];
+  *os << "_by";
+  for (int64_t p : c.perm)
+    *os << "_" << p;
+}
 
 class TransposeTest : public ::testing::TestWithParam<TransposeCase> {};
 

@@ -813,10 +813,6 @@ LogicalResult Importer::importBinary(const onnx::NodeProto &node) {
 }
 
 LogicalResult Importer::importPow(const onnx::NodeProto &node) {
-  const std::string &exponentName = hasInput(node, 1) ? node.input(1) : "";
-  if (!isHost(exponentName) && !initializers.count(exponentName))
-    return nodeError(node) << "supports only an exponent known at import "
-                              "time (a constant or an initializer)";
   FailureOr<HostTensor> exponent = getHost(node, 1);
   if (failed(exponent))
     return failure();

@@ -518,12 +518,24 @@ void dpc_transpose(const float *x, const int64_t *x_shape, float *y,
              });
 }
 
+} // extern "C"
+
+namespace {
+
+void checkSoftmaxSizes(const char *kernel, int64_t outer, int64_t n,
+                       int64_t inner) {
+  if (outer < 0 || n < 1 || inner < 0)
+    fail(kernel, "bad sizes outer " + std::to_string(outer) + ", n " +
+                     std::to_string(n) + ", inner " + std::to_string(inner));
+}
+
+} // namespace
+
+extern "C" {
+
 void dpc_softmax(const float *x, float *y, int64_t outer, int64_t n,
                  int64_t inner, int64_t log) {
-  if (outer < 0 || n < 1 || inner < 0)
-    fail("dpc_softmax", "bad sizes outer " + std::to_string(outer) + ", n " +
-                            std::to_string(n) + ", inner " +
-                            std::to_string(inner));
+  checkSoftmaxSizes("dpc_softmax", outer, n, inner);
   for (int64_t o = 0; o < outer; ++o)
     for (int64_t i = 0; i < inner; ++i) {
       const float *px = x + o * n * inner + i;
@@ -531,26 +543,28 @@ void dpc_softmax(const float *x, float *y, int64_t outer, int64_t n,
       float max = px[0];
       for (int64_t j = 1; j < n; ++j)
         max = std::max(max, px[j * inner]);
+      // The exponentials go to y first, so each is computed once.
       double sum = 0;
-      for (int64_t j = 0; j < n; ++j)
-        sum += std::exp(double(px[j * inner] - max));
+      for (int64_t j = 0; j < n; ++j) {
+        double e = std::exp(double(px[j * inner] - max));
+        py[j * inner] = float(e);
+        sum += e;
+      }
       if (log) {
         float lse = max + float(std::log(sum));
         for (int64_t j = 0; j < n; ++j)
           py[j * inner] = px[j * inner] - lse;
       } else {
+        double inverse = 1.0 / sum;
         for (int64_t j = 0; j < n; ++j)
-          py[j * inner] = float(std::exp(double(px[j * inner] - max)) / sum);
+          py[j * inner] = float(py[j * inner] * inverse);
       }
     }
 }
 
 void dpc_softmax_grad(const float *dy, const float *y, float *dx,
                       int64_t outer, int64_t n, int64_t inner, int64_t log) {
-  if (outer < 0 || n < 1 || inner < 0)
-    fail("dpc_softmax_grad", "bad sizes outer " + std::to_string(outer) +
-                                 ", n " + std::to_string(n) + ", inner " +
-                                 std::to_string(inner));
+  checkSoftmaxSizes("dpc_softmax_grad", outer, n, inner);
   for (int64_t o = 0; o < outer; ++o)
     for (int64_t i = 0; i < inner; ++i) {
       int64_t base = o * n * inner + i;

@@ -69,6 +69,17 @@ __device__ float blockSum(float v) {
 // Broadcasting binary functions
 //===----------------------------------------------------------------------===//
 
+/// The offset of element `index` of a tensor of `sizes` read with `strides`.
+__device__ int64_t offsetOf(int64_t index, const int64_t *sizes,
+                            const int64_t *strides, int rank) {
+  int64_t offset = 0;
+  for (int d = rank - 1; d >= 0; --d) {
+    offset += (index % sizes[d]) * strides[d];
+    index /= sizes[d];
+  }
+  return offset;
+}
+
 struct BroadcastArgs {
   int rank;
   int64_t shape[kMaxRank], aStrides[kMaxRank], bStrides[kMaxRank];
@@ -124,12 +135,7 @@ BroadcastArgs broadcastArgs(const BroadcastPlan &plan, const char *kernel) {
 __global__ void broadcastKernel(const float *x, float *y, int64_t count,
                                 BroadcastArgs args, float scale) {
   GRID_STRIDE(i, count) {
-    int64_t rest = i, offset = 0;
-    for (int d = args.rank - 1; d >= 0; --d) {
-      offset += (rest % args.shape[d]) * args.aStrides[d];
-      rest /= args.shape[d];
-    }
-    y[i] = scale * x[offset];
+    y[i] = scale * x[offsetOf(i, args.shape, args.aStrides, args.rank)];
   }
 }
 
@@ -144,16 +150,6 @@ struct ReduceArgs {
   int64_t outputs, reduced;
   float scale;
 };
-
-__device__ int64_t offsetOf(int64_t index, const int64_t *sizes,
-                            const int64_t *strides, int rank) {
-  int64_t offset = 0;
-  for (int d = rank - 1; d >= 0; --d) {
-    offset += (index % sizes[d]) * strides[d];
-    index /= sizes[d];
-  }
-  return offset;
-}
 
 /// Few values per output: one thread sums each.
 __global__ void reduceByThread(const float *x, float *y, ReduceArgs args) {
@@ -765,11 +761,16 @@ void dpc_transpose(const float *x, const int64_t *x_shape, float *y,
   checkLaunch("transpose");
 }
 
+static void checkSoftmaxSizes(const char *kernel, int64_t outer, int64_t n,
+                              int64_t inner) {
+  if (outer < 0 || n < 1 || inner < 0)
+    fail(std::string(kernel) + ": bad sizes outer " + std::to_string(outer) +
+         ", n " + std::to_string(n) + ", inner " + std::to_string(inner));
+}
+
 void dpc_softmax(const float *x, float *y, int64_t outer, int64_t n,
                  int64_t inner, int64_t log) {
-  if (outer < 0 || n < 1 || inner < 0)
-    fail("dpc_softmax: bad sizes outer " + std::to_string(outer) + ", n " +
-         std::to_string(n) + ", inner " + std::to_string(inner));
+  checkSoftmaxSizes("dpc_softmax", outer, n, inner);
   int64_t rows = outer * inner;
   if (rows == 0)
     return;
@@ -780,9 +781,7 @@ void dpc_softmax(const float *x, float *y, int64_t outer, int64_t n,
 
 void dpc_softmax_grad(const float *dy, const float *y, float *dx,
                       int64_t outer, int64_t n, int64_t inner, int64_t log) {
-  if (outer < 0 || n < 1 || inner < 0)
-    fail("dpc_softmax_grad: bad sizes outer " + std::to_string(outer) +
-         ", n " + std::to_string(n) + ", inner " + std::to_string(inner));
+  checkSoftmaxSizes("dpc_softmax_grad", outer, n, inner);
   int64_t rows = outer * inner;
   if (rows == 0)
     return;

@@ -215,21 +215,21 @@ FailureOr<int64_t> normalizeAxis(int64_t axis, size_t rank,
 FailureOr<Shape> inferTransposeShape(ArrayRef<int64_t> input,
                                      ArrayRef<int64_t> perm,
                                      EmitErrorFn emitError) {
-  std::vector<bool> seen(input.size(), false);
-  Shape result;
-  for (int64_t p : perm) {
-    if (perm.size() != input.size() || p < 0 ||
-        p >= static_cast<int64_t>(input.size()) || seen[p])
-      return emitError() << "expects a permutation of the " << input.size()
-                         << " dimensions of " << formatShape(input) << ", got ["
-                         << perm << "]";
-    seen[p] = true;
-    result.push_back(input[p]);
-  }
-  if (perm.size() != input.size())
+  auto notAPermutation = [&] {
     return emitError() << "expects a permutation of the " << input.size()
                        << " dimensions of " << formatShape(input) << ", got ["
                        << perm << "]";
+  };
+  if (perm.size() != input.size())
+    return notAPermutation();
+  std::vector<bool> seen(input.size(), false);
+  Shape result;
+  for (int64_t p : perm) {
+    if (p < 0 || p >= static_cast<int64_t>(input.size()) || seen[p])
+      return notAPermutation();
+    seen[p] = true;
+    result.push_back(input[p]);
+  }
   return result;
 }
 

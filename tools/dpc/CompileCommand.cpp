@@ -2,8 +2,9 @@
 //
 // Parses and checks every `dpc compile` option of DESIGN.md, loads the model
 // and runs the pass pipeline as far as it is built, writing the output
-// directory only when everything succeeded: the work happens in a sibling
-// temporary directory that is renamed into place at the end.
+// directory only when everything succeeded (support::OutputDirectory: a
+// staging directory swapped into place at the end, and never over anything
+// dpc did not write).
 //
 //===----------------------------------------------------------------------===//
 
@@ -20,6 +21,7 @@
 
 #include "dpc/runtime/Safetensors.h"
 #include "dpc/support/CommandLine.h"
+#include "dpc/support/OutputDirectory.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -126,44 +128,6 @@ std::string checkOptions(const CompileOptions &o, const cli::ArgParser &p) {
     return "missing output directory: give -o DIR";
   return "";
 }
-
-// A directory that appears at its final path only on commit(); destroyed
-// otherwise, so a failed compile leaves nothing behind.
-class StagedDirectory {
-public:
-  explicit StagedDirectory(fs::path target)
-      : target(std::move(target)),
-        staging(this->target.string() + ".dpc-partial") {}
-  ~StagedDirectory() {
-    std::error_code ec;
-    if (!committed)
-      fs::remove_all(staging, ec);
-  }
-
-  std::string create() {
-    std::error_code ec;
-    fs::remove_all(staging, ec);
-    if (!fs::create_directories(staging, ec) || ec)
-      return "cannot create '" + staging.string() + "': " + ec.message();
-    return "";
-  }
-  const fs::path &path() const { return staging; }
-
-  std::string commit() {
-    std::error_code ec;
-    fs::remove_all(target, ec);
-    fs::rename(staging, target, ec);
-    if (ec)
-      return "cannot move output into '" + target.string() +
-             "': " + ec.message();
-    committed = true;
-    return "";
-  }
-
-private:
-  fs::path target, staging;
-  bool committed = false;
-};
 
 // Loads the model into `module`: ONNX through the frontend (collecting the
 // initial weights), or nn-dialect MLIR as is. Returns false after the
@@ -350,6 +314,17 @@ int compileModel(const CompileOptions &options) {
     return cli::kUsageError;
   }
 
+  // dpc replaces only its own earlier output and never the input.
+  std::vector<fs::path> inputs = {model};
+  if (!options.profile.empty())
+    inputs.emplace_back(options.profile);
+  if (std::string problem =
+          support::checkOutputTarget(options.outDir, inputs);
+      !problem.empty()) {
+    std::cerr << "dpc compile: " << problem << "\n";
+    return cli::kUsageError;
+  }
+
   // A target this build cannot link for fails before any work is done.
   if (options.emit == "exe") {
     if (std::string problem = mlir::dpc::checkRankRuntime(options.target);
@@ -376,8 +351,8 @@ int compileModel(const CompileOptions &options) {
 
   // Everything is written under a staging name and appears at -o only when
   // the whole compilation succeeded.
-  StagedDirectory out(options.outDir);
-  if (std::string problem = out.create(); !problem.empty()) {
+  support::OutputDirectory out(options.outDir);
+  if (std::string problem = out.open(inputs); !problem.empty()) {
     std::cerr << "dpc compile: " << problem << "\n";
     return 1;
   }

@@ -3,7 +3,7 @@ loss with PyTorch's.
 
 Usage: match_oracle.py ORACLE_DIR WORK_DIR [--models lenet5,mlp]
        [--stages 1,2,4,2+1] [--schedules gpipe,1f1b] [--steps 20]
-       [--target cpu|cuda] [--rtol 1e-4] [--weights]
+       [--target cpu|cuda] [--rtol 1e-4] [--weights [--weights-rtol X]]
 
 ORACLE_DIR holds what oracle.py wrote (MODEL.onnx, MODEL.oracle.json, with
 its settings: 4 microbatches of 16, file order, and the optimizer, by default
@@ -57,6 +57,9 @@ def main():
     parser.add_argument("--target", default="cpu", choices=["cpu", "cuda"])
     parser.add_argument("--rtol", type=float, default=1e-4)
     parser.add_argument("--weights", action="store_true")
+    parser.add_argument("--weights-rtol", type=float, default=None,
+                        help="tolerance of the trained weights (default: "
+                        "--rtol)")
     args = parser.parse_args()
 
     failures = 0
@@ -116,7 +119,7 @@ def main():
                         os.path.join(HERE, "oracle", "compare_weights.py"),
                         checkpoints,
                         os.path.join(args.oracle_dir, model + ".final.safetensors"),
-                        "--rtol", str(args.rtol)])
+                        "--rtol", str(args.weights_rtol or args.rtol)])
                     if log.strip():
                         verdict += "; " + log.strip().splitlines()[-1]
                 print(f"{name}: {'ok' if code == 0 else 'MISMATCH'}: {verdict}")

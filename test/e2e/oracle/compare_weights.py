@@ -9,6 +9,18 @@ stageK.safetensors per stage (or MODEL.onnx is what `dpc export` wrote from
 them, its initializers the trained weights); together they must hold every
 tensor of the oracle's final weights (oracle.py writes MODEL.final.safetensors after its
 training steps). A tensor agrees when max |dpc - torch| <= rtol * max |torch|.
+
+Both sides train in float32, and where they round differently (other
+kernels, other summation orders: PyTorch and dpc pick oneDNN algorithms
+apart, and a CPU model changes both), training amplifies the difference,
+most in small tensors that are sums of cancelling terms (batch
+normalization's shifts). So when oracle.py also wrote MODEL.final64.safetensors
+(the same training in float64) beside the final weights, a tensor that misses
+rtol is judged against that reference instead: it agrees when dpc is no
+farther from float64 than NOISE_FACTOR times PyTorch's own float32 run is
+(and at least rtol), max |dpc - t64| <= NOISE_FACTOR * max(max |torch - t64|,
+rtol * max |t64|). A real error (a wrong gradient, a missed update) puts dpc
+orders of magnitude farther from float64 than float32 rounding puts PyTorch.
 Momentum buffers in the checkpoints are ignored. Prints one line per tensor
 and a verdict; exits 0 when all agree, 1 otherwise, 2 on unreadable input.
 """
@@ -21,6 +33,11 @@ import struct
 import sys
 
 import numpy as np
+
+# How much farther from the float64 reference than PyTorch's float32 run
+# dpc's float32 run may be: the two are independent roundings of the same
+# computation, so their distances agree to within a small factor.
+NOISE_FACTOR = 4.0
 
 
 def read_safetensors(path):
@@ -68,8 +85,13 @@ def main():
             if not name.startswith("momentum."):
                 trained[name] = value
     expected = read_safetensors(args.oracle)
+    reference = {}
+    if args.oracle.endswith(".final.safetensors"):
+        path64 = args.oracle[:-len(".final.safetensors")] + ".final64.safetensors"
+        if os.path.exists(path64):
+            reference = read_safetensors(path64)
 
-    bad = 0
+    bad = noisy = 0
     for name, want in sorted(expected.items()):
         got = trained.get(name)
         if got is None:
@@ -84,15 +106,27 @@ def main():
         error = float(np.max(np.abs(got.astype(np.float64) - want)))
         scale = float(np.max(np.abs(want)))
         ok = error <= args.rtol * scale
+        note = ""
+        t64 = reference.get(name)
+        if not ok and t64 is not None and t64.shape == want.shape:
+            t64 = t64.astype(np.float64)
+            ours = float(np.max(np.abs(got - t64)))
+            theirs = float(np.max(np.abs(want - t64)))
+            bound = NOISE_FACTOR * max(theirs, args.rtol * float(np.max(np.abs(t64))))
+            ok = ours <= bound
+            noisy += ok
+            note = (f"; from float64: dpc {ours:.3g}, torch {theirs:.3g}"
+                    f"{', within float32 noise' if ok else ''}")
         bad += not ok
-        print(f"  {name}: max error {error:.3g} of max {scale:.3g}"
+        print(f"  {name}: max error {error:.3g} of max {scale:.3g}{note}"
               f"{'' if ok else '  DIFFERS'}")
     if bad:
         print(f"compare_weights: {bad} of {len(expected)} tensors differ by "
               f"more than {args.rtol} relative")
         sys.exit(1)
     print(f"compare_weights: all {len(expected)} tensors within {args.rtol} "
-          f"relative")
+          f"relative" + (f" ({noisy} within float32 noise of the float64 "
+                         f"reference)" if noisy else ""))
 
 
 if __name__ == "__main__":

@@ -15,6 +15,7 @@ update. Pixels are float32(byte)/255, labels int64.
 """
 
 import argparse
+import copy
 import gzip
 import inspect
 import json
@@ -301,6 +302,11 @@ def write_safetensors(path, tensors):
             f.write(raw)
 
 
+def opset_of(model):
+    """The opset a model is exported at: OPSET unless it needs a later one."""
+    return getattr(model, "opset", OPSET)
+
+
 def export_and_reload(model, name, batch, out_dir):
     """Exports to ONNX, then copies the exported initializers back into the
     model: the ONNX file is what dpc reads, so it is the source of truth."""
@@ -318,7 +324,7 @@ def export_and_reload(model, name, batch, out_dir):
     # exporter, which builds another graph.
     legacy = ({"dynamo": False} if "dynamo" in
               inspect.signature(torch.onnx.export).parameters else {})
-    torch.onnx.export(model, dummy, path, opset_version=OPSET,
+    torch.onnx.export(model, dummy, path, opset_version=opset_of(model),
                       input_names=["input"], output_names=["logits"],
                       do_constant_folding=(not training and
                                            getattr(model, "fold_constants",
@@ -430,6 +436,10 @@ def main():
     parser.add_argument("--eps", type=float, default=1e-8, help="Adam's eps")
     parser.add_argument("--weight-decay", type=float, default=0.0)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--reference64", action=argparse.BooleanOptionalAction,
+                        default=True,
+                        help="also train in float64 and write "
+                        "MODEL.final64.safetensors (default on)")
     parser.add_argument("--eval", action="store_true",
                         help="also report test accuracy after training")
     parser.add_argument("--predictions", type=int, default=0, metavar="N",
@@ -461,17 +471,30 @@ def main():
         model = build(name)
         onnx_path, ops = export_and_reload(model, name, args.microbatch_size,
                                            args.out)
+        # The same training in float64 from the same weights: the reference
+        # that says how far float32 rounding alone moves the trained weights
+        # (compare_weights.py, for tensors where dpc and PyTorch, both in
+        # float32, round differently).
+        reference = copy.deepcopy(model).double() if args.reference64 else None
         losses = train(model, x, y, args.steps, args.microbatches,
                        args.microbatch_size, settings)
         final = {k: v.detach().numpy() for k, v in trained_state(model).items()}
         write_safetensors(os.path.join(args.out, f"{name}.final.safetensors"),
                           final)
+        if reference is not None:
+            train(reference, x.double(), y, args.steps, args.microbatches,
+                  args.microbatch_size, settings)
+            final64 = {k: (v.detach().numpy().astype(np.float32)
+                           if v.is_floating_point() else v.detach().numpy())
+                       for k, v in trained_state(reference).items()}
+            write_safetensors(
+                os.path.join(args.out, f"{name}.final64.safetensors"), final64)
         result = {
             "model": name,
             "onnx": os.path.basename(onnx_path),
             "initial_weights": f"{name}.init.safetensors",
             "final_weights": f"{name}.final.safetensors",
-            "opset": OPSET,
+            "opset": opset_of(model),
             "onnx_ops": ops,
             "input_shape": [args.microbatch_size, 1, 28, 28],
             "data": f"fashion-mnist:{args.data}",

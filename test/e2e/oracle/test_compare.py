@@ -9,6 +9,8 @@ import sys
 import tempfile
 import unittest
 
+import numpy as np
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 COMPARE = os.path.join(HERE, "compare.py")
 LOSSES = [2.302272, 2.282583, 2.249336, 2.193405, 2.097045]
@@ -77,6 +79,51 @@ class CompareTest(unittest.TestCase):
         result = self.run_compare(self.steps(LOSSES) + [{"step": 2, "loss": 1.0}])
         self.assertEqual(result.returncode, 2)
         self.assertIn("step 2 appears twice", result.stderr)
+
+
+class CompareWeightsTest(unittest.TestCase):
+    """The float64 fallback of compare_weights.py: a tensor off PyTorch's by
+    more than rtol passes only when dpc is about as close to the float64
+    reference as PyTorch's float32 run is."""
+
+    def setUp(self):
+        sys.path.insert(0, HERE)
+        import oracle  # noqa: E402 (the safetensors writer)
+        self.write = oracle.write_safetensors
+        self.dir = tempfile.TemporaryDirectory()
+        self.t64 = np.linspace(-1, 1, 64, dtype=np.float32).reshape(8, 8)
+        # PyTorch's float32 run, 1e-3 relative off the float64 one.
+        self.t32 = self.t64 + np.float32(1e-3)
+        self.oracle = os.path.join(self.dir.name, "m.final.safetensors")
+        self.write(self.oracle, {"w": self.t32})
+
+    def tearDown(self):
+        self.dir.cleanup()
+
+    def run_compare(self, got, with_reference):
+        if with_reference:
+            self.write(os.path.join(self.dir.name, "m.final64.safetensors"),
+                       {"w": self.t64})
+        ckpt = os.path.join(self.dir.name, "ckpt")
+        os.makedirs(ckpt, exist_ok=True)
+        self.write(os.path.join(ckpt, "stage0.safetensors"), {"w": got})
+        return subprocess.run(
+            [sys.executable, os.path.join(HERE, "compare_weights.py"), ckpt,
+             self.oracle], capture_output=True, text=True)
+
+    def test_rounding_noise_passes_with_the_reference(self):
+        got = self.t64 - np.float32(2e-3)  # as far from float64 as torch, x2
+        self.assertEqual(self.run_compare(got, False).returncode, 1)
+        result = self.run_compare(got, True)
+        self.assertEqual(result.returncode, 0, result.stdout)
+        self.assertIn("(1 within float32 noise of the float64 reference)",
+                      result.stdout)
+
+    def test_real_error_fails_with_the_reference(self):
+        got = self.t64 * np.float32(1.05)  # 5% off: no rounding does that
+        result = self.run_compare(got, True)
+        self.assertEqual(result.returncode, 1)
+        self.assertIn("DIFFERS", result.stdout)
 
 
 if __name__ == "__main__":

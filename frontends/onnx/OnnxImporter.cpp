@@ -26,6 +26,7 @@
 #include "mlir/IR/Verifier.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/StringSet.h"
 
 #include "onnx/checker.h"
 #include "onnx/defs/schema.h"
@@ -1372,6 +1373,24 @@ void respecialiseReshapeTargets(onnx::GraphProto &graph, int64_t batch) {
   }
 }
 
+// The graph output no node, input or initializer produces, or "". The onnx
+// checker lets such a graph through, and the version converter crashes on
+// it, so it is refused before conversion.
+std::string unproducedOutput(const onnx::GraphProto &graph) {
+  llvm::StringSet<> produced;
+  for (const onnx::ValueInfoProto &input : graph.input())
+    produced.insert(input.name());
+  for (const onnx::TensorProto &init : graph.initializer())
+    produced.insert(init.name());
+  for (const onnx::NodeProto &node : graph.node())
+    for (const std::string &output : node.output())
+      produced.insert(output);
+  for (const onnx::ValueInfoProto &output : graph.output())
+    if (!produced.contains(output.name()))
+      return output.name();
+  return "";
+}
+
 // The default-domain opset the model imports.
 int64_t modelOpset(const onnx::ModelProto &model) {
   for (const onnx::OperatorSetIdProto &set : model.opset_import())
@@ -1398,6 +1417,9 @@ mlir::dpc::onnx_frontend::importOnnxFile(StringRef path, MLIRContext *context,
   } catch (const std::exception &e) {
     return emitError(loc) << "the ONNX checker rejects the model: " << e.what();
   }
+  if (std::string output = unproducedOutput(model.graph()); !output.empty())
+    return emitError(loc) << "graph output '" << output
+                          << "' is produced by no node, input or initializer";
   int64_t newest = onnx::OpSchemaRegistry::DomainToVersionRange::Instance()
                        .Map()
                        .at(onnx::ONNX_DOMAIN)

@@ -101,6 +101,15 @@ def unsupported():
                  [tensor("x", 4, 10)], [tensor("y", 4, 10)])
 
 
+def dangling_output(opset):
+    """A second graph output that no node produces; the onnx version
+    converter crashes on it, the checker lets it through."""
+    n = helper.make_node
+    return model([n("Relu", ["x"], ["y"], name="relu")],
+                 [tensor("x", 4, 10)], [tensor("y", 4, 10), tensor("z", 4, 10)],
+                 opset=opset)
+
+
 def same_pad():
     n = helper.make_node
     return model([n("Conv", ["x", "w"], ["y"], name="conv_same",
@@ -230,6 +239,7 @@ MODELS = {
     "mlp-opset17": lambda: mlp(opset=17),
     "mlp-opset18": lambda: mlp(opset=18),
     "unsupported": unsupported,
+    "dangling-output-opset11": lambda: dangling_output(11),
     "same-pad": same_pad,
     "pool-indices": pool_indices,
     "gemm-alpha": gemm_alpha,

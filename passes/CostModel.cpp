@@ -105,7 +105,7 @@ std::optional<OpWork> mlir::dpc::estimateWork(Operation *op) {
         work.gradFlops = 9 * elements;
         work.gradBytes = 3 * work.bytes;
       })
-      .Case<nn::AddOp, nn::SubOp, nn::ReluOp, nn::NegOp>([&](Operation *) {
+      .Case<nn::AddOp, nn::SubOp, nn::ReluOp>([&](Operation *) {
         work.flops = elementsOf(op->getResult(0));
         work.gradFlops = work.flops;
         work.gradBytes = work.bytes;
@@ -116,13 +116,21 @@ std::optional<OpWork> mlir::dpc::estimateWork(Operation *op) {
         work.gradFlops = 3 * work.flops;
         work.gradBytes = 2 * work.bytes;
       })
-      .Case<nn::TanhOp, nn::SigmoidOp, nn::ExpOp, nn::LogOp, nn::SqrtOp,
-            nn::ErfOp>([&](Operation *) {
-        // A transcendental function costs several flops an element; its
-        // gradient is a multiply or two.
-        work.flops = 8 * elementsOf(op->getResult(0));
-        work.gradFlops = 3 * elementsOf(op->getResult(0));
-        work.gradBytes = work.bytes * 3 / 2;
+      .Case([&](nn::UnaryFunctionOpInterface unary) {
+        // Flops per element from the function's row of UnaryFunctions.def.
+        // A gradient that reads a saved tensor moves three tensors where
+        // the forward moves two.
+        const ::dpc::runtime::UnaryFunctionInfo *info =
+            ::dpc::runtime::lookupUnaryFunction(unary.getUnaryFunction());
+        double elements = elementsOf(op->getResult(0));
+        if (unary.isUnaryGradient()) {
+          work.flops = info->gradFlops * elements;
+          return;
+        }
+        work.flops = info->flops * elements;
+        work.gradFlops = info->gradFlops * elements;
+        bool saves = info->saved != ::dpc::runtime::UnarySaved::None;
+        work.gradBytes = work.bytes * (saves ? 3 : 2) / 2;
       })
       .Case<nn::SumToShapeOp, nn::BroadcastToOp, nn::TransposeOp>(
           [&](Operation *) {
@@ -177,9 +185,6 @@ std::optional<OpWork> mlir::dpc::estimateWork(Operation *op) {
       })
       .Case<nn::BatchNormGradInputOp, nn::BatchNormGradScaleOp>(
           [&](Operation *) { work.flops = 4 * elementsOf(op->getOperand(0)); })
-      .Case<nn::TanhGradOp, nn::SigmoidGradOp, nn::ExpGradOp, nn::LogGradOp,
-            nn::SqrtGradOp, nn::ErfGradOp>(
-          [&](Operation *) { work.flops = 3 * elementsOf(op->getOperand(0)); })
       .Case<nn::Conv2dGradBiasOp, nn::ReluGradOp,
             nn::MaxPool2dGradOp, nn::SoftmaxCrossEntropyGradOp,
             nn::AvgPool2dGradOp, nn::GlobalAvgPoolGradOp,

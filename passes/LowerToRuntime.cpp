@@ -45,24 +45,6 @@ ArrayRef<int64_t> shapeOf(Value value) {
   return cast<RankedTensorType>(value.getType()).getShape();
 }
 
-// dpc_unary's function code of an elementwise op or its gradient.
-int64_t unaryCode(Operation *op) {
-  if (isa<nn::TanhOp, nn::TanhGradOp>(op))
-    return DPC_UNARY_TANH;
-  if (isa<nn::SigmoidOp, nn::SigmoidGradOp>(op))
-    return DPC_UNARY_SIGMOID;
-  if (isa<nn::ExpOp, nn::ExpGradOp>(op))
-    return DPC_UNARY_EXP;
-  if (isa<nn::LogOp, nn::LogGradOp>(op))
-    return DPC_UNARY_LOG;
-  if (isa<nn::NegOp>(op))
-    return DPC_UNARY_NEG;
-  if (isa<nn::ErfOp, nn::ErfGradOp>(op))
-    return DPC_UNARY_ERF;
-  assert((isa<nn::SqrtOp, nn::SqrtGradOp>(op)) && "not an elementwise fn");
-  return DPC_UNARY_SQRT;
-}
-
 // A softmax's tensor as outer x n x inner around its (verified) axis.
 struct SoftmaxDims {
   int64_t outer = 1, n = 1, inner = 1;
@@ -645,22 +627,17 @@ LogicalResult Lowering::lowerOp(Operation *op) {
                   i64(nn::getNumElements(shapeOf(grad)))});
         define(grad, dx);
       })
-      .Case<nn::TanhOp, nn::SigmoidOp, nn::ExpOp, nn::LogOp, nn::SqrtOp,
-            nn::NegOp, nn::ErfOp>([&](Operation *unary) {
-        Value y = alloc(unary->getResult(0));
-        callVoid("dpc_unary",
-                 {i64(unaryCode(unary)), ptrOf(unary->getOperand(0)), y,
-                  i64(nn::getNumElements(shapeOf(unary->getResult(0))))});
-        define(unary->getResult(0), y);
-      })
-      .Case<nn::TanhGradOp, nn::SigmoidGradOp, nn::ExpGradOp, nn::LogGradOp,
-            nn::SqrtGradOp, nn::ErfGradOp>([&](Operation *grad) {
-        Value dx = alloc(grad->getResult(0));
-        callVoid("dpc_unary_grad",
-                 {i64(unaryCode(grad)), ptrOf(grad->getOperand(0)),
-                  ptrOf(grad->getOperand(1)), dx,
-                  i64(nn::getNumElements(shapeOf(grad->getResult(0))))});
-        define(grad->getResult(0), dx);
+      .Case([&](nn::UnaryFunctionOpInterface unary) {
+        // dpc_unary(fn, x, y, n) or dpc_unary_grad(fn, dy, saved, dx, n).
+        Value result = unary->getResult(0);
+        Value out = alloc(result);
+        SmallVector<Value> args = {i64(unary.getUnaryFunction())};
+        for (Value operand : unary->getOperands())
+          args.push_back(ptrOf(operand));
+        args.append({out, i64(nn::getNumElements(shapeOf(result)))});
+        callVoid(unary.isUnaryGradient() ? "dpc_unary_grad" : "dpc_unary",
+                 args);
+        define(result, out);
       })
       .Case([&](nn::MaxPool2dOp pool) {
         Value y = alloc(pool);

@@ -198,13 +198,10 @@ const Importer::HandlerEntry Importer::kHandlers[] = {
     {"BatchNormalization", 15, &Importer::importBatchNormalization},
     {"Relu", 13, &Importer::importUnary<nn::ReluOp>},
     {"Relu", 14, &Importer::importUnary<nn::ReluOp>},
-    {"Tanh", 13, &Importer::importUnary<nn::TanhOp>},
-    {"Sigmoid", 13, &Importer::importUnary<nn::SigmoidOp>},
-    {"Exp", 13, &Importer::importUnary<nn::ExpOp>},
-    {"Log", 13, &Importer::importUnary<nn::LogOp>},
-    {"Sqrt", 13, &Importer::importUnary<nn::SqrtOp>},
-    {"Erf", 13, &Importer::importUnary<nn::ErfOp>},
-    {"Neg", 13, &Importer::importUnary<nn::NegOp>},
+// The elementwise functions, one per row of the runtime's table.
+#define DPC_UNARY_FUNCTION(CODE, NAME, SINCE, ...)                             \
+  {#NAME, SINCE, &Importer::importUnary<nn::NAME##Op>},
+#include "dpc/runtime/UnaryFunctions.def"
     {"Gemm", 13, &Importer::importGemm},
     {"MatMul", 13, &Importer::importMatMul},
     {"Add", 13, &Importer::importBinary<nn::AddOp>},

@@ -51,8 +51,7 @@ bool readMarker(const fs::path &dir, std::set<std::string> &entries) {
 }
 
 // Every entry below `dir` but the marker, as relative generic paths.
-std::vector<std::string> listEntries(const fs::path &dir,
-                                     std::error_code &ec) {
+std::vector<std::string> listEntries(const fs::path &dir, std::error_code &ec) {
   std::vector<std::string> entries;
   for (fs::recursive_directory_iterator it(dir, ec), end; !ec && it != end;
        it.increment(ec)) {
@@ -110,15 +109,16 @@ std::string checkOutputTarget(const fs::path &target,
   if (!readMarker(target, written))
     return "output directory " + shown +
            " is not empty and was not written by dpc (it has no " +
-           kOutputMarker + "); dpc replaces only its own output: remove it "
+           kOutputMarker +
+           "); dpc replaces only its own output: remove it "
            "yourself or give another directory";
   // Entries below a foreign directory are not named apart from it.
   std::vector<std::string> foreign;
   for (const std::string &entry : present) {
-    bool below = std::any_of(
-        foreign.begin(), foreign.end(), [&](const std::string &root) {
-          return entry.rfind(root + "/", 0) == 0;
-        });
+    bool below = std::any_of(foreign.begin(), foreign.end(),
+                             [&](const std::string &root) {
+                               return entry.rfind(root + "/", 0) == 0;
+                             });
     if (!written.count(entry) && !below)
       foreign.push_back(entry);
   }
@@ -144,8 +144,7 @@ OutputDirectory::~OutputDirectory() {
 }
 
 std::string OutputDirectory::open(const std::vector<fs::path> &inputs) {
-  if (std::string problem = checkOutputTarget(target, inputs);
-      !problem.empty())
+  if (std::string problem = checkOutputTarget(target, inputs); !problem.empty())
     return problem;
   std::error_code ec;
   fs::create_directories(target.parent_path(), ec);
@@ -170,12 +169,13 @@ std::string OutputDirectory::commit() {
   if (std::string problem = checkOutputTarget(target, {}); !problem.empty())
     return problem;
   std::string reason;
-  bool exists = fs::symlink_status(target, ec).type() !=
-                fs::file_type::not_found;
+  bool exists =
+      fs::symlink_status(target, ec).type() != fs::file_type::not_found;
   if (!exists) {
     if (::renameat2(AT_FDCWD, staging.c_str(), AT_FDCWD, target.c_str(),
                     RENAME_NOREPLACE) == 0 ||
-        (errno == EINVAL && std::rename(staging.c_str(), target.c_str()) == 0)) {
+        (errno == EINVAL &&
+         std::rename(staging.c_str(), target.c_str()) == 0)) {
       committed = true;
       return "";
     }

@@ -14,6 +14,8 @@
 
 #include "dpc/runtime/Abi.h"
 
+#include "backends/common/ElementwiseMath.h"
+
 #include <dnnl.hpp>
 
 #include <algorithm>
@@ -30,9 +32,6 @@
 #include <vector>
 
 namespace {
-
-/// erf'(x) = 2 / sqrt(pi) * exp(-x^2).
-constexpr float kTwoOverSqrtPi = 1.12837916709551257f;
 
 [[noreturn]] void fail(const char *kernel, const std::string &message) {
   std::fprintf(stderr, "error: %s: %s\n", kernel, message.c_str());
@@ -593,57 +592,22 @@ void dpc_relu_grad(const float *dy, const float *y, float *dx, int64_t count) {
 }
 
 void dpc_unary(int64_t fn, const float *x, float *y, int64_t count) {
-  auto apply = [&](auto f) {
+  bool known = dpc::elementwise::dispatchUnary(fn, [&](auto f) {
     for (int64_t i = 0; i < count; ++i)
-      y[i] = f(x[i]);
-  };
-  switch (fn) {
-  case DPC_UNARY_TANH:
-    return apply([](float v) { return std::tanh(v); });
-  case DPC_UNARY_SIGMOID:
-    // exp of a non-positive argument only: no overflow for any x.
-    return apply([](float v) {
-      if (v >= 0.0f)
-        return 1.0f / (1.0f + std::exp(-v));
-      float e = std::exp(v);
-      return e / (1.0f + e);
-    });
-  case DPC_UNARY_EXP:
-    return apply([](float v) { return std::exp(v); });
-  case DPC_UNARY_LOG:
-    return apply([](float v) { return std::log(v); });
-  case DPC_UNARY_SQRT:
-    return apply([](float v) { return std::sqrt(v); });
-  case DPC_UNARY_NEG:
-    return apply([](float v) { return -v; });
-  case DPC_UNARY_ERF:
-    return apply([](float v) { return std::erf(v); });
-  }
-  fail("dpc_unary", "unknown function " + std::to_string(fn));
+      y[i] = f.value(x[i]);
+  });
+  if (!known)
+    fail("dpc_unary", "unknown function " + std::to_string(fn));
 }
 
 void dpc_unary_grad(int64_t fn, const float *dy, const float *saved, float *dx,
                     int64_t count) {
-  auto apply = [&](auto f) {
+  bool known = dpc::elementwise::dispatchUnaryGrad(fn, [&](auto f) {
     for (int64_t i = 0; i < count; ++i)
-      dx[i] = f(dy[i], saved[i]);
-  };
-  switch (fn) {
-  case DPC_UNARY_TANH:
-    return apply([](float g, float y) { return g * (1.0f - y * y); });
-  case DPC_UNARY_SIGMOID:
-    return apply([](float g, float y) { return g * y * (1.0f - y); });
-  case DPC_UNARY_EXP:
-    return apply([](float g, float y) { return g * y; });
-  case DPC_UNARY_LOG:
-    return apply([](float g, float x) { return g / x; });
-  case DPC_UNARY_SQRT:
-    return apply([](float g, float y) { return g / (2.0f * y); });
-  case DPC_UNARY_ERF:
-    return apply(
-        [](float g, float x) { return g * kTwoOverSqrtPi * std::exp(-x * x); });
-  }
-  fail("dpc_unary_grad", "unknown function " + std::to_string(fn));
+      dx[i] = f.grad(dy[i], saved[i]);
+  });
+  if (!known)
+    fail("dpc_unary_grad", "unknown function " + std::to_string(fn));
 }
 
 } // extern "C"

@@ -15,6 +15,7 @@
 
 #include "dpc/runtime/CudaKernels.h"
 
+#include "backends/common/ElementwiseMath.h"
 #include "backends/cuda/runtime/Internal.h"
 
 #include <algorithm>
@@ -205,54 +206,16 @@ __global__ void reluGradKernel(const float *dy, const float *y, float *dx,
   GRID_STRIDE(i, count) { dx[i] = y[i] > 0.0f ? dy[i] : 0.0f; }
 }
 
-// f(x) for dpc_unary's codes; sigmoid only ever exponentiates a
-// non-positive value, so it cannot overflow.
-__device__ float unaryValue(int64_t fn, float x) {
-  switch (fn) {
-  case DPC_UNARY_TANH:
-    return tanhf(x);
-  case DPC_UNARY_SIGMOID: {
-    float e = expf(-fabsf(x));
-    return x >= 0.0f ? 1.0f / (1.0f + e) : e / (1.0f + e);
-  }
-  case DPC_UNARY_EXP:
-    return expf(x);
-  case DPC_UNARY_LOG:
-    return logf(x);
-  case DPC_UNARY_NEG:
-    return -x;
-  case DPC_UNARY_ERF:
-    return erff(x);
-  default:
-    return sqrtf(x);
-  }
+// One function of UnaryFunctions.def, its row's type as `F`.
+template <typename F>
+__global__ void unaryKernel(F, const float *x, float *y, int64_t count) {
+  GRID_STRIDE(i, count) { y[i] = F::value(x[i]); }
 }
 
-__device__ float unaryGrad(int64_t fn, float dy, float saved) {
-  switch (fn) {
-  case DPC_UNARY_TANH:
-    return dy * (1.0f - saved * saved);
-  case DPC_UNARY_SIGMOID:
-    return dy * saved * (1.0f - saved);
-  case DPC_UNARY_EXP:
-    return dy * saved;
-  case DPC_UNARY_LOG:
-    return dy / saved;
-  case DPC_UNARY_ERF:
-    return dy * 1.12837916709551257f * expf(-saved * saved);
-  default:
-    return dy / (2.0f * saved);
-  }
-}
-
-__global__ void unaryKernel(int64_t fn, const float *x, float *y,
-                            int64_t count) {
-  GRID_STRIDE(i, count) { y[i] = unaryValue(fn, x[i]); }
-}
-
-__global__ void unaryGradKernel(int64_t fn, const float *dy, const float *saved,
+template <typename F>
+__global__ void unaryGradKernel(F, const float *dy, const float *saved,
                                 float *dx, int64_t count) {
-  GRID_STRIDE(i, count) { dx[i] = unaryGrad(fn, dy[i], saved[i]); }
+  GRID_STRIDE(i, count) { dx[i] = F::grad(dy[i], saved[i]); }
 }
 
 __global__ void windowCopy(const float *src, int64_t planes, int64_t sh,
@@ -810,23 +773,27 @@ void dpc_relu_grad(const float *dy, const float *y, float *dx, int64_t count) {
 }
 
 void dpc_unary(int64_t fn, const float *x, float *y, int64_t count) {
-  if (fn < DPC_UNARY_TANH || fn > DPC_UNARY_ERF)
+  bool known = dpc::elementwise::dispatchUnary(fn, [&](auto f) {
+    if (count <= 0)
+      return;
+    unaryKernel<<<blocksFor(count), kThreads, 0, stream()>>>(f, x, y, count);
+    checkLaunch("unary");
+  });
+  if (!known)
     fail("dpc_unary: unknown function " + std::to_string(fn));
-  if (count <= 0)
-    return;
-  unaryKernel<<<blocksFor(count), kThreads, 0, stream()>>>(fn, x, y, count);
-  checkLaunch("unary");
 }
 
 void dpc_unary_grad(int64_t fn, const float *dy, const float *saved, float *dx,
                     int64_t count) {
-  if (fn < DPC_UNARY_TANH || fn > DPC_UNARY_ERF || fn == DPC_UNARY_NEG)
+  bool known = dpc::elementwise::dispatchUnaryGrad(fn, [&](auto f) {
+    if (count <= 0)
+      return;
+    unaryGradKernel<<<blocksFor(count), kThreads, 0, stream()>>>(f, dy, saved,
+                                                                 dx, count);
+    checkLaunch("unary_grad");
+  });
+  if (!known)
     fail("dpc_unary_grad: unknown function " + std::to_string(fn));
-  if (count <= 0)
-    return;
-  unaryGradKernel<<<blocksFor(count), kThreads, 0, stream()>>>(fn, dy, saved,
-                                                               dx, count);
-  checkLaunch("unary_grad");
 }
 
 static PoolArgs poolArgs(const int64_t *x_shape, const int64_t *y_shape,

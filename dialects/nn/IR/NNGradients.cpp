@@ -221,6 +221,21 @@ void TransposeOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
                                    resultGrads[0], inverse);
 }
 
+// Every row of UnaryFunctions.def has its nn op, of the mnemonic CODE names.
+#define DPC_UNARY_FUNCTION(CODE, NAME, ...)                                    \
+  static_assert(NAME##Op::kUnaryFunction == DPC_UNARY_##CODE,                  \
+                "nn." #NAME " names another row of UnaryFunctions.def");
+#include "dpc/runtime/UnaryFunctions.def"
+
+Value mlir::dpc::nn::unaryGradientSaved(UnaryFunctionOpInterface op) {
+  const ::dpc::runtime::UnaryFunctionInfo *info =
+      ::dpc::runtime::lookupUnaryFunction(op.getUnaryFunction());
+  assert(info && info->saved != ::dpc::runtime::UnarySaved::None &&
+         "a function with a gradient op of its own");
+  return info->saved == ::dpc::runtime::UnarySaved::Input ? op->getOperand(0)
+                                                          : op->getResult(0);
+}
+
 void NegOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
                            ArrayRef<bool> needed,
                            SmallVectorImpl<Value> &grads) {

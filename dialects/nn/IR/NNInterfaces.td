@@ -58,4 +58,24 @@ def NN_OptimizerUpdateOpInterface : OpInterface<"OptimizerUpdateOpInterface"> {
   }];
 }
 
+def NN_UnaryFunctionOpInterface : OpInterface<"UnaryFunctionOpInterface"> {
+  let cppNamespace = "::mlir::dpc::nn";
+  let description = [{
+    An elementwise function of one float tensor (nn.tanh, nn.erf, ...) or its
+    input gradient (nn.tanh_grad, ...): a row of the runtime's
+    UnaryFunctions.def, which gives its kernel code, which forward tensor
+    its gradient reads, and its costs. Lowering and the cost model treat
+    every such op alike through this interface.
+  }];
+  let methods = [
+    InterfaceMethod<"The function's ABI code (DPC_UNARY_*).",
+      "int64_t", "getUnaryFunction">,
+    InterfaceMethod<[{
+        Whether this is the input gradient (operands: the result's gradient
+        and the saved tensor) rather than the function (operand: the input).
+      }],
+      "bool", "isUnaryGradient">,
+  ];
+}
+
 #endif // DPC_DIALECTS_NN_IR_NNINTERFACES_TD

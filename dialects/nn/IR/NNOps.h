@@ -12,9 +12,20 @@
 #include "mlir/Interfaces/InferTypeOpInterface.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
+// The ABI codes the elementwise function ops name (UnaryFunctions.def).
+#include "dpc/runtime/UnaryFunctions.h"
+
 #include "dialects/nn/IR/NNInterfaces.h.inc"
 
 #define GET_OP_CLASSES
 #include "dialects/nn/IR/NNOps.h.inc"
+
+namespace mlir::dpc::nn {
+
+/// The forward tensor the gradient of elementwise function `op` reads: its
+/// result or its input, as the function's row of UnaryFunctions.def says.
+Value unaryGradientSaved(UnaryFunctionOpInterface op);
+
+} // namespace mlir::dpc::nn
 
 #endif // DPC_DIALECTS_NN_IR_NNOPS_H

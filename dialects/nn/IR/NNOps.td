@@ -309,18 +309,25 @@ def NN_ReluGradOp : NN_Op<"relu_grad", [Pure, SameOperandsAndResultType]> {
 // Elementwise functions
 //===----------------------------------------------------------------------===//
 
-// y = f(x) elementwise. The gradient op `gradOp` takes the forward tensor
-// its formula needs (`saved`: the result where f' is a function of it, as for
-// tanh; the input, `gradFromInput`, for log), so that one tensor is stashed.
-// An op without `gradOp` writes its own gradient rule.
-class NN_UnaryOp<string mnemonic, string formula, string gradOp = "",
-                 bit gradFromInput = 0>
+// y = f(x) elementwise, for a row of include/dpc/runtime/UnaryFunctions.def
+// whose CODE is the mnemonic in upper case. The gradient op `gradOp` takes
+// the forward tensor the row's SAVED names (the result where f' is a
+// function of it, as for tanh; the input, as for log), so that one tensor is
+// stashed. An op without `gradOp` writes its own gradient rule.
+class NN_UnaryOp<string mnemonic, string formula, string gradOp = "">
     : NN_Op<mnemonic, [Pure, SameOperandsAndResultType,
+        NN_UnaryFunctionOpInterface,
         DeclareOpInterfaceMethods<NN_GradientOpInterface>]> {
   let summary = formula # ", elementwise";
   let arguments = (ins NN_FloatTensor:$input);
   let results = (outs NN_FloatTensor:$result);
   let assemblyFormat = "$input attr-dict `:` type($result)";
+  let extraClassDeclaration = [{
+    static constexpr int64_t kUnaryFunction = DPC_UNARY_}]
+        # !toupper(mnemonic) # [{;
+    int64_t getUnaryFunction() { return kUnaryFunction; }
+    bool isUnaryGradient() { return false; }
+  }];
   let extraClassDefinition = !if(!empty(gradOp), "", [{
     void $cppClass::buildGradients(::mlir::OpBuilder &builder,
         ::mlir::ValueRange resultGrads, ::llvm::ArrayRef<bool> needed,
@@ -328,32 +335,45 @@ class NN_UnaryOp<string mnemonic, string formula, string gradOp = "",
       operandGrads.assign(1, ::mlir::Value());
       if (needed[0])
         operandGrads[0] = builder.create<}] # gradOp # [{>(getLoc(),
-            resultGrads[0], }] # !if(gradFromInput, "getInput()", "getResult()")
-            # [{);
+            resultGrads[0], unaryGradientSaved(*this));
     }
   }]);
 }
 
 class NN_UnaryGradOp<string mnemonic, string formula>
-    : NN_Op<mnemonic, [Pure, SameOperandsAndResultType]> {
+    : NN_Op<mnemonic, [Pure, SameOperandsAndResultType,
+        NN_UnaryFunctionOpInterface]> {
   let summary = "input gradient: " # formula;
   let arguments = (ins NN_FloatTensor:$result_grad, NN_FloatTensor:$saved);
   let results = (outs NN_FloatTensor:$input_grad);
   let assemblyFormat =
       "$result_grad `,` $saved attr-dict `:` type($input_grad)";
+  let extraClassDeclaration = [{
+    static constexpr int64_t kUnaryFunction = DPC_UNARY_}]
+        # !toupper(!subst("_grad", "", mnemonic)) # [{;
+    int64_t getUnaryFunction() { return kUnaryFunction; }
+    bool isUnaryGradient() { return true; }
+  }];
 }
 
 def NN_TanhOp : NN_UnaryOp<"tanh", "tanh(x)", "TanhGradOp">;
 def NN_SigmoidOp : NN_UnaryOp<"sigmoid", "1 / (1 + exp(-x))", "SigmoidGradOp">;
 def NN_ExpOp : NN_UnaryOp<"exp", "exp(x)", "ExpGradOp">;
-def NN_LogOp : NN_UnaryOp<"log", "natural logarithm ln(x)", "LogGradOp",
-                          /*gradFromInput=*/1>;
+def NN_LogOp : NN_UnaryOp<"log", "natural logarithm ln(x)", "LogGradOp">;
 def NN_SqrtOp : NN_UnaryOp<"sqrt", "square root", "SqrtGradOp">;
 // Its gradient is a neg of the result's gradient: no gradient op of its own.
 def NN_NegOp : NN_UnaryOp<"neg", "-x">;
 // The Gauss error function, as PyTorch exports GELU: x/2 (1 + erf(x/sqrt 2)).
-def NN_ErfOp : NN_UnaryOp<"erf", "error function erf(x)", "ErfGradOp",
-                          /*gradFromInput=*/1>;
+def NN_ErfOp : NN_UnaryOp<"erf", "error function erf(x)", "ErfGradOp">;
+def NN_AbsOp : NN_UnaryOp<"abs", "absolute value |x|", "AbsGradOp">;
+def NN_ReciprocalOp : NN_UnaryOp<"reciprocal", "1 / x", "ReciprocalGradOp">;
+def NN_SinOp : NN_UnaryOp<"sin", "sine", "SinGradOp">;
+def NN_CosOp : NN_UnaryOp<"cos", "cosine", "CosGradOp">;
+def NN_SoftplusOp : NN_UnaryOp<"softplus", "log(1 + exp(x))", "SoftplusGradOp">;
+def NN_SoftsignOp : NN_UnaryOp<"softsign", "x / (1 + |x|)", "SoftsignGradOp">;
+// MobileNetV3's activation.
+def NN_HardSwishOp
+    : NN_UnaryOp<"hard_swish", "x * relu6(x + 3) / 6", "HardSwishGradOp">;
 
 def NN_TanhGradOp : NN_UnaryGradOp<"tanh_grad", "dy * (1 - y^2), saved = y">;
 def NN_SigmoidGradOp
@@ -363,6 +383,18 @@ def NN_LogGradOp : NN_UnaryGradOp<"log_grad", "dy / x, saved = x">;
 def NN_SqrtGradOp : NN_UnaryGradOp<"sqrt_grad", "dy / (2 y), saved = y">;
 def NN_ErfGradOp
     : NN_UnaryGradOp<"erf_grad", "dy * 2 / sqrt(pi) * exp(-x^2), saved = x">;
+def NN_AbsGradOp : NN_UnaryGradOp<"abs_grad", "dy * sign(x), saved = x">;
+def NN_ReciprocalGradOp
+    : NN_UnaryGradOp<"reciprocal_grad", "-dy * y^2, saved = y">;
+def NN_SinGradOp : NN_UnaryGradOp<"sin_grad", "dy * cos(x), saved = x">;
+def NN_CosGradOp : NN_UnaryGradOp<"cos_grad", "-dy * sin(x), saved = x">;
+def NN_SoftplusGradOp
+    : NN_UnaryGradOp<"softplus_grad", "dy * sigmoid(x), saved = x">;
+def NN_SoftsignGradOp
+    : NN_UnaryGradOp<"softsign_grad", "dy / (1 + |x|)^2, saved = x">;
+def NN_HardSwishGradOp
+    : NN_UnaryGradOp<"hard_swish_grad",
+                     "0 below -3, dy above 3, else dy * (x / 3 + 1/2); saved = x">;
 
 //===----------------------------------------------------------------------===//
 // Softmax

@@ -200,21 +200,16 @@ void dpc_relu(const float *x, float *y, int64_t count);
 /* dx = dy where y > 0, else 0. */
 void dpc_relu_grad(const float *dy, const float *y, float *dx, int64_t count);
 
-/* Elementwise functions, by code. */
+/* Elementwise functions, by code: one per row of UnaryFunctions.def, which
+ * also gives each one's math and gradient. */
 enum dpc_unary_fn {
-  DPC_UNARY_TANH = 0,
-  DPC_UNARY_SIGMOID = 1,
-  DPC_UNARY_EXP = 2,
-  DPC_UNARY_LOG = 3,
-  DPC_UNARY_SQRT = 4,
-  DPC_UNARY_NEG = 5, /* forward only: its gradient is a neg too */
-  DPC_UNARY_ERF = 6,
+#define DPC_UNARY_FUNCTION(CODE, ...) DPC_UNARY_##CODE,
+#include "dpc/runtime/UnaryFunctions.def"
 };
 /* y = f(x). */
 void dpc_unary(int64_t fn, const float *x, float *y, int64_t count);
-/* dx = dy * f'(x), from `saved`: the forward result y (tanh: 1 - y^2,
- * sigmoid: y (1 - y), exp: y, sqrt: 1 / (2 y)) or the input x (log: 1 / x,
- * erf: 2 / sqrt(pi) exp(-x^2)). Not for neg. */
+/* dx = dy * f'(x), from `saved`: the forward result y or the input x, as
+ * the function's row says. Not for a row whose SAVED is None (neg). */
 void dpc_unary_grad(int64_t fn, const float *dy, const float *saved, float *dx,
                     int64_t count);
 

@@ -122,6 +122,27 @@ class GeluMLP(SmoothMLP):
         return self.fc3(nn.functional.gelu(self.fc2(h)))
 
 
+class TableMLP(nn.Module):
+    """784-64-hardswish-32-softplus-16-softsign-10: activations that reach
+    dpc only through its elementwise function table (MobileNetV3's
+    hardswish; ONNX HardSwish needs opset 14, whose exporter writes it as one
+    node), in training."""
+
+    opset = 14
+
+    def __init__(self):
+        super().__init__()
+        self.fc1 = nn.Linear(28 * 28, 64)
+        self.fc2 = nn.Linear(64, 32)
+        self.fc3 = nn.Linear(32, 16)
+        self.fc4 = nn.Linear(16, 10)
+
+    def forward(self, x):
+        h = nn.functional.hardswish(self.fc1(torch.flatten(x, 1)))
+        h = nn.functional.softplus(self.fc2(h))
+        return self.fc4(nn.functional.softsign(self.fc3(h)))
+
+
 class Attention(nn.Module):
     """The image's 28 rows as a sequence of 28 tokens, embedded to `width`
     features: one self-attention head (softmax(q k^T / sqrt(width)) v) with a
@@ -212,11 +233,12 @@ def resnet18():
 # `--model all` exports MODELS; the others are asked for by name: "resnet"
 # (batch normalization, skip connections, global average pooling, small
 # enough for the tests), "resnet18" (the benchmark's), "smooth-mlp",
-# "arithmetic-mlp", "gelu-mlp" and "attention".
+# "arithmetic-mlp", "gelu-mlp", "table-mlp" and "attention".
 MODELS = {"lenet5": LeNet5, "mlp": MLP}
 EXTRA_MODELS = {"resnet": ResNet, "resnet18": resnet18,
                 "smooth-mlp": SmoothMLP, "arithmetic-mlp": ArithmeticMLP,
-                "gelu-mlp": GeluMLP, "attention": Attention}
+                "gelu-mlp": GeluMLP, "attention": Attention,
+                "table-mlp": TableMLP}
 
 
 def build(name):

@@ -141,7 +141,8 @@ TEST_F(OutputDirectoryTest, RefusesAFileALinkAndAForgedMarker) {
 TEST_F(OutputDirectoryTest, RefusesATargetHoldingAnInput) {
   fs::path target = root / "out";
   ASSERT_EQ(produce(target, {"model.onnx"}, "model"), "");
-  std::string problem = checkOutputTarget(root / "out", {target / "model.onnx"});
+  std::string problem =
+      checkOutputTarget(root / "out", {target / "model.onnx"});
   EXPECT_NE(problem.find("holds the input"), std::string::npos) << problem;
   // The same input named through another spelling of the path.
   problem = checkOutputTarget(root / "out",

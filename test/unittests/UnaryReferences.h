@@ -1,0 +1,79 @@
+//===- UnaryReferences.h - Double references of dpc_unary -------*- C++ -*-===//
+//
+// What each function of include/dpc/runtime/UnaryFunctions.def should
+// compute, written independently of it in double precision, for the CPU and
+// CUDA kernel suites. Both fail for a row that has no reference here.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef DPC_TEST_UNITTESTS_UNARYREFERENCES_H
+#define DPC_TEST_UNITTESTS_UNARYREFERENCES_H
+
+#include "dpc/runtime/Abi.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <map>
+#include <vector>
+
+namespace dpc::testing {
+
+struct UnaryReference {
+  double (*f)(double);
+  double (*df)(double); // f', away from the kinks; null for neg (no kernel)
+  float lo, hi;         // the domain sampled
+  std::vector<double> kinks = {}; // where f' jumps (PyTorch picks a side)
+};
+
+/// The reference of ABI code `code`, or nullptr.
+inline const UnaryReference *findUnaryReference(int64_t code) {
+  static const std::map<int64_t, UnaryReference> references = {
+      {DPC_UNARY_TANH,
+       {[](double v) { return std::tanh(v); },
+        [](double v) { return 1 - std::tanh(v) * std::tanh(v); }, -3, 3}},
+      {DPC_UNARY_SIGMOID,
+       {[](double v) { return 1 / (1 + std::exp(-v)); },
+        [](double v) { return std::exp(-v) / std::pow(1 + std::exp(-v), 2); },
+        -30, 3}},
+      {DPC_UNARY_EXP, {[](double v) { return std::exp(v); },
+                       [](double v) { return std::exp(v); }, -3, 3}},
+      {DPC_UNARY_LOG, {[](double v) { return std::log(v); },
+                       [](double v) { return 1 / v; }, 0.05f, 30}},
+      {DPC_UNARY_SQRT,
+       {[](double v) { return std::sqrt(v); },
+        [](double v) { return 1 / (2 * std::sqrt(v)); }, 0.05f, 30}},
+      {DPC_UNARY_NEG, {[](double v) { return -v; }, nullptr, -3, 3}},
+      {DPC_UNARY_ERF,
+       {[](double v) { return std::erf(v); },
+        [](double v) { return 2 / std::sqrt(M_PI) * std::exp(-v * v); }, -3,
+        3}},
+      {DPC_UNARY_ABS,
+       {[](double v) { return std::fabs(v); },
+        [](double v) { return v > 0 ? 1.0 : -1.0; }, -3, 3, {0.0}}},
+      {DPC_UNARY_RECIPROCAL, {[](double v) { return 1 / v; },
+                              [](double v) { return -1 / (v * v); }, 0.2f, 3}},
+      {DPC_UNARY_SIN, {[](double v) { return std::sin(v); },
+                       [](double v) { return std::cos(v); }, -4, 4}},
+      {DPC_UNARY_COS, {[](double v) { return std::cos(v); },
+                       [](double v) { return -std::sin(v); }, -4, 4}},
+      {DPC_UNARY_SOFTPLUS,
+       {[](double v) { return std::log1p(std::exp(v)); },
+        [](double v) { return 1 / (1 + std::exp(-v)); }, -30, 30}},
+      {DPC_UNARY_SOFTSIGN,
+       {[](double v) { return v / (1 + std::fabs(v)); },
+        [](double v) { return 1 / std::pow(1 + std::fabs(v), 2); }, -4, 4}},
+      {DPC_UNARY_HARD_SWISH,
+       {[](double v) { return v * std::min(std::max(v + 3, 0.0), 6.0) / 6; },
+        [](double v) { return v < -3 ? 0.0 : v <= 3 ? v / 3 + 0.5 : 1.0; },
+        -5,
+        5,
+        {-3.0, 3.0}}},
+  };
+  auto found = references.find(code);
+  return found == references.end() ? nullptr : &found->second;
+}
+
+} // namespace dpc::testing
+
+#endif // DPC_TEST_UNITTESTS_UNARYREFERENCES_H

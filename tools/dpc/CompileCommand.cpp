@@ -431,8 +431,11 @@ int compileModel(const CompileOptions &options) {
       continue;
     mlir::PassManager pm(&context);
     pm.addPass(phase.create());
+    // Every pass checks the model and the options against each other (more
+    // stages than ops, logits the loss cannot take, an unreadable profile,
+    // a plan over the memory limit) and says what and where: bad input.
     if (mlir::failed(pm.run(*module)))
-      return 1;
+      return cli::kUsageError;
     phaseIR.emplace_back(phase.name, printIR(*module));
   }
 

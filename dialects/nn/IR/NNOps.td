@@ -375,6 +375,18 @@ def NN_SoftsignOp : NN_UnaryOp<"softsign", "x / (1 + |x|)", "SoftsignGradOp">;
 def NN_HardSwishOp
     : NN_UnaryOp<"hard_swish", "x * relu6(x + 3) / 6", "HardSwishGradOp">;
 
+def NN_TanOp : NN_UnaryOp<"tan", "tangent", "TanGradOp">;
+def NN_AsinOp : NN_UnaryOp<"asin", "arcsine", "AsinGradOp">;
+def NN_AcosOp : NN_UnaryOp<"acos", "arccosine", "AcosGradOp">;
+def NN_AtanOp : NN_UnaryOp<"atan", "arctangent", "AtanGradOp">;
+def NN_SinhOp : NN_UnaryOp<"sinh", "hyperbolic sine", "SinhGradOp">;
+def NN_CoshOp : NN_UnaryOp<"cosh", "hyperbolic cosine", "CoshGradOp">;
+def NN_AsinhOp : NN_UnaryOp<"asinh", "inverse hyperbolic sine", "AsinhGradOp">;
+def NN_AcoshOp
+    : NN_UnaryOp<"acosh", "inverse hyperbolic cosine", "AcoshGradOp">;
+def NN_AtanhOp
+    : NN_UnaryOp<"atanh", "inverse hyperbolic tangent", "AtanhGradOp">;
+
 def NN_TanhGradOp : NN_UnaryGradOp<"tanh_grad", "dy * (1 - y^2), saved = y">;
 def NN_SigmoidGradOp
     : NN_UnaryGradOp<"sigmoid_grad", "dy * y * (1 - y), saved = y">;
@@ -395,6 +407,21 @@ def NN_SoftsignGradOp
 def NN_HardSwishGradOp
     : NN_UnaryGradOp<"hard_swish_grad",
                      "0 below -3, dy above 3, else dy * (x / 3 + 1/2); saved = x">;
+
+def NN_TanGradOp : NN_UnaryGradOp<"tan_grad", "dy * (1 + y^2), saved = y">;
+def NN_AsinGradOp
+    : NN_UnaryGradOp<"asin_grad", "dy / sqrt(1 - x^2), saved = x">;
+def NN_AcosGradOp
+    : NN_UnaryGradOp<"acos_grad", "-dy / sqrt(1 - x^2), saved = x">;
+def NN_AtanGradOp : NN_UnaryGradOp<"atan_grad", "dy / (1 + x^2), saved = x">;
+def NN_SinhGradOp : NN_UnaryGradOp<"sinh_grad", "dy * cosh(x), saved = x">;
+def NN_CoshGradOp : NN_UnaryGradOp<"cosh_grad", "dy * sinh(x), saved = x">;
+def NN_AsinhGradOp
+    : NN_UnaryGradOp<"asinh_grad", "dy / sqrt(x^2 + 1), saved = x">;
+def NN_AcoshGradOp
+    : NN_UnaryGradOp<"acosh_grad", "dy / sqrt(x^2 - 1), saved = x">;
+def NN_AtanhGradOp
+    : NN_UnaryGradOp<"atanh_grad", "dy / (1 - x^2), saved = x">;
 
 //===----------------------------------------------------------------------===//
 // Softmax

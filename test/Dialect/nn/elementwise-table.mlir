@@ -40,3 +40,31 @@ func.func @main(%x: tensor<4x6xf32>) -> tensor<4x6xf32> {
 // GRAD: %[[DA:.*]] = nn.reciprocal_grad %[[DR]], %[[R]]
 // GRAD: %[[DM:.*]] = nn.abs_grad %[[DA]], %[[M]]
 // GRAD: nn.matmul_grad_rhs %[[DM]]
+
+// The trigonometric and hyperbolic family and their gradient ops.
+// CHECK-LABEL: func.func @trig
+func.func @trig(%x: tensor<3xf32>, %dy: tensor<3xf32>) -> tensor<3xf32> {
+  // CHECK: nn.tan
+  %0 = nn.tan %x : tensor<3xf32>
+  // CHECK: nn.asin
+  %1 = nn.asin %0 : tensor<3xf32>
+  // CHECK: nn.acos
+  %2 = nn.acos %1 : tensor<3xf32>
+  // CHECK: nn.atan
+  %3 = nn.atan %2 : tensor<3xf32>
+  // CHECK: nn.sinh
+  %4 = nn.sinh %3 : tensor<3xf32>
+  // CHECK: nn.cosh
+  %5 = nn.cosh %4 : tensor<3xf32>
+  // CHECK: nn.asinh
+  %6 = nn.asinh %5 : tensor<3xf32>
+  // CHECK: nn.acosh
+  %7 = nn.acosh %6 : tensor<3xf32>
+  // CHECK: nn.atanh
+  %8 = nn.atanh %7 : tensor<3xf32>
+  // CHECK: nn.tan_grad %{{.*}}, %{{.*}} : tensor<3xf32>
+  %9 = nn.tan_grad %dy, %0 : tensor<3xf32>
+  // CHECK: nn.atanh_grad
+  %10 = nn.atanh_grad %9, %8 : tensor<3xf32>
+  return %10 : tensor<3xf32>
+}

@@ -132,6 +132,15 @@ std::optional<OpWork> mlir::dpc::estimateWork(Operation *op) {
         bool saves = info->saved != ::dpc::runtime::UnarySaved::None;
         work.gradBytes = work.bytes * (saves ? 3 : 2) / 2;
       })
+      .Case<nn::ConcatOp, nn::SliceOp, nn::PadOp, nn::ClipOp>([&](Operation *) {
+        // A copy (or a compare) per result element; the gradient is the
+        // adjoint copy (for a slice, also zeroing the rest of the input).
+        work.flops = elementsOf(op->getResult(0));
+        work.gradFlops = work.flops;
+        work.gradBytes = work.bytes;
+      })
+      .Case<nn::SliceGradOp, nn::ClipGradOp>(
+          [&](Operation *) { work.flops = elementsOf(op->getResult(0)); })
       .Case<nn::SumToShapeOp, nn::BroadcastToOp, nn::TransposeOp>(
           [&](Operation *) {
             // One pass over the larger tensor; the gradient is the adjoint

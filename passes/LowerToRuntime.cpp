@@ -597,6 +597,67 @@ LogicalResult Lowering::lowerOp(Operation *op) {
                   i64(transpose.getPerm().size())});
         define(transpose, y);
       })
+      .Case([&](nn::SliceOp slice) {
+        Value y = alloc(slice);
+        callVoid("dpc_slice",
+                 {ptrOf(slice.getInput()), shape(slice.getInput()), y,
+                  shape(slice), i64(shapeOf(slice).size()),
+                  constArray(slice.getOffsets()), constArray(slice.getSteps())});
+        define(slice, y);
+      })
+      .Case([&](nn::SliceGradOp grad) {
+        Value dx = alloc(grad);
+        callVoid("dpc_insert",
+                 {ptrOf(grad.getResultGrad()), shape(grad.getResultGrad()), dx,
+                  shape(grad), i64(shapeOf(grad).size()),
+                  constArray(grad.getOffsets()), constArray(grad.getSteps()),
+                  i64(1), f32(0.0f)});
+        define(grad, dx);
+      })
+      .Case([&](nn::ConcatOp concat) {
+        // Each input into its place along the axis.
+        Value y = alloc(concat);
+        int64_t rank = int64_t(shapeOf(concat).size());
+        SmallVector<int64_t> offsets(rank, 0), steps(rank, 1);
+        for (Value input : concat.getInputs()) {
+          callVoid("dpc_insert",
+                   {ptrOf(input), shape(input), y, shape(concat), i64(rank),
+                    constArray(offsets), constArray(steps), i64(0),
+                    f32(0.0f)});
+          offsets[concat.getAxis()] += shapeOf(input)[concat.getAxis()];
+        }
+        define(concat, y);
+      })
+      .Case([&](nn::PadOp pad) {
+        // The input into its place, the border set to the pad value.
+        Value y = alloc(pad);
+        int64_t rank = int64_t(shapeOf(pad).size());
+        SmallVector<int64_t> steps(rank, 1);
+        callVoid("dpc_insert",
+                 {ptrOf(pad.getInput()), shape(pad.getInput()), y, shape(pad),
+                  i64(rank), constArray(pad.getPads().take_front(rank)),
+                  constArray(steps), i64(1),
+                  f32(pad.getValue().convertToFloat())});
+        define(pad, y);
+      })
+      .Case([&](nn::ClipOp clip) {
+        Value y = alloc(clip);
+        callVoid("dpc_clip",
+                 {ptrOf(clip.getInput()), y,
+                  i64(nn::getNumElements(shapeOf(clip))),
+                  f32(clip.getMin().convertToFloat()),
+                  f32(clip.getMax().convertToFloat())});
+        define(clip, y);
+      })
+      .Case([&](nn::ClipGradOp grad) {
+        Value dx = alloc(grad);
+        callVoid("dpc_clip_grad",
+                 {ptrOf(grad.getResultGrad()), ptrOf(grad.getInput()), dx,
+                  i64(nn::getNumElements(shapeOf(grad))),
+                  f32(grad.getMin().convertToFloat()),
+                  f32(grad.getMax().convertToFloat())});
+        define(grad, dx);
+      })
       .Case<nn::SoftmaxOp, nn::LogSoftmaxOp>([&](auto softmax) {
         SoftmaxDims d = softmaxDims(shapeOf(softmax), softmax.getAxis());
         Value y = alloc(softmax);

@@ -36,8 +36,10 @@
 
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <fstream>
 #include <numeric>
+#include <optional>
 #include <sstream>
 
 using namespace mlir;
@@ -92,6 +94,11 @@ private:
   // Relu and the other one-input elementwise functions.
   template <typename OpTy>
   LogicalResult importUnary(const onnx::NodeProto &node);
+  LogicalResult importSplit(const onnx::NodeProto &node);
+  LogicalResult importClip(const onnx::NodeProto &node);
+  LogicalResult importPad(const onnx::NodeProto &node);
+  LogicalResult importConstantOfShape(const onnx::NodeProto &node);
+  LogicalResult importActivationSlice(const onnx::NodeProto &node);
   LogicalResult importGemm(const onnx::NodeProto &node);
   LogicalResult importMatMul(const onnx::NodeProto &node);
   // Add, Sub, Mul and Div: tensor ops, or folded on the host when both
@@ -233,6 +240,10 @@ const Importer::HandlerEntry Importer::kHandlers[] = {
     {"Squeeze", 13, &Importer::importSqueeze},
     {"Concat", 13, &Importer::importConcat},
     {"Slice", 13, &Importer::importSlice},
+    {"Split", 13, &Importer::importSplit},
+    {"Clip", 13, &Importer::importClip},
+    {"Pad", 13, &Importer::importPad},
+    {"ConstantOfShape", 9, &Importer::importConstantOfShape},
     {"Cast", 13, &Importer::importCast},
 };
 
@@ -908,6 +919,40 @@ LogicalResult Importer::importSoftmax(const onnx::NodeProto &node) {
 }
 
 LogicalResult Importer::importTranspose(const onnx::NodeProto &node) {
+  if (isHost(node.input(0))) {
+    // A transpose of a tensor known at import time (F.pad's pads).
+    FailureOr<HostTensor> data = getHost(node, 0);
+    if (failed(data))
+      return failure();
+    int64_t rank = int64_t(data->shape.size());
+    std::vector<int64_t> reversed(rank);
+    for (int64_t d = 0; d < rank; ++d)
+      reversed[d] = rank - 1 - d;
+    std::vector<int64_t> perm = getInts(node, "perm", reversed);
+    FailureOr<nn::Shape> shape = nn::inferTransposeShape(
+        data->shape, perm, [&] { return nodeError(node); });
+    if (failed(shape))
+      return failure();
+    std::vector<int64_t> strides(rank, 1);
+    for (int64_t d = rank - 2; d >= 0; --d)
+      strides[d] = strides[d + 1] * data->shape[d + 1];
+    HostTensor result;
+    result.isFloat = data->isFloat;
+    result.shape.assign(shape->begin(), shape->end());
+    int64_t count = nn::getNumElements(result.shape);
+    for (int64_t e = 0; e < count; ++e) {
+      int64_t from = 0;
+      for (int64_t d = rank - 1, rest = e; d >= 0; --d) {
+        from += (rest % result.shape[d]) * strides[perm[d]];
+        rest /= result.shape[d];
+      }
+      if (data->isFloat)
+        result.floats.push_back(data->floats[from]);
+      else
+        result.ints.push_back(data->ints[from]);
+    }
+    return defineHost(node, std::move(result));
+  }
   FailureOr<Value> input = getValue(node, 0);
   if (failed(input))
     return failure();
@@ -951,19 +996,21 @@ LogicalResult Importer::importReshape(const onnx::NodeProto &node) {
   FailureOr<std::vector<int64_t>> target = getHostInts(node, 1);
   if (failed(target))
     return failure();
+  // A tensor known at import time is reshaped on the host (F.pad's pads).
+  std::optional<HostTensor> host;
+  FailureOr<Value> input = Value();
   if (isHost(node.input(0))) {
     FailureOr<HostTensor> data = getHost(node, 0);
     if (failed(data))
       return failure();
-    data->shape = *target;
-    if (nn::getNumElements(data->shape) != data->size())
-      return nodeError(node) << "reshape changes the element count";
-    return defineHost(node, std::move(*data));
+    host = std::move(*data);
+  } else {
+    input = getValue(node, 0);
+    if (failed(input))
+      return failure();
   }
-  FailureOr<Value> input = getValue(node, 0);
-  if (failed(input))
-    return failure();
-  ArrayRef<int64_t> inShape = shapeOf(*input);
+  ArrayRef<int64_t> inShape = host ? ArrayRef<int64_t>(host->shape)
+                                   : shapeOf(*input);
   bool allowZero = getInt(node, "allowzero", 0) != 0;
   std::vector<int64_t> shape = *target;
   int64_t inferred = -1;
@@ -993,6 +1040,10 @@ LogicalResult Importer::importReshape(const onnx::NodeProto &node) {
   if (nn::getNumElements(shape) != count)
     return nodeError(node) << "cannot reshape " << nn::formatShape(inShape)
                            << " to " << nn::formatShape(shape);
+  if (host) {
+    host->shape = shape;
+    return defineHost(node, std::move(*host));
+  }
   auto type = tensorType(
       shape, cast<RankedTensorType>(input->getType()).getElementType());
   return define(node, builder.create<nn::ReshapeOp>(locOf(node), type, *input));
@@ -1126,6 +1177,40 @@ LogicalResult Importer::importSqueeze(const onnx::NodeProto &node) {
 }
 
 LogicalResult Importer::importConcat(const onnx::NodeProto &node) {
+  // Integer tensors known at import time fold on the host (shape
+  // arithmetic); anything else is a concatenation of activations.
+  bool hostOnly = true;
+  for (int i = 0; i < node.input_size(); ++i) {
+    auto host = hostValues.find(node.input(i));
+    hostOnly = hostOnly && isHost(node.input(i)) &&
+               (host == hostValues.end() || !host->second.isFloat);
+  }
+  if (!hostOnly) {
+    // Activations (a float constant among them is a frozen parameter).
+    SmallVector<Value> inputs;
+    for (int i = 0; i < node.input_size(); ++i) {
+      FailureOr<Value> input = getValue(node, i);
+      if (failed(input))
+        return failure();
+      inputs.push_back(*input);
+    }
+    int64_t rank = int64_t(shapeOf(inputs.front()).size());
+    int64_t axis = getInt(node, "axis", 0);
+    if (axis < 0)
+      axis += rank;
+    SmallVector<ArrayRef<int64_t>> shapes;
+    for (Value input : inputs)
+      shapes.push_back(shapeOf(input));
+    FailureOr<nn::Shape> shape =
+        nn::inferConcatShape(shapes, axis, [&] { return nodeError(node); });
+    if (failed(shape))
+      return failure();
+    auto type = tensorType(
+        *shape, cast<RankedTensorType>(inputs.front().getType())
+                    .getElementType());
+    return define(node, builder.create<nn::ConcatOp>(locOf(node), type, inputs,
+                                                     axis));
+  }
   HostTensor result;
   result.shape = {0};
   for (int i = 0; i < node.input_size(); ++i) {
@@ -1141,49 +1226,284 @@ LogicalResult Importer::importConcat(const onnx::NodeProto &node) {
   return defineHost(node, std::move(result));
 }
 
-LogicalResult Importer::importSlice(const onnx::NodeProto &node) {
-  FailureOr<HostTensor> data = getHost(node, 0);
-  if (failed(data))
+// ONNX Slice of an activation: starts, ends, axes and steps known at import
+// time, normalized to one offset and one positive step per dimension.
+LogicalResult Importer::importActivationSlice(const onnx::NodeProto &node) {
+  FailureOr<Value> input = getValue(node, 0);
+  if (failed(input))
     return failure();
-  if (data->isFloat || data->shape.size() != 1)
-    return nodeError(node) << "folds only slices of integer vectors";
+  ArrayRef<int64_t> shape = shapeOf(*input);
+  int64_t rank = int64_t(shape.size());
   FailureOr<std::vector<int64_t>> starts = getHostInts(node, 1);
   FailureOr<std::vector<int64_t>> ends =
       failed(starts) ? FailureOr<std::vector<int64_t>>(failure())
                      : getHostInts(node, 2);
   if (failed(ends))
     return failure();
-  std::vector<int64_t> steps = {1};
-  if (hasInput(node, 3)) {
-    FailureOr<std::vector<int64_t>> axes = getHostInts(node, 3);
-    if (failed(axes))
-      return failure();
-    if (*axes != std::vector<int64_t>{0} && *axes != std::vector<int64_t>{-1})
-      return nodeError(node) << "folds only slices along axis 0";
-  }
-  if (hasInput(node, 4)) {
-    FailureOr<std::vector<int64_t>> given = getHostInts(node, 4);
+  std::vector<int64_t> axes(starts->size()), steps(starts->size(), 1);
+  for (size_t i = 0; i < axes.size(); ++i)
+    axes[i] = int64_t(i);
+  for (auto [index, target] : {std::pair{3, &axes}, std::pair{4, &steps}}) {
+    if (!hasInput(node, index))
+      continue;
+    FailureOr<std::vector<int64_t>> given = getHostInts(node, index);
     if (failed(given))
       return failure();
-    steps = *given;
+    *target = *given;
   }
-  if (starts->size() != 1 || ends->size() != 1 || steps.size() != 1 ||
-      steps[0] == 0)
-    return nodeError(node) << "expects one start, end and non-zero step";
-  int64_t size = data->ints.size(), step = steps[0];
-  auto clampIndex = [&](int64_t i, int64_t low, int64_t high) {
-    if (i < 0)
-      i += size;
-    return std::clamp(i, low, high);
-  };
-  int64_t begin = step > 0 ? clampIndex((*starts)[0], 0, size)
-                           : clampIndex((*starts)[0], -1, size - 1);
-  int64_t end = step > 0 ? clampIndex((*ends)[0], 0, size)
-                         : clampIndex((*ends)[0], -1, size - 1);
-  std::vector<int64_t> out;
-  for (int64_t i = begin; step > 0 ? i < end : i > end; i += step)
-    out.push_back(data->ints[i]);
-  return defineHost(node, HostTensor::vector(std::move(out)));
+  if (ends->size() != starts->size() || axes.size() != starts->size() ||
+      steps.size() != starts->size())
+    return nodeError(node) << "expects as many starts, ends, axes and steps";
+  std::vector<int64_t> offsets(rank, 0), strides(rank, 1);
+  nn::Shape result(shape.begin(), shape.end());
+  std::vector<bool> seen(rank, false);
+  for (size_t i = 0; i < axes.size(); ++i) {
+    int64_t axis = axes[i] < 0 ? axes[i] + rank : axes[i];
+    if (axis < 0 || axis >= rank || seen[axis])
+      return nodeError(node) << "axis " << axes[i] << " is out of range or "
+                             << "repeated for rank " << rank;
+    seen[axis] = true;
+    if (steps[i] < 1)
+      return nodeError(node) << "step " << steps[i] << " along axis " << axis
+                             << " is not supported (only positive steps)";
+    // ONNX's clamping: negative indices count from the end, then both ends
+    // are clamped to [0, dim].
+    int64_t dim = shape[axis];
+    auto clampIndex = [&](int64_t index) {
+      if (index < 0)
+        index = index < -dim ? 0 : index + dim;
+      return std::min(index, dim);
+    };
+    int64_t begin = clampIndex((*starts)[i]), end = clampIndex((*ends)[i]);
+    int64_t size = end > begin ? (end - begin + steps[i] - 1) / steps[i] : 0;
+    if (size == 0)
+      return nodeError(node) << "the slice along axis " << axis
+                             << " is empty, which dpc does not support";
+    offsets[axis] = begin;
+    strides[axis] = steps[i];
+    result[axis] = size;
+  }
+  auto type = tensorType(
+      result, cast<RankedTensorType>(input->getType()).getElementType());
+  return define(node, builder.create<nn::SliceOp>(locOf(node), type, *input,
+                                                  offsets, strides));
+}
+
+// Split into consecutive parts along an axis: one nn.slice per output.
+LogicalResult Importer::importSplit(const onnx::NodeProto &node) {
+  FailureOr<Value> input = getValue(node, 0);
+  if (failed(input))
+    return failure();
+  ArrayRef<int64_t> shape = shapeOf(*input);
+  int64_t rank = int64_t(shape.size());
+  int64_t axis = getInt(node, "axis", 0);
+  if (axis < 0)
+    axis += rank;
+  if (axis < 0 || axis >= rank)
+    return nodeError(node) << "axis " << getInt(node, "axis", 0)
+                           << " is out of range for rank " << rank;
+  int64_t parts = node.output_size();
+  std::vector<int64_t> sizes;
+  if (hasInput(node, 1)) {
+    FailureOr<std::vector<int64_t>> given = getHostInts(node, 1);
+    if (failed(given))
+      return failure();
+    sizes = *given;
+  } else {
+    if (parts < 1 || shape[axis] % parts != 0)
+      return nodeError(node) << "cannot split dimension " << shape[axis]
+                             << " into " << parts << " equal parts";
+    sizes.assign(parts, shape[axis] / parts);
+  }
+  int64_t total = 0;
+  for (int64_t size : sizes)
+    total += size > 0 ? size : -1;
+  if (int64_t(sizes.size()) != parts || total != shape[axis])
+    return nodeError(node) << "expects " << parts << " positive sizes that "
+                           << "sum to " << shape[axis];
+  Type element = cast<RankedTensorType>(input->getType()).getElementType();
+  std::vector<int64_t> offsets(rank, 0), steps(rank, 1);
+  for (int64_t k = 0; k < parts; ++k) {
+    nn::Shape part(shape.begin(), shape.end());
+    part[axis] = sizes[k];
+    Value slice = builder.create<nn::SliceOp>(
+        locOf(node), tensorType(part, element), *input, offsets, steps);
+    if (!node.output(k).empty())
+      values[node.output(k)] = slice;
+    offsets[axis] += sizes[k];
+  }
+  return success();
+}
+
+// Clip with bounds known at import time (ReLU6: 0 and 6); an absent bound
+// is infinite.
+LogicalResult Importer::importClip(const onnx::NodeProto &node) {
+  FailureOr<Value> input = getValue(node, 0);
+  if (failed(input))
+    return failure();
+  float bounds[2] = {-std::numeric_limits<float>::infinity(),
+                     std::numeric_limits<float>::infinity()};
+  for (int index : {1, 2}) {
+    if (!hasInput(node, index))
+      continue;
+    FailureOr<HostTensor> bound = getHost(node, index);
+    if (failed(bound))
+      return failure();
+    if (!bound->isFloat || bound->floats.size() != 1)
+      return nodeError(node) << "expects a float scalar for input '"
+                             << node.input(index) << "'";
+    bounds[index - 1] = bound->floats[0];
+  }
+  if (!(bounds[0] <= bounds[1]))
+    return nodeError(node) << "min " << bounds[0] << " exceeds max "
+                           << bounds[1];
+  return define(node, builder.create<nn::ClipOp>(
+                          locOf(node), input->getType(), *input,
+                          builder.getF32FloatAttr(bounds[0]),
+                          builder.getF32FloatAttr(bounds[1])));
+}
+
+// Pad in constant mode with pads (and the value) known at import time.
+LogicalResult Importer::importPad(const onnx::NodeProto &node) {
+  FailureOr<Value> input = getValue(node, 0);
+  if (failed(input))
+    return failure();
+  std::string mode = getString(node, "mode", "constant");
+  if (mode != "constant")
+    return nodeError(node) << "mode '" << mode
+                           << "' is not supported (only constant)";
+  FailureOr<std::vector<int64_t>> pads = getHostInts(node, 1);
+  if (failed(pads))
+    return failure();
+  float value = 0.0f;
+  if (hasInput(node, 2)) {
+    FailureOr<HostTensor> given = getHost(node, 2);
+    if (failed(given))
+      return failure();
+    if (!given->isFloat || given->floats.size() != 1)
+      return nodeError(node) << "expects a float scalar pad value";
+    value = given->floats[0];
+  }
+  FailureOr<nn::Shape> shape = nn::inferPadShape(
+      shapeOf(*input), *pads, [&] { return nodeError(node); });
+  if (failed(shape))
+    return failure();
+  auto type = tensorType(
+      *shape, cast<RankedTensorType>(input->getType()).getElementType());
+  return define(node, builder.create<nn::PadOp>(
+                          locOf(node), type, *input,
+                          builder.getDenseI64ArrayAttr(*pads),
+                          builder.getF32FloatAttr(value)));
+}
+
+LogicalResult Importer::importSlice(const onnx::NodeProto &node) {
+  if (!isHost(node.input(0)))
+    return importActivationSlice(node);
+  // A slice of a tensor known at import time (shape arithmetic, such as the
+  // pads PyTorch computes for F.pad), with ONNX's rules: negative indices
+  // count from the end, negative steps walk backwards.
+  FailureOr<HostTensor> data = getHost(node, 0);
+  if (failed(data))
+    return failure();
+  int64_t rank = int64_t(data->shape.size());
+  FailureOr<std::vector<int64_t>> starts = getHostInts(node, 1);
+  FailureOr<std::vector<int64_t>> ends =
+      failed(starts) ? FailureOr<std::vector<int64_t>>(failure())
+                     : getHostInts(node, 2);
+  if (failed(ends))
+    return failure();
+  std::vector<int64_t> axes(starts->size()), steps(starts->size(), 1);
+  std::iota(axes.begin(), axes.end(), 0);
+  for (auto [index, target] : {std::pair{3, &axes}, std::pair{4, &steps}}) {
+    if (!hasInput(node, index))
+      continue;
+    FailureOr<std::vector<int64_t>> given = getHostInts(node, index);
+    if (failed(given))
+      return failure();
+    *target = *given;
+  }
+  if (ends->size() != starts->size() || axes.size() != starts->size() ||
+      steps.size() != starts->size())
+    return nodeError(node) << "expects as many starts, ends, axes and steps";
+  // Per dimension: the indices taken, in order.
+  std::vector<std::vector<int64_t>> taken(rank);
+  for (int64_t d = 0; d < rank; ++d) {
+    taken[d].resize(data->shape[d]);
+    std::iota(taken[d].begin(), taken[d].end(), 0);
+  }
+  for (size_t i = 0; i < axes.size(); ++i) {
+    int64_t axis = axes[i] < 0 ? axes[i] + rank : axes[i];
+    if (axis < 0 || axis >= rank || steps[i] == 0)
+      return nodeError(node) << "bad axis " << axes[i] << " or zero step";
+    int64_t dim = data->shape[axis], step = steps[i];
+    auto clampIndex = [&](int64_t index, int64_t low, int64_t high) {
+      if (index < 0)
+        index = index < -dim ? low : index + dim;
+      return std::clamp(index, low, high);
+    };
+    int64_t begin = step > 0 ? clampIndex((*starts)[i], 0, dim)
+                             : clampIndex((*starts)[i], -1, dim - 1);
+    int64_t end = step > 0 ? clampIndex((*ends)[i], 0, dim)
+                           : clampIndex((*ends)[i], -1, dim - 1);
+    taken[axis].clear();
+    for (int64_t k = begin; step > 0 ? k < end : k > end; k += step)
+      taken[axis].push_back(k);
+  }
+  HostTensor result;
+  result.isFloat = data->isFloat;
+  for (const std::vector<int64_t> &indices : taken)
+    result.shape.push_back(int64_t(indices.size()));
+  std::vector<int64_t> strides(rank, 1), index(rank, 0);
+  for (int64_t d = rank - 2; d >= 0; --d)
+    strides[d] = strides[d + 1] * data->shape[d + 1];
+  for (int64_t n = nn::getNumElements(result.shape), e = 0; e < n; ++e) {
+    int64_t from = 0;
+    for (int64_t d = 0, rest = e; d < rank; ++d) {
+      int64_t below = nn::getNumElements(
+          ArrayRef<int64_t>(result.shape).drop_front(d + 1));
+      from += taken[d][rest / below] * strides[d];
+      rest %= below;
+    }
+    if (data->isFloat)
+      result.floats.push_back(data->floats[from]);
+    else
+      result.ints.push_back(data->ints[from]);
+  }
+  return defineHost(node, std::move(result));
+}
+
+// ConstantOfShape: a tensor known at import time (PyTorch builds F.pad's
+// pads with it).
+LogicalResult Importer::importConstantOfShape(const onnx::NodeProto &node) {
+  FailureOr<std::vector<int64_t>> shape = getHostInts(node, 0);
+  if (failed(shape))
+    return failure();
+  for (int64_t dim : *shape)
+    if (dim < 0)
+      return nodeError(node) << "expects a non-negative shape";
+  HostTensor result;
+  result.shape = *shape;
+  result.isFloat = true;
+  float floatValue = 0.0f;
+  int64_t intValue = 0;
+  if (const onnx::AttributeProto *attr = findAttr(node, "value")) {
+    FailureOr<HostTensor> value = readTensor(attr->t(), locOf(node));
+    if (failed(value))
+      return failure();
+    if (value->size() != 1)
+      return nodeError(node) << "expects a one-element value";
+    result.isFloat = value->isFloat;
+    if (value->isFloat)
+      floatValue = value->floats[0];
+    else
+      intValue = value->ints[0];
+  }
+  int64_t count = nn::getNumElements(result.shape);
+  if (result.isFloat)
+    result.floats.assign(count, floatValue);
+  else
+    result.ints.assign(count, intValue);
+  return defineHost(node, std::move(result));
 }
 
 LogicalResult Importer::importCast(const onnx::NodeProto &node) {

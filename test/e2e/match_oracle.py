@@ -4,6 +4,7 @@ loss with PyTorch's.
 Usage: match_oracle.py ORACLE_DIR WORK_DIR [--models lenet5,mlp]
        [--stages 1,2,4,2+1] [--schedules gpipe,1f1b] [--steps 20]
        [--target cpu|cuda] [--rtol 1e-4] [--weights [--weights-rtol X]]
+       [--bandwidth BYTES/S]
 
 ORACLE_DIR holds what oracle.py wrote (MODEL.onnx, MODEL.oracle.json, with
 its settings: 4 microbatches of 16, file order, and the optimizer, by default
@@ -57,6 +58,8 @@ def main():
     parser.add_argument("--target", default="cpu", choices=["cpu", "cuda"])
     parser.add_argument("--rtol", type=float, default=1e-4)
     parser.add_argument("--weights", action="store_true")
+    parser.add_argument("--bandwidth",
+                        help="dpc compile's --bandwidth, to steer the planner")
     parser.add_argument("--weights-rtol", type=float, default=None,
                         help="tolerance of the trained weights (default: "
                         "--rtol)")
@@ -82,6 +85,7 @@ def main():
                     "-o", out, *layout, "--schedule", kind, *extra,
                     "--target", args.target,
                     "--microbatches", str(settings["microbatches"]),
+                    *(["--bandwidth", args.bandwidth] if args.bandwidth else []),
                     *optimizer_options(optimizer)])
                 if code != 0:
                     print(f"{name}: compile failed\n{log}")

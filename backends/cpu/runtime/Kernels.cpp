@@ -521,6 +521,89 @@ void dpc_transpose(const float *x, const int64_t *x_shape, float *y,
 
 namespace {
 
+// The box of a strided slice as forEachRow walks it: the whole tensor's
+// strides times the steps, the offset of the box's first element, and the
+// step of its last dimension.
+struct BoxWalk {
+  std::vector<int64_t> strides;
+  int64_t base = 0, lastStep = 1, last = 1;
+};
+
+BoxWalk boxWalk(const char *kernel, const int64_t *whole,
+                const int64_t *box, int64_t rank, const int64_t *offsets,
+                const int64_t *steps) {
+  BoxWalk walk;
+  walk.strides.assign(size_t(rank), 1);
+  int64_t stride = 1;
+  for (int64_t d = rank - 1; d >= 0; --d) {
+    if (steps[d] < 1 || offsets[d] < 0 ||
+        (box[d] > 0 && offsets[d] + (box[d] - 1) * steps[d] >= whole[d]))
+      fail(kernel, "box " + shapeText(box, int(rank)) + " out of " +
+                       shapeText(whole, int(rank)) + " in dimension " +
+                       std::to_string(d));
+    walk.strides[size_t(d)] = stride * steps[d];
+    walk.base += offsets[d] * stride;
+    stride *= whole[d];
+  }
+  if (rank) {
+    walk.lastStep = walk.strides.back();
+    walk.last = box[rank - 1];
+  }
+  return walk;
+}
+
+} // namespace
+
+extern "C" {
+
+void dpc_slice(const float *whole, const int64_t *whole_shape, float *box,
+               const int64_t *box_shape, int64_t rank, const int64_t *offsets,
+               const int64_t *steps) {
+  BoxWalk w =
+      boxWalk("dpc_slice", whole_shape, box_shape, rank, offsets, steps);
+  forEachRow(box_shape, rank, w.strides, w.strides,
+             [&](int64_t ow, int64_t, int64_t ob) {
+               const float *from = whole + w.base + ow;
+               for (int64_t i = 0; i < w.last; ++i)
+                 box[ob + i] = from[i * w.lastStep];
+             });
+}
+
+void dpc_insert(const float *box, const int64_t *box_shape, float *whole,
+                const int64_t *whole_shape, int64_t rank,
+                const int64_t *offsets, const int64_t *steps,
+                int64_t fill_rest, float fill_value) {
+  BoxWalk w =
+      boxWalk("dpc_insert", whole_shape, box_shape, rank, offsets, steps);
+  if (fill_rest) {
+    int64_t count = 1;
+    for (int64_t d = 0; d < rank; ++d)
+      count *= whole_shape[d];
+    std::fill(whole, whole + count, fill_value);
+  }
+  forEachRow(box_shape, rank, w.strides, w.strides,
+             [&](int64_t ow, int64_t, int64_t ob) {
+               float *to = whole + w.base + ow;
+               for (int64_t i = 0; i < w.last; ++i)
+                 to[i * w.lastStep] = box[ob + i];
+             });
+}
+
+void dpc_clip(const float *x, float *y, int64_t count, float lo, float hi) {
+  for (int64_t i = 0; i < count; ++i)
+    y[i] = std::min(std::max(x[i], lo), hi);
+}
+
+void dpc_clip_grad(const float *dy, const float *x, float *dx, int64_t count,
+                   float lo, float hi) {
+  for (int64_t i = 0; i < count; ++i)
+    dx[i] = x[i] >= lo && x[i] <= hi ? dy[i] : 0.0f;
+}
+
+} // extern "C"
+
+namespace {
+
 void checkSoftmaxSizes(const char *kernel, int64_t outer, int64_t n,
                        int64_t inner) {
   if (outer < 0 || n < 1 || inner < 0)

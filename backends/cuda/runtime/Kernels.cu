@@ -197,6 +197,39 @@ __global__ void transposeKernel(const float *x, float *y, int64_t count,
   }
 }
 
+// Element i of a strided box is element base + offsetOf(i, box sizes,
+// whole strides times steps) of the whole tensor.
+__global__ void sliceKernel(const float *whole, float *box, int64_t count,
+                            int64_t base, TransposeArgs args) {
+  GRID_STRIDE(i, count) {
+    box[i] = whole[base + offsetOf(i, args.sizes, args.strides, args.rank)];
+  }
+}
+
+__global__ void insertKernel(const float *box, float *whole, int64_t count,
+                             int64_t base, TransposeArgs args) {
+  GRID_STRIDE(i, count) {
+    whole[base + offsetOf(i, args.sizes, args.strides, args.rank)] = box[i];
+  }
+}
+
+__global__ void fillKernel(float *x, int64_t count, float value) {
+  GRID_STRIDE(i, count) { x[i] = value; }
+}
+
+__global__ void clipKernel(const float *x, float *y, int64_t count, float lo,
+                           float hi) {
+  // NaN stays NaN, as on the CPU and in PyTorch (fmaxf would drop it).
+  GRID_STRIDE(i, count) { y[i] = x[i] != x[i] ? x[i] : fminf(fmaxf(x[i], lo), hi); }
+}
+
+__global__ void clipGradKernel(const float *dy, const float *x, float *dx,
+                               int64_t count, float lo, float hi) {
+  GRID_STRIDE(i, count) {
+    dx[i] = x[i] >= lo && x[i] <= hi ? dy[i] : 0.0f;
+  }
+}
+
 __global__ void reluKernel(const float *x, float *y, int64_t count) {
   GRID_STRIDE(i, count) { y[i] = x[i] > 0.0f ? x[i] : 0.0f; }
 }
@@ -722,6 +755,87 @@ void dpc_transpose(const float *x, const int64_t *x_shape, float *y,
   transposeKernel<<<blocksFor(plan.count), kThreads, 0, stream()>>>(
       x, y, plan.count, args);
   checkLaunch("transpose");
+}
+
+// The launch arguments of a strided box (dpc_slice, dpc_insert); the box's
+// element count in `count` and its first element's offset in `base`.
+static TransposeArgs boxArgs(const char *kernel, const int64_t *whole,
+                             const int64_t *box, int64_t rank,
+                             const int64_t *offsets, const int64_t *steps,
+                             int64_t &count, int64_t &base) {
+  if (rank > kMaxRank)
+    fail(std::string(kernel) + ": more than " + std::to_string(kMaxRank) +
+         " dimensions");
+  TransposeArgs args{};
+  args.rank = int(rank);
+  count = 1;
+  base = 0;
+  int64_t stride = 1;
+  for (int64_t d = rank - 1; d >= 0; --d) {
+    if (steps[d] < 1 || offsets[d] < 0 ||
+        (box[d] > 0 && offsets[d] + (box[d] - 1) * steps[d] >= whole[d]))
+      fail(std::string(kernel) + ": the box leaves the tensor in dimension " +
+           std::to_string(d));
+    args.sizes[d] = box[d];
+    args.strides[d] = stride * steps[d];
+    base += offsets[d] * stride;
+    stride *= whole[d];
+    count *= box[d];
+  }
+  return args;
+}
+
+void dpc_slice(const float *whole, const int64_t *whole_shape, float *box,
+               const int64_t *box_shape, int64_t rank, const int64_t *offsets,
+               const int64_t *steps) {
+  int64_t count, base;
+  TransposeArgs args = boxArgs("dpc_slice", whole_shape, box_shape, rank,
+                               offsets, steps, count, base);
+  if (count == 0)
+    return;
+  sliceKernel<<<blocksFor(count), kThreads, 0, stream()>>>(whole, box, count,
+                                                           base, args);
+  checkLaunch("slice");
+}
+
+void dpc_insert(const float *box, const int64_t *box_shape, float *whole,
+                const int64_t *whole_shape, int64_t rank,
+                const int64_t *offsets, const int64_t *steps,
+                int64_t fill_rest, float fill_value) {
+  int64_t count, base;
+  TransposeArgs args = boxArgs("dpc_insert", whole_shape, box_shape, rank,
+                               offsets, steps, count, base);
+  if (fill_rest) {
+    int64_t total = 1;
+    for (int64_t d = 0; d < rank; ++d)
+      total *= whole_shape[d];
+    if (total > 0) {
+      fillKernel<<<blocksFor(total), kThreads, 0, stream()>>>(whole, total,
+                                                              fill_value);
+      checkLaunch("insert fill");
+    }
+  }
+  if (count == 0)
+    return;
+  insertKernel<<<blocksFor(count), kThreads, 0, stream()>>>(box, whole, count,
+                                                            base, args);
+  checkLaunch("insert");
+}
+
+void dpc_clip(const float *x, float *y, int64_t count, float lo, float hi) {
+  if (count <= 0)
+    return;
+  clipKernel<<<blocksFor(count), kThreads, 0, stream()>>>(x, y, count, lo, hi);
+  checkLaunch("clip");
+}
+
+void dpc_clip_grad(const float *dy, const float *x, float *dx, int64_t count,
+                   float lo, float hi) {
+  if (count <= 0)
+    return;
+  clipGradKernel<<<blocksFor(count), kThreads, 0, stream()>>>(dy, x, dx, count,
+                                                              lo, hi);
+  checkLaunch("clip_grad");
 }
 
 static void checkSoftmaxSizes(const char *kernel, int64_t outer, int64_t n,

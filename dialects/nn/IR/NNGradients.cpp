@@ -221,6 +221,52 @@ void TransposeOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
                                    resultGrads[0], inverse);
 }
 
+void ConcatOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
+                              ArrayRef<bool> needed,
+                              SmallVectorImpl<Value> &grads) {
+  resetGrads(*this, grads);
+  int64_t rank = cast<RankedTensorType>(getType()).getRank();
+  SmallVector<int64_t> offsets(rank, 0), steps(rank, 1);
+  for (auto [i, input] : llvm::enumerate(getInputs())) {
+    if (needed[i])
+      grads[i] = b.create<SliceOp>(getLoc(), input.getType(), resultGrads[0],
+                                   offsets, steps);
+    offsets[getAxis()] += cast<RankedTensorType>(input.getType()).getDimSize(
+        getAxis());
+  }
+}
+
+void SliceOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
+                             ArrayRef<bool> needed,
+                             SmallVectorImpl<Value> &grads) {
+  resetGrads(*this, grads);
+  if (needed[0])
+    grads[0] = b.create<SliceGradOp>(getLoc(), getInput().getType(),
+                                     resultGrads[0], getOffsets(), getSteps());
+}
+
+void PadOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
+                           ArrayRef<bool> needed,
+                           SmallVectorImpl<Value> &grads) {
+  resetGrads(*this, grads);
+  int64_t rank = cast<RankedTensorType>(getType()).getRank();
+  SmallVector<int64_t> steps(rank, 1);
+  if (needed[0])
+    grads[0] = b.create<SliceOp>(getLoc(), getInput().getType(),
+                                 resultGrads[0], getPads().take_front(rank),
+                                 steps);
+}
+
+void ClipOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
+                            ArrayRef<bool> needed,
+                            SmallVectorImpl<Value> &grads) {
+  resetGrads(*this, grads);
+  if (needed[0])
+    grads[0] = b.create<ClipGradOp>(getLoc(), getInput().getType(),
+                                    resultGrads[0], getInput(), getMinAttr(),
+                                    getMaxAttr());
+}
+
 // Every row of UnaryFunctions.def has its nn op, of the mnemonic CODE names.
 #define DPC_UNARY_FUNCTION(CODE, NAME, ...)                                    \
   static_assert(NAME##Op::kUnaryFunction == DPC_UNARY_##CODE,                  \

@@ -435,6 +435,54 @@ LogicalResult TransposeOp::verify() {
 }
 
 //===----------------------------------------------------------------------===//
+// Concatenation, slices and clipping
+//===----------------------------------------------------------------------===//
+
+LogicalResult ConcatOp::verify() {
+  SmallVector<ArrayRef<int64_t>> shapes;
+  for (Value input : getInputs())
+    shapes.push_back(shapeOf(input));
+  FailureOr<Shape> shape =
+      inferConcatShape(shapes, getAxis(), [&] { return emitOpError(); });
+  if (failed(shape))
+    return failure();
+  return expectType(*this, "result", getResult(), *shape,
+                    elementTypeOf(getInputs().front()));
+}
+
+LogicalResult SliceOp::verify() {
+  if (elementTypeOf(getResult()) != elementTypeOf(getInput()))
+    return emitOpError("expects the input's element type");
+  return verifySliceBox(shapeOf(getInput()), shapeOf(getResult()),
+                        getOffsets(), getSteps(),
+                        [&] { return emitOpError(); });
+}
+
+LogicalResult SliceGradOp::verify() {
+  if (elementTypeOf(getResultGrad()) != elementTypeOf(getInputGrad()))
+    return emitOpError("expects the gradient's element type");
+  return verifySliceBox(shapeOf(getInputGrad()), shapeOf(getResultGrad()),
+                        getOffsets(), getSteps(),
+                        [&] { return emitOpError(); });
+}
+
+LogicalResult PadOp::verify() {
+  FailureOr<Shape> shape = inferPadShape(shapeOf(getInput()), getPads(),
+                                         [&] { return emitOpError(); });
+  if (failed(shape))
+    return failure();
+  return expectType(*this, "result", getResult(), *shape,
+                    elementTypeOf(getInput()));
+}
+
+LogicalResult ClipOp::verify() {
+  if (!(getMin().convertToFloat() <= getMax().convertToFloat()))
+    return emitOpError("expects min <= max, got ")
+           << getMin().convertToFloat() << " and " << getMax().convertToFloat();
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
 // Loss
 //===----------------------------------------------------------------------===//
 

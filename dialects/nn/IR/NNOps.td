@@ -756,6 +756,117 @@ def NN_TransposeOp : NN_Op<"transpose", [Pure,
 }
 
 //===----------------------------------------------------------------------===//
+// Concatenation, slices and clipping
+//===----------------------------------------------------------------------===//
+
+def NN_ConcatOp : NN_Op<"concat", [Pure,
+    DeclareOpInterfaceMethods<NN_GradientOpInterface>]> {
+  let summary = "concatenates tensors along one dimension";
+  let description = [{
+    Joins `inputs` (at least one, all of one rank, equal in every dimension
+    but `axis`) along `axis`, as ONNX Concat (DenseNet's feature reuse,
+    Inception's branches). The gradient of each input is the slice of the
+    result's gradient where that input lies.
+
+    ```mlir
+    %y = nn.concat %a, %b {axis = 1 : i64}
+        : (tensor<4x8x7x7xf32>, tensor<4x16x7x7xf32>) -> tensor<4x24x7x7xf32>
+    ```
+  }];
+  let arguments = (ins Variadic<NN_FloatTensor>:$inputs, I64Attr:$axis);
+  let results = (outs NN_FloatTensor:$result);
+  let assemblyFormat = [{
+    $inputs attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def NN_SliceOp : NN_Op<"slice", [Pure,
+    DeclareOpInterfaceMethods<NN_GradientOpInterface>]> {
+  let summary = "a strided box of a tensor";
+  let description = [{
+    Result element `i` (a multi-index) is input element `offsets + i *
+    steps`, with one offset and one positive step per dimension: ONNX Slice
+    and each output of Split, normalized by the importer. The gradient
+    (`nn.slice_grad`) puts the result's gradient back into a zero tensor of
+    the input's shape.
+
+    ```mlir
+    %h = nn.slice %x {offsets = array<i64: 0, 16>, steps = array<i64: 1, 1>}
+        : (tensor<4x32xf32>) -> tensor<4x16xf32>
+    ```
+  }];
+  let arguments = (ins NN_FloatTensor:$input, DenseI64ArrayAttr:$offsets,
+                       DenseI64ArrayAttr:$steps);
+  let results = (outs NN_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def NN_SliceGradOp : NN_Op<"slice_grad", [Pure]> {
+  let summary = "input gradient of nn.slice";
+  let description = [{
+    A tensor of the sliced input's type that holds `result_grad` at the
+    slice's elements and zero everywhere else.
+  }];
+  let arguments = (ins NN_FloatTensor:$result_grad, DenseI64ArrayAttr:$offsets,
+                       DenseI64ArrayAttr:$steps);
+  let results = (outs NN_FloatTensor:$input_grad);
+  let assemblyFormat = [{
+    $result_grad attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def NN_PadOp : NN_Op<"pad", [Pure,
+    DeclareOpInterfaceMethods<NN_GradientOpInterface>]> {
+  let summary = "pads a tensor with a constant";
+  let description = [{
+    Surrounds the input with `value`: `pads` holds the elements added before
+    each dimension, then those added after it (ONNX Pad's order, constant
+    mode, non-negative pads). The gradient is the slice of the result's
+    gradient where the input lies.
+
+    ```mlir
+    %y = nn.pad %x {pads = array<i64: 0, 0, 1, 1, 0, 0, 1, 1>, value = 0.0 : f32}
+        : (tensor<4x3x5x5xf32>) -> tensor<4x3x7x7xf32>
+    ```
+  }];
+  let arguments = (ins NN_FloatTensor:$input, DenseI64ArrayAttr:$pads,
+                       F32Attr:$value);
+  let results = (outs NN_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def NN_ClipOp : NN_Op<"clip", [Pure, SameOperandsAndResultType,
+    DeclareOpInterfaceMethods<NN_GradientOpInterface>]> {
+  let summary = "clamps every element to [min, max]";
+  let description = [{
+    `min(max(x, min), max)`, as ONNX Clip with constant bounds (ReLU6 is
+    `min = 0, max = 6`; an absent bound is infinite). The gradient passes
+    where `min <= x <= max`, bounds included, as PyTorch's clamp does.
+  }];
+  let arguments = (ins NN_FloatTensor:$input, F32Attr:$min, F32Attr:$max);
+  let results = (outs NN_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
+def NN_ClipGradOp : NN_Op<"clip_grad", [Pure, SameOperandsAndResultType]> {
+  let summary = "input gradient of nn.clip: dy where min <= x <= max";
+  let arguments = (ins NN_FloatTensor:$result_grad, NN_FloatTensor:$input,
+                       F32Attr:$min, F32Attr:$max);
+  let results = (outs NN_FloatTensor:$input_grad);
+  let assemblyFormat =
+      "$result_grad `,` $input attr-dict `:` type($input_grad)";
+}
+
+//===----------------------------------------------------------------------===//
 // Loss
 //===----------------------------------------------------------------------===//
 

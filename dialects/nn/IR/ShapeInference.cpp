@@ -233,4 +233,62 @@ FailureOr<Shape> inferTransposeShape(ArrayRef<int64_t> input,
   return result;
 }
 
+FailureOr<Shape> inferConcatShape(ArrayRef<ArrayRef<int64_t>> inputs,
+                                  int64_t axis, EmitErrorFn emitError) {
+  if (inputs.empty())
+    return emitError() << "expects at least one input";
+  int64_t rank = static_cast<int64_t>(inputs.front().size());
+  if (axis < 0 || axis >= rank)
+    return emitError() << "expects an axis in [0, " << rank << "), got "
+                       << axis;
+  Shape result(inputs.front().begin(), inputs.front().end());
+  result[axis] = 0;
+  for (ArrayRef<int64_t> input : inputs) {
+    bool same = static_cast<int64_t>(input.size()) == rank;
+    for (int64_t d = 0; same && d < rank; ++d)
+      same = d == axis || input[d] == result[d];
+    if (!same)
+      return emitError() << "expects inputs equal but along axis " << axis
+                         << ", got " << formatShape(inputs.front()) << " and "
+                         << formatShape(input);
+    result[axis] += input[axis];
+  }
+  return result;
+}
+
+FailureOr<Shape> inferPadShape(ArrayRef<int64_t> input, ArrayRef<int64_t> pads,
+                               EmitErrorFn emitError) {
+  size_t rank = input.size();
+  if (pads.size() != 2 * rank)
+    return emitError() << "expects " << 2 * rank << " pads for "
+                       << formatShape(input) << ", got " << pads.size();
+  Shape result(input.begin(), input.end());
+  for (size_t d = 0; d < rank; ++d) {
+    if (pads[d] < 0 || pads[rank + d] < 0)
+      return emitError() << "expects non-negative pads, got " << pads[d]
+                         << " and " << pads[rank + d] << " in dimension " << d;
+    result[d] += pads[d] + pads[rank + d];
+  }
+  return result;
+}
+
+LogicalResult verifySliceBox(ArrayRef<int64_t> input, ArrayRef<int64_t> box,
+                             ArrayRef<int64_t> offsets,
+                             ArrayRef<int64_t> steps, EmitErrorFn emitError) {
+  if (box.size() != input.size() || offsets.size() != input.size() ||
+      steps.size() != input.size())
+    return emitError() << "expects one offset and one step per dimension of "
+                       << formatShape(input) << " and a result of its rank";
+  for (size_t d = 0; d < input.size(); ++d) {
+    if (steps[d] < 1 || offsets[d] < 0)
+      return emitError() << "expects non-negative offsets and positive steps";
+    if (box[d] > 0 && offsets[d] + (box[d] - 1) * steps[d] >= input[d])
+      return emitError() << "reads past dimension " << d << " of "
+                         << formatShape(input) << " (offset " << offsets[d]
+                         << ", " << box[d] << " elements, step " << steps[d]
+                         << ")";
+  }
+  return success();
+}
+
 } // namespace mlir::dpc::nn

@@ -81,6 +81,23 @@ int64_t getSizeInBytes(Value tensor);
 /// Writes a shape as "2x3x4" ("scalar" for rank 0) for diagnostics.
 std::string formatShape(ArrayRef<int64_t> shape);
 
+/// Result shape of concatenating `inputs` (at least one, of one rank, equal
+/// in every dimension but `axis`) along `axis`, in [0, rank).
+FailureOr<Shape> inferConcatShape(ArrayRef<ArrayRef<int64_t>> inputs,
+                                  int64_t axis, EmitErrorFn emitError);
+
+/// Result shape of padding `input` with `pads` (before each dimension, then
+/// after each; non-negative).
+FailureOr<Shape> inferPadShape(ArrayRef<int64_t> input, ArrayRef<int64_t> pads,
+                               EmitErrorFn emitError);
+
+/// Checks that a box of `box` elements read from `input` at `offsets` with
+/// `steps` (one each per dimension, steps positive, offsets non-negative)
+/// lies inside `input`.
+LogicalResult verifySliceBox(ArrayRef<int64_t> input, ArrayRef<int64_t> box,
+                             ArrayRef<int64_t> offsets,
+                             ArrayRef<int64_t> steps, EmitErrorFn emitError);
+
 } // namespace mlir::dpc::nn
 
 #endif // DPC_DIALECTS_NN_IR_SHAPEINFERENCE_H

@@ -186,6 +186,26 @@ void dpc_broadcast_to(const float *x, const int64_t *x_shape, float *y,
 void dpc_transpose(const float *x, const int64_t *x_shape, float *y,
                    const int64_t *perm, int64_t rank);
 
+/* Strided boxes, for nn.slice (and Split) and nn.concat: element i (a
+ * multi-index over `box_shape`) of the box is element offsets + i * steps of
+ * the whole tensor (one offset and one positive step per dimension).
+ * dpc_slice copies the box out of `whole` into `box`; dpc_insert copies
+ * `box` into `whole`, leaving the rest of `whole` as it was, or setting it
+ * to `fill_value` when `fill_rest` is set (the slice's gradient: 0; a
+ * constant pad: its value). */
+void dpc_slice(const float *whole, const int64_t *whole_shape, float *box,
+               const int64_t *box_shape, int64_t rank, const int64_t *offsets,
+               const int64_t *steps);
+void dpc_insert(const float *box, const int64_t *box_shape, float *whole,
+                const int64_t *whole_shape, int64_t rank,
+                const int64_t *offsets, const int64_t *steps,
+                int64_t fill_rest, float fill_value);
+
+/* y = min(max(x, lo), hi); dx = dy where lo <= x <= hi, else 0. */
+void dpc_clip(const float *x, float *y, int64_t count, float lo, float hi);
+void dpc_clip_grad(const float *dy, const float *x, float *dx, int64_t count,
+                   float lo, float hi);
+
 /* softmax (log_softmax when `log` is set) along the middle dimension of x
  * viewed as outer x n x inner. */
 void dpc_softmax(const float *x, float *y, int64_t outer, int64_t n,

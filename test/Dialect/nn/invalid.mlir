@@ -443,3 +443,51 @@ func.func @erf_of_integers(%x: tensor<4xi64>) -> tensor<4xi64> {
   %y = "nn.erf"(%x) : (tensor<4xi64>) -> tensor<4xi64>
   return %y : tensor<4xi64>
 }
+
+// -----
+
+func.func @concat_mismatch(%a: tensor<4x3xf32>, %b: tensor<5x3xf32>) -> tensor<9x3xf32> {
+  // expected-error @+1 {{'nn.concat' op expects inputs equal but along axis 1, got 4x3 and 5x3}}
+  %y = nn.concat %a, %b {axis = 1 : i64} : (tensor<4x3xf32>, tensor<5x3xf32>) -> tensor<9x3xf32>
+  return %y : tensor<9x3xf32>
+}
+
+// -----
+
+func.func @concat_axis(%a: tensor<4x3xf32>) -> tensor<4x3xf32> {
+  // expected-error @+1 {{'nn.concat' op expects an axis in [0, 2), got 2}}
+  %y = nn.concat %a {axis = 2 : i64} : (tensor<4x3xf32>) -> tensor<4x3xf32>
+  return %y : tensor<4x3xf32>
+}
+
+// -----
+
+func.func @slice_past_end(%x: tensor<4x6xf32>) -> tensor<4x3xf32> {
+  // expected-error @+1 {{'nn.slice' op reads past dimension 1 of 4x6 (offset 2, 3 elements, step 2)}}
+  %y = nn.slice %x {offsets = array<i64: 0, 2>, steps = array<i64: 1, 2>} : (tensor<4x6xf32>) -> tensor<4x3xf32>
+  return %y : tensor<4x3xf32>
+}
+
+// -----
+
+func.func @slice_zero_step(%x: tensor<4x6xf32>) -> tensor<4x3xf32> {
+  // expected-error @+1 {{'nn.slice' op expects non-negative offsets and positive steps}}
+  %y = nn.slice %x {offsets = array<i64: 0, 0>, steps = array<i64: 1, 0>} : (tensor<4x6xf32>) -> tensor<4x3xf32>
+  return %y : tensor<4x3xf32>
+}
+
+// -----
+
+func.func @clip_bounds(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'nn.clip' op expects min <= max, got 6.000000e+00 and 0.000000e+00}}
+  %y = nn.clip %x {min = 6.0 : f32, max = 0.0 : f32} : tensor<4xf32>
+  return %y : tensor<4xf32>
+}
+
+// -----
+
+func.func @pad_negative(%x: tensor<4x6xf32>) -> tensor<4x6xf32> {
+  // expected-error @+1 {{'nn.pad' op expects non-negative pads, got -1 and 1 in dimension 1}}
+  %y = nn.pad %x {pads = array<i64: 0, -1, 0, 1>, value = 0.0 : f32} : (tensor<4x6xf32>) -> tensor<4x6xf32>
+  return %y : tensor<4x6xf32>
+}

@@ -143,6 +143,32 @@ class TableMLP(nn.Module):
         return self.fc4(nn.functional.softsign(self.fc3(h)))
 
 
+class BranchNet(nn.Module):
+    """The graph shapes of Inception, DenseNet, ShuffleNet and MobileNetV2 in
+    one small convnet: ReLU6 (ONNX Clip 0..6), a channel split into two
+    branches (Split), the input and both branches concatenated along the
+    channels (Concat, DenseNet's feature reuse), a crop of the pooled
+    feature map (Slice) and an explicit zero pad (Pad)."""
+
+    def __init__(self):
+        super().__init__()
+        self.stem = nn.Conv2d(1, 8, 3, padding=1)
+        self.left = nn.Conv2d(4, 8, 3, padding=1)
+        self.right = nn.Conv2d(4, 8, 1)
+        self.head = nn.Conv2d(24, 16, 3, stride=2)
+        self.fc = nn.Linear(16, 10)
+
+    def forward(self, x):
+        h = nn.functional.relu6(self.stem(x))
+        a, b = torch.split(h, 4, dim=1)
+        a = torch.relu(self.left(a))
+        b = nn.functional.relu6(self.right(b))
+        h = nn.functional.max_pool2d(torch.cat([h, a, b], dim=1), 2)
+        h = nn.functional.pad(h[:, :, 1:13, 1:13], (1, 1, 1, 1))
+        h = torch.relu(self.head(h))
+        return self.fc(h.mean(dim=(2, 3)))
+
+
 class Attention(nn.Module):
     """The image's 28 rows as a sequence of 28 tokens, embedded to `width`
     features: one self-attention head (softmax(q k^T / sqrt(width)) v) with a
@@ -233,12 +259,12 @@ def resnet18():
 # `--model all` exports MODELS; the others are asked for by name: "resnet"
 # (batch normalization, skip connections, global average pooling, small
 # enough for the tests), "resnet18" (the benchmark's), "smooth-mlp",
-# "arithmetic-mlp", "gelu-mlp", "table-mlp" and "attention".
+# "arithmetic-mlp", "gelu-mlp", "table-mlp", "branch-net" and "attention".
 MODELS = {"lenet5": LeNet5, "mlp": MLP}
 EXTRA_MODELS = {"resnet": ResNet, "resnet18": resnet18,
                 "smooth-mlp": SmoothMLP, "arithmetic-mlp": ArithmeticMLP,
                 "gelu-mlp": GeluMLP, "attention": Attention,
-                "table-mlp": TableMLP}
+                "table-mlp": TableMLP, "branch-net": BranchNet}
 
 
 def build(name):

@@ -602,6 +602,47 @@ TEST_F(Cuda, UnaryFunctionsAndGrads) {
   }
 }
 
+// A strided 3-d box out of and back into a tensor, and clip with its
+// gradient, against host loops.
+TEST_F(Cuda, BoxesAndClip) {
+  const int64_t whole[3] = {3, 5, 4}, box[3] = {2, 2, 3};
+  const int64_t offsets[3] = {1, 1, 0}, steps[3] = {1, 2, 1};
+  auto x = randomFloats(60, 61);
+  std::vector<double> sliced, back(60, 0.0);
+  for (int64_t i = 0; i < 2; ++i)
+    for (int64_t j = 0; j < 2; ++j)
+      for (int64_t k = 0; k < 3; ++k) {
+        size_t at = size_t((1 + i) * 20 + (1 + 2 * j) * 4 + k);
+        sliced.push_back(x[at]);
+        back[at] = x[at];
+      }
+  Device<float> dX(x), dBox(12), dBack(60);
+  dpc_slice(dX.get(), whole, dBox.get(), box, 3, offsets, steps);
+  expectNear(dBox.host(), sliced, 0);
+  dpc_insert(dBox.get(), box, dBack.get(), whole, 3, offsets, steps, 1, 0.0f);
+  expectNear(dBack.host(), back, 0);
+  // The border of a constant pad.
+  std::vector<double> padded(back);
+  for (size_t i = 0; i < padded.size(); ++i)
+    if (back[i] == 0.0)
+      padded[i] = -2.5;
+  dpc_insert(dBox.get(), box, dBack.get(), whole, 3, offsets, steps, 1, -2.5f);
+  expectNear(dBack.host(), padded, 0);
+
+  std::vector<double> clipped(x.size()), dx(x.size());
+  auto g = randomFloats(60, 62);
+  for (size_t i = 0; i < x.size(); ++i) {
+    clipped[i] = std::min(std::max(double(x[i]), -0.25), 0.5);
+    dx[i] = x[i] >= -0.25f && x[i] <= 0.5f ? g[i] : 0.0;
+  }
+  Device<float> dY(x.size()), dG(g), dDx(x.size());
+  dpc_clip(dX.get(), dY.get(), int64_t(x.size()), -0.25f, 0.5f);
+  dpc_clip_grad(dG.get(), dX.get(), dDx.get(), int64_t(x.size()), -0.25f,
+                0.5f);
+  expectNear(dY.host(), clipped, 0);
+  expectNear(dDx.host(), dx, 0);
+}
+
 TEST_F(Cuda, ReluAndGrad) {
   auto x = randomFloats(10007, 13);
   auto g = randomFloats(10007, 14);

@@ -557,6 +557,65 @@ TEST(Unary, NegIsForwardOnly) {
                "dpc_unary_grad: unknown function 5");
 }
 
+// A 3-d box with a step, read out and written back, against index loops.
+TEST(Box, SliceAndInsertAgainstLoops) {
+  const int64_t whole[3] = {3, 5, 4}, box[3] = {2, 2, 3};
+  const int64_t offsets[3] = {1, 1, 0}, steps[3] = {1, 2, 1};
+  Vec x = randomVec(3 * 5 * 4, 51), y(2 * 2 * 3, 123.0f);
+  dpc_slice(x.data(), whole, y.data(), box, 3, offsets, steps);
+  auto at = [&](int64_t i, int64_t j, int64_t k) {
+    return ((offsets[0] + i * steps[0]) * 5 + offsets[1] + j * steps[1]) * 4 +
+           offsets[2] + k * steps[2];
+  };
+  for (int64_t i = 0; i < 2; ++i)
+    for (int64_t j = 0; j < 2; ++j)
+      for (int64_t k = 0; k < 3; ++k)
+        EXPECT_EQ(y[size_t((i * 2 + j) * 3 + k)], x[size_t(at(i, j, k))]);
+  // Written back into a zeroed tensor: the box's elements, zero elsewhere.
+  Vec back(x.size(), 7.0f);
+  dpc_insert(y.data(), box, back.data(), whole, 3, offsets, steps, 1, 0.0f);
+  Vec expected(x.size(), 0.0f);
+  for (int64_t i = 0; i < 2; ++i)
+    for (int64_t j = 0; j < 2; ++j)
+      for (int64_t k = 0; k < 3; ++k)
+        expected[size_t(at(i, j, k))] = x[size_t(at(i, j, k))];
+  EXPECT_EQ(back, expected);
+  // Without zeroing, the rest stays as it was.
+  Vec kept(x.size(), 7.0f);
+  dpc_insert(y.data(), box, kept.data(), whole, 3, offsets, steps, 0, 0.0f);
+  for (size_t e = 0; e < x.size(); ++e)
+    EXPECT_EQ(kept[e], expected[e] != 0.0f ? expected[e] : 7.0f);
+  // A constant pad's border: the fill value.
+  Vec padded(x.size(), 0.0f);
+  dpc_insert(y.data(), box, padded.data(), whole, 3, offsets, steps, 1, -2.5f);
+  for (size_t e = 0; e < x.size(); ++e)
+    EXPECT_EQ(padded[e], expected[e] != 0.0f ? expected[e] : -2.5f);
+}
+
+TEST(Box, OutOfRangeIsAnError) {
+  const int64_t whole[1] = {4}, box[1] = {3}, offsets[1] = {2}, steps[1] = {1};
+  float x[4] = {}, y[3];
+  EXPECT_DEATH(dpc_slice(x, whole, y, box, 1, offsets, steps),
+               "dpc_slice: box \\[3\\] out of \\[4\\] in dimension 0");
+}
+
+// Clip, and its gradient passing at the bounds themselves (PyTorch's clamp).
+TEST(Clip, ValuesAndGradientAtTheBounds) {
+  float x[6] = {-1.0f, 0.0f, 3.0f, 6.0f, 7.5f, NAN}, y[6], dx[6];
+  float dy[6] = {1, 2, 3, 4, 5, 6};
+  dpc_clip(x, y, 6, 0.0f, 6.0f);
+  EXPECT_EQ(y[0], 0.0f);
+  EXPECT_EQ(y[2], 3.0f);
+  EXPECT_EQ(y[4], 6.0f);
+  EXPECT_TRUE(std::isnan(y[5]));
+  dpc_clip_grad(dy, x, dx, 6, 0.0f, 6.0f);
+  EXPECT_EQ(dx[0], 0.0f);
+  EXPECT_EQ(dx[1], 2.0f);
+  EXPECT_EQ(dx[2], 3.0f);
+  EXPECT_EQ(dx[3], 4.0f);
+  EXPECT_EQ(dx[4], 0.0f);
+}
+
 TEST(Copy, CopiesBytes) {
   Vec a = randomVec(33, 18), b(33, 0.0f);
   dpc_copy(a.data(), b.data(), 33 * 4);

@@ -110,6 +110,38 @@ def dangling_output(opset):
                  opset=opset)
 
 
+def branches(clip_min=0.0, slice_step=1):
+    """Clip (ReLU6) with constant bounds, Split into two channel halves, a
+    Concat of activations with one half and a Slice of the result, as
+    PyTorch exports relu6, torch.split, torch.cat and x[:, 2:, ::step]."""
+    n = helper.make_node
+    consts = [numpy_helper.from_array(np.array(clip_min, np.float32), "lo"),
+              numpy_helper.from_array(np.array(6.0, np.float32), "hi"),
+              ints("halves", [4, 4]),
+              ints("starts", [2, 0 if slice_step > 0 else -1]),
+              ints("ends", [2**62, 5 if slice_step > 0 else -2**62]),
+              ints("axes", [1, 3]),
+              ints("steps", [1, slice_step])]
+    nodes = [n("Clip", ["x", "lo", "hi"], ["r"], name="relu6"),
+             n("Split", ["r", "halves"], ["a", "b"], name="split", axis=1),
+             n("Relu", ["b"], ["rb"], name="relu_b"),
+             n("Concat", ["r", "rb"], ["c"], name="concat", axis=-3),
+             n("Slice", ["c", "starts", "ends", "axes", "steps"], ["y"],
+               name="crop")]
+    return model(nodes, [tensor("x", 2, 8, 5, 5)], [tensor("y", 2, 10, 5, 5)],
+                 consts)
+
+
+def pad(mode="constant"):
+    """A constant Pad of activations with a non-zero value."""
+    n = helper.make_node
+    consts = [ints("pads", [0, 0, 1, 2, 0, 0, 3, 0]),
+              numpy_helper.from_array(np.array(0.5, np.float32), "value")]
+    return model([n("Pad", ["x", "pads", "value"], ["y"], name="pad",
+                    mode=mode)],
+                 [tensor("x", 2, 3, 4, 4)], [tensor("y", 2, 3, 8, 6)], consts)
+
+
 def same_pad():
     n = helper.make_node
     return model([n("Conv", ["x", "w"], ["y"], name="conv_same",
@@ -239,6 +271,11 @@ MODELS = {
     "mlp-opset17": lambda: mlp(opset=17),
     "mlp-opset18": lambda: mlp(opset=18),
     "unsupported": unsupported,
+    "branches": branches,
+    "pad": pad,
+    "pad-reflect": lambda: pad(mode="reflect"),
+    "branches-bad-clip": lambda: branches(clip_min=7.0),
+    "branches-negative-step": lambda: branches(slice_step=-1),
     "dangling-output-opset11": lambda: dangling_output(11),
     "same-pad": same_pad,
     "pool-indices": pool_indices,

@@ -139,6 +139,15 @@ std::optional<OpWork> mlir::dpc::estimateWork(Operation *op) {
         work.gradFlops = work.flops;
         work.gradBytes = work.bytes;
       })
+      .Case([&](nn::DropoutOp) {
+        // Philox's ten rounds per four elements, and a multiply.
+        work.flops = 8 * elementsOf(op->getResult(0));
+        work.gradFlops = work.flops;
+        work.gradBytes = work.bytes;
+      })
+      .Case([&](nn::DropoutGradOp) {
+        work.flops = 8 * elementsOf(op->getResult(0));
+      })
       .Case<nn::SliceGradOp, nn::ClipGradOp>(
           [&](Operation *) { work.flops = elementsOf(op->getResult(0)); })
       .Case<nn::SumToShapeOp, nn::BroadcastToOp, nn::TransposeOp>(

@@ -640,6 +640,18 @@ LogicalResult Lowering::lowerOp(Operation *op) {
                   f32(pad.getValue().convertToFloat())});
         define(pad, y);
       })
+      .Case<nn::DropoutOp, nn::DropoutGradOp>([&](auto dropout) {
+        // The mask's key for this microbatch, then the kernel; the gradient
+        // is the same kernel on the result's gradient.
+        Value out = alloc(dropout);
+        Value key = call("dpc_random_key", i64Type,
+                         {context, i64(dropout.getMaskId())});
+        callVoid("dpc_dropout",
+                 {ptrOf(dropout->getOperand(0)), out,
+                  i64(nn::getNumElements(shapeOf(dropout))),
+                  f32(dropout.getRatio().convertToFloat()), key});
+        define(dropout, out);
+      })
       .Case([&](nn::ClipOp clip) {
         Value y = alloc(clip);
         callVoid("dpc_clip",

@@ -97,6 +97,7 @@ private:
   LogicalResult importSplit(const onnx::NodeProto &node);
   LogicalResult importClip(const onnx::NodeProto &node);
   LogicalResult importPad(const onnx::NodeProto &node);
+  LogicalResult importDropout(const onnx::NodeProto &node);
   LogicalResult importConstantOfShape(const onnx::NodeProto &node);
   LogicalResult importActivationSlice(const onnx::NodeProto &node);
   LogicalResult importGemm(const onnx::NodeProto &node);
@@ -182,6 +183,8 @@ private:
   std::string fileName;
   int64_t opset;
   const onnx::NodeProto *currentNode = nullptr;
+  // Dropout ops imported so far: the next one's mask_id.
+  int64_t numDropouts = 0;
 
   llvm::StringMap<Value> values;
   llvm::StringMap<HostTensor> hostValues;
@@ -243,6 +246,7 @@ const Importer::HandlerEntry Importer::kHandlers[] = {
     {"Split", 13, &Importer::importSplit},
     {"Clip", 13, &Importer::importClip},
     {"Pad", 13, &Importer::importPad},
+    {"Dropout", 13, &Importer::importDropout},
     {"ConstantOfShape", 9, &Importer::importConstantOfShape},
     {"Cast", 13, &Importer::importCast},
 };
@@ -343,10 +347,22 @@ FailureOr<HostTensor> Importer::readTensor(const onnx::TensorProto &tensor,
     t.ints.assign(narrow.begin(), narrow.end());
     break;
   }
+  case onnx::TensorProto::BOOL: {
+    // As integers 0 and 1 (Dropout's training_mode, masks of shapes).
+    std::vector<uint8_t> bytes;
+    if (!raw.empty()) {
+      if (failed(readRaw(bytes, 1)))
+        return failure();
+      t.ints.assign(bytes.begin(), bytes.end());
+    } else {
+      t.ints.assign(tensor.int32_data().begin(), tensor.int32_data().end());
+    }
+    break;
+  }
   default:
     return emitError(loc) << "tensor '" << tensor.name()
                           << "' has an element type dpc cannot read "
-                             "(only float32, int64 and int32)";
+                             "(only float32, int64, int32 and bool)";
   }
   if (t.size() != count)
     return emitError(loc) << "tensor '" << tensor.name() << "' has " << t.size()
@@ -1361,6 +1377,45 @@ LogicalResult Importer::importClip(const onnx::NodeProto &node) {
                           locOf(node), input->getType(), *input,
                           builder.getF32FloatAttr(bounds[0]),
                           builder.getF32FloatAttr(bounds[1])));
+}
+
+// Dropout: in training mode (training_mode true, as a model exported for
+// training has it) an nn.dropout with the next mask number; otherwise the
+// identity, as ONNX defines it. Nothing may read the mask output.
+LogicalResult Importer::importDropout(const onnx::NodeProto &node) {
+  // PyTorch names the mask output even when nothing reads it.
+  if (node.output_size() > 1 && !node.output(1).empty())
+    unreadable[node.output(1)] =
+        "Dropout's mask, which dpc does not materialize";
+  FailureOr<Value> input = getValue(node, 0);
+  if (failed(input))
+    return failure();
+  float ratio = 0.5f;
+  if (hasInput(node, 1)) {
+    FailureOr<HostTensor> given = getHost(node, 1);
+    if (failed(given))
+      return failure();
+    if (!given->isFloat || given->floats.size() != 1)
+      return nodeError(node) << "expects a float scalar ratio";
+    ratio = given->floats[0];
+  }
+  bool training = false;
+  if (hasInput(node, 2)) {
+    FailureOr<HostTensor> given = getHost(node, 2);
+    if (failed(given))
+      return failure();
+    if (given->isFloat || given->ints.size() != 1)
+      return nodeError(node) << "expects a bool scalar training_mode";
+    training = given->ints[0] != 0;
+  }
+  if (!training || ratio == 0.0f)
+    return define(node, *input);
+  if (!(ratio > 0.0f && ratio < 1.0f))
+    return nodeError(node) << "expects a ratio in [0, 1), got " << ratio;
+  return define(node, builder.create<nn::DropoutOp>(
+                          locOf(node), input->getType(), *input,
+                          builder.getF32FloatAttr(ratio),
+                          builder.getI64IntegerAttr(numDropouts++)));
 }
 
 // Pad in constant mode with pads (and the value) known at import time.

@@ -322,6 +322,7 @@ struct Executor::Impl : dpc_context {
   const Dataset *currentData = nullptr;
   Sampler *currentSampler = nullptr;
   int64_t currentStep = 0;
+  uint64_t seed = 0; // the run's, for dropout's masks
 
   // The running segment.
   Phase phase = Phase::Idle;
@@ -575,6 +576,22 @@ struct Executor::Impl : dpc_context {
 
   /// Loads microbatch `microbatch` of sampler step `step` for the chunk,
   /// kept under `mb` (evaluation's sampler has one microbatch per step).
+  /// dpc_random_key: (seed, step, microbatch, op) mixed by splitmix64's
+  /// finalizer, 63 bits; -1 outside training.
+  int64_t randomKey(int64_t op) const {
+    if (evaluating)
+      return -1;
+    uint64_t h = seed;
+    for (uint64_t part : {uint64_t(currentStep), uint64_t(currentMb),
+                          uint64_t(op)}) {
+      h += 0x9E3779B97F4A7C15ull + part;
+      h = (h ^ (h >> 30)) * 0xBF58476D1CE4E5B9ull;
+      h = (h ^ (h >> 27)) * 0x94D049BB133111EBull;
+      h ^= h >> 31;
+    }
+    return int64_t(h >> 1);
+  }
+
   void load(int mb, int chunk, int64_t step, int microbatch) {
     Loaded &l = loaded[{mb, chunk}];
     std::vector<int64_t> indices =
@@ -1405,6 +1422,7 @@ std::vector<float> Executor::param(int64_t id) const {
 
 void Executor::setTrainData(const Dataset *data, bool shuffle, uint64_t seed) {
   impl->trainData = data;
+  impl->seed = seed;
   impl->trainSampler.reset();
   if (!data)
     return;
@@ -1656,6 +1674,9 @@ const float *dpc_param(dpc_context *ctx, int64_t param) {
   return state(ctx).param(param);
 }
 int64_t dpc_training(dpc_context *ctx) { return !state(ctx).evaluating; }
+int64_t dpc_random_key(dpc_context *ctx, int64_t op) {
+  return state(ctx).randomKey(op);
+}
 float *dpc_param_state(dpc_context *ctx, int64_t param) {
   return state(ctx).paramStateBuffer(param);
 }

@@ -15,6 +15,7 @@
 #include "dpc/runtime/Abi.h"
 
 #include "backends/common/ElementwiseMath.h"
+#include "backends/common/Random.h"
 
 #include <dnnl.hpp>
 
@@ -587,6 +588,19 @@ void dpc_insert(const float *box, const int64_t *box_shape, float *whole,
                for (int64_t i = 0; i < w.last; ++i)
                  to[i * w.lastStep] = box[ob + i];
              });
+}
+
+void dpc_dropout(const float *x, float *y, int64_t count, float ratio,
+                 int64_t key) {
+  if (key < 0) {
+    std::copy(x, x + count, y);
+    return;
+  }
+  float scale = 1.0f / (1.0f - ratio);
+  for (int64_t i = 0; i < count; ++i)
+    y[i] = dpc::random::dropoutKeeps(uint64_t(key), uint64_t(i), ratio)
+               ? x[i] * scale
+               : 0.0f;
 }
 
 void dpc_clip(const float *x, float *y, int64_t count, float lo, float hi) {

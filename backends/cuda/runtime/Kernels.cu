@@ -16,6 +16,7 @@
 #include "dpc/runtime/CudaKernels.h"
 
 #include "backends/common/ElementwiseMath.h"
+#include "backends/common/Random.h"
 #include "backends/cuda/runtime/Internal.h"
 
 #include <algorithm>
@@ -215,6 +216,14 @@ __global__ void insertKernel(const float *box, float *whole, int64_t count,
 
 __global__ void fillKernel(float *x, int64_t count, float value) {
   GRID_STRIDE(i, count) { x[i] = value; }
+}
+
+__global__ void dropoutKernel(const float *x, float *y, int64_t count,
+                              float ratio, float scale, uint64_t key) {
+  GRID_STRIDE(i, count) {
+    y[i] = dpc::random::dropoutKeeps(key, uint64_t(i), ratio) ? x[i] * scale
+                                                              : 0.0f;
+  }
 }
 
 __global__ void clipKernel(const float *x, float *y, int64_t count, float lo,
@@ -820,6 +829,22 @@ void dpc_insert(const float *box, const int64_t *box_shape, float *whole,
   insertKernel<<<blocksFor(count), kThreads, 0, stream()>>>(box, whole, count,
                                                             base, args);
   checkLaunch("insert");
+}
+
+void dpc_dropout(const float *x, float *y, int64_t count, float ratio,
+                 int64_t key) {
+  if (count <= 0)
+    return;
+  if (key < 0) {
+    if (x != y)
+      check(cudaMemcpyAsync(y, x, size_t(count) * sizeof(float),
+                            cudaMemcpyDeviceToDevice, stream()),
+            "dpc_dropout: cudaMemcpyAsync");
+    return;
+  }
+  dropoutKernel<<<blocksFor(count), kThreads, 0, stream()>>>(
+      x, y, count, ratio, 1.0f / (1.0f - ratio), uint64_t(key));
+  checkLaunch("dropout");
 }
 
 void dpc_clip(const float *x, float *y, int64_t count, float lo, float hi) {

@@ -257,6 +257,16 @@ void PadOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
                                  steps);
 }
 
+void DropoutOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
+                               ArrayRef<bool> needed,
+                               SmallVectorImpl<Value> &grads) {
+  resetGrads(*this, grads);
+  if (needed[0])
+    grads[0] = b.create<DropoutGradOp>(getLoc(), getInput().getType(),
+                                       resultGrads[0], getRatioAttr(),
+                                       getMaskIdAttr());
+}
+
 void ClipOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
                             ArrayRef<bool> needed,
                             SmallVectorImpl<Value> &grads) {

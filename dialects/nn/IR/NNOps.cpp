@@ -475,6 +475,13 @@ LogicalResult PadOp::verify() {
                     elementTypeOf(getInput()));
 }
 
+LogicalResult DropoutOp::verify() {
+  float ratio = getRatio().convertToFloat();
+  if (!(ratio >= 0.0f && ratio < 1.0f))
+    return emitOpError("expects a ratio in [0, 1), got ") << ratio;
+  return success();
+}
+
 LogicalResult ClipOp::verify() {
   if (!(getMin().convertToFloat() <= getMax().convertToFloat()))
     return emitOpError("expects min <= max, got ")

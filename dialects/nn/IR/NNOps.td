@@ -843,6 +843,40 @@ def NN_PadOp : NN_Op<"pad", [Pure,
   let hasVerifier = 1;
 }
 
+def NN_DropoutOp : NN_Op<"dropout", [Pure, SameOperandsAndResultType,
+    DeclareOpInterfaceMethods<NN_GradientOpInterface>]> {
+  let summary = "dropout in training, the identity in evaluation";
+  let description = [{
+    Zeroes each element with probability `ratio` and scales the kept ones by
+    1 / (1 - ratio), as torch.nn.Dropout in training mode. The mask is not
+    stored: it is drawn from a counter-based generator under a key of the
+    run's seed, the step, the microbatch and `mask_id` (the op's number in
+    the model, unique), so the gradient op draws the same mask, and a run
+    drops the same elements on any stage split and schedule. Evaluation and
+    inference runs pass the input through. Pure as far as the IR goes: two
+    dropouts of one input with one `mask_id` draw one mask.
+
+    ```mlir
+    %y = nn.dropout %x {mask_id = 0 : i64, ratio = 5.000000e-01 : f32}
+        : tensor<16x120xf32>
+    ```
+  }];
+  let arguments = (ins NN_FloatTensor:$input, F32Attr:$ratio,
+                       I64Attr:$mask_id);
+  let results = (outs NN_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
+def NN_DropoutGradOp
+    : NN_Op<"dropout_grad", [Pure, SameOperandsAndResultType]> {
+  let summary = "input gradient of nn.dropout: dy through the same mask";
+  let arguments = (ins NN_FloatTensor:$result_grad, F32Attr:$ratio,
+                       I64Attr:$mask_id);
+  let results = (outs NN_FloatTensor:$input_grad);
+  let assemblyFormat = "$result_grad attr-dict `:` type($input_grad)";
+}
+
 def NN_ClipOp : NN_Op<"clip", [Pure, SameOperandsAndResultType,
     DeclareOpInterfaceMethods<NN_GradientOpInterface>]> {
   let summary = "clamps every element to [min, max]";

@@ -201,6 +201,17 @@ void dpc_insert(const float *box, const int64_t *box_shape, float *whole,
                 const int64_t *offsets, const int64_t *steps,
                 int64_t fill_rest, float fill_value);
 
+/* Dropout. dpc_random_key gives the key of op `op`'s mask (the op's number
+ * in the model) for the microbatch being run: a function of the run's seed,
+ * the step and the microbatch, the same in its forward and backward
+ * segments and on every stage split; -1 while the executor evaluates or
+ * predicts. dpc_dropout computes y = x * keep / (1 - ratio), keep drawn per
+ * element from Philox under the key (backends/common/Random.h), and y = x
+ * for a negative key; applied to dy with the same key it is the gradient. */
+int64_t dpc_random_key(dpc_context *ctx, int64_t op);
+void dpc_dropout(const float *x, float *y, int64_t count, float ratio,
+                 int64_t key);
+
 /* y = min(max(x, lo), hi); dx = dy where lo <= x <= hi, else 0. */
 void dpc_clip(const float *x, float *y, int64_t count, float lo, float hi);
 void dpc_clip_grad(const float *dy, const float *x, float *dx, int64_t count,

@@ -143,7 +143,8 @@ public:
   std::vector<float> param(int64_t id) const;
 
   /// Training data of the first and last stage (others pass nullptr); the
-  /// Dataset must outlive the executor.
+  /// Dataset must outlive the executor. Every rank passes the run's seed,
+  /// which also keys dropout's masks (dpc_random_key).
   void setTrainData(const Dataset *data, bool shuffle, uint64_t seed);
 
   /// Runs the program of this rank for global step `step`. Returns the step's

@@ -169,6 +169,26 @@ class BranchNet(nn.Module):
         return self.fc(h.mean(dim=(2, 3)))
 
 
+class DropoutMLP(nn.Module):
+    """784-128-relu-dropout(0.3)-64-relu-dropout(0.5)-10, exported for
+    training (ONNX Dropout with training_mode true). Its masks come from
+    PyTorch's generator here and from dpc's counter-based one there, so dpc's
+    losses are compared with dpc's own on other stage splits, not with
+    these."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc1 = nn.Linear(28 * 28, 128)
+        self.fc2 = nn.Linear(128, 64)
+        self.fc3 = nn.Linear(64, 10)
+        self.drop1 = nn.Dropout(0.3)
+        self.drop2 = nn.Dropout(0.5)
+
+    def forward(self, x):
+        h = self.drop1(torch.relu(self.fc1(torch.flatten(x, 1))))
+        return self.fc3(self.drop2(torch.relu(self.fc2(h))))
+
+
 class Attention(nn.Module):
     """The image's 28 rows as a sequence of 28 tokens, embedded to `width`
     features: one self-attention head (softmax(q k^T / sqrt(width)) v) with a
@@ -259,17 +279,26 @@ def resnet18():
 # `--model all` exports MODELS; the others are asked for by name: "resnet"
 # (batch normalization, skip connections, global average pooling, small
 # enough for the tests), "resnet18" (the benchmark's), "smooth-mlp",
-# "arithmetic-mlp", "gelu-mlp", "table-mlp", "branch-net" and "attention".
+# "arithmetic-mlp", "gelu-mlp", "table-mlp", "branch-net", "dropout-mlp" and
+# "attention".
 MODELS = {"lenet5": LeNet5, "mlp": MLP}
 EXTRA_MODELS = {"resnet": ResNet, "resnet18": resnet18,
                 "smooth-mlp": SmoothMLP, "arithmetic-mlp": ArithmeticMLP,
                 "gelu-mlp": GeluMLP, "attention": Attention,
-                "table-mlp": TableMLP, "branch-net": BranchNet}
+                "table-mlp": TableMLP, "branch-net": BranchNet,
+                "dropout-mlp": DropoutMLP}
 
 
 def build(name):
     """A fresh model by name, from MODELS or EXTRA_MODELS."""
     return {**MODELS, **EXTRA_MODELS}[name]()
+
+
+def exports_for_training(model):
+    """Batch normalization and dropout behave differently in training, so
+    such models are exported in training mode."""
+    return has_batch_norm(model) or any(
+        isinstance(m, nn.Dropout) for m in model.modules())
 
 
 def has_batch_norm(model):
@@ -363,7 +392,7 @@ def export_and_reload(model, name, batch, out_dir):
     # An eval-mode export folds batch normalization into the convolutions;
     # a training-mode export keeps it (with the running statistics as
     # initializers), which is what training needs.
-    training = has_batch_norm(model)
+    training = exports_for_training(model)
     mode = (torch.onnx.TrainingMode.TRAINING if training
             else torch.onnx.TrainingMode.EVAL)
     model.train(training)

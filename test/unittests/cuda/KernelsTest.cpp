@@ -12,6 +12,7 @@
 
 #include "dpc/runtime/CudaKernels.h"
 #include "dpc/runtime/UnaryFunctions.h"
+#include "backends/common/Random.h"
 #include "test/unittests/UnaryReferences.h"
 
 #include <gtest/gtest.h>
@@ -641,6 +642,25 @@ TEST_F(Cuda, BoxesAndClip) {
                 0.5f);
   expectNear(dY.host(), clipped, 0);
   expectNear(dDx.host(), dx, 0);
+}
+
+// Dropout on the GPU drops exactly the elements the host's Philox says
+// (the CPU kernel's mask), scales the rest, and is the identity under -1.
+TEST_F(Cuda, DropoutMatchesTheHostMask) {
+  const int64_t n = 100003;
+  auto x = randomFloats(size_t(n), 73, 0.5f, 1.5f);
+  std::vector<double> expected(x.size());
+  const float p = 0.3f;
+  for (int64_t i = 0; i < n; ++i)
+    expected[size_t(i)] =
+        dpc::random::dropoutKeeps(12345, uint64_t(i), p)
+            ? double(x[size_t(i)] * (1.0f / (1.0f - p)))
+            : 0.0;
+  Device<float> dX(x), dY(x.size());
+  dpc_dropout(dX.get(), dY.get(), n, p, 12345);
+  expectNear(dY.host(), expected, 0);
+  dpc_dropout(dX.get(), dY.get(), n, p, -1);
+  expectNear(dY.host(), std::vector<double>(x.begin(), x.end()), 0);
 }
 
 TEST_F(Cuda, ReluAndGrad) {

@@ -599,6 +599,58 @@ TEST(Box, OutOfRangeIsAnError) {
                "dpc_slice: box \\[3\\] out of \\[4\\] in dimension 0");
 }
 
+// Dropout's mask: the keep rate within 3 sigma of 1 - p for several keys and
+// rates, pairs of neighbours dropped together as often as independence
+// says, kept elements scaled by exactly 1 / (1 - p), the same mask for the
+// gradient (the kernel on dy under the same key), another mask under
+// another key, and the identity under a negative key.
+TEST(Dropout, MaskStatisticsScalingAndGradient) {
+  const int64_t n = 200003;
+  Vec x = randomVec(size_t(n), 71, 0.5f, 1.5f), dy = randomVec(size_t(n), 72);
+  for (float p : {0.1f, 0.3f, 0.5f}) {
+    for (int64_t key : {int64_t(1), int64_t(0x5DEECE66D), int64_t(1) << 62}) {
+      SCOPED_TRACE(testing::Message() << "p " << p << " key " << key);
+      Vec y(static_cast<size_t>(n)), dx(static_cast<size_t>(n));
+      dpc_dropout(x.data(), y.data(), n, p, key);
+      dpc_dropout(dy.data(), dx.data(), n, p, key);
+      int64_t kept = 0, bothDropped = 0;
+      for (int64_t i = 0; i < n; ++i) {
+        bool keep = y[size_t(i)] != 0.0f;
+        kept += keep;
+        if (keep) {
+          EXPECT_EQ(y[size_t(i)], x[size_t(i)] * (1.0f / (1.0f - p)));
+          EXPECT_EQ(dx[size_t(i)], dy[size_t(i)] * (1.0f / (1.0f - p)));
+        } else {
+          ASSERT_EQ(dx[size_t(i)], 0.0f) << "at " << i;
+        }
+        if (i > 0 && !keep && y[size_t(i - 1)] == 0.0f)
+          ++bothDropped;
+      }
+      double rate = double(kept) / double(n);
+      double sigma = std::sqrt(double(p) * (1 - p) / double(n));
+      EXPECT_NEAR(rate, 1.0 - p, 3 * sigma);
+      // Overlapping pairs covary by P(three dropped) - p^4 = p^3 (1 - p).
+      double pairs = double(bothDropped) / double(n - 1);
+      double q = p;
+      EXPECT_NEAR(pairs, q * q,
+                  4 * std::sqrt((q * q * (1 - q * q) + 2 * q * q * q * (1 - q)) /
+                                double(n)));
+    }
+  }
+  // Another key, another mask: agreement as two independent masks give.
+  Vec a(static_cast<size_t>(n)), b(static_cast<size_t>(n));
+  dpc_dropout(x.data(), a.data(), n, 0.5f, 11);
+  dpc_dropout(x.data(), b.data(), n, 0.5f, 12);
+  int64_t same = 0;
+  for (int64_t i = 0; i < n; ++i)
+    same += (a[size_t(i)] == 0.0f) == (b[size_t(i)] == 0.0f);
+  EXPECT_NEAR(double(same) / double(n), 0.5, 3 * std::sqrt(0.25 / double(n)));
+  // Evaluation: the identity.
+  Vec id(static_cast<size_t>(n));
+  dpc_dropout(x.data(), id.data(), n, 0.5f, -1);
+  EXPECT_EQ(id, x);
+}
+
 // Clip, and its gradient passing at the bounds themselves (PyTorch's clamp).
 TEST(Clip, ValuesAndGradientAtTheBounds) {
   float x[6] = {-1.0f, 0.0f, 3.0f, 6.0f, 7.5f, NAN}, y[6], dx[6];

@@ -24,7 +24,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cerrno>
+#include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <numeric>
 #include <optional>
@@ -44,7 +47,7 @@ struct Options {
   std::string predictions;
   std::string transport = "auto";
   int64_t steps = 0, epochs = 0, seed = 0, checkpointEvery = 0;
-  bool shuffle = true, resume = false, eval = true;
+  bool shuffle = true, resume = false, eval = true, allowNonfinite = false;
   /// The options given that only a training build uses.
   std::vector<std::string> trainingOptions;
 };
@@ -76,6 +79,26 @@ std::string resolve(const std::string &dir, const std::string &path) {
 bool fileExists(const std::string &path) {
   struct stat st;
   return ::stat(path.c_str(), &st) == 0;
+}
+
+// Creates `dir` when missing (not its parents) and checks that this rank
+// can write a file in it, so that an unusable --checkpoint-dir fails at
+// start-up, naming the directory and the reason.
+void checkWritableDirectory(const std::string &dir, int rank) {
+  auto problem = [&](const std::string &what) {
+    return UsageError{"--checkpoint-dir " + dir + ": " + what};
+  };
+  if (::mkdir(dir.c_str(), 0777) != 0 && errno != EEXIST)
+    throw problem(std::string("cannot create it: ") + std::strerror(errno));
+  struct stat info;
+  if (::stat(dir.c_str(), &info) != 0 || !S_ISDIR(info.st_mode))
+    throw problem("not a directory");
+  std::string probe = dir + "/.dpc-write-test.rank" + std::to_string(rank);
+  std::FILE *file = std::fopen(probe.c_str(), "w");
+  if (!file)
+    throw problem(std::string("cannot write there: ") + std::strerror(errno));
+  std::fclose(file);
+  std::remove(probe.c_str());
 }
 
 Options parseOptions(int argc, char **argv, bool &help) {
@@ -111,6 +134,9 @@ Options parseOptions(int argc, char **argv, bool &help) {
                  "continue from the checkpoints in --checkpoint-dir");
   parser.addFlag("eval", &o.eval,
                  "measure test accuracy after training (default)", true);
+  parser.addFlag("allow-nonfinite-loss", &o.allowNonfinite,
+                 "keep training when the loss becomes NaN or infinite "
+                 "(default: stop with an error)");
   parser.addOption("predictions", &o.predictions, "FILE",
                    "inference builds: write the model's outputs for every "
                    "sample of --data as float32 .npy (last stage)");
@@ -478,6 +504,11 @@ int runRank(int argc, char **argv, Communicator &comm) {
   exec.setTrainData(train ? &*train : nullptr, opts.shuffle,
                     uint64_t(opts.seed));
 
+  // A checkpoint directory that cannot be written fails now, not at the end
+  // of training.
+  if (!opts.checkpointDir.empty())
+    checkWritableDirectory(opts.checkpointDir, comm.rank());
+
   // Parameters: the compiler's initial weights, or a checkpoint to resume.
   int64_t firstStep = 0;
   if (opts.resume) {
@@ -531,6 +562,12 @@ int runRank(int argc, char **argv, Communicator &comm) {
   double lastPrint = -1;
   for (int64_t step = firstStep; step < totalSteps; ++step) {
     double loss = exec.runStep(step);
+    // The last stage stops the job on a NaN or infinite loss (diverged
+    // training, corrupt weights): nothing later can be trusted.
+    if (reports && !std::isfinite(loss) && !opts.allowNonfinite)
+      throw Error("step " + std::to_string(step + 1) + ": the loss is " +
+                  (std::isnan(loss) ? "NaN" : "infinite") +
+                  "; stopping (--allow-nonfinite-loss trains on)");
     double now = (Executor::nowMs() - startMs) / 1000;
     stepEnds.push_back(now);
     if (reports) {

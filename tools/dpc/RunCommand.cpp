@@ -542,6 +542,10 @@ int runRunCommand(const Args &args) {
   parser.addFlag("eval", &eval,
                  "evaluate test accuracy after training (default on)",
                  /*negatable=*/true);
+  bool allowNonfinite = false;
+  parser.addFlag("allow-nonfinite-loss", &allowNonfinite,
+                 "keep training when the loss becomes NaN or infinite "
+                 "(default: stop with an error)");
 
   if (std::optional<int> exit = parser.parseOrExit(args))
     return *exit;
@@ -586,6 +590,8 @@ int runRunCommand(const Args &args) {
     forwarded.push_back("--resume");
   if (parser.given("eval"))
     forwarded.push_back(eval ? "--eval" : "--no-eval");
+  if (allowNonfinite)
+    forwarded.push_back("--allow-nonfinite-loss");
   for (const std::string &value : forwarded)
     if (value.empty() || value.find_first_of(" \t\n\"'") != std::string::npos)
       return fail("option value '" + value +
@@ -754,8 +760,12 @@ int runRunCommand(const Args &args) {
     return fail("mpirun failed (" + how + ")");
   std::string message =
       trimMessage(follower.lastMessage(failure->rank), failure->rank);
-  return fail("rank " + std::to_string(failure->rank) + " " + failure->how +
-              (message.empty() ? "" : ": " + message));
+  fail("rank " + std::to_string(failure->rank) + " " + failure->how +
+       (message.empty() ? "" : ": " + message));
+  // A rank refusing its input (a bad option value, an unusable checkpoint
+  // directory) aborts with the usage code, and so does the job.
+  bool badInput = WIFEXITED(status) && WEXITSTATUS(status) == cli::kUsageError;
+  return badInput ? cli::kUsageError : 1;
 }
 
 } // namespace dpc::tools

@@ -100,6 +100,10 @@ private:
   LogicalResult importDropout(const onnx::NodeProto &node);
   LogicalResult importConstantOfShape(const onnx::NodeProto &node);
   LogicalResult importActivationSlice(const onnx::NodeProto &node);
+  struct SliceInputs {
+    std::vector<int64_t> starts, ends, axes, steps;
+  };
+  FailureOr<SliceInputs> sliceInputs(const onnx::NodeProto &node);
   LogicalResult importGemm(const onnx::NodeProto &node);
   LogicalResult importMatMul(const onnx::NodeProto &node);
   // Add, Sub, Mul and Div: tensor ops, or folded on the host when both
@@ -1242,6 +1246,31 @@ LogicalResult Importer::importConcat(const onnx::NodeProto &node) {
   return defineHost(node, std::move(result));
 }
 
+// Slice's starts, ends, axes and steps, known at import time; axes default
+// to the first dimensions and steps to 1.
+FailureOr<Importer::SliceInputs>
+Importer::sliceInputs(const onnx::NodeProto &node) {
+  SliceInputs in;
+  std::vector<int64_t> *lists[] = {&in.starts, &in.ends, &in.axes, &in.steps};
+  for (int index = 1; index <= 4; ++index) {
+    if (index > 2 && !hasInput(node, index))
+      continue;
+    FailureOr<std::vector<int64_t>> given = getHostInts(node, index);
+    if (failed(given))
+      return failure();
+    *lists[index - 1] = *given;
+    if (index == 2) {
+      in.axes.resize(in.starts.size());
+      std::iota(in.axes.begin(), in.axes.end(), 0);
+      in.steps.assign(in.starts.size(), 1);
+    }
+  }
+  size_t n = in.starts.size();
+  if (in.ends.size() != n || in.axes.size() != n || in.steps.size() != n)
+    return nodeError(node) << "expects as many starts, ends, axes and steps";
+  return in;
+}
+
 // ONNX Slice of an activation: starts, ends, axes and steps known at import
 // time, normalized to one offset and one positive step per dimension.
 LogicalResult Importer::importActivationSlice(const onnx::NodeProto &node) {
@@ -1250,26 +1279,11 @@ LogicalResult Importer::importActivationSlice(const onnx::NodeProto &node) {
     return failure();
   ArrayRef<int64_t> shape = shapeOf(*input);
   int64_t rank = int64_t(shape.size());
-  FailureOr<std::vector<int64_t>> starts = getHostInts(node, 1);
-  FailureOr<std::vector<int64_t>> ends =
-      failed(starts) ? FailureOr<std::vector<int64_t>>(failure())
-                     : getHostInts(node, 2);
-  if (failed(ends))
+  FailureOr<SliceInputs> inputs = sliceInputs(node);
+  if (failed(inputs))
     return failure();
-  std::vector<int64_t> axes(starts->size()), steps(starts->size(), 1);
-  for (size_t i = 0; i < axes.size(); ++i)
-    axes[i] = int64_t(i);
-  for (auto [index, target] : {std::pair{3, &axes}, std::pair{4, &steps}}) {
-    if (!hasInput(node, index))
-      continue;
-    FailureOr<std::vector<int64_t>> given = getHostInts(node, index);
-    if (failed(given))
-      return failure();
-    *target = *given;
-  }
-  if (ends->size() != starts->size() || axes.size() != starts->size() ||
-      steps.size() != starts->size())
-    return nodeError(node) << "expects as many starts, ends, axes and steps";
+  const std::vector<int64_t> &starts = inputs->starts, &ends = inputs->ends,
+                             &axes = inputs->axes, &steps = inputs->steps;
   std::vector<int64_t> offsets(rank, 0), strides(rank, 1);
   nn::Shape result(shape.begin(), shape.end());
   std::vector<bool> seen(rank, false);
@@ -1290,7 +1304,7 @@ LogicalResult Importer::importActivationSlice(const onnx::NodeProto &node) {
         index = index < -dim ? 0 : index + dim;
       return std::min(index, dim);
     };
-    int64_t begin = clampIndex((*starts)[i]), end = clampIndex((*ends)[i]);
+    int64_t begin = clampIndex(starts[i]), end = clampIndex(ends[i]);
     int64_t size = end > begin ? (end - begin + steps[i] - 1) / steps[i] : 0;
     if (size == 0)
       return nodeError(node) << "the slice along axis " << axis
@@ -1461,25 +1475,11 @@ LogicalResult Importer::importSlice(const onnx::NodeProto &node) {
   if (failed(data))
     return failure();
   int64_t rank = int64_t(data->shape.size());
-  FailureOr<std::vector<int64_t>> starts = getHostInts(node, 1);
-  FailureOr<std::vector<int64_t>> ends =
-      failed(starts) ? FailureOr<std::vector<int64_t>>(failure())
-                     : getHostInts(node, 2);
-  if (failed(ends))
+  FailureOr<SliceInputs> inputs = sliceInputs(node);
+  if (failed(inputs))
     return failure();
-  std::vector<int64_t> axes(starts->size()), steps(starts->size(), 1);
-  std::iota(axes.begin(), axes.end(), 0);
-  for (auto [index, target] : {std::pair{3, &axes}, std::pair{4, &steps}}) {
-    if (!hasInput(node, index))
-      continue;
-    FailureOr<std::vector<int64_t>> given = getHostInts(node, index);
-    if (failed(given))
-      return failure();
-    *target = *given;
-  }
-  if (ends->size() != starts->size() || axes.size() != starts->size() ||
-      steps.size() != starts->size())
-    return nodeError(node) << "expects as many starts, ends, axes and steps";
+  const std::vector<int64_t> &starts = inputs->starts, &ends = inputs->ends,
+                             &axes = inputs->axes, &steps = inputs->steps;
   // Per dimension: the indices taken, in order.
   std::vector<std::vector<int64_t>> taken(rank);
   for (int64_t d = 0; d < rank; ++d) {
@@ -1496,10 +1496,10 @@ LogicalResult Importer::importSlice(const onnx::NodeProto &node) {
         index = index < -dim ? low : index + dim;
       return std::clamp(index, low, high);
     };
-    int64_t begin = step > 0 ? clampIndex((*starts)[i], 0, dim)
-                             : clampIndex((*starts)[i], -1, dim - 1);
-    int64_t end = step > 0 ? clampIndex((*ends)[i], 0, dim)
-                           : clampIndex((*ends)[i], -1, dim - 1);
+    int64_t begin = step > 0 ? clampIndex(starts[i], 0, dim)
+                             : clampIndex(starts[i], -1, dim - 1);
+    int64_t end = step > 0 ? clampIndex(ends[i], 0, dim)
+                           : clampIndex(ends[i], -1, dim - 1);
     taken[axis].clear();
     for (int64_t k = begin; step > 0 ? k < end : k > end; k += step)
       taken[axis].push_back(k);

@@ -36,8 +36,8 @@
 
 #include <cmath>
 #include <cstring>
-#include <limits>
 #include <fstream>
+#include <limits>
 #include <numeric>
 #include <optional>
 #include <sstream>
@@ -62,6 +62,43 @@ struct HostTensor {
     t.shape = {static_cast<int64_t>(values.size())};
     t.ints = std::move(values);
     return t;
+  }
+
+  /// A tensor of `shape` whose element at each multi-index is this one's
+  /// element at offset `source(index)`, for folds that move or select
+  /// elements (Transpose, Slice).
+  HostTensor gather(ArrayRef<int64_t> shape,
+                    llvm::function_ref<int64_t(ArrayRef<int64_t>)> source)
+      const {
+    HostTensor result;
+    result.isFloat = isFloat;
+    result.shape.assign(shape.begin(), shape.end());
+    int64_t count = 1;
+    for (int64_t dim : shape)
+      count *= dim;
+    std::vector<int64_t> index(shape.size(), 0);
+    for (int64_t e = 0; e < count; ++e) {
+      int64_t from = source(index);
+      if (isFloat)
+        result.floats.push_back(floats[from]);
+      else
+        result.ints.push_back(ints[from]);
+      // The next multi-index, last dimension fastest.
+      for (size_t d = shape.size(); d-- > 0;) {
+        if (++index[d] < shape[d])
+          break;
+        index[d] = 0;
+      }
+    }
+    return result;
+  }
+
+  /// Row-major strides of this tensor's shape.
+  std::vector<int64_t> strides() const {
+    std::vector<int64_t> result(shape.size(), 1);
+    for (size_t d = shape.size(); d-- > 1;)
+      result[d - 1] = result[d] * shape[d];
+    return result;
   }
 };
 
@@ -953,24 +990,15 @@ LogicalResult Importer::importTranspose(const onnx::NodeProto &node) {
         data->shape, perm, [&] { return nodeError(node); });
     if (failed(shape))
       return failure();
-    std::vector<int64_t> strides(rank, 1);
-    for (int64_t d = rank - 2; d >= 0; --d)
-      strides[d] = strides[d + 1] * data->shape[d + 1];
-    HostTensor result;
-    result.isFloat = data->isFloat;
-    result.shape.assign(shape->begin(), shape->end());
-    int64_t count = nn::getNumElements(result.shape);
-    for (int64_t e = 0; e < count; ++e) {
-      int64_t from = 0;
-      for (int64_t d = rank - 1, rest = e; d >= 0; --d) {
-        from += (rest % result.shape[d]) * strides[perm[d]];
-        rest /= result.shape[d];
-      }
-      if (data->isFloat)
-        result.floats.push_back(data->floats[from]);
-      else
-        result.ints.push_back(data->ints[from]);
-    }
+    // Result dimension d walks the input's dimension perm[d].
+    std::vector<int64_t> strides = data->strides();
+    HostTensor result =
+        data->gather(*shape, [&](ArrayRef<int64_t> index) {
+          int64_t from = 0;
+          for (size_t d = 0; d < index.size(); ++d)
+            from += index[d] * strides[perm[d]];
+          return from;
+        });
     return defineHost(node, std::move(result));
   }
   FailureOr<Value> input = getValue(node, 0);
@@ -1504,26 +1532,16 @@ LogicalResult Importer::importSlice(const onnx::NodeProto &node) {
     for (int64_t k = begin; step > 0 ? k < end : k > end; k += step)
       taken[axis].push_back(k);
   }
-  HostTensor result;
-  result.isFloat = data->isFloat;
+  nn::Shape shape;
   for (const std::vector<int64_t> &indices : taken)
-    result.shape.push_back(int64_t(indices.size()));
-  std::vector<int64_t> strides(rank, 1), index(rank, 0);
-  for (int64_t d = rank - 2; d >= 0; --d)
-    strides[d] = strides[d + 1] * data->shape[d + 1];
-  for (int64_t n = nn::getNumElements(result.shape), e = 0; e < n; ++e) {
+    shape.push_back(int64_t(indices.size()));
+  std::vector<int64_t> strides = data->strides();
+  HostTensor result = data->gather(shape, [&](ArrayRef<int64_t> index) {
     int64_t from = 0;
-    for (int64_t d = 0, rest = e; d < rank; ++d) {
-      int64_t below = nn::getNumElements(
-          ArrayRef<int64_t>(result.shape).drop_front(d + 1));
-      from += taken[d][rest / below] * strides[d];
-      rest %= below;
-    }
-    if (data->isFloat)
-      result.floats.push_back(data->floats[from]);
-    else
-      result.ints.push_back(data->ints[from]);
-  }
+    for (size_t d = 0; d < index.size(); ++d)
+      from += taken[d][index[d]] * strides[d];
+    return from;
+  });
   return defineHost(node, std::move(result));
 }
 

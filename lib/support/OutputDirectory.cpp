@@ -37,8 +37,8 @@ bool isWithin(const fs::path &inner, const fs::path &outer) {
   return o == outer.end();
 }
 
-// The entries of a marked output (relative paths), or nullopt-like false
-// when `dir` has no readable marker.
+// Reads the entries a marked output lists (relative paths) into `entries`;
+// false when `dir` has no readable marker.
 bool readMarker(const fs::path &dir, std::set<std::string> &entries) {
   std::ifstream in(dir / kOutputMarker);
   std::string line;

@@ -2,14 +2,17 @@
 //
 // What each function of include/dpc/runtime/UnaryFunctions.def should
 // compute, written independently of it in double precision, for the CPU and
-// CUDA kernel suites. Both fail for a row that has no reference here.
+// CUDA kernel suites, which walk the table with forEachUnaryFunction and so
+// fail for a row that has no reference here.
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef DPC_TEST_UNITTESTS_UNARYREFERENCES_H
 #define DPC_TEST_UNITTESTS_UNARYREFERENCES_H
 
-#include "dpc/runtime/Abi.h"
+#include "dpc/runtime/UnaryFunctions.h"
+
+#include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
@@ -96,6 +99,18 @@ inline const UnaryReference *findUnaryReference(int64_t code) {
   };
   auto found = references.find(code);
   return found == references.end() ? nullptr : &found->second;
+}
+
+/// Calls `check(fn, ref)` for every row of UnaryFunctions.def with its
+/// reference, under a trace naming the function; a row without a reference
+/// fails the calling test.
+template <typename Check> void forEachUnaryFunction(Check check) {
+  for (const runtime::UnaryFunctionInfo &fn : runtime::kUnaryFunctions) {
+    SCOPED_TRACE(fn.onnxOp);
+    const UnaryReference *ref = findUnaryReference(fn.code);
+    ASSERT_NE(ref, nullptr) << "no reference for " << fn.onnxOp;
+    check(fn, ref);
+  }
 }
 
 } // namespace dpc::testing

@@ -14,6 +14,7 @@
 
 #include "dpc/runtime/Abi.h"
 
+#include "backends/common/Box.h"
 #include "backends/common/ElementwiseMath.h"
 #include "backends/common/Random.h"
 
@@ -522,9 +523,9 @@ void dpc_transpose(const float *x, const int64_t *x_shape, float *y,
 
 namespace {
 
-// The box of a strided slice as forEachRow walks it: the whole tensor's
-// strides times the steps, the offset of the box's first element, and the
-// step of its last dimension.
+// The box of a strided slice as forEachRow walks it: its strides in the
+// whole tensor (backends/common/Box.h), the offset of its first element,
+// and its last dimension's size and stride.
 struct BoxWalk {
   std::vector<int64_t> strides;
   int64_t base = 0, lastStep = 1, last = 1;
@@ -535,17 +536,12 @@ BoxWalk boxWalk(const char *kernel, const int64_t *whole,
                 const int64_t *steps) {
   BoxWalk walk;
   walk.strides.assign(size_t(rank), 1);
-  int64_t stride = 1;
-  for (int64_t d = rank - 1; d >= 0; --d) {
-    if (steps[d] < 1 || offsets[d] < 0 ||
-        (box[d] > 0 && offsets[d] + (box[d] - 1) * steps[d] >= whole[d]))
-      fail(kernel, "box " + shapeText(box, int(rank)) + " out of " +
-                       shapeText(whole, int(rank)) + " in dimension " +
-                       std::to_string(d));
-    walk.strides[size_t(d)] = stride * steps[d];
-    walk.base += offsets[d] * stride;
-    stride *= whole[d];
-  }
+  int64_t bad = dpc::box::layout(whole, box, rank, offsets, steps,
+                                 walk.strides.data(), walk.base);
+  if (bad >= 0)
+    fail(kernel, "box " + shapeText(box, int(rank)) + " out of " +
+                     shapeText(whole, int(rank)) + " in dimension " +
+                     std::to_string(bad));
   if (rank) {
     walk.lastStep = walk.strides.back();
     walk.last = box[rank - 1];
@@ -576,12 +572,9 @@ void dpc_insert(const float *box, const int64_t *box_shape, float *whole,
                 int64_t fill_rest, float fill_value) {
   BoxWalk w =
       boxWalk("dpc_insert", whole_shape, box_shape, rank, offsets, steps);
-  if (fill_rest) {
-    int64_t count = 1;
-    for (int64_t d = 0; d < rank; ++d)
-      count *= whole_shape[d];
-    std::fill(whole, whole + count, fill_value);
-  }
+  if (fill_rest)
+    std::fill(whole, whole + dpc::box::elements(whole_shape, rank),
+              fill_value);
   forEachRow(box_shape, rank, w.strides, w.strides,
              [&](int64_t ow, int64_t, int64_t ob) {
                float *to = whole + w.base + ow;

@@ -15,6 +15,7 @@
 
 #include "dpc/runtime/CudaKernels.h"
 
+#include "backends/common/Box.h"
 #include "backends/common/ElementwiseMath.h"
 #include "backends/common/Random.h"
 #include "backends/cuda/runtime/Internal.h"
@@ -229,7 +230,9 @@ __global__ void dropoutKernel(const float *x, float *y, int64_t count,
 __global__ void clipKernel(const float *x, float *y, int64_t count, float lo,
                            float hi) {
   // NaN stays NaN, as on the CPU and in PyTorch (fmaxf would drop it).
-  GRID_STRIDE(i, count) { y[i] = x[i] != x[i] ? x[i] : fminf(fmaxf(x[i], lo), hi); }
+  GRID_STRIDE(i, count) {
+    y[i] = x[i] != x[i] ? x[i] : fminf(fmaxf(x[i], lo), hi);
+  }
 }
 
 __global__ void clipGradKernel(const float *dy, const float *x, float *dx,
@@ -766,8 +769,9 @@ void dpc_transpose(const float *x, const int64_t *x_shape, float *y,
   checkLaunch("transpose");
 }
 
-// The launch arguments of a strided box (dpc_slice, dpc_insert); the box's
-// element count in `count` and its first element's offset in `base`.
+// The launch arguments of a strided box (dpc_slice, dpc_insert; the layout
+// from backends/common/Box.h); the box's element count in `count` and its
+// first element's offset in `base`.
 static TransposeArgs boxArgs(const char *kernel, const int64_t *whole,
                              const int64_t *box, int64_t rank,
                              const int64_t *offsets, const int64_t *steps,
@@ -777,20 +781,13 @@ static TransposeArgs boxArgs(const char *kernel, const int64_t *whole,
          " dimensions");
   TransposeArgs args{};
   args.rank = int(rank);
-  count = 1;
-  base = 0;
-  int64_t stride = 1;
-  for (int64_t d = rank - 1; d >= 0; --d) {
-    if (steps[d] < 1 || offsets[d] < 0 ||
-        (box[d] > 0 && offsets[d] + (box[d] - 1) * steps[d] >= whole[d]))
-      fail(std::string(kernel) + ": the box leaves the tensor in dimension " +
-           std::to_string(d));
-    args.sizes[d] = box[d];
-    args.strides[d] = stride * steps[d];
-    base += offsets[d] * stride;
-    stride *= whole[d];
-    count *= box[d];
-  }
+  int64_t bad =
+      dpc::box::layout(whole, box, rank, offsets, steps, args.strides, base);
+  if (bad >= 0)
+    fail(std::string(kernel) + ": the box leaves the tensor in dimension " +
+         std::to_string(bad));
+  std::copy(box, box + rank, args.sizes);
+  count = dpc::box::elements(box, rank);
   return args;
 }
 
@@ -815,9 +812,7 @@ void dpc_insert(const float *box, const int64_t *box_shape, float *whole,
   TransposeArgs args = boxArgs("dpc_insert", whole_shape, box_shape, rank,
                                offsets, steps, count, base);
   if (fill_rest) {
-    int64_t total = 1;
-    for (int64_t d = 0; d < rank; ++d)
-      total *= whole_shape[d];
+    int64_t total = dpc::box::elements(whole_shape, rank);
     if (total > 0) {
       fillKernel<<<blocksFor(total), kThreads, 0, stream()>>>(whole, total,
                                                               fill_value);

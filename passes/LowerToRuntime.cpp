@@ -599,10 +599,10 @@ LogicalResult Lowering::lowerOp(Operation *op) {
       })
       .Case([&](nn::SliceOp slice) {
         Value y = alloc(slice);
-        callVoid("dpc_slice",
-                 {ptrOf(slice.getInput()), shape(slice.getInput()), y,
-                  shape(slice), i64(shapeOf(slice).size()),
-                  constArray(slice.getOffsets()), constArray(slice.getSteps())});
+        callVoid("dpc_slice", {ptrOf(slice.getInput()), shape(slice.getInput()),
+                               y, shape(slice), i64(shapeOf(slice).size()),
+                               constArray(slice.getOffsets()),
+                               constArray(slice.getSteps())});
         define(slice, y);
       })
       .Case([&](nn::SliceGradOp grad) {
@@ -622,8 +622,7 @@ LogicalResult Lowering::lowerOp(Operation *op) {
         for (Value input : concat.getInputs()) {
           callVoid("dpc_insert",
                    {ptrOf(input), shape(input), y, shape(concat), i64(rank),
-                    constArray(offsets), constArray(steps), i64(0),
-                    f32(0.0f)});
+                    constArray(offsets), constArray(steps), i64(0), f32(0.0f)});
           offsets[concat.getAxis()] += shapeOf(input)[concat.getAxis()];
         }
         define(concat, y);
@@ -654,11 +653,10 @@ LogicalResult Lowering::lowerOp(Operation *op) {
       })
       .Case([&](nn::ClipOp clip) {
         Value y = alloc(clip);
-        callVoid("dpc_clip",
-                 {ptrOf(clip.getInput()), y,
-                  i64(nn::getNumElements(shapeOf(clip))),
-                  f32(clip.getMin().convertToFloat()),
-                  f32(clip.getMax().convertToFloat())});
+        callVoid("dpc_clip", {ptrOf(clip.getInput()), y,
+                              i64(nn::getNumElements(shapeOf(clip))),
+                              f32(clip.getMin().convertToFloat()),
+                              f32(clip.getMax().convertToFloat())});
         define(clip, y);
       })
       .Case([&](nn::ClipGradOp grad) {
@@ -701,10 +699,13 @@ LogicalResult Lowering::lowerOp(Operation *op) {
         define(grad, dx);
       })
       .Case([&](nn::UnaryFunctionOpInterface unary) {
-        // dpc_unary(fn, x, y, n) or dpc_unary_grad(fn, dy, saved, dx, n).
+        // dpc_unary(fn, a, b, x, y, n) or
+        // dpc_unary_grad(fn, a, b, dy, saved, dx, n).
         Value result = unary->getResult(0);
         Value out = alloc(result);
-        SmallVector<Value> args = {i64(unary.getUnaryFunction())};
+        std::array<float, 2> params = nn::unaryParameterValues(unary);
+        SmallVector<Value> args = {i64(unary.getUnaryFunction()),
+                                   f32(params[0]), f32(params[1])};
         for (Value operand : unary->getOperands())
           args.push_back(ptrOf(operand));
         args.append({out, i64(nn::getNumElements(shapeOf(result)))});

@@ -1,7 +1,8 @@
 //===- ElementwiseMath.h - Host and device math of dpc_unary ----*- C++ -*-===//
 //
 // The elementwise functions of include/dpc/runtime/UnaryFunctions.def as
-// types, one per row, with value(x) and grad(g, s) compiled for the host and
+// types, one per row, with value(x, a, b) and grad(g, s, a, b) (a and b: the
+// row's attributes, if any) compiled for the host and
 // for the GPU alike, so the CPU and CUDA kernels compute the same formulas by
 // construction. A kernel dispatches on the ABI code once, outside its loop,
 // and runs the loop with the row's type as a template argument.
@@ -33,8 +34,13 @@ DPC_ELEMENTWISE float dpc_sigmoid(float x) {
 #define DPC_UNARY_FUNCTION(CODE, NAME, SINCE, SAVED, VALUE, GRAD, FLOPS,       \
                            GRAD_FLOPS)                                         \
   struct NAME {                                                                \
-    static DPC_ELEMENTWISE float value(float x) { return VALUE; }              \
-    static DPC_ELEMENTWISE float grad(float g, [[maybe_unused]] float s) {     \
+    static DPC_ELEMENTWISE float value(float x, [[maybe_unused]] float a,      \
+                                       [[maybe_unused]] float b) {             \
+      return VALUE;                                                            \
+    }                                                                          \
+    static DPC_ELEMENTWISE float grad(float g, [[maybe_unused]] float s,       \
+                                      [[maybe_unused]] float a,                \
+                                      [[maybe_unused]] float b) {              \
       return GRAD;                                                             \
     }                                                                          \
   };

@@ -67,9 +67,9 @@ struct HostTensor {
   /// A tensor of `shape` whose element at each multi-index is this one's
   /// element at offset `source(index)`, for folds that move or select
   /// elements (Transpose, Slice).
-  HostTensor gather(ArrayRef<int64_t> shape,
-                    llvm::function_ref<int64_t(ArrayRef<int64_t>)> source)
-      const {
+  HostTensor
+  gather(ArrayRef<int64_t> shape,
+         llvm::function_ref<int64_t(ArrayRef<int64_t>)> source) const {
     HostTensor result;
     result.isFloat = isFloat;
     result.shape.assign(shape.begin(), shape.end());
@@ -131,6 +131,8 @@ private:
   // Relu and the other one-input elementwise functions.
   template <typename OpTy>
   LogicalResult importUnary(const onnx::NodeProto &node);
+  template <typename OpTy>
+  LogicalResult importUnaryFunction(const onnx::NodeProto &node);
   LogicalResult importSplit(const onnx::NodeProto &node);
   LogicalResult importClip(const onnx::NodeProto &node);
   LogicalResult importPad(const onnx::NodeProto &node);
@@ -251,8 +253,9 @@ const Importer::HandlerEntry Importer::kHandlers[] = {
     {"Relu", 14, &Importer::importUnary<nn::ReluOp>},
 // The elementwise functions, one per row of the runtime's table.
 #define DPC_UNARY_FUNCTION(CODE, NAME, SINCE, ...)                             \
-  {#NAME, SINCE, &Importer::importUnary<nn::NAME##Op>},
+  {#NAME, SINCE, &Importer::importUnaryFunction<nn::NAME##Op>},
 #include "dpc/runtime/UnaryFunctions.def"
+    {"LeakyRelu", 16, &Importer::importUnaryFunction<nn::LeakyReluOp>},
     {"Gemm", 13, &Importer::importGemm},
     {"MatMul", 13, &Importer::importMatMul},
     {"Add", 13, &Importer::importBinary<nn::AddOp>},
@@ -761,6 +764,26 @@ LogicalResult Importer::importUnary(const onnx::NodeProto &node) {
   return define(node, builder.create<OpTy>(locOf(node), *input));
 }
 
+template <typename OpTy>
+LogicalResult Importer::importUnaryFunction(const onnx::NodeProto &node) {
+  FailureOr<Value> input = getValue(node, 0);
+  if (failed(input))
+    return failure();
+  // The attributes the function's row names, at their ONNX defaults when
+  // the node leaves them out.
+  const ::dpc::runtime::UnaryFunctionInfo *info =
+      ::dpc::runtime::lookupUnaryFunction(OpTy::kUnaryFunction);
+  SmallVector<NamedAttribute> params;
+  for (int i = 0; i < 2; ++i)
+    if (*info->params[i])
+      params.push_back(builder.getNamedAttr(
+          info->params[i], builder.getF32FloatAttr(getFloat(
+                               node, info->params[i], info->defaults[i]))));
+  return define(node,
+                builder.create<OpTy>(locOf(node), TypeRange{input->getType()},
+                                     ValueRange{*input}, params));
+}
+
 LogicalResult Importer::importGemm(const onnx::NodeProto &node) {
   FailureOr<Value> a = getValue(node, 0);
   FailureOr<Value> b =
@@ -894,8 +917,8 @@ LogicalResult Importer::importPow(const onnx::NodeProto &node) {
   if (p == 1.0)
     return define(node, *base);
   if (p == 2.0)
-    return define(node, builder.create<nn::MulOp>(loc, base->getType(), *base,
-                                                  *base));
+    return define(
+        node, builder.create<nn::MulOp>(loc, base->getType(), *base, *base));
   if (p == 0.5)
     return define(node, builder.create<nn::SqrtOp>(loc, *base));
   std::ostringstream text;
@@ -948,9 +971,9 @@ LogicalResult Importer::importReduce(const onnx::NodeProto &node) {
   Type elementType = cast<RankedTensorType>(input->getType()).getElementType();
   Location loc = locOf(node);
   float scale = mean ? 1.0f / float(count) : 1.0f;
-  Value sum = builder.create<nn::SumToShapeOp>(
-      loc, tensorType(kept, elementType), *input,
-      builder.getF32FloatAttr(scale));
+  Value sum =
+      builder.create<nn::SumToShapeOp>(loc, tensorType(kept, elementType),
+                                       *input, builder.getF32FloatAttr(scale));
   if (getInt(node, "keepdims", 1))
     return define(node, sum);
   nn::Shape squeezed;
@@ -970,9 +993,9 @@ LogicalResult Importer::importSoftmax(const onnx::NodeProto &node) {
   if (failed(nn::normalizeAxis(axis, shapeOf(*input).size(),
                                [&] { return nodeError(node); })))
     return failure();
-  return define(node, builder.create<OpTy>(locOf(node), input->getType(),
-                                           *input,
-                                           builder.getI64IntegerAttr(axis)));
+  return define(node,
+                builder.create<OpTy>(locOf(node), input->getType(), *input,
+                                     builder.getI64IntegerAttr(axis)));
 }
 
 LogicalResult Importer::importTranspose(const onnx::NodeProto &node) {
@@ -992,13 +1015,12 @@ LogicalResult Importer::importTranspose(const onnx::NodeProto &node) {
       return failure();
     // Result dimension d walks the input's dimension perm[d].
     std::vector<int64_t> strides = data->strides();
-    HostTensor result =
-        data->gather(*shape, [&](ArrayRef<int64_t> index) {
-          int64_t from = 0;
-          for (size_t d = 0; d < index.size(); ++d)
-            from += index[d] * strides[perm[d]];
-          return from;
-        });
+    HostTensor result = data->gather(*shape, [&](ArrayRef<int64_t> index) {
+      int64_t from = 0;
+      for (size_t d = 0; d < index.size(); ++d)
+        from += index[d] * strides[perm[d]];
+      return from;
+    });
     return defineHost(node, std::move(result));
   }
   FailureOr<Value> input = getValue(node, 0);
@@ -1016,8 +1038,8 @@ LogicalResult Importer::importTranspose(const onnx::NodeProto &node) {
     return failure();
   auto type = tensorType(
       *result, cast<RankedTensorType>(input->getType()).getElementType());
-  return define(node, builder.create<nn::TransposeOp>(locOf(node), type,
-                                                      *input, perm));
+  return define(
+      node, builder.create<nn::TransposeOp>(locOf(node), type, *input, perm));
 }
 
 LogicalResult Importer::importFlatten(const onnx::NodeProto &node) {
@@ -1057,8 +1079,8 @@ LogicalResult Importer::importReshape(const onnx::NodeProto &node) {
     if (failed(input))
       return failure();
   }
-  ArrayRef<int64_t> inShape = host ? ArrayRef<int64_t>(host->shape)
-                                   : shapeOf(*input);
+  ArrayRef<int64_t> inShape =
+      host ? ArrayRef<int64_t>(host->shape) : shapeOf(*input);
   bool allowZero = getInt(node, "allowzero", 0) != 0;
   std::vector<int64_t> shape = *target;
   int64_t inferred = -1;
@@ -1254,10 +1276,10 @@ LogicalResult Importer::importConcat(const onnx::NodeProto &node) {
     if (failed(shape))
       return failure();
     auto type = tensorType(
-        *shape, cast<RankedTensorType>(inputs.front().getType())
-                    .getElementType());
-    return define(node, builder.create<nn::ConcatOp>(locOf(node), type, inputs,
-                                                     axis));
+        *shape,
+        cast<RankedTensorType>(inputs.front().getType()).getElementType());
+    return define(
+        node, builder.create<nn::ConcatOp>(locOf(node), type, inputs, axis));
   }
   HostTensor result;
   result.shape = {0};
@@ -1415,10 +1437,10 @@ LogicalResult Importer::importClip(const onnx::NodeProto &node) {
   if (!(bounds[0] <= bounds[1]))
     return nodeError(node) << "min " << bounds[0] << " exceeds max "
                            << bounds[1];
-  return define(node, builder.create<nn::ClipOp>(
-                          locOf(node), input->getType(), *input,
-                          builder.getF32FloatAttr(bounds[0]),
-                          builder.getF32FloatAttr(bounds[1])));
+  return define(
+      node, builder.create<nn::ClipOp>(locOf(node), input->getType(), *input,
+                                       builder.getF32FloatAttr(bounds[0]),
+                                       builder.getF32FloatAttr(bounds[1])));
 }
 
 // Dropout: in training mode (training_mode true, as a model exported for
@@ -1487,10 +1509,10 @@ LogicalResult Importer::importPad(const onnx::NodeProto &node) {
     return failure();
   auto type = tensorType(
       *shape, cast<RankedTensorType>(input->getType()).getElementType());
-  return define(node, builder.create<nn::PadOp>(
-                          locOf(node), type, *input,
-                          builder.getDenseI64ArrayAttr(*pads),
-                          builder.getF32FloatAttr(value)));
+  return define(node,
+                builder.create<nn::PadOp>(locOf(node), type, *input,
+                                          builder.getDenseI64ArrayAttr(*pads),
+                                          builder.getF32FloatAttr(value)));
 }
 
 LogicalResult Importer::importSlice(const onnx::NodeProto &node) {

@@ -503,8 +503,8 @@ void dpc_transpose(const float *x, const int64_t *x_shape, float *y,
     xStrides[size_t(d)] = xStrides[size_t(d + 1)] * x_shape[d + 1];
   for (int64_t d = 0; d < rank; ++d) {
     if (perm[d] < 0 || perm[d] >= rank || seen[size_t(perm[d])])
-      fail("dpc_transpose", "not a permutation of " + std::to_string(rank) +
-                                " dimensions");
+      fail("dpc_transpose",
+           "not a permutation of " + std::to_string(rank) + " dimensions");
     seen[size_t(perm[d])] = true;
     yShape[size_t(d)] = x_shape[perm[d]];
     strides[size_t(d)] = xStrides[size_t(perm[d])];
@@ -531,9 +531,8 @@ struct BoxWalk {
   int64_t base = 0, lastStep = 1, last = 1;
 };
 
-BoxWalk boxWalk(const char *kernel, const int64_t *whole,
-                const int64_t *box, int64_t rank, const int64_t *offsets,
-                const int64_t *steps) {
+BoxWalk boxWalk(const char *kernel, const int64_t *whole, const int64_t *box,
+                int64_t rank, const int64_t *offsets, const int64_t *steps) {
   BoxWalk walk;
   walk.strides.assign(size_t(rank), 1);
   int64_t bad = dpc::box::layout(whole, box, rank, offsets, steps,
@@ -568,13 +567,12 @@ void dpc_slice(const float *whole, const int64_t *whole_shape, float *box,
 
 void dpc_insert(const float *box, const int64_t *box_shape, float *whole,
                 const int64_t *whole_shape, int64_t rank,
-                const int64_t *offsets, const int64_t *steps,
-                int64_t fill_rest, float fill_value) {
+                const int64_t *offsets, const int64_t *steps, int64_t fill_rest,
+                float fill_value) {
   BoxWalk w =
       boxWalk("dpc_insert", whole_shape, box_shape, rank, offsets, steps);
   if (fill_rest)
-    std::fill(whole, whole + dpc::box::elements(whole_shape, rank),
-              fill_value);
+    std::fill(whole, whole + dpc::box::elements(whole_shape, rank), fill_value);
   forEachRow(box_shape, rank, w.strides, w.strides,
              [&](int64_t ow, int64_t, int64_t ob) {
                float *to = whole + w.base + ow;
@@ -651,8 +649,8 @@ void dpc_softmax(const float *x, float *y, int64_t outer, int64_t n,
     }
 }
 
-void dpc_softmax_grad(const float *dy, const float *y, float *dx,
-                      int64_t outer, int64_t n, int64_t inner, int64_t log) {
+void dpc_softmax_grad(const float *dy, const float *y, float *dx, int64_t outer,
+                      int64_t n, int64_t inner, int64_t log) {
   checkSoftmaxSizes("dpc_softmax_grad", outer, n, inner);
   for (int64_t o = 0; o < outer; ++o)
     for (int64_t i = 0; i < inner; ++i) {
@@ -681,20 +679,21 @@ void dpc_relu_grad(const float *dy, const float *y, float *dx, int64_t count) {
     dx[i] = y[i] > 0.0f ? dy[i] : 0.0f;
 }
 
-void dpc_unary(int64_t fn, const float *x, float *y, int64_t count) {
+void dpc_unary(int64_t fn, float a, float b, const float *x, float *y,
+               int64_t count) {
   bool known = dpc::elementwise::dispatchUnary(fn, [&](auto f) {
     for (int64_t i = 0; i < count; ++i)
-      y[i] = f.value(x[i]);
+      y[i] = f.value(x[i], a, b);
   });
   if (!known)
     fail("dpc_unary", "unknown function " + std::to_string(fn));
 }
 
-void dpc_unary_grad(int64_t fn, const float *dy, const float *saved, float *dx,
-                    int64_t count) {
+void dpc_unary_grad(int64_t fn, float a, float b, const float *dy,
+                    const float *saved, float *dx, int64_t count) {
   bool known = dpc::elementwise::dispatchUnaryGrad(fn, [&](auto f) {
     for (int64_t i = 0; i < count; ++i)
-      dx[i] = f.grad(dy[i], saved[i]);
+      dx[i] = f.grad(dy[i], saved[i], a, b);
   });
   if (!known)
     fail("dpc_unary_grad", "unknown function " + std::to_string(fn));

@@ -237,9 +237,7 @@ __global__ void clipKernel(const float *x, float *y, int64_t count, float lo,
 
 __global__ void clipGradKernel(const float *dy, const float *x, float *dx,
                                int64_t count, float lo, float hi) {
-  GRID_STRIDE(i, count) {
-    dx[i] = x[i] >= lo && x[i] <= hi ? dy[i] : 0.0f;
-  }
+  GRID_STRIDE(i, count) { dx[i] = x[i] >= lo && x[i] <= hi ? dy[i] : 0.0f; }
 }
 
 __global__ void reluKernel(const float *x, float *y, int64_t count) {
@@ -253,14 +251,15 @@ __global__ void reluGradKernel(const float *dy, const float *y, float *dx,
 
 // One function of UnaryFunctions.def, its row's type as `F`.
 template <typename F>
-__global__ void unaryKernel(F, const float *x, float *y, int64_t count) {
-  GRID_STRIDE(i, count) { y[i] = F::value(x[i]); }
+__global__ void unaryKernel(F, float a, float b, const float *x, float *y,
+                            int64_t count) {
+  GRID_STRIDE(i, count) { y[i] = F::value(x[i], a, b); }
 }
 
 template <typename F>
-__global__ void unaryGradKernel(F, const float *dy, const float *saved,
-                                float *dx, int64_t count) {
-  GRID_STRIDE(i, count) { dx[i] = F::grad(dy[i], saved[i]); }
+__global__ void unaryGradKernel(F, float a, float b, const float *dy,
+                                const float *saved, float *dx, int64_t count) {
+  GRID_STRIDE(i, count) { dx[i] = F::grad(dy[i], saved[i], a, b); }
 }
 
 __global__ void windowCopy(const float *src, int64_t planes, int64_t sh,
@@ -569,8 +568,8 @@ __device__ RowStats rowStats(const float *row, int64_t c, int lane,
 }
 
 #define WARP_STRIDE(r, rows)                                                   \
-  for (int64_t r = int64_t(blockIdx.x) * (blockDim.x >> 5) +                   \
-                   (threadIdx.x >> 5);                                         \
+  for (int64_t r =                                                             \
+           int64_t(blockIdx.x) * (blockDim.x >> 5) + (threadIdx.x >> 5);       \
        r < (rows); r += int64_t(gridDim.x) * (blockDim.x >> 5))
 
 // softmax along n strided values: row r of outer x inner starts at
@@ -806,8 +805,8 @@ void dpc_slice(const float *whole, const int64_t *whole_shape, float *box,
 
 void dpc_insert(const float *box, const int64_t *box_shape, float *whole,
                 const int64_t *whole_shape, int64_t rank,
-                const int64_t *offsets, const int64_t *steps,
-                int64_t fill_rest, float fill_value) {
+                const int64_t *offsets, const int64_t *steps, int64_t fill_rest,
+                float fill_value) {
   int64_t count, base;
   TransposeArgs args = boxArgs("dpc_insert", whole_shape, box_shape, rank,
                                offsets, steps, count, base);
@@ -872,12 +871,12 @@ void dpc_softmax(const float *x, float *y, int64_t outer, int64_t n,
   if (rows == 0)
     return;
   softmaxRows<<<rowBlocks(rows), kThreads, 0, stream()>>>(x, y, rows, n, inner,
-                                                         log != 0);
+                                                          log != 0);
   checkLaunch("softmax");
 }
 
-void dpc_softmax_grad(const float *dy, const float *y, float *dx,
-                      int64_t outer, int64_t n, int64_t inner, int64_t log) {
+void dpc_softmax_grad(const float *dy, const float *y, float *dx, int64_t outer,
+                      int64_t n, int64_t inner, int64_t log) {
   checkSoftmaxSizes("dpc_softmax_grad", outer, n, inner);
   int64_t rows = outer * inner;
   if (rows == 0)
@@ -906,24 +905,26 @@ void dpc_relu_grad(const float *dy, const float *y, float *dx, int64_t count) {
   checkLaunch("relu_grad");
 }
 
-void dpc_unary(int64_t fn, const float *x, float *y, int64_t count) {
+void dpc_unary(int64_t fn, float a, float b, const float *x, float *y,
+               int64_t count) {
   bool known = dpc::elementwise::dispatchUnary(fn, [&](auto f) {
     if (count <= 0)
       return;
-    unaryKernel<<<blocksFor(count), kThreads, 0, stream()>>>(f, x, y, count);
+    unaryKernel<<<blocksFor(count), kThreads, 0, stream()>>>(f, a, b, x, y,
+                                                             count);
     checkLaunch("unary");
   });
   if (!known)
     fail("dpc_unary: unknown function " + std::to_string(fn));
 }
 
-void dpc_unary_grad(int64_t fn, const float *dy, const float *saved, float *dx,
-                    int64_t count) {
+void dpc_unary_grad(int64_t fn, float a, float b, const float *dy,
+                    const float *saved, float *dx, int64_t count) {
   bool known = dpc::elementwise::dispatchUnaryGrad(fn, [&](auto f) {
     if (count <= 0)
       return;
-    unaryGradKernel<<<blocksFor(count), kThreads, 0, stream()>>>(f, dy, saved,
-                                                                 dx, count);
+    unaryGradKernel<<<blocksFor(count), kThreads, 0, stream()>>>(
+        f, a, b, dy, saved, dx, count);
     checkLaunch("unary_grad");
   });
   if (!known)

@@ -231,8 +231,8 @@ void ConcatOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
     if (needed[i])
       grads[i] = b.create<SliceOp>(getLoc(), input.getType(), resultGrads[0],
                                    offsets, steps);
-    offsets[getAxis()] += cast<RankedTensorType>(input.getType()).getDimSize(
-        getAxis());
+    offsets[getAxis()] +=
+        cast<RankedTensorType>(input.getType()).getDimSize(getAxis());
   }
 }
 
@@ -252,9 +252,8 @@ void PadOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
   int64_t rank = cast<RankedTensorType>(getType()).getRank();
   SmallVector<int64_t> steps(rank, 1);
   if (needed[0])
-    grads[0] = b.create<SliceOp>(getLoc(), getInput().getType(),
-                                 resultGrads[0], getPads().take_front(rank),
-                                 steps);
+    grads[0] = b.create<SliceOp>(getLoc(), getInput().getType(), resultGrads[0],
+                                 getPads().take_front(rank), steps);
 }
 
 void DropoutOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
@@ -262,9 +261,9 @@ void DropoutOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
                                SmallVectorImpl<Value> &grads) {
   resetGrads(*this, grads);
   if (needed[0])
-    grads[0] = b.create<DropoutGradOp>(getLoc(), getInput().getType(),
-                                       resultGrads[0], getRatioAttr(),
-                                       getMaskIdAttr());
+    grads[0] =
+        b.create<DropoutGradOp>(getLoc(), getInput().getType(), resultGrads[0],
+                                getRatioAttr(), getMaskIdAttr());
 }
 
 void ClipOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
@@ -272,9 +271,9 @@ void ClipOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
                             SmallVectorImpl<Value> &grads) {
   resetGrads(*this, grads);
   if (needed[0])
-    grads[0] = b.create<ClipGradOp>(getLoc(), getInput().getType(),
-                                    resultGrads[0], getInput(), getMinAttr(),
-                                    getMaxAttr());
+    grads[0] =
+        b.create<ClipGradOp>(getLoc(), getInput().getType(), resultGrads[0],
+                             getInput(), getMinAttr(), getMaxAttr());
 }
 
 // Every row of UnaryFunctions.def has its nn op, of the mnemonic CODE names.
@@ -290,6 +289,31 @@ Value mlir::dpc::nn::unaryGradientSaved(UnaryFunctionOpInterface op) {
          "a function with a gradient op of its own");
   return info->saved == ::dpc::runtime::UnarySaved::Input ? op->getOperand(0)
                                                           : op->getResult(0);
+}
+
+SmallVector<NamedAttribute>
+mlir::dpc::nn::unaryParameters(UnaryFunctionOpInterface op) {
+  const ::dpc::runtime::UnaryFunctionInfo *info =
+      ::dpc::runtime::lookupUnaryFunction(op.getUnaryFunction());
+  SmallVector<NamedAttribute> params;
+  for (const char *name : info->params)
+    if (*name)
+      params.push_back(NamedAttribute(StringAttr::get(op->getContext(), name),
+                                      op->getAttr(name)));
+  return params;
+}
+
+std::array<float, 2>
+mlir::dpc::nn::unaryParameterValues(UnaryFunctionOpInterface op) {
+  const ::dpc::runtime::UnaryFunctionInfo *info =
+      ::dpc::runtime::lookupUnaryFunction(op.getUnaryFunction());
+  std::array<float, 2> values = {0.0f, 0.0f};
+  for (int i = 0; i < 2; ++i)
+    if (*info->params[i])
+      values[i] = op->getAttrOfType<FloatAttr>(info->params[i])
+                      .getValue()
+                      .convertToFloat();
+  return values;
 }
 
 void NegOp::buildGradients(OpBuilder &b, ValueRange resultGrads,

@@ -12,6 +12,8 @@
 #include "mlir/Interfaces/InferTypeOpInterface.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
+#include <array>
+
 // The ABI codes the elementwise function ops name (UnaryFunctions.def).
 #include "dpc/runtime/UnaryFunctions.h"
 
@@ -25,6 +27,15 @@ namespace mlir::dpc::nn {
 /// The forward tensor the gradient of elementwise function `op` reads: its
 /// result or its input, as the function's row of UnaryFunctions.def says.
 Value unaryGradientSaved(UnaryFunctionOpInterface op);
+
+/// The attributes of elementwise function `op` that its row names
+/// (LeakyRelu's alpha, ...; none for most), which its gradient op carries
+/// too.
+SmallVector<NamedAttribute> unaryParameters(UnaryFunctionOpInterface op);
+
+/// Their values as dpc_unary takes them, `a` and `b`: zero where the row
+/// names none.
+std::array<float, 2> unaryParameterValues(UnaryFunctionOpInterface op);
 
 } // namespace mlir::dpc::nn
 

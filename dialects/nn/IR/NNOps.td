@@ -313,13 +313,16 @@ def NN_ReluGradOp : NN_Op<"relu_grad", [Pure, SameOperandsAndResultType]> {
 // whose CODE is the mnemonic in upper case. The gradient op `gradOp` takes
 // the forward tensor the row's SAVED names (the result where f' is a
 // function of it, as for tanh; the input, as for log), so that one tensor is
-// stashed. An op without `gradOp` writes its own gradient rule.
-class NN_UnaryOp<string mnemonic, string formula, string gradOp = "">
+// stashed. An op without `gradOp` writes its own gradient rule. `params`
+// are the f32 attributes a DPC_UNARY_FUNCTION_WITH_PARAMS row names, which
+// the gradient op carries too.
+class NN_UnaryOp<string mnemonic, string formula, string gradOp = "",
+                 dag params = (ins)>
     : NN_Op<mnemonic, [Pure, SameOperandsAndResultType,
         NN_UnaryFunctionOpInterface,
         DeclareOpInterfaceMethods<NN_GradientOpInterface>]> {
   let summary = formula # ", elementwise";
-  let arguments = (ins NN_FloatTensor:$input);
+  let arguments = !con((ins NN_FloatTensor:$input), params);
   let results = (outs NN_FloatTensor:$result);
   let assemblyFormat = "$input attr-dict `:` type($result)";
   let extraClassDeclaration = [{
@@ -335,16 +338,19 @@ class NN_UnaryOp<string mnemonic, string formula, string gradOp = "">
       operandGrads.assign(1, ::mlir::Value());
       if (needed[0])
         operandGrads[0] = builder.create<}] # gradOp # [{>(getLoc(),
-            resultGrads[0], unaryGradientSaved(*this));
+            ::mlir::TypeRange{getType()},
+            ::mlir::ValueRange{resultGrads[0], unaryGradientSaved(*this)},
+            unaryParameters(*this));
     }
   }]);
 }
 
-class NN_UnaryGradOp<string mnemonic, string formula>
+class NN_UnaryGradOp<string mnemonic, string formula, dag params = (ins)>
     : NN_Op<mnemonic, [Pure, SameOperandsAndResultType,
         NN_UnaryFunctionOpInterface]> {
   let summary = "input gradient: " # formula;
-  let arguments = (ins NN_FloatTensor:$result_grad, NN_FloatTensor:$saved);
+  let arguments =
+      !con((ins NN_FloatTensor:$result_grad, NN_FloatTensor:$saved), params);
   let results = (outs NN_FloatTensor:$input_grad);
   let assemblyFormat =
       "$result_grad `,` $saved attr-dict `:` type($input_grad)";
@@ -374,6 +380,24 @@ def NN_SoftsignOp : NN_UnaryOp<"softsign", "x / (1 + |x|)", "SoftsignGradOp">;
 // MobileNetV3's activation.
 def NN_HardSwishOp
     : NN_UnaryOp<"hard_swish", "x * relu6(x + 3) / 6", "HardSwishGradOp">;
+
+def NN_LeakyReluOp : NN_UnaryOp<"leaky_relu", "x for x > 0, else alpha x",
+    "LeakyReluGradOp", (ins F32Attr:$alpha)>;
+def NN_EluOp : NN_UnaryOp<"elu", "x for x > 0, else alpha (e^x - 1)",
+    "EluGradOp", (ins F32Attr:$alpha)>;
+def NN_SeluOp : NN_UnaryOp<"selu",
+    "gamma (x for x > 0, else alpha (e^x - 1))", "SeluGradOp",
+    (ins F32Attr:$alpha, F32Attr:$gamma)>;
+def NN_CeluOp : NN_UnaryOp<"celu", "x for x > 0, else alpha (e^(x/alpha) - 1)",
+    "CeluGradOp", (ins F32Attr:$alpha)>;
+def NN_ThresholdedReluOp : NN_UnaryOp<"thresholded_relu",
+    "x for x > alpha, else 0", "ThresholdedReluGradOp", (ins F32Attr:$alpha)>;
+def NN_HardSigmoidOp : NN_UnaryOp<"hard_sigmoid",
+    "max(0, min(1, alpha x + beta))", "HardSigmoidGradOp",
+    (ins F32Attr:$alpha, F32Attr:$beta)>;
+def NN_ShrinkOp : NN_UnaryOp<"shrink",
+    "x + bias below -lambd, x - bias above lambd, else 0", "ShrinkGradOp",
+    (ins F32Attr:$bias, F32Attr:$lambd)>;
 
 def NN_TanOp : NN_UnaryOp<"tan", "tangent", "TanGradOp">;
 def NN_AsinOp : NN_UnaryOp<"asin", "arcsine", "AsinGradOp">;
@@ -407,6 +431,24 @@ def NN_SoftsignGradOp
 def NN_HardSwishGradOp
     : NN_UnaryGradOp<"hard_swish_grad",
                      "0 below -3, dy above 3, else dy * (x / 3 + 1/2); saved = x">;
+
+def NN_LeakyReluGradOp : NN_UnaryGradOp<"leaky_relu_grad",
+    "dy for x > 0, else alpha dy; saved = x", (ins F32Attr:$alpha)>;
+def NN_EluGradOp : NN_UnaryGradOp<"elu_grad",
+    "dy for x > 0, else dy alpha e^x; saved = x", (ins F32Attr:$alpha)>;
+def NN_SeluGradOp : NN_UnaryGradOp<"selu_grad",
+    "gamma dy for x > 0, else dy gamma alpha e^x; saved = x",
+    (ins F32Attr:$alpha, F32Attr:$gamma)>;
+def NN_CeluGradOp : NN_UnaryGradOp<"celu_grad",
+    "dy for x > 0, else dy e^(x/alpha); saved = x", (ins F32Attr:$alpha)>;
+def NN_ThresholdedReluGradOp : NN_UnaryGradOp<"thresholded_relu_grad",
+    "dy for x > alpha, else 0; saved = x", (ins F32Attr:$alpha)>;
+def NN_HardSigmoidGradOp : NN_UnaryGradOp<"hard_sigmoid_grad",
+    "alpha dy where 0 < alpha x + beta < 1, else 0; saved = x",
+    (ins F32Attr:$alpha, F32Attr:$beta)>;
+def NN_ShrinkGradOp : NN_UnaryGradOp<"shrink_grad",
+    "dy outside [-lambd, lambd], else 0; saved = x",
+    (ins F32Attr:$bias, F32Attr:$lambd)>;
 
 def NN_TanGradOp : NN_UnaryGradOp<"tan_grad", "dy * (1 + y^2), saved = y">;
 def NN_AsinGradOp

@@ -198,8 +198,8 @@ void dpc_slice(const float *whole, const int64_t *whole_shape, float *box,
                const int64_t *steps);
 void dpc_insert(const float *box, const int64_t *box_shape, float *whole,
                 const int64_t *whole_shape, int64_t rank,
-                const int64_t *offsets, const int64_t *steps,
-                int64_t fill_rest, float fill_value);
+                const int64_t *offsets, const int64_t *steps, int64_t fill_rest,
+                float fill_value);
 
 /* Dropout. dpc_random_key gives the key of op `op`'s mask (the op's number
  * in the model) for the microbatch being run: a function of the run's seed,
@@ -224,8 +224,8 @@ void dpc_softmax(const float *x, float *y, int64_t outer, int64_t n,
 /* Its input gradient from the forward result y: softmax
  * dx = y (dy - sum(dy y)), log_softmax dx = dy - exp(y) sum(dy), the sums
  * along the same dimension. */
-void dpc_softmax_grad(const float *dy, const float *y, float *dx,
-                      int64_t outer, int64_t n, int64_t inner, int64_t log);
+void dpc_softmax_grad(const float *dy, const float *y, float *dx, int64_t outer,
+                      int64_t n, int64_t inner, int64_t log);
 
 void dpc_relu(const float *x, float *y, int64_t count);
 /* dx = dy where y > 0, else 0. */
@@ -237,12 +237,14 @@ enum dpc_unary_fn {
 #define DPC_UNARY_FUNCTION(CODE, ...) DPC_UNARY_##CODE,
 #include "dpc/runtime/UnaryFunctions.def"
 };
-/* y = f(x). */
-void dpc_unary(int64_t fn, const float *x, float *y, int64_t count);
+/* y = f(x); a and b are the row's attributes (LeakyRelu's alpha, ...), or
+ * ignored. */
+void dpc_unary(int64_t fn, float a, float b, const float *x, float *y,
+               int64_t count);
 /* dx = dy * f'(x), from `saved`: the forward result y or the input x, as
  * the function's row says. Not for a row whose SAVED is None (neg). */
-void dpc_unary_grad(int64_t fn, const float *dy, const float *saved, float *dx,
-                    int64_t count);
+void dpc_unary_grad(int64_t fn, float a, float b, const float *dy,
+                    const float *saved, float *dx, int64_t count);
 
 /* max_pool2d params: kernel_h, kernel_w, stride_h, stride_w, pad_top,
  * pad_left, pad_bottom, pad_right. Shapes NCHW. The gradient routes to the

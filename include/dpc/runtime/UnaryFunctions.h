@@ -25,12 +25,28 @@ struct UnaryFunctionInfo {
   UnarySaved saved;
   int64_t flops;     // per element, forward
   int64_t gradFlops; // per element, the input gradient
+  // The ONNX attributes the function reads as `a` and `b` ("" for none),
+  // which the nn ops carry as f32 attributes of the same names, and their
+  // ONNX defaults.
+  const char *params[2] = {"", ""};
+  float defaults[2] = {0.0f, 0.0f};
 };
 
 inline constexpr UnaryFunctionInfo kUnaryFunctions[] = {
 #define DPC_UNARY_FUNCTION(CODE, NAME, SINCE, SAVED, VALUE, GRAD, FLOPS,       \
                            GRAD_FLOPS)                                         \
   {DPC_UNARY_##CODE, #NAME, SINCE, UnarySaved::SAVED, FLOPS, GRAD_FLOPS},
+#define DPC_UNARY_FUNCTION_WITH_PARAMS(CODE, NAME, SINCE, SAVED, A, A_DEFAULT, \
+                                       B, B_DEFAULT, VALUE, GRAD, FLOPS,       \
+                                       GRAD_FLOPS)                             \
+  {DPC_UNARY_##CODE,                                                           \
+   #NAME,                                                                      \
+   SINCE,                                                                      \
+   UnarySaved::SAVED,                                                          \
+   FLOPS,                                                                      \
+   GRAD_FLOPS,                                                                 \
+   {A, B},                                                                     \
+   {A_DEFAULT, B_DEFAULT}},
 #include "dpc/runtime/UnaryFunctions.def"
 };
 

@@ -491,3 +491,19 @@ func.func @pad_negative(%x: tensor<4x6xf32>) -> tensor<4x6xf32> {
   %y = nn.pad %x {pads = array<i64: 0, -1, 0, 1>, value = 0.0 : f32} : (tensor<4x6xf32>) -> tensor<4x6xf32>
   return %y : tensor<4x6xf32>
 }
+
+// -----
+
+func.func @missing_alpha(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'nn.leaky_relu' op requires attribute 'alpha'}}
+  %y = nn.leaky_relu %x : tensor<4xf32>
+  return %y : tensor<4xf32>
+}
+
+// -----
+
+func.func @grad_missing_beta(%dy: tensor<4xf32>, %x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'nn.hard_sigmoid_grad' op requires attribute 'beta'}}
+  %y = nn.hard_sigmoid_grad %dy, %x {alpha = 0.2 : f32} : tensor<4xf32>
+  return %y : tensor<4xf32>
+}

@@ -10,9 +10,9 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "backends/common/Random.h"
 #include "dpc/runtime/CudaKernels.h"
 #include "dpc/runtime/UnaryFunctions.h"
-#include "backends/common/Random.h"
 #include "test/unittests/UnaryReferences.h"
 
 #include <gtest/gtest.h>
@@ -531,7 +531,9 @@ TEST_P(Softmax, MatchesReference) {
     std::vector<double> y(size), dx(size);
     for (int64_t o = 0; o < c.outer; ++o)
       for (int64_t i = 0; i < c.inner; ++i) {
-        auto at = [&](int64_t j) { return size_t((o * c.n + j) * c.inner + i); };
+        auto at = [&](int64_t j) {
+          return size_t((o * c.n + j) * c.inner + i);
+        };
         double max = -INFINITY, sum = 0, dot = 0;
         for (int64_t j = 0; j < c.n; ++j)
           max = std::max(max, double(x[at(j)]));
@@ -586,13 +588,13 @@ TEST_F(Cuda, UnaryFunctionsAndGrads) {
         dx[i] = g[i] * ref->df(in[i]);
     }
     Device<float> dX(in), dY(in.size());
-    dpc_unary(fn.code, dX.get(), dY.get(), int64_t(in.size()));
+    dpc_unary(fn.code, ref->a, ref->b, dX.get(), dY.get(), int64_t(in.size()));
     expectNear(dY.host(), y, 1e-5);
     if (fn.saved == dpc::runtime::UnarySaved::None)
       return;
     bool fromInput = fn.saved == dpc::runtime::UnarySaved::Input;
     Device<float> dG(g), dSaved(fromInput ? in : yf), dDx(in.size());
-    dpc_unary_grad(fn.code, dG.get(), dSaved.get(), dDx.get(),
+    dpc_unary_grad(fn.code, ref->a, ref->b, dG.get(), dSaved.get(), dDx.get(),
                    int64_t(in.size()));
     expectNear(dDx.host(), dx, 1e-5);
   });
@@ -633,8 +635,7 @@ TEST_F(Cuda, BoxesAndClip) {
   }
   Device<float> dY(x.size()), dG(g), dDx(x.size());
   dpc_clip(dX.get(), dY.get(), int64_t(x.size()), -0.25f, 0.5f);
-  dpc_clip_grad(dG.get(), dX.get(), dDx.get(), int64_t(x.size()), -0.25f,
-                0.5f);
+  dpc_clip_grad(dG.get(), dX.get(), dDx.get(), int64_t(x.size()), -0.25f, 0.5f);
   expectNear(dY.host(), clipped, 0);
   expectNear(dDx.host(), dx, 0);
 }
@@ -647,10 +648,9 @@ TEST_F(Cuda, DropoutMatchesTheHostMask) {
   std::vector<double> expected(x.size());
   const float p = 0.3f;
   for (int64_t i = 0; i < n; ++i)
-    expected[size_t(i)] =
-        dpc::random::dropoutKeeps(12345, uint64_t(i), p)
-            ? double(x[size_t(i)] * (1.0f / (1.0f - p)))
-            : 0.0;
+    expected[size_t(i)] = dpc::random::dropoutKeeps(12345, uint64_t(i), p)
+                              ? double(x[size_t(i)] * (1.0f / (1.0f - p)))
+                              : 0.0;
   Device<float> dX(x), dY(x.size());
   dpc_dropout(dX.get(), dY.get(), n, p, 12345);
   expectNear(dY.host(), expected, 0);

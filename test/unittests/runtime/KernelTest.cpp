@@ -340,8 +340,7 @@ TEST_P(SumToShapeTest, BroadcastIsTheAdjoint) {
   Vec u = randomVec(count(c.y), 19), g = randomVec(count(c.a), 20);
   Vec wide(count(c.a), 123.0f), narrow(count(c.y), 123.0f);
   dpc_broadcast_to(u.data(), c.y.data(), wide.data(), c.a.data(), rank, 0.5f);
-  dpc_sum_to_shape(g.data(), c.a.data(), narrow.data(), c.y.data(), rank,
-                   0.5f);
+  dpc_sum_to_shape(g.data(), c.a.data(), narrow.data(), c.y.data(), rank, 0.5f);
   std::vector<double> ref(wide.size());
   double lhs = 0, rhs = 0;
   for (size_t i = 0; i < wide.size(); ++i) {
@@ -406,7 +405,8 @@ TEST_P(TransposeTest, PermutesAndTheInverseRestores) {
     // y's multi-index, each coordinate a step along x's dimension perm[d].
     size_t rest = i, offset = 0;
     for (size_t d = rank; d-- > 0;) {
-      offset += (rest % size_t(yShape[d])) * size_t(xStrides[size_t(c.perm[d])]);
+      offset +=
+          (rest % size_t(yShape[d])) * size_t(xStrides[size_t(c.perm[d])]);
       rest /= size_t(yShape[d]);
     }
     ASSERT_EQ(y[i], x[offset]) << "element " << i;
@@ -502,20 +502,20 @@ TEST(Unary, ForwardAndGradientAgainstDifferences) {
     Vec x = randomVec(n, 40, ref->lo, ref->hi);
     x[0] = std::clamp(1.0f, ref->lo, ref->hi);
     Vec y(n), dx(n);
-    dpc_unary(fn.code, x.data(), y.data(), int64_t(n));
+    dpc_unary(fn.code, ref->a, ref->b, x.data(), y.data(), int64_t(n));
     for (size_t i = 0; i < n; ++i)
       EXPECT_NEAR(y[i], ref->f(x[i]),
                   2e-6 * std::max(1.0, std::fabs(ref->f(x[i]))));
     if (fn.saved == dpc::runtime::UnarySaved::None)
       return;
     bool fromInput = fn.saved == dpc::runtime::UnarySaved::Input;
-    dpc_unary_grad(fn.code, dy.data(), fromInput ? x.data() : y.data(),
-                   dx.data(), int64_t(n));
+    dpc_unary_grad(fn.code, ref->a, ref->b, dy.data(),
+                   fromInput ? x.data() : y.data(), dx.data(), int64_t(n));
     for (size_t i = 0; i < n; ++i) {
       float h = 1e-2f * std::max(std::fabs(x[i]), 0.1f);
       float lo = x[i] - h, hi = x[i] + h, ylo, yhi;
-      dpc_unary(fn.code, &lo, &ylo, 1);
-      dpc_unary(fn.code, &hi, &yhi, 1);
+      dpc_unary(fn.code, ref->a, ref->b, &lo, &ylo, 1);
+      dpc_unary(fn.code, ref->a, ref->b, &hi, &yhi, 1);
       double slope = (double(yhi) - ylo) / (double(hi) - lo);
       bool nearKink =
           std::any_of(ref->kinks.begin(), ref->kinks.end(),
@@ -527,28 +527,37 @@ TEST(Unary, ForwardAndGradientAgainstDifferences) {
     }
   });
   // At the kinks, PyTorch's one-sided choices: abs' = 0 at 0; hardswish'
-  // = -1/2 at -3 and 3/2 at 3, where the middle piece includes both ends.
+  // = -1/2 at -3 and 3/2 at 3, where the middle piece includes both ends;
+  // leaky_relu' = alpha at 0; hardsigmoid' (alpha 1/6, beta 1/2, as
+  // MobileNetV3 exports it) = 0 at -3 and 3, where the flat parts include
+  // both ends.
   float kinks[3] = {0.0f, -3.0f, 3.0f}, ones[3] = {1.0f, 1.0f, 1.0f}, d[3];
-  dpc_unary_grad(DPC_UNARY_ABS, ones, kinks, d, 1);
+  dpc_unary_grad(DPC_UNARY_ABS, 0, 0, ones, kinks, d, 1);
   EXPECT_EQ(d[0], 0.0f);
-  dpc_unary_grad(DPC_UNARY_HARD_SWISH, ones, kinks, d, 3);
+  dpc_unary_grad(DPC_UNARY_HARD_SWISH, 0, 0, ones, kinks, d, 3);
   EXPECT_EQ(d[1], -0.5f);
   EXPECT_EQ(d[2], 1.5f);
+  dpc_unary_grad(DPC_UNARY_LEAKY_RELU, 0.01f, 0, ones, kinks, d, 1);
+  EXPECT_EQ(d[0], 0.01f);
+  dpc_unary_grad(DPC_UNARY_HARD_SIGMOID, 1.0f / 6, 0.5f, ones, kinks, d, 3);
+  EXPECT_FLOAT_EQ(d[0], 1.0f / 6);
+  EXPECT_EQ(d[1], 0.0f);
+  EXPECT_EQ(d[2], 0.0f);
   // Sigmoid saturates without overflow at both ends.
   float big[2] = {-200.0f, 200.0f}, s[2];
-  dpc_unary(DPC_UNARY_SIGMOID, big, s, 2);
+  dpc_unary(DPC_UNARY_SIGMOID, 0, 0, big, s, 2);
   EXPECT_EQ(s[0], 0.0f);
   EXPECT_EQ(s[1], 1.0f);
 }
 
 TEST(Unary, NegIsForwardOnly) {
   float x[3] = {1.5f, -2.0f, 0.0f}, y[3];
-  dpc_unary(DPC_UNARY_NEG, x, y, 3);
+  dpc_unary(DPC_UNARY_NEG, 0, 0, x, y, 3);
   EXPECT_EQ(y[0], -1.5f);
   EXPECT_EQ(y[1], 2.0f);
   EXPECT_EQ(y[2], -0.0f);
   // Its gradient is a neg of dy, built as such.
-  EXPECT_DEATH(dpc_unary_grad(DPC_UNARY_NEG, x, x, y, 3),
+  EXPECT_DEATH(dpc_unary_grad(DPC_UNARY_NEG, 0, 0, x, x, y, 3),
                "dpc_unary_grad: unknown function 5");
 }
 
@@ -627,9 +636,10 @@ TEST(Dropout, MaskStatisticsScalingAndGradient) {
       // Overlapping pairs covary by P(three dropped) - p^4 = p^3 (1 - p).
       double pairs = double(bothDropped) / double(n - 1);
       double q = p;
-      EXPECT_NEAR(pairs, q * q,
-                  4 * std::sqrt((q * q * (1 - q * q) + 2 * q * q * q * (1 - q)) /
-                                double(n)));
+      EXPECT_NEAR(
+          pairs, q * q,
+          4 * std::sqrt((q * q * (1 - q * q) + 2 * q * q * q * (1 - q)) /
+                        double(n)));
     }
   }
   // Another key, another mask: agreement as two independent masks give.

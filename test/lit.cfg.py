@@ -21,6 +21,10 @@ config.substitutions.append(("%profiles", os.path.join(config.dpc_src_root, "exa
 
 if config.dpc_enable_compiler:
     config.available_features.add("compiler")
+# "long": end-to-end runs too slow for CI (e2e/vision's AlexNet and VGG at
+# 224 pixels), run with DPC_LONG_TESTS=1.
+if os.environ.get("DPC_LONG_TESTS") == "1":
+    config.available_features.add("long")
 # "cuda": this build has the CUDA backend (dpc compile --target cuda links);
 # "gpu": this machine has a GPU to run its ranks on.
 if getattr(config, "dpc_enable_cuda", False):

@@ -41,10 +41,12 @@ import time
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 sys.path.insert(0, os.path.join(REPO, "test", "e2e", "oracle"))
 
+import numpy as np  # noqa: E402
 import torch  # noqa: E402
 import torch.nn as nn  # noqa: E402
 
 import oracle  # noqa: E402  (model definitions, export, IDX reader)
+import vision  # noqa: E402  (torchvision's models' inputs)
 
 DEFAULT_DPC = os.path.join(REPO, "build", "bin", "dpc")
 TRAIN_SAMPLES = 60000  # Fashion-MNIST training set
@@ -115,14 +117,14 @@ def read_metrics(path):
     return steps
 
 
-def dpc_train(dpc, out_dir, total_steps, warmup, threads, bind_cores, args,
-              trace=None):
+def dpc_train(dpc, out_dir, data, total_steps, warmup, threads, bind_cores,
+              args, trace=None):
     """Runs `dpc run` and returns (timed samples/s, launch-inclusive
     samples/s, wall seconds, per-step losses)."""
     metrics = os.path.join(out_dir, "metrics.jsonl")
     if os.path.exists(metrics):
         os.remove(metrics)
-    command = [dpc, "run", out_dir, "--data", f"fashion-mnist:{args.data}",
+    command = [dpc, "run", out_dir, "--data", data,
                "--steps", str(total_steps), "--no-shuffle", "--no-eval",
                "--metrics", metrics]
     if trace:
@@ -229,18 +231,28 @@ def measure(name, microbatches, microbatch_size, threads, work, dpc, args,
            "threads": threads, "load": load_avg1()}
     x, y = oracle.load_split(args.data, "train",
                              total_steps * microbatches * microbatch_size)
-    x, y = x.to(args.device), y.to(args.device)
 
     # dpc, 1 stage, T threads.
-    _, onnx_path = fresh_model(name, microbatch_size, export_dir)
+    model, onnx_path = fresh_model(name, microbatch_size, export_dir)
+    # torchvision's models take 3-channel upscaled images, which dpc reads
+    # as .npy (oracle/vision.py).
+    adapted, data = vision.adapt_inputs(x, oracle.input_shape_of(model)), \
+        f"fashion-mnist:{args.data}"
+    if adapted is not x:
+        files = [os.path.join(export_dir, f"{part}.npy")
+                 for part in ("inputs", "labels")]
+        np.save(files[0], adapted.numpy())
+        np.save(files[1], y.numpy())
+        data = "npy:" + ",".join(files)
+    x, y = adapted.to(args.device), y.to(args.device)
     out1 = os.path.join(export_dir, "s1")
     shutil.rmtree(out1, ignore_errors=True)
     row["compile_s"] = dpc_compile(dpc, onnx_path, out1, 1, microbatches, args)
     trace = (os.path.join(args.keep, f"{name}-{row['batch']}-t{threads}.json")
              if args.trace else None)
     (row["dpc"], row["dpc_wall"], row["wall_s"],
-     dpc_losses) = dpc_train(dpc, out1, total_steps, args.warmup, threads,
-                             False, args, trace)
+     dpc_losses) = dpc_train(dpc, out1, data, total_steps, args.warmup,
+                             threads, False, args, trace)
 
     # PyTorch eager, same start, same data, T threads.
     torch.set_num_threads(threads)
@@ -263,7 +275,7 @@ def measure(name, microbatches, microbatch_size, threads, work, dpc, args,
         out2 = os.path.join(export_dir, "s2")
         shutil.rmtree(out2, ignore_errors=True)
         dpc_compile(dpc, onnx_path, out2, 2, microbatches, args)
-        row["dpc_2st"], _, _, _ = dpc_train(dpc, out2, total_steps,
+        row["dpc_2st"], _, _, _ = dpc_train(dpc, out2, data, total_steps,
                                             args.warmup, 1, True, args)
     row["load"] = max(row["load"], load_avg1())
     return row

@@ -7,8 +7,8 @@ Usage: match_oracle.py ORACLE_DIR WORK_DIR [--models lenet5,mlp]
        [--bandwidth BYTES/S]
 
 ORACLE_DIR holds what oracle.py wrote (MODEL.onnx, MODEL.oracle.json, with
-its settings: 4 microbatches of 16, file order, and the optimizer, by default
-SGD lr 0.05 momentum 0.9, or Adam).
+its settings: 4 microbatches of 16, file order, the data it trained on, and
+the optimizer, by default SGD lr 0.05 momentum 0.9, or Adam).
 A stage count written with "+" gives the ranks of each stage instead ("2+1":
 stage 0 on two ranks, compiled with --replicas 2,1). For each combination:
 `dpc compile --target TARGET`, `dpc run --no-shuffle
@@ -25,6 +25,7 @@ run fails or differs.
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 
@@ -80,6 +81,14 @@ def main():
                     layout = ["--replicas", stages.replace("+", ",")]
                 if schedule == "pipedream-vs":
                     kind, extra = "pipedream", ["--vertical-sync"]
+                metrics = os.path.join(out, "metrics.jsonl")
+                checkpoints = os.path.join(out, "ckpt")
+                # What an earlier run of this script left in the output
+                # (dpc compile replaces only what it wrote itself).
+                shutil.rmtree(checkpoints, ignore_errors=True)
+                for leftover in (metrics, os.path.join(out, "pipedream.oracle.json")):
+                    if os.path.exists(leftover):
+                        os.remove(leftover)
                 code, log = run([
                     "dpc", "compile", os.path.join(args.oracle_dir, model + ".onnx"),
                     "-o", out, *layout, "--schedule", kind, *extra,
@@ -91,11 +100,10 @@ def main():
                     print(f"{name}: compile failed\n{log}")
                     failures += 1
                     continue
-                metrics = os.path.join(out, "metrics.jsonl")
-                checkpoints = os.path.join(out, "ckpt")
                 weights = args.weights and kind != "pipedream"
                 code, log = run([
                     "dpc", "run", out, "--steps", str(args.steps), "--no-shuffle",
+                    "--data", settings["data"],
                     "--no-eval", "--metrics", metrics,
                     *(["--checkpoint-dir", checkpoints] if weights else [])])
                 if code != 0:

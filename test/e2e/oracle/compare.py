@@ -7,7 +7,19 @@ METRICS.jsonl is what a dpc rank writes with --metrics: one JSON object a
 line; lines with "step" and "loss" are training steps (step counts from 1),
 other lines (eval_accuracy, ...) are ignored. ORACLE.json is oracle.py's
 output. Every oracle step must be present in the metrics and agree within
-the relative tolerance |dpc - torch| <= rtol * |torch|. Prints a table;
+the relative tolerance |dpc - torch| <= rtol * |torch|. When the oracle
+also trained in float64 ("losses64"), a step that misses rtol is judged
+against that reference instead, as compare_weights.py judges weights: it
+agrees when dpc is no farther from the float64 loss than NOISE_FACTOR times
+PyTorch's float32 run has been by then (and at least rtol): |dpc - l64| <=
+NOISE_FACTOR * max(max over steps j <= k of |torch_j - l64_j| / |l64_j|,
+rtol) * |l64|. Runs in "losses_perturbed" (oracle.py --perturbed-runs: the
+same float32 training from weights moved by one ulp) are further samples
+of that noise, taken into the maximum the same way. Rounding noise, once there, stays (training is chaotic), so a
+step where PyTorch happens to cross the float64 curve does not shrink the
+allowance. Batch normalization on small microbatches makes float32 training
+that noisy (test/e2e/README.md).
+Prints a table;
 exits 0 when all steps agree, 1 when some step differs or is missing, 2 on
 unreadable input.
 """
@@ -16,6 +28,8 @@ import argparse
 import json
 import math
 import sys
+
+from compare_weights import NOISE_FACTOR
 
 
 def fail_input(message):
@@ -66,7 +80,10 @@ def read_oracle(path):
     if not isinstance(oracle, dict) or not isinstance(oracle.get("losses"), list):
         fail_input(f"{path}: expected an object with a \"losses\" list")
     first = oracle.get("first_step", 1)
-    return {first + i: float(loss) for i, loss in enumerate(oracle["losses"])}
+    as_steps = lambda losses: {first + i: float(loss)
+                               for i, loss in enumerate(losses)}
+    return (as_steps(oracle["losses"]), as_steps(oracle.get("losses64", [])),
+            [as_steps(run) for run in oracle.get("losses_perturbed", [])])
 
 
 def main():
@@ -78,13 +95,19 @@ def main():
     args = parser.parse_args()
 
     dpc = read_metrics(args.metrics)
-    torch = read_oracle(args.oracle)
+    torch, reference, perturbed = read_oracle(args.oracle)
     if not torch:
         fail_input(f"{args.oracle}: no losses")
 
     print(f"{'step':>5}  {'torch':>12}  {'dpc':>12}  {'rel err':>9}")
     bad = 0
+    noise = args.rtol  # PyTorch's relative distance from float64 so far
     for step in sorted(torch):
+        if step in reference and reference[step]:
+            for run in [torch, *perturbed]:
+                if step in run:
+                    noise = max(noise, abs(run[step] - reference[step]) /
+                                abs(reference[step]))
         expected = torch[step]
         if step not in dpc:
             print(f"{step:>5}  {expected:>12.7f}  {'missing':>12}  {'':>9}  FAIL")
@@ -93,9 +116,15 @@ def main():
         got = dpc[step]
         error = abs(got - expected) / abs(expected) if expected else abs(got)
         ok = math.isfinite(got) and error <= args.rtol
+        note = ""
+        if not ok and math.isfinite(got) and step in reference:
+            exact = reference[step]
+            ok = abs(got - exact) <= NOISE_FACTOR * noise * abs(exact)
+            note = (f"  float64 {exact:.7f}: dpc {abs(got - exact):.2e} "
+                    f"from it, torch {abs(expected - exact):.2e}")
         bad += not ok
         print(f"{step:>5}  {expected:>12.7f}  {got:>12.7f}  {error:>9.2e}"
-              f"{'' if ok else '  FAIL'}")
+              f"{note}{'' if ok else '  FAIL'}")
     extra = sorted(set(dpc) - set(torch))
     if extra:
         print(f"(ignored {len(extra)} dpc steps the oracle does not have)")
@@ -103,7 +132,10 @@ def main():
         print(f"compare: {bad} of {len(torch)} steps differ by more than "
               f"{args.rtol:g} relative", file=sys.stderr)
         return 1
-    print(f"compare: all {len(torch)} steps within {args.rtol:g} relative")
+    judged = sum(1 for step in torch if step in dpc and step in reference
+                 and abs(dpc[step] - torch[step]) > args.rtol * abs(torch[step]))
+    print(f"compare: all {len(torch)} steps within {args.rtol:g} relative"
+          + (f" ({judged} by the float64 reference)" if judged else ""))
     return 0
 
 

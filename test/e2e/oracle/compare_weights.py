@@ -21,6 +21,9 @@ farther from float64 than NOISE_FACTOR times PyTorch's own float32 run is
 (and at least rtol), max |dpc - t64| <= NOISE_FACTOR * max(max |torch - t64|,
 rtol * max |t64|). A real error (a wrong gradient, a missed update) puts dpc
 orders of magnitude farther from float64 than float32 rounding puts PyTorch.
+Where oracle.py --perturbed-runs also wrote
+MODEL.final-perturbedK.safetensors (float32 runs from weights one ulp away),
+"PyTorch's float32 run" is the farthest of them and the unperturbed one.
 Momentum buffers in the checkpoints are ignored. Prints one line per tensor
 and a verdict; exits 0 when all agree, 1 otherwise, 2 on unreadable input.
 """
@@ -85,11 +88,13 @@ def main():
             if not name.startswith("momentum."):
                 trained[name] = value
     expected = read_safetensors(args.oracle)
-    reference = {}
+    reference, perturbed = {}, []
     if args.oracle.endswith(".final.safetensors"):
-        path64 = args.oracle[:-len(".final.safetensors")] + ".final64.safetensors"
-        if os.path.exists(path64):
-            reference = read_safetensors(path64)
+        stem = args.oracle[:-len(".final.safetensors")]
+        if os.path.exists(stem + ".final64.safetensors"):
+            reference = read_safetensors(stem + ".final64.safetensors")
+        perturbed = [read_safetensors(path) for path in sorted(
+            glob.glob(stem + ".final-perturbed*.safetensors"))]
 
     bad = noisy = 0
     for name, want in sorted(expected.items()):
@@ -111,7 +116,8 @@ def main():
         if not ok and t64 is not None and t64.shape == want.shape:
             t64 = t64.astype(np.float64)
             ours = float(np.max(np.abs(got - t64)))
-            theirs = float(np.max(np.abs(want - t64)))
+            theirs = max(float(np.max(np.abs(run[name] - t64)))
+                         for run in [expected, *perturbed] if name in run)
             bound = NOISE_FACTOR * max(theirs, args.rtol * float(np.max(np.abs(t64))))
             ok = ours <= bound
             noisy += ok

@@ -30,6 +30,8 @@ import onnx.numpy_helper
 import torch
 import torch.nn as nn
 
+import vision
+
 OPSET = 13
 DEFAULT_DATA = "/usr/share/datasets/fashion-mnist"
 
@@ -280,7 +282,7 @@ def resnet18():
 # (batch normalization, skip connections, global average pooling, small
 # enough for the tests), "resnet18" (the benchmark's), "smooth-mlp",
 # "arithmetic-mlp", "gelu-mlp", "table-mlp", "branch-net", "dropout-mlp" and
-# "attention".
+# "attention"; and "tv-NAME" for torchvision's classifiers (vision.py).
 MODELS = {"lenet5": LeNet5, "mlp": MLP}
 EXTRA_MODELS = {"resnet": ResNet, "resnet18": resnet18,
                 "smooth-mlp": SmoothMLP, "arithmetic-mlp": ArithmeticMLP,
@@ -289,9 +291,18 @@ EXTRA_MODELS = {"resnet": ResNet, "resnet18": resnet18,
                 "dropout-mlp": DropoutMLP}
 
 
+EXTRA_MODELS.update({f"tv-{name}": (lambda name=name: vision.build(name))
+                     for name in vision.NAMES})
+
+
 def build(name):
     """A fresh model by name, from MODELS or EXTRA_MODELS."""
     return {**MODELS, **EXTRA_MODELS}[name]()
+
+
+def input_shape_of(model):
+    """The per-sample input shape: Fashion-MNIST's unless the model says."""
+    return tuple(getattr(model, "input_shape", (1, 28, 28)))
 
 
 def exports_for_training(model):
@@ -388,7 +399,7 @@ def export_and_reload(model, name, batch, out_dir):
     """Exports to ONNX, then copies the exported initializers back into the
     model: the ONNX file is what dpc reads, so it is the source of truth."""
     path = os.path.join(out_dir, f"{name}.onnx")
-    dummy = torch.zeros(batch, 1, 28, 28)
+    dummy = torch.zeros(batch, *input_shape_of(model))
     # An eval-mode export folds batch normalization into the convolutions;
     # a training-mode export keeps it (with the running statistics as
     # initializers), which is what training needs.
@@ -476,8 +487,23 @@ def train(model, x, y, steps, microbatches, microbatch_size, settings):
     return losses
 
 
+def perturb_by_one_ulp(model, seed):
+    """`model` with every floating-point parameter moved up or down by one
+    unit in the last place, at random: a float32 run from there differs from
+    the unperturbed one by rounding-sized causes only."""
+    generator = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for param in model.parameters():
+            up = torch.rand(param.shape, generator=generator) < 0.5
+            toward = torch.where(up, torch.full_like(param, float("inf")),
+                                 torch.full_like(param, float("-inf")))
+            param.copy_(torch.nextafter(param, toward))
+    return model
+
+
 def evaluate(model, directory):
     x, y = load_split(directory, "t10k", None)
+    x = vision.adapt_inputs(x, input_shape_of(model))
     model.eval()
     with torch.no_grad():
         predicted = model(x).argmax(dim=1)
@@ -513,6 +539,14 @@ def main():
     parser.add_argument("--eps", type=float, default=1e-8, help="Adam's eps")
     parser.add_argument("--weight-decay", type=float, default=0.0)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--perturbed-runs", type=int, default=0, metavar="N",
+                        help="also train N float32 copies whose initial "
+                        "weights are moved by one ulp at random, and write "
+                        "their losses (\"losses_perturbed\") and weights "
+                        "(MODEL.final-perturbedK.safetensors): samples of "
+                        "how far float32 rounding alone moves a run, for "
+                        "the float64 tie-breaks of compare.py and "
+                        "compare_weights.py")
     parser.add_argument("--reference64", action=argparse.BooleanOptionalAction,
                         default=True,
                         help="also train in float64 and write "
@@ -548,19 +582,30 @@ def main():
         model = build(name)
         onnx_path, ops = export_and_reload(model, name, args.microbatch_size,
                                            args.out)
+        shape = input_shape_of(model)
+        inputs, data = vision.adapt_inputs(x, shape), f"fashion-mnist:{args.data}"
+        if inputs is not x:
+            # dpc reads the upscaled images as .npy, the same float32 bytes.
+            files = [os.path.abspath(os.path.join(args.out, f"{name}.{part}.npy"))
+                     for part in ("train_inputs", "train_labels")]
+            np.save(files[0], inputs.numpy())
+            np.save(files[1], y.numpy())
+            data = "npy:" + ",".join(files)
         # The same training in float64 from the same weights: the reference
         # that says how far float32 rounding alone moves the trained weights
         # (compare_weights.py, for tensors where dpc and PyTorch, both in
         # float32, round differently).
         reference = copy.deepcopy(model).double() if args.reference64 else None
-        losses = train(model, x, y, args.steps, args.microbatches,
+        perturbed = [perturb_by_one_ulp(copy.deepcopy(model), seed)
+                     for seed in range(args.perturbed_runs)]
+        losses = train(model, inputs, y, args.steps, args.microbatches,
                        args.microbatch_size, settings)
         final = {k: v.detach().numpy() for k, v in trained_state(model).items()}
         write_safetensors(os.path.join(args.out, f"{name}.final.safetensors"),
                           final)
         if reference is not None:
-            train(reference, x.double(), y, args.steps, args.microbatches,
-                  args.microbatch_size, settings)
+            losses64 = train(reference, inputs.double(), y, args.steps,
+                             args.microbatches, args.microbatch_size, settings)
             final64 = {k: (v.detach().numpy().astype(np.float32)
                            if v.is_floating_point() else v.detach().numpy())
                        for k, v in trained_state(reference).items()}
@@ -573,8 +618,8 @@ def main():
             "final_weights": f"{name}.final.safetensors",
             "opset": opset_of(model),
             "onnx_ops": ops,
-            "input_shape": [args.microbatch_size, 1, 28, 28],
-            "data": f"fashion-mnist:{args.data}",
+            "input_shape": [args.microbatch_size, *shape],
+            "data": data,
             "order": "file",
             "seed": args.seed,
             "steps": args.steps,
@@ -586,6 +631,19 @@ def main():
             "first_step": 1,
             "losses": losses,
         }
+        if reference is not None:
+            result["losses64"] = losses64
+        if perturbed:
+            result["losses_perturbed"] = []
+            for k, copy_ in enumerate(perturbed):
+                result["losses_perturbed"].append(
+                    train(copy_, inputs, y, args.steps, args.microbatches,
+                          args.microbatch_size, settings))
+                write_safetensors(
+                    os.path.join(args.out,
+                                 f"{name}.final-perturbed{k}.safetensors"),
+                    {key: value.detach().numpy()
+                     for key, value in trained_state(copy_).items()})
         if args.eval:
             result["eval_accuracy"] = evaluate(model, args.data)
         if args.predictions:

@@ -1,0 +1,62 @@
+"""torchvision's classifiers as the oracle trains them (oracle.py's "tv-NAME"
+models).
+
+Each is torchvision's own architecture with 10 classes, built by
+torchvision.models.NAME, for 3-channel square images (Fashion-MNIST upscaled
+and repeated over the channels, see `adapt_inputs`). So that dpc and PyTorch
+train the same function, randomness is switched off where the two would draw
+differently: every Dropout gets p = 0 (exported still, as ONNX Dropout with
+ratio 0 in training mode, so dpc's dropout path is exercised), and
+EfficientNet's stochastic depth has probability 0 (torch.onnx cannot export
+its Bernoulli draw). GoogLeNet and Inception-v3 are built without their
+auxiliary classifiers, which a training export would otherwise return as
+extra outputs.
+"""
+
+import torch
+import torch.nn as nn
+
+# The side of the square input each model is trained on: 64 where the model
+# allows. AlexNet's and VGG's adaptive average pools to 6x6 and 7x7 export
+# only when the feature map is a multiple of that size, which takes a
+# 224-pixel input; Inception-v3 needs at least 75 pixels.
+INPUT_SIDE = {"alexnet": 224, "vgg11": 224, "vgg16": 224, "inception_v3": 75}
+
+# The models the e2e tests and bench/training know, in the issue's order,
+# then more of torchvision.
+NAMES = ["resnet18", "resnet50", "vgg16", "alexnet", "mobilenet_v2",
+         "densenet121", "squeezenet1_0", "shufflenet_v2_x1_0", "googlenet",
+         "inception_v3", "vgg11", "mobilenet_v3_small", "efficientnet_b0",
+         "mnasnet0_5", "regnet_y_400mf", "resnext50_32x4d", "convnext_tiny"]
+
+
+def build(name):
+    """torchvision.models.NAME for 10 classes, without randomness (see the
+    module's docstring), with `input_shape` and `opset` set for oracle.py."""
+    import torchvision
+    options = {"num_classes": 10}
+    if name in ("googlenet", "inception_v3"):
+        options.update(aux_logits=False, init_weights=True)
+    if name.startswith(("efficientnet", "convnext")):
+        options["stochastic_depth_prob"] = 0.0
+    model = getattr(torchvision.models, name)(**options)
+    for module in model.modules():
+        if isinstance(module, nn.Dropout):
+            module.p = 0.0
+    side = INPUT_SIDE.get(name, 64)
+    model.input_shape = (3, side, side)
+    # Opset 17 exports layer normalization as one LayerNormalization node.
+    model.opset = 17 if name.startswith("convnext") else 14
+    return model
+
+
+def adapt_inputs(x, input_shape):
+    """Fashion-MNIST images [N, 1, 28, 28] as a model's [N, C, S, S] input:
+    bilinear upscaling (align_corners=False, antialias off) and the gray
+    channel repeated C times."""
+    channels, height, width = input_shape
+    if x.shape[1:] == tuple(input_shape):
+        return x
+    resized = nn.functional.interpolate(x, size=(height, width),
+                                        mode="bilinear", align_corners=False)
+    return resized.repeat(1, channels, 1, 1).contiguous()

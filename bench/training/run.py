@@ -41,7 +41,6 @@ import time
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 sys.path.insert(0, os.path.join(REPO, "test", "e2e", "oracle"))
 
-import numpy as np  # noqa: E402
 import torch  # noqa: E402
 import torch.nn as nn  # noqa: E402
 
@@ -236,15 +235,10 @@ def measure(name, microbatches, microbatch_size, threads, work, dpc, args,
     model, onnx_path = fresh_model(name, microbatch_size, export_dir)
     # torchvision's models take 3-channel upscaled images, which dpc reads
     # as .npy (oracle/vision.py).
-    adapted, data = vision.adapt_inputs(x, oracle.input_shape_of(model)), \
-        f"fashion-mnist:{args.data}"
-    if adapted is not x:
-        files = [os.path.join(export_dir, f"{part}.npy")
-                 for part in ("inputs", "labels")]
-        np.save(files[0], adapted.numpy())
-        np.save(files[1], y.numpy())
-        data = "npy:" + ",".join(files)
-    x, y = adapted.to(args.device), y.to(args.device)
+    x, data = vision.training_data(x, y, oracle.input_shape_of(model),
+                                   export_dir, name,
+                                   f"fashion-mnist:{args.data}")
+    x, y = x.to(args.device), y.to(args.device)
     out1 = os.path.join(export_dir, "s1")
     shutil.rmtree(out1, ignore_errors=True)
     row["compile_s"] = dpc_compile(dpc, onnx_path, out1, 1, microbatches, args)

@@ -324,6 +324,11 @@ def trained_state(model):
             if not k.endswith("num_batches_tracked")}
 
 
+def trained_arrays(model):
+    """trained_state as numpy arrays, for write_safetensors."""
+    return {k: v.detach().numpy() for k, v in trained_state(model).items()}
+
+
 def read_idx(path, expected_magic):
     opener = gzip.open if path.endswith(".gz") else open
     with opener(path, "rb") as f:
@@ -583,14 +588,8 @@ def main():
         onnx_path, ops = export_and_reload(model, name, args.microbatch_size,
                                            args.out)
         shape = input_shape_of(model)
-        inputs, data = vision.adapt_inputs(x, shape), f"fashion-mnist:{args.data}"
-        if inputs is not x:
-            # dpc reads the upscaled images as .npy, the same float32 bytes.
-            files = [os.path.abspath(os.path.join(args.out, f"{name}.{part}.npy"))
-                     for part in ("train_inputs", "train_labels")]
-            np.save(files[0], inputs.numpy())
-            np.save(files[1], y.numpy())
-            data = "npy:" + ",".join(files)
+        inputs, data = vision.training_data(x, y, shape, args.out, name,
+                                            f"fashion-mnist:{args.data}")
         # The same training in float64 from the same weights: the reference
         # that says how far float32 rounding alone moves the trained weights
         # (compare_weights.py, for tensors where dpc and PyTorch, both in
@@ -600,9 +599,8 @@ def main():
                      for seed in range(args.perturbed_runs)]
         losses = train(model, inputs, y, args.steps, args.microbatches,
                        args.microbatch_size, settings)
-        final = {k: v.detach().numpy() for k, v in trained_state(model).items()}
         write_safetensors(os.path.join(args.out, f"{name}.final.safetensors"),
-                          final)
+                          trained_arrays(model))
         if reference is not None:
             losses64 = train(reference, inputs.double(), y, args.steps,
                              args.microbatches, args.microbatch_size, settings)
@@ -642,8 +640,7 @@ def main():
                 write_safetensors(
                     os.path.join(args.out,
                                  f"{name}.final-perturbed{k}.safetensors"),
-                    {key: value.detach().numpy()
-                     for key, value in trained_state(copy_).items()})
+                    trained_arrays(copy_))
         if args.eval:
             result["eval_accuracy"] = evaluate(model, args.data)
         if args.predictions:

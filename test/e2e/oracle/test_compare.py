@@ -56,10 +56,12 @@ class CompareTest(unittest.TestCase):
         self.assertIn("FAIL", result.stdout)
         self.assertIn("1 of 5 steps differ", result.stderr)
 
-    def with_reference(self, losses64):
+    def with_reference(self, losses64, perturbed=()):
+        oracle = {"first_step": 1, "losses": LOSSES, "losses64": losses64}
+        if perturbed:
+            oracle["losses_perturbed"] = list(perturbed)
         with open(self.oracle, "w") as f:
-            json.dump({"first_step": 1, "losses": LOSSES,
-                       "losses64": losses64}, f)
+            json.dump(oracle, f)
 
     def test_float32_noise_passes_with_the_loss_reference(self):
         # PyTorch's float32 step 4 is 1e-3 from float64; dpc's, on the
@@ -100,15 +102,11 @@ class CompareTest(unittest.TestCase):
         exact = list(LOSSES)
         drifted = list(LOSSES)
         drifted[2] *= 1 + 1e-3
-        with open(self.oracle, "w") as f:
-            json.dump({"first_step": 1, "losses": LOSSES, "losses64": exact,
-                       "losses_perturbed": [drifted]}, f)
+        self.with_reference(exact, [drifted])
         noisy = list(LOSSES)
         noisy[3] *= 1 + 3e-3
         self.assertEqual(self.run_compare(self.steps(noisy)).returncode, 0)
-        with open(self.oracle, "w") as f:
-            json.dump({"first_step": 1, "losses": LOSSES,
-                       "losses64": exact}, f)
+        self.with_reference(exact)
         self.assertEqual(self.run_compare(self.steps(noisy)).returncode, 1)
 
     def test_looser_tolerance_accepts_perturbation(self):

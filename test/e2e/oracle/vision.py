@@ -13,7 +13,9 @@ auxiliary classifiers, which a training export would otherwise return as
 extra outputs.
 """
 
-import torch
+import os
+
+import numpy as np
 import torch.nn as nn
 
 # The side of the square input each model is trained on: 64 where the model
@@ -60,3 +62,19 @@ def adapt_inputs(x, input_shape):
     resized = nn.functional.interpolate(x, size=(height, width),
                                         mode="bilinear", align_corners=False)
     return resized.repeat(1, channels, 1, 1).contiguous()
+
+
+def training_data(x, y, input_shape, directory, stem, spec):
+    """The inputs a model of `input_shape` trains on and dpc's --data spec
+    for them: `x` and `spec` themselves for Fashion-MNIST's shape; else the
+    adapted images and labels, saved as DIRECTORY/STEM.train_inputs.npy and
+    .train_labels.npy (the same float32 bytes PyTorch trains on), and their
+    npy: spec."""
+    inputs = adapt_inputs(x, input_shape)
+    if inputs is x:
+        return x, spec
+    files = [os.path.abspath(os.path.join(directory, f"{stem}.{part}.npy"))
+             for part in ("train_inputs", "train_labels")]
+    np.save(files[0], inputs.numpy())
+    np.save(files[1], y.numpy())
+    return inputs, "npy:" + ",".join(files)

@@ -2,11 +2,11 @@
 
 #include "dpc/planner/Profile.h"
 
+#include "dpc/support/CommandLine.h"
+
 #include <nlohmann/json.hpp>
 
-#include <cerrno>
 #include <cmath>
-#include <cstdlib>
 #include <fstream>
 #include <sstream>
 
@@ -22,14 +22,14 @@ std::string trim(const std::string &s) {
   return s.substr(b, e - b + 1);
 }
 
+/// Profile values are times in milliseconds and sizes in bytes. Above this
+/// (30 million years, an exabyte) a value is a typo or a fuzzer's, and sums
+/// of such values overflow to infinity in the cost model.
+constexpr double kMaxProfileValue = 1e18;
+
 bool parseNumber(const std::string &text, double &out) {
-  std::string t = trim(text);
-  if (t.empty())
-    return false;
-  errno = 0;
-  char *end = nullptr;
-  out = std::strtod(t.c_str(), &end);
-  return *end == '\0' && errno != ERANGE && std::isfinite(out);
+  return cli::parseDecimal(trim(text), out) && out >= 0 &&
+         out <= kMaxProfileValue;
 }
 
 /// A number or PipeDream's bracketed list `[a; b; c]` of several outputs,
@@ -127,8 +127,10 @@ Expected<Graph> parsePipeDreamProfile(const std::string &text,
       for (int k = 0; k < 4; ++k) {
         if (key != keys[k])
           continue;
-        if (!parseSize(value, *fields[k]) || *fields[k] < 0)
-          return fail("bad value '" + trim(value) + "' for " + key);
+        if (!parseSize(value, *fields[k]))
+          return fail("bad value '" + trim(value) + "' for " + key +
+                      " (expected a decimal number from 0 to 1e18, or a "
+                      "[a; b] list of them)");
         seen[k] = true;
       }
     }
@@ -190,9 +192,10 @@ Expected<Graph> parseJsonProfile(const std::string &text,
     for (const Field &f : fields) {
       if (!j.contains(f.key))
         continue; // absent costs are zero, as for an op that was not measured
-      if (!j[f.key].is_number() || j[f.key].get<double>() < 0)
+      if (!j[f.key].is_number() || !(j[f.key].get<double>() >= 0) ||
+          j[f.key].get<double>() > kMaxProfileValue)
         return fail(where + " has a bad \"" + f.key +
-                    "\" (expected a number >= 0)");
+                    "\" (expected a number from 0 to 1e18)");
       *f.out = j[f.key].get<double>();
     }
     if (j.contains("input")) {
@@ -257,9 +260,19 @@ Expected<Graph> loadProfile(const std::string &path) {
   std::ifstream in(path, std::ios::binary);
   if (!in)
     return Expected<Graph>::failure("cannot read profile '" + path + "'");
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  std::string text = buffer.str();
+  // Read at most one byte past the limit, so that /dev/zero or a runaway
+  // pipe fails at once instead of filling memory.
+  std::string text;
+  char chunk[65536];
+  while (in.read(chunk, sizeof(chunk)) || in.gcount() > 0) {
+    text.append(chunk, size_t(in.gcount()));
+    if (text.size() > kMaxProfileBytes)
+      return Expected<Graph>::failure(path + ": larger than " +
+                                      std::to_string(kMaxProfileBytes >> 20) +
+                                      " MiB, the most a profile may hold");
+  }
+  if (in.bad())
+    return Expected<Graph>::failure("cannot read profile '" + path + "'");
   size_t first = text.find_first_not_of(" \t\r\n");
   if (first != std::string::npos && text[first] == '{')
     return parseJsonProfile(text, path);

@@ -2,9 +2,9 @@
 
 #include "dpc/support/CommandLine.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
-#include <algorithm>
 #include <cstdlib>
 #include <iostream>
 #include <sstream>
@@ -53,12 +53,8 @@ void ArgParser::addOption(const std::string &name, int64_t *out,
   addOption(
       name,
       [out](const std::string &value) -> std::string {
-        errno = 0;
-        char *end = nullptr;
-        long long parsed = std::strtoll(value.c_str(), &end, 10);
-        if (value.empty() || *end != '\0' || errno == ERANGE)
+        if (!parseInteger(value, *out))
           return "expects an integer, got '" + value + "'";
-        *out = parsed;
         return "";
       },
       metavar, help);
@@ -69,13 +65,8 @@ void ArgParser::addOption(const std::string &name, double *out,
   addOption(
       name,
       [out](const std::string &value) -> std::string {
-        errno = 0;
-        char *end = nullptr;
-        double parsed = std::strtod(value.c_str(), &end);
-        if (value.empty() || *end != '\0' || errno == ERANGE ||
-            !std::isfinite(parsed))
-          return "expects a number, got '" + value + "'";
-        *out = parsed;
+        if (!parseDecimal(value, *out))
+          return "expects a decimal number, got '" + value + "'";
         return "";
       },
       metavar, help);
@@ -93,10 +84,8 @@ void ArgParser::addCountListOption(const std::string &name,
         while (begin <= value.size()) {
           size_t end = std::min(value.find(',', begin), value.size());
           std::string item = value.substr(begin, end - begin);
-          errno = 0;
-          char *stop = nullptr;
-          long long parsed = std::strtoll(item.c_str(), &stop, 10);
-          if (item.empty() || *stop != '\0' || errno == ERANGE || parsed < 1)
+          int64_t parsed = 0;
+          if (!parseInteger(item, parsed) || parsed < 1)
             return "expects positive integers separated by commas, got '" +
                    value + "'";
           counts.push_back(parsed);
@@ -259,14 +248,83 @@ std::string ArgParser::help() const {
   return os.str();
 }
 
-bool parseByteCount(const std::string &text, double &bytes) {
+namespace {
+
+/// Length of the longest prefix of `text` that is a decimal number:
+/// [+-] digits [. digits] [(e|E) [+-] digits], with a digit before or after
+/// the point. 0 when there is none. strtod alone would also take hex
+/// ("0x10"), "inf", "nan" and leading blanks.
+size_t decimalPrefix(const std::string &text) {
+  size_t i = 0, n = text.size();
+  auto digits = [&] {
+    size_t start = i;
+    while (i < n && text[i] >= '0' && text[i] <= '9')
+      ++i;
+    return i - start;
+  };
+  if (i < n && (text[i] == '+' || text[i] == '-'))
+    ++i;
+  size_t whole = digits(), fraction = 0;
+  if (i < n && text[i] == '.') {
+    ++i;
+    fraction = digits();
+  }
+  if (whole + fraction == 0)
+    return 0;
+  size_t mantissaEnd = i;
+  if (i < n && (text[i] == 'e' || text[i] == 'E')) {
+    ++i;
+    if (i < n && (text[i] == '+' || text[i] == '-'))
+      ++i;
+    if (digits() == 0)
+      return mantissaEnd; // "2e" is 2 followed by a suffix starting with e
+  }
+  return i;
+}
+
+/// strtod over exactly `text[0, length)`, refusing overflow and underflow.
+bool convertDecimal(const std::string &text, size_t length, double &out) {
+  std::string number = text.substr(0, length);
   errno = 0;
   char *end = nullptr;
-  double value = std::strtod(text.c_str(), &end);
-  if (text.empty() || end == text.c_str() || errno == ERANGE ||
-      !std::isfinite(value) || value < 0)
+  double value = std::strtod(number.c_str(), &end);
+  if (end != number.c_str() + number.size() || errno == ERANGE ||
+      !std::isfinite(value))
     return false;
-  std::string suffix(end);
+  out = value;
+  return true;
+}
+
+} // namespace
+
+bool parseDecimal(const std::string &text, double &value) {
+  size_t length = decimalPrefix(text);
+  return length > 0 && length == text.size() &&
+         convertDecimal(text, length, value);
+}
+
+bool parseInteger(const std::string &text, int64_t &value) {
+  size_t i = text.empty() || (text[0] != '-' && text[0] != '+') ? 0 : 1;
+  if (i == text.size())
+    return false;
+  for (size_t k = i; k < text.size(); ++k)
+    if (text[k] < '0' || text[k] > '9')
+      return false;
+  errno = 0;
+  char *end = nullptr;
+  long long parsed = std::strtoll(text.c_str(), &end, 10);
+  if (errno == ERANGE || *end != '\0')
+    return false;
+  value = parsed;
+  return true;
+}
+
+bool parseByteCount(const std::string &text, double &bytes) {
+  size_t length = decimalPrefix(text);
+  double value = 0;
+  if (length == 0 || !convertDecimal(text, length, value) || value < 0)
+    return false;
+  std::string suffix = text.substr(length);
   static const struct {
     const char *name;
     double scale;
@@ -282,6 +340,9 @@ bool parseByteCount(const std::string &text, double &bytes) {
                {"TiB", 1099511627776.0}};
   for (const auto &unit : units) {
     if (suffix == unit.name) {
+      // 1e300TiB is a finite number of tebibytes but not of bytes.
+      if (!std::isfinite(value * unit.scale))
+        return false;
       bytes = value * unit.scale;
       return true;
     }

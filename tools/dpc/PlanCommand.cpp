@@ -16,6 +16,7 @@
 #include "dpc/support/WriteFile.h"
 
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <iostream>
 #include <sstream>
@@ -41,9 +42,8 @@ std::vector<std::string> split(const std::string &text, char sep) {
 std::string parseLevels(const std::string &text, std::vector<int> &levels) {
   levels.clear();
   for (const std::string &part : split(text, 'x')) {
-    char *end = nullptr;
-    long v = std::strtol(part.c_str(), &end, 10);
-    if (part.empty() || *end != '\0' || v < 1 || v > 4096)
+    int64_t v = 0;
+    if (!cli::parseInteger(part, v) || v < 1 || v > 4096)
       return "expects a device count such as 16 or 4x4, got '" + text + "'";
     levels.push_back(static_cast<int>(v));
   }
@@ -63,6 +63,29 @@ std::string parseBandwidths(const std::string &text,
       return "expects bytes per second such as 1e9 or 25e9,1e9, got '" + text +
              "'";
     bandwidths.push_back(v);
+  }
+  return "";
+}
+
+/// The path of the first number in `value` that is not finite ("" when all
+/// are): JSON has no infinity or NaN, and nlohmann writes them as null, so a
+/// plan with one would be nonsense that parses.
+std::string firstNonFinite(const nlohmann::ordered_json &value,
+                           const std::string &path) {
+  if (value.is_number_float())
+    return std::isfinite(value.get<double>()) ? "" : path;
+  if (value.is_object()) {
+    for (auto it = value.begin(); it != value.end(); ++it)
+      if (std::string found = firstNonFinite(
+              it.value(), path.empty() ? it.key() : path + "." + it.key());
+          !found.empty())
+        return found;
+  } else if (value.is_array()) {
+    for (size_t i = 0; i < value.size(); ++i)
+      if (std::string found =
+              firstNonFinite(value[i], path + "[" + std::to_string(i) + "]");
+          !found.empty())
+        return found;
   }
   return "";
 }
@@ -140,8 +163,7 @@ int runPlanCommand(const Args &args) {
     return usage("--microbatches must be at least 1");
   opts.cost.microbatches =
       microbatches > 0 ? static_cast<int>(microbatches) : (synchronous ? 8 : 1);
-  if (!parseOptimizerStateFactor(optimizerText,
-                                 opts.cost.optimizerStateFactor))
+  if (!parseOptimizerStateFactor(optimizerText, opts.cost.optimizerStateFactor))
     return usage("unknown optimizer '" + optimizerText +
                  "' (expected sgd or adam)");
   if (objectiveText.empty())
@@ -172,6 +194,11 @@ int runPlanCommand(const Args &args) {
 
   nlohmann::ordered_json doc = planToJson(*graph, *result, opts);
   doc["profile"] = profilePath;
+  if (std::string where = firstNonFinite(doc, ""); !where.empty())
+    return usage("the plan's " + where +
+                 " is not a finite number: the costs of " + profilePath +
+                 " and --bandwidth " + bandwidthText +
+                 " overflow the cost model");
   std::string text = doc.dump(2) + "\n";
   if (output.empty() || output == "-") {
     std::cout << text;

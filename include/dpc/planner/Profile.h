@@ -14,6 +14,7 @@
 
 #include "dpc/planner/Graph.h"
 
+#include <cstddef>
 #include <string>
 
 namespace dpc::planner {
@@ -29,8 +30,14 @@ Expected<Graph> parseJsonProfile(const std::string &text,
 /// Serialises `graph` as profile.json (round-trips through parseJsonProfile).
 std::string writeJsonProfile(const Graph &graph);
 
+/// The largest profile loadProfile reads: 64 MiB, some 400,000 graph.txt
+/// nodes (the published profiles are under 40 KiB). A bound, so that a
+/// device or a pipe given as the profile fails instead of filling memory.
+constexpr size_t kMaxProfileBytes = size_t(64) << 20;
+
 /// Reads `path` and picks the format from its content: JSON when the first
-/// non-blank character is '{', graph.txt otherwise.
+/// non-blank character is '{', graph.txt otherwise. Numbers are decimal
+/// (no hex, inf or nan) from 0 to 1e18.
 Expected<Graph> loadProfile(const std::string &path);
 
 } // namespace dpc::planner

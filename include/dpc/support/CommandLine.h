@@ -93,8 +93,17 @@ private:
 };
 
 /// Parses a byte count such as "8e9", "512MiB", "16GB" or "1073741824".
-/// Returns false when `text` is not one.
+/// Returns false when `text` is not one, or when it overflows a double.
 bool parseByteCount(const std::string &text, double &bytes);
+
+/// Parses a finite decimal number ("0.01", "-3", "1e-3", ".5"). Refuses
+/// what strtod would also take: hex ("0x10", "0x1p3"), "inf", "nan",
+/// blanks, trailing text, and values that overflow or underflow a double.
+bool parseDecimal(const std::string &text, double &value);
+
+/// Parses a decimal integer ("42", "-7", "+3") that fits in int64_t;
+/// refuses blanks, hex, trailing text and overflow.
+bool parseInteger(const std::string &text, int64_t &value);
 
 } // namespace dpc::cli
 

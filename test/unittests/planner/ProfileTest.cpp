@@ -45,7 +45,22 @@ TEST(ProfileTest, MalformedLinesNameTheLine) {
                                     "activation_size=0, parameter_size=0\n");
   Expected<Graph> g = parsePipeDreamProfile(text, "p.txt");
   ASSERT_FALSE(g);
-  EXPECT_EQ(g.error(), "p.txt:4: bad value 'x' for forward_compute_time");
+  EXPECT_EQ(g.error(), "p.txt:4: bad value 'x' for forward_compute_time "
+                       "(expected a decimal number from 0 to 1e18, or a "
+                       "[a; b] list of them)");
+
+  // Hex, infinity and values past 1e18 are refused: they would be nonsense
+  // or overflow the cost model's sums.
+  for (const char *bad : {"0x10", "inf", "nan", "1e19", "-1", "1e999"}) {
+    std::string line = std::string("node1 -- R -- forward_compute_time=") +
+                       bad +
+                       ", backward_compute_time=1, activation_size=[1; 2], "
+                       "parameter_size=1\n";
+    g = parsePipeDreamProfile(line, "p.txt");
+    ASSERT_FALSE(g) << bad;
+    EXPECT_EQ(g.error().rfind(std::string("p.txt:1: bad value '") + bad, 0), 0u)
+        << g.error();
+  }
 
   g = parsePipeDreamProfile("node1 -- Relu\n", "p.txt");
   ASSERT_FALSE(g);
@@ -112,7 +127,10 @@ TEST(ProfileTest, JsonErrors) {
             "p.json: expected an object with a \"nodes\" array");
   EXPECT_EQ(error("{\"nodes\": [{\"name\": \"a\", \"forward_ms\": -1}]}"),
             "p.json: nodes[0] ('a') has a bad \"forward_ms\" (expected a "
-            "number >= 0)");
+            "number from 0 to 1e18)");
+  EXPECT_EQ(error("{\"nodes\": [{\"name\": \"a\", \"forward_ms\": 1e300}]}"),
+            "p.json: nodes[0] ('a') has a bad \"forward_ms\" (expected a "
+            "number from 0 to 1e18)");
   EXPECT_EQ(error("{\"nodes\": [{\"name\": \"a\"}], \"edges\": [[\"a\", "
                   "\"b\"]]}"),
             "p.json: edges[0] names unknown node 'b'");

@@ -111,6 +111,51 @@ TEST(CommandLine, ParsesByteCounts) {
   EXPECT_FALSE(dpc::cli::parseByteCount("12 parsecs", bytes));
   EXPECT_FALSE(dpc::cli::parseByteCount("-1", bytes));
   EXPECT_FALSE(dpc::cli::parseByteCount("", bytes));
+  // Hex, infinity and overflow are not byte counts.
+  EXPECT_FALSE(dpc::cli::parseByteCount("0x10", bytes));
+  EXPECT_FALSE(dpc::cli::parseByteCount("0x1p30", bytes));
+  EXPECT_FALSE(dpc::cli::parseByteCount("inf", bytes));
+  EXPECT_FALSE(dpc::cli::parseByteCount("1e309", bytes));
+  EXPECT_FALSE(dpc::cli::parseByteCount("1e300TiB", bytes));
+  EXPECT_FALSE(dpc::cli::parseByteCount(" 8e9", bytes));
+  EXPECT_TRUE(dpc::cli::parseByteCount("2e3KB", bytes));
+  EXPECT_DOUBLE_EQ(bytes, 2e6);
+}
+
+TEST(CommandLine, ParsesOnlyDecimalNumbers) {
+  double x = 0;
+  EXPECT_TRUE(dpc::cli::parseDecimal("0.01", x));
+  EXPECT_DOUBLE_EQ(x, 0.01);
+  EXPECT_TRUE(dpc::cli::parseDecimal("-1e-3", x));
+  EXPECT_DOUBLE_EQ(x, -1e-3);
+  EXPECT_TRUE(dpc::cli::parseDecimal(".5", x));
+  EXPECT_DOUBLE_EQ(x, 0.5);
+  for (const char *bad :
+       {"0x10", "0x1p3", "inf", "-infinity", "nan", "1e999", "1e-999", " 1",
+        "1 ", "1e", "e5", ".", "", "+", "1,5"})
+    EXPECT_FALSE(dpc::cli::parseDecimal(bad, x)) << bad;
+
+  int64_t n = 0;
+  EXPECT_TRUE(dpc::cli::parseInteger("-42", n));
+  EXPECT_EQ(n, -42);
+  EXPECT_TRUE(dpc::cli::parseInteger("9223372036854775807", n));
+  for (const char *bad :
+       {"0x10", "9223372036854775808", " 4", "4 ", "4.0", "1e3", "", "-"})
+    EXPECT_FALSE(dpc::cli::parseInteger(bad, n)) << bad;
+}
+
+TEST(CommandLine, NumberOptionsRefuseHexAndInfinity) {
+  double lr = 0;
+  int64_t stages = 0;
+  ArgParser parser("dpc test", "a test command", "dpc test");
+  parser.addOption("lr", &lr, "X", "learning rate");
+  parser.addOption("stages", &stages, "N", "stages");
+  EXPECT_EQ(parser.parse({"--lr", "0x1p-4"}), ArgParser::Result::Error);
+  EXPECT_EQ(parser.error(),
+            "dpc test: option '--lr' expects a decimal number, got '0x1p-4'");
+  ArgParser again("dpc test", "a test command", "dpc test");
+  again.addOption("stages", &stages, "N", "stages");
+  EXPECT_EQ(again.parse({"--stages", " 2"}), ArgParser::Result::Error);
 }
 
 } // namespace

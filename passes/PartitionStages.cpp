@@ -21,6 +21,7 @@
 #include "llvm/ADT/StringSet.h"
 
 #include <fstream>
+#include <map>
 
 namespace mlir::dpc {
 #define GEN_PASS_DEF_PARTITIONSTAGESPASS
@@ -239,23 +240,35 @@ struct PartitionStagesPass
       for (planner::NodeId id : stagePlan.nodes)
         if (Operation *op = sg.ops[id])
           pipe::setStage(op, stage);
-    // A parameter lives on the stage of the op that reads it; a parameter
-    // read on two stages would need its gradient summed across them.
-    for (auto param : main.getOps<nn::ParamOp>()) {
-      std::optional<int64_t> stage;
-      for (Operation *user : param->getUsers()) {
-        std::optional<int64_t> userStage = pipe::getStage(user);
-        if (!userStage)
-          continue;
-        if (stage && *stage != *userStage)
-          return param.emitError("parameter '")
-                 << param.getName() << "' is used on stages "
-                 << std::min(*stage, *userStage) << " and "
-                 << std::max(*stage, *userStage)
-                 << "; sharing a parameter across stages is not supported";
-        stage = userStage;
+    // A parameter lives on one stage, its owner: the first stage that reads
+    // it, so that its value travels downstream with the forward pass and the
+    // gradients of its other reads come back upstream with the backward
+    // pass. Those are ordinary transfers: insert-send-recv carries the value
+    // to every stage that reads it, autodiff sums the gradients of all reads
+    // on the owner before its update, and the schedule moves, verifies and
+    // simulates them with the activations of each microbatch. A frozen
+    // parameter is a constant of the model: each stage that reads it gets
+    // its own copy from the weights file instead.
+    SmallVector<nn::ParamOp> params(main.getOps<nn::ParamOp>());
+    for (nn::ParamOp param : params) {
+      std::map<int64_t, SmallVector<OpOperand *>> usesByStage;
+      for (OpOperand &use : param->getUses())
+        if (std::optional<int64_t> stage = pipe::getStage(use.getOwner()))
+          usesByStage[*stage].push_back(&use);
+      if (usesByStage.empty()) {
+        pipe::setStage(param, 0);
+        continue;
       }
-      pipe::setStage(param, stage.value_or(0));
+      pipe::setStage(param, usesByStage.begin()->first);
+      if (!param.getFrozen())
+        continue;
+      OpBuilder builder(param);
+      for (auto &[stage, uses] : llvm::drop_begin(usesByStage)) {
+        Operation *copy = builder.clone(*param);
+        pipe::setStage(copy, stage);
+        for (OpOperand *use : uses)
+          use->set(copy->getResult(0));
+      }
     }
     Builder b(module.getContext());
     SmallVector<int64_t> replicas;

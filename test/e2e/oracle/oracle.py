@@ -191,6 +191,35 @@ class DropoutMLP(nn.Module):
         return self.fc3(self.drop2(torch.relu(self.fc2(h))))
 
 
+class TiedMLP(nn.Module):
+    """Tied weights, each parameter read twice: the image pooled to 7x7 (49
+    features), a 49x49 layer applied first and again near the end, and a
+    49->128 layer whose transposed weight (with a bias of its own) maps back
+    to 49 features. The exporter writes each weight once, as one initializer
+    read by two nodes, so every stage split that separates the reads makes
+    the weight cross stages."""
+
+    # Constant folding would fold the Transpose of fc2's weight into a new,
+    # separate initializer and untie it.
+    fold_constants = False
+
+    def __init__(self):
+        super().__init__()
+        self.shared = nn.Linear(49, 49)
+        self.fc2 = nn.Linear(49, 128)
+        self.back_bias = nn.Parameter(0.1 * torch.randn(49))
+        self.out = nn.Linear(49, 10)
+
+    def forward(self, x):
+        h = torch.flatten(nn.functional.avg_pool2d(x, 4), 1)
+        h = torch.tanh(self.shared(h))
+        h = torch.tanh(self.fc2(h))
+        h = torch.tanh(nn.functional.linear(h, self.fc2.weight.t(),
+                                            self.back_bias))
+        h = torch.tanh(self.shared(h))
+        return self.out(h)
+
+
 class Attention(nn.Module):
     """The image's 28 rows as a sequence of 28 tokens, embedded to `width`
     features: one self-attention head (softmax(q k^T / sqrt(width)) v) with a
@@ -217,6 +246,27 @@ class Attention(nn.Module):
 
     def forward(self, x):
         h = self.embed(x.view(x.shape[0], 28, 28))
+        scores = self.query(h) @ self.key(h).transpose(1, 2) * self.scale
+        h = self.norm(h + torch.softmax(scores, dim=-1) @ self.value(h))
+        return torch.log_softmax(self.fc(h.mean(dim=1)), dim=-1)
+
+
+class LayerNormAttention(Attention):
+    """The attention model exported at opset 17, where torch.onnx writes
+    each nn.LayerNorm as one LayerNormalization node (dpc's nn.layer_norm)
+    instead of ReduceMean, Sub, Pow, Sqrt and Div: the block's LayerNorm
+    over the width (axis -1), and one more over the tokens and the width
+    (axis -2) after the embedding, so that a normalized shape of two
+    dimensions trains too."""
+
+    opset = 17
+
+    def __init__(self, width=32):
+        super().__init__(width)
+        self.embed_norm = nn.LayerNorm([28, width])
+
+    def forward(self, x):
+        h = self.embed_norm(self.embed(x.view(x.shape[0], 28, 28)))
         scores = self.query(h) @ self.key(h).transpose(1, 2) * self.scale
         h = self.norm(h + torch.softmax(scores, dim=-1) @ self.value(h))
         return torch.log_softmax(self.fc(h.mean(dim=1)), dim=-1)
@@ -281,14 +331,15 @@ def resnet18():
 # `--model all` exports MODELS; the others are asked for by name: "resnet"
 # (batch normalization, skip connections, global average pooling, small
 # enough for the tests), "resnet18" (the benchmark's), "smooth-mlp",
-# "arithmetic-mlp", "gelu-mlp", "table-mlp", "branch-net", "dropout-mlp" and
-# "attention"; and "tv-NAME" for torchvision's classifiers (vision.py).
+# "arithmetic-mlp", "gelu-mlp", "table-mlp", "branch-net", "dropout-mlp",
+# "tied-mlp" and "attention"; and "tv-NAME" for torchvision's classifiers (vision.py).
 MODELS = {"lenet5": LeNet5, "mlp": MLP}
 EXTRA_MODELS = {"resnet": ResNet, "resnet18": resnet18,
                 "smooth-mlp": SmoothMLP, "arithmetic-mlp": ArithmeticMLP,
                 "gelu-mlp": GeluMLP, "attention": Attention,
+                "layernorm-attention": LayerNormAttention,
                 "table-mlp": TableMLP, "branch-net": BranchNet,
-                "dropout-mlp": DropoutMLP}
+                "dropout-mlp": DropoutMLP, "tied-mlp": TiedMLP}
 
 
 EXTRA_MODELS.update({f"tv-{name}": (lambda name=name: vision.build(name))

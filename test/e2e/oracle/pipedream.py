@@ -19,6 +19,9 @@ PipeDream's rules, derived here independently of dpc's schedule builder:
   - Microbatch k's forward and its backward on stage s both use
     W_s^(v_s(k)) (weight stashing). With vertical sync, every stage uses
     stage 0's version v_0(k).
+  - A parameter read on several stages (a tied weight) is held by its
+    first reader, and the others compute with the version that stage uses:
+    dpc sends it downstream with the microbatch.
   - Stage s updates after every backward, in microbatch order: W_s^(k+1) =
     SGD(W_s^(k), grad of microbatch k), each loss the mean over its B
     samples, one momentum buffer per parameter across all updates.
@@ -99,7 +102,9 @@ def check_schedule(schedule, table):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("oracle_dir")
-    parser.add_argument("model", choices=sorted(oracle.MODELS))
+    # Models without batch normalization or dropout, whose training is a
+    # function of the weights alone.
+    parser.add_argument("model", choices=sorted(oracle.MODELS) + ["tied-mlp"])
     parser.add_argument("compiled")
     parser.add_argument("-o", "--out", required=True)
     parser.add_argument("--steps", type=int, default=20)
@@ -134,7 +139,7 @@ def main():
 
     torch.set_num_threads(1)
     torch.use_deterministic_algorithms(True)
-    model = oracle.MODELS[args.model]()
+    model = oracle.build(args.model)
     live = read_safetensors(os.path.join(args.oracle_dir,
                                          args.model + ".init.safetensors"))
     names = [n for n, _ in model.named_parameters()]

@@ -562,12 +562,11 @@ std::string buildSchedule(const BuildOptions &options, Schedule &schedule) {
              std::to_string(options.replicas.size());
     for (int r : options.replicas)
       if (r < 1)
-        return "expects at least 1 replica per stage, got " +
-               std::to_string(r);
+        return "expects at least 1 replica per stage, got " + std::to_string(r);
   }
-  bool replicated = std::any_of(options.replicas.begin(),
-                                options.replicas.end(),
-                                [](int r) { return r > 1; });
+  bool replicated =
+      std::any_of(options.replicas.begin(), options.replicas.end(),
+                  [](int r) { return r > 1; });
   if (replicated && !isSynchronous(options.kind))
     return std::string("replicated stages need a synchronous schedule "
                        "(gpipe, 1f1b, zb-h1), not ") +
@@ -585,6 +584,20 @@ std::string buildSchedule(const BuildOptions &options, Schedule &schedule) {
   if (options.kind == ScheduleKind::Custom)
     return "custom schedules are read from a file, not built";
   size_t numVs = static_cast<size_t>(p) * v;
+  if (m > maxMicrobatches(int(numVs)))
+    return std::to_string(m) + " microbatches are more than the " +
+           std::to_string(maxMicrobatches(int(numVs))) + " that " +
+           std::to_string(numVs) +
+           " virtual stages can tag (2 message tags per microbatch and "
+           "virtual stage, below " +
+           std::to_string(kScheduleTagLimit) + ")";
+  for (size_t vs = 0; vs < options.stageInfo.size(); ++vs)
+    if (options.stageInfo[vs].outputBytes > kMaxMessageBytes)
+      return "stage " + std::to_string(vs) + " sends " +
+             std::to_string(options.stageInfo[vs].outputBytes) +
+             " bytes per microbatch, more than the " +
+             std::to_string(kMaxMessageBytes) +
+             " an MPI message can hold; use a smaller microbatch size";
   if (!options.stageInfo.empty() && options.stageInfo.size() != 1 &&
       options.stageInfo.size() != numVs)
     return "expects costs for 1 or " + std::to_string(numVs) + " stages, got " +

@@ -20,6 +20,7 @@
 #include "passes/Passes.h"
 
 #include "dpc/runtime/Safetensors.h"
+#include "dpc/schedule/Schedule.h"
 #include "dpc/support/CommandLine.h"
 #include "dpc/support/OutputDirectory.h"
 
@@ -65,6 +66,47 @@ oneOf(std::string *out, std::set<std::string> choices) {
   };
 }
 
+// The largest microbatch size a build accepts. The runtime moves a
+// microbatch's activations between stages as one MPI message, whose size is
+// an int count of bytes: this many samples of a single float each fill it.
+constexpr int64_t kMaxMicrobatchSize = schedule::kMaxMessageBytes / 4;
+
+// Refuses microbatch counts and sizes the runtime cannot run, before any
+// work. The exact checks (the stage count the planner picks for --devices,
+// the bytes each boundary sends) follow in build-schedule.
+std::string checkRuntimeLimits(const CompileOptions &o,
+                               const cli::ArgParser &p) {
+  // --devices lets the planner pick the stages, at least one.
+  int64_t stages = p.given("stages")     ? o.stages
+                   : p.given("replicas") ? int64_t(o.replicas.size())
+                                         : 1;
+  int64_t virtualStages =
+      std::min<int64_t>(stages, schedule::kScheduleTagLimit) *
+      std::min<int64_t>(o.virtualStages, schedule::kScheduleTagLimit);
+  if (virtualStages <= schedule::kScheduleTagLimit / 2) {
+    int64_t most = schedule::maxMicrobatches(int(virtualStages));
+    if (o.microbatches > most)
+      return "--microbatches " + std::to_string(o.microbatches) +
+             " is more than the " + std::to_string(most) + " that " +
+             std::to_string(virtualStages) +
+             (virtualStages == 1     ? " stage"
+              : o.virtualStages == 1 ? " stages"
+                                     : " virtual stages") +
+             " can run: every message of a step has its own MPI tag (2 per "
+             "microbatch and stage), and the runtime's stop at " +
+             std::to_string(schedule::kScheduleTagLimit) +
+             " (MPI guarantees 32767; the runtime keeps the rest)";
+  }
+  if (p.given("microbatch-size") && o.microbatchSize > kMaxMicrobatchSize)
+    return "--microbatch-size " + std::to_string(o.microbatchSize) +
+           " is more than " + std::to_string(kMaxMicrobatchSize) +
+           ": a microbatch's activations travel between stages as one MPI "
+           "message of at most " +
+           std::to_string(schedule::kMaxMessageBytes) +
+           " bytes (an int), 4 bytes a sample at the least";
+  return "";
+}
+
 // Checks relations between options that the parser cannot see one at a time.
 std::string checkOptions(const CompileOptions &o, const cli::ArgParser &p) {
   if (p.given("stages") && p.given("devices"))
@@ -82,6 +124,8 @@ std::string checkOptions(const CompileOptions &o, const cli::ArgParser &p) {
            std::to_string(o.microbatchSize);
   if (o.virtualStages < 1)
     return "--virtual-stages expects a positive count";
+  if (std::string problem = checkRuntimeLimits(o, p); !problem.empty())
+    return problem;
   if (o.verticalSync && o.schedule != "pipedream")
     return "--vertical-sync applies only to --schedule pipedream";
   if (o.virtualStages > 1 && o.schedule != "interleaved")
@@ -318,8 +362,7 @@ int compileModel(const CompileOptions &options) {
   std::vector<fs::path> inputs = {model};
   if (!options.profile.empty())
     inputs.emplace_back(options.profile);
-  if (std::string problem =
-          support::checkOutputTarget(options.outDir, inputs);
+  if (std::string problem = support::checkOutputTarget(options.outDir, inputs);
       !problem.empty()) {
     std::cerr << "dpc compile: " << problem << "\n";
     return cli::kUsageError;

@@ -50,7 +50,7 @@ struct SegmentFunctions {
 
 /// Message tags below this are the schedule's (unique per step); the executor
 /// uses the ones above for evaluation and start-up messages.
-constexpr int kFirstControlTag = 30000;
+constexpr int kFirstControlTag = schedule::kScheduleTagLimit;
 
 struct EvalResult {
   int64_t correct = 0;

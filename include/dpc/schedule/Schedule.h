@@ -205,6 +205,19 @@ struct Schedule {
 /// Unique per message within a step, so matching never depends on order.
 int32_t messageTag(Payload what, int mb, int vstage, int numVirtualStages);
 
+/// Schedule message tags are below this; the executor keeps the tags from
+/// here to 32767 (the largest MPI guarantees) for its own messages.
+constexpr int32_t kScheduleTagLimit = 30000;
+
+/// The most microbatches a schedule over `numVirtualStages` virtual stages
+/// can tag: messageTag gives each microbatch two tags per virtual stage.
+constexpr int maxMicrobatches(int numVirtualStages) {
+  return (kScheduleTagLimit - 1) / (2 * numVirtualStages);
+}
+
+/// The largest message the runtime sends: MPI counts bytes in an int.
+constexpr int64_t kMaxMessageBytes = 2147483647;
+
 /// schedule.json text, and back. Parsing returns "" or an error message.
 std::string toJson(const Schedule &schedule, int indent = -1);
 std::string fromJson(const std::string &text, Schedule &schedule);

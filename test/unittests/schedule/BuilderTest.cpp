@@ -95,6 +95,31 @@ TEST(Builder, RejectsBadOptions) {
   EXPECT_EQ(buildSchedule(o, s), "expects costs for 1 or 4 stages, got 3");
 }
 
+// What the runtime cannot run: more microbatches than message tags, a
+// message larger than MPI's int count.
+TEST(Builder, RejectsWhatTheRuntimeCannotRun) {
+  BuildOptions o;
+  Schedule s;
+  o.kind = ScheduleKind::OneFOneB;
+  o.stages = 4;
+  o.microbatches = maxMicrobatches(4);
+  EXPECT_EQ(buildSchedule(o, s), "");
+  EXPECT_LT(messageTag(Payload::Gradient, o.microbatches - 1, 3, 4),
+            kScheduleTagLimit);
+  o.microbatches += 1;
+  EXPECT_EQ(buildSchedule(o, s),
+            "3750 microbatches are more than the 3749 that 4 virtual stages "
+            "can tag (2 message tags per microbatch and virtual stage, below "
+            "30000)");
+  o.microbatches = 4;
+  o.stageInfo.resize(4);
+  o.stageInfo[1].outputBytes = kMaxMessageBytes + 1;
+  EXPECT_EQ(buildSchedule(o, s),
+            "stage 1 sends 2147483648 bytes per microbatch, more than the "
+            "2147483647 an MPI message can hold; use a smaller microbatch "
+            "size");
+}
+
 // The streams of a tiny 1F1B, spelled out: what the executor will run.
 TEST(Builder, OneFOneBTwoStagesStreams) {
   Schedule s = build(ScheduleKind::OneFOneB, 2, 2);

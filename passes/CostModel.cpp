@@ -105,6 +105,16 @@ std::optional<OpWork> mlir::dpc::estimateWork(Operation *op) {
         work.gradFlops = 9 * elements;
         work.gradBytes = 3 * work.bytes;
       })
+      .Case([&](nn::LayerNormOp norm) {
+        // Two passes for the row's moments, then normalize, scale and
+        // shift. Backward: the input gradient recomputes the moments and
+        // takes two sums before its elementwise pass; the scale gradient
+        // recomputes them too; the bias gradient is a sum.
+        double elements = elementsOf(norm.getInput());
+        work.flops = 7 * elements;
+        work.gradFlops = 18 * elements;
+        work.gradBytes = 3 * work.bytes;
+      })
       .Case<nn::AddOp, nn::SubOp, nn::ReluOp>([&](Operation *) {
         work.flops = elementsOf(op->getResult(0));
         work.gradFlops = work.flops;
@@ -138,6 +148,17 @@ std::optional<OpWork> mlir::dpc::estimateWork(Operation *op) {
         work.flops = elementsOf(op->getResult(0));
         work.gradFlops = work.flops;
         work.gradBytes = work.bytes;
+      })
+      .Case([&](nn::GatherOp gather) {
+        // A row copy per index; the gradient clears the table and adds the
+        // rows back.
+        work.flops = elementsOf(gather.getResult());
+        work.gradFlops = work.flops + elementsOf(gather.getTable());
+        work.gradBytes = work.bytes + nn::getSizeInBytes(gather.getTable());
+      })
+      .Case([&](nn::GatherGradOp grad) {
+        work.flops = elementsOf(grad.getResultGrad()) +
+                     elementsOf(grad.getTableGrad());
       })
       .Case([&](nn::DropoutOp) {
         // Philox's ten rounds per four elements, and a multiply.
@@ -201,12 +222,17 @@ std::optional<OpWork> mlir::dpc::estimateWork(Operation *op) {
                 : nn::getNumElements(shape.take_back(2)) / gradShape.end()[-2];
         work.flops = 2 * elementsOf(grad) * k;
       })
+      .Case([&](nn::LayerNormGradInputOp) {
+        work.flops = 11 * elementsOf(op->getOperand(0));
+      })
+      .Case([&](nn::LayerNormGradScaleOp) {
+        work.flops = 6 * elementsOf(op->getOperand(0));
+      })
       .Case<nn::BatchNormGradInputOp, nn::BatchNormGradScaleOp>(
           [&](Operation *) { work.flops = 4 * elementsOf(op->getOperand(0)); })
-      .Case<nn::Conv2dGradBiasOp, nn::ReluGradOp,
-            nn::MaxPool2dGradOp, nn::SoftmaxCrossEntropyGradOp,
-            nn::AvgPool2dGradOp, nn::GlobalAvgPoolGradOp,
-            nn::BatchNormGradBiasOp>(
+      .Case<nn::Conv2dGradBiasOp, nn::ReluGradOp, nn::MaxPool2dGradOp,
+            nn::SoftmaxCrossEntropyGradOp, nn::AvgPool2dGradOp,
+            nn::GlobalAvgPoolGradOp, nn::BatchNormGradBiasOp>(
           [&](Operation *) { work.flops = elementsOf(op->getOperand(0)); })
       .Case([&](nn::SgdUpdateOp update) {
         // Weight decay, momentum and the step: a few flops per element,

@@ -59,6 +59,17 @@ SoftmaxDims softmaxDims(ArrayRef<int64_t> shape, int64_t axis) {
   return d;
 }
 
+// A layer_norm's tensor as rows x size around its (verified) axis.
+struct LayerNormDims {
+  int64_t rows = 1, size = 1;
+};
+LayerNormDims layerNormDims(ArrayRef<int64_t> shape, int64_t axis) {
+  if (axis < 0)
+    axis += int64_t(shape.size());
+  return {nn::getNumElements(shape.take_front(axis)),
+          nn::getNumElements(shape.drop_front(axis))};
+}
+
 // dpc_binary's function code of a broadcasting binary op.
 int64_t binaryCode(Operation *op) {
   if (isa<nn::SubOp>(op))
@@ -181,6 +192,14 @@ struct Manifest {
     return text;
   }
 };
+
+// The kernels read indices as int64; the importer widens int32 ids.
+static LogicalResult expectI64Indices(Operation *op, Value indices) {
+  if (cast<ShapedType>(indices.getType()).getElementType().isInteger(64))
+    return success();
+  return op->emitOpError("expects int64 indices for the runtime's kernels, got ")
+         << indices.getType();
+}
 
 class Lowering {
 public:
@@ -813,13 +832,69 @@ LogicalResult Lowering::lowerOp(Operation *op) {
                   dbias});
         define(grad, dbias);
       })
+      .Case([&](nn::LayerNormOp norm) {
+        LayerNormDims d = layerNormDims(shapeOf(norm), norm.getAxis());
+        Value y = alloc(norm);
+        callVoid("dpc_layer_norm",
+                 {ptrOf(norm.getInput()),
+                  norm.getScale() ? ptrOf(norm.getScale()) : nullPtr(),
+                  norm.getBias() ? ptrOf(norm.getBias()) : nullPtr(),
+                  i64(d.rows), i64(d.size),
+                  f32(norm.getEpsilon().convertToFloat()), y});
+        define(norm, y);
+      })
+      .Case([&](nn::LayerNormGradInputOp grad) {
+        LayerNormDims d = layerNormDims(shapeOf(grad), grad.getAxis());
+        Value dx = alloc(grad);
+        callVoid("dpc_layer_norm_grad_input",
+                 {ptrOf(grad.getResultGrad()), ptrOf(grad.getInput()),
+                  grad.getScale() ? ptrOf(grad.getScale()) : nullPtr(),
+                  i64(d.rows), i64(d.size),
+                  f32(grad.getEpsilon().convertToFloat()), dx});
+        define(grad, dx);
+      })
+      .Case([&](nn::LayerNormGradScaleOp grad) {
+        LayerNormDims d =
+            layerNormDims(shapeOf(grad.getInput()), grad.getAxis());
+        Value dscale = alloc(grad);
+        callVoid("dpc_layer_norm_grad_scale",
+                 {ptrOf(grad.getResultGrad()), ptrOf(grad.getInput()),
+                  i64(d.rows), i64(d.size),
+                  f32(grad.getEpsilon().convertToFloat()), dscale});
+        define(grad, dscale);
+      })
+      .Case([&](nn::GatherOp gather) {
+        if (failed(expectI64Indices(gather, gather.getIndices())))
+          return;
+        ArrayRef<int64_t> table = shapeOf(gather.getTable());
+        Value y = alloc(gather);
+        callVoid("dpc_gather",
+                 {ptrOf(gather.getTable()), ptrOf(gather.getIndices()),
+                  i64(table[0]), i64(nn::getNumElements(table.drop_front())),
+                  i64(nn::getNumElements(shapeOf(gather.getIndices()))), y});
+        define(gather, y);
+      })
+      .Case([&](nn::GatherGradOp grad) {
+        if (failed(expectI64Indices(grad, grad.getIndices())))
+          return;
+        ArrayRef<int64_t> table = shapeOf(grad.getTableGrad());
+        Value dtable = alloc(grad);
+        callVoid("dpc_gather_grad",
+                 {ptrOf(grad.getResultGrad()), ptrOf(grad.getIndices()),
+                  i64(table[0]), i64(nn::getNumElements(table.drop_front())),
+                  i64(nn::getNumElements(shapeOf(grad.getIndices()))),
+                  dtable});
+        define(grad, dtable);
+      })
       .Case([&](nn::SoftmaxCrossEntropyOp loss) {
+        // Logits .. x C: every position but the last dimension is a row.
         ArrayRef<int64_t> logits = shapeOf(loss.getLogits());
         Value out = alloc(loss);
         callVoid("dpc_softmax_cross_entropy",
                  {ptrOf(loss.getLogits()), ptrOf(loss.getLabels()),
-                  i64(logits[0]), i64(logits[1]),
-                  f32(loss.getScale().convertToFloat()), out});
+                  i64(nn::getNumElements(logits.drop_back())),
+                  i64(logits.back()), f32(loss.getScale().convertToFloat()),
+                  out});
         define(loss, out);
       })
       .Case([&](nn::SoftmaxCrossEntropyGradOp grad) {
@@ -827,8 +902,9 @@ LogicalResult Lowering::lowerOp(Operation *op) {
         Value out = alloc(grad);
         callVoid("dpc_softmax_cross_entropy_grad",
                  {ptrOf(grad.getLogits()), ptrOf(grad.getLabels()),
-                  i64(logits[0]), i64(logits[1]),
-                  f32(grad.getScale().convertToFloat()), out});
+                  i64(nn::getNumElements(logits.drop_back())),
+                  i64(logits.back()), f32(grad.getScale().convertToFloat()),
+                  out});
         define(grad, out);
       })
       .Default([&](Operation *other) {

@@ -128,6 +128,7 @@ private:
   LogicalResult importAveragePool(const onnx::NodeProto &node);
   LogicalResult importGlobalAveragePool(const onnx::NodeProto &node);
   LogicalResult importBatchNormalization(const onnx::NodeProto &node);
+  LogicalResult importLayerNormalization(const onnx::NodeProto &node);
   // Relu and the other one-input elementwise functions.
   template <typename OpTy>
   LogicalResult importUnary(const onnx::NodeProto &node);
@@ -164,6 +165,7 @@ private:
   LogicalResult importConstant(const onnx::NodeProto &node);
   LogicalResult importShape(const onnx::NodeProto &node);
   LogicalResult importGather(const onnx::NodeProto &node);
+  LogicalResult importTensorGather(const onnx::NodeProto &node);
   LogicalResult importUnsqueeze(const onnx::NodeProto &node);
   LogicalResult importSqueeze(const onnx::NodeProto &node);
   LogicalResult importConcat(const onnx::NodeProto &node);
@@ -249,6 +251,7 @@ const Importer::HandlerEntry Importer::kHandlers[] = {
     {"BatchNormalization", 9, &Importer::importBatchNormalization},
     {"BatchNormalization", 14, &Importer::importBatchNormalization},
     {"BatchNormalization", 15, &Importer::importBatchNormalization},
+    {"LayerNormalization", 17, &Importer::importLayerNormalization},
     {"Relu", 13, &Importer::importUnary<nn::ReluOp>},
     {"Relu", 14, &Importer::importUnary<nn::ReluOp>},
 // The elementwise functions, one per row of the runtime's table.
@@ -756,6 +759,61 @@ LogicalResult Importer::importBatchNormalization(const onnx::NodeProto &node) {
   return define(node, result);
 }
 
+LogicalResult Importer::importLayerNormalization(const onnx::NodeProto &node) {
+  // Mean and InvStdDev (outputs 1 and 2) are what a training framework
+  // saves for the backward pass; dpc's gradient recomputes them, so they
+  // are accepted as long as nothing reads them.
+  static const char *const kSaved[] = {"", "Mean", "InvStdDev"};
+  for (int i = 1; i < node.output_size() && i < 3; ++i)
+    if (!node.output(i).empty())
+      unreadable[node.output(i)] =
+          "output " + std::to_string(i) + " (" + kSaved[i] +
+          ") of LayerNormalization '" + nodeName(node) +
+          "', which dpc does not compute: its gradient recomputes the "
+          "statistics";
+  if (failed(checkNoOutputsBeyond(node, 3)))
+    return failure();
+  // stash_type (the precision of the statistics) is not read: dpc computes
+  // them in float32 or better for every element type it takes.
+  if (!hasInput(node, 1))
+    return nodeError(node) << "expects a scale (input 1)";
+  FailureOr<Value> input = getValue(node, 0);
+  if (failed(input))
+    return failure();
+  int64_t axis = getInt(node, "axis", -1);
+  FailureOr<nn::Shape> weightShape = nn::inferLayerNormWeightShape(
+      shapeOf(*input), axis, [&] { return nodeError(node); });
+  if (failed(weightShape))
+    return failure();
+  SmallVector<Value, 2> weights;
+  for (int i = 1; i < 3; ++i) {
+    if (!hasInput(node, i)) {
+      weights.push_back(Value());
+      continue;
+    }
+    FailureOr<Value> weight = getValue(node, i);
+    if (failed(weight))
+      return failure();
+    // ONNX lets the scale and bias broadcast to the normalized shape;
+    // exporters write them at that shape, the one dpc takes.
+    if (shapeOf(*weight) != ArrayRef<int64_t>(*weightShape))
+      return nodeError(node)
+             << "expects the " << (i == 1 ? "scale" : "bias") << " '"
+             << node.input(i) << "' of the normalized shape "
+             << nn::formatShape(*weightShape) << " (input dimensions "
+             << (axis < 0 ? axis + int64_t(shapeOf(*input).size()) : axis)
+             << " onwards), got " << nn::formatShape(shapeOf(*weight));
+    weights.push_back(*weight);
+  }
+  float epsilon = getFloat(node, "epsilon", 1e-5f);
+  if (!(epsilon >= 0.0f))
+    return nodeError(node) << "expects a non-negative epsilon, got " << epsilon;
+  return define(node, builder.create<nn::LayerNormOp>(
+                          locOf(node), input->getType(), *input, weights[0],
+                          weights[1], builder.getI64IntegerAttr(axis),
+                          builder.getF32FloatAttr(epsilon)));
+}
+
 template <typename OpTy>
 LogicalResult Importer::importUnary(const onnx::NodeProto &node) {
   FailureOr<Value> input = getValue(node, 0);
@@ -1178,6 +1236,10 @@ LogicalResult Importer::importShape(const onnx::NodeProto &node) {
 }
 
 LogicalResult Importer::importGather(const onnx::NodeProto &node) {
+  if (!hasInput(node, 0) || !hasInput(node, 1))
+    return nodeError(node) << "expects data and indices";
+  if (!isHost(node.input(0)) || !isHost(node.input(1)))
+    return importTensorGather(node);
   FailureOr<HostTensor> data = getHost(node, 0);
   FailureOr<HostTensor> indices =
       failed(data) ? FailureOr<HostTensor>(failure()) : getHost(node, 1);
@@ -1194,6 +1256,79 @@ LogicalResult Importer::importGather(const onnx::NodeProto &node) {
     result.ints.push_back(data->ints[index < 0 ? index + size : index]);
   }
   return defineHost(node, std::move(result));
+}
+
+// Gather of tensors: rows of a float table (an embedding) picked by token
+// ids the model computes or reads, or, with indices known at import time
+// that step evenly (positions 0..T-1, one class token), a slice.
+LogicalResult Importer::importTensorGather(const onnx::NodeProto &node) {
+  FailureOr<Value> data = getValue(node, 0);
+  if (failed(data))
+    return failure();
+  ArrayRef<int64_t> shape = shapeOf(*data);
+  int64_t rank = int64_t(shape.size());
+  int64_t axis = getInt(node, "axis", 0);
+  if (axis < -rank || axis >= rank)
+    return nodeError(node) << "axis " << axis << " is out of range for rank "
+                           << rank;
+  if (axis < 0)
+    axis += rank;
+  Type element = cast<RankedTensorType>(data->getType()).getElementType();
+  if (!isa<FloatType>(element))
+    return nodeError(node) << "gathers from float tensors only, got "
+                           << data->getType();
+  if (!isHost(node.input(1))) {
+    FailureOr<Value> indices = getValue(node, 1);
+    if (failed(indices))
+      return failure();
+    if (!cast<RankedTensorType>(indices->getType())
+             .getElementType()
+             .isInteger(64))
+      return nodeError(node) << "expects int64 indices, got "
+                             << indices->getType();
+    if (axis != 0)
+      return nodeError(node) << "gathers by computed indices along axis 0 "
+                             << "only (an embedding), not axis " << axis;
+    nn::Shape result(shapeOf(*indices));
+    result.append(shape.begin() + 1, shape.end());
+    return define(node, builder.create<nn::GatherOp>(
+                            locOf(node), tensorType(result, element), *data,
+                            *indices));
+  }
+  FailureOr<HostTensor> indices = getHost(node, 1);
+  if (failed(indices))
+    return failure();
+  if (indices->isFloat || indices->ints.empty())
+    return nodeError(node) << "expects integer indices";
+  int64_t dim = shape[axis];
+  std::vector<int64_t> rows;
+  for (int64_t index : indices->ints) {
+    if (index < -dim || index >= dim)
+      return nodeError(node) << "index " << index << " is out of range for "
+                             << "dimension " << axis << " of size " << dim;
+    rows.push_back(index < 0 ? index + dim : index);
+  }
+  int64_t step = rows.size() > 1 ? rows[1] - rows[0] : 1;
+  for (size_t i = 1; i < rows.size(); ++i)
+    if (rows[i] - rows[i - 1] != step || step < 1)
+      return nodeError(node) << "gathers constant indices that are not an "
+                             << "increasing arithmetic sequence, which dpc "
+                             << "does not support";
+  std::vector<int64_t> offsets(rank, 0), steps(rank, 1);
+  nn::Shape box(shape.begin(), shape.end());
+  offsets[axis] = rows.front();
+  steps[axis] = step;
+  box[axis] = int64_t(rows.size());
+  Value slice = builder.create<nn::SliceOp>(
+      locOf(node), tensorType(box, element), *data, offsets, steps);
+  // The indices' shape replaces the gathered dimension (none for a scalar).
+  nn::Shape result(shape.begin(), shape.begin() + axis);
+  result.append(indices->shape.begin(), indices->shape.end());
+  result.append(shape.begin() + axis + 1, shape.end());
+  if (result == box)
+    return define(node, slice);
+  return define(node, builder.create<nn::ReshapeOp>(
+                          locOf(node), tensorType(result, element), slice));
 }
 
 LogicalResult Importer::importUnsqueeze(const onnx::NodeProto &node) {
@@ -1713,6 +1848,10 @@ LogicalResult Importer::importGraph(const onnx::GraphProto &graph,
   SmallVector<Value> results;
   for (const onnx::ValueInfoProto &output : graph.output()) {
     Value value = values.lookup(output.name());
+    if (auto it = unreadable.find(output.name());
+        !value && it != unreadable.end())
+      return emitError(fileLoc)
+             << "graph output '" << output.name() << "' is " << it->second;
     if (!value)
       return emitError(fileLoc)
              << "graph output '" << output.name()

@@ -969,6 +969,202 @@ void dpc_batch_norm_grad_scale(const float *dy, const float *x,
   }
 }
 
+} // extern "C"
+
+namespace {
+
+// Layer normalization runs on oneDNN's layer_normalization primitive, whose
+// JIT kernels beat plain loops by far. On [16, 64, 128] (1024 rows of 128),
+// one thread: the forward takes 0.035 ms against 0.25 ms for a loop
+// accumulating in double; the three gradients (input, scale, and the bias's
+// dpc_sum_to_shape) 0.17 ms against 0.72 ms. The ABI recomputes the
+// statistics in the backward pass, so each gradient kernel first runs the
+// training forward for them; oneDNN's own backward from saved statistics
+// would take 0.06 ms.
+enum class LayerNormKind : int64_t { Forward, Statistics, BackwardData };
+
+void checkLayerNormSizes(const char *kernel, int64_t rows, int64_t size) {
+  if (rows < 0 || size < 1)
+    fail(kernel, "bad sizes rows " + std::to_string(rows) + ", size " +
+                     std::to_string(size));
+}
+
+/// Primitives by kind, sizes, epsilon and the affine operands they read,
+/// cached like the convolutions'.
+dnnl::primitive &layerNormPrimitive(LayerNormKind kind, int64_t rows,
+                                    int64_t size, float epsilon, bool scale,
+                                    bool shift) {
+  static std::mutex mutex;
+  static std::map<std::vector<int64_t>, dnnl::primitive> cache;
+  int32_t epsilonBits;
+  std::memcpy(&epsilonBits, &epsilon, sizeof epsilonBits);
+  std::vector<int64_t> key = {int64_t(kind), rows,           size,
+                              epsilonBits,   int64_t(scale), int64_t(shift)};
+  std::lock_guard<std::mutex> lock(mutex);
+  auto it = cache.find(key);
+  if (it != cache.end())
+    return it->second;
+  using fwd = dnnl::layer_normalization_forward;
+  using bwd = dnnl::layer_normalization_backward;
+  dnnl::memory::desc data({rows, size}, dt::f32, tag::ab);
+  dnnl::memory::desc stats({rows}, dt::f32, tag::a);
+  auto flags = dnnl::normalization_flags::none;
+  if (scale)
+    flags |= dnnl::normalization_flags::use_scale;
+  if (shift)
+    flags |= dnnl::normalization_flags::use_shift;
+  try {
+    fwd::primitive_desc training(fwd::desc(dnnl::prop_kind::forward_training,
+                                           data, stats, epsilon, flags),
+                                 engine());
+    dnnl::primitive prim;
+    switch (kind) {
+    case LayerNormKind::Forward:
+      prim =
+          fwd(fwd::primitive_desc(fwd::desc(dnnl::prop_kind::forward_inference,
+                                            data, stats, epsilon, flags),
+                                  engine()));
+      break;
+    case LayerNormKind::Statistics:
+      prim = fwd(training);
+      break;
+    case LayerNormKind::BackwardData:
+      // oneDNN 2.6 has no backward_data with a scale: with one, the full
+      // backward runs and its scale gradient goes to scratch.
+      prim = bwd(
+          bwd::primitive_desc(bwd::desc(scale ? dnnl::prop_kind::backward
+                                              : dnnl::prop_kind::backward_data,
+                                        data, data, stats, epsilon, flags),
+                              engine(), training));
+      break;
+    }
+    return cache.emplace(key, prim).first->second;
+  } catch (const dnnl::error &e) {
+    fail("dpc_layer_norm",
+         "oneDNN, primitive " + std::to_string(int(kind)) + ": " + e.what());
+  }
+}
+
+/// Each row's mean and biased variance, from the training forward; its
+/// normalized output goes to scratch too. Valid until the next call.
+struct LayerNormStats {
+  float *mean, *variance;
+};
+
+LayerNormStats layerNormStats(const float *x, int64_t rows, int64_t size,
+                              float epsilon) {
+  static thread_local std::vector<float> moments, normalized;
+  moments.resize(size_t(2 * rows));
+  normalized.resize(size_t(rows * size));
+  dnnl::memory::desc data({rows, size}, dt::f32, tag::ab);
+  dnnl::memory::desc stats({rows}, dt::f32, tag::a);
+  LayerNormStats s{moments.data(), moments.data() + rows};
+  layerNormPrimitive(LayerNormKind::Statistics, rows, size, epsilon, false,
+                     false)
+      .execute(stream(), {{DNNL_ARG_SRC, mem(data, x)},
+                          {DNNL_ARG_DST, mem(data, normalized.data())},
+                          {DNNL_ARG_MEAN, mem(stats, s.mean)},
+                          {DNNL_ARG_VARIANCE, mem(stats, s.variance)}});
+  stream().wait();
+  return s;
+}
+
+} // namespace
+
+extern "C" {
+
+void dpc_layer_norm(const float *x, const float *scale, const float *bias,
+                    int64_t rows, int64_t size, float epsilon, float *y) {
+  checkLayerNormSizes("dpc_layer_norm", rows, size);
+  if (rows == 0)
+    return;
+  dnnl::memory::desc data({rows, size}, dt::f32, tag::ab);
+  dnnl::memory::desc weights({size}, dt::f32, tag::a);
+  std::unordered_map<int, dnnl::memory> args = {{DNNL_ARG_SRC, mem(data, x)},
+                                                {DNNL_ARG_DST, mem(data, y)}};
+  if (scale)
+    args.emplace(DNNL_ARG_SCALE, mem(weights, scale));
+  if (bias)
+    args.emplace(DNNL_ARG_SHIFT, mem(weights, bias));
+  layerNormPrimitive(LayerNormKind::Forward, rows, size, epsilon, scale, bias)
+      .execute(stream(), args);
+  stream().wait();
+}
+
+void dpc_layer_norm_grad_input(const float *dy, const float *x,
+                               const float *scale, int64_t rows, int64_t size,
+                               float epsilon, float *dx) {
+  checkLayerNormSizes("dpc_layer_norm_grad_input", rows, size);
+  if (rows == 0)
+    return;
+  LayerNormStats s = layerNormStats(x, rows, size, epsilon);
+  dnnl::memory::desc data({rows, size}, dt::f32, tag::ab);
+  dnnl::memory::desc stats({rows}, dt::f32, tag::a);
+  std::unordered_map<int, dnnl::memory> args = {
+      {DNNL_ARG_SRC, mem(data, x)},
+      {DNNL_ARG_DIFF_DST, mem(data, dy)},
+      {DNNL_ARG_MEAN, mem(stats, s.mean)},
+      {DNNL_ARG_VARIANCE, mem(stats, s.variance)},
+      {DNNL_ARG_DIFF_SRC, mem(data, dx)}};
+  static thread_local std::vector<float> scaleGrad;
+  if (scale) {
+    dnnl::memory::desc weights({size}, dt::f32, tag::a);
+    scaleGrad.resize(size_t(size));
+    args.emplace(DNNL_ARG_SCALE, mem(weights, scale));
+    args.emplace(DNNL_ARG_DIFF_SCALE, mem(weights, scaleGrad.data()));
+  }
+  layerNormPrimitive(LayerNormKind::BackwardData, rows, size, epsilon, scale,
+                     false)
+      .execute(stream(), args);
+  stream().wait();
+}
+
+// A loop over the rows, each adding its row to every column's sum: the
+// inner loop has no reduction, so it vectorizes.
+void dpc_layer_norm_grad_scale(const float *dy, const float *x, int64_t rows,
+                               int64_t size, float epsilon, float *dscale) {
+  checkLayerNormSizes("dpc_layer_norm_grad_scale", rows, size);
+  std::fill(dscale, dscale + size, 0.0f);
+  if (rows == 0)
+    return;
+  LayerNormStats s = layerNormStats(x, rows, size, epsilon);
+  for (int64_t r = 0; r < rows; ++r) {
+    const float *in = x + r * size, *grad = dy + r * size;
+    float mean = s.mean[r], invStd = 1.0f / std::sqrt(s.variance[r] + epsilon);
+    for (int64_t j = 0; j < size; ++j)
+      dscale[j] += grad[j] * ((in[j] - mean) * invStd);
+  }
+}
+
+static int64_t gatherRow(const char *kernel, const int64_t *indices,
+                         int64_t i, int64_t rows) {
+  int64_t index = indices[i];
+  if (index < -rows || index >= rows)
+    fail(kernel, "index " + std::to_string(index) + " at position " +
+                     std::to_string(i) + " is outside the table's " +
+                     std::to_string(rows) + " rows");
+  return index < 0 ? index + rows : index;
+}
+
+void dpc_gather(const float *table, const int64_t *indices, int64_t rows,
+                int64_t width, int64_t n, float *out) {
+  for (int64_t i = 0; i < n; ++i)
+    std::memcpy(out + i * width,
+                table + gatherRow("dpc_gather", indices, i, rows) * width,
+                size_t(width) * sizeof(float));
+}
+
+void dpc_gather_grad(const float *dy, const int64_t *indices, int64_t rows,
+                     int64_t width, int64_t n, float *dtable) {
+  std::fill(dtable, dtable + rows * width, 0.0f);
+  for (int64_t i = 0; i < n; ++i) {
+    float *row = dtable + gatherRow("dpc_gather_grad", indices, i, rows) * width;
+    const float *g = dy + i * width;
+    for (int64_t j = 0; j < width; ++j)
+      row[j] += g[j];
+  }
+}
+
 void dpc_softmax_cross_entropy(const float *logits, const int64_t *labels,
                                int64_t n, int64_t c, float scale, float *loss) {
   double total = 0;

@@ -607,6 +607,120 @@ __global__ void softmaxGradRows(const float *dy, const float *y, float *dx,
   }
 }
 
+//===----------------------------------------------------------------------===//
+// Layer normalization: one warp per row
+//===----------------------------------------------------------------------===//
+
+/// A row's mean and 1 / sqrt(biased variance + epsilon) over a warp, valid
+/// in every lane; the variance from deviations, not E[x^2] - E[x]^2.
+__device__ float2 rowMoments(const float *row, int64_t size, int lane,
+                             float epsilon) {
+  float sum = 0.0f;
+  for (int64_t j = lane; j < size; j += 32)
+    sum += row[j];
+  float mean = warpSum(sum) / float(size);
+  float squares = 0.0f;
+  for (int64_t j = lane; j < size; j += 32) {
+    float d = row[j] - mean;
+    squares += d * d;
+  }
+  return make_float2(mean, rsqrtf(warpSum(squares) / float(size) + epsilon));
+}
+
+__global__ void layerNormRows(const float *x, const float *scale,
+                              const float *bias, int64_t rows, int64_t size,
+                              float epsilon, float *y) {
+  int lane = threadIdx.x & 31;
+  WARP_STRIDE(r, rows) {
+    const float *in = x + r * size;
+    float2 m = rowMoments(in, size, lane, epsilon);
+    for (int64_t j = lane; j < size; j += 32) {
+      float xhat = (in[j] - m.x) * m.y;
+      y[r * size + j] =
+          (scale ? xhat * scale[j] : xhat) + (bias ? bias[j] : 0.0f);
+    }
+  }
+}
+
+__global__ void layerNormGradInputRows(const float *dy, const float *x,
+                                       const float *scale, int64_t rows,
+                                       int64_t size, float epsilon, float *dx) {
+  int lane = threadIdx.x & 31;
+  WARP_STRIDE(r, rows) {
+    const float *in = x + r * size, *grad = dy + r * size;
+    float2 m = rowMoments(in, size, lane, epsilon);
+    float sumG = 0.0f, sumGXhat = 0.0f;
+    for (int64_t j = lane; j < size; j += 32) {
+      float g = scale ? grad[j] * scale[j] : grad[j];
+      sumG += g;
+      sumGXhat += g * (in[j] - m.x) * m.y;
+    }
+    float meanG = warpSum(sumG) / float(size);
+    float meanGXhat = warpSum(sumGXhat) / float(size);
+    for (int64_t j = lane; j < size; j += 32) {
+      float g = scale ? grad[j] * scale[j] : grad[j];
+      float xhat = (in[j] - m.x) * m.y;
+      dx[r * size + j] = m.y * (g - meanG - xhat * meanGXhat);
+    }
+  }
+}
+
+__global__ void layerNormMomentRows(const float *x, int64_t rows, int64_t size,
+                                    float epsilon, float2 *moments) {
+  int lane = threadIdx.x & 31;
+  WARP_STRIDE(r, rows) {
+    float2 m = rowMoments(x + r * size, size, lane, epsilon);
+    if (lane == 0)
+      moments[r] = m;
+  }
+}
+
+/// dscale[j] = sum over the rows of dy * xhat: a thread per column, the rows
+/// in order, so adjacent threads read adjacent elements.
+__global__ void layerNormGradScaleColumns(const float *dy, const float *x,
+                                          const float2 *moments, int64_t rows,
+                                          int64_t size, float *dscale) {
+  GRID_STRIDE(j, size) {
+    float sum = 0.0f;
+    for (int64_t r = 0; r < rows; ++r) {
+      int64_t i = r * size + j;
+      sum += dy[i] * (x[i] - moments[r].x) * moments[r].y;
+    }
+    dscale[j] = sum;
+  }
+}
+
+// One thread per element of the result; a row read from outside the table
+// is NaN, which the loss carries to the executor's non-finite check.
+__global__ void gatherKernel(const float *table, const int64_t *indices,
+                             int64_t rows, int64_t width, int64_t count,
+                             float *out) {
+  for (int64_t k = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; k < count;
+       k += int64_t(gridDim.x) * blockDim.x) {
+    int64_t index = indices[k / width];
+    if (index < 0)
+      index += rows;
+    out[k] = index >= 0 && index < rows ? table[index * width + k % width]
+                                        : NAN;
+  }
+}
+
+// One thread per column walks the indices in order, so every row's sum is
+// taken in the same order on every run.
+__global__ void gatherGradColumns(const float *dy, const int64_t *indices,
+                                  int64_t rows, int64_t width, int64_t n,
+                                  float *dtable) {
+  for (int64_t j = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; j < width;
+       j += int64_t(gridDim.x) * blockDim.x)
+    for (int64_t i = 0; i < n; ++i) {
+      int64_t index = indices[i];
+      if (index < 0)
+        index += rows;
+      if (index >= 0 && index < rows)
+        dtable[index * width + j] += dy[i * width + j];
+    }
+}
+
 __global__ void crossEntropyRows(const float *logits, const int64_t *labels,
                                  int64_t n, int64_t c, float *rowLoss) {
   int lane = threadIdx.x & 31;
@@ -1083,6 +1197,76 @@ void dpc_batch_norm_grad_scale(const float *dy, const float *x,
   check(cudaMemcpyAsync(dscale, sums + c, size_t(c) * sizeof(float),
                         cudaMemcpyDeviceToDevice, stream()),
         "dpc_batch_norm_grad_scale: copying the sums");
+}
+
+static void checkLayerNormSizes(const char *kernel, int64_t rows,
+                                int64_t size) {
+  if (rows < 0 || size < 1)
+    fail(std::string(kernel) + ": bad sizes rows " + std::to_string(rows) +
+         ", size " + std::to_string(size));
+}
+
+void dpc_layer_norm(const float *x, const float *scale, const float *bias,
+                    int64_t rows, int64_t size, float epsilon, float *y) {
+  checkLayerNormSizes("dpc_layer_norm", rows, size);
+  if (rows == 0)
+    return;
+  layerNormRows<<<rowBlocks(rows), kThreads, 0, stream()>>>(
+      x, scale, bias, rows, size, epsilon, y);
+  checkLaunch("layer_norm");
+}
+
+void dpc_layer_norm_grad_input(const float *dy, const float *x,
+                               const float *scale, int64_t rows, int64_t size,
+                               float epsilon, float *dx) {
+  checkLayerNormSizes("dpc_layer_norm_grad_input", rows, size);
+  if (rows == 0)
+    return;
+  layerNormGradInputRows<<<rowBlocks(rows), kThreads, 0, stream()>>>(
+      dy, x, scale, rows, size, epsilon, dx);
+  checkLaunch("layer_norm_grad_input");
+}
+
+void dpc_layer_norm_grad_scale(const float *dy, const float *x, int64_t rows,
+                               int64_t size, float epsilon, float *dscale) {
+  checkLayerNormSizes("dpc_layer_norm_grad_scale", rows, size);
+  if (rows == 0) {
+    check(cudaMemsetAsync(dscale, 0, size_t(size) * sizeof(float), stream()),
+          "dpc_layer_norm_grad_scale: clearing an empty sum");
+    return;
+  }
+  float2 *moments = static_cast<float2 *>(
+      scratch(Scratch::Reduce, size_t(rows) * sizeof(float2)));
+  layerNormMomentRows<<<rowBlocks(rows), kThreads, 0, stream()>>>(
+      x, rows, size, epsilon, moments);
+  checkLaunch("layer_norm_grad_scale moments");
+  layerNormGradScaleColumns<<<blocksFor(size), kThreads, 0, stream()>>>(
+      dy, x, moments, rows, size, dscale);
+  checkLaunch("layer_norm_grad_scale");
+}
+
+void dpc_gather(const float *table, const int64_t *indices, int64_t rows,
+                int64_t width, int64_t n, float *out) {
+  int64_t count = n * width;
+  if (count <= 0)
+    return;
+  gatherKernel<<<blocksFor(count), kThreads, 0, stream()>>>(
+      table, indices, rows, width, count, out);
+  checkLaunch("gather");
+}
+
+void dpc_gather_grad(const float *dy, const int64_t *indices, int64_t rows,
+                     int64_t width, int64_t n, float *dtable) {
+  if (rows * width <= 0)
+    return;
+  check(cudaMemsetAsync(dtable, 0, size_t(rows * width) * sizeof(float),
+                        stream()),
+        "dpc_gather_grad: clearing the table gradient");
+  if (n <= 0)
+    return;
+  gatherGradColumns<<<blocksFor(width), kThreads, 0, stream()>>>(
+      dy, indices, rows, width, n, dtable);
+  checkLaunch("gather_grad");
 }
 
 void dpc_softmax_cross_entropy(const float *logits, const int64_t *labels,

@@ -198,6 +198,30 @@ void BatchNormOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
     grads[3] = b.create<BatchNormGradBiasOp>(loc, getBias().getType(), dy);
 }
 
+// The bias gradient is the result gradient summed to the normalized shape,
+// which nn.sum_to_shape already is (numpy broadcasting aligns the trailing
+// dimensions).
+void LayerNormOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
+                                 ArrayRef<bool> needed,
+                                 SmallVectorImpl<Value> &grads) {
+  resetGrads(*this, grads);
+  Value dy = resultGrads[0];
+  Location loc = getLoc();
+  if (needed[0])
+    grads[0] = b.create<LayerNormGradInputOp>(loc, getInput().getType(), dy,
+                                              getInput(), getScale(),
+                                              getAxisAttr(), getEpsilonAttr());
+  if (getScale() && needed[1])
+    grads[1] = b.create<LayerNormGradScaleOp>(loc, getScale().getType(), dy,
+                                              getInput(), getAxisAttr(),
+                                              getEpsilonAttr());
+  if (getBias()) {
+    unsigned index = getScale() ? 2 : 1;
+    if (needed[index])
+      grads[index] = b.create<SumToShapeOp>(loc, getBias().getType(), dy);
+  }
+}
+
 void ReshapeOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
                                ArrayRef<bool> needed,
                                SmallVectorImpl<Value> &grads) {
@@ -254,6 +278,15 @@ void PadOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
   if (needed[0])
     grads[0] = b.create<SliceOp>(getLoc(), getInput().getType(), resultGrads[0],
                                  getPads().take_front(rank), steps);
+}
+
+void GatherOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
+                              ArrayRef<bool> needed,
+                              SmallVectorImpl<Value> &grads) {
+  resetGrads(*this, grads);
+  if (needed[0])
+    grads[0] = b.create<GatherGradOp>(getLoc(), getTable().getType(),
+                                      resultGrads[0], getIndices());
 }
 
 void DropoutOp::buildGradients(OpBuilder &b, ValueRange resultGrads,

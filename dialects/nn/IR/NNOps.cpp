@@ -398,6 +398,56 @@ LogicalResult BatchNormGradBiasOp::verify() {
                                  {getBiasGrad()}, {"bias_grad"});
 }
 
+// Checks the axis of a layer_norm op on `input` and the operands of the
+// normalized shape among `weights` (null ones are absent).
+static LogicalResult verifyLayerNormOperands(Operation *op, Value input,
+                                             int64_t axis,
+                                             ArrayRef<Value> weights,
+                                             ArrayRef<StringRef> names) {
+  FailureOr<Shape> weightShape = inferLayerNormWeightShape(
+      shapeOf(input), axis, [&] { return op->emitOpError(); });
+  if (failed(weightShape))
+    return failure();
+  for (auto [value, name] : llvm::zip(weights, names))
+    if (value &&
+        failed(expectType(op, name, value, *weightShape, elementTypeOf(input))))
+      return failure();
+  return success();
+}
+
+LogicalResult LayerNormOp::verify() {
+  if (failed(verifyEpsilon(*this, getEpsilon())) ||
+      failed(verifyLayerNormOperands(
+          *this, getInput(), getAxis(), {getScale(), getBias()},
+          {"scale (the normalized shape)", "bias (the normalized shape)"})))
+    return failure();
+  return expectType(*this, "result", getResult(), shapeOf(getInput()),
+                    elementTypeOf(getInput()));
+}
+
+LogicalResult LayerNormGradInputOp::verify() {
+  if (failed(verifyEpsilon(*this, getEpsilon())) ||
+      failed(verifyLayerNormOperands(*this, getInput(), getAxis(), {getScale()},
+                                     {"scale (the normalized shape)"})))
+    return failure();
+  Type elementType = elementTypeOf(getInput());
+  if (failed(expectType(*this, "result_grad", getResultGrad(),
+                        shapeOf(getInput()), elementType)))
+    return failure();
+  return expectType(*this, "input_grad", getInputGrad(), shapeOf(getInput()),
+                    elementType);
+}
+
+LogicalResult LayerNormGradScaleOp::verify() {
+  if (failed(verifyEpsilon(*this, getEpsilon())) ||
+      failed(verifyLayerNormOperands(*this, getInput(), getAxis(),
+                                     {getScaleGrad()},
+                                     {"scale_grad (the normalized shape)"})))
+    return failure();
+  return expectType(*this, "result_grad", getResultGrad(), shapeOf(getInput()),
+                    elementTypeOf(getInput()));
+}
+
 //===----------------------------------------------------------------------===//
 // Reshape
 //===----------------------------------------------------------------------===//
@@ -475,6 +525,30 @@ LogicalResult PadOp::verify() {
                     elementTypeOf(getInput()));
 }
 
+LogicalResult GatherOp::verify() {
+  FailureOr<Shape> shape = inferGatherShape(
+      shapeOf(getTable()), shapeOf(getIndices()), [&] { return emitOpError(); });
+  if (failed(shape))
+    return failure();
+  return expectType(*this, "result", getResult(), *shape,
+                    elementTypeOf(getTable()));
+}
+
+LogicalResult GatherGradOp::verify() {
+  FailureOr<Shape> shape =
+      inferGatherShape(shapeOf(getTableGrad()), shapeOf(getIndices()),
+                       [&] { return emitOpError(); });
+  if (failed(shape))
+    return failure();
+  if (elementTypeOf(getTableGrad()) != elementTypeOf(getResultGrad()))
+    return emitOpError("expects the gradient's element type");
+  if (ArrayRef<int64_t>(*shape) != shapeOf(getResultGrad()))
+    return emitOpError("expects result_grad of shape ")
+           << formatShape(*shape) << " (the indices' shape, then a table "
+           << "row's), got " << formatShape(shapeOf(getResultGrad()));
+  return success();
+}
+
 LogicalResult DropoutOp::verify() {
   float ratio = getRatio().convertToFloat();
   if (!(ratio >= 0.0f && ratio < 1.0f))
@@ -496,12 +570,14 @@ LogicalResult ClipOp::verify() {
 template <typename LossOp> static LogicalResult verifyLossOperands(LossOp op) {
   ArrayRef<int64_t> logits = shapeOf(op.getLogits());
   ArrayRef<int64_t> labels = shapeOf(op.getLabels());
-  if (logits.size() != 2)
-    return op.emitOpError("expects rank-2 logits (batch x classes), got ")
+  if (logits.size() < 2)
+    return op.emitOpError("expects logits of rank >= 2 (batch, positions..., "
+                          "classes), got ")
            << formatShape(logits);
-  if (labels.size() != 1 || labels[0] != logits[0])
-    return op.emitOpError("expects one label per batch row (")
-           << logits[0] << "), got labels of shape " << formatShape(labels);
+  if (labels != logits.drop_back())
+    return op.emitOpError("expects a label per row of the logits (shape ")
+           << formatShape(logits.drop_back()) << "), got labels of shape "
+           << formatShape(labels);
   return success();
 }
 

@@ -756,6 +756,79 @@ def NN_BatchNormGradBiasOp : NN_Op<"batch_norm_grad_bias", [Pure]> {
   let hasVerifier = 1;
 }
 
+def NN_LayerNormOp : NN_Op<"layer_norm", [Pure, AttrSizedOperandSegments,
+    DeclareOpInterfaceMethods<NN_GradientOpInterface>]> {
+  let summary = "normalization over the trailing dimensions";
+  let description = [{
+    Normalizes `input` over dimensions [axis, rank) (a negative `axis`
+    counts from the end): each of the prod(shape[:axis]) rows is shifted by
+    its mean and divided by `sqrt(var + epsilon)`, `var` the biased
+    variance, then multiplied by `scale` and shifted by `bias` where given.
+    Both have the normalized shape, shape[axis:]. ONNX LayerNormalization
+    (opset 17) and `torch.nn.LayerNorm` import to it.
+
+    The backward pass recomputes each row's mean and inverse standard
+    deviation from `input`, which it keeps anyway: one extra read of the
+    row, against a second result that every stash, transfer and memory
+    plan would have to carry.
+
+    ```mlir
+    %y = nn.layer_norm %x scale %g bias %b {axis = 2 : i64}
+        : (tensor<16x28x32xf32>, tensor<32xf32>, tensor<32xf32>)
+        -> tensor<16x28x32xf32>
+    ```
+  }];
+  let arguments = (ins NN_FloatTensor:$input,
+                       Optional<NN_FloatTensor>:$scale,
+                       Optional<NN_FloatTensor>:$bias,
+                       DefaultValuedAttr<I64Attr, "-1">:$axis,
+                       DefaultValuedAttr<F32Attr, "1e-5f">:$epsilon);
+  let results = (outs NN_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input (`scale` $scale^)? (`bias` $bias^)? attr-dict `:`
+    functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def NN_LayerNormGradInputOp : NN_Op<"layer_norm_grad_input", [Pure]> {
+  let summary = "gradient of layer_norm with respect to its input";
+  let description = [{
+    With `xhat` the row normalized, `g = result_grad * scale` (or
+    `result_grad` without a scale) and `n` the row length:
+    `(g - sum(g) / n - xhat * sum(g * xhat) / n) / sqrt(var + epsilon)`,
+    the sums over the row. The row's statistics are recomputed from
+    `input`.
+  }];
+  let arguments = (ins NN_FloatTensor:$result_grad, NN_FloatTensor:$input,
+                       Optional<NN_FloatTensor>:$scale,
+                       DefaultValuedAttr<I64Attr, "-1">:$axis,
+                       DefaultValuedAttr<F32Attr, "1e-5f">:$epsilon);
+  let results = (outs NN_FloatTensor:$input_grad);
+  let assemblyFormat = [{
+    $result_grad `,` $input (`scale` $scale^)? attr-dict `:`
+    functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def NN_LayerNormGradScaleOp : NN_Op<"layer_norm_grad_scale", [Pure]> {
+  let summary = "gradient of layer_norm with respect to its scale";
+  let description = [{
+    `sum(result_grad * xhat)` over the rows, of the normalized shape: a
+    weight gradient. The bias gradient is `nn.sum_to_shape` of the result
+    gradient to the normalized shape.
+  }];
+  let arguments = (ins NN_FloatTensor:$result_grad, NN_FloatTensor:$input,
+                       DefaultValuedAttr<I64Attr, "-1">:$axis,
+                       DefaultValuedAttr<F32Attr, "1e-5f">:$epsilon);
+  let results = (outs NN_FloatTensor:$scale_grad);
+  let assemblyFormat = [{
+    $result_grad `,` $input attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
 //===----------------------------------------------------------------------===//
 // Shape
 //===----------------------------------------------------------------------===//
@@ -885,6 +958,50 @@ def NN_PadOp : NN_Op<"pad", [Pure,
   let hasVerifier = 1;
 }
 
+def NN_GatherOp : NN_Op<"gather", [Pure,
+    DeclareOpInterfaceMethods<NN_GradientOpInterface>]> {
+  let summary = "rows of a table picked by integer indices (an embedding)";
+  let description = [{
+    `result[i..., j...] = table[indices[i...], j...]`: ONNX Gather along
+    axis 0 of a float table, which is how nn.Embedding exports. A negative
+    index counts from the end of the table, as ONNX allows; one outside
+    `[-rows, rows)` stops the run with an error naming it. The indices get
+    no gradient; the table's (`nn.gather_grad`) adds each row of the
+    result's gradient into the row it was read from.
+
+    ```mlir
+    %e = nn.gather %table, %tokens
+        : (tensor<64x32xf32>, tensor<4x16xi64>) -> tensor<4x16x32xf32>
+    ```
+  }];
+  let arguments = (ins NN_FloatTensor:$table, NN_IndexTensor:$indices);
+  let results = (outs NN_FloatTensor:$result);
+  let assemblyFormat = [{
+    $table `,` $indices attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def NN_GatherGradOp : NN_Op<"gather_grad", [Pure]> {
+  let summary = "table gradient of nn.gather";
+  let description = [{
+    A tensor of the table's type, zero but for the rows `indices` name, each
+    the sum of the rows of `result_grad` read from it. The rows are summed
+    in index order, so the result does not depend on threads.
+
+    ```mlir
+    %dtable = nn.gather_grad %dy, %tokens
+        : (tensor<4x16x32xf32>, tensor<4x16xi64>) -> tensor<64x32xf32>
+    ```
+  }];
+  let arguments = (ins NN_FloatTensor:$result_grad, NN_IndexTensor:$indices);
+  let results = (outs NN_FloatTensor:$table_grad);
+  let assemblyFormat = [{
+    $result_grad `,` $indices attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
 def NN_DropoutOp : NN_Op<"dropout", [Pure, SameOperandsAndResultType,
     DeclareOpInterfaceMethods<NN_GradientOpInterface>]> {
   let summary = "dropout in training, the identity in evaluation";
@@ -949,12 +1066,14 @@ def NN_ClipGradOp : NN_Op<"clip_grad", [Pure, SameOperandsAndResultType]> {
 def NN_SoftmaxCrossEntropyOp : NN_Op<"softmax_cross_entropy", [Pure]> {
   let summary = "softmax cross-entropy over integer class labels";
   let description = [{
-    Computes `scale` times the sum over the batch of
-    `-log softmax(logits[i])[labels[i]]`, a 0-d tensor. `logits` is N x C and
-    `labels` holds N class indices. With `scale` = 1/N this is the mean that
-    `torch.nn.CrossEntropyLoss()` gives; a pipeline splits a minibatch into
-    microbatches and uses 1/(microbatches x N) so that their sum is the
-    minibatch mean.
+    Computes `scale` times the sum over the rows of
+    `-log softmax(logits[i])[labels[i]]`, a 0-d tensor. `logits` is N x C
+    (a classifier) or N x positions... x C (a token-level loss, each
+    position a row), and `labels` holds a class index per row, of the
+    logits' shape without C. With `scale` = 1/rows this is the mean that
+    `torch.nn.CrossEntropyLoss()` gives on the flattened logits; a pipeline
+    splits a minibatch into microbatches and uses 1/(microbatches x rows)
+    so that their sum is the minibatch mean.
 
     ```mlir
     %loss = nn.softmax_cross_entropy %logits, %labels {scale = 0.015625 : f32}

@@ -160,6 +160,15 @@ FailureOr<Shape> inferBatchNormStatsShape(ArrayRef<int64_t> input,
   return Shape{2, input[1]};
 }
 
+FailureOr<Shape> inferLayerNormWeightShape(ArrayRef<int64_t> input,
+                                           int64_t axis,
+                                           EmitErrorFn emitError) {
+  FailureOr<int64_t> first = normalizeAxis(axis, input.size(), emitError);
+  if (failed(first))
+    return failure();
+  return Shape(input.drop_front(*first));
+}
+
 FailureOr<Shape> inferMatmulShape(ArrayRef<int64_t> lhs, ArrayRef<int64_t> rhs,
                                   bool transposeLhs, bool transposeRhs,
                                   EmitErrorFn emitError) {
@@ -253,6 +262,16 @@ FailureOr<Shape> inferConcatShape(ArrayRef<ArrayRef<int64_t>> inputs,
                          << formatShape(input);
     result[axis] += input[axis];
   }
+  return result;
+}
+
+FailureOr<Shape> inferGatherShape(ArrayRef<int64_t> table,
+                                  ArrayRef<int64_t> indices,
+                                  EmitErrorFn emitError) {
+  if (table.empty())
+    return emitError() << "expects a table of rank >= 1, got a scalar";
+  Shape result(indices.begin(), indices.end());
+  result.append(table.begin() + 1, table.end());
   return result;
 }
 

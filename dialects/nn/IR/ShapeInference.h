@@ -50,6 +50,12 @@ FailureOr<Shape> inferGlobalAvgPoolShape(ArrayRef<int64_t> input,
 FailureOr<Shape> inferBatchNormStatsShape(ArrayRef<int64_t> input,
                                           EmitErrorFn emitError);
 
+/// Shape of layer normalization's scale and bias on `input`, normalized
+/// over dimensions [axis, rank) (a negative `axis` counts from the end):
+/// input[axis:], which is also the shape each statistic is taken over.
+FailureOr<Shape> inferLayerNormWeightShape(ArrayRef<int64_t> input,
+                                           int64_t axis, EmitErrorFn emitError);
+
 /// Result shape of `lhs` x `rhs` with optional transposes of the last two
 /// dimensions; batch dimensions must match, or `rhs` is rank 2.
 FailureOr<Shape> inferMatmulShape(ArrayRef<int64_t> lhs, ArrayRef<int64_t> rhs,
@@ -90,6 +96,12 @@ FailureOr<Shape> inferConcatShape(ArrayRef<ArrayRef<int64_t>> inputs,
 /// after each; non-negative).
 FailureOr<Shape> inferPadShape(ArrayRef<int64_t> input, ArrayRef<int64_t> pads,
                                EmitErrorFn emitError);
+
+/// Result shape of gathering rows of `table` (rank >= 1) by `indices`:
+/// indices' shape followed by a row's, table[1:].
+FailureOr<Shape> inferGatherShape(ArrayRef<int64_t> table,
+                                  ArrayRef<int64_t> indices,
+                                  EmitErrorFn emitError);
 
 /// Checks that a box of `box` elements read from `input` at `offsets` with
 /// `steps` (one each per dimension, steps positive, offsets non-negative)

@@ -295,6 +295,35 @@ void dpc_batch_norm_grad_scale(const float *dy, const float *x,
                                const float *stats, int64_t n, int64_t c,
                                int64_t s, float epsilon, float *dscale);
 
+/* Layer normalization of x viewed as rows x size: each row is normalized
+ * by its own mean and biased variance. `scale` and `bias` (size each) may
+ * be null, meaning 1 and 0. The gradients recompute each row's statistics
+ * from x.
+ * dpc_layer_norm: y = scale * (x - mean) / sqrt(var + epsilon) + bias.
+ * dpc_layer_norm_grad_input: dx, with g = dy * scale,
+ *   (g - mean(g) - xhat * mean(g * xhat)) / sqrt(var + epsilon).
+ * dpc_layer_norm_grad_scale: dscale = sum over the rows of dy * xhat.
+ * The bias gradient is dpc_sum_to_shape of dy. */
+void dpc_layer_norm(const float *x, const float *scale, const float *bias,
+                    int64_t rows, int64_t size, float epsilon, float *y);
+void dpc_layer_norm_grad_input(const float *dy, const float *x,
+                               const float *scale, int64_t rows, int64_t size,
+                               float epsilon, float *dx);
+void dpc_layer_norm_grad_scale(const float *dy, const float *x, int64_t rows,
+                               int64_t size, float epsilon, float *dscale);
+
+/* Embedding rows: out[i, :] = table[indices[i], :] for the n indices, rows
+ * of `width` floats from a table of `rows` rows; a negative index counts
+ * from the end. The CPU kernel stops the run on an index outside
+ * [-rows, rows); the CUDA kernel writes NaN into that row, which stops it
+ * at the loss.
+ * dpc_gather_grad: dtable = 0, then dtable[indices[i], :] += dy[i, :] in
+ * the order of i, so the sums do not depend on threads. */
+void dpc_gather(const float *table, const int64_t *indices, int64_t rows,
+                int64_t width, int64_t n, float *out);
+void dpc_gather_grad(const float *dy, const int64_t *indices, int64_t rows,
+                     int64_t width, int64_t n, float *dtable);
+
 /* loss = scale * sum_i -log softmax(logits[i])[labels[i]], logits n x c. */
 void dpc_softmax_cross_entropy(const float *logits, const int64_t *labels,
                                int64_t n, int64_t c, float scale, float *loss);

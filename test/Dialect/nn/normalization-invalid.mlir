@@ -134,3 +134,59 @@ func.func @global_pool_grad(%dy: tensor<4x6x1x1xf32>) {
   %dx = nn.global_avg_pool_grad %dy : (tensor<4x6x1x1xf32>) -> tensor<4x3x7x7xf32>
   return
 }
+
+// -----
+
+func.func @layer_norm_axis(%x: tensor<4x6x8xf32>) {
+  // expected-error @+1 {{'nn.layer_norm' op expects an axis in [-3, 3) for rank 3, got 3}}
+  %y = nn.layer_norm %x {axis = 3 : i64} : (tensor<4x6x8xf32>) -> tensor<4x6x8xf32>
+  return
+}
+
+// -----
+
+func.func @layer_norm_scale_shape(%x: tensor<4x6x8xf32>, %g: tensor<6x8xf32>) {
+  // expected-error @+1 {{'nn.layer_norm' op expects scale (the normalized shape) of shape 8, got 6x8}}
+  %y = nn.layer_norm %x scale %g : (tensor<4x6x8xf32>, tensor<6x8xf32>) -> tensor<4x6x8xf32>
+  return
+}
+
+// -----
+
+func.func @layer_norm_bias_shape(%x: tensor<4x6x8xf32>, %b: tensor<8xf32>) {
+  // expected-error @+1 {{'nn.layer_norm' op expects bias (the normalized shape) of shape 6x8, got 8}}
+  %y = nn.layer_norm %x bias %b {axis = 1 : i64} : (tensor<4x6x8xf32>, tensor<8xf32>) -> tensor<4x6x8xf32>
+  return
+}
+
+// -----
+
+func.func @layer_norm_epsilon(%x: tensor<4x8xf32>) {
+  // expected-error @+1 {{'nn.layer_norm' op expects a non-negative epsilon}}
+  %y = nn.layer_norm %x {epsilon = -1.0 : f32} : (tensor<4x8xf32>) -> tensor<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @layer_norm_result(%x: tensor<4x8xf32>) {
+  // expected-error @+1 {{'nn.layer_norm' op expects result of shape 4x8, got 8x4}}
+  %y = nn.layer_norm %x : (tensor<4x8xf32>) -> tensor<8x4xf32>
+  return
+}
+
+// -----
+
+func.func @layer_norm_grad_input(%dy: tensor<4x6xf32>, %x: tensor<4x8xf32>) {
+  // expected-error @+1 {{'nn.layer_norm_grad_input' op expects result_grad of shape 4x8, got 4x6}}
+  %dx = nn.layer_norm_grad_input %dy, %x : (tensor<4x6xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @layer_norm_grad_scale(%dy: tensor<4x6x8xf32>, %x: tensor<4x6x8xf32>) {
+  // expected-error @+1 {{'nn.layer_norm_grad_scale' op expects scale_grad (the normalized shape) of shape 6x8, got 8}}
+  %dg = nn.layer_norm_grad_scale %dy, %x {axis = -2 : i64} : (tensor<4x6x8xf32>, tensor<4x6x8xf32>) -> tensor<8xf32>
+  return
+}

@@ -58,3 +58,33 @@ func.func @features(%x: tensor<16x32xf32>) -> tensor<16x32xf32> {
       : (tensor<16x32xf32>, tensor<2x32xf32>, tensor<32xf32>, tensor<32xf32>) -> tensor<16x32xf32>
   return %y : tensor<16x32xf32>
 }
+
+// Layer normalization over the last dimension (scale and bias) and over the
+// last two (neither), and the gradient ops autodiff builds: the input's,
+// the scale's, and the bias's as a sum to the normalized shape.
+// CHECK-LABEL: func.func @layer_norm
+func.func @layer_norm(%x: tensor<16x28x32xf32>, %dy: tensor<16x28x32xf32>) -> tensor<16x28x32xf32> {
+  %g = nn.param "ln.weight" : tensor<32xf32>
+  %b = nn.param "ln.bias" : tensor<32xf32>
+  // CHECK: %[[Y:.*]] = nn.layer_norm %{{.*}} scale %{{.*}} bias %{{.*}} {axis = 2 : i64} : (tensor<16x28x32xf32>, tensor<32xf32>, tensor<32xf32>) -> tensor<16x28x32xf32>
+  %y = nn.layer_norm %x scale %g bias %b {axis = 2 : i64}
+      : (tensor<16x28x32xf32>, tensor<32xf32>, tensor<32xf32>) -> tensor<16x28x32xf32>
+  // The defaults (axis -1, epsilon 1e-5) are not printed.
+  // CHECK: nn.layer_norm %{{.*}} : (tensor<16x28x32xf32>) -> tensor<16x28x32xf32>
+  %y2 = nn.layer_norm %x {axis = -1 : i64, epsilon = 1.0e-5 : f32}
+      : (tensor<16x28x32xf32>) -> tensor<16x28x32xf32>
+  // CHECK: nn.layer_norm %{{.*}} bias %{{.*}} {axis = -2 : i64, epsilon = 1.000000e-01 : f32} : (tensor<16x28x32xf32>, tensor<28x32xf32>) -> tensor<16x28x32xf32>
+  %b2 = nn.param "ln2.bias" : tensor<28x32xf32>
+  %y3 = nn.layer_norm %x bias %b2 {axis = -2 : i64, epsilon = 0.1 : f32}
+      : (tensor<16x28x32xf32>, tensor<28x32xf32>) -> tensor<16x28x32xf32>
+  // CHECK: nn.layer_norm_grad_input %{{.*}}, %{{.*}} scale %{{.*}} {axis = 2 : i64} : (tensor<16x28x32xf32>, tensor<16x28x32xf32>, tensor<32xf32>) -> tensor<16x28x32xf32>
+  %dx = nn.layer_norm_grad_input %dy, %x scale %g {axis = 2 : i64}
+      : (tensor<16x28x32xf32>, tensor<16x28x32xf32>, tensor<32xf32>) -> tensor<16x28x32xf32>
+  // CHECK: nn.layer_norm_grad_input %{{.*}}, %{{.*}} : (tensor<16x28x32xf32>, tensor<16x28x32xf32>) -> tensor<16x28x32xf32>
+  %dx2 = nn.layer_norm_grad_input %dy, %x
+      : (tensor<16x28x32xf32>, tensor<16x28x32xf32>) -> tensor<16x28x32xf32>
+  // CHECK: nn.layer_norm_grad_scale %{{.*}}, %{{.*}} {axis = 2 : i64} : (tensor<16x28x32xf32>, tensor<16x28x32xf32>) -> tensor<32xf32>
+  %dg = nn.layer_norm_grad_scale %dy, %x {axis = 2 : i64}
+      : (tensor<16x28x32xf32>, tensor<16x28x32xf32>) -> tensor<32xf32>
+  return %y : tensor<16x28x32xf32>
+}

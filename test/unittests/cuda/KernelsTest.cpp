@@ -884,6 +884,104 @@ TEST_F(Cuda, BatchNormTrainingAndEvaluation) {
   expectNear(dRunMean.host(), newMean);
 }
 
+/// Layer normalization of rows x size in double (scale and bias empty when
+/// absent), with the loss sum(w * y) the gradients below differentiate.
+struct LayerNormReference {
+  int64_t rows, size;
+  double epsilon;
+  std::vector<double> forward(const std::vector<double> &x,
+                              const std::vector<double> &scale,
+                              const std::vector<double> &bias) const {
+    std::vector<double> y(x.size());
+    for (int64_t r = 0; r < rows; ++r) {
+      auto at = [&](int64_t j) { return size_t(r * size + j); };
+      double mean = 0, var = 0;
+      for (int64_t j = 0; j < size; ++j)
+        mean += x[at(j)] / double(size);
+      for (int64_t j = 0; j < size; ++j)
+        var += std::pow(x[at(j)] - mean, 2) / double(size);
+      for (int64_t j = 0; j < size; ++j) {
+        double v = (x[at(j)] - mean) / std::sqrt(var + epsilon);
+        y[at(j)] = (scale.empty() ? v : v * scale[size_t(j)]) +
+                   (bias.empty() ? 0.0 : bias[size_t(j)]);
+      }
+    }
+    return y;
+  }
+  /// The derivative of sum(w * forward) by v[i], central differences.
+  double slope(const std::vector<float> &w, std::vector<double> &v, size_t i,
+               const std::vector<double> &x, const std::vector<double> &scale,
+               const std::vector<double> &bias) const {
+    auto loss = [&] {
+      std::vector<double> y = forward(x, scale, bias);
+      double sum = 0;
+      for (size_t k = 0; k < y.size(); ++k)
+        sum += w[k] * y[k];
+      return sum;
+    };
+    double h = 1e-6, keep = v[i];
+    v[i] = keep + h;
+    double up = loss();
+    v[i] = keep - h;
+    double down = loss();
+    v[i] = keep;
+    return (up - down) / (2 * h);
+  }
+};
+
+TEST_F(Cuda, LayerNormAndGradsAgainstDifferences) {
+  // Rows longer and shorter than a warp, not multiples of 32; with and
+  // without scale and bias.
+  for (auto [rows, size, affine] :
+       {std::tuple<int64_t, int64_t, bool>{37, 200, true},
+        {5, 7, false},
+        {300, 33, true}}) {
+    SCOPED_TRACE(std::to_string(rows) + "x" + std::to_string(size) +
+                 (affine ? " affine" : " plain"));
+    float epsilon = 1e-5f;
+    auto x = randomFloats(size_t(rows * size), 71, -2.0f, 3.0f);
+    x[0] += 40.0f; // an offset row: the variance must not cancel
+    auto dy = randomFloats(x.size(), 72);
+    auto scale = affine ? randomFloats(size_t(size), 73, 0.5f, 1.5f)
+                        : std::vector<float>();
+    auto bias = affine ? randomFloats(size_t(size), 74) : std::vector<float>();
+    LayerNormReference ref{rows, size, epsilon};
+    std::vector<double> xd(x.begin(), x.end()), sd(scale.begin(), scale.end()),
+        bd(bias.begin(), bias.end());
+    std::vector<double> y = ref.forward(xd, sd, bd), dx(x.size()),
+                        dscale(static_cast<size_t>(size)),
+                        dbias(static_cast<size_t>(size));
+    for (size_t i = 0; i < x.size(); ++i)
+      dx[i] = ref.slope(dy, xd, i, xd, sd, bd);
+    for (size_t j = 0; affine && j < size_t(size); ++j) {
+      dscale[j] = ref.slope(dy, sd, j, xd, sd, bd);
+      dbias[j] = ref.slope(dy, bd, j, xd, sd, bd);
+    }
+
+    Device<float> dX(x), dDy(dy),
+        dScale(affine ? scale : std::vector<float>(1)),
+        dBias(affine ? bias : std::vector<float>(1)), dY(x.size()),
+        dDx(x.size()), dDscale(static_cast<size_t>(size)),
+        dDbias(static_cast<size_t>(size));
+    const float *scaleOrNull = affine ? dScale.get() : nullptr;
+    dpc_layer_norm(dX.get(), scaleOrNull, affine ? dBias.get() : nullptr, rows,
+                   size, epsilon, dY.get());
+    dpc_layer_norm_grad_input(dDy.get(), dX.get(), scaleOrNull, rows, size,
+                              epsilon, dDx.get());
+    expectNear(dY.host(), y);
+    expectNear(dDx.host(), dx, 1e-3);
+    if (!affine)
+      continue;
+    dpc_layer_norm_grad_scale(dDy.get(), dX.get(), rows, size, epsilon,
+                              dDscale.get());
+    Shape dyShape = {rows, size}, biasShape = {1, size};
+    dpc_sum_to_shape(dDy.get(), dyShape.data(), dDbias.get(), biasShape.data(),
+                     2, 1.0f);
+    expectNear(dDscale.host(), dscale, 1e-3);
+    expectNear(dDbias.host(), dbias, 1e-3);
+  }
+}
+
 TEST_F(Cuda, SoftmaxCrossEntropyAndGrad) {
   for (auto [n, c, spread] : {std::tuple<int64_t, int64_t, float>{7, 10, 3.0f},
                               {64, 10, 1000.0f}, // stability: huge logits

@@ -950,6 +950,123 @@ TEST(BatchNorm, ForwardAndGradientsMatchFiniteDifferences) {
 }
 
 //===----------------------------------------------------------------------===//
+// Layer normalization
+//===----------------------------------------------------------------------===//
+
+/// Layer normalization of rows x size in double; empty scale or bias are
+/// absent (1 and 0).
+std::vector<double> layerNormReference(const std::vector<double> &x,
+                                       const std::vector<double> &scale,
+                                       const std::vector<double> &bias,
+                                       int64_t rows, int64_t size,
+                                       double epsilon) {
+  std::vector<double> y(x.size());
+  for (int64_t r = 0; r < rows; ++r) {
+    double mean = 0, squares = 0;
+    for (int64_t j = 0; j < size; ++j)
+      mean += x[size_t(r * size + j)];
+    mean /= double(size);
+    for (int64_t j = 0; j < size; ++j)
+      squares += std::pow(x[size_t(r * size + j)] - mean, 2);
+    double invStd = 1 / std::sqrt(squares / double(size) + epsilon);
+    for (int64_t j = 0; j < size; ++j) {
+      size_t at = size_t(r * size + j);
+      y[at] = (x[at] - mean) * invStd;
+      if (!scale.empty())
+        y[at] *= scale[size_t(j)];
+      if (!bias.empty())
+        y[at] += bias[size_t(j)];
+    }
+  }
+  return y;
+}
+
+struct LayerNormCase {
+  const char *name;
+  int64_t rows, size;
+  bool affine;
+  float epsilon;
+  friend std::ostream &operator<<(std::ostream &os, const LayerNormCase &c) {
+    return os << c.name;
+  }
+};
+
+class LayerNormTest : public ::testing::TestWithParam<LayerNormCase> {};
+
+TEST_P(LayerNormTest, ForwardAndGradientsMatchFiniteDifferences) {
+  const LayerNormCase &c = GetParam();
+  int64_t rows = c.rows, size = c.size;
+  Vec x = randomVec(size_t(rows * size), 61, -2, 3);
+  x[1] += 40.0f; // an offset row: the variance must not cancel
+  Vec scale = c.affine ? randomVec(size_t(size), 62, 0.5f, 1.5f) : Vec();
+  Vec bias = c.affine ? randomVec(size_t(size), 63) : Vec();
+  Vec dy = randomVec(x.size(), 64);
+  const float *scaleOrNull = c.affine ? scale.data() : nullptr;
+  Vec y(x.size()), dx(x.size());
+  dpc_layer_norm(x.data(), scaleOrNull, c.affine ? bias.data() : nullptr, rows,
+                 size, c.epsilon, y.data());
+  dpc_layer_norm_grad_input(dy.data(), x.data(), scaleOrNull, rows, size,
+                            c.epsilon, dx.data());
+
+  std::vector<double> xd(x.begin(), x.end()), sd(scale.begin(), scale.end()),
+      bd(bias.begin(), bias.end());
+  expectClose(y, layerNormReference(xd, sd, bd, rows, size, c.epsilon), 1e-5);
+  auto loss = [&] {
+    std::vector<double> out =
+        layerNormReference(xd, sd, bd, rows, size, c.epsilon);
+    double sum = 0;
+    for (size_t i = 0; i < out.size(); ++i)
+      sum += dy[i] * out[i];
+    return sum;
+  };
+  auto derivative = [&](std::vector<double> &v, size_t i) {
+    double h = 1e-6, keep = v[i];
+    v[i] = keep + h;
+    double up = loss();
+    v[i] = keep - h;
+    double down = loss();
+    v[i] = keep;
+    return (up - down) / (2 * h);
+  };
+  std::vector<double> wantDx(x.size());
+  for (size_t i = 0; i < x.size(); ++i)
+    wantDx[i] = derivative(xd, i);
+  expectClose(dx, wantDx, 1e-4);
+  if (!c.affine)
+    return;
+  // The weight gradients: the scale's kernel, and the bias's sum_to_shape
+  // of dy to the normalized shape, as autodiff builds it.
+  Vec dscale(static_cast<size_t>(size)), dbias(static_cast<size_t>(size));
+  dpc_layer_norm_grad_scale(dy.data(), x.data(), rows, size, c.epsilon,
+                            dscale.data());
+  int64_t dyShape[2] = {rows, size}, biasShape[2] = {1, size};
+  dpc_sum_to_shape(dy.data(), dyShape, dbias.data(), biasShape, 2, 1.0f);
+  std::vector<double> wantDscale(static_cast<size_t>(size)),
+      wantDbias(static_cast<size_t>(size));
+  for (size_t j = 0; j < size_t(size); ++j) {
+    wantDscale[j] = derivative(sd, j);
+    wantDbias[j] = derivative(bd, j);
+  }
+  expectClose(dscale, wantDscale, 1e-4);
+  expectClose(dbias, wantDbias, 1e-4);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Kernels, LayerNormTest,
+    ::testing::Values(LayerNormCase{"rows6_size10_affine", 6, 10, true, 1e-5f},
+                      LayerNormCase{"rows4_size33_plain", 4, 33, false, 1e-5f},
+                      LayerNormCase{"rows1_size7_eps01", 1, 7, true, 0.1f},
+                      LayerNormCase{"rows5_size1_affine", 5, 1, true, 1e-3f}),
+    [](const auto &info) { return std::string(info.param.name); });
+
+TEST(LayerNorm, RefusesAnEmptyRow) {
+  Vec x(4), y(4);
+  EXPECT_DEATH(
+      dpc_layer_norm(x.data(), nullptr, nullptr, 4, 0, 1e-5f, y.data()),
+      "dpc_layer_norm: bad sizes rows 4, size 0");
+}
+
+//===----------------------------------------------------------------------===//
 // Softmax cross-entropy
 //===----------------------------------------------------------------------===//
 

@@ -217,6 +217,30 @@ def batchnorm(stats_as_input=False, read_saved=False, opset=13):
     return model(nodes, inputs, [tensor("logits", 2, 10)], inits, opset=opset)
 
 
+def layernorm(axis=1, scale_shape=(4, 8), read_mean=False, no_scale=False):
+    """Two LayerNormalization nodes (opset 17) as torch.onnx writes
+    nn.LayerNorm: one over the last two dimensions (axis 1 of x's three)
+    with scale and bias and Mean and InvStdDev named but unread, and one over
+    the last dimension with a negative axis, an epsilon and no bias; then a
+    linear head."""
+    n = helper.make_node
+    nodes = [
+        n("LayerNormalization",
+          ["x", "" if no_scale else "ln1.weight", "ln1.bias"],
+          ["h", "mean", "inv_std"], name="ln1", axis=axis),
+        n("LayerNormalization", ["h", "ln2.weight"], ["y"], name="ln2",
+          axis=-1, epsilon=0.1, stash_type=1),
+        n("Flatten", ["mean" if read_mean else "y"], ["f"], name="flatten"),
+        n("Gemm", ["f", "fc.weight", "fc.bias"], ["logits"], name="fc",
+          transB=1),
+    ]
+    inits = [init("ln1.weight", *scale_shape), init("ln1.bias", *scale_shape),
+             init("ln2.weight", 8), init("fc.weight", 10, 32),
+             init("fc.bias", 10)]
+    return model(nodes, [tensor("x", 2, 4, 8)], [tensor("logits", 2, 10)],
+                 inits, opset=17)
+
+
 def arithmetic(divisor=2):
     """Sub, Mul and Div folded on the host for a Reshape's target shape
     (8 x 6 x 4 -> 8 x 2 x 12), then a float Constant times the tensor, and
@@ -285,6 +309,11 @@ MODELS = {
     "batchnorm-stats-input": lambda: batchnorm(stats_as_input=True),
     "batchnorm-reads-saved": lambda: batchnorm(read_saved=True),
     "batchnorm-opset15": lambda: batchnorm(opset=15),
+    "layernorm": layernorm,
+    "layernorm-axis-out-of-range": lambda: layernorm(axis=3),
+    "layernorm-scale-shape": lambda: layernorm(scale_shape=(1, 8)),
+    "layernorm-reads-mean": lambda: layernorm(read_mean=True),
+    "layernorm-no-scale": lambda: layernorm(no_scale=True),
     "arithmetic": arithmetic,
     "arithmetic-divide-by-zero": lambda: arithmetic(divisor=0),
     "reductions": reductions,

@@ -332,7 +332,8 @@ def resnet18():
 # (batch normalization, skip connections, global average pooling, small
 # enough for the tests), "resnet18" (the benchmark's), "smooth-mlp",
 # "arithmetic-mlp", "gelu-mlp", "table-mlp", "branch-net", "dropout-mlp",
-# "tied-mlp" and "attention"; and "tv-NAME" for torchvision's classifiers (vision.py).
+# "tied-mlp", "attention" and "layernorm-attention" (the same at opset 17,
+# LayerNormalization nodes); and "tv-NAME" for torchvision's classifiers (vision.py).
 MODELS = {"lenet5": LeNet5, "mlp": MLP}
 EXTRA_MODELS = {"resnet": ResNet, "resnet18": resnet18,
                 "smooth-mlp": SmoothMLP, "arithmetic-mlp": ArithmeticMLP,

@@ -20,6 +20,7 @@
 #include "dpc/runtime/Executor.h"
 
 #include "dpc/runtime/Error.h"
+#include "dpc/runtime/Heartbeat.h"
 #include "dpc/schedule/Verifier.h"
 
 #include <algorithm>
@@ -46,6 +47,13 @@ namespace {
 constexpr size_t kAlign = 64;
 
 size_t roundUp(size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
+
+int64_t product(const std::vector<int64_t> &shape) {
+  int64_t n = 1;
+  for (int64_t d : shape)
+    n *= d;
+  return n;
+}
 
 /// Buffers of recurring sizes (transfer packs, stash slots, microbatch data)
 /// are recycled: every microbatch of every step asks for the same sizes.
@@ -582,8 +590,8 @@ struct Executor::Impl : dpc_context {
     if (evaluating)
       return -1;
     uint64_t h = seed;
-    for (uint64_t part : {uint64_t(currentStep), uint64_t(currentMb),
-                          uint64_t(op)}) {
+    for (uint64_t part :
+         {uint64_t(currentStep), uint64_t(currentMb), uint64_t(op)}) {
       h += 0x9E3779B97F4A7C15ull + part;
       h = (h ^ (h >> 30)) * 0xBF58476D1CE4E5B9ull;
       h = (h ^ (h >> 27)) * 0x94D049BB133111EBull;
@@ -597,15 +605,19 @@ struct Executor::Impl : dpc_context {
     std::vector<int64_t> indices =
         currentSampler->microbatchIndices(step, microbatch);
     if (manifest.virtualStage(chunk) == 0) {
-      size_t bytes = manifest.inputs[0].elements() * sizeof(float);
+      const ManifestTensor &input = manifest.inputs[0];
+      size_t bytes = size_t(input.bytes());
       if (!l.inputs)
         l.inputs = Buffer(pool, bytes);
       upload(l.inputs.data(), bytes, [&](void *host) {
-        currentData->gatherInputs(indices, static_cast<float *>(host));
+        if (input.integer)
+          currentData->gatherIntInputs(indices, static_cast<int64_t *>(host));
+        else
+          currentData->gatherInputs(indices, static_cast<float *>(host));
       });
     }
     if (manifest.virtualStage(chunk) == lastStage() && manifest.labelsShape) {
-      size_t bytes = indices.size() * sizeof(int64_t);
+      size_t bytes = size_t(product(*manifest.labelsShape)) * sizeof(int64_t);
       if (!l.labels)
         l.labels = Buffer(pool, bytes);
       upload(l.labels.data(), bytes, [&](void *host) {
@@ -957,7 +969,7 @@ struct Executor::Impl : dpc_context {
   // The C ABI
   //===--------------------------------------------------------------------===//
 
-  const float *input(int64_t index) {
+  const void *input(int64_t index) {
     requireSegment("dpc_input");
     if (index < 0 || index >= int64_t(manifest.inputs.size()))
       fatal("dpc_input",
@@ -967,7 +979,7 @@ struct Executor::Impl : dpc_context {
     if (it == loaded.end() || !it->second.inputs)
       fatal("dpc_input",
             "microbatch " + std::to_string(currentMb) + " has not been loaded");
-    return reinterpret_cast<const float *>(it->second.inputs.data());
+    return it->second.inputs.data();
   }
 
   const int64_t *labels() {
@@ -1190,10 +1202,11 @@ struct Executor::Impl : dpc_context {
     bool scoring = manifest.labelsShape.has_value();
     if (!evaluating || !(keepingOutputs || scoring))
       return;
+    // A row per label: a sample of a classifier, a position of a
+    // token-level loss; without labels, a sample.
     const std::vector<int64_t> &shape = *manifest.outputShape;
-    int64_t rows = shape[0], cols = 1;
-    for (size_t d = 1; d < shape.size(); ++d)
-      cols *= shape[d];
+    int64_t rows = scoring ? product(*manifest.labelsShape) : shape[0];
+    int64_t cols = product(shape) / rows;
     const auto *values = static_cast<const float *>(
         download(output, size_t(rows * cols) * sizeof(float), downStaging));
     if (keepingOutputs)
@@ -1448,8 +1461,10 @@ double Executor::runStep(int64_t step) {
   s.losses.assign(size_t(s.sched.microbatches), std::nullopt);
   s.liveVersion = 0;
   const std::vector<Instruction> &program = s.sched.programs[s.rank];
-  for (size_t k = 0; k < program.size(); ++k)
+  for (size_t k = 0; k < program.size(); ++k) {
+    setActivity(step, program[k], s.sched.chunks);
     s.run(step, k, program[k]);
+  }
   s.checkStepEnd("step " + std::to_string(step + 1));
   // The step's time includes its device work, and a device fault is
   // reported at the step it happened in.
@@ -1663,7 +1678,7 @@ static Executor::Impl &state(dpc_context *ctx) {
 extern "C" {
 
 int64_t dpc_chunk(dpc_context *ctx) { return state(ctx).currentChunk; }
-const float *dpc_input(dpc_context *ctx, int64_t index) {
+const void *dpc_input(dpc_context *ctx, int64_t index) {
   return state(ctx).input(index);
 }
 const int64_t *dpc_labels(dpc_context *ctx) { return state(ctx).labels(); }

@@ -10,6 +10,7 @@
 #include "dpc/runtime/MpiCommunicator.h"
 
 #include "dpc/runtime/Error.h"
+#include "dpc/support/CommandLine.h"
 
 #include <mpi.h>
 
@@ -194,11 +195,10 @@ timeoutFromEnvironment(std::chrono::milliseconds fallback) {
   const char *text = std::getenv("DPC_COMM_TIMEOUT");
   if (!text || !*text)
     return fallback;
-  char *end = nullptr;
-  double seconds = std::strtod(text, &end);
-  if (*end != '\0' || !(seconds > 0))
+  double seconds = 0;
+  if (!cli::parseDecimal(text, seconds) || !(seconds >= 0.001) || seconds > 1e7)
     throw Error(std::string("DPC_COMM_TIMEOUT='") + text +
-                "': expected a positive number of seconds");
+                "': expected a decimal number of seconds from 0.001 to 1e7");
   return std::chrono::milliseconds(int64_t(seconds * 1000.0));
 }
 

@@ -14,6 +14,7 @@
 #include "dpc/runtime/Device.h"
 #include "dpc/runtime/Error.h"
 #include "dpc/runtime/Executor.h"
+#include "dpc/runtime/Heartbeat.h"
 #include "dpc/runtime/Manifest.h"
 #include "dpc/runtime/Metrics.h"
 #include "dpc/runtime/MpiCommunicator.h"
@@ -24,7 +25,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -48,6 +51,8 @@ struct Options {
   std::string transport = "auto";
   int64_t steps = 0, epochs = 0, seed = 0, checkpointEvery = 0;
   bool shuffle = true, resume = false, eval = true, allowNonfinite = false;
+  double timeoutSeconds = 0; // 0: the communicator's (DPC_COMM_TIMEOUT)
+  bool heartbeat = false;
   /// The options given that only a training build uses.
   std::vector<std::string> trainingOptions;
 };
@@ -145,6 +150,12 @@ Options parseOptions(int argc, char **argv, bool &help) {
                    "NCCL, or host staging where ranks share a GPU), nccl, "
                    "host-staging, or mpi (the executor copies each message "
                    "through host memory)");
+  parser.addOption("timeout", &o.timeoutSeconds, "SECONDS",
+                   "give up a wait for another rank after this long "
+                   "(default 600, or DPC_COMM_TIMEOUT)");
+  parser.addFlag("heartbeat", &o.heartbeat,
+                 "for 'dpc run': write a heartbeat line to stderr every "
+                 "second (its watchdog)");
   parser.addOption("summary", &o.summary, "FILE",
                    "for 'dpc run': write the measured step times as JSON "
                    "(last stage)");
@@ -166,6 +177,9 @@ Options parseOptions(int argc, char **argv, bool &help) {
       (parser.given("checkpoint-every") && o.checkpointEvery <= 0))
     throw UsageError{"--steps, --epochs and --checkpoint-every expect a "
                      "positive integer"};
+  if (parser.given("timeout") &&
+      !(o.timeoutSeconds >= 0.001 && o.timeoutSeconds <= 1e7))
+    throw UsageError{"--timeout expects seconds from 0.001 to 1e7"};
   if (!parseTransport(o.transport))
     throw UsageError{"--transport expects auto, nccl, host-staging or mpi, "
                      "not '" +
@@ -193,7 +207,8 @@ int64_t product(const std::vector<int64_t> &v, size_t from = 0) {
 /// build the same dataset even from synthetic specs.
 ModelDataShape shareModelShape(Communicator &comm, const RankManifest &m) {
   constexpr size_t kMaxRank = 8;
-  std::vector<int64_t> shape(kMaxRank + 1, 0);
+  // The first stage's input: rank, dimensions, and whether it holds ids.
+  std::vector<int64_t> shape(kMaxRank + 2, 0);
   if (m.isFirstStage()) {
     const std::vector<int64_t> &in = m.inputs[0].shape;
     if (in.size() - 1 > kMaxRank)
@@ -203,15 +218,27 @@ ModelDataShape shareModelShape(Communicator &comm, const RankManifest &m) {
     shape[0] = int64_t(in.size()) - 1;
     for (size_t k = 1; k < in.size(); ++k)
       shape[k] = in[k];
+    shape[kMaxRank + 1] = m.inputs[0].integer;
   }
   broadcastInts(comm, 0, shape);
-  std::vector<int64_t> classes(1, 0);
-  if (m.isLastStage() && m.outputShape)
-    classes[0] = product(*m.outputShape, 1);
-  broadcastInts(comm, comm.size() - 1, classes);
+  // The last stage's classes and the shape of a sample's labels: a class
+  // per row of the output, whose last dimension is the class dimension
+  // when the labels have positions.
+  std::vector<int64_t> labels(kMaxRank + 2, 0);
+  if (m.isLastStage() && m.outputShape) {
+    const std::vector<int64_t> &out = *m.outputShape;
+    size_t labelRank = m.labelsShape ? m.labelsShape->size() : 1;
+    labels[0] = labelRank > 1 ? out.back() : product(out, 1);
+    labels[1] = int64_t(labelRank) - 1;
+    for (size_t k = 1; k < labelRank && k <= kMaxRank; ++k)
+      labels[k + 1] = (*m.labelsShape)[k];
+  }
+  broadcastInts(comm, comm.size() - 1, labels);
   ModelDataShape model;
   model.sampleShape.assign(shape.begin() + 1, shape.begin() + 1 + shape[0]);
-  model.numClasses = classes[0];
+  model.integerInputs = shape[kMaxRank + 1] != 0;
+  model.numClasses = labels[0];
+  model.labelShape.assign(labels.begin() + 2, labels.begin() + 2 + labels[1]);
   return model;
 }
 
@@ -428,6 +455,13 @@ int runRank(int argc, char **argv, Communicator &comm) {
   Options opts = parseOptions(argc, argv, help);
   if (help)
     return 0;
+  // Before the executor: the communicators it makes take this timeout.
+  if (opts.timeoutSeconds > 0)
+    comm.setTimeout(std::chrono::milliseconds(
+        std::max<int64_t>(1, int64_t(opts.timeoutSeconds * 1000))));
+  std::optional<Heartbeat> heartbeat;
+  if (opts.heartbeat)
+    heartbeat.emplace(std::chrono::seconds(1));
 
   // The target's memory (the kernel library linked in defines it); a CUDA
   // rank without a usable GPU stops here, before any data is read.
@@ -550,6 +584,7 @@ int runRank(int argc, char **argv, Communicator &comm) {
     if (!firstReplica)
       return;
     ::mkdir(opts.checkpointDir.c_str(), 0777); // may exist already
+    setActivity("writes a checkpoint after step " + std::to_string(stepsDone));
     writeSafetensors(checkpointPath(opts.checkpointDir, m.stage),
                      exec.checkpoint(stepsDone));
   };
@@ -595,6 +630,7 @@ int runRank(int argc, char **argv, Communicator &comm) {
 
   int64_t evalMicrobatches = sizes[1] / m.microbatchSize;
   if (opts.eval && evalMicrobatches > 0) {
+    setActivity("evaluates the test data");
     EvalResult result =
         exec.evaluate(test ? &*test : nullptr, evalMicrobatches);
     if (reports && m.labelsShape && m.outputShape && result.samples > 0) {
@@ -618,6 +654,7 @@ int runRank(int argc, char **argv, Communicator &comm) {
       throw Error(file + ": cannot write the op times");
   }
   // Nobody leaves while a peer may still wait for a message from it.
+  setActivity("has finished and waits for the other ranks");
   comm.barrier();
   return 0;
 }

@@ -21,6 +21,7 @@
 
 #include "Commands.h"
 
+#include "dpc/runtime/Heartbeat.h"
 #include "dpc/schedule/Timeline.h"
 #include "dpc/support/CommandLine.h"
 #include "dpc/support/WriteFile.h"
@@ -29,11 +30,13 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <csignal>
 #include <cstdlib>
 #include <cstring>
 #include <fcntl.h>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <map>
 #include <optional>
@@ -51,6 +54,9 @@ namespace dpc::tools {
 namespace {
 
 constexpr const char *kCommand = "dpc run";
+/// The ranks' own wait timeout when --timeout is not given
+/// (runtime::Communicator).
+constexpr double kDefaultTimeoutSeconds = 600;
 
 int fail(const std::string &message) {
   std::cerr << kCommand << ": " << message << "\n";
@@ -237,6 +243,10 @@ public:
   /// The first rank that printed an error-looking line, or -1.
   int firstRankWithError() const { return firstErrorRank; }
 
+  /// Called with (rank, activity) for every heartbeat line a rank writes;
+  /// those lines are not printed.
+  std::function<void(int, const std::string &)> onHeartbeat;
+
 private:
   void handleLine(bool fromStderr, const std::string &line) {
     static const std::regex tag(R"(^\[\d+,(\d+)\]<(stdout|stderr)>:(.*)$)");
@@ -251,6 +261,11 @@ private:
     std::string text = match[3].str();
     if (match[2] == "stdout") {
       std::cout << text << "\n" << std::flush;
+      return;
+    }
+    if (text.rfind(runtime::kHeartbeatPrefix, 0) == 0) {
+      if (onHeartbeat)
+        onHeartbeat(rank, text.substr(std::strlen(runtime::kHeartbeatPrefix)));
       return;
     }
     std::cerr << text << "\n" << std::flush;
@@ -306,6 +321,111 @@ std::string trimMessage(std::string text, int rank) {
   return text;
 }
 
+/// Follows the ranks' heartbeats (runtime/Heartbeat.h). A rank whose
+/// heartbeat stops for `stallSeconds` is named, with what the others are
+/// doing, within seconds; one silent for `timeoutSeconds` ends the job.
+class Watchdog {
+public:
+  using Clock = std::chrono::steady_clock;
+
+  Watchdog(int ranks, double stallSeconds, double timeoutSeconds)
+      : ranks(ranks), stallSeconds(stallSeconds),
+        timeoutSeconds(timeoutSeconds), beats(size_t(ranks)) {}
+
+  void heartbeat(int rank, const std::string &activity) {
+    if (rank < 0 || rank >= ranks)
+      return;
+    Beat &b = beats[size_t(rank)];
+    b.seen = true;
+    b.last = Clock::now();
+    b.activity = activity;
+    if (activity == "done")
+      b.done = true;
+    if (!anyBeat) {
+      anyBeat = true;
+      firstBeat = b.last;
+    }
+    // Once the job is being ended, a stopped rank that mpirun continues
+    // only to terminate it has not recovered.
+    if (b.reported && timedOutRank < 0) {
+      b.reported = false;
+      print("watchdog: rank " + std::to_string(rank) + " answers again");
+    }
+  }
+
+  /// Checks the heartbeats; returns true once when the job must end.
+  bool check() {
+    if (!anyBeat || timedOutRank >= 0)
+      return false;
+    Clock::time_point now = Clock::now();
+    for (int r = 0; r < ranks; ++r) {
+      Beat &b = beats[size_t(r)];
+      if (b.done)
+        continue;
+      double silent =
+          std::chrono::duration<double>(now - (b.seen ? b.last : firstBeat))
+              .count();
+      if (silent >= stallSeconds && !b.reported) {
+        b.reported = true;
+        print("watchdog: rank " + std::to_string(r) + " has not answered for " +
+              seconds(silent) + others(r));
+      }
+      if (silent >= timeoutSeconds) {
+        timedOutRank = r;
+        silentFor = silent;
+        return true;
+      }
+    }
+    return false;
+  }
+
+  /// A rank whose heartbeat has stopped, or -1.
+  int silentRank() const {
+    for (int r = 0; r < ranks; ++r)
+      if (beats[size_t(r)].reported)
+        return r;
+    return -1;
+  }
+  int timedOut() const { return timedOutRank; }
+  double silentSeconds() const { return silentFor; }
+
+  static std::string seconds(double s) {
+    char text[32];
+    std::snprintf(text, sizeof(text), "%.0f s", s);
+    return text;
+  }
+
+private:
+  struct Beat {
+    bool seen = false, reported = false, done = false;
+    Clock::time_point last;
+    std::string activity;
+  };
+
+  /// "; rank 0 waits to receive from rank 1 (step 3, act mb 2); ..."
+  std::string others(int silent) const {
+    std::string text;
+    for (int r = 0; r < ranks; ++r) {
+      const Beat &b = beats[size_t(r)];
+      if (r != silent && b.seen && !b.reported)
+        text += "; rank " + std::to_string(r) + " " + b.activity;
+    }
+    return text;
+  }
+
+  static void print(const std::string &line) {
+    std::cout << line << "\n" << std::flush;
+  }
+
+  int ranks;
+  double stallSeconds, timeoutSeconds;
+  std::vector<Beat> beats;
+  bool anyBeat = false;
+  Clock::time_point firstBeat;
+  int timedOutRank = -1;
+  double silentFor = 0;
+};
+
 pid_t childPid = -1;
 
 void forwardSignal(int signal) {
@@ -314,7 +434,10 @@ void forwardSignal(int signal) {
 }
 
 /// Runs `argv`, following its stdout and stderr; returns its wait status.
-int runAndFollow(const std::vector<std::string> &argv, OutputFollower &out) {
+/// When the watchdog says so, ends mpirun (which takes the ranks down,
+/// stopped ones included) and, should that not do, kills it.
+int runAndFollow(const std::vector<std::string> &argv, OutputFollower &out,
+                 Watchdog &watchdog) {
   int outPipe[2], errPipe[2];
   if (::pipe(outPipe) != 0 || ::pipe(errPipe) != 0)
     return -1;
@@ -352,8 +475,20 @@ int runAndFollow(const std::vector<std::string> &argv, OutputFollower &out) {
   pollfd fds[2] = {{outPipe[0], POLLIN, 0}, {errPipe[0], POLLIN, 0}};
   int open = 2;
   char buffer[8192];
+  std::optional<Watchdog::Clock::time_point> endedAt;
   while (open > 0) {
-    if (::poll(fds, 2, -1) < 0) {
+    int ready = ::poll(fds, 2, 250);
+    if (!endedAt && watchdog.check()) {
+      endedAt = Watchdog::Clock::now();
+      ::kill(pid, SIGTERM);
+    } else if (endedAt &&
+               Watchdog::Clock::now() - *endedAt > std::chrono::seconds(10)) {
+      ::kill(pid, SIGKILL);
+      endedAt = Watchdog::Clock::now();
+    }
+    if (ready == 0)
+      continue;
+    if (ready < 0) {
       if (errno == EINTR)
         continue;
       break;
@@ -542,6 +677,10 @@ int runRunCommand(const Args &args) {
   parser.addFlag("eval", &eval,
                  "evaluate test accuracy after training (default on)",
                  /*negatable=*/true);
+  double timeout = 0;
+  parser.addOption("timeout", &timeout, "SECONDS",
+                   "end the job when a rank has not answered for this long "
+                   "(default 600); ranks give up waiting for a peer then");
   bool allowNonfinite = false;
   parser.addFlag("allow-nonfinite-loss", &allowNonfinite,
                  "keep training when the loss becomes NaN or infinite "
@@ -564,6 +703,12 @@ int runRunCommand(const Args &args) {
     }
   }
 
+  if (parser.given("timeout") && !(timeout >= 0.001 && timeout <= 1e7)) {
+    std::cerr << kCommand
+              << ": option '--timeout' expects seconds from 0.001 to 1e7\n";
+    return cli::kUsageError;
+  }
+
   // The options every rank gets, in a fixed order.
   std::vector<std::string> forwarded;
   auto forwardOption = [&](const char *name, const std::string &value) {
@@ -584,6 +729,9 @@ int runRunCommand(const Args &args) {
   forwardOption("checkpoint-dir", checkpointDir);
   forwardOption("checkpoint-every", std::to_string(checkpointEvery));
   forwardOption("transport", transport);
+  std::ostringstream timeoutText;
+  timeoutText << timeout;
+  forwardOption("timeout", timeoutText.str());
   if (parser.given("shuffle"))
     forwarded.push_back(shuffle ? "--shuffle" : "--no-shuffle");
   if (resume)
@@ -642,7 +790,7 @@ int runRunCommand(const Args &args) {
     for (const std::string &a : forwarded)
       appfile << " " << a;
     if (!summaryPath.empty())
-      appfile << " --summary " << summaryPath;
+      appfile << " --summary " << summaryPath << " --heartbeat";
     appfile << "\n";
   }
 
@@ -718,9 +866,17 @@ int runRunCommand(const Args &args) {
   }
 
   OutputFollower follower;
+  // A rank silent for 5 s is named (sooner with a shorter --timeout); one
+  // silent for the timeout ends the job. Ranks that are not dpc's (no
+  // plan.json) write no heartbeat and are not watched.
+  double timeoutSeconds = timeout > 0 ? timeout : kDefaultTimeoutSeconds;
+  Watchdog watchdog(ranks, std::min(5.0, timeoutSeconds), timeoutSeconds);
+  follower.onHeartbeat = [&](int rank, const std::string &activity) {
+    watchdog.heartbeat(rank, activity);
+  };
   if (!summaryPath.empty())
     ::unlink(summaryPath.c_str());
-  int status = runAndFollow(argv, follower);
+  int status = runAndFollow(argv, follower, watchdog);
   int startErrno = errno;
   ::unlink(tempPath);
   if (status != -1 && WIFEXITED(status) && WEXITSTATUS(status) == 0) {
@@ -743,6 +899,18 @@ int runRunCommand(const Args &args) {
     return fail(std::string("cannot start mpirun: ") +
                 std::strerror(startErrno));
 
+  // A rank that stopped answering is the cause, whatever mpirun says of the
+  // ranks it then killed or that gave up waiting for it.
+  std::string stalled;
+  if (watchdog.timedOut() >= 0)
+    stalled = "rank " + std::to_string(watchdog.timedOut()) +
+              " has not answered for " +
+              Watchdog::seconds(watchdog.silentSeconds()) + " (--timeout " +
+              Watchdog::seconds(timeoutSeconds) + "); the job was ended";
+  else if (watchdog.silentRank() >= 0)
+    stalled = "rank " + std::to_string(watchdog.silentRank()) +
+              " had stopped answering";
+
   std::string how = WIFEXITED(status)
                         ? "exit code " + std::to_string(WEXITSTATUS(status))
                         : "signal " + std::to_string(WTERMSIG(status));
@@ -754,13 +922,17 @@ int runRunCommand(const Args &args) {
   if (!failure && follower.firstRankWithError() >= 0)
     failure = RankFailure{follower.firstRankWithError(),
                           "failed (mpirun " + how + ")"};
-  if (!failure || verbose)
+  if ((!failure && stalled.empty()) || verbose)
     std::cerr << follower.launcherOutput();
+  if (watchdog.timedOut() >= 0)
+    return fail(stalled);
   if (!failure)
-    return fail("mpirun failed (" + how + ")");
+    return fail(stalled.empty() ? "mpirun failed (" + how + ")"
+                                : stalled + " (mpirun " + how + ")");
   std::string message =
       trimMessage(follower.lastMessage(failure->rank), failure->rank);
-  fail("rank " + std::to_string(failure->rank) + " " + failure->how +
+  fail((stalled.empty() ? "" : stalled + ": ") + "rank " +
+       std::to_string(failure->rank) + " " + failure->how +
        (message.empty() ? "" : ": " + message));
   // A rank refusing its input (a bad option value, an unusable checkpoint
   // directory) aborts with the usage code, and so does the job.

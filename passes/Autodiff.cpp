@@ -11,6 +11,7 @@
 #include "passes/Passes.h"
 
 #include "dialects/nn/IR/NNOps.h"
+#include "dialects/nn/IR/ShapeInference.h"
 #include "dialects/pipe/IR/PipeOps.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -125,8 +126,9 @@ struct AutodiffPass : public mlir::dpc::impl::AutodiffPassBase<AutodiffPass> {
              << ret.getNumOperands() << " results";
     Value logits = ret.getOperand(0);
     auto logitsType = dyn_cast<RankedTensorType>(logits.getType());
-    if (!logitsType || logitsType.getRank() != 2)
-      return main.emitError("expects rank-2 logits (batch x classes) for "
+    if (!logitsType || logitsType.getRank() < 2)
+      return main.emitError("expects logits of rank >= 2 (batch, "
+                            "positions..., classes) for "
                             "softmax-cross-entropy, got ")
              << logits.getType();
 
@@ -152,11 +154,14 @@ struct AutodiffPass : public mlir::dpc::impl::AutodiffPassBase<AutodiffPass> {
     builder.setListener(&tagger);
     Location loc = ret.getLoc();
     MLIRContext *ctx = &getContext();
-    int64_t batch = logitsType.getShape()[0];
-    auto labelsType = RankedTensorType::get({batch}, builder.getI64Type());
+    // A label per row of the logits: per sample for a classifier, per
+    // position for a token-level loss, whose mean runs over every position.
+    ArrayRef<int64_t> rows = logitsType.getShape().drop_back();
+    auto labelsType = RankedTensorType::get(rows, builder.getI64Type());
     Value labels = body.addArgument(
         labelsType, NameLoc::get(StringAttr::get(ctx, "labels"), loc));
-    float scale = 1.0f / static_cast<float>(microbatches * batch);
+    float scale =
+        1.0f / static_cast<float>(microbatches * nn::getNumElements(rows));
     auto scaleAttr = builder.getF32FloatAttr(scale);
     tagger.follow(logits);
     Value lossValue = builder.create<nn::SoftmaxCrossEntropyOp>(
@@ -226,6 +231,8 @@ struct AutodiffPass : public mlir::dpc::impl::AutodiffPassBase<AutodiffPass> {
     ret->setOperands({lossValue, logits});
     main.setFunctionType(builder.getFunctionType(body.getArgumentTypes(),
                                                  ret.getOperandTypes()));
+    main.setArgAttr(cast<BlockArgument>(labels).getArgNumber(),
+                    pipe::PipeDialect::kLabelsAttrName, builder.getUnitAttr());
     return success();
   }
 };

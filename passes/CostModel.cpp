@@ -157,8 +157,8 @@ std::optional<OpWork> mlir::dpc::estimateWork(Operation *op) {
         work.gradBytes = work.bytes + nn::getSizeInBytes(gather.getTable());
       })
       .Case([&](nn::GatherGradOp grad) {
-        work.flops = elementsOf(grad.getResultGrad()) +
-                     elementsOf(grad.getTableGrad());
+        work.flops =
+            elementsOf(grad.getResultGrad()) + elementsOf(grad.getTableGrad());
       })
       .Case([&](nn::DropoutOp) {
         // Philox's ten rounds per four elements, and a multiply.

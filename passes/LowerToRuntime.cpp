@@ -197,7 +197,8 @@ struct Manifest {
 static LogicalResult expectI64Indices(Operation *op, Value indices) {
   if (cast<ShapedType>(indices.getType()).getElementType().isInteger(64))
     return success();
-  return op->emitOpError("expects int64 indices for the runtime's kernels, got ")
+  return op->emitOpError(
+             "expects int64 indices for the runtime's kernels, got ")
          << indices.getType();
 }
 
@@ -415,9 +416,12 @@ LogicalResult Lowering::lowerOp(Operation *op) {
       })
       .Case([&](pipe::InputOp input) {
         int64_t index = input.getIndexAttr().getInt();
+        bool integer = isa<IntegerType>(
+            cast<ShapedType>(input.getType()).getElementType());
         manifest.inputs[index] =
             llvm::json::Object{{"name", "input" + std::to_string(index)},
-                               {"shape", shapeJson(shapeOf(input))}};
+                               {"shape", shapeJson(shapeOf(input))},
+                               {"dtype", integer ? "i64" : "f32"}};
         manifest.noteBatch(shapeOf(input));
         define(input, call("dpc_input", ptrType, {context, i64(index)}));
       })
@@ -882,8 +886,7 @@ LogicalResult Lowering::lowerOp(Operation *op) {
         callVoid("dpc_gather_grad",
                  {ptrOf(grad.getResultGrad()), ptrOf(grad.getIndices()),
                   i64(table[0]), i64(nn::getNumElements(table.drop_front())),
-                  i64(nn::getNumElements(shapeOf(grad.getIndices()))),
-                  dtable});
+                  i64(nn::getNumElements(shapeOf(grad.getIndices()))), dtable});
         define(grad, dtable);
       })
       .Case([&](nn::SoftmaxCrossEntropyOp loss) {

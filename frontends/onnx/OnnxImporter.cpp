@@ -1284,16 +1284,16 @@ LogicalResult Importer::importTensorGather(const onnx::NodeProto &node) {
     if (!cast<RankedTensorType>(indices->getType())
              .getElementType()
              .isInteger(64))
-      return nodeError(node) << "expects int64 indices, got "
-                             << indices->getType();
+      return nodeError(node)
+             << "expects int64 indices, got " << indices->getType();
     if (axis != 0)
       return nodeError(node) << "gathers by computed indices along axis 0 "
                              << "only (an embedding), not axis " << axis;
     nn::Shape result(shapeOf(*indices));
     result.append(shape.begin() + 1, shape.end());
-    return define(node, builder.create<nn::GatherOp>(
-                            locOf(node), tensorType(result, element), *data,
-                            *indices));
+    return define(
+        node, builder.create<nn::GatherOp>(
+                  locOf(node), tensorType(result, element), *data, *indices));
   }
   FailureOr<HostTensor> indices = getHost(node, 1);
   if (failed(indices))
@@ -1811,6 +1811,9 @@ LogicalResult Importer::importGraph(const onnx::GraphProto &graph,
                                           "graph input '" + input.name() + "'");
     if (failed(element))
       return failure();
+    // Integer inputs are token ids; the runtime reads them as int64.
+    if (element->isInteger(32))
+      element = builder.getI64Type();
     if (!tensor.has_shape())
       return emitError(loc) << "graph input '" << input.name()
                             << "' has no shape; dpc needs static shapes";

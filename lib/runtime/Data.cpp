@@ -245,6 +245,21 @@ static int64_t product(const std::vector<int64_t> &shape) {
   return n;
 }
 
+void Dataset::setLabels(std::vector<int64_t> values, std::vector<int64_t> shape,
+                        int64_t inputCount) {
+  labelDims = std::move(shape);
+  labelCount = product(labelDims);
+  if (labelCount <= 0)
+    throw Error("dataset: a sample's labels must not be empty");
+  if (int64_t(values.size()) % labelCount != 0)
+    throw Error("dataset: label count is not a multiple of a sample's " +
+                std::to_string(labelCount) + " labels");
+  count = int64_t(values.size()) / labelCount;
+  labels = std::move(values);
+  if (inputCount != elements * count)
+    throw Error("dataset: input count does not match labels and shape");
+}
+
 Dataset Dataset::fromBytes(std::vector<int64_t> sampleShape,
                            std::vector<uint8_t> pixels,
                            std::vector<int64_t> labels, int64_t numClasses) {
@@ -253,25 +268,36 @@ Dataset Dataset::fromBytes(std::vector<int64_t> sampleShape,
   d.elements = product(d.shape);
   d.classes = numClasses;
   d.bytePixels = std::move(pixels);
-  d.count = int64_t(labels.size());
-  d.labels = std::move(labels);
-  if (int64_t(d.bytePixels.size()) != d.elements * d.size())
-    throw Error("dataset: pixel count does not match labels and shape");
+  d.setLabels(std::move(labels), {}, int64_t(d.bytePixels.size()));
   return d;
 }
 
 Dataset Dataset::fromFloats(std::vector<int64_t> sampleShape,
                             std::vector<float> inputs,
-                            std::vector<int64_t> labels, int64_t numClasses) {
+                            std::vector<int64_t> labels, int64_t numClasses,
+                            std::vector<int64_t> labelShape) {
   Dataset d;
   d.shape = std::move(sampleShape);
   d.elements = product(d.shape);
   d.classes = numClasses;
   d.floatInputs = std::move(inputs);
-  d.count = int64_t(labels.size());
-  d.labels = std::move(labels);
-  if (int64_t(d.floatInputs.size()) != d.elements * d.size())
-    throw Error("dataset: input count does not match labels and shape");
+  d.setLabels(std::move(labels), std::move(labelShape),
+              int64_t(d.floatInputs.size()));
+  return d;
+}
+
+Dataset Dataset::fromInts(std::vector<int64_t> sampleShape,
+                          std::vector<int64_t> inputs,
+                          std::vector<int64_t> labels, int64_t numClasses,
+                          std::vector<int64_t> labelShape) {
+  Dataset d;
+  d.shape = std::move(sampleShape);
+  d.elements = product(d.shape);
+  d.classes = numClasses;
+  d.integer = true;
+  d.intInputs = std::move(inputs);
+  d.setLabels(std::move(labels), std::move(labelShape),
+              int64_t(d.intInputs.size()));
   return d;
 }
 
@@ -288,21 +314,28 @@ Dataset Dataset::unlabelled(std::vector<int64_t> sampleShape,
   return d;
 }
 
-int64_t Dataset::label(int64_t index) const {
-  if (!labelled)
-    throw Error("dataset: the data has no labels");
+void Dataset::checkIndex(int64_t index) const {
   if (index < 0 || index >= size())
     throw Error("dataset: sample " + std::to_string(index) +
                 " out of range (size " + std::to_string(size()) + ")");
+}
+
+int64_t Dataset::label(int64_t index) const {
+  if (!labelled)
+    throw Error("dataset: the data has no labels");
+  checkIndex(index);
+  if (labelCount != 1)
+    throw Error("dataset: a sample has " + std::to_string(labelCount) +
+                " labels, not one");
   return labels[size_t(index)];
 }
 
 void Dataset::gatherInputs(const std::vector<int64_t> &indices,
                            float *out) const {
+  if (integer)
+    throw Error("dataset: the inputs are integer token ids, not floats");
   for (int64_t index : indices) {
-    if (index < 0 || index >= size())
-      throw Error("dataset: sample " + std::to_string(index) +
-                  " out of range (size " + std::to_string(size()) + ")");
+    checkIndex(index);
     if (!bytePixels.empty()) {
       const uint8_t *in = &bytePixels[size_t(index * elements)];
       // float(byte) / 255.0f is one correctly rounded division, the same
@@ -317,10 +350,28 @@ void Dataset::gatherInputs(const std::vector<int64_t> &indices,
   }
 }
 
+void Dataset::gatherIntInputs(const std::vector<int64_t> &indices,
+                              int64_t *out) const {
+  if (!integer)
+    throw Error("dataset: the inputs are floats, not integer token ids");
+  for (int64_t index : indices) {
+    checkIndex(index);
+    std::memcpy(out, &intInputs[size_t(index * elements)],
+                size_t(elements) * sizeof(int64_t));
+    out += elements;
+  }
+}
+
 void Dataset::gatherLabels(const std::vector<int64_t> &indices,
                            int64_t *out) const {
-  for (int64_t index : indices)
-    *out++ = label(index);
+  if (!labelled)
+    throw Error("dataset: the data has no labels");
+  for (int64_t index : indices) {
+    checkIndex(index);
+    std::memcpy(out, &labels[size_t(index * labelCount)],
+                size_t(labelCount) * sizeof(int64_t));
+    out += labelCount;
+  }
 }
 
 //===----------------------------------------------------------------------===//
@@ -411,57 +462,80 @@ static Dataset loadIdx(const DataSpec &spec, Split split,
                             classes);
 }
 
+// int64 or int32 values of a .npy array, widened to int64.
+static std::vector<int64_t> npyInts(const NpyArray &array,
+                                    const std::string &path,
+                                    const std::string &what) {
+  std::vector<int64_t> values(size_t(product(array.shape)));
+  if (array.descr == "<i8") {
+    std::memcpy(values.data(), array.data.data(), array.data.size());
+  } else if (array.descr == "<i4") {
+    for (size_t i = 0; i < values.size(); ++i) {
+      int32_t v;
+      std::memcpy(&v, &array.data[i * 4], 4);
+      values[i] = v;
+    }
+  } else {
+    throw Error(path + ": " + what + " must be int64 ('<i8') or int32, got '" +
+                array.descr + "'");
+  }
+  return values;
+}
+
 static Dataset loadNpy(const DataSpec &spec, const ModelDataShape &model) {
   NpyArray inputs = readNpyFile(spec.inputsPath);
-  if (inputs.descr != "<f4")
-    throw Error(spec.inputsPath + ": inputs must be float32 ('<f4'), got '" +
+  bool integer = inputs.descr == "<i8" || inputs.descr == "<i4";
+  if (inputs.descr != "<f4" && !integer)
+    throw Error(spec.inputsPath +
+                ": inputs must be float32 ('<f4') or "
+                "int64/int32 token ids, got '" +
                 inputs.descr + "'");
   if (inputs.shape.empty())
     throw Error(spec.inputsPath + ": inputs must have a sample dimension");
-  std::vector<float> values(inputs.data.size() / 4);
-  std::memcpy(values.data(), inputs.data.data(), inputs.data.size());
   std::vector<int64_t> sampleShape(inputs.shape.begin() + 1,
                                    inputs.shape.end());
+  std::vector<float> values;
+  std::vector<int64_t> ids;
+  if (integer) {
+    ids = npyInts(inputs, spec.inputsPath, "token ids");
+  } else {
+    values.resize(inputs.data.size() / 4);
+    std::memcpy(values.data(), inputs.data.data(), inputs.data.size());
+  }
   // loadDataset refuses an empty one.
-  if (spec.labelsPath.empty())
+  if (spec.labelsPath.empty()) {
+    if (integer)
+      throw Error(spec.inputsPath + ": integer inputs need labels "
+                                    "(npy:INPUTS.npy,LABELS.npy)");
     return Dataset::unlabelled(sampleShape, std::move(values));
+  }
   NpyArray labels = readNpyFile(spec.labelsPath);
-  if (labels.shape.size() != 1)
-    throw Error(spec.labelsPath + ": labels must be one-dimensional, got " +
-                "shape " + shapeText(labels.shape));
+  if (labels.shape.empty())
+    throw Error(spec.labelsPath + ": labels must have a sample dimension");
   if (inputs.shape[0] != labels.shape[0])
     throw Error(spec.text + ": " + std::to_string(inputs.shape[0]) +
                 " samples in " + spec.inputsPath + " but " +
                 std::to_string(labels.shape[0]) + " labels in " +
                 spec.labelsPath);
-  std::vector<int64_t> labelValues(size_t(labels.shape[0]));
-  if (labels.descr == "<i8") {
-    std::memcpy(labelValues.data(), labels.data.data(), labels.data.size());
-  } else if (labels.descr == "<i4") {
-    for (size_t i = 0; i < labelValues.size(); ++i) {
-      int32_t v;
-      std::memcpy(&v, &labels.data[i * 4], 4);
-      labelValues[i] = v;
-    }
-  } else {
-    throw Error(spec.labelsPath +
-                ": labels must be int64 ('<i8') or int32, "
-                "got '" +
-                labels.descr + "'");
-  }
+  std::vector<int64_t> labelShape(labels.shape.begin() + 1, labels.shape.end());
+  std::vector<int64_t> labelValues = npyInts(labels, spec.labelsPath, "labels");
+  int64_t perSample = product(labelShape);
   int64_t maxLabel = -1;
   for (size_t i = 0; i < labelValues.size(); ++i) {
     if (labelValues[i] < 0 ||
         (model.numClasses > 0 && labelValues[i] >= model.numClasses))
       throw Error(spec.labelsPath + ": label " +
                   std::to_string(labelValues[i]) + " of sample " +
-                  std::to_string(i) + " is outside [0, " +
-                  std::to_string(model.numClasses) + ")");
+                  std::to_string(int64_t(i) / std::max<int64_t>(perSample, 1)) +
+                  " is outside [0, " + std::to_string(model.numClasses) + ")");
     maxLabel = std::max(maxLabel, labelValues[i]);
   }
-  return Dataset::fromFloats(
-      sampleShape, std::move(values), std::move(labelValues),
-      model.numClasses > 0 ? model.numClasses : maxLabel + 1);
+  int64_t classes = model.numClasses > 0 ? model.numClasses : maxLabel + 1;
+  if (integer)
+    return Dataset::fromInts(sampleShape, std::move(ids),
+                             std::move(labelValues), classes, labelShape);
+  return Dataset::fromFloats(sampleShape, std::move(values),
+                             std::move(labelValues), classes, labelShape);
 }
 
 static Dataset makeSynthetic(const DataSpec &spec, Split split,
@@ -477,14 +551,31 @@ static Dataset makeSynthetic(const DataSpec &spec, Split split,
   // see training samples.
   detail::SplitMix64 random(
       detail::mixSeed(seed, split == Split::Train ? 0x7261696e : 0x74657374));
+  auto draw = [&](std::vector<int64_t> &values) {
+    for (int64_t &v : values)
+      v = int64_t(random.below(uint64_t(model.numClasses)));
+  };
+  if (model.integerInputs) {
+    // Token ids below the class count: a language model predicts the
+    // vocabulary it reads.
+    std::vector<int64_t> ids(static_cast<size_t>(count * elements));
+    draw(ids);
+    std::vector<int64_t> labels(
+        static_cast<size_t>(count * product(model.labelShape)));
+    draw(labels);
+    return Dataset::fromInts(model.sampleShape, std::move(ids),
+                             std::move(labels), model.numClasses,
+                             model.labelShape);
+  }
   std::vector<float> inputs(static_cast<size_t>(count * elements));
   for (float &x : inputs)
     x = random.unitFloat();
-  std::vector<int64_t> labels(static_cast<size_t>(count));
-  for (int64_t &y : labels)
-    y = int64_t(random.below(uint64_t(model.numClasses)));
+  std::vector<int64_t> labels(
+      static_cast<size_t>(count * product(model.labelShape)));
+  draw(labels);
   return Dataset::fromFloats(model.sampleShape, std::move(inputs),
-                             std::move(labels), model.numClasses);
+                             std::move(labels), model.numClasses,
+                             model.labelShape);
 }
 
 Dataset loadDataset(const DataSpec &spec, Split split,
@@ -503,10 +594,24 @@ Dataset loadDataset(const DataSpec &spec, Split split,
   }
   if (data.size() == 0)
     throw Error(spec.text + ": the dataset has no samples");
-  if (!model.sampleShape.empty() && data.sampleShape() != model.sampleShape)
+  if (model.sampleShape.empty())
+    return data;
+  if (data.sampleShape() != model.sampleShape)
     throw Error(spec.text + ": samples have shape " +
                 shapeText(data.sampleShape()) + " but the model expects " +
                 shapeText(model.sampleShape));
+  if (data.integerInputs() != model.integerInputs)
+    throw Error(spec.text + ": the inputs are " +
+                (data.integerInputs() ? "integer token ids" : "floats") +
+                " but the model reads " +
+                (model.integerInputs ? "integer token ids" : "floats"));
+  if (data.hasLabels() && data.labelShape() != model.labelShape)
+    throw Error(spec.text + ": a sample has labels of shape " +
+                (data.labelShape().empty() ? std::string("scalar")
+                                           : shapeText(data.labelShape())) +
+                " but the model's loss expects " +
+                (model.labelShape.empty() ? std::string("one label a sample")
+                                          : shapeText(model.labelShape)));
   return data;
 }
 

@@ -267,6 +267,12 @@ RankManifest parseManifest(const std::string &text, const std::string &name) {
     t.name = r.string(inputs[i], path, "name");
     t.shape = r.shape(r.field(inputs[i], path, "shape"), path + "shape");
     batchFirst(t.shape, path + "shape");
+    if (auto it = inputs[i].find("dtype"); it != inputs[i].end()) {
+      std::string dtype = it->is_string() ? it->get<std::string>() : "";
+      if (dtype != "f32" && dtype != "i64")
+        r.fail(path + "dtype", "expected \"f32\" or \"i64\"");
+      t.integer = dtype == "i64";
+    }
     m.inputs.push_back(t);
   }
   if (!m.inputs.empty() && !m.isFirstStage())
@@ -282,8 +288,8 @@ RankManifest parseManifest(const std::string &text, const std::string &name) {
   if (m.labelsShape) {
     if (!m.isLastStage())
       r.fail("labels", "only the last stage reads labels");
-    if (m.labelsShape->size() != 1)
-      r.fail("labels.shape", "expected [microbatch_size]");
+    if (m.labelsShape->empty())
+      r.fail("labels.shape", "expected [microbatch_size, positions...]");
     batchFirst(*m.labelsShape, "labels.shape");
   }
   if (auto it = root.find("inference"); it != root.end()) {

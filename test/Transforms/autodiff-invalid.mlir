@@ -16,11 +16,11 @@ func.func @main(%x: tensor<4x3xf32>) -> (tensor<4x3xf32>, tensor<4x3xf32>) {
 
 // -----
 
-// expected-error @+1 {{expects rank-2 logits (batch x classes) for softmax-cross-entropy, got 'tensor<4x3x2xf32>'}}
-func.func @main(%x: tensor<4x3x2xf32>) -> tensor<4x3x2xf32> {
-  %w = nn.param "w" : tensor<4x3x2xf32>
-  %y = nn.add %x, %w : (tensor<4x3x2xf32>, tensor<4x3x2xf32>) -> tensor<4x3x2xf32>
-  return %y : tensor<4x3x2xf32>
+// expected-error @+1 {{expects logits of rank >= 2 (batch, positions..., classes) for softmax-cross-entropy, got 'tensor<4xf32>'}}
+func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %w = nn.param "w" : tensor<4xf32>
+  %y = nn.add %x, %w : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  return %y : tensor<4xf32>
 }
 
 // -----

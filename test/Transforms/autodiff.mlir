@@ -5,7 +5,7 @@
 // bias gradient is summed back to its shape; every parameter is updated once.
 
 // CHECK-LABEL: func.func @main
-// CHECK-SAME: (%[[X:.*]]: tensor<8x1x6x6xf32>, %[[LABELS:.*]]: tensor<8xi64>) -> (tensor<f32>, tensor<8x3xf32>)
+// CHECK-SAME: (%[[X:.*]]: tensor<8x1x6x6xf32>, %[[LABELS:.*]]: tensor<8xi64> {pipe.labels}) -> (tensor<f32>, tensor<8x3xf32>)
 func.func @main(%x: tensor<8x1x6x6xf32>) -> tensor<8x3xf32> {
   // CHECK: %[[W:.*]] = nn.param "conv.weight"
   %w = nn.param "conv.weight" : tensor<2x1x3x3xf32>

@@ -6,7 +6,7 @@
 // their stage (the input on stage 0) need no transfer.
 
 // CHECK-LABEL: func.func @main
-func.func @main(%x: tensor<4x8xf32>, %labels: tensor<4xi64>) -> tensor<4x8xf32> {
+func.func @main(%x: tensor<4x8xf32>, %labels: tensor<4xi64> {pipe.labels}) -> tensor<4x8xf32> {
   // CHECK: %[[A:.*]] = nn.relu %arg0 {pipe.stage = 0 : i64}
   // CHECK-NEXT: pipe.send %[[A]] to 1 tag 0 {pipe.stage = 0 : i64}
   // CHECK-NEXT: %[[A1:.*]] = pipe.recv from 0 tag 0 {pipe.stage = 1 : i64}
@@ -74,7 +74,7 @@ func.func @main(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
 // Labels (integer arguments) are read where they are used, on the last
 // stage; an input used on stages 0 and 1 goes over once.
 // CHECK-LABEL: func.func @main
-func.func @main(%x: tensor<4x8xf32>, %labels: tensor<4xi64>) -> tensor<f32> {
+func.func @main(%x: tensor<4x8xf32>, %labels: tensor<4xi64> {pipe.labels}) -> tensor<f32> {
   // CHECK-NEXT: pipe.send %arg0 to 1 tag 0 {pipe.stage = 0 : i64}
   // CHECK-NEXT: %[[X1:.*]] = pipe.recv from 0 tag 0 {pipe.stage = 1 : i64}
   // CHECK-NEXT: nn.relu %arg0 {pipe.stage = 0 : i64}

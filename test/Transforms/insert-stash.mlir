@@ -6,7 +6,7 @@
 // them before their first backward use; parameters are never stashed.
 
 // CHECK-LABEL: func.func @main
-func.func @main(%x: tensor<4x8xf32> loc("input"), %labels: tensor<4xi64> loc("labels")) -> (tensor<f32>, tensor<4x8xf32>) {
+func.func @main(%x: tensor<4x8xf32> loc("input"), %labels: tensor<4xi64> {pipe.labels} loc("labels")) -> (tensor<f32>, tensor<4x8xf32>) {
   // CHECK: pipe.stash %arg0 key "input" {pipe.stage = 0 : i64}
   // CHECK: pipe.stash %arg1 key "labels" {pipe.stage = 1 : i64}
   // CHECK: %[[W0:.*]] = nn.param "w0"

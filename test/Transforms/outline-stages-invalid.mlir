@@ -1,7 +1,7 @@
 // RUN: dpc-opt %s -split-input-file --dpc-outline-stages -verify-diagnostics
 
 // A forward value read by the backward without a stash.
-func.func @main(%x: tensor<4x8xf32>, %labels: tensor<4xi64>) -> tensor<f32> {
+func.func @main(%x: tensor<4x8xf32>, %labels: tensor<4xi64> {pipe.labels}) -> tensor<f32> {
   %r = nn.relu %x {pipe.stage = 0 : i64} : tensor<4x8xf32>
   %loss = nn.softmax_cross_entropy %r, %labels {pipe.stage = 0 : i64} : (tensor<4x8xf32>, tensor<4xi64>) -> tensor<f32>
   // expected-error @+1 {{uses a value computed in another segment (nn.relu on stage 0) with no stash or transfer; insert-stash and insert-send-recv must run first}}
@@ -22,7 +22,7 @@ func.func @main(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
 // An inference module has no loss.
 module attributes {pipe.inference} {
   // expected-error @+1 {{an inference module ('pipe.inference') has no loss, got nn.softmax_cross_entropy}}
-  func.func @main(%x: tensor<4x8xf32>, %labels: tensor<4xi64>) -> tensor<f32> {
+  func.func @main(%x: tensor<4x8xf32>, %labels: tensor<4xi64> {pipe.labels}) -> tensor<f32> {
     %loss = nn.softmax_cross_entropy %x, %labels {pipe.stage = 0 : i64, scale = 0.25 : f32} : (tensor<4x8xf32>, tensor<4xi64>) -> tensor<f32>
     return %loss : tensor<f32>
   }

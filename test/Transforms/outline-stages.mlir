@@ -2,7 +2,7 @@
 
 // Two stages after insert-send-recv and insert-stash.
 module attributes {pipe.num_stages = 2 : i64} {
-  func.func @main(%x: tensor<4x8xf32>, %labels: tensor<4xi64>) -> (tensor<f32>, tensor<4x8xf32>) {
+  func.func @main(%x: tensor<4x8xf32>, %labels: tensor<4xi64> {pipe.labels}) -> (tensor<f32>, tensor<4x8xf32>) {
     pipe.stash %x key "input" {pipe.stage = 0 : i64} : tensor<4x8xf32>
     pipe.stash %labels key "labels" {pipe.stage = 1 : i64} : tensor<4xi64>
     %w0 = nn.param "w0" {pipe.stage = 0 : i64} : tensor<8x8xf32>

@@ -1136,8 +1136,8 @@ void dpc_layer_norm_grad_scale(const float *dy, const float *x, int64_t rows,
   }
 }
 
-static int64_t gatherRow(const char *kernel, const int64_t *indices,
-                         int64_t i, int64_t rows) {
+static int64_t gatherRow(const char *kernel, const int64_t *indices, int64_t i,
+                         int64_t rows) {
   int64_t index = indices[i];
   if (index < -rows || index >= rows)
     fail(kernel, "index " + std::to_string(index) + " at position " +

@@ -700,8 +700,8 @@ __global__ void gatherKernel(const float *table, const int64_t *indices,
     int64_t index = indices[k / width];
     if (index < 0)
       index += rows;
-    out[k] = index >= 0 && index < rows ? table[index * width + k % width]
-                                        : NAN;
+    out[k] =
+        index >= 0 && index < rows ? table[index * width + k % width] : NAN;
   }
 }
 

@@ -476,8 +476,8 @@ OpFoldResult ReshapeOp::fold(FoldAdaptor) {
 }
 
 LogicalResult TransposeOp::verify() {
-  FailureOr<Shape> shape = inferTransposeShape(
-      shapeOf(getInput()), getPerm(), [&] { return emitOpError(); });
+  FailureOr<Shape> shape = inferTransposeShape(shapeOf(getInput()), getPerm(),
+                                               [&] { return emitOpError(); });
   if (failed(shape))
     return failure();
   return expectType(*this, "result", getResult(), *shape,
@@ -503,9 +503,8 @@ LogicalResult ConcatOp::verify() {
 LogicalResult SliceOp::verify() {
   if (elementTypeOf(getResult()) != elementTypeOf(getInput()))
     return emitOpError("expects the input's element type");
-  return verifySliceBox(shapeOf(getInput()), shapeOf(getResult()),
-                        getOffsets(), getSteps(),
-                        [&] { return emitOpError(); });
+  return verifySliceBox(shapeOf(getInput()), shapeOf(getResult()), getOffsets(),
+                        getSteps(), [&] { return emitOpError(); });
 }
 
 LogicalResult SliceGradOp::verify() {
@@ -526,8 +525,9 @@ LogicalResult PadOp::verify() {
 }
 
 LogicalResult GatherOp::verify() {
-  FailureOr<Shape> shape = inferGatherShape(
-      shapeOf(getTable()), shapeOf(getIndices()), [&] { return emitOpError(); });
+  FailureOr<Shape> shape =
+      inferGatherShape(shapeOf(getTable()), shapeOf(getIndices()),
+                       [&] { return emitOpError(); });
   if (failed(shape))
     return failure();
   return expectType(*this, "result", getResult(), *shape,

@@ -292,8 +292,8 @@ FailureOr<Shape> inferPadShape(ArrayRef<int64_t> input, ArrayRef<int64_t> pads,
 }
 
 LogicalResult verifySliceBox(ArrayRef<int64_t> input, ArrayRef<int64_t> box,
-                             ArrayRef<int64_t> offsets,
-                             ArrayRef<int64_t> steps, EmitErrorFn emitError) {
+                             ArrayRef<int64_t> offsets, ArrayRef<int64_t> steps,
+                             EmitErrorFn emitError) {
   if (box.size() != input.size() || offsets.size() != input.size() ||
       steps.size() != input.size())
     return emitError() << "expects one offset and one step per dimension of "

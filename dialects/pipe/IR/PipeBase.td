@@ -48,6 +48,10 @@ def Pipe_Dialect : Dialect {
     /// the model's outputs, with no loss first, and nothing is trained.
     static constexpr ::llvm::StringLiteral kInferenceAttrName =
         "pipe.inference";
+    /// On an argument of @main (a unit attribute): the labels, which the
+    /// last stage reads. Every other argument is a data input of the first
+    /// stage, of any element type (images, token ids).
+    static constexpr ::llvm::StringLiteral kLabelsAttrName = "pipe.labels";
 
     /// Adds the attributes of PipeAttrs.td (PipeAttrs.cpp).
     void registerAttributes();

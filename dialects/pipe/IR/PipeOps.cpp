@@ -4,6 +4,7 @@
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
 #include "llvm/ADT/DenseMap.h"
 
 using namespace mlir;
@@ -22,7 +23,9 @@ void mlir::dpc::pipe::setStage(Operation *op, int64_t stage) {
 }
 
 bool mlir::dpc::pipe::isLabels(BlockArgument arg) {
-  return isa<IntegerType>(cast<ShapedType>(arg.getType()).getElementType());
+  auto func = dyn_cast<FunctionOpInterface>(arg.getOwner()->getParentOp());
+  return func && arg.getOwner()->isEntryBlock() &&
+         func.getArgAttr(arg.getArgNumber(), PipeDialect::kLabelsAttrName);
 }
 
 int64_t mlir::dpc::pipe::getNumChunks(ModuleOp module) {

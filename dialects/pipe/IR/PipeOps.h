@@ -25,8 +25,8 @@ std::optional<int64_t> getStage(Operation *op);
 void setStage(Operation *op, int64_t stage);
 
 /// Whether an argument of @main holds the labels (integer class indices,
-/// read by the last stage) rather than a data input (floats, read by the
-/// first stage).
+/// read by the last stage; marked `pipe.labels` by autodiff) rather than a
+/// data input (read by the first stage: floats, or integer token ids).
 bool isLabels(BlockArgument arg);
 
 /// Model chunks per rank of `module`: its `pipe.chunks`, or 1.

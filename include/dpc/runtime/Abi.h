@@ -62,8 +62,9 @@ void dpc_segment_optimizer(dpc_context *ctx);
  * functions dispatch on this. Always 0 otherwise. */
 int64_t dpc_chunk(dpc_context *ctx);
 
-/* The current microbatch's data input `index` (manifest "inputs"). */
-const float *dpc_input(dpc_context *ctx, int64_t index);
+/* The current microbatch's data input `index` (manifest "inputs"): float32
+ * values, or int64 token ids for an input of dtype "i64". */
+const void *dpc_input(dpc_context *ctx, int64_t index);
 /* The current microbatch's labels (manifest "labels"). */
 const int64_t *dpc_labels(dpc_context *ctx);
 

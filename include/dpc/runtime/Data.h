@@ -7,12 +7,16 @@
 //
 //   fashion-mnist:DIR, mnist:DIR   IDX files (gzip or not) in DIR: the train
 //                                  split reads train-*, the test split t10k-*
-//   npy:INPUTS.npy,LABELS.npy      float32 inputs [N,...], int64 labels [N]
+//   npy:INPUTS.npy,LABELS.npy      float32 inputs, or int64/int32 token
+//                                  ids, [N,...]; int64/int32 labels [N]
+//                                  (a class per sample) or [N,...] (a
+//                                  class per position, token-level losses)
 //   npy:INPUTS.npy                 inputs alone, for what needs no labels
 //                                  (predictions of an inference build)
 //   synthetic[:N]                  N seeded random samples shaped like the
 //                                  model's input (default 4096 train, 1024
-//                                  test)
+//                                  test); token ids and labels below the
+//                                  model's class count
 //
 // Pixels from IDX files become float32(byte)/255, exactly what PyTorch's
 // `tensor.float() / 255` gives, so a run can be compared bit for bit.
@@ -66,9 +70,17 @@ public:
   static Dataset fromBytes(std::vector<int64_t> sampleShape,
                            std::vector<uint8_t> pixels,
                            std::vector<int64_t> labels, int64_t numClasses);
+  /// `labelShape` is the shape of one sample's labels: {} for a class per
+  /// sample, e.g. {T} for a class per position of a sequence.
   static Dataset fromFloats(std::vector<int64_t> sampleShape,
                             std::vector<float> inputs,
-                            std::vector<int64_t> labels, int64_t numClasses);
+                            std::vector<int64_t> labels, int64_t numClasses,
+                            std::vector<int64_t> labelShape = {});
+  /// Integer inputs: token ids, which the model's embedding checks.
+  static Dataset fromInts(std::vector<int64_t> sampleShape,
+                          std::vector<int64_t> inputs,
+                          std::vector<int64_t> labels, int64_t numClasses,
+                          std::vector<int64_t> labelShape = {});
   /// Inputs without labels; label() and gatherLabels() then throw.
   static Dataset unlabelled(std::vector<int64_t> sampleShape,
                             std::vector<float> inputs);
@@ -79,12 +91,21 @@ public:
   const std::vector<int64_t> &sampleShape() const { return shape; }
   int64_t sampleElements() const { return elements; }
   int64_t numClasses() const { return classes; }
+  /// Whether the inputs are integers (token ids) rather than floats.
+  bool integerInputs() const { return integer; }
+  /// The shape of one sample's labels ({} for one class a sample).
+  const std::vector<int64_t> &labelShape() const { return labelDims; }
+  int64_t labelElements() const { return labelCount; }
+  /// The class of a sample that has one label.
   int64_t label(int64_t index) const;
 
   /// Copies the inputs of `indices`, in order, to `out`, which holds
-  /// indices.size() * sampleElements() floats.
+  /// indices.size() * sampleElements() floats; integer inputs throw.
   void gatherInputs(const std::vector<int64_t> &indices, float *out) const;
-  /// Copies the labels of `indices`, in order, to `out`.
+  /// The same for integer inputs; float inputs throw.
+  void gatherIntInputs(const std::vector<int64_t> &indices, int64_t *out) const;
+  /// Copies the labels of `indices`, in order, to `out`, which holds
+  /// indices.size() * labelElements() values.
   void gatherLabels(const std::vector<int64_t> &indices, int64_t *out) const;
 
 private:
@@ -95,7 +116,15 @@ private:
   int64_t classes = 0;
   std::vector<uint8_t> bytePixels; // IDX data, scaled by 1/255 on gather
   std::vector<float> floatInputs;  // npy and synthetic data
+  std::vector<int64_t> intInputs;  // token ids (npy, synthetic)
+  bool integer = false;
+  std::vector<int64_t> labelDims;
+  int64_t labelCount = 1;
   std::vector<int64_t> labels;
+
+  void checkIndex(int64_t index) const;
+  void setLabels(std::vector<int64_t> values, std::vector<int64_t> shape,
+                 int64_t inputCount);
 };
 
 struct DataSpec {
@@ -114,11 +143,14 @@ DataSpec parseDataSpec(const std::string &text);
 enum class Split { Train, Test };
 
 /// What the compiled model expects of its data: the per-sample input shape
-/// and the number of classes. Used to shape synthetic data and to reject a
-/// dataset that does not fit the model; an empty sampleShape skips the check.
+/// and type, the shape of a sample's labels and the number of classes. Used
+/// to shape synthetic data and to reject a dataset that does not fit the
+/// model; an empty sampleShape skips the checks.
 struct ModelDataShape {
   std::vector<int64_t> sampleShape;
   int64_t numClasses = 0;
+  bool integerInputs = false;
+  std::vector<int64_t> labelShape;
 };
 
 /// Loads the split of the dataset `spec` names. Npy specs name their files

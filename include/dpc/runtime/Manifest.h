@@ -23,7 +23,11 @@ namespace dpc::runtime {
 struct ManifestTensor {
   std::string name;
   std::vector<int64_t> shape;
+  /// int64 elements (token ids; "dtype": "i64") rather than float32
+  /// ("f32", the default).
+  bool integer = false;
   int64_t elements() const;
+  int64_t bytes() const { return elements() * (integer ? 8 : 4); }
 };
 
 struct ManifestParam {

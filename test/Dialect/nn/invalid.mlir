@@ -322,7 +322,7 @@ func.func @reshape_count(%x: tensor<4x4xf32>) {
 // -----
 
 func.func @loss_labels(%l: tensor<16x10xf32>, %y: tensor<8xi64>) {
-  // expected-error @+1 {{'nn.softmax_cross_entropy' op expects one label per batch row (16), got labels of shape 8}}
+  // expected-error @+1 {{'nn.softmax_cross_entropy' op expects a label per row of the logits (shape 16), got labels of shape 8}}
   %loss = nn.softmax_cross_entropy %l, %y : (tensor<16x10xf32>, tensor<8xi64>) -> tensor<f32>
   return
 }
@@ -338,8 +338,48 @@ func.func @loss_scalar(%l: tensor<16x10xf32>, %y: tensor<16xi64>) {
 // -----
 
 func.func @loss_grad_rank(%l: tensor<16xf32>, %y: tensor<16xi64>) {
-  // expected-error @+1 {{'nn.softmax_cross_entropy_grad' op expects rank-2 logits (batch x classes), got 16}}
+  // expected-error @+1 {{'nn.softmax_cross_entropy_grad' op expects logits of rank >= 2 (batch, positions..., classes), got 16}}
   %g = nn.softmax_cross_entropy_grad %l, %y : (tensor<16xf32>, tensor<16xi64>) -> tensor<16xf32>
+  return
+}
+
+// -----
+
+func.func @token_loss_labels(%l: tensor<4x8x10xf32>, %y: tensor<4x7xi64>) {
+  // expected-error @+1 {{'nn.softmax_cross_entropy' op expects a label per row of the logits (shape 4x8), got labels of shape 4x7}}
+  %loss = nn.softmax_cross_entropy %l, %y : (tensor<4x8x10xf32>, tensor<4x7xi64>) -> tensor<f32>
+  return
+}
+
+// -----
+
+func.func @gather_scalar_table(%t: tensor<f32>, %i: tensor<4xi64>) {
+  // expected-error @+1 {{'nn.gather' op expects a table of rank >= 1, got a scalar}}
+  %e = nn.gather %t, %i : (tensor<f32>, tensor<4xi64>) -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @gather_shape(%t: tensor<64x32xf32>, %i: tensor<4x16xi64>) {
+  // expected-error @+1 {{'nn.gather' op expects result of shape 4x16x32, got 4x16x64}}
+  %e = nn.gather %t, %i : (tensor<64x32xf32>, tensor<4x16xi64>) -> tensor<4x16x64xf32>
+  return
+}
+
+// -----
+
+func.func @gather_float_indices(%t: tensor<64x32xf32>, %i: tensor<4xf32>) {
+  // expected-error @+1 {{'nn.gather' op operand #1 must be statically shaped tensor of 64-bit signless integer or 32-bit signless integer values}}
+  %e = nn.gather %t, %i : (tensor<64x32xf32>, tensor<4xf32>) -> tensor<4x32xf32>
+  return
+}
+
+// -----
+
+func.func @gather_grad_shape(%dy: tensor<4x16x32xf32>, %i: tensor<4x8xi64>) {
+  // expected-error @+1 {{'nn.gather_grad' op expects result_grad of shape 4x8x32 (the indices' shape, then a table row's), got 4x16x32}}
+  %g = nn.gather_grad %dy, %i : (tensor<4x16x32xf32>, tensor<4x8xi64>) -> tensor<64x32xf32>
   return
 }
 

@@ -77,3 +77,16 @@ func.func @gradients(%x: tensor<16x1x28x28xf32>, %dy: tensor<16x6x28x28xf32>,
   nn.adam_update %fw, %dfw {lr = 0.001 : f32, beta1 = 0.9 : f32, beta2 = 0.98 : f32} : tensor<10x300xf32>
   return
 }
+
+// An embedding and a token-level loss: a class per position.
+// CHECK-LABEL: func.func @embedding
+func.func @embedding(%tokens: tensor<4x16xi64>, %next: tensor<4x16xi64>) {
+  %table = nn.param "tok.weight" : tensor<64x32xf32>
+  // CHECK: nn.gather %{{.*}}, %{{.*}} : (tensor<64x32xf32>, tensor<4x16xi64>) -> tensor<4x16x32xf32>
+  %e = nn.gather %table, %tokens : (tensor<64x32xf32>, tensor<4x16xi64>) -> tensor<4x16x32xf32>
+  // CHECK: nn.gather_grad %{{.*}}, %{{.*}} : (tensor<4x16x32xf32>, tensor<4x16xi64>) -> tensor<64x32xf32>
+  %dt = nn.gather_grad %e, %tokens : (tensor<4x16x32xf32>, tensor<4x16xi64>) -> tensor<64x32xf32>
+  // CHECK: nn.softmax_cross_entropy %{{.*}}, %{{.*}} {scale = 1.562500e-02 : f32} : (tensor<4x16x32xf32>, tensor<4x16xi64>) -> tensor<f32>
+  %loss = nn.softmax_cross_entropy %e, %next {scale = 0.015625 : f32} : (tensor<4x16x32xf32>, tensor<4x16xi64>) -> tensor<f32>
+  return
+}

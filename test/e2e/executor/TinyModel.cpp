@@ -117,7 +117,8 @@ const char dpc_rank_manifest[] = R"({
 })";
 
 void dpc_segment_forward(dpc_context *ctx) {
-  dpc_send(ctx, kAct, layer0Forward(ctx, dpc_input(ctx, 0)));
+  dpc_send(ctx, kAct,
+           layer0Forward(ctx, static_cast<const float *>(dpc_input(ctx, 0))));
 }
 void dpc_segment_backward(dpc_context *ctx) {
   layer0BackwardWeight(ctx, static_cast<const float *>(dpc_recv(ctx, kGrad)));
@@ -187,7 +188,8 @@ const char dpc_rank_manifest[] = R"({
 })";
 
 void dpc_segment_forward(dpc_context *ctx) {
-  layer1Forward(ctx, layer0Forward(ctx, dpc_input(ctx, 0)));
+  layer1Forward(
+      ctx, layer0Forward(ctx, static_cast<const float *>(dpc_input(ctx, 0))));
 }
 void dpc_segment_backward(dpc_context *ctx) {
   const float *dh = layer1BackwardInput(ctx);

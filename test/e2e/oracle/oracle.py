@@ -19,6 +19,7 @@ import copy
 import gzip
 import inspect
 import json
+import math
 import os
 import struct
 import sys
@@ -30,6 +31,7 @@ import onnx.numpy_helper
 import torch
 import torch.nn as nn
 
+import text
 import vision
 
 OPSET = 13
@@ -357,11 +359,26 @@ def input_shape_of(model):
     return tuple(getattr(model, "input_shape", (1, 28, 28)))
 
 
+def reads_tokens(model):
+    """Whether the model reads token ids (text.py) rather than images."""
+    return getattr(model, "tokens", False)
+
+
+def cross_entropy(logits, labels):
+    """nn.CrossEntropyLoss's mean over every row: a sample's, or for
+    logits [B, T, C] every position's (a token-level loss)."""
+    return nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]),
+                                       labels.reshape(-1))
+
+
 def exports_for_training(model):
     """Batch normalization and dropout behave differently in training, so
-    such models are exported in training mode."""
-    return has_batch_norm(model) or any(
-        isinstance(m, nn.Dropout) for m in model.modules())
+    such models are exported in training mode; so are models that ask to be,
+    as a user who trains exports: an eval-mode export merges parameters of
+    equal values into one initializer (every fresh LayerNorm's ones and
+    zeros), which ties them."""
+    return getattr(model, "export_training", False) or has_batch_norm(
+        model) or any(isinstance(m, nn.Dropout) for m in model.modules())
 
 
 def has_batch_norm(model):
@@ -456,7 +473,8 @@ def export_and_reload(model, name, batch, out_dir):
     """Exports to ONNX, then copies the exported initializers back into the
     model: the ONNX file is what dpc reads, so it is the source of truth."""
     path = os.path.join(out_dir, f"{name}.onnx")
-    dummy = torch.zeros(batch, *input_shape_of(model))
+    dummy = torch.zeros(batch, *input_shape_of(model),
+                        dtype=torch.long if reads_tokens(model) else None)
     # An eval-mode export folds batch normalization into the convolutions;
     # a training-mode export keeps it (with the running statistics as
     # initializers), which is what training needs.
@@ -522,7 +540,7 @@ def train(model, x, y, steps, microbatches, microbatch_size, settings):
                  f"than the {x.shape[0]} training samples")
     model.train()
     optimizer = make_optimizer(model, settings)
-    loss_fn = nn.CrossEntropyLoss()  # mean over the whole minibatch
+    loss_fn = cross_entropy  # mean over the whole minibatch
     losses = []
     for step in range(steps):
         begin = step * minibatch
@@ -640,8 +658,13 @@ def main():
         onnx_path, ops = export_and_reload(model, name, args.microbatch_size,
                                            args.out)
         shape = input_shape_of(model)
-        inputs, data = vision.training_data(x, y, shape, args.out, name,
-                                            f"fashion-mnist:{args.data}")
+        labels = y
+        if reads_tokens(model):
+            inputs, labels, data = text.training_data(
+                shape[0], args.steps * minibatch, args.out, name)
+        else:
+            inputs, data = vision.training_data(x, y, shape, args.out, name,
+                                                f"fashion-mnist:{args.data}")
         # The same training in float64 from the same weights: the reference
         # that says how far float32 rounding alone moves the trained weights
         # (compare_weights.py, for tensors where dpc and PyTorch, both in
@@ -649,12 +672,13 @@ def main():
         reference = copy.deepcopy(model).double() if args.reference64 else None
         perturbed = [perturb_by_one_ulp(copy.deepcopy(model), seed)
                      for seed in range(args.perturbed_runs)]
-        losses = train(model, inputs, y, args.steps, args.microbatches,
+        losses = train(model, inputs, labels, args.steps, args.microbatches,
                        args.microbatch_size, settings)
         write_safetensors(os.path.join(args.out, f"{name}.final.safetensors"),
                           trained_arrays(model))
         if reference is not None:
-            losses64 = train(reference, inputs.double(), y, args.steps,
+            inputs64 = inputs if reads_tokens(model) else inputs.double()
+            losses64 = train(reference, inputs64, labels, args.steps,
                              args.microbatches, args.microbatch_size, settings)
             final64 = {k: (v.detach().numpy().astype(np.float32)
                            if v.is_floating_point() else v.detach().numpy())
@@ -687,7 +711,7 @@ def main():
             result["losses_perturbed"] = []
             for k, copy_ in enumerate(perturbed):
                 result["losses_perturbed"].append(
-                    train(copy_, inputs, y, args.steps, args.microbatches,
+                    train(copy_, inputs, labels, args.steps, args.microbatches,
                           args.microbatch_size, settings))
                 write_safetensors(
                     os.path.join(args.out,

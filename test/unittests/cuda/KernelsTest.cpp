@@ -1016,6 +1016,39 @@ TEST_F(Cuda, SoftmaxCrossEntropyAndGrad) {
   }
 }
 
+TEST_F(Cuda, GatherAndScatteredGradientMatchLoops) {
+  int64_t rows = 7, width = 3;
+  std::vector<float> table = randomFloats(size_t(rows * width), 31);
+  // Repeats, a negative index, and one outside the table (its row is NaN).
+  std::vector<int64_t> indices = {2, 0, 6, 2, -1, 5, 9};
+  int64_t n = int64_t(indices.size());
+  Device<float> dTable(table), dOut(size_t(n * width));
+  Device<int64_t> dIndices(indices);
+  dpc_gather(dTable.get(), dIndices.get(), rows, width, n, dOut.get());
+  std::vector<float> out = dOut.host();
+  for (int64_t i = 0; i + 1 < n; ++i) {
+    int64_t row =
+        indices[size_t(i)] < 0 ? indices[size_t(i)] + rows : indices[size_t(i)];
+    for (int64_t j = 0; j < width; ++j)
+      EXPECT_EQ(out[size_t(i * width + j)], table[size_t(row * width + j)]);
+  }
+  EXPECT_TRUE(std::isnan(out[size_t((n - 1) * width)]));
+
+  std::vector<float> dy = randomFloats(size_t(n * width), 32);
+  Device<float> dDy(dy), dDtable(size_t(rows * width));
+  dpc_gather_grad(dDy.get(), dIndices.get(), rows, width, n, dDtable.get());
+  std::vector<float> dtable = dDtable.host();
+  std::vector<float> want(size_t(rows * width), 0.0f);
+  for (int64_t i = 0; i + 1 < n; ++i) {
+    int64_t row =
+        indices[size_t(i)] < 0 ? indices[size_t(i)] + rows : indices[size_t(i)];
+    for (int64_t j = 0; j < width; ++j)
+      want[size_t(row * width + j)] += dy[size_t(i * width + j)];
+  }
+  // Summed in index order, as the loop above: bit for bit.
+  EXPECT_EQ(dtable, want);
+}
+
 TEST_F(Cuda, CopyIsStreamOrdered) {
   auto x = randomFloats(4097, 18);
   Device<float> src(x), dst(x.size());

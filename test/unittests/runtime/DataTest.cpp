@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <numeric>
 #include <string>
 #include <unistd.h>
 
@@ -267,13 +268,72 @@ TEST(Dataset, LoadsNpy) {
                             Split::Train, {});
               }),
               HasSubstr("3 samples in " + dir.file("x.npy") + " but 2 labels"));
-  writeNpyFile(dir.file("xi.npy"), "<i8", {3}, y.data(), 24);
+  writeNpyFile(dir.file("xd.npy"), "<f8", {3}, y.data(), 24);
   EXPECT_THAT(errorOf([&] {
-                loadDataset(parseDataSpec("npy:" + dir.file("xi.npy") + "," +
+                loadDataset(parseDataSpec("npy:" + dir.file("xd.npy") + "," +
                                           dir.file("y.npy")),
                             Split::Train, {});
               }),
-              HasSubstr("inputs must be float32"));
+              HasSubstr("inputs must be float32 ('<f4') or int64/int32 token "
+                        "ids, got '<f8'"));
+}
+
+TEST(Dataset, LoadsTokenIdsWithALabelPerPosition) {
+  TempDir dir;
+  // Three sequences of four ids, int32 on disk; next-token labels as int64.
+  std::vector<int32_t> ids = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12};
+  std::vector<int64_t> next = {2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13};
+  writeNpyFile(dir.file("ids.npy"), "<i4", {3, 4}, ids.data(), 48);
+  writeNpyFile(dir.file("next.npy"), "<i8", {3, 4}, next.data(), 96);
+  DataSpec spec =
+      parseDataSpec("npy:" + dir.file("ids.npy") + "," + dir.file("next.npy"));
+  ModelDataShape model{{4}, 16, /*integerInputs=*/true, /*labelShape=*/{4}};
+  Dataset data = loadDataset(spec, Split::Train, model);
+  EXPECT_EQ(data.size(), 3);
+  EXPECT_TRUE(data.integerInputs());
+  EXPECT_EQ(data.labelElements(), 4);
+  int64_t x[8], y[8];
+  data.gatherIntInputs({2, 0}, x);
+  data.gatherLabels({2, 0}, y);
+  EXPECT_THAT(x, ::testing::ElementsAre(9, 10, 11, 12, 1, 2, 3, 4));
+  EXPECT_THAT(y, ::testing::ElementsAre(10, 11, 12, 13, 2, 3, 4, 5));
+  float floats[4];
+  EXPECT_THAT(errorOf([&] { data.gatherInputs({0}, floats); }),
+              HasSubstr("the inputs are integer token ids, not floats"));
+  EXPECT_THAT(errorOf([&] { data.label(0); }),
+              HasSubstr("a sample has 4 labels, not one"));
+
+  // What the model reads must match: ids, a label per position, the
+  // vocabulary.
+  EXPECT_THAT(
+      errorOf([&] { loadDataset(spec, Split::Train, {{4}, 16, false, {4}}); }),
+      HasSubstr("the inputs are integer token ids but the model "
+                "reads floats"));
+  EXPECT_THAT(
+      errorOf([&] { loadDataset(spec, Split::Train, {{4}, 16, true, {}}); }),
+      HasSubstr("a sample has labels of shape 4 but the model's loss expects "
+                "one label a sample"));
+  EXPECT_THAT(
+      errorOf([&] { loadDataset(spec, Split::Train, {{4}, 13, true, {4}}); }),
+      HasSubstr("label 13 of sample 2 is outside [0, 13)"));
+}
+
+TEST(Dataset, SyntheticTokenIdsStayInTheVocabulary) {
+  ModelDataShape model{{8}, 5, /*integerInputs=*/true, /*labelShape=*/{8}};
+  Dataset data =
+      loadDataset(parseDataSpec("synthetic:16"), Split::Train, model, 3);
+  EXPECT_TRUE(data.integerInputs());
+  std::vector<int64_t> all(16);
+  std::iota(all.begin(), all.end(), 0);
+  std::vector<int64_t> x(16 * 8), y(16 * 8);
+  data.gatherIntInputs(all, x.data());
+  data.gatherLabels(all, y.data());
+  for (size_t i = 0; i < x.size(); ++i) {
+    EXPECT_GE(x[i], 0);
+    EXPECT_LT(x[i], 5);
+    EXPECT_GE(y[i], 0);
+    EXPECT_LT(y[i], 5);
+  }
 }
 
 TEST(Dataset, LoadsNpyInputsWithoutLabels) {

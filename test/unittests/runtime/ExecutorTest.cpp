@@ -84,6 +84,8 @@ TEST(Manifest, ParsesEveryField) {
   EXPECT_EQ(m.microbatchSize, 4);
   ASSERT_EQ(m.inputs.size(), 1u);
   EXPECT_EQ(m.inputs[0].elements(), 8);
+  EXPECT_FALSE(m.inputs[0].integer);
+  EXPECT_EQ(m.inputs[0].bytes(), 32);
   EXPECT_FALSE(m.labelsShape);
   ASSERT_NE(m.findParam(5), nullptr);
   EXPECT_EQ(m.findParam(5)->name, "b");
@@ -112,9 +114,7 @@ TEST(Manifest, ErrorsNameTheField) {
             "\"dpc-plan\"");
   EXPECT_EQ(with([](auto &m) { m.erase("microbatch_size"); }),
             "rank0: manifest: microbatch_size: missing");
-  EXPECT_EQ(with([](auto &m) {
-              m["params"][1]["shape"] = {3, -1};
-            }),
+  EXPECT_EQ(with([](auto &m) { m["params"][1]["shape"] = {3, -1}; }),
             "rank0: manifest: params[1].shape: expected an array of "
             "positive integers");
   // A scalar parameter is fine; a scalar (unbatched) input is not.
@@ -125,6 +125,18 @@ TEST(Manifest, ErrorsNameTheField) {
       with([](auto &m) { m["inputs"][0]["shape"] = nlohmann::json::array(); }),
       "rank0: manifest: inputs[0].shape: expected a non-empty array of "
       "positive integers");
+  // Token ids: int64 inputs, and a label per position.
+  nlohmann::json tokens = manifestJson(0);
+  tokens["inputs"][0]["dtype"] = "i64";
+  RankManifest ids = parseManifest(tokens.dump(), "rank0");
+  EXPECT_TRUE(ids.inputs[0].integer);
+  EXPECT_EQ(ids.inputs[0].bytes(), 64);
+  EXPECT_EQ(with([](auto &m) { m["inputs"][0]["dtype"] = "f16"; }),
+            "rank0: manifest: inputs[0].dtype: expected \"f32\" or \"i64\"");
+  EXPECT_EQ(with([](auto &m) { m["labels"]["shape"] = {4, 16}; }, 1), "");
+  EXPECT_EQ(with([](auto &m) { m["labels"]["shape"] = {2, 16}; }, 1),
+            "rank0: manifest: labels.shape: the first dimension is 2 but "
+            "microbatch_size is 4");
   EXPECT_EQ(with([](auto &m) { m["inference"] = "yes"; }),
             "rank0: manifest: inference: expected true or false");
   EXPECT_EQ(with([](auto &m) { m["optimizer"] = "adam"; }), "");
@@ -155,18 +167,12 @@ TEST(Manifest, ErrorsNameTheField) {
             }),
             "rank0: manifest: stashes[0].stage: stage 1 is not a stage of "
             "rank 0");
-  EXPECT_EQ(with([](auto &m) {
-              m["inputs"][0]["shape"] = {5, 2};
-            }),
+  EXPECT_EQ(with([](auto &m) { m["inputs"][0]["shape"] = {5, 2}; }),
             "rank0: manifest: inputs[0].shape: the first dimension is 5 but "
             "microbatch_size is 4");
-  EXPECT_EQ(with([](auto &m) {
-              m["labels"] = {{"shape", {4}}};
-            }),
+  EXPECT_EQ(with([](auto &m) { m["labels"] = {{"shape", {4}}}; }),
             "rank0: manifest: labels: only the last stage reads labels");
-  EXPECT_EQ(with([](auto &m) {
-              m["segments"] = {"forward", "fwd"};
-            }),
+  EXPECT_EQ(with([](auto &m) { m["segments"] = {"forward", "fwd"}; }),
             "rank0: manifest: segments[1]: unknown segment \"fwd\" (expected "
             "forward, backward, backward_input, backward_weight or "
             "optimizer)");
@@ -305,7 +311,7 @@ TEST_P(ExecutorTest, LoadsMicrobatchesInFileOrderAndSumsLosses) {
   std::vector<std::vector<float>> seen;
   std::vector<std::vector<int64_t>> labels;
   onForward = [&](dpc_context *ctx) {
-    const float *x = dpc_input(ctx, 0);
+    const auto *x = static_cast<const float *>(dpc_input(ctx, 0));
     seen.emplace_back(x, x + kB * 2);
     const int64_t *y = dpc_labels(ctx);
     labels.emplace_back(y, y + kB);
@@ -464,7 +470,7 @@ TEST_P(ExecutorTest, StashLivesUntilItsBackward) {
     float x[8];
     for (int k = 0; k < 8; ++k)
       x[k] = float(100 * k);
-    x[0] = dpc_input(ctx, 0)[0];
+    x[0] = static_cast<const float *>(dpc_input(ctx, 0))[0];
     dpc_stash(ctx, 0, x);
     float loss = 0;
     dpc_report_loss(ctx, &loss);

@@ -1099,6 +1099,51 @@ TEST(SoftmaxCrossEntropy, LossAndGradientMatchReference) {
   expectClose(grad, rgrad);
 }
 
+//===----------------------------------------------------------------------===//
+// Gather (embedding)
+//===----------------------------------------------------------------------===//
+
+TEST(Gather, RowsAndScatteredGradientMatchLoops) {
+  int64_t rows = 7, width = 3;
+  Vec table = randomVec(size_t(rows * width), 31, -1, 1);
+  // Repeats (rows 2 and 6 twice) and a negative index (-1 is row 6).
+  std::vector<int64_t> indices = {2, 0, 6, 2, -1, 5};
+  int64_t n = int64_t(indices.size());
+  Vec out(size_t(n * width), 99.0f);
+  dpc_gather(table.data(), indices.data(), rows, width, n, out.data());
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t row =
+        indices[size_t(i)] < 0 ? indices[size_t(i)] + rows : indices[size_t(i)];
+    for (int64_t j = 0; j < width; ++j)
+      EXPECT_EQ(out[size_t(i * width + j)], table[size_t(row * width + j)]);
+  }
+  // The gradient adds each row of dy into the row it was read from; rows
+  // nothing read are zero.
+  Vec dy = randomVec(size_t(n * width), 32, -1, 1);
+  Vec dtable(size_t(rows * width), 55.0f);
+  dpc_gather_grad(dy.data(), indices.data(), rows, width, n, dtable.data());
+  std::vector<double> want(size_t(rows * width), 0.0);
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t row =
+        indices[size_t(i)] < 0 ? indices[size_t(i)] + rows : indices[size_t(i)];
+    for (int64_t j = 0; j < width; ++j)
+      want[size_t(row * width + j)] += dy[size_t(i * width + j)];
+  }
+  expectClose(dtable, want);
+  EXPECT_EQ(dtable[size_t(1 * width)], 0.0f);
+}
+
+TEST(Gather, RefusesAnIndexOutsideTheTable) {
+  Vec table(6, 1.0f), out(2);
+  int64_t indices[] = {1, 3};
+  EXPECT_DEATH(dpc_gather(table.data(), indices, 3, 2, 2, out.data()),
+               "dpc_gather: index 3 at position 1 is outside the table's 3 "
+               "rows");
+  int64_t negative[] = {-4};
+  EXPECT_DEATH(dpc_gather_grad(out.data(), negative, 3, 2, 1, table.data()),
+               "dpc_gather_grad: index -4 at position 0 is outside");
+}
+
 // The rank main takes its memory from the kernel library it is linked with:
 // the CPU kernels work on host pointers.
 TEST(TargetDevice, IsTheHost) {

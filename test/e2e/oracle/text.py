@@ -1,0 +1,46 @@
+"""Token data for the sequence models of the oracle: a plain-text file read
+as characters, each a token of a 64-symbol vocabulary (ASCII 32-95 after
+upper-casing; any other byte, newlines included, is a space). Sample k is the
+window of `length` tokens starting at k * length, and its labels are the
+same window shifted by one token: next-token prediction."""
+
+import os
+
+import numpy as np
+import torch
+
+VOCAB = 64
+# Installed on every Debian system (package base-files), so the tests need
+# nothing beyond the OS.
+DEFAULT_TEXT = "/usr/share/common-licenses/GPL-3"
+
+
+def tokens_of(text_bytes):
+    codes = np.frombuffer(text_bytes.upper(), dtype=np.uint8).astype(np.int64)
+    codes = np.where((codes >= 32) & (codes < 96), codes - 32, 0)
+    return codes
+
+
+def windows(path, length, count):
+    """`count` samples of `length` token ids and their next-token labels,
+    int64 arrays [count, length]."""
+    with open(path, "rb") as f:
+        tokens = tokens_of(f.read())
+    if (count * length + 1) > tokens.size:
+        raise SystemExit(f"oracle: {path} holds {tokens.size} tokens, fewer "
+                         f"than {count} windows of {length} need")
+    starts = np.arange(count) * length
+    index = starts[:, None] + np.arange(length)[None, :]
+    return tokens[index], tokens[index + 1]
+
+
+def training_data(length, count, directory, stem, path=DEFAULT_TEXT):
+    """The token windows as tensors and dpc's --data spec for the same bytes
+    (DIRECTORY/STEM.train_inputs.npy and .train_labels.npy)."""
+    inputs, labels = windows(path, length, count)
+    files = [os.path.abspath(os.path.join(directory, f"{stem}.{part}.npy"))
+             for part in ("train_inputs", "train_labels")]
+    np.save(files[0], inputs)
+    np.save(files[1], labels)
+    return (torch.from_numpy(inputs), torch.from_numpy(labels),
+            "npy:" + ",".join(files))

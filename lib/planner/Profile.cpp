@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include <cmath>
+#include <cstdint>
 #include <fstream>
 #include <sstream>
 
@@ -52,6 +53,47 @@ bool parseSize(const std::string &text, double &out) {
   return true;
 }
 
+/// Whether `text` is UTF-8 (RFC 3629: no overlong forms, no surrogates,
+/// nothing past U+10FFFF). plan.json is JSON, which must be UTF-8, and node
+/// names and descriptions go into it.
+bool isUtf8(const std::string &text) {
+  size_t i = 0, n = text.size();
+  while (i < n) {
+    unsigned char c = static_cast<unsigned char>(text[i]);
+    if (c < 0x80) {
+      ++i;
+      continue;
+    }
+    size_t length;
+    uint32_t code;
+    if (c >= 0xc2 && c <= 0xdf) {
+      length = 2;
+      code = c & 0x1f;
+    } else if (c >= 0xe0 && c <= 0xef) {
+      length = 3;
+      code = c & 0x0f;
+    } else if (c >= 0xf0 && c <= 0xf4) {
+      length = 4;
+      code = c & 0x07;
+    } else {
+      return false;
+    }
+    if (n - i < length)
+      return false;
+    for (size_t k = 1; k < length; ++k) {
+      unsigned char next = static_cast<unsigned char>(text[i + k]);
+      if ((next & 0xc0) != 0x80)
+        return false;
+      code = (code << 6) | (next & 0x3f);
+    }
+    if ((length == 3 && code < 0x800) || (length == 4 && code < 0x10000) ||
+        (code >= 0xd800 && code <= 0xdfff) || code > 0x10ffff)
+      return false;
+    i += length;
+  }
+  return true;
+}
+
 struct PendingEdge {
   std::string from, to;
   size_t line;
@@ -78,6 +120,8 @@ Expected<Graph> parsePipeDreamProfile(const std::string &text,
       raw.pop_back();
     if (trim(raw).empty())
       continue;
+    if (!isUtf8(raw))
+      return fail("not UTF-8 text");
 
     if (raw[0] == '\t') {
       std::string body = trim(raw);

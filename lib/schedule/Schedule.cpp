@@ -5,7 +5,9 @@
 #include <nlohmann/json.hpp>
 
 #include <fstream>
+#include <limits>
 #include <sstream>
+#include <type_traits>
 
 namespace dpc::schedule {
 
@@ -276,11 +278,41 @@ std::string toJson(const Schedule &schedule, int indent) {
 
 namespace {
 
+/// A value of the wrong type or out of range for its field. nlohmann's
+/// get<int>() would convert 3e83 or 5e9 anyway (undefined behaviour for a
+/// float out of range, silent wrap-around for an integer).
+struct BadValue {
+  std::string message;
+};
+
+template <typename T> T checked(const json &value, const char *key) {
+  if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+    bool fits = false;
+    if (value.is_number_unsigned())
+      fits = value.get<uint64_t>() <=
+             static_cast<uint64_t>(std::numeric_limits<T>::max());
+    else if (value.is_number_integer())
+      fits = value.get<int64_t>() >=
+                 static_cast<int64_t>(std::numeric_limits<T>::min()) &&
+             (std::is_unsigned_v<T> ||
+              value.get<int64_t>() <=
+                  static_cast<int64_t>(std::numeric_limits<T>::max()));
+    if (!fits)
+      throw BadValue{std::string("\"") + key + "\" must be an integer from " +
+                     std::to_string(std::numeric_limits<T>::min()) + " to " +
+                     std::to_string(std::numeric_limits<T>::max()) + ", got " +
+                     value.dump()};
+    return value.get<T>();
+  } else {
+    return value.get<T>(); // strings, bools, doubles: type-checked by json
+  }
+}
+
 template <typename T> T get(const json &j, const char *key, T fallback) {
   auto it = j.find(key);
   if (it == j.end() || it->is_null())
     return fallback;
-  return it->get<T>();
+  return checked<T>(*it, key);
 }
 
 std::string parseInstruction(const json &j, Instruction &inst) {
@@ -333,8 +365,9 @@ std::string fromJson(const std::string &text, Schedule &schedule) {
       // An array per stage; a single number (older files) means the same
       // count everywhere, and 1 means none.
       if (replicas.is_array())
-        schedule.replicas = replicas.get<std::vector<int>>();
-      else if (int r = replicas.get<int>(); r != 1)
+        for (const json &r : replicas)
+          schedule.replicas.push_back(checked<int>(r, "replicas"));
+      else if (int r = checked<int>(replicas, "replicas"); r != 1)
         return "\"replicas\" must list the ranks of every stage, got " +
                std::to_string(r);
     }
@@ -381,7 +414,12 @@ std::string fromJson(const std::string &text, Schedule &schedule) {
       auto &stream = schedule.programs[rank];
       for (const json &j : program["instructions"]) {
         Instruction inst;
-        std::string error = parseInstruction(j, inst);
+        std::string error;
+        try {
+          error = parseInstruction(j, inst);
+        } catch (const BadValue &e) {
+          error = e.message;
+        }
         if (!error.empty())
           return "rank " + std::to_string(rank) + ": instruction " +
                  std::to_string(stream.size()) + ": " + error;
@@ -390,6 +428,8 @@ std::string fromJson(const std::string &text, Schedule &schedule) {
     }
   } catch (const json::exception &e) {
     return std::string("malformed schedule.json: ") + e.what();
+  } catch (const BadValue &e) {
+    return e.message;
   }
   return "";
 }

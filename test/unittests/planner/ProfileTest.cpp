@@ -87,6 +87,28 @@ TEST(ProfileTest, MalformedLinesNameTheLine) {
   EXPECT_EQ(g.error(), "p.txt: profile has no nodes");
 }
 
+// Found by fuzz-profile: a byte that is not UTF-8 in a description made
+// plan.json's serialisation throw, and dpc plan abort.
+TEST(ProfileTest, RefusesTextThatIsNotUtf8) {
+  for (const char *bytes :
+       {"\xff", "\xc0\x80", "\xed\xa0\x80", "\xe2\x82", "\xf4\x90\x80\x80"}) {
+    Expected<Graph> g = parsePipeDreamProfile(
+        std::string("node1 -- Relu") + bytes +
+            " -- forward_compute_time=1, backward_compute_time=1, "
+            "activation_size=1, parameter_size=1\n",
+        "p.txt");
+    ASSERT_FALSE(g);
+    EXPECT_EQ(g.error(), "p.txt:1: not UTF-8 text");
+  }
+  Expected<Graph> g = parsePipeDreamProfile(
+      "node1 -- Conv 3\xc3\x97"
+      "3 \xe2\x86\x92 \xf0\x9f\x98\x80 -- "
+      "forward_compute_time=1, backward_compute_time=1, activation_size=1, "
+      "parameter_size=1\n",
+      "p.txt");
+  EXPECT_TRUE(g) << g.error();
+}
+
 TEST(ProfileTest, CycleIsReported) {
   Expected<Graph> g = parsePipeDreamProfile(
       std::string(kSmall) + "\tnode3 -- node2\n", "p.txt");

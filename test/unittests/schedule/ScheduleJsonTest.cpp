@@ -73,6 +73,21 @@ TEST(ScheduleJson, Errors) {
                 {"rank":5,"instructions":[]}]})",
                      s),
             "program for rank 5 but the schedule has 2 ranks");
+  // Found by fuzz-schedule: numbers out of their field's range were
+  // converted anyway (3e83 to an int64 is undefined behaviour).
+  EXPECT_EQ(fromJson(R"({"ranks":1,"microbatches":1,"programs":[
+      {"instructions":[{"op":"send_start","what":"act","peer":0,"tag":0,
+                        "bytes":3.2e83}]}]})",
+                     s),
+            "rank 0: instruction 0: \"bytes\" must be an integer from "
+            "-9223372036854775808 to 9223372036854775807, got 3.2e+83");
+  EXPECT_EQ(
+      fromJson(R"({"ranks":5000000000,"microbatches":1,"programs":[]})", s),
+      "\"ranks\" must be an integer from -2147483648 to 2147483647, "
+      "got 5000000000");
+  EXPECT_EQ(fromJson(R"({"ranks":1,"microbatches":1.5,"programs":[]})", s),
+            "\"microbatches\" must be an integer from -2147483648 to "
+            "2147483647, got 1.5");
   EXPECT_EQ(readScheduleFile("/nonexistent/schedule.json", s),
             "cannot open '/nonexistent/schedule.json'");
 }

@@ -115,6 +115,22 @@ std::optional<OpWork> mlir::dpc::estimateWork(Operation *op) {
         work.gradFlops = 18 * elements;
         work.gradBytes = 3 * work.bytes;
       })
+      .Case([&](nn::LstmOp lstm) {
+        // The input projection and the recurrence: T x B x 4H x (I + H)
+        // multiply-adds, and ~30 flops per hidden unit and step for the
+        // gates. Backward: the recurrence again in nn.lstm_grad, then the
+        // input's, the weights' and the recurrence's products (three GEMMs
+        // of the forward's sizes) and the bias sums.
+        ArrayRef<int64_t> x =
+            cast<RankedTensorType>(lstm.getInput().getType()).getShape();
+        double h = double(
+            cast<RankedTensorType>(lstm.getInitialH().getType()).getDimSize(1));
+        double cells = double(x[0]) * double(x[1]) * h;
+        double macs = cells * 4 * (double(x[2]) + h);
+        work.flops = 2 * macs + 30 * cells;
+        work.gradFlops = 4 * macs + 2 * cells * 4 * h + 40 * cells;
+        work.gradBytes = 3 * work.bytes;
+      })
       .Case<nn::AddOp, nn::SubOp, nn::ReluOp>([&](Operation *) {
         work.flops = elementsOf(op->getResult(0));
         work.gradFlops = work.flops;
@@ -221,6 +237,14 @@ std::optional<OpWork> mlir::dpc::estimateWork(Operation *op) {
                 ? nn::getNumElements(shape.take_back(2)) / gradShape.back()
                 : nn::getNumElements(shape.take_back(2)) / gradShape.end()[-2];
         work.flops = 2 * elementsOf(grad) * k;
+      })
+      .Case([&](nn::LstmGradOp grad) {
+        // dh[t-1] = z_grad[t] r per step, and the gate derivatives.
+        ArrayRef<int64_t> states =
+            cast<RankedTensorType>(grad.getStates().getType()).getShape();
+        double h = double(states[2] / 6);
+        double cells = double(states[0]) * double(states[1]) * h;
+        work.flops = 2 * cells * 4 * h + 40 * cells;
       })
       .Case([&](nn::LayerNormGradInputOp) {
         work.flops = 11 * elementsOf(op->getOperand(0));

@@ -867,6 +867,27 @@ LogicalResult Lowering::lowerOp(Operation *op) {
                   f32(grad.getEpsilon().convertToFloat()), dscale});
         define(grad, dscale);
       })
+      .Case([&](nn::LstmOp lstm) {
+        ArrayRef<int64_t> x = shapeOf(lstm.getInput());
+        int64_t hidden = shapeOf(lstm.getInitialH())[1];
+        Value states = alloc(lstm);
+        callVoid("dpc_lstm",
+                 {ptrOf(lstm.getInput()), ptrOf(lstm.getWeight()),
+                  ptrOf(lstm.getRecurrence()),
+                  lstm.getBias() ? ptrOf(lstm.getBias()) : nullPtr(),
+                  ptrOf(lstm.getInitialH()), ptrOf(lstm.getInitialC()),
+                  i64(x[0]), i64(x[1]), i64(x[2]), i64(hidden), states});
+        define(lstm, states);
+      })
+      .Case([&](nn::LstmGradOp grad) {
+        ArrayRef<int64_t> states = shapeOf(grad.getStates());
+        Value out = alloc(grad);
+        callVoid("dpc_lstm_grad",
+                 {ptrOf(grad.getStatesGrad()), ptrOf(grad.getStates()),
+                  ptrOf(grad.getRecurrence()), ptrOf(grad.getInitialC()),
+                  i64(states[0]), i64(states[1]), i64(states[2] / 6), out});
+        define(grad, out);
+      })
       .Case([&](nn::GatherOp gather) {
         if (failed(expectI64Indices(gather, gather.getIndices())))
           return;

@@ -636,3 +636,35 @@ int64_t AdamUpdateOp::getNumStateTensors() { return 2; }
 
 #define GET_OP_CLASSES
 #include "dialects/nn/IR/NNOps.cpp.inc"
+
+//===----------------------------------------------------------------------===//
+// Recurrent
+//===----------------------------------------------------------------------===//
+
+LogicalResult LstmOp::verify() {
+  auto emit = [&] { return emitOpError(); };
+  std::optional<ArrayRef<int64_t>> bias;
+  if (getBias())
+    bias = shapeOf(getBias());
+  FailureOr<Shape> shape =
+      inferLstmShape(shapeOf(getInput()), shapeOf(getWeight()),
+                     shapeOf(getRecurrence()), bias ? &*bias : nullptr,
+                     shapeOf(getInitialH()), shapeOf(getInitialC()), emit);
+  if (failed(shape))
+    return failure();
+  return expectType(*this, "states", getStates(), *shape,
+                    elementTypeOf(getInput()));
+}
+
+LogicalResult LstmGradOp::verify() {
+  FailureOr<Shape> shape =
+      inferLstmGradShape(shapeOf(getStates()), shapeOf(getRecurrence()),
+                         shapeOf(getInitialC()), [&] { return emitOpError(); });
+  if (failed(shape))
+    return failure();
+  Type elementType = elementTypeOf(getStates());
+  if (failed(expectType(*this, "states_grad (the states' shape)",
+                        getStatesGrad(), shapeOf(getStates()), elementType)))
+    return failure();
+  return expectType(*this, "result", getResult(), *shape, elementType);
+}

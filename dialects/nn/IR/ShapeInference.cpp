@@ -310,4 +310,59 @@ LogicalResult verifySliceBox(ArrayRef<int64_t> input, ArrayRef<int64_t> box,
   return success();
 }
 
+FailureOr<int64_t> inferLstmHiddenSize(ArrayRef<int64_t> recurrence,
+                                       EmitErrorFn emitError) {
+  if (recurrence.size() != 2 || recurrence[1] < 1 ||
+      recurrence[0] != 4 * recurrence[1])
+    return emitError() << "expects a recurrence weight of shape 4H x H, got "
+                       << formatShape(recurrence);
+  return recurrence[1];
+}
+
+FailureOr<Shape>
+inferLstmShape(ArrayRef<int64_t> input, ArrayRef<int64_t> weight,
+               ArrayRef<int64_t> recurrence, const ArrayRef<int64_t> *bias,
+               ArrayRef<int64_t> initialH, ArrayRef<int64_t> initialC,
+               EmitErrorFn emitError) {
+  if (input.size() != 3 || input[0] < 1)
+    return emitError() << "expects an input of shape T x B x I with T >= 1, "
+                          "got "
+                       << formatShape(input);
+  FailureOr<int64_t> hidden = inferLstmHiddenSize(recurrence, emitError);
+  if (failed(hidden))
+    return failure();
+  int64_t h = *hidden, batch = input[1];
+  if (weight != ArrayRef<int64_t>{4 * h, input[2]})
+    return emitError() << "expects a weight of shape "
+                       << formatShape({4 * h, input[2]}) << " (4H x I), got "
+                       << formatShape(weight);
+  if (bias && *bias != ArrayRef<int64_t>{8 * h})
+    return emitError() << "expects a bias of shape " << 8 * h << " (8H), got "
+                       << formatShape(*bias);
+  for (ArrayRef<int64_t> state : {initialH, initialC})
+    if (state != ArrayRef<int64_t>{batch, h})
+      return emitError() << "expects initial states of shape "
+                         << formatShape({batch, h}) << " (B x H), got "
+                         << formatShape(state);
+  return Shape{input[0], batch, 6 * h};
+}
+
+FailureOr<Shape> inferLstmGradShape(ArrayRef<int64_t> states,
+                                    ArrayRef<int64_t> recurrence,
+                                    ArrayRef<int64_t> initialC,
+                                    EmitErrorFn emitError) {
+  FailureOr<int64_t> hidden = inferLstmHiddenSize(recurrence, emitError);
+  if (failed(hidden))
+    return failure();
+  int64_t h = *hidden;
+  if (states.size() != 3 || states[2] != 6 * h)
+    return emitError() << "expects states of shape T x B x " << 6 * h
+                       << " (6H), got " << formatShape(states);
+  if (initialC != ArrayRef<int64_t>{states[1], h})
+    return emitError() << "expects an initial cell of shape "
+                       << formatShape({states[1], h}) << " (B x H), got "
+                       << formatShape(initialC);
+  return Shape{states[0], states[1], 5 * h};
+}
+
 } // namespace mlir::dpc::nn

@@ -107,8 +107,31 @@ FailureOr<Shape> inferGatherShape(ArrayRef<int64_t> table,
 /// `steps` (one each per dimension, steps positive, offsets non-negative)
 /// lies inside `input`.
 LogicalResult verifySliceBox(ArrayRef<int64_t> input, ArrayRef<int64_t> box,
-                             ArrayRef<int64_t> offsets,
-                             ArrayRef<int64_t> steps, EmitErrorFn emitError);
+                             ArrayRef<int64_t> offsets, ArrayRef<int64_t> steps,
+                             EmitErrorFn emitError);
+
+/// The hidden size H of an LSTM layer's recurrence weight (4H x H), or an
+/// error naming its shape.
+FailureOr<int64_t> inferLstmHiddenSize(ArrayRef<int64_t> recurrence,
+                                       EmitErrorFn emitError);
+
+/// Result shape of one forward LSTM layer (nn.lstm): `input` T x B x I,
+/// `weight` 4H x I, `recurrence` 4H x H, `bias` 8H when given (null
+/// otherwise), `initialH` and `initialC` B x H; the state sequence,
+/// T x B x 6H (h, c and the four activated gates per step).
+FailureOr<Shape>
+inferLstmShape(ArrayRef<int64_t> input, ArrayRef<int64_t> weight,
+               ArrayRef<int64_t> recurrence, const ArrayRef<int64_t> *bias,
+               ArrayRef<int64_t> initialH, ArrayRef<int64_t> initialC,
+               EmitErrorFn emitError);
+
+/// Result shape of nn.lstm_grad from the forward's `states` (T x B x 6H),
+/// `recurrence` (4H x H) and `initialC` (B x H): T x B x 5H, the gate
+/// pre-activation gradients and the cell gradient per step.
+FailureOr<Shape> inferLstmGradShape(ArrayRef<int64_t> states,
+                                    ArrayRef<int64_t> recurrence,
+                                    ArrayRef<int64_t> initialC,
+                                    EmitErrorFn emitError);
 
 } // namespace mlir::dpc::nn
 

@@ -325,6 +325,21 @@ void dpc_gather(const float *table, const int64_t *indices, int64_t rows,
 void dpc_gather_grad(const float *dy, const int64_t *indices, int64_t rows,
                      int64_t width, int64_t n, float *dtable);
 
+/* One forward LSTM layer (nn.lstm), gates in ONNX's order i, o, f, c:
+ * x is steps x batch x input, w 4H x input, r 4H x H, bias 8H (null: none),
+ * h0 and c0 batch x H. Per step, z = x[t] w^T + h[t-1] r^T + bias[:4H] +
+ * bias[4H:]; states[t] (batch x 6H) receives, per sample, h[t], c[t] and
+ * the activated gates sigmoid(z_i), sigmoid(z_o), sigmoid(z_f), tanh(z_c).
+ * dpc_lstm_grad: the recurrence backwards from dstates (the h and c parts
+ * are read, the gates' ignored) and the forward's states: out[t]
+ * (batch x 5H) receives the gradients of z (4H) and of c[t] (H). */
+void dpc_lstm(const float *x, const float *w, const float *r, const float *bias,
+              const float *h0, const float *c0, int64_t steps, int64_t batch,
+              int64_t input, int64_t hidden, float *states);
+void dpc_lstm_grad(const float *dstates, const float *states, const float *r,
+                   const float *c0, int64_t steps, int64_t batch,
+                   int64_t hidden, float *out);
+
 /* loss = scale * sum_i -log softmax(logits[i])[labels[i]], logits n x c. */
 void dpc_softmax_cross_entropy(const float *logits, const int64_t *labels,
                                int64_t n, int64_t c, float scale, float *loss);

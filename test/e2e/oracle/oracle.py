@@ -222,6 +222,32 @@ class TiedMLP(nn.Module):
         return self.out(h)
 
 
+class LstmLM(nn.Module):
+    """A character-level LSTM language model (text.py's tokens): an
+    embedding, a two-layer nn.LSTM (batch_first, zero initial states) and a
+    linear layer to the vocabulary, logits [B, T, vocab]. torch.onnx writes
+    one LSTM node per layer, the weights sliced and concatenated from
+    torch's gate order into ONNX's, and the zero states as a Constant."""
+
+    opset = 14
+    fold_constants = False
+    export_training = True
+    tokens = True
+
+    def __init__(self, vocab=text.VOCAB, length=12, width=16, hidden=24,
+                 layers=2):
+        super().__init__()
+        self.input_shape = (length,)
+        self.embed = nn.Embedding(vocab, width)
+        self.lstm = nn.LSTM(width, hidden, num_layers=layers,
+                            batch_first=True)
+        self.out = nn.Linear(hidden, vocab)
+
+    def forward(self, ids):
+        h, _ = self.lstm(self.embed(ids))
+        return self.out(h)
+
+
 class Attention(nn.Module):
     """The image's 28 rows as a sequence of 28 tokens, embedded to `width`
     features: one self-attention head (softmax(q k^T / sqrt(width)) v) with a
@@ -335,14 +361,15 @@ def resnet18():
 # enough for the tests), "resnet18" (the benchmark's), "smooth-mlp",
 # "arithmetic-mlp", "gelu-mlp", "table-mlp", "branch-net", "dropout-mlp",
 # "tied-mlp", "attention" and "layernorm-attention" (the same at opset 17,
-# LayerNormalization nodes); and "tv-NAME" for torchvision's classifiers (vision.py).
+# LayerNormalization nodes), "lstm-lm" (text.py's tokens); and "tv-NAME" for torchvision's classifiers (vision.py).
 MODELS = {"lenet5": LeNet5, "mlp": MLP}
 EXTRA_MODELS = {"resnet": ResNet, "resnet18": resnet18,
                 "smooth-mlp": SmoothMLP, "arithmetic-mlp": ArithmeticMLP,
                 "gelu-mlp": GeluMLP, "attention": Attention,
                 "layernorm-attention": LayerNormAttention,
                 "table-mlp": TableMLP, "branch-net": BranchNet,
-                "dropout-mlp": DropoutMLP, "tied-mlp": TiedMLP}
+                "dropout-mlp": DropoutMLP, "tied-mlp": TiedMLP,
+                "lstm-lm": LstmLM}
 
 
 EXTRA_MODELS.update({f"tv-{name}": (lambda name=name: vision.build(name))

@@ -1067,6 +1067,170 @@ TEST(LayerNorm, RefusesAnEmptyRow) {
 }
 
 //===----------------------------------------------------------------------===//
+// LSTM
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+struct LstmSizes {
+  int64_t steps = 3, batch = 2, input = 3, hidden = 2;
+};
+
+// The LSTM of dpc_lstm in double: the states T x B x 6H (h, c, i, o, f, g).
+std::vector<double>
+lstmReference(const LstmSizes &n, const std::vector<double> &x,
+              const std::vector<double> &w, const std::vector<double> &r,
+              const std::vector<double> &bias, const std::vector<double> &h0,
+              const std::vector<double> &c0) {
+  int64_t H = n.hidden, B = n.batch, I = n.input;
+  std::vector<double> states(size_t(n.steps * B * 6 * H));
+  std::vector<double> h = h0, c = c0;
+  for (int64_t t = 0; t < n.steps; ++t)
+    for (int64_t b = 0; b < B; ++b) {
+      double *s = &states[size_t((t * B + b) * 6 * H)];
+      std::vector<double> z(size_t(4 * H));
+      for (int64_t g = 0; g < 4 * H; ++g) {
+        double sum = bias[size_t(g)] + bias[size_t(4 * H + g)];
+        for (int64_t k = 0; k < I; ++k)
+          sum += x[size_t((t * B + b) * I + k)] * w[size_t(g * I + k)];
+        for (int64_t k = 0; k < H; ++k)
+          sum += h[size_t(b * H + k)] * r[size_t(g * H + k)];
+        z[size_t(g)] = sum;
+      }
+      for (int64_t j = 0; j < H; ++j) {
+        auto sig = [](double v) { return 1 / (1 + std::exp(-v)); };
+        double i = sig(z[size_t(j)]), o = sig(z[size_t(H + j)]),
+               f = sig(z[size_t(2 * H + j)]),
+               g = std::tanh(z[size_t(3 * H + j)]);
+        double cell = f * c[size_t(b * H + j)] + i * g;
+        s[j] = o * std::tanh(cell);
+        s[H + j] = cell;
+        s[2 * H + j] = i;
+        s[3 * H + j] = o;
+        s[4 * H + j] = f;
+        s[5 * H + j] = g;
+      }
+      for (int64_t j = 0; j < H; ++j) {
+        h[size_t(b * H + j)] = s[j];
+        c[size_t(b * H + j)] = s[H + j];
+      }
+    }
+  return states;
+}
+
+std::vector<double> toDouble(const Vec &v) { return {v.begin(), v.end()}; }
+
+} // namespace
+
+// The forward against the double reference; the backward's gate and cell
+// gradients, turned into every operand's gradient as nn.lstm's gradient
+// rule does, against central differences of the reference under the loss
+// sum(states * dstates) over the h and c parts (the gates' part of dstates
+// is random and must be ignored).
+TEST(Lstm, ForwardAndGradientsMatchFiniteDifferences) {
+  LstmSizes n;
+  int64_t T = n.steps, B = n.batch, I = n.input, H = n.hidden;
+  Vec x = randomVec(size_t(T * B * I), 41, -1, 1);
+  Vec w = randomVec(size_t(4 * H * I), 42, -0.8f, 0.8f);
+  Vec r = randomVec(size_t(4 * H * H), 43, -0.8f, 0.8f);
+  Vec bias = randomVec(size_t(8 * H), 44, -0.5f, 0.5f);
+  Vec h0 = randomVec(size_t(B * H), 45, -1, 1);
+  Vec c0 = randomVec(size_t(B * H), 46, -1, 1);
+  Vec states(size_t(T * B * 6 * H), 99.0f);
+  dpc_lstm(x.data(), w.data(), r.data(), bias.data(), h0.data(), c0.data(), T,
+           B, I, H, states.data());
+  std::vector<std::vector<double>> operands = {toDouble(x),  toDouble(w),
+                                               toDouble(r),  toDouble(bias),
+                                               toDouble(h0), toDouble(c0)};
+  auto reference = [&] {
+    return lstmReference(n, operands[0], operands[1], operands[2], operands[3],
+                         operands[4], operands[5]);
+  };
+  expectClose(states, reference());
+
+  Vec dstates = randomVec(states.size(), 47, -1, 1);
+  auto loss = [&] {
+    std::vector<double> s = reference();
+    double sum = 0;
+    for (size_t e = 0; e < s.size(); ++e)
+      if (int64_t(e) % (6 * H) < 2 * H)
+        sum += s[e] * dstates[e];
+    return sum;
+  };
+  Vec out(size_t(T * B * 5 * H), 99.0f);
+  dpc_lstm_grad(dstates.data(), states.data(), r.data(), c0.data(), T, B, H,
+                out.data());
+  auto dz = [&](int64_t t, int64_t b, int64_t g) {
+    return double(out[size_t((t * B + b) * 5 * H + g)]);
+  };
+  auto hPrev = [&](int64_t t, int64_t b, int64_t k) {
+    return t == 0 ? double(h0[size_t(b * H + k)])
+                  : double(states[size_t(((t - 1) * B + b) * 6 * H + k)]);
+  };
+  std::vector<std::vector<double>> grads(6);
+  for (size_t o = 0; o < 6; ++o)
+    grads[o].assign(operands[o].size(), 0.0);
+  for (int64_t t = 0; t < T; ++t)
+    for (int64_t b = 0; b < B; ++b)
+      for (int64_t g = 0; g < 4 * H; ++g) {
+        for (int64_t k = 0; k < I; ++k) {
+          grads[0][size_t((t * B + b) * I + k)] +=
+              dz(t, b, g) * w[size_t(g * I + k)];
+          grads[1][size_t(g * I + k)] +=
+              dz(t, b, g) * x[size_t((t * B + b) * I + k)];
+        }
+        for (int64_t k = 0; k < H; ++k)
+          grads[2][size_t(g * H + k)] += dz(t, b, g) * hPrev(t, b, k);
+        grads[3][size_t(g)] += dz(t, b, g);
+        grads[3][size_t(4 * H + g)] += dz(t, b, g);
+        if (t == 0)
+          for (int64_t k = 0; k < H; ++k)
+            grads[4][size_t(b * H + k)] += dz(0, b, g) * r[size_t(g * H + k)];
+      }
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t j = 0; j < H; ++j)
+      grads[5][size_t(b * H + j)] =
+          double(out[size_t(b * 5 * H + 4 * H + j)]) *
+          double(states[size_t(b * 6 * H + 4 * H + j)]);
+
+  const double step = 1e-6;
+  for (size_t o = 0; o < 6; ++o)
+    for (size_t e = 0; e < operands[o].size(); ++e) {
+      double saved = operands[o][e];
+      operands[o][e] = saved + step;
+      double up = loss();
+      operands[o][e] = saved - step;
+      double down = loss();
+      operands[o][e] = saved;
+      double numeric = (up - down) / (2 * step);
+      EXPECT_NEAR(grads[o][e], numeric, 1e-4 * std::max(1.0, std::abs(numeric)))
+          << "operand " << o << ", element " << e;
+    }
+}
+
+TEST(Lstm, WithoutBiasIsAZeroBias) {
+  LstmSizes n;
+  int64_t T = n.steps, B = n.batch, I = n.input, H = n.hidden;
+  Vec x = randomVec(size_t(T * B * I), 51),
+      w = randomVec(size_t(4 * H * I), 52),
+      r = randomVec(size_t(4 * H * H), 53), zero(size_t(8 * H), 0.0f),
+      h0 = randomVec(size_t(B * H), 54), c0 = randomVec(size_t(B * H), 55);
+  Vec a(size_t(T * B * 6 * H)), b(a.size());
+  dpc_lstm(x.data(), w.data(), r.data(), nullptr, h0.data(), c0.data(), T, B, I,
+           H, a.data());
+  dpc_lstm(x.data(), w.data(), r.data(), zero.data(), h0.data(), c0.data(), T,
+           B, I, H, b.data());
+  EXPECT_EQ(a, b);
+}
+
+TEST(Lstm, RefusesAnEmptySequence) {
+  Vec x(4), w(8), r(16), h(2), c(2), s(12);
+  EXPECT_DEATH(dpc_lstm(x.data(), w.data(), r.data(), nullptr, h.data(),
+                        c.data(), 0, 1, 2, 2, s.data()),
+               "dpc_lstm: bad sizes steps 0");
+}
+
+//===----------------------------------------------------------------------===//
 // Softmax cross-entropy
 //===----------------------------------------------------------------------===//
 

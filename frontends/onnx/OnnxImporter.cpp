@@ -108,6 +108,13 @@ public:
       : context(context), builder(context), fileName(fileName.str()),
         opset(opset) {}
 
+  /// The batch size the model was exported at and the one it is imported
+  /// at (`--microbatch-size`), when they differ.
+  void setRebatch(int64_t exported, int64_t imported) {
+    exportedBatch = exported;
+    importedBatch = imported;
+  }
+
   LogicalResult importGraph(const onnx::GraphProto &graph,
                             ImportedModel &model);
 
@@ -129,6 +136,8 @@ private:
   LogicalResult importGlobalAveragePool(const onnx::NodeProto &node);
   LogicalResult importBatchNormalization(const onnx::NodeProto &node);
   LogicalResult importLayerNormalization(const onnx::NodeProto &node);
+  LogicalResult importLstm(const onnx::NodeProto &node);
+  LogicalResult importExpand(const onnx::NodeProto &node);
   // Relu and the other one-input elementwise functions.
   template <typename OpTy>
   LogicalResult importUnary(const onnx::NodeProto &node);
@@ -136,8 +145,6 @@ private:
   LogicalResult importUnaryFunction(const onnx::NodeProto &node);
   LogicalResult importSplit(const onnx::NodeProto &node);
   LogicalResult importClip(const onnx::NodeProto &node);
-  LogicalResult importLstm(const onnx::NodeProto &node);
-  LogicalResult importExpand(const onnx::NodeProto &node);
   LogicalResult importPad(const onnx::NodeProto &node);
   LogicalResult importDropout(const onnx::NodeProto &node);
   LogicalResult importConstantOfShape(const onnx::NodeProto &node);
@@ -168,6 +175,9 @@ private:
   LogicalResult importShape(const onnx::NodeProto &node);
   LogicalResult importGather(const onnx::NodeProto &node);
   LogicalResult importTensorGather(const onnx::NodeProto &node);
+  LogicalResult rebatchTarget(const onnx::NodeProto &node,
+                              ArrayRef<int64_t> inShape,
+                              std::vector<int64_t> &shape, int64_t inferred);
   LogicalResult importUnsqueeze(const onnx::NodeProto &node);
   LogicalResult importSqueeze(const onnx::NodeProto &node);
   LogicalResult importConcat(const onnx::NodeProto &node);
@@ -229,6 +239,7 @@ private:
   OpBuilder builder;
   std::string fileName;
   int64_t opset;
+  int64_t exportedBatch = 0, importedBatch = 0;
   const onnx::NodeProto *currentNode = nullptr;
   // Dropout ops imported so far: the next one's mask_id.
   int64_t numDropouts = 0;
@@ -254,6 +265,9 @@ const Importer::HandlerEntry Importer::kHandlers[] = {
     {"BatchNormalization", 14, &Importer::importBatchNormalization},
     {"BatchNormalization", 15, &Importer::importBatchNormalization},
     {"LayerNormalization", 17, &Importer::importLayerNormalization},
+    {"LSTM", 7, &Importer::importLstm},
+    {"LSTM", 14, &Importer::importLstm},
+    {"Expand", 13, &Importer::importExpand},
     {"Relu", 13, &Importer::importUnary<nn::ReluOp>},
     {"Relu", 14, &Importer::importUnary<nn::ReluOp>},
 // The elementwise functions, one per row of the runtime's table.
@@ -265,9 +279,6 @@ const Importer::HandlerEntry Importer::kHandlers[] = {
     {"MatMul", 13, &Importer::importMatMul},
     {"Add", 13, &Importer::importBinary<nn::AddOp>},
     {"Add", 14, &Importer::importBinary<nn::AddOp>},
-    {"LSTM", 7, &Importer::importLstm},
-    {"LSTM", 14, &Importer::importLstm},
-    {"Expand", 13, &Importer::importExpand},
     {"Sub", 13, &Importer::importBinary<nn::SubOp>},
     {"Sub", 14, &Importer::importBinary<nn::SubOp>},
     {"Mul", 13, &Importer::importBinary<nn::MulOp>},
@@ -764,17 +775,6 @@ LogicalResult Importer::importBatchNormalization(const onnx::NodeProto &node) {
   return define(node, result);
 }
 
-LogicalResult Importer::importLayerNormalization(const onnx::NodeProto &node) {
-  // Mean and InvStdDev (outputs 1 and 2) are what a training framework
-  // saves for the backward pass; dpc's gradient recomputes them, so they
-  // are accepted as long as nothing reads them.
-  static const char *const kSaved[] = {"", "Mean", "InvStdDev"};
-  for (int i = 1; i < node.output_size() && i < 3; ++i)
-    if (!node.output(i).empty())
-      unreadable[node.output(i)] =
-          "output " + std::to_string(i) + " (" + kSaved[i] +
-          ") of LayerNormalization '" + nodeName(node) +
-          "', which dpc does not compute: its gradient recomputes the "
 // One forward LSTM layer (torch's nn.LSTM exports a node per layer). The
 // weights arrive as ONNX lays them out for one direction (1 x 4H x I,
 // 1 x 4H x H, 1 x 8H) and are read through reshapes, so a weight that the
@@ -955,6 +955,17 @@ LogicalResult Importer::importExpand(const onnx::NodeProto &node) {
   return defineHost(node, std::move(result));
 }
 
+LogicalResult Importer::importLayerNormalization(const onnx::NodeProto &node) {
+  // Mean and InvStdDev (outputs 1 and 2) are what a training framework
+  // saves for the backward pass; dpc's gradient recomputes them, so they
+  // are accepted as long as nothing reads them.
+  static const char *const kSaved[] = {"", "Mean", "InvStdDev"};
+  for (int i = 1; i < node.output_size() && i < 3; ++i)
+    if (!node.output(i).empty())
+      unreadable[node.output(i)] =
+          "output " + std::to_string(i) + " (" + kSaved[i] +
+          ") of LayerNormalization '" + nodeName(node) +
+          "', which dpc does not compute: its gradient recomputes the "
           "statistics";
   if (failed(checkNoOutputsBeyond(node, 3)))
     return failure();
@@ -1305,6 +1316,53 @@ LogicalResult Importer::importFlatten(const onnx::NodeProto &node) {
   return define(node, builder.create<nn::ReshapeOp>(locOf(node), type, *input));
 }
 
+// Exporters bake the batch size into Reshape targets they compute from
+// shapes (torch's multi-head attention views [T, B*heads, d]; x.view(B, T,
+// heads, d) with B read from x.shape), so after --microbatch-size a target
+// may no longer fit its input. The one case rewritten is the unambiguous
+// one: the target repeats the input's leading dimensions up to the input's
+// batch dimension (of the new batch size), and its entry there is a
+// multiple of the exported batch size that, scaled to the new one, makes
+// the element counts agree. A target that fits is never touched; where the
+// batch is merged into another dimension ([T*B, D] viewed as [T, B, D])
+// nothing says which factor it is, and the import stops naming the node.
+LogicalResult Importer::rebatchTarget(const onnx::NodeProto &node,
+                                      ArrayRef<int64_t> inShape,
+                                      std::vector<int64_t> &shape,
+                                      int64_t inferred) {
+  int64_t count = nn::getNumElements(inShape);
+  auto fits = [&](const std::vector<int64_t> &candidate) {
+    if (inferred < 0)
+      return nn::getNumElements(candidate) == count;
+    std::vector<int64_t> known = candidate;
+    known[inferred] = 1;
+    int64_t rest = nn::getNumElements(known);
+    return rest != 0 && count % rest == 0;
+  };
+  if (fits(shape) || exportedBatch <= 0 || importedBatch <= 0)
+    return success();
+  size_t i = 0;
+  while (i < shape.size() && i < inShape.size() &&
+         (shape[i] == inShape[i] || int64_t(i) == inferred))
+    ++i;
+  std::vector<int64_t> scaled = shape;
+  if (i < shape.size() && i < inShape.size() && int64_t(i) != inferred &&
+      inShape[i] == importedBatch && shape[i] % exportedBatch == 0) {
+    scaled[i] = shape[i] / exportedBatch * importedBatch;
+    if (fits(scaled)) {
+      shape = std::move(scaled);
+      return success();
+    }
+  }
+  return nodeError(node) << "cannot reshape " << nn::formatShape(inShape)
+                         << " to " << nn::formatShape(shape)
+                         << ": the exporter computed this target for batch "
+                         << "size " << exportedBatch << " and dpc cannot tell "
+                         << "which entry holds it; export the model at batch "
+                         << "size " << importedBatch
+                         << " instead of using --microbatch-size";
+}
+
 LogicalResult Importer::importReshape(const onnx::NodeProto &node) {
   FailureOr<std::vector<int64_t>> target = getHostInts(node, 1);
   if (failed(target))
@@ -1342,6 +1400,8 @@ LogicalResult Importer::importReshape(const onnx::NodeProto &node) {
     }
   }
   int64_t count = nn::getNumElements(inShape);
+  if (failed(rebatchTarget(node, inShape, shape, inferred)))
+    return failure();
   if (inferred >= 0) {
     shape[inferred] = 1;
     int64_t known = nn::getNumElements(shape);
@@ -1516,6 +1576,8 @@ LogicalResult Importer::importTensorGather(const onnx::NodeProto &node) {
                           locOf(node), tensorType(result, element), slice));
 }
 
+// Unsqueeze and Squeeze fold on the host for tensors known at import time;
+// of an activation they are a reshape.
 LogicalResult Importer::importUnsqueeze(const onnx::NodeProto &node) {
   std::optional<HostTensor> data;
   Value activation;
@@ -1594,6 +1656,14 @@ LogicalResult Importer::importSqueeze(const onnx::NodeProto &node) {
     if (!drop)
       shape.push_back(inputShape[i]);
   }
+  if (!data)
+    return define(
+        node,
+        builder.create<nn::ReshapeOp>(
+            locOf(node),
+            tensorType(shape,
+                       cast<ShapedType>(activation.getType()).getElementType()),
+            activation));
   data->shape = shape;
   return defineHost(node, std::move(*data));
 }
@@ -1605,8 +1675,6 @@ LogicalResult Importer::importConcat(const onnx::NodeProto &node) {
   for (int i = 0; i < node.input_size(); ++i) {
     auto host = hostValues.find(node.input(i));
     hostOnly = hostOnly && isHost(node.input(i)) &&
-// Unsqueeze and Squeeze fold on the host for tensors known at import time;
-// of an activation they are a reshape.
                (host == hostValues.end() || !host->second.isFloat);
   }
   if (!hostOnly) {
@@ -1653,14 +1721,6 @@ LogicalResult Importer::importConcat(const onnx::NodeProto &node) {
 // Slice's starts, ends, axes and steps, known at import time; axes default
 // to the first dimensions and steps to 1.
 FailureOr<Importer::SliceInputs>
-  if (!data)
-    return define(
-        node,
-        builder.create<nn::ReshapeOp>(
-            locOf(node),
-            tensorType(shape,
-                       cast<ShapedType>(activation.getType()).getElementType()),
-            activation));
 Importer::sliceInputs(const onnx::NodeProto &node) {
   SliceInputs in;
   std::vector<int64_t> *lists[] = {&in.starts, &in.ends, &in.axes, &in.steps};
@@ -2113,15 +2173,19 @@ LogicalResult loadModel(StringRef path, MLIRContext *context,
 // constant target whose leading entry is the model's old batch size is
 // rewritten to the new one; anything else is left for shape inference to
 // judge.
-void respecialiseReshapeTargets(onnx::GraphProto &graph, int64_t batch) {
-  int64_t oldBatch = 0;
+// The batch size the model was exported at: the first dimension of its
+// first graph input with a static one; 0 when none has.
+int64_t exportedBatchSize(const onnx::GraphProto &graph) {
   for (const onnx::ValueInfoProto &input : graph.input()) {
     const auto &shape = input.type().tensor_type().shape();
-    if (shape.dim_size() > 0 && shape.dim(0).has_dim_value()) {
-      oldBatch = shape.dim(0).dim_value();
-      break;
-    }
+    if (shape.dim_size() > 0 && shape.dim(0).has_dim_value())
+      return shape.dim(0).dim_value();
   }
+  return 0;
+}
+
+void respecialiseReshapeTargets(onnx::GraphProto &graph, int64_t batch) {
+  int64_t oldBatch = exportedBatchSize(graph);
   if (oldBatch <= 1 || oldBatch == batch)
     return;
   auto rewrite = [&](onnx::TensorProto &tensor) {
@@ -2219,6 +2283,7 @@ mlir::dpc::onnx_frontend::importOnnxFile(StringRef path, MLIRContext *context,
              << " to opset " << kMinOpset << ": " << e.what();
     }
   }
+  int64_t exportedBatch = exportedBatchSize(model.graph());
   if (options.batchSize > 0) {
     // Re-specialise the batch dimension before shape inference so that
     // every inferred shape follows it; shapes recorded for the old batch
@@ -2251,6 +2316,9 @@ mlir::dpc::onnx_frontend::importOnnxFile(StringRef path, MLIRContext *context,
   }
 
   Importer importer(context, path, opset);
+  if (options.batchSize > 0 && exportedBatch > 0 &&
+      exportedBatch != options.batchSize)
+    importer.setRebatch(exportedBatch, options.batchSize);
   if (failed(importer.importGraph(model.graph(), imported)))
     return failure();
   return imported;

@@ -222,6 +222,98 @@ class TiedMLP(nn.Module):
         return self.out(h)
 
 
+class GptBlock(nn.Module):
+    """A pre-norm transformer decoder block: causal multi-head
+    self-attention and a GELU MLP, each with a residual connection."""
+
+    def __init__(self, width, heads, length):
+        super().__init__()
+        self.heads = heads
+        self.ln1 = nn.LayerNorm(width)
+        self.qkv = nn.Linear(width, 3 * width)
+        self.proj = nn.Linear(width, width)
+        self.ln2 = nn.LayerNorm(width)
+        self.up = nn.Linear(width, 4 * width)
+        self.down = nn.Linear(4 * width, width)
+        # A plain attribute, not a buffer: the exporter writes it as a
+        # Constant, the additive causal mask.
+        self.mask = torch.triu(torch.full((length, length), float("-inf")),
+                               diagonal=1)
+
+    def forward(self, x):
+        batch, length, width = x.shape
+        head = width // self.heads
+        q, k, v = self.qkv(self.ln1(x)).split(width, dim=-1)
+        q, k, v = (t.reshape(batch, length, self.heads, head).transpose(1, 2)
+                   for t in (q, k, v))
+        scores = q @ k.transpose(-2, -1) / math.sqrt(head) + self.mask
+        y = torch.softmax(scores, dim=-1) @ v
+        x = x + self.proj(y.transpose(1, 2).reshape(batch, length, width))
+        return x + self.down(nn.functional.gelu(self.up(self.ln2(x))))
+
+
+class Encoder(nn.Module):
+    """torch.nn.TransformerEncoder as a user builds one (BERT-like, two
+    layers of two heads, batch_first, no dropout) on text.py's tokens,
+    post-norm or pre-norm (`norm_first`), with a relu or gelu MLP: an
+    embedding, the encoder, and a linear layer to the vocabulary. The
+    exporter writes the attention's in-projection as one MatMul sliced into
+    q, k and v, its heads with Reshape and Transpose, and each norm as one
+    LayerNormalization (opset 17)."""
+
+    opset = 17
+    fold_constants = False
+    export_training = True
+    tokens = True
+
+    def __init__(self, norm_first=False, activation="relu", length=16,
+                 width=32, heads=2, layers=2):
+        super().__init__()
+        self.input_shape = (length,)
+        self.embed = nn.Embedding(text.VOCAB, width)
+        layer = nn.TransformerEncoderLayer(
+            width, heads, 2 * width, dropout=0.0, activation=activation,
+            batch_first=True, norm_first=norm_first)
+        self.encoder = nn.TransformerEncoder(layer, layers,
+                                             enable_nested_tensor=False)
+        self.out = nn.Linear(width, text.VOCAB)
+
+    def forward(self, ids):
+        return self.out(self.encoder(self.embed(ids)))
+
+
+class TinyGPT(nn.Module):
+    """A GPT-like decoder on character tokens (text.py): token embedding plus
+    a learned position embedding, two pre-norm causal blocks of two heads, a
+    final LayerNorm, and logits from the token embedding's own weight (tied
+    input and output embedding), [B, T, vocab] for a token-level loss.
+    Exported at opset 17, where LayerNormalization is one op."""
+
+    opset = 17
+    fold_constants = False
+    export_training = True
+    tokens = True
+
+    def __init__(self, vocab=text.VOCAB, length=16, width=32, heads=2,
+                 layers=2):
+        super().__init__()
+        self.input_shape = (length,)
+        # GPT-2's initial scale: with N(0, 1) rows the tied output layer's
+        # logits would start far from uniform.
+        self.tok = nn.Embedding(vocab, width)
+        nn.init.normal_(self.tok.weight, std=0.02)
+        self.pos = nn.Parameter(0.02 * torch.randn(length, width))
+        self.blocks = nn.ModuleList(GptBlock(width, heads, length)
+                                    for _ in range(layers))
+        self.ln_f = nn.LayerNorm(width)
+
+    def forward(self, ids):
+        h = self.tok(ids) + self.pos
+        for block in self.blocks:
+            h = block(h)
+        return self.ln_f(h) @ self.tok.weight.t()
+
+
 class LstmLM(nn.Module):
     """A character-level LSTM language model (text.py's tokens): an
     embedding, a two-layer nn.LSTM (batch_first, zero initial states) and a
@@ -369,7 +461,11 @@ EXTRA_MODELS = {"resnet": ResNet, "resnet18": resnet18,
                 "layernorm-attention": LayerNormAttention,
                 "table-mlp": TableMLP, "branch-net": BranchNet,
                 "dropout-mlp": DropoutMLP, "tied-mlp": TiedMLP,
-                "lstm-lm": LstmLM}
+                "tiny-gpt": TinyGPT,
+                "encoder-post-relu": lambda: Encoder(False, "relu"),
+                "encoder-post-gelu": lambda: Encoder(False, "gelu"),
+                "encoder-pre-relu": lambda: Encoder(True, "relu"),
+                "encoder-pre-gelu": lambda: Encoder(True, "gelu"), "lstm-lm": LstmLM}
 
 
 EXTRA_MODELS.update({f"tv-{name}": (lambda name=name: vision.build(name))

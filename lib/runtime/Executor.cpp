@@ -22,6 +22,7 @@
 #include "dpc/runtime/Error.h"
 #include "dpc/runtime/Heartbeat.h"
 #include "dpc/schedule/Verifier.h"
+#include "dpc/support/CommandLine.h"
 
 #include <algorithm>
 #include <chrono>
@@ -1349,9 +1350,8 @@ static std::optional<int64_t> metadataCount(const TensorFile &file,
   auto it = file.metadata.find(key);
   if (it == file.metadata.end())
     return std::nullopt;
-  char *end = nullptr;
-  long long count = std::strtoll(it->second.c_str(), &end, 10);
-  if (it->second.empty() || *end || count < 0)
+  int64_t count = 0;
+  if (!cli::parseInteger(it->second, count) || count < 0)
     throw Error(fileName + ": bad \"" + key + "\" metadata '" + it->second +
                 "'");
   return count;

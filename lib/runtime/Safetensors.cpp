@@ -4,14 +4,16 @@
 
 #include "dpc/runtime/Error.h"
 #include "dpc/runtime/Manifest.h"
+#include "dpc/support/CommandLine.h"
 
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <cerrno>
+#include <climits>
 #include <cstdio>
-#include <cstring>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <unistd.h>
 
@@ -261,14 +263,18 @@ TensorFile readCheckpointParams(const std::string &dir) {
     std::ifstream probe(path);
     if (!probe)
       throw Error(path + ": no such checkpoint" +
-                  (stage == 0 ? std::string(" (is '" + dir +
-                                            "' a --checkpoint-dir?)")
-                              : " (stage0 says there are " +
-                                    std::to_string(stages) + " stages)"));
+                  (stage == 0
+                       ? std::string(" (is '" + dir + "' a --checkpoint-dir?)")
+                       : " (stage0 says there are " + std::to_string(stages) +
+                             " stages)"));
     TensorFile file = readSafetensors(path);
     auto count = file.metadata.find("stages");
-    if (stage == 0 && count != file.metadata.end())
-      stages = std::max(1, std::atoi(count->second.c_str()));
+    if (stage == 0 && count != file.metadata.end()) {
+      int64_t n = 0;
+      if (!cli::parseInteger(count->second, n) || n < 1 || n > INT_MAX)
+        throw Error(path + ": bad \"stages\" metadata '" + count->second + "'");
+      stages = int(n);
+    }
     for (auto &[name, tensor] : file.tensors) {
       if (isOptimizerState(name))
         continue;

@@ -161,3 +161,26 @@ TEST(Safetensors, WriterRejectsInconsistentTensor) {
   file.tensors["bad"] = bad;
   EXPECT_THROW(serializeSafetensors(file), Error);
 }
+
+// A checkpoint is a file anyone can edit: its "stages" metadata is a
+// decimal count, not whatever atoi makes of it ("99999999999" overflowed).
+TEST(Safetensors, CheckpointStageCountMustBeACount) {
+  char pattern[] = "/tmp/dpc-st-test-XXXXXX";
+  std::string dir = mkdtemp(pattern);
+  float w[1] = {1};
+  for (const char *bad : {"99999999999", "0x2", " 2", "0", "two"}) {
+    TensorFile file;
+    file.tensors["w"] = Tensor::fromF32({1}, w);
+    file.metadata["stages"] = bad;
+    writeSafetensors(checkpointPath(dir, 0), file);
+    try {
+      readCheckpointParams(dir);
+      ADD_FAILURE() << "expected an error for " << bad;
+    } catch (const Error &e) {
+      EXPECT_THAT(e.what(), HasSubstr(std::string("stage0.safetensors: bad "
+                                                  "\"stages\" metadata '") +
+                                      bad + "'"));
+    }
+  }
+  std::system(("rm -rf '" + dir + "'").c_str());
+}

@@ -1,4 +1,4 @@
-//===- Data.cpp - Training data: IDX, npy, synthetic ----------------------===//
+//===- Data.cpp - Training data: IDX, npy, text, synthetic ----------------===//
 //
 // Readers are strict: a dataset that is truncated or mislabeled would train
 // silently on garbage, so every size in a header is checked against the bytes
@@ -19,6 +19,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <iterator>
 #include <sys/stat.h>
 
 namespace dpc::runtime {
@@ -404,6 +405,43 @@ DataSpec parseDataSpec(const std::string &text) {
       spec.labelsPath = rest.substr(comma + 1);
     return spec;
   }
+  if (kind == "text") {
+    std::vector<std::string> parts;
+    for (size_t begin = 0;;) {
+      size_t comma = rest.find(',', begin);
+      parts.push_back(rest.substr(begin, comma - begin));
+      if (comma == std::string::npos)
+        break;
+      begin = comma + 1;
+    }
+    const std::string usage =
+        "data spec '" + text +
+        "': expected text:FILE[,stride=N][,vocab=ascii64|bytes]";
+    if (parts[0].empty())
+      throw Error(usage);
+    spec.kind = DataSpec::Kind::Text;
+    spec.textPath = parts[0];
+    for (size_t i = 1; i < parts.size(); ++i) {
+      const std::string &option = parts[i];
+      if (option.rfind("stride=", 0) == 0) {
+        std::string value = option.substr(7);
+        char *end = nullptr;
+        errno = 0;
+        long long n = std::strtoll(value.c_str(), &end, 10);
+        if (value.empty() || value[0] < '0' || value[0] > '9' || *end != '\0' ||
+            errno == ERANGE || n <= 0)
+          throw Error(usage + " with a positive stride, got '" + option + "'");
+        spec.textStride = n;
+      } else if (option == "vocab=ascii64") {
+        spec.textVocab = TextVocab::Ascii64;
+      } else if (option == "vocab=bytes") {
+        spec.textVocab = TextVocab::Bytes;
+      } else {
+        throw Error(usage + "; unknown option '" + option + "'");
+      }
+    }
+    return spec;
+  }
   if (kind == "synthetic") {
     spec.kind = DataSpec::Kind::Synthetic;
     if (colon != std::string::npos) {
@@ -419,7 +457,8 @@ DataSpec parseDataSpec(const std::string &text) {
   }
   throw Error("data spec '" + text + "': unknown kind '" + kind +
               "'; expected fashion-mnist:DIR, mnist:DIR, "
-              "npy:INPUTS.npy[,LABELS.npy] or synthetic[:SAMPLES]");
+              "npy:INPUTS.npy[,LABELS.npy], text:FILE or "
+              "synthetic[:SAMPLES]");
 }
 
 static std::string shapeText(const std::vector<int64_t> &shape) {
@@ -538,6 +577,100 @@ static Dataset loadNpy(const DataSpec &spec, const ModelDataShape &model) {
                              std::move(labelValues), classes, labelShape);
 }
 
+std::vector<int64_t> textTokens(const std::vector<uint8_t> &bytes,
+                                TextVocab vocab) {
+  std::vector<int64_t> tokens(bytes.size());
+  for (size_t i = 0; i < bytes.size(); ++i) {
+    int64_t c = bytes[i];
+    if (vocab == TextVocab::Bytes) {
+      tokens[i] = c;
+      continue;
+    }
+    // Python's bytes.upper(): ASCII letters only, whatever the locale.
+    if (c >= 'a' && c <= 'z')
+      c -= 'a' - 'A';
+    tokens[i] = c >= 32 && c < 96 ? c - 32 : 0;
+  }
+  return tokens;
+}
+
+int64_t textVocabSize(TextVocab vocab) {
+  return vocab == TextVocab::Bytes ? 256 : 64;
+}
+
+int64_t textWindowCount(int64_t tokens, int64_t length, int64_t stride) {
+  // A window needs its T tokens and the one after its last for a label.
+  if (length <= 0 || stride <= 0 || tokens < length + 1)
+    return 0;
+  return (tokens - length - 1) / stride + 1;
+}
+
+// A text's windows for a model reading [B, T] token ids: the train split
+// from the first 90% of the tokens, the test split from the rest, so that
+// evaluation never reads a training window's tokens however they overlap.
+static Dataset loadText(const DataSpec &spec, Split split,
+                        const ModelDataShape &model) {
+  const std::string &path = spec.textPath;
+  if (model.sampleShape.size() != 1 || !model.integerInputs)
+    throw InputError(
+        spec.text +
+        ": text data needs a model reading token ids of shape "
+        "[B, T], but this one reads " +
+        (model.integerInputs ? "integer ids" : "floats") + " of shape [B" +
+        (model.sampleShape.empty() ? "" : ", " + shapeText(model.sampleShape)) +
+        "]");
+  const int64_t length = model.sampleShape[0];
+  if (model.labelShape != std::vector<int64_t>{length})
+    throw InputError(spec.text +
+                     ": text data has a label per position (next-token "
+                     "prediction), but the model's loss expects " +
+                     (model.labelShape.empty() ? std::string("one a sample")
+                                               : shapeText(model.labelShape)));
+  const int64_t vocab = textVocabSize(spec.textVocab);
+  if (model.numClasses < vocab)
+    throw InputError(
+        spec.text + ": the " +
+        (spec.textVocab == TextVocab::Bytes ? "bytes" : "ascii64") +
+        " vocabulary has " + std::to_string(vocab) +
+        " tokens but the model predicts " + std::to_string(model.numClasses) +
+        " classes");
+  struct stat info;
+  if (::stat(path.c_str(), &info) != 0)
+    throw InputError(spec.text + ": cannot read " + path + ": " + errnoText());
+  if (!S_ISREG(info.st_mode))
+    throw InputError(spec.text + ": " + path + " is not a regular file");
+  std::ifstream in(path, std::ios::binary);
+  std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)),
+                             std::istreambuf_iterator<char>());
+  if (in.bad())
+    throw InputError(spec.text + ": cannot read " + path + ": " + errnoText());
+  std::vector<int64_t> tokens = textTokens(bytes, spec.textVocab);
+
+  const int64_t total = int64_t(tokens.size());
+  const int64_t cut = total - total / 10;
+  const int64_t stride = spec.textStride > 0 ? spec.textStride : length;
+  const int64_t begin = split == Split::Train ? 0 : cut;
+  const int64_t end = split == Split::Train ? cut : total;
+  const int64_t windows = textWindowCount(end - begin, length, stride);
+  if (windows == 0)
+    throw InputError(
+        spec.text + ": " + path + " holds " + std::to_string(total) +
+        " tokens, too few for one window of " + std::to_string(length) +
+        " tokens and its next token in the " +
+        (split == Split::Train ? "train split (the first 90%: "
+                               : "test split (the last 10%: ") +
+        std::to_string(end - begin) + " tokens)");
+  std::vector<int64_t> ids(size_t(windows * length));
+  std::vector<int64_t> labels(size_t(windows * length));
+  for (int64_t w = 0; w < windows; ++w) {
+    const int64_t *window = &tokens[size_t(begin + w * stride)];
+    std::copy(window, window + length, &ids[size_t(w * length)]);
+    std::copy(window + 1, window + length + 1, &labels[size_t(w * length)]);
+  }
+  return Dataset::fromInts({length}, std::move(ids), std::move(labels),
+                           model.numClasses, {length});
+}
+
 static Dataset makeSynthetic(const DataSpec &spec, Split split,
                              const ModelDataShape &model, uint64_t seed) {
   if (model.sampleShape.empty() || model.numClasses <= 0)
@@ -587,6 +720,9 @@ Dataset loadDataset(const DataSpec &spec, Split split,
     break;
   case DataSpec::Kind::Npy:
     data = loadNpy(spec, model);
+    break;
+  case DataSpec::Kind::Text:
+    data = loadText(spec, split, model);
     break;
   case DataSpec::Kind::Synthetic:
     data = makeSynthetic(spec, split, model, seed);

@@ -668,6 +668,8 @@ int main(int argc, char **argv) {
     return runRank(argc, argv, *world);
   } catch (const UsageError &e) {
     world->abort(e.message, cli::kUsageError);
+  } catch (const InputError &e) {
+    world->abort(e.what(), cli::kUsageError);
   } catch (const Error &e) {
     world->abort(e.what(), 1);
   } catch (const std::exception &e) {

@@ -1,4 +1,4 @@
-//===- Data.h - Training data: IDX, npy, synthetic --------------*- C++ -*-===//
+//===- Data.h - Training data: IDX, npy, text, synthetic --------*- C++ -*-===//
 //
 // The first stage of a pipeline needs a microbatch's inputs and the last
 // stage its labels. Both load the same dataset from the same `--data` spec
@@ -13,6 +13,17 @@
 //                                  class per position, token-level losses)
 //   npy:INPUTS.npy                 inputs alone, for what needs no labels
 //                                  (predictions of an inference build)
+//   text:FILE[,stride=N][,vocab=V] a plain-text file as character tokens
+//                                  for a model reading token ids [B, T]:
+//                                  sample k is the window of T tokens at
+//                                  k * stride (default stride T), its
+//                                  labels the next token of each position;
+//                                  vocab=ascii64 (default; upper-cased ASCII
+//                                  32-95 as ids 0-63, any other byte 0, as
+//                                  test/e2e/oracle/text.py) or bytes (ids
+//                                  0-255); the train split is the first 90%
+//                                  of the tokens, the test split the last
+//                                  10%, windows never crossing the cut
 //   synthetic[:N]                  N seeded random samples shaped like the
 //                                  model's input (default 4096 train, 1024
 //                                  test); token ids and labels below the
@@ -127,14 +138,31 @@ private:
                  int64_t inputCount);
 };
 
+/// How the text: source maps bytes to token ids.
+enum class TextVocab { Ascii64, Bytes };
+
+/// The token ids of a text: ascii64 upper-cases ASCII letters and maps bytes
+/// 32-95 to 0-63 and every other byte (newlines included) to 0 (a space);
+/// bytes keeps each byte's value.
+std::vector<int64_t> textTokens(const std::vector<uint8_t> &bytes,
+                                TextVocab vocab);
+int64_t textVocabSize(TextVocab vocab);
+
+/// The number of windows of `length` tokens at multiples of `stride` whose
+/// next-token labels stay inside `tokens` tokens.
+int64_t textWindowCount(int64_t tokens, int64_t length, int64_t stride);
+
 struct DataSpec {
-  enum class Kind { Idx, Npy, Synthetic };
+  enum class Kind { Idx, Npy, Text, Synthetic };
   Kind kind = Kind::Synthetic;
   std::string text;                   // the spec as given, for messages
   std::string format;                 // "fashion-mnist" or "mnist" for Idx
   std::string dir;                    // Idx
   std::string inputsPath, labelsPath; // Npy; no labelsPath: unlabelled
   int64_t syntheticSamples = 0;       // Synthetic; 0: the default count
+  std::string textPath;               // Text
+  int64_t textStride = 0;             // Text; 0: the sequence length
+  TextVocab textVocab = TextVocab::Ascii64;
 };
 
 /// Parses a --data / --eval-data spec; throws Error on a malformed one.
@@ -154,8 +182,10 @@ struct ModelDataShape {
 };
 
 /// Loads the split of the dataset `spec` names. Npy specs name their files
-/// directly, so Split only changes the seed of synthetic data and the files
-/// of IDX datasets.
+/// directly, so Split only changes the seed of synthetic data, the files of
+/// IDX datasets and the part of a text. A text that cannot serve the model
+/// (missing, too short, a model without token ids, a vocabulary above its
+/// class count) throws InputError.
 Dataset loadDataset(const DataSpec &spec, Split split,
                     const ModelDataShape &model, uint64_t seed = 0);
 

@@ -21,6 +21,14 @@ public:
   explicit Error(const std::string &message) : std::runtime_error(message) {}
 };
 
+/// An Error in what the user handed the runtime that no retry can fix (a
+/// text file too short for one window of the model): a rank's main aborts
+/// with the usage exit code 2, as for a bad option, so `dpc run` exits 2.
+class InputError : public Error {
+public:
+  using Error::Error;
+};
+
 } // namespace dpc::runtime
 
 #endif // DPC_RUNTIME_ERROR_H

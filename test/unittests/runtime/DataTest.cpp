@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <numeric>
 #include <string>
 #include <unistd.h>
@@ -316,6 +317,165 @@ TEST(Dataset, LoadsTokenIdsWithALabelPerPosition) {
   EXPECT_THAT(
       errorOf([&] { loadDataset(spec, Split::Train, {{4}, 13, true, {4}}); }),
       HasSubstr("label 13 of sample 2 is outside [0, 13)"));
+}
+
+TEST(DataSpec, ParsesTextOptions) {
+  DataSpec plain = parseDataSpec("text:/t/a.txt");
+  EXPECT_EQ(plain.kind, DataSpec::Kind::Text);
+  EXPECT_EQ(plain.textPath, "/t/a.txt");
+  EXPECT_EQ(plain.textStride, 0);
+  EXPECT_EQ(plain.textVocab, TextVocab::Ascii64);
+  DataSpec options = parseDataSpec("text:a.txt,vocab=bytes,stride=3");
+  EXPECT_EQ(options.textPath, "a.txt");
+  EXPECT_EQ(options.textStride, 3);
+  EXPECT_EQ(options.textVocab, TextVocab::Bytes);
+  EXPECT_THAT(errorOf([] { parseDataSpec("text:"); }),
+              HasSubstr("expected text:FILE[,stride=N][,vocab=ascii64|bytes]"));
+  for (const char *bad : {"text:a,stride=0", "text:a,stride=-2",
+                          "text:a,stride=", "text:a,stride=2x",
+                          "text:a,stride=99999999999999999999"})
+    EXPECT_THAT(errorOf([&] { parseDataSpec(bad); }),
+                HasSubstr("with a positive stride"))
+        << bad;
+  EXPECT_THAT(errorOf([] { parseDataSpec("text:a,vocab=utf8"); }),
+              HasSubstr("unknown option 'vocab=utf8'"));
+}
+
+TEST(Dataset, TextTokensAreTheOraclesAscii64) {
+  // text.py: upper-case, bytes 32-95 to 0-63, anything else (newlines,
+  // '{', DEL, UTF-8 bytes) to 0; bytes keep their values.
+  std::string text = "Hi z{\n~\x7f\xc3\xa9_ ";
+  std::vector<uint8_t> bytes(text.begin(), text.end());
+  EXPECT_THAT(textTokens(bytes, TextVocab::Ascii64),
+              ::testing::ElementsAre('H' - 32, 'I' - 32, 0, 'Z' - 32, 0, 0, 0,
+                                     0, 0, 0, '_' - 32, 0));
+  EXPECT_THAT(textTokens(bytes, TextVocab::Bytes),
+              ::testing::ElementsAre('H', 'i', ' ', 'z', '{', '\n', '~', 0x7f,
+                                     0xc3, 0xa9, '_', ' '));
+  EXPECT_EQ(textVocabSize(TextVocab::Ascii64), 64);
+  EXPECT_EQ(textVocabSize(TextVocab::Bytes), 256);
+  EXPECT_EQ(textWindowCount(10, 4, 4), 2); // starts 0 and 4; 8 lacks a label
+  EXPECT_EQ(textWindowCount(9, 4, 4), 2);
+  EXPECT_EQ(textWindowCount(8, 4, 4), 1);
+  EXPECT_EQ(textWindowCount(10, 4, 1), 6);
+  EXPECT_EQ(textWindowCount(4, 4, 1), 0);
+}
+
+TEST(Dataset, LoadsTextWindowsWithNextTokenLabels) {
+  TempDir dir;
+  // 40 bytes: the train split is the first 36 tokens, the test split the
+  // last 4.
+  std::string text = "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789abcd";
+  writeBytes(dir.file("a.txt"), std::vector<uint8_t>(text.begin(), text.end()));
+  ModelDataShape model{{4}, 64, /*integerInputs=*/true, /*labelShape=*/{4}};
+  auto id = [](char c) { return int64_t(c) - 32; };
+
+  Dataset train = loadDataset(parseDataSpec("text:" + dir.file("a.txt")),
+                              Split::Train, model);
+  EXPECT_EQ(train.size(), 8); // starts 0, 4, ..., 28; 32 + 4 would need 37
+  EXPECT_EQ(train.labelShape(), std::vector<int64_t>{4});
+  int64_t x[8], y[8];
+  train.gatherIntInputs({7, 0}, x);
+  train.gatherLabels({7, 0}, y);
+  EXPECT_THAT(x, ::testing::ElementsAre(id('2'), id('3'), id('4'), id('5'),
+                                        id('A'), id('B'), id('C'), id('D')));
+  EXPECT_THAT(y, ::testing::ElementsAre(id('3'), id('4'), id('5'), id('6'),
+                                        id('B'), id('C'), id('D'), id('E')));
+
+  // A stride below the length overlaps the windows.
+  Dataset strided =
+      loadDataset(parseDataSpec("text:" + dir.file("a.txt") + ",stride=3"),
+                  Split::Train, model);
+  EXPECT_EQ(strided.size(), 11); // starts 0, 3, ..., 30 (30 + 4 < 36)
+  strided.gatherIntInputs({1}, x);
+  EXPECT_THAT(std::vector<int64_t>(x, x + 4),
+              ::testing::ElementsAre(id('D'), id('E'), id('F'), id('G')));
+
+  // The test split: the last 4 tokens hold no window of 4 and a label.
+  EXPECT_THAT(errorOf([&] {
+                loadDataset(parseDataSpec("text:" + dir.file("a.txt")),
+                            Split::Test, model);
+              }),
+              HasSubstr(dir.file("a.txt") + " holds 40 tokens, too few for "
+                                            "one window of 4 tokens and its "
+                                            "next token in the test split"));
+  ModelDataShape shorter{{3}, 64, true, {3}};
+  Dataset test = loadDataset(parseDataSpec("text:" + dir.file("a.txt")),
+                             Split::Test, shorter);
+  EXPECT_EQ(test.size(), 1);
+  test.gatherIntInputs({0}, x);
+  test.gatherLabels({0}, y);
+  EXPECT_THAT(std::vector<int64_t>(x, x + 3),
+              ::testing::ElementsAre(id('A'), id('B'), id('C')));
+  EXPECT_THAT(std::vector<int64_t>(y, y + 3),
+              ::testing::ElementsAre(id('B'), id('C'), id('D')));
+
+  // Bytes: ids are the byte values.
+  ModelDataShape bytesModel{{4}, 256, true, {4}};
+  Dataset raw =
+      loadDataset(parseDataSpec("text:" + dir.file("a.txt") + ",vocab=bytes"),
+                  Split::Train, bytesModel);
+  raw.gatherIntInputs({0}, x);
+  EXPECT_THAT(std::vector<int64_t>(x, x + 4),
+              ::testing::ElementsAre('A', 'B', 'C', 'D'));
+}
+
+TEST(Dataset, TextErrorsNameTheFileAndAreInputErrors) {
+  TempDir dir;
+  writeBytes(dir.file("short.txt"), {'a', 'b', 'c'});
+  ModelDataShape model{{4}, 64, true, {4}};
+  auto inputErrorOf = [](const std::function<void()> &f) -> std::string {
+    try {
+      f();
+    } catch (const InputError &e) {
+      return e.what();
+    }
+    return "(no InputError)";
+  };
+  std::string missing = dir.file("missing.txt");
+  EXPECT_THAT(inputErrorOf([&] {
+                loadDataset(parseDataSpec("text:" + missing), Split::Train,
+                            model);
+              }),
+              HasSubstr("cannot read " + missing + ": No such file"));
+  EXPECT_THAT(inputErrorOf([&] {
+                loadDataset(parseDataSpec("text:" + dir.path), Split::Train,
+                            model);
+              }),
+              HasSubstr(dir.path + " is not a regular file"));
+  std::string shortFile = dir.file("short.txt");
+  EXPECT_THAT(inputErrorOf([&] {
+                loadDataset(parseDataSpec("text:" + shortFile), Split::Train,
+                            model);
+              }),
+              HasSubstr(shortFile + " holds 3 tokens, too few for one window "
+                                    "of 4 tokens"));
+  EXPECT_THAT(inputErrorOf([&] {
+                loadDataset(parseDataSpec("text:" + shortFile), Split::Train,
+                            {{1, 28, 28}, 10, false, {}});
+              }),
+              HasSubstr("text:" + shortFile +
+                        ": text data needs a model reading token ids of "
+                        "shape [B, T], but this one reads floats of shape "
+                        "[B, 1x28x28]"));
+  EXPECT_THAT(inputErrorOf([&] {
+                loadDataset(parseDataSpec("text:" + shortFile), Split::Train,
+                            {{4}, 10, true, {}});
+              }),
+              HasSubstr("text data has a label per position"));
+  EXPECT_THAT(inputErrorOf([&] {
+                loadDataset(parseDataSpec("text:" + shortFile), Split::Train,
+                            {{4}, 48, true, {4}});
+              }),
+              HasSubstr("text:" + shortFile +
+                        ": the ascii64 vocabulary has 64 tokens but the "
+                        "model predicts 48 classes"));
+  EXPECT_THAT(inputErrorOf([&] {
+                loadDataset(parseDataSpec("text:" + shortFile + ",vocab=bytes"),
+                            Split::Train, model);
+              }),
+              HasSubstr("the bytes vocabulary has 256 tokens but the model "
+                        "predicts 64 classes"));
 }
 
 TEST(Dataset, SyntheticTokenIdsStayInTheVocabulary) {

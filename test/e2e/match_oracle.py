@@ -61,6 +61,9 @@ def main():
     parser.add_argument("--weights", action="store_true")
     parser.add_argument("--bandwidth",
                         help="dpc compile's --bandwidth, to steer the planner")
+    parser.add_argument("--weight-ties", type=int, default=0,
+                        help="compare_weights.py --ties: single elements "
+                        "at activation thresholds that may differ")
     parser.add_argument("--weights-rtol", type=float, default=None,
                         help="tolerance of the trained weights (default: "
                         "--rtol)")
@@ -131,7 +134,8 @@ def main():
                         os.path.join(HERE, "oracle", "compare_weights.py"),
                         checkpoints,
                         os.path.join(args.oracle_dir, model + ".final.safetensors"),
-                        "--rtol", str(args.weights_rtol or args.rtol)])
+                        "--rtol", str(args.weights_rtol or args.rtol),
+                        "--ties", str(args.weight_ties)])
                     if log.strip():
                         verdict += "; " + log.strip().splitlines()[-1]
                 print(f"{name}: {'ok' if code == 0 else 'MISMATCH'}: {verdict}")

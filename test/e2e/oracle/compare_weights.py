@@ -24,6 +24,12 @@ orders of magnitude farther from float64 than float32 rounding puts PyTorch.
 Where oracle.py --perturbed-runs also wrote
 MODEL.final-perturbedK.safetensors (float32 runs from weights one ulp away),
 "PyTorch's float32 run" is the farthest of them and the unperturbed one.
+With --ties N, up to N single elements of the whole model may miss that
+bound too, each named: a ReLU (or max-pool) input within float32 rounding of
+its threshold takes one side in PyTorch's float64 and float32 runs and the
+other in dpc's, which adds or drops one sample's term in the gradients
+behind it. A test passes --ties only where it has found such a tie and says
+which; a real error moves far more than a few elements.
 Momentum buffers in the checkpoints are ignored. Prints one line per tensor
 and a verdict; exits 0 when all agree, 1 otherwise, 2 on unreadable input.
 """
@@ -67,6 +73,9 @@ def main():
     parser.add_argument("checkpoint_dir")
     parser.add_argument("oracle")
     parser.add_argument("--rtol", type=float, default=1e-4)
+    parser.add_argument("--ties", type=int, default=0,
+                        help="single elements that may miss the float64 "
+                        "bound, at activation thresholds (see above)")
     args = parser.parse_args()
 
     trained = {}
@@ -97,6 +106,7 @@ def main():
             glob.glob(stem + ".final-perturbed*.safetensors"))]
 
     bad = noisy = 0
+    ties_left = args.ties
     for name, want in sorted(expected.items()):
         got = trained.get(name)
         if got is None:
@@ -120,6 +130,15 @@ def main():
                          for run in [expected, *perturbed] if name in run)
             bound = NOISE_FACTOR * max(theirs, args.rtol * float(np.max(np.abs(t64))))
             ok = ours <= bound
+            outside = np.flatnonzero(np.abs(got - t64) > bound)
+            if not ok and outside.size <= ties_left:
+                ties_left -= outside.size
+                ok = True
+                note_ties = ", ".join(f"[{i}] dpc {got.flat[i]:.3g} float64 "
+                                      f"{t64.flat[i]:.3g}" for i in outside)
+                ours = float(np.max(np.delete(np.abs(got - t64).ravel(),
+                                              outside)))
+                print(f"  {name}: tie: {note_ties}")
             noisy += ok
             note = (f"; from float64: dpc {ours:.3g}, torch {theirs:.3g}"
                     f"{', within float32 noise' if ok else ''}")

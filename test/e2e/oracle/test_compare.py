@@ -153,7 +153,7 @@ class CompareWeightsTest(unittest.TestCase):
     def tearDown(self):
         self.dir.cleanup()
 
-    def run_compare(self, got, with_reference):
+    def run_compare(self, got, with_reference, *extra):
         if with_reference:
             self.write(os.path.join(self.dir.name, "m.final64.safetensors"),
                        {"w": self.t64})
@@ -162,7 +162,7 @@ class CompareWeightsTest(unittest.TestCase):
         self.write(os.path.join(ckpt, "stage0.safetensors"), {"w": got})
         return subprocess.run(
             [sys.executable, os.path.join(HERE, "compare_weights.py"), ckpt,
-             self.oracle], capture_output=True, text=True)
+             self.oracle, *extra], capture_output=True, text=True)
 
     def test_rounding_noise_passes_with_the_reference(self):
         got = self.t64 - np.float32(2e-3)  # as far from float64 as torch, x2
@@ -177,6 +177,19 @@ class CompareWeightsTest(unittest.TestCase):
         result = self.run_compare(got, True)
         self.assertEqual(result.returncode, 1)
         self.assertIn("DIFFERS", result.stdout)
+
+    def test_ties_allow_only_that_many_elements(self):
+        # One element flipped (an activation tie), the rest float32 noise.
+        got = self.t64 - np.float32(2e-3)
+        got[3, 5] += np.float32(0.3)
+        self.assertEqual(self.run_compare(got, True).returncode, 1)
+        result = self.run_compare(got, True, "--ties", "1")
+        self.assertEqual(result.returncode, 0, result.stdout)
+        self.assertIn("w: tie: [29]", result.stdout)
+        # A second element off is more than the one tie allowed.
+        got[0, 0] -= np.float32(0.3)
+        result = self.run_compare(got, True, "--ties", "1")
+        self.assertEqual(result.returncode, 1, result.stdout)
 
 
 if __name__ == "__main__":

@@ -194,9 +194,19 @@ int Schedule::stageOf(int rank) const {
 std::string Schedule::checkLayout() const {
   if (ranks < 1 || microbatches < 1 || chunks < 1)
     return "ranks, microbatches and chunks must be positive";
+  // Every microbatch takes two message tags per virtual stage, below
+  // kScheduleTagLimit; that also bounds what a schedule allocates per stage
+  // (a schedule.json claiming 55555554 ranks asked for gigabytes).
+  int64_t stages = replicas.empty() ? ranks : int64_t(replicas.size());
+  if (stages * chunks > kScheduleTagLimit / 2 ||
+      int64_t(microbatches) * stages * chunks > maxMicrobatches(1))
+    return std::to_string(microbatches) + " microbatches on " +
+           std::to_string(stages) + " stages of " + std::to_string(chunks) +
+           " chunks need more message tags than the " +
+           std::to_string(kScheduleTagLimit) + " the runtime has";
   if (replicas.empty())
     return "";
-  int total = 0;
+  int64_t total = 0;
   for (size_t s = 0; s < replicas.size(); ++s) {
     if (replicas[s] < 1)
       return "stage " + std::to_string(s) + " has " +

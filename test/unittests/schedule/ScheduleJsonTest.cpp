@@ -88,6 +88,13 @@ TEST(ScheduleJson, Errors) {
   EXPECT_EQ(fromJson(R"({"ranks":1,"microbatches":1.5,"programs":[]})", s),
             "\"microbatches\" must be an integer from -2147483648 to "
             "2147483647, got 1.5");
+  // Found by fuzz-schedule: a stage count that asked for gigabytes.
+  EXPECT_EQ(fromJson(R"({"ranks":55555554,"microbatches":2,"programs":[]})", s),
+            "2 microbatches on 55555554 stages of 1 chunks need more message "
+            "tags than the 30000 the runtime has");
+  EXPECT_EQ(fromJson(R"({"ranks":2,"microbatches":7500,"programs":[]})", s),
+            "7500 microbatches on 2 stages of 1 chunks need more message tags "
+            "than the 30000 the runtime has");
   EXPECT_EQ(readScheduleFile("/nonexistent/schedule.json", s),
             "cannot open '/nonexistent/schedule.json'");
 }

@@ -111,9 +111,11 @@ Options parseOptions(int argc, char **argv, bool &help) {
   cli::ArgParser parser(
       "rank", "one rank of a dpc pipeline (launch all ranks with 'dpc run')",
       "mpirun --app OUT/appfile [options], or: dpc run OUT [options]");
-  parser.addOption("data", &o.data, "SPEC",
-                   "training data: fashion-mnist:DIR, mnist:DIR, "
-                   "npy:INPUTS,LABELS or synthetic[:N]");
+  parser.addOption(
+      "data", &o.data, "SPEC",
+      "training data: fashion-mnist:DIR, mnist:DIR, "
+      "npy:INPUTS,LABELS, text:FILE[,stride=N][,vocab=ascii64|bytes] "
+      "or synthetic[:N]");
   parser.addOption("eval-data", &o.evalData, "SPEC",
                    "evaluation data (default: the test split of --data)");
   parser.addOption("steps", &o.steps, "N", "train N minibatches in all");

@@ -643,9 +643,11 @@ int runRunCommand(const Args &args) {
   parser.addFlag("verbose", &verbose,
                  "also print mpirun's own messages when a rank fails");
   // Per-rank options, forwarded unchanged to every rank.
-  parser.addOption("data", &data, "SPEC",
-                   "training data: fashion-mnist:DIR, mnist:DIR, "
-                   "npy:X.npy,Y.npy or synthetic[:N]");
+  parser.addOption(
+      "data", &data, "SPEC",
+      "training data: fashion-mnist:DIR, mnist:DIR, "
+      "npy:X.npy,Y.npy, text:FILE[,stride=N][,vocab=ascii64|bytes] "
+      "or synthetic[:N]");
   parser.addOption("eval-data", &evalData, "SPEC",
                    "test data evaluated after training");
   parser.addOption("steps", &steps, "N", "train N minibatches");

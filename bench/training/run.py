@@ -20,6 +20,12 @@ For every model (LeNet-5 and the MLP of test/e2e/oracle/oracle.py), minibatch
   5. for T = 2 also runs dpc with --stages 2 (2 ranks x 1 thread) for
      reference.
 
+The sequence models (`--models tiny-gpt,lstm-lm`: oracle.py's GPT-like
+decoder and LSTM language model) read windows of character tokens of
+oracle/text.py's text, one starting at every token, with next-token labels
+and the token-level loss (the mean over every position); their rows also
+give tokens/s (samples/s times the window length).
+
 With --target cuda both sides train on the GPU: dpc's ranks are compiled
 with --target cuda, PyTorch runs eagerly on torch.device("cuda") with TF32
 off (as dpc's kernels), its timer starting and stopping on a synchronized
@@ -44,7 +50,10 @@ sys.path.insert(0, os.path.join(REPO, "test", "e2e", "oracle"))
 import torch  # noqa: E402
 import torch.nn as nn  # noqa: E402
 
+import numpy as np  # noqa: E402
+
 import oracle  # noqa: E402  (model definitions, export, IDX reader)
+import text  # noqa: E402  (the sequence models' character tokens)
 import vision  # noqa: E402  (torchvision's models' inputs)
 
 DEFAULT_DPC = os.path.join(REPO, "build", "bin", "dpc")
@@ -164,7 +173,8 @@ def torch_train(model, x, y, total_steps, warmup, microbatches,
     model.train()
     optimizer = torch.optim.SGD(model.parameters(), lr=args.lr,
                                 momentum=args.momentum)
-    loss_fn = nn.CrossEntropyLoss()
+    # nn.CrossEntropyLoss's mean, over every position for logits [B, T, C].
+    loss_fn = oracle.cross_entropy
     losses = []
     started = None
     cuda = x.is_cuda
@@ -207,6 +217,24 @@ def fresh_model(name, microbatch_size, export_dir, device="cpu"):
     return model.to(device), path
 
 
+def token_data(length, count, export_dir, name):
+    """`count` windows of `length` character tokens of text.py's text, one
+    starting at every token (stride 1, wrapping round when the text runs
+    out), with their next-token labels: tensors for PyTorch and the npy spec
+    for dpc."""
+    with open(text.DEFAULT_TEXT, "rb") as f:
+        tokens = text.tokens_of(f.read())
+    starts = np.arange(count) % (tokens.size - length)
+    index = starts[:, None] + np.arange(length)[None, :]
+    inputs, labels = tokens[index], tokens[index + 1]
+    files = [os.path.join(export_dir, f"{name}.{part}.npy")
+             for part in ("inputs", "labels")]
+    np.save(files[0], inputs)
+    np.save(files[1], labels)
+    return (torch.from_numpy(inputs), torch.from_numpy(labels),
+            "npy:" + ",".join(files))
+
+
 LOSS_CHECK_STEPS = 20  # the oracle's window; later steps drift apart by
                       # rounding (summation orders differ), as any two
                       # implementations do
@@ -233,11 +261,18 @@ def measure(name, microbatches, microbatch_size, threads, work, dpc, args,
 
     # dpc, 1 stage, T threads.
     model, onnx_path = fresh_model(name, microbatch_size, export_dir)
-    # torchvision's models take 3-channel upscaled images, which dpc reads
-    # as .npy (oracle/vision.py).
-    x, data = vision.training_data(x, y, oracle.input_shape_of(model),
-                                   export_dir, name,
-                                   f"fashion-mnist:{args.data}")
+    if oracle.reads_tokens(model):
+        # Sequence models: throughput in tokens too (a sample is T tokens).
+        length = oracle.input_shape_of(model)[0]
+        row["tokens"] = length
+        x, y, data = token_data(length, total_steps * microbatches *
+                                microbatch_size, export_dir, name)
+    else:
+        # torchvision's models take 3-channel upscaled images, which dpc
+        # reads as .npy (oracle/vision.py).
+        x, data = vision.training_data(x, y, oracle.input_shape_of(model),
+                                       export_dir, name,
+                                       f"fashion-mnist:{args.data}")
     x, y = x.to(args.device), y.to(args.device)
     out1 = os.path.join(export_dir, "s1")
     shutil.rmtree(out1, ignore_errors=True)
@@ -286,6 +321,8 @@ def format_table(rows):
         ("torch_full", "torch full/s", "{:.0f}"),
         ("ratio_full", "dpc/torch full", "{:.2f}"),
         ("dpc_2st", "dpc 2st/s", "{:.0f}"),
+        ("dpc_tokens", "dpc tok/s", "{:.0f}"),
+        ("torch_tokens", "torch mb tok/s", "{:.0f}"),
         ("dpc_wall", "dpc wall/s", "{:.0f}"),
         ("compile_s", "compile s", "{:.2f}"),
         ("loss_diff", "loss diff", "{:.1e}"),
@@ -295,6 +332,9 @@ def format_table(rows):
         row["ratio_mb"] = row["dpc"] / row["torch_mb"]
         if "torch_full" in row:
             row["ratio_full"] = row["dpc"] / row["torch_full"]
+        if "tokens" in row:
+            row["dpc_tokens"] = row["dpc"] * row["tokens"]
+            row["torch_tokens"] = row["torch_mb"] * row["tokens"]
     cells = [[title for _, title, _ in columns]]
     for row in rows:
         cells.append([fmt.format(row[key]) if key in row else "-"

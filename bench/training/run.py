@@ -48,7 +48,6 @@ REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 sys.path.insert(0, os.path.join(REPO, "test", "e2e", "oracle"))
 
 import torch  # noqa: E402
-import torch.nn as nn  # noqa: E402
 
 import numpy as np  # noqa: E402
 

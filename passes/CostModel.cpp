@@ -187,6 +187,15 @@ std::optional<OpWork> mlir::dpc::estimateWork(Operation *op) {
       })
       .Case<nn::SliceGradOp, nn::ClipGradOp>(
           [&](Operation *) { work.flops = elementsOf(op->getResult(0)); })
+      .Case<nn::CompareOp, nn::LogicalOp, nn::NotOp, nn::CastOp,
+            nn::WhereGradOp>(
+          [&](Operation *) { work.flops = elementsOf(op->getResult(0)); })
+      .Case([&](nn::WhereOp where) {
+        // A select per element; the gradient masks dy once per branch.
+        work.flops = elementsOf(where.getResult());
+        work.gradFlops = 2 * work.flops;
+        work.gradBytes = 2 * work.bytes;
+      })
       .Case<nn::SumToShapeOp, nn::BroadcastToOp, nn::TransposeOp>(
           [&](Operation *) {
             // One pass over the larger tensor; the gradient is the adjoint

@@ -23,10 +23,12 @@
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/StringSwitch.h"
 #include "llvm/ADT/TypeSwitch.h"
 #include "llvm/Support/JSON.h"
 
 #include <map>
+#include <type_traits>
 
 namespace mlir::dpc {
 #define GEN_PASS_DEF_LOWERTORUNTIMEPASS
@@ -80,6 +82,28 @@ int64_t binaryCode(Operation *op) {
     return DPC_BINARY_DIV;
   assert(isa<nn::AddOp>(op) && "not a binary op");
   return DPC_BINARY_ADD;
+}
+
+// The runtime's dpc_dtype of a mask kernel's operand (verified: f32, i64 or
+// i1).
+int64_t dtypeCode(Value value) {
+  Type type = cast<ShapedType>(value.getType()).getElementType();
+  if (type.isInteger(1))
+    return DPC_DTYPE_BOOL;
+  return type.isInteger(64) ? DPC_DTYPE_I64 : DPC_DTYPE_F32;
+}
+
+// dpc_compare's function code of nn.compare and nn.logical.
+int64_t compareCode(StringRef name) {
+  return llvm::StringSwitch<int64_t>(name)
+      .Case("eq", DPC_COMPARE_EQ)
+      .Case("lt", DPC_COMPARE_LT)
+      .Case("gt", DPC_COMPARE_GT)
+      .Case("le", DPC_COMPARE_LE)
+      .Case("ge", DPC_COMPARE_GE)
+      .Case("and", DPC_COMPARE_AND)
+      .Case("or", DPC_COMPARE_OR)
+      .Default(DPC_COMPARE_XOR);
 }
 
 llvm::json::Array shapeJson(ArrayRef<int64_t> shape) {
@@ -463,8 +487,21 @@ LogicalResult Lowering::lowerOp(Operation *op) {
         callVoid("dpc_report_loss", {context, ptrOf(report.getLoss())});
       })
       .Case([&](pipe::ReportOutputOp report) {
-        manifest.output = SmallVector<int64_t>(shapeOf(report.getOutput()));
-        callVoid("dpc_report_output", {context, ptrOf(report.getOutput())});
+        Value output = report.getOutput();
+        manifest.output = SmallVector<int64_t>(shapeOf(output));
+        Value data = ptrOf(output);
+        // Predictions are float32: a boolean or integer output (a mask, a
+        // comparison) is reported as its values converted to float.
+        if (int64_t dtype = dtypeCode(output); dtype != DPC_DTYPE_F32) {
+          int64_t count = nn::getNumElements(shapeOf(output));
+          Value converted =
+              call("dpc_alloc", ptrType,
+                   {context, i64(count * int64_t(sizeof(float)))});
+          callVoid("dpc_cast", {i64(dtype), i64(DPC_DTYPE_F32), data, converted,
+                                i64(count)});
+          data = converted;
+        }
+        callVoid("dpc_report_output", {context, data});
       })
       .Case([&](pipe::AccumulateGradOp acc) {
         auto read = acc.getParam().getDefiningOp<nn::ParamOp>();
@@ -673,6 +710,61 @@ LogicalResult Lowering::lowerOp(Operation *op) {
                   i64(nn::getNumElements(shapeOf(dropout))),
                   f32(dropout.getRatio().convertToFloat()), key});
         define(dropout, out);
+      })
+      .Case<nn::CompareOp, nn::LogicalOp>([&](auto compare) {
+        size_t rank = shapeOf(compare).size();
+        StringRef name = [&] {
+          if constexpr (std::is_same_v<decltype(compare), nn::CompareOp>)
+            return compare.getPredicate();
+          else
+            return compare.getKind();
+        }();
+        Value y = alloc(compare);
+        callVoid("dpc_compare",
+                 {i64(compareCode(name)), i64(dtypeCode(compare.getLhs())),
+                  ptrOf(compare.getLhs()),
+                  constArray(padShape(shapeOf(compare.getLhs()), rank)),
+                  ptrOf(compare.getRhs()),
+                  constArray(padShape(shapeOf(compare.getRhs()), rank)), y,
+                  shape(compare), i64(rank)});
+        define(compare, y);
+      })
+      .Case([&](nn::NotOp negation) {
+        Value y = alloc(negation);
+        callVoid("dpc_not", {ptrOf(negation.getInput()), y,
+                             i64(nn::getNumElements(shapeOf(negation)))});
+        define(negation, y);
+      })
+      .Case([&](nn::CastOp conversion) {
+        Value y = alloc(conversion);
+        callVoid("dpc_cast", {i64(dtypeCode(conversion.getInput())),
+                              i64(dtypeCode(conversion.getResult())),
+                              ptrOf(conversion.getInput()), y,
+                              i64(nn::getNumElements(shapeOf(conversion)))});
+        define(conversion, y);
+      })
+      .Case([&](nn::WhereOp where) {
+        size_t rank = shapeOf(where).size();
+        Value y = alloc(where);
+        callVoid("dpc_where",
+                 {ptrOf(where.getCondition()),
+                  constArray(padShape(shapeOf(where.getCondition()), rank)),
+                  ptrOf(where.getLhs()),
+                  constArray(padShape(shapeOf(where.getLhs()), rank)),
+                  ptrOf(where.getRhs()),
+                  constArray(padShape(shapeOf(where.getRhs()), rank)), y,
+                  shape(where), i64(rank)});
+        define(where, y);
+      })
+      .Case([&](nn::WhereGradOp grad) {
+        size_t rank = shapeOf(grad).size();
+        Value dx = alloc(grad);
+        callVoid("dpc_where_grad",
+                 {ptrOf(grad.getCondition()),
+                  constArray(padShape(shapeOf(grad.getCondition()), rank)),
+                  ptrOf(grad.getResultGrad()), dx, shape(grad), i64(rank),
+                  i64(grad.getBranch())});
+        define(grad, dx);
       })
       .Case([&](nn::ClipOp clip) {
         Value y = alloc(clip);

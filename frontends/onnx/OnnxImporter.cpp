@@ -27,6 +27,7 @@
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringSet.h"
+#include "llvm/ADT/StringSwitch.h"
 
 #include "onnx/checker.h"
 #include "onnx/defs/schema.h"
@@ -53,6 +54,8 @@ namespace {
 struct HostTensor {
   std::vector<int64_t> shape;
   bool isFloat = false;
+  // Booleans are integers 0 and 1 with this mark (masks, Where's condition).
+  bool isBool = false;
   std::vector<int64_t> ints;
   std::vector<float> floats;
 
@@ -72,6 +75,7 @@ struct HostTensor {
          llvm::function_ref<int64_t(ArrayRef<int64_t>)> source) const {
     HostTensor result;
     result.isFloat = isFloat;
+    result.isBool = isBool;
     result.shape.assign(shape.begin(), shape.end());
     int64_t count = 1;
     for (int64_t dim : shape)
@@ -183,6 +187,17 @@ private:
   LogicalResult importConcat(const onnx::NodeProto &node);
   LogicalResult importSlice(const onnx::NodeProto &node);
   LogicalResult importCast(const onnx::NodeProto &node);
+  // Masks: Equal, Less, Greater, LessOrEqual, GreaterOrEqual; And, Or, Xor;
+  // Not; Where; Trilu (constants only).
+  LogicalResult importCompare(const onnx::NodeProto &node);
+  LogicalResult importNot(const onnx::NodeProto &node);
+  LogicalResult importWhere(const onnx::NodeProto &node);
+  LogicalResult importTrilu(const onnx::NodeProto &node);
+  // An integer or boolean constant read by tensor ops: a frozen float
+  // parameter cast to its type.
+  FailureOr<Value> materializeConstant(const onnx::NodeProto &node,
+                                       const std::string &name,
+                                       const HostTensor &tensor);
 
   // Diagnostics name the node, its op type and the opset.
   Location locOf(const onnx::NodeProto &node);
@@ -312,6 +327,18 @@ const Importer::HandlerEntry Importer::kHandlers[] = {
     {"Dropout", 13, &Importer::importDropout},
     {"ConstantOfShape", 9, &Importer::importConstantOfShape},
     {"Cast", 13, &Importer::importCast},
+    {"Equal", 13, &Importer::importCompare},
+    {"Less", 13, &Importer::importCompare},
+    {"Greater", 13, &Importer::importCompare},
+    {"LessOrEqual", 16, &Importer::importCompare},
+    {"GreaterOrEqual", 16, &Importer::importCompare},
+    {"And", 7, &Importer::importCompare},
+    {"Or", 7, &Importer::importCompare},
+    {"Xor", 7, &Importer::importCompare},
+    {"Not", 1, &Importer::importNot},
+    {"Where", 9, &Importer::importWhere},
+    {"Where", 16, &Importer::importWhere},
+    {"Trilu", 14, &Importer::importTrilu},
 };
 
 //===----------------------------------------------------------------------===//
@@ -412,6 +439,7 @@ FailureOr<HostTensor> Importer::readTensor(const onnx::TensorProto &tensor,
   }
   case onnx::TensorProto::BOOL: {
     // As integers 0 and 1 (Dropout's training_mode, masks of shapes).
+    t.isBool = true;
     std::vector<uint8_t> bytes;
     if (!raw.empty()) {
       if (failed(readRaw(bytes, 1)))
@@ -495,8 +523,7 @@ FailureOr<Value> Importer::getValue(const onnx::NodeProto &node, int index) {
     if (failed(data))
       return failure();
     if (!data->isFloat)
-      return nodeError(node)
-             << "expects a float32 tensor for input '" << name << "'";
+      return materializeConstant(node, name, *data);
     auto type = tensorType(data->shape, builder.getF32Type());
     Value param = builder.create<nn::ParamOp>(
         NameLoc::get(builder.getStringAttr(name)), type, name);
@@ -508,10 +535,7 @@ FailureOr<Value> Importer::getValue(const onnx::NodeProto &node, int index) {
     // A float constant in tensor arithmetic is read like a parameter, from
     // the weights file, but never trained.
     if (!host->second.isFloat)
-      return nodeError(node)
-             << "input '" << name
-             << "' is an integer constant computed at import time; dpc folds "
-                "those only into shape computations, not tensor arithmetic";
+      return materializeConstant(node, name, host->second);
     auto type = tensorType(host->second.shape, builder.getF32Type());
     auto param = builder.create<nn::ParamOp>(
         NameLoc::get(builder.getStringAttr(name)), type, StringRef(name),
@@ -523,6 +547,33 @@ FailureOr<Value> Importer::getValue(const onnx::NodeProto &node, int index) {
   if (auto it = unreadable.find(name); it != unreadable.end())
     return nodeError(node) << "reads '" << name << "', " << it->second;
   return nodeError(node) << "input '" << name << "' is not defined";
+}
+
+FailureOr<Value> Importer::materializeConstant(const onnx::NodeProto &node,
+                                               const std::string &name,
+                                               const HostTensor &tensor) {
+  // The weights file holds float32, exact for integers up to 2^24.
+  constexpr int64_t kExact = int64_t(1) << 24;
+  std::vector<float> floats;
+  for (int64_t v : tensor.ints) {
+    if (v > kExact || v < -kExact)
+      return nodeError(node)
+             << "input '" << name << "' holds the integer " << v
+             << ", beyond the 2^24 that a constant in tensor arithmetic can "
+                "hold exactly";
+    floats.push_back(float(v));
+  }
+  auto param = builder.create<nn::ParamOp>(
+      NameLoc::get(builder.getStringAttr(name)),
+      tensorType(tensor.shape, builder.getF32Type()), StringRef(name),
+      /*frozen=*/true);
+  model->params.push_back({name, tensor.shape, std::move(floats)});
+  Type elementType =
+      tensor.isBool ? builder.getI1Type() : Type(builder.getI64Type());
+  Value value = builder.create<nn::CastOp>(
+      locOf(node), tensorType(tensor.shape, elementType), param);
+  values[name] = value;
+  return value;
 }
 
 FailureOr<HostTensor> Importer::getHost(const onnx::NodeProto &node,
@@ -2024,10 +2075,34 @@ LogicalResult Importer::importConstantOfShape(const onnx::NodeProto &node) {
 }
 
 LogicalResult Importer::importCast(const onnx::NodeProto &node) {
+  int64_t to = getInt(node, "to", 0);
+  if (!isHost(node.input(0))) {
+    // Casts of activations: masks to and from bool, ids to float.
+    FailureOr<Value> input = getValue(node, 0);
+    if (failed(input))
+      return failure();
+    Type elementType;
+    if (to == onnx::TensorProto::FLOAT)
+      elementType = builder.getF32Type();
+    else if (to == onnx::TensorProto::BOOL)
+      elementType = builder.getI1Type();
+    else if (to == onnx::TensorProto::INT64 || to == onnx::TensorProto::INT32)
+      elementType = builder.getI64Type(); // int32 widened, as ids are
+    else
+      return nodeError(node) << "casts tensors only to float, int64, int32 "
+                                "and bool";
+    auto type = tensorType(shapeOf(*input), elementType);
+    if (type == input->getType())
+      return define(node, *input);
+    if (!cast<ShapedType>(input->getType()).getElementType().isF32() &&
+        !cast<ShapedType>(input->getType()).getElementType().isInteger(64) &&
+        !cast<ShapedType>(input->getType()).getElementType().isInteger(1))
+      return nodeError(node) << "casts only float32, int64 and bool tensors";
+    return define(node, builder.create<nn::CastOp>(locOf(node), type, *input));
+  }
   FailureOr<HostTensor> data = getHost(node, 0);
   if (failed(data))
     return failure();
-  int64_t to = getInt(node, "to", 0);
   if (to == onnx::TensorProto::INT64 || to == onnx::TensorProto::INT32) {
     if (data->isFloat) {
       for (float f : data->floats)
@@ -2035,6 +2110,19 @@ LogicalResult Importer::importCast(const onnx::NodeProto &node) {
       data->floats.clear();
       data->isFloat = false;
     }
+    data->isBool = false;
+    return defineHost(node, std::move(*data));
+  }
+  if (to == onnx::TensorProto::BOOL) {
+    if (data->isFloat)
+      for (float f : data->floats)
+        data->ints.push_back(f != 0.0f);
+    else
+      for (int64_t &i : data->ints)
+        i = i != 0;
+    data->floats.clear();
+    data->isFloat = false;
+    data->isBool = true;
     return defineHost(node, std::move(*data));
   }
   if (to == onnx::TensorProto::FLOAT) {
@@ -2043,10 +2131,225 @@ LogicalResult Importer::importCast(const onnx::NodeProto &node) {
         data->floats.push_back(static_cast<float>(i));
       data->ints.clear();
       data->isFloat = true;
+      data->isBool = false;
     }
     return defineHost(node, std::move(*data));
   }
-  return nodeError(node) << "folds only casts to int64, int32 and float";
+  return nodeError(node) << "folds only casts to int64, int32, float and bool";
+}
+
+//===----------------------------------------------------------------------===//
+// Handlers: masks
+//===----------------------------------------------------------------------===//
+
+// Folds `f` over host tensors broadcast by the numpy rules.
+static FailureOr<HostTensor>
+foldBroadcast(ArrayRef<const HostTensor *> operands,
+              llvm::function_ref<void(HostTensor &, ArrayRef<int64_t>)> f,
+              llvm::function_ref<InFlightDiagnostic()> error) {
+  nn::Shape shape;
+  for (const HostTensor *t : operands) {
+    FailureOr<nn::Shape> next = nn::inferBroadcastShape(shape, t->shape, error);
+    if (failed(next))
+      return failure();
+    shape = *next;
+  }
+  int64_t rank = shape.size();
+  std::vector<std::vector<int64_t>> strides;
+  for (const HostTensor *t : operands) {
+    std::vector<int64_t> own = t->strides(), full(rank, 0);
+    int64_t offset = rank - int64_t(t->shape.size());
+    for (int64_t d = 0; d < int64_t(t->shape.size()); ++d)
+      full[offset + d] = t->shape[d] == 1 ? 0 : own[d];
+    strides.push_back(std::move(full));
+  }
+  HostTensor result;
+  result.shape.assign(shape.begin(), shape.end());
+  int64_t count = nn::getNumElements(shape);
+  std::vector<int64_t> index(rank, 0), offsets(operands.size(), 0);
+  for (int64_t e = 0; e < count; ++e) {
+    f(result, offsets);
+    for (int64_t d = rank - 1; d >= 0; --d) {
+      for (size_t n = 0; n < operands.size(); ++n)
+        offsets[n] += strides[n][d];
+      if (++index[d] < shape[d])
+        break;
+      for (size_t n = 0; n < operands.size(); ++n)
+        offsets[n] -= strides[n][d] * shape[d];
+      index[d] = 0;
+    }
+  }
+  return result;
+}
+
+static double hostNumber(const HostTensor &t, int64_t i) {
+  return t.isFloat ? double(t.floats[i]) : double(t.ints[i]);
+}
+
+LogicalResult Importer::importCompare(const onnx::NodeProto &node) {
+  StringRef op = node.op_type();
+  StringRef name = llvm::StringSwitch<StringRef>(op)
+                       .Case("Equal", "eq")
+                       .Case("Less", "lt")
+                       .Case("Greater", "gt")
+                       .Case("LessOrEqual", "le")
+                       .Case("GreaterOrEqual", "ge")
+                       .Case("And", "and")
+                       .Case("Or", "or")
+                       .Default("xor");
+  bool logical = op == "And" || op == "Or" || op == "Xor";
+  if (isHost(node.input(0)) && isHost(node.input(1))) {
+    FailureOr<HostTensor> l = getHost(node, 0), r = getHost(node, 1);
+    if (failed(l) || failed(r))
+      return failure();
+    const HostTensor &a = *l, &b = *r;
+    FailureOr<HostTensor> out = foldBroadcast(
+        {&a, &b},
+        [&](HostTensor &y, ArrayRef<int64_t> o) {
+          double u = hostNumber(a, o[0]), v = hostNumber(b, o[1]);
+          bool value = llvm::StringSwitch<bool>(name)
+                           .Case("eq", u == v)
+                           .Case("lt", u < v)
+                           .Case("gt", u > v)
+                           .Case("le", u <= v)
+                           .Case("ge", u >= v)
+                           .Case("and", u != 0 && v != 0)
+                           .Case("or", u != 0 || v != 0)
+                           .Default((u != 0) != (v != 0));
+          y.ints.push_back(value);
+        },
+        [&] { return nodeError(node); });
+    if (failed(out))
+      return failure();
+    out->isBool = true;
+    return defineHost(node, std::move(*out));
+  }
+  FailureOr<Value> l = getValue(node, 0);
+  FailureOr<Value> r =
+      failed(l) ? FailureOr<Value>(failure()) : getValue(node, 1);
+  if (failed(r))
+    return failure();
+  Type lt = cast<ShapedType>(l->getType()).getElementType();
+  Type rt = cast<ShapedType>(r->getType()).getElementType();
+  if (lt != rt)
+    return nodeError(node) << "compares tensors of one element type, got " << lt
+                           << " and " << rt;
+  bool accepted = logical ? lt.isInteger(1)
+                          : lt.isF32() || lt.isInteger(64) ||
+                                (lt.isInteger(1) && name == "eq");
+  if (!accepted)
+    return nodeError(node) << "does not take tensors of element type " << lt;
+  FailureOr<nn::Shape> shape = nn::inferBroadcastShape(
+      shapeOf(*l), shapeOf(*r), [&] { return nodeError(node); });
+  if (failed(shape))
+    return failure();
+  auto type = tensorType(*shape, builder.getI1Type());
+  if (logical)
+    return define(
+        node, builder.create<nn::LogicalOp>(locOf(node), type, *l, *r, name));
+  return define(node,
+                builder.create<nn::CompareOp>(locOf(node), type, *l, *r, name));
+}
+
+LogicalResult Importer::importNot(const onnx::NodeProto &node) {
+  if (isHost(node.input(0))) {
+    FailureOr<HostTensor> t = getHost(node, 0);
+    if (failed(t))
+      return failure();
+    for (int64_t &i : t->ints)
+      i = i == 0;
+    return defineHost(node, std::move(*t));
+  }
+  FailureOr<Value> input = getValue(node, 0);
+  if (failed(input))
+    return failure();
+  return define(
+      node, builder.create<nn::NotOp>(locOf(node), input->getType(), *input));
+}
+
+LogicalResult Importer::importWhere(const onnx::NodeProto &node) {
+  if (isHost(node.input(0)) && isHost(node.input(1)) && isHost(node.input(2))) {
+    FailureOr<HostTensor> c = getHost(node, 0), a = getHost(node, 1),
+                          b = getHost(node, 2);
+    if (failed(c) || failed(a) || failed(b))
+      return failure();
+    if (a->isFloat != b->isFloat)
+      return nodeError(node) << "folds only branches of one element type";
+    FailureOr<HostTensor> out = foldBroadcast(
+        {&*c, &*a, &*b},
+        [&](HostTensor &y, ArrayRef<int64_t> o) {
+          const HostTensor &from = c->ints[o[0]] ? *a : *b;
+          int64_t i = c->ints[o[0]] ? o[1] : o[2];
+          if (from.isFloat)
+            y.floats.push_back(from.floats[i]);
+          else
+            y.ints.push_back(from.ints[i]);
+        },
+        [&] { return nodeError(node); });
+    if (failed(out))
+      return failure();
+    out->isFloat = a->isFloat;
+    out->isBool = a->isBool && b->isBool;
+    return defineHost(node, std::move(*out));
+  }
+  SmallVector<Value, 3> operands;
+  for (int i = 0; i < 3; ++i) {
+    FailureOr<Value> v = getValue(node, i);
+    if (failed(v))
+      return failure();
+    operands.push_back(*v);
+  }
+  if (!cast<ShapedType>(operands[0].getType()).getElementType().isInteger(1))
+    return nodeError(node) << "expects a boolean condition";
+  Type elementType = cast<ShapedType>(operands[1].getType()).getElementType();
+  if (!elementType.isF32() ||
+      cast<ShapedType>(operands[2].getType()).getElementType() != elementType)
+    return nodeError(node) << "selects only between float32 tensors";
+  auto error = [&] { return nodeError(node); };
+  FailureOr<nn::Shape> shape = nn::inferBroadcastShape(
+      shapeOf(operands[0]), shapeOf(operands[1]), error);
+  if (succeeded(shape))
+    shape = nn::inferBroadcastShape(*shape, shapeOf(operands[2]), error);
+  if (failed(shape))
+    return failure();
+  return define(node, builder.create<nn::WhereOp>(
+                          locOf(node), tensorType(*shape, elementType),
+                          operands[0], operands[1], operands[2]));
+}
+
+// Trilu of a constant (the causal mask torch.triu/tril builds in forward).
+LogicalResult Importer::importTrilu(const onnx::NodeProto &node) {
+  if (!isHost(node.input(0)))
+    return nodeError(node) << "folds only Trilu of a constant; a causal mask "
+                              "built from tensors the model computes is not "
+                              "supported";
+  FailureOr<HostTensor> t = getHost(node, 0);
+  if (failed(t))
+    return failure();
+  int64_t k = 0;
+  if (hasInput(node, 1)) {
+    FailureOr<std::vector<int64_t>> kk = getHostInts(node, 1);
+    if (failed(kk))
+      return failure();
+    if (kk->size() != 1)
+      return nodeError(node) << "expects a single k";
+    k = (*kk)[0];
+  }
+  if (t->shape.size() < 2)
+    return nodeError(node) << "expects a tensor of rank >= 2";
+  bool upper = getInt(node, "upper", 1) != 0;
+  int64_t rows = t->shape.end()[-2], cols = t->shape.back();
+  for (int64_t e = 0; e < t->size(); ++e) {
+    int64_t i = (e / cols) % rows, j = e % cols;
+    bool keep = upper ? j - i >= k : j - i <= k;
+    if (keep)
+      continue;
+    if (t->isFloat)
+      t->floats[e] = 0.0f;
+    else
+      t->ints[e] = 0;
+  }
+  return defineHost(node, std::move(*t));
 }
 
 //===----------------------------------------------------------------------===//

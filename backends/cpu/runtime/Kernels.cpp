@@ -30,6 +30,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <type_traits>
 #include <unordered_map>
 #include <vector>
 
@@ -337,6 +338,94 @@ void broadcastBinary(const float *a, const int64_t *a_shape, const float *b,
   });
 }
 
+// Calls body(offsets, y) for every element y of `full` in row-major order,
+// with the element offsets of operands whose broadcast strides are given.
+template <size_t N, typename Body>
+void forEachElement(const int64_t *full, int64_t rank,
+                    const std::vector<int64_t> (&strides)[N], Body body) {
+  int64_t count = 1;
+  for (int64_t d = 0; d < rank; ++d)
+    count *= full[d];
+  std::vector<int64_t> index(size_t(rank), 0);
+  int64_t offsets[N] = {};
+  for (int64_t e = 0; e < count; ++e) {
+    body(offsets, e);
+    for (int64_t d = rank - 1; d >= 0; --d) {
+      size_t k = size_t(d);
+      for (size_t n = 0; n < N; ++n)
+        offsets[n] += strides[n][k];
+      if (++index[k] < full[d])
+        break;
+      for (size_t n = 0; n < N; ++n)
+        offsets[n] -= strides[n][k] * full[d];
+      index[k] = 0;
+    }
+  }
+}
+
+void checkBroadcast(const char *kernel, const int64_t *shape,
+                    const int64_t *full, int64_t rank) {
+  for (int64_t d = 0; d < rank; ++d)
+    if (shape[d] != full[d] && shape[d] != 1)
+      fail(kernel, shapeText(shape, int(rank)) + " does not broadcast to " +
+                       shapeText(full, int(rank)));
+}
+
+template <typename T>
+void compareTyped(int64_t fn, const T *a, const int64_t *a_shape, const T *b,
+                  const int64_t *b_shape, uint8_t *y, const int64_t *y_shape,
+                  int64_t rank) {
+  std::vector<int64_t> strides[2] = {broadcastStrides(a_shape, y_shape, rank),
+                                     broadcastStrides(b_shape, y_shape, rank)};
+  auto apply = [&](auto f) {
+    forEachElement(y_shape, rank, strides, [&](const int64_t *o, int64_t e) {
+      y[e] = f(a[o[0]], b[o[1]]) ? 1 : 0;
+    });
+  };
+  switch (fn) {
+  case DPC_COMPARE_EQ:
+    return apply([](T u, T v) { return u == v; });
+  case DPC_COMPARE_LT:
+    return apply([](T u, T v) { return u < v; });
+  case DPC_COMPARE_GT:
+    return apply([](T u, T v) { return u > v; });
+  case DPC_COMPARE_LE:
+    return apply([](T u, T v) { return u <= v; });
+  case DPC_COMPARE_GE:
+    return apply([](T u, T v) { return u >= v; });
+  case DPC_COMPARE_AND:
+    return apply([](T u, T v) { return u && v; });
+  case DPC_COMPARE_OR:
+    return apply([](T u, T v) { return u || v; });
+  case DPC_COMPARE_XOR:
+    return apply([](T u, T v) { return bool(u) != bool(v); });
+  }
+  fail("dpc_compare", "unknown function " + std::to_string(fn));
+}
+
+template <typename From, typename To>
+void castTyped(const From *x, To *y, int64_t count) {
+  for (int64_t i = 0; i < count; ++i) {
+    if constexpr (std::is_same_v<To, uint8_t>)
+      y[i] = x[i] != From(0) ? 1 : 0;
+    else
+      y[i] = static_cast<To>(x[i]);
+  }
+}
+
+template <typename From>
+void castFrom(int64_t to, const From *x, void *y, int64_t count) {
+  switch (to) {
+  case DPC_DTYPE_F32:
+    return castTyped(x, static_cast<float *>(y), count);
+  case DPC_DTYPE_I64:
+    return castTyped(x, static_cast<int64_t *>(y), count);
+  case DPC_DTYPE_BOOL:
+    return castTyped(x, static_cast<uint8_t *>(y), count);
+  }
+  fail("dpc_cast", "unknown element type " + std::to_string(to));
+}
+
 } // namespace
 
 //===----------------------------------------------------------------------===//
@@ -449,6 +538,70 @@ void dpc_binary(int64_t fn, const float *a, const int64_t *a_shape,
     return apply([](float u, float v) { return u / v; });
   }
   fail("dpc_binary", "unknown function " + std::to_string(fn));
+}
+
+void dpc_compare(int64_t fn, int64_t dtype, const void *a,
+                 const int64_t *a_shape, const void *b, const int64_t *b_shape,
+                 uint8_t *y, const int64_t *y_shape, int64_t rank) {
+  checkBroadcast("dpc_compare", a_shape, y_shape, rank);
+  checkBroadcast("dpc_compare", b_shape, y_shape, rank);
+  switch (dtype) {
+  case DPC_DTYPE_F32:
+    return compareTyped(fn, static_cast<const float *>(a), a_shape,
+                        static_cast<const float *>(b), b_shape, y, y_shape,
+                        rank);
+  case DPC_DTYPE_I64:
+    return compareTyped(fn, static_cast<const int64_t *>(a), a_shape,
+                        static_cast<const int64_t *>(b), b_shape, y, y_shape,
+                        rank);
+  case DPC_DTYPE_BOOL:
+    return compareTyped(fn, static_cast<const uint8_t *>(a), a_shape,
+                        static_cast<const uint8_t *>(b), b_shape, y, y_shape,
+                        rank);
+  }
+  fail("dpc_compare", "unknown element type " + std::to_string(dtype));
+}
+
+void dpc_not(const uint8_t *x, uint8_t *y, int64_t count) {
+  for (int64_t i = 0; i < count; ++i)
+    y[i] = x[i] ? 0 : 1;
+}
+
+void dpc_cast(int64_t from, int64_t to, const void *x, void *y, int64_t count) {
+  switch (from) {
+  case DPC_DTYPE_F32:
+    return castFrom(to, static_cast<const float *>(x), y, count);
+  case DPC_DTYPE_I64:
+    return castFrom(to, static_cast<const int64_t *>(x), y, count);
+  case DPC_DTYPE_BOOL:
+    return castFrom(to, static_cast<const uint8_t *>(x), y, count);
+  }
+  fail("dpc_cast", "unknown element type " + std::to_string(from));
+}
+
+void dpc_where(const uint8_t *c, const int64_t *c_shape, const float *a,
+               const int64_t *a_shape, const float *b, const int64_t *b_shape,
+               float *y, const int64_t *y_shape, int64_t rank) {
+  checkBroadcast("dpc_where", c_shape, y_shape, rank);
+  checkBroadcast("dpc_where", a_shape, y_shape, rank);
+  checkBroadcast("dpc_where", b_shape, y_shape, rank);
+  std::vector<int64_t> strides[3] = {broadcastStrides(c_shape, y_shape, rank),
+                                     broadcastStrides(a_shape, y_shape, rank),
+                                     broadcastStrides(b_shape, y_shape, rank)};
+  forEachElement(y_shape, rank, strides, [&](const int64_t *o, int64_t e) {
+    y[e] = c[o[0]] ? a[o[1]] : b[o[2]];
+  });
+}
+
+void dpc_where_grad(const uint8_t *c, const int64_t *c_shape, const float *dy,
+                    float *dx, const int64_t *dy_shape, int64_t rank,
+                    int64_t branch) {
+  checkBroadcast("dpc_where_grad", c_shape, dy_shape, rank);
+  std::vector<int64_t> strides[1] = {broadcastStrides(c_shape, dy_shape, rank)};
+  bool keep = branch != 0;
+  forEachElement(dy_shape, rank, strides, [&](const int64_t *o, int64_t e) {
+    dx[e] = (c[o[0]] != 0) == keep ? dy[e] : 0.0f;
+  });
 }
 
 void dpc_sum_to_shape(const float *x, const int64_t *x_shape, float *y,

@@ -24,6 +24,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <initializer_list>
+#include <type_traits>
 
 namespace dpc::cuda {
 namespace {
@@ -836,6 +838,149 @@ void lstmGemm(const char *kernel, int64_t m, int64_t n, int64_t k,
          ": cublasSgemm: " + cublasGetStatusString(status));
 }
 
+//===----------------------------------------------------------------------===//
+// Masks: comparisons, casts and selection
+//===----------------------------------------------------------------------===//
+
+// Up to three operands broadcast to `shape`, each with its element strides
+// (0 where broadcast), dimensions unmerged: masks are small.
+struct MaskArgs {
+  int rank;
+  int64_t count;
+  int64_t shape[kMaxRank], strides[3][kMaxRank];
+};
+
+MaskArgs maskArgs(const char *kernel, const int64_t *yShape, int64_t rank,
+                  std::initializer_list<const int64_t *> shapes) {
+  if (rank > kMaxRank)
+    fail(std::string(kernel) + ": more than " + std::to_string(kMaxRank) +
+         " dimensions");
+  MaskArgs args{};
+  args.rank = int(rank);
+  args.count = 1;
+  for (int64_t d = 0; d < rank; ++d) {
+    args.shape[d] = yShape[d];
+    args.count *= yShape[d];
+  }
+  int n = 0;
+  for (const int64_t *shape : shapes) {
+    int64_t s = 1;
+    for (int64_t d = rank - 1; d >= 0; --d) {
+      if (shape[d] != yShape[d] && shape[d] != 1)
+        fail(std::string(kernel) + ": an operand does not broadcast to the "
+                                   "result");
+      args.strides[n][d] = shape[d] == 1 && yShape[d] != 1 ? 0 : s;
+      s *= shape[d];
+    }
+    ++n;
+  }
+  return args;
+}
+
+__device__ void maskOffsets(const MaskArgs &args, int64_t i, int operands,
+                            int64_t *offsets) {
+  for (int n = 0; n < operands; ++n)
+    offsets[n] = 0;
+  for (int d = args.rank - 1; d >= 0; --d) {
+    int64_t index = i % args.shape[d];
+    i /= args.shape[d];
+    for (int n = 0; n < operands; ++n)
+      offsets[n] += index * args.strides[n][d];
+  }
+}
+
+template <typename T>
+__global__ void compareKernel(int64_t fn, const T *a, const T *b, uint8_t *y,
+                              MaskArgs args) {
+  GRID_STRIDE(i, args.count) {
+    int64_t o[2];
+    maskOffsets(args, i, 2, o);
+    T u = a[o[0]], v = b[o[1]];
+    bool r;
+    switch (fn) {
+    case DPC_COMPARE_EQ:
+      r = u == v;
+      break;
+    case DPC_COMPARE_LT:
+      r = u < v;
+      break;
+    case DPC_COMPARE_GT:
+      r = u > v;
+      break;
+    case DPC_COMPARE_LE:
+      r = u <= v;
+      break;
+    case DPC_COMPARE_GE:
+      r = u >= v;
+      break;
+    case DPC_COMPARE_AND:
+      r = u && v;
+      break;
+    case DPC_COMPARE_OR:
+      r = u || v;
+      break;
+    default:
+      r = bool(u) != bool(v);
+      break;
+    }
+    y[i] = r ? 1 : 0;
+  }
+}
+
+__global__ void notKernel(const uint8_t *x, uint8_t *y, int64_t count) {
+  GRID_STRIDE(i, count) { y[i] = x[i] ? 0 : 1; }
+}
+
+template <typename From, typename To>
+__global__ void castKernel(const From *x, To *y, int64_t count) {
+  GRID_STRIDE(i, count) {
+    if constexpr (std::is_same_v<To, uint8_t>)
+      y[i] = x[i] != From(0) ? 1 : 0;
+    else
+      y[i] = static_cast<To>(x[i]);
+  }
+}
+
+template <typename From>
+void launchCast(int64_t to, const From *x, void *y, int64_t count) {
+  unsigned blocks = blocksFor(count);
+  switch (to) {
+  case DPC_DTYPE_F32:
+    castKernel<<<blocks, kThreads, 0, stream()>>>(x, static_cast<float *>(y),
+                                                  count);
+    break;
+  case DPC_DTYPE_I64:
+    castKernel<<<blocks, kThreads, 0, stream()>>>(x, static_cast<int64_t *>(y),
+                                                  count);
+    break;
+  case DPC_DTYPE_BOOL:
+    castKernel<<<blocks, kThreads, 0, stream()>>>(x, static_cast<uint8_t *>(y),
+                                                  count);
+    break;
+  default:
+    fail("dpc_cast: unknown element type " + std::to_string(to));
+  }
+  checkLaunch("cast");
+}
+
+__global__ void whereKernel(const uint8_t *c, const float *a, const float *b,
+                            float *y, MaskArgs args) {
+  GRID_STRIDE(i, args.count) {
+    int64_t o[3];
+    maskOffsets(args, i, 3, o);
+    y[i] = c[o[0]] ? a[o[1]] : b[o[2]];
+  }
+}
+
+__global__ void whereGradKernel(const uint8_t *c, const float *dy, float *dx,
+                                bool keep, MaskArgs args) {
+  GRID_STRIDE(i, args.count) {
+    int64_t o[1];
+    maskOffsets(args, i, 1, o);
+    dx[i] = (c[o[0]] != 0) == keep ? dy[i] : 0.0f;
+  }
+}
+
 } // namespace
 
 void launchWindowCopy(const float *src, int64_t n, int64_t c, int64_t sh,
@@ -913,6 +1058,81 @@ void dpc_binary(int64_t fn, const float *a, const int64_t *a_shape,
   binaryBroadcast<<<blocksFor(plan.count), kThreads, 0, stream()>>>(
       fn, a, b, y, plan.count, broadcastArgs(plan, "dpc_binary"));
   checkLaunch("binaryBroadcast");
+}
+
+void dpc_compare(int64_t fn, int64_t dtype, const void *a,
+                 const int64_t *a_shape, const void *b, const int64_t *b_shape,
+                 uint8_t *y, const int64_t *y_shape, int64_t rank) {
+  if (fn < DPC_COMPARE_EQ || fn > DPC_COMPARE_XOR)
+    fail("dpc_compare: unknown function " + std::to_string(fn));
+  MaskArgs args = maskArgs("dpc_compare", y_shape, rank, {a_shape, b_shape});
+  if (args.count == 0)
+    return;
+  unsigned blocks = blocksFor(args.count);
+  switch (dtype) {
+  case DPC_DTYPE_F32:
+    compareKernel<<<blocks, kThreads, 0, stream()>>>(
+        fn, static_cast<const float *>(a), static_cast<const float *>(b), y,
+        args);
+    break;
+  case DPC_DTYPE_I64:
+    compareKernel<<<blocks, kThreads, 0, stream()>>>(
+        fn, static_cast<const int64_t *>(a), static_cast<const int64_t *>(b), y,
+        args);
+    break;
+  case DPC_DTYPE_BOOL:
+    compareKernel<<<blocks, kThreads, 0, stream()>>>(
+        fn, static_cast<const uint8_t *>(a), static_cast<const uint8_t *>(b), y,
+        args);
+    break;
+  default:
+    fail("dpc_compare: unknown element type " + std::to_string(dtype));
+  }
+  checkLaunch("compare");
+}
+
+void dpc_not(const uint8_t *x, uint8_t *y, int64_t count) {
+  if (count <= 0)
+    return;
+  notKernel<<<blocksFor(count), kThreads, 0, stream()>>>(x, y, count);
+  checkLaunch("not");
+}
+
+void dpc_cast(int64_t from, int64_t to, const void *x, void *y, int64_t count) {
+  if (count <= 0)
+    return;
+  switch (from) {
+  case DPC_DTYPE_F32:
+    return launchCast(to, static_cast<const float *>(x), y, count);
+  case DPC_DTYPE_I64:
+    return launchCast(to, static_cast<const int64_t *>(x), y, count);
+  case DPC_DTYPE_BOOL:
+    return launchCast(to, static_cast<const uint8_t *>(x), y, count);
+  }
+  fail("dpc_cast: unknown element type " + std::to_string(from));
+}
+
+void dpc_where(const uint8_t *c, const int64_t *c_shape, const float *a,
+               const int64_t *a_shape, const float *b, const int64_t *b_shape,
+               float *y, const int64_t *y_shape, int64_t rank) {
+  MaskArgs args =
+      maskArgs("dpc_where", y_shape, rank, {c_shape, a_shape, b_shape});
+  if (args.count == 0)
+    return;
+  whereKernel<<<blocksFor(args.count), kThreads, 0, stream()>>>(c, a, b, y,
+                                                                args);
+  checkLaunch("where");
+}
+
+void dpc_where_grad(const uint8_t *c, const int64_t *c_shape, const float *dy,
+                    float *dx, const int64_t *dy_shape, int64_t rank,
+                    int64_t branch) {
+  MaskArgs args = maskArgs("dpc_where_grad", dy_shape, rank, {c_shape});
+  if (args.count == 0)
+    return;
+  whereGradKernel<<<blocksFor(args.count), kThreads, 0, stream()>>>(
+      c, dy, dx, branch != 0, args);
+  checkLaunch("where_grad");
 }
 
 void dpc_sum_to_shape(const float *x, const int64_t *x_shape, float *y,

@@ -40,5 +40,9 @@ class NN_Op<string mnemonic, list<Trait> traits = []>
 def NN_FloatTensor : StaticShapeTensorOf<[F32, F16, BF16]>;
 // Class indices of a classification loss.
 def NN_IndexTensor : StaticShapeTensorOf<[I64, I32]>;
+// Booleans: masks, results of comparisons.
+def NN_BoolTensor : StaticShapeTensorOf<[I1]>;
+// Any element type the runtime holds: floats, ids and masks.
+def NN_AnyTensor : StaticShapeTensorOf<[F32, F16, BF16, I64, I32, I1]>;
 
 #endif // DPC_DIALECTS_NN_IR_NNBASE_TD

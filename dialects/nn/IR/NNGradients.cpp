@@ -434,3 +434,30 @@ void NegOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
   if (needed[0])
     grads[0] = negate(b, getLoc(), resultGrads[0]);
 }
+
+void CastOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
+                            ArrayRef<bool> needed,
+                            SmallVectorImpl<Value> &grads) {
+  resetGrads(*this, grads);
+  // Only a cast between floats carries a gradient; from an integer or a
+  // boolean (a mask made additive) there is nothing to differentiate.
+  auto from = cast<RankedTensorType>(getInput().getType());
+  if (needed[0] && isa<FloatType>(from.getElementType()))
+    grads[0] = from == resultGrads[0].getType()
+                   ? resultGrads[0]
+                   : b.create<CastOp>(getLoc(), from, resultGrads[0]);
+}
+
+void WhereOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
+                             ArrayRef<bool> needed,
+                             SmallVectorImpl<Value> &grads) {
+  resetGrads(*this, grads);
+  Value dy = resultGrads[0];
+  for (unsigned i = 1; i < 3; ++i) {
+    if (!needed[i])
+      continue;
+    Value masked = b.create<WhereGradOp>(getLoc(), dy.getType(), dy,
+                                         getCondition(), b.getBoolAttr(i == 1));
+    grads[i] = sumToOperand(b, getLoc(), masked, getOperand(i));
+  }
+}

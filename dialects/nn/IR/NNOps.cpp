@@ -564,6 +564,81 @@ LogicalResult ClipOp::verify() {
 }
 
 //===----------------------------------------------------------------------===//
+// Masks
+//===----------------------------------------------------------------------===//
+
+// A boolean result of the operands' broadcast shape, operands of one type.
+template <typename Op> static LogicalResult verifyBooleanBinary(Op op) {
+  FailureOr<Shape> shape =
+      inferBroadcastShape(shapeOf(op.getLhs()), shapeOf(op.getRhs()),
+                          [&] { return op.emitOpError(); });
+  if (failed(shape))
+    return failure();
+  if (failed(expectType(op, "rhs", op.getRhs(), shapeOf(op.getRhs()),
+                        elementTypeOf(op.getLhs()))))
+    return failure();
+  return expectType(op, "result", op.getResult(), *shape,
+                    IntegerType::get(op.getContext(), 1));
+}
+
+LogicalResult CompareOp::verify() {
+  StringRef p = getPredicate();
+  if (p != "eq" && p != "lt" && p != "gt" && p != "le" && p != "ge")
+    return emitOpError("expects predicate eq, lt, gt, le or ge, got '")
+           << p << "'";
+  if (p != "eq" && elementTypeOf(getLhs()).isInteger(1))
+    return emitOpError("orders only numbers, not booleans");
+  return verifyBooleanBinary(*this);
+}
+
+LogicalResult LogicalOp::verify() {
+  StringRef k = getKind();
+  if (k != "and" && k != "or" && k != "xor")
+    return emitOpError("expects kind and, or or xor, got '") << k << "'";
+  return verifyBooleanBinary(*this);
+}
+
+LogicalResult CastOp::verify() {
+  auto supported = [](Type t) {
+    return t.isF32() || t.isInteger(64) || t.isInteger(1);
+  };
+  if (!supported(elementTypeOf(getInput())) ||
+      !supported(elementTypeOf(getResult())))
+    return emitOpError("casts only between f32, i64 and i1, got ")
+           << elementTypeOf(getInput()) << " to " << elementTypeOf(getResult());
+  return success();
+}
+
+LogicalResult WhereOp::verify() {
+  auto fail = [&] { return emitOpError(); };
+  FailureOr<Shape> shape =
+      inferBroadcastShape(shapeOf(getCondition()), shapeOf(getLhs()), fail);
+  if (succeeded(shape))
+    shape = inferBroadcastShape(*shape, shapeOf(getRhs()), fail);
+  if (failed(shape))
+    return failure();
+  Type elementType = elementTypeOf(getLhs());
+  if (failed(
+          expectType(*this, "rhs", getRhs(), shapeOf(getRhs()), elementType)))
+    return failure();
+  return expectType(*this, "result", getResult(), *shape, elementType);
+}
+
+LogicalResult WhereGradOp::verify() {
+  FailureOr<Shape> shape =
+      inferBroadcastShape(shapeOf(getCondition()), shapeOf(getResultGrad()),
+                          [&] { return emitOpError(); });
+  if (failed(shape))
+    return failure();
+  if (ArrayRef<int64_t>(*shape) != shapeOf(getResultGrad()))
+    return emitOpError("expects the condition to broadcast to the gradient's "
+                       "shape ")
+           << formatShape(shapeOf(getResultGrad()));
+  return expectType(*this, "branch_grad", getBranchGrad(),
+                    shapeOf(getResultGrad()), elementTypeOf(getResultGrad()));
+}
+
+//===----------------------------------------------------------------------===//
 // Loss
 //===----------------------------------------------------------------------===//
 

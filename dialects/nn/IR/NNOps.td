@@ -839,10 +839,10 @@ def NN_ReshapeOp : NN_Op<"reshape", [Pure,
   let description = [{
     Yields `input`'s elements in row-major order with the result's shape; the
     element counts must agree. ONNX Flatten and Reshape both import to it. Its
-    gradient is a reshape back.
+    gradient is a reshape back. Masks (i1) and ids (i64) reshape too.
   }];
-  let arguments = (ins NN_FloatTensor:$input);
-  let results = (outs NN_FloatTensor:$result);
+  let arguments = (ins NN_AnyTensor:$input);
+  let results = (outs NN_AnyTensor:$result);
   let assemblyFormat = [{
     $input attr-dict `:` functional-type(operands, results)
   }];
@@ -1057,6 +1057,117 @@ def NN_ClipGradOp : NN_Op<"clip_grad", [Pure, SameOperandsAndResultType]> {
   let results = (outs NN_FloatTensor:$input_grad);
   let assemblyFormat =
       "$result_grad `,` $input attr-dict `:` type($input_grad)";
+}
+
+//===----------------------------------------------------------------------===//
+// Masks: comparisons, boolean logic, casts and selection
+//===----------------------------------------------------------------------===//
+
+// The ops of attention masks as PyTorch exports them: `ids == pad` and
+// torch.triu give i1 tensors, masked_fill is a select. Booleans are i1
+// tensors, one byte per element in the runtime's buffers and messages.
+
+def NN_CompareOp : NN_Op<"compare", [Pure]> {
+  let summary = "elementwise comparison with numpy broadcasting, as i1";
+  let description = [{
+    `lhs predicate rhs` for `predicate` one of `eq`, `lt`, `gt`, `le`, `ge`
+    (ONNX Equal, Less, Greater, LessOrEqual, GreaterOrEqual), on two
+    tensors of one element type (float, int64 or i1 for `eq`). Not
+    differentiable: the result is a boolean.
+
+    ```mlir
+    %pad = nn.compare %ids, %zero {predicate = "eq"}
+        : (tensor<4x16xi64>, tensor<i64>) -> tensor<4x16xi1>
+    ```
+  }];
+  let arguments = (ins NN_AnyTensor:$lhs, NN_AnyTensor:$rhs,
+                       StrAttr:$predicate);
+  let results = (outs NN_BoolTensor:$result);
+  let assemblyFormat = [{
+    $lhs `,` $rhs attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def NN_LogicalOp : NN_Op<"logical", [Pure]> {
+  let summary = "elementwise and, or, xor of booleans with numpy broadcasting";
+  let description = [{
+    ONNX And, Or and Xor (`kind` = `and`, `or`, `xor`): combining a causal
+    mask with a padding mask, for instance.
+  }];
+  let arguments = (ins NN_BoolTensor:$lhs, NN_BoolTensor:$rhs,
+                       StrAttr:$kind);
+  let results = (outs NN_BoolTensor:$result);
+  let assemblyFormat = [{
+    $lhs `,` $rhs attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def NN_NotOp : NN_Op<"not", [Pure, SameOperandsAndResultType]> {
+  let summary = "elementwise logical negation";
+  let arguments = (ins NN_BoolTensor:$input);
+  let results = (outs NN_BoolTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($result)";
+}
+
+def NN_CastOp : NN_Op<"cast", [Pure, SameOperandsAndResultShape,
+    DeclareOpInterfaceMethods<NN_GradientOpInterface>]> {
+  let summary = "converts elements to the result's element type";
+  let description = [{
+    ONNX Cast between f32, i64 and i1: to i1 is `x != 0`, from i1 gives 0
+    or 1, float to integer truncates toward zero. A cast from an integer or
+    boolean has no gradient (a mask turned additive, `mask.float()`), and a
+    cast between float types passes the gradient through.
+
+    A boolean or integer constant the importer cannot fold into tensor
+    arithmetic is a frozen float parameter (the weights file holds float32)
+    cast to its type, exact for integers up to 2^24.
+  }];
+  let arguments = (ins NN_AnyTensor:$input);
+  let results = (outs NN_AnyTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def NN_WhereOp : NN_Op<"where", [Pure,
+    DeclareOpInterfaceMethods<NN_GradientOpInterface>]> {
+  let summary = "selects elements: condition ? lhs : rhs, with broadcasting";
+  let description = [{
+    ONNX Where, as `masked_fill` exports: all three operands broadcast to
+    the result shape by the numpy rules. The gradient of `lhs` is the
+    result gradient where the condition holds and 0 elsewhere, that of
+    `rhs` the other way round (`nn.where_grad`), each summed back to its
+    operand's shape; the condition has none.
+
+    ```mlir
+    %s = nn.where %causal, %neg_inf, %scores
+        : (tensor<16x16xi1>, tensor<f32>, tensor<4x2x16x16xf32>)
+          -> tensor<4x2x16x16xf32>
+    ```
+  }];
+  let arguments = (ins NN_BoolTensor:$condition, NN_FloatTensor:$lhs,
+                       NN_FloatTensor:$rhs);
+  let results = (outs NN_FloatTensor:$result);
+  let assemblyFormat = [{
+    $condition `,` $lhs `,` $rhs attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def NN_WhereGradOp : NN_Op<"where_grad", [Pure]> {
+  let summary = "gradient of one branch of nn.where: dy where condition == branch";
+  let description = [{
+    `condition == branch ? result_grad : 0`, the condition broadcast to the
+    gradient's shape; `branch` is true for nn.where's lhs, false for its rhs.
+  }];
+  let arguments = (ins NN_FloatTensor:$result_grad, NN_BoolTensor:$condition,
+                       BoolAttr:$branch);
+  let results = (outs NN_FloatTensor:$branch_grad);
+  let assemblyFormat = [{
+    $result_grad `,` $condition attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
 }
 
 //===----------------------------------------------------------------------===//

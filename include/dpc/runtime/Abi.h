@@ -176,6 +176,45 @@ enum dpc_binary_fn {
 void dpc_binary(int64_t fn, const float *a, const int64_t *a_shape,
                 const float *b, const int64_t *b_shape, float *y,
                 const int64_t *y_shape, int64_t rank);
+/* Element types of the mask kernels' operands: float32, int64 and bool (one
+ * byte, 0 or 1). */
+enum dpc_dtype {
+  DPC_DTYPE_F32 = 0,
+  DPC_DTYPE_I64 = 1,
+  DPC_DTYPE_BOOL = 2,
+};
+
+/* Comparisons and boolean logic, by code: == < > <= >= on numbers, and, or,
+ * xor on booleans. */
+enum dpc_compare_fn {
+  DPC_COMPARE_EQ = 0,
+  DPC_COMPARE_LT = 1,
+  DPC_COMPARE_GT = 2,
+  DPC_COMPARE_LE = 3,
+  DPC_COMPARE_GE = 4,
+  DPC_COMPARE_AND = 5,
+  DPC_COMPARE_OR = 6,
+  DPC_COMPARE_XOR = 7,
+};
+
+/* y = a fn b as bytes 0 or 1, a and b of element type `dtype` with numpy
+ * broadcasting; all three shapes have rank `rank`. */
+void dpc_compare(int64_t fn, int64_t dtype, const void *a,
+                 const int64_t *a_shape, const void *b, const int64_t *b_shape,
+                 uint8_t *y, const int64_t *y_shape, int64_t rank);
+/* y = !x over count booleans. */
+void dpc_not(const uint8_t *x, uint8_t *y, int64_t count);
+/* y = x converted from element type `from` to `to` over count elements: to
+ * bool is x != 0, from bool 0 or 1, float to int64 truncates. */
+void dpc_cast(int64_t from, int64_t to, const void *x, void *y, int64_t count);
+/* y = c ? a : b with numpy broadcasting of all four shapes (rank `rank`). */
+void dpc_where(const uint8_t *c, const int64_t *c_shape, const float *a,
+               const int64_t *a_shape, const float *b, const int64_t *b_shape,
+               float *y, const int64_t *y_shape, int64_t rank);
+/* dx = (c == branch) ? dy : 0, c broadcast to dy's shape (rank `rank`). */
+void dpc_where_grad(const uint8_t *c, const int64_t *c_shape, const float *dy,
+                    float *dx, const int64_t *dy_shape, int64_t rank,
+                    int64_t branch);
 /* Sums x over the dimensions where y has size 1 (same rank), times scale. */
 void dpc_sum_to_shape(const float *x, const int64_t *x_shape, float *y,
                       const int64_t *y_shape, int64_t rank, float scale);

@@ -314,6 +314,59 @@ class TinyGPT(nn.Module):
         return self.ln_f(h) @ self.tok.weight.t()
 
 
+class MaskedBlock(GptBlock):
+    """GptBlock with its masks as PyTorch code writes them: boolean masks
+    given to forward and applied with masked_fill(-inf)."""
+
+    def forward(self, x, causal, padding):
+        batch, length, width = x.shape
+        head = width // self.heads
+        q, k, v = self.qkv(self.ln1(x)).split(width, dim=-1)
+        q, k, v = (t.reshape(batch, length, self.heads, head).transpose(1, 2)
+                   for t in (q, k, v))
+        scores = q @ k.transpose(-2, -1) / math.sqrt(head)
+        scores = scores.masked_fill(causal, float("-inf"))
+        scores = scores.masked_fill(padding, float("-inf"))
+        y = torch.softmax(scores, dim=-1) @ v
+        x = x + self.proj(y.transpose(1, 2).reshape(batch, length, width))
+        return x + self.down(nn.functional.gelu(self.up(self.ln2(x))))
+
+
+class MaskedGPT(nn.Module):
+    """TinyGPT with masks computed in forward: the causal mask from
+    torch.triu(torch.ones(...)) (Trilu and Cast of constants, folded at
+    import), the padding mask from the token ids (`ids == pad`, ONNX Equal
+    on int64, Unsqueeze), both applied by masked_fill (Where). Its data
+    pads the end of some windows with the token `pad_id`, outside the
+    text's vocabulary."""
+
+    opset = 17
+    fold_constants = False
+    export_training = True
+    tokens = True
+    pad_id = text.VOCAB
+
+    def __init__(self, length=16, width=32, heads=2, layers=2):
+        super().__init__()
+        self.input_shape = (length,)
+        self.tok = nn.Embedding(text.VOCAB + 1, width)
+        nn.init.normal_(self.tok.weight, std=0.02)
+        self.pos = nn.Parameter(0.02 * torch.randn(length, width))
+        self.blocks = nn.ModuleList(MaskedBlock(width, heads, length)
+                                    for _ in range(layers))
+        self.ln_f = nn.LayerNorm(width)
+
+    def forward(self, ids):
+        length = ids.shape[1]
+        causal = torch.triu(torch.ones(length, length, dtype=torch.bool),
+                            diagonal=1)
+        padding = (ids == self.pad_id)[:, None, None, :]
+        h = self.tok(ids) + self.pos
+        for block in self.blocks:
+            h = block(h, causal, padding)
+        return self.ln_f(h) @ self.tok.weight.t()
+
+
 class LstmLM(nn.Module):
     """A character-level LSTM language model (text.py's tokens): an
     embedding, a two-layer nn.LSTM (batch_first, zero initial states) and a
@@ -461,7 +514,7 @@ EXTRA_MODELS = {"resnet": ResNet, "resnet18": resnet18,
                 "layernorm-attention": LayerNormAttention,
                 "table-mlp": TableMLP, "branch-net": BranchNet,
                 "dropout-mlp": DropoutMLP, "tied-mlp": TiedMLP,
-                "tiny-gpt": TinyGPT,
+                "tiny-gpt": TinyGPT, "masked-gpt": MaskedGPT,
                 "encoder-post-relu": lambda: Encoder(False, "relu"),
                 "encoder-post-gelu": lambda: Encoder(False, "gelu"),
                 "encoder-pre-relu": lambda: Encoder(True, "relu"),
@@ -784,7 +837,8 @@ def main():
         labels = y
         if reads_tokens(model):
             inputs, labels, data = text.training_data(
-                shape[0], args.steps * minibatch, args.out, name)
+                shape[0], args.steps * minibatch, args.out, name,
+                pad_id=getattr(model, "pad_id", None))
         else:
             inputs, data = vision.training_data(x, y, shape, args.out, name,
                                                 f"fashion-mnist:{args.data}")

@@ -34,10 +34,24 @@ def windows(path, length, count):
     return tokens[index], tokens[index + 1]
 
 
-def training_data(length, count, directory, stem, path=DEFAULT_TEXT):
+def pad(inputs, pad_id):
+    """Sample k with its last k % 5 tokens replaced by `pad_id` (at most 4
+    of a window, so every position still sees an unpadded first token)."""
+    length = inputs.shape[1]
+    for k in range(inputs.shape[0]):
+        padded = k % 5
+        inputs[k, length - padded:] = pad_id
+    return inputs
+
+
+def training_data(length, count, directory, stem, path=DEFAULT_TEXT,
+                  pad_id=None):
     """The token windows as tensors and dpc's --data spec for the same bytes
-    (DIRECTORY/STEM.train_inputs.npy and .train_labels.npy)."""
+    (DIRECTORY/STEM.train_inputs.npy and .train_labels.npy); with `pad_id`,
+    padded as pad() says."""
     inputs, labels = windows(path, length, count)
+    if pad_id is not None:
+        inputs = pad(inputs, pad_id)
     files = [os.path.abspath(os.path.join(directory, f"{stem}.{part}.npy"))
              for part in ("train_inputs", "train_labels")]
     np.save(files[0], inputs)

@@ -1049,6 +1049,45 @@ TEST_F(Cuda, GatherAndScatteredGradientMatchLoops) {
   EXPECT_EQ(dtable, want);
 }
 
+TEST_F(Cuda, MasksMatchLoops) {
+  // ids == pad against a scalar, then masked_fill of [B, T, T] scores by the
+  // padding mask broadcast over rows, and both branch gradients.
+  int64_t b = 2, t = 3;
+  std::vector<int64_t> ids = {4, 0, 7, 0, 0, 2}, pad = {0};
+  Device<int64_t> dIds(ids), dPad(pad);
+  Device<uint8_t> dMask(size_t(b * t));
+  int64_t idsShape[] = {2, 3}, one[] = {1, 1};
+  dpc_compare(DPC_COMPARE_EQ, DPC_DTYPE_I64, dIds.get(), idsShape, dPad.get(),
+              one, dMask.get(), idsShape, 2);
+  std::vector<uint8_t> mask = dMask.host();
+  EXPECT_EQ(mask, (std::vector<uint8_t>{0, 1, 0, 1, 1, 0}));
+  Device<uint8_t> dNot(size_t(b * t));
+  dpc_not(dMask.get(), dNot.get(), b * t);
+  EXPECT_EQ(dNot.host(), (std::vector<uint8_t>{1, 0, 1, 0, 0, 1}));
+  Device<float> dAsFloat(size_t(b * t));
+  dpc_cast(DPC_DTYPE_BOOL, DPC_DTYPE_F32, dMask.get(), dAsFloat.get(), b * t);
+  EXPECT_EQ(dAsFloat.host(), (std::vector<float>{0, 1, 0, 1, 1, 0}));
+
+  std::vector<float> scores = randomFloats(size_t(b * t * t), 51);
+  std::vector<float> fill = {-1e9f};
+  Device<float> dScores(scores), dFill(fill), dY(scores.size());
+  int64_t cShape[] = {2, 1, 3}, aShape[] = {1, 1, 1}, yShape[] = {2, 3, 3};
+  dpc_where(dMask.get(), cShape, dFill.get(), aShape, dScores.get(), yShape,
+            dY.get(), yShape, 3);
+  std::vector<float> dy = randomFloats(scores.size(), 52);
+  Device<float> dDy(dy), dTrue(dy.size()), dFalse(dy.size());
+  dpc_where_grad(dMask.get(), cShape, dDy.get(), dTrue.get(), yShape, 3, 1);
+  dpc_where_grad(dMask.get(), cShape, dDy.get(), dFalse.get(), yShape, 3, 0);
+  std::vector<float> y = dY.host(), gTrue = dTrue.host(),
+                     gFalse = dFalse.host();
+  for (int64_t e = 0; e < b * t * t; ++e) {
+    bool masked = mask[size_t((e / (t * t)) * t + e % t)];
+    EXPECT_EQ(y[size_t(e)], masked ? fill[0] : scores[size_t(e)]);
+    EXPECT_EQ(gTrue[size_t(e)], masked ? dy[size_t(e)] : 0.0f);
+    EXPECT_EQ(gFalse[size_t(e)], masked ? 0.0f : dy[size_t(e)]);
+  }
+}
+
 TEST_F(Cuda, CopyIsStreamOrdered) {
   auto x = randomFloats(4097, 18);
   Device<float> src(x), dst(x.size());

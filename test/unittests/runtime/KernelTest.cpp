@@ -1308,6 +1308,78 @@ TEST(Gather, RefusesAnIndexOutsideTheTable) {
                "dpc_gather_grad: index -4 at position 0 is outside");
 }
 
+TEST(Masks, CompareCastAndLogicBroadcast) {
+  // ids == pad over [2, 3] against a scalar; ids < a row [3].
+  std::vector<int64_t> ids = {4, 0, 7, 0, 0, 2};
+  int64_t pad = 0, idsShape[] = {2, 3}, one[] = {1, 1};
+  std::vector<uint8_t> eq(6, 9);
+  dpc_compare(DPC_COMPARE_EQ, DPC_DTYPE_I64, ids.data(), idsShape, &pad, one,
+              eq.data(), idsShape, 2);
+  EXPECT_EQ(eq, (std::vector<uint8_t>{0, 1, 0, 1, 1, 0}));
+  std::vector<float> x = {1, 2, 3, 4, 5, 6}, row = {2, 2, 7};
+  int64_t rowShape[] = {1, 3};
+  std::vector<uint8_t> lt(6), ge(6), both(6);
+  dpc_compare(DPC_COMPARE_LT, DPC_DTYPE_F32, x.data(), idsShape, row.data(),
+              rowShape, lt.data(), idsShape, 2);
+  EXPECT_EQ(lt, (std::vector<uint8_t>{1, 0, 1, 0, 0, 1}));
+  dpc_compare(DPC_COMPARE_GE, DPC_DTYPE_F32, x.data(), idsShape, row.data(),
+              rowShape, ge.data(), idsShape, 2);
+  EXPECT_EQ(ge, (std::vector<uint8_t>{0, 1, 0, 1, 1, 0}));
+  dpc_compare(DPC_COMPARE_OR, DPC_DTYPE_BOOL, eq.data(), idsShape, lt.data(),
+              idsShape, both.data(), idsShape, 2);
+  EXPECT_EQ(both, (std::vector<uint8_t>{1, 1, 1, 1, 1, 1}));
+  dpc_compare(DPC_COMPARE_AND, DPC_DTYPE_BOOL, eq.data(), idsShape, lt.data(),
+              idsShape, both.data(), idsShape, 2);
+  EXPECT_EQ(both, (std::vector<uint8_t>{0, 0, 0, 0, 0, 0}));
+  std::vector<uint8_t> negated(6);
+  dpc_not(eq.data(), negated.data(), 6);
+  EXPECT_EQ(negated, (std::vector<uint8_t>{1, 0, 1, 0, 0, 1}));
+  // Casts: float to bool is != 0, bool to float 0/1, float to int truncates.
+  std::vector<float> f = {0.0f, -0.5f, 2.75f, -3.5f};
+  std::vector<uint8_t> b(4);
+  dpc_cast(DPC_DTYPE_F32, DPC_DTYPE_BOOL, f.data(), b.data(), 4);
+  EXPECT_EQ(b, (std::vector<uint8_t>{0, 1, 1, 1}));
+  std::vector<float> back(4);
+  dpc_cast(DPC_DTYPE_BOOL, DPC_DTYPE_F32, b.data(), back.data(), 4);
+  EXPECT_EQ(back, (std::vector<float>{0, 1, 1, 1}));
+  std::vector<int64_t> i(4);
+  dpc_cast(DPC_DTYPE_F32, DPC_DTYPE_I64, f.data(), i.data(), 4);
+  EXPECT_EQ(i, (std::vector<int64_t>{0, 0, 2, -3}));
+}
+
+TEST(Masks, WhereAndItsGradientsMatchLoops) {
+  // masked_fill: a [T, T] causal mask and a scalar -inf over [B, T, T].
+  int64_t b = 2, t = 3;
+  Vec scores = randomVec(size_t(b * t * t), 41, -1, 1);
+  std::vector<uint8_t> causal(size_t(t * t));
+  for (int64_t i = 0; i < t; ++i)
+    for (int64_t j = 0; j < t; ++j)
+      causal[size_t(i * t + j)] = j > i;
+  float negInf = -std::numeric_limits<float>::infinity();
+  int64_t cShape[] = {1, 3, 3}, aShape[] = {1, 1, 1}, yShape[] = {2, 3, 3};
+  Vec y(scores.size());
+  dpc_where(causal.data(), cShape, &negInf, aShape, scores.data(), yShape,
+            y.data(), yShape, 3);
+  Vec dy = randomVec(scores.size(), 42, -1, 1), dTrue(dy.size()),
+      dFalse(dy.size());
+  dpc_where_grad(causal.data(), cShape, dy.data(), dTrue.data(), yShape, 3, 1);
+  dpc_where_grad(causal.data(), cShape, dy.data(), dFalse.data(), yShape, 3, 0);
+  for (int64_t e = 0; e < b * t * t; ++e) {
+    bool masked = causal[size_t(e % (t * t))];
+    EXPECT_EQ(y[size_t(e)], masked ? negInf : scores[size_t(e)]);
+    EXPECT_EQ(dTrue[size_t(e)], masked ? dy[size_t(e)] : 0.0f);
+    EXPECT_EQ(dFalse[size_t(e)], masked ? 0.0f : dy[size_t(e)]);
+  }
+}
+
+TEST(Masks, RefuseShapesThatDoNotBroadcast) {
+  uint8_t c[2] = {1, 0};
+  float a[3] = {}, y[3];
+  int64_t cShape[] = {2}, yShape[] = {3};
+  EXPECT_DEATH(dpc_where(c, cShape, a, yShape, a, yShape, y, yShape, 1),
+               "dpc_where: \\[2\\] does not broadcast to \\[3\\]");
+}
+
 // The rank main takes its memory from the kernel library it is linked with:
 // the CPU kernels work on host pointers.
 TEST(TargetDevice, IsTheHost) {

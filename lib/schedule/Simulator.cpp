@@ -70,16 +70,21 @@ std::string simulateSchedule(const Schedule &s, const SimulateOptions &opts,
   result.rankBusy.assign(p, 0);
   result.rankEnd.assign(p, 0);
 
-  auto transferTime = [&](int64_t bytes) {
+  // A microbatch's own factors, for schedules of unequal microbatches.
+  auto factor = [](const std::vector<double> &factors, int mb) {
+    return mb >= 0 && size_t(mb) < factors.size() ? factors[size_t(mb)] : 1.0;
+  };
+  auto transferTime = [&](double bytes) {
     double t = opts.latency;
     if (opts.bandwidth > 0)
-      t += static_cast<double>(bytes) / opts.bandwidth;
+      t += bytes / opts.bandwidth;
     return t;
   };
   auto cost = [&](int r, const Instruction &inst) {
     if (inst.op == Op::OptimizerStep)
       return opts.optimizerStep;
-    return s.stage(r, inst.chunk).computeMs(inst.op);
+    return s.stage(r, inst.chunk).computeMs(inst.op) *
+           factor(s.microbatchCompute, inst.mb);
   };
 
   std::vector<size_t> pc(p, 0);
@@ -108,7 +113,7 @@ std::string simulateSchedule(const Schedule &s, const SimulateOptions &opts,
             begin = std::max(begin, clock[q]);
           // A ring all-reduce moves 2 (g - 1) / g of the gradients.
           finish = begin + opts.allReduce +
-                   transferTime(2 * inst.bytes * (group - 1) / group);
+                   transferTime(2.0 * double(inst.bytes) * (group - 1) / group);
           for (int q = first; q < first + group; ++q) {
             if (q == r)
               continue;
@@ -125,7 +130,10 @@ std::string simulateSchedule(const Schedule &s, const SimulateOptions &opts,
             break; // the peer has not started its side yet
           double both =
               std::max(result.start[r][st], result.start[inst.peer][j]);
-          finish = std::max(clock[r], both + transferTime(inst.bytes));
+          finish =
+              std::max(clock[r],
+                       both + transferTime(double(inst.bytes) *
+                                           factor(s.microbatchBytes, inst.mb)));
         } else {
           finish = begin + cost(r, inst);
         }

@@ -10,6 +10,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "dpc/planner/Microbatching.h"
 #include "dpc/schedule/Builder.h"
 #include "dpc/schedule/Simulator.h"
 #include "dpc/schedule/Timeline.h"
@@ -20,9 +21,11 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
+#include <random>
 #include <sstream>
 
 using namespace dpc::schedule;
@@ -356,6 +359,153 @@ int runSimulate(const std::vector<std::string> &args) {
   return 0;
 }
 
+/// `dpc-schedule microbatch`: plans one minibatch of variable-length
+/// sequences (planner::planMicrobatches) and compares it, in the same run,
+/// with padded microbatches of the same sequences.
+int runMicrobatch(const std::vector<std::string> &args) {
+  const std::string command = "dpc-schedule microbatch";
+  cli::ArgParser parser(
+      command,
+      "split one minibatch of variable-length sequences into microbatches "
+      "for a 1F1B pipeline, against padded microbatches",
+      "dpc-schedule microbatch (--lengths FILE | --lognormal MU,SIGMA,N) "
+      "[options]");
+  std::string lengthsFile, lognormal, costText = "0.05,1e-3,2e-6";
+  int64_t stages = 4, maxSamples = 128, padded = 8, seed = 1, repeat = 200,
+          maxLength = 4096;
+  double memoryLimit = 0, tokenBytes = 1024;
+  parser.addOption("lengths", &lengthsFile, "FILE",
+                   "sequence lengths, one positive integer per line");
+  parser.addOption("lognormal", &lognormal, "MU,SIGMA,N",
+                   "N lengths drawn from a log-normal law (--seed)");
+  parser.addOption("seed", &seed, "N", "seed of --lognormal (default 1)");
+  parser.addOption("max-length", &maxLength, "TOKENS",
+                   "clamp drawn lengths to this (default 4096)");
+  parser.addOption("cost", &costText, "A,B,C",
+                   "a microbatch of s sequences padded to L tokens takes A + "
+                   "B s L + C s L^2 ms on the slowest stage (default "
+                   "0.05,1e-3,2e-6)");
+  parser.addOption("token-bytes", &tokenBytes, "BYTES",
+                   "activation bytes a token keeps on a stage (default 1024)");
+  parser.addOption("memory-limit", &memoryLimit, "BYTES",
+                   "activation bytes a stage may hold (default: no limit)");
+  parser.addOption("stages", &stages, "P", "pipeline stages (default 4)");
+  parser.addOption("max-samples", &maxSamples, "N",
+                   "sequences per microbatch at most (default 128)");
+  parser.addOption("padded-microbatches", &padded, "M",
+                   "the comparison: M microbatches in the given order, each "
+                   "padded to its longest (default 8)");
+  parser.addOption("repeat", &repeat, "N",
+                   "plan N times to time the planner (default 200)");
+  if (std::optional<int> exit = parser.parseOrExit(args))
+    return *exit;
+
+  std::vector<int64_t> lengths;
+  if (!lengthsFile.empty() == !lognormal.empty()) {
+    std::cerr << command << ": give --lengths FILE or --lognormal MU,SIGMA,N\n";
+    return cli::kUsageError;
+  }
+  if (!lengthsFile.empty()) {
+    std::ifstream in(lengthsFile);
+    if (!in) {
+      std::cerr << command << ": cannot open '" << lengthsFile << "'\n";
+      return cli::kUsageError;
+    }
+    std::string line;
+    for (int number = 1; std::getline(in, line); ++number) {
+      int64_t value = 0;
+      if (!cli::parseInteger(line, value) || value <= 0) {
+        std::cerr << command << ": " << lengthsFile << ":" << number
+                  << ": expected a positive integer, got '" << line << "'\n";
+        return cli::kUsageError;
+      }
+      lengths.push_back(value);
+    }
+  } else {
+    double mu, sigma;
+    long long n;
+    char tail;
+    if (std::sscanf(lognormal.c_str(), "%lf,%lf,%lld%c", &mu, &sigma, &n,
+                    &tail) != 3 ||
+        !(sigma >= 0) || n <= 0 || n > 1000000) {
+      std::cerr << command << ": --lognormal expects MU,SIGMA,N with SIGMA "
+                << ">= 0 and 0 < N <= 1000000, got '" << lognormal << "'\n";
+      return cli::kUsageError;
+    }
+    std::mt19937_64 gen{uint64_t(seed)};
+    std::lognormal_distribution<double> law(mu, sigma);
+    for (long long i = 0; i < n; ++i)
+      lengths.push_back(std::clamp<int64_t>(int64_t(law(gen)), 1,
+                                            std::max<int64_t>(maxLength, 1)));
+  }
+  if (lengths.empty()) {
+    std::cerr << command << ": no sequences\n";
+    return cli::kUsageError;
+  }
+  double a, b, c;
+  char tail;
+  if (std::sscanf(costText.c_str(), "%lf,%lf,%lf%c", &a, &b, &c, &tail) != 3 ||
+      !(a >= 0 && b >= 0 && c >= 0) || a + b + c <= 0) {
+    std::cerr << command << ": --cost expects non-negative A,B,C, got '"
+              << costText << "'\n";
+    return cli::kUsageError;
+  }
+  dpc::planner::SequenceCost cost;
+  cost.computeMs = [=](int64_t samples, int64_t length) {
+    double sl = double(samples) * double(length);
+    return a + b * sl + c * sl * double(length);
+  };
+  cost.activationBytes = [=](int64_t samples, int64_t length) {
+    return tokenBytes * double(samples) * double(length);
+  };
+  dpc::planner::MicrobatchingOptions options;
+  options.stages = int(std::max<int64_t>(stages, 1));
+  options.maxSamples = maxSamples;
+  options.memoryLimitBytes = memoryLimit;
+
+  dpc::planner::Microbatching plan;
+  std::string error;
+  std::vector<double> micros;
+  for (int64_t k = 0; k < std::max<int64_t>(repeat, 1); ++k) {
+    auto begin = std::chrono::steady_clock::now();
+    bool ok =
+        dpc::planner::planMicrobatches(lengths, cost, options, plan, error);
+    auto end = std::chrono::steady_clock::now();
+    if (!ok) {
+      std::cerr << command << ": " << error << "\n";
+      return kFailure;
+    }
+    micros.push_back(
+        std::chrono::duration<double, std::micro>(end - begin).count());
+  }
+  std::sort(micros.begin(), micros.end());
+  dpc::planner::Microbatching baseline =
+      dpc::planner::padMicrobatches(lengths, int(padded), cost, options.stages);
+  double ours = dpc::planner::simulateMicrobatching(plan, options.stages);
+  double theirs = baseline.simulatedMs;
+  int64_t tokens = 0;
+  for (int64_t l : lengths)
+    tokens += l;
+  std::printf("%zu sequences, %lld tokens (%lld to %lld a sequence), %d "
+              "stages\n",
+              lengths.size(), (long long)tokens,
+              (long long)*std::min_element(lengths.begin(), lengths.end()),
+              (long long)*std::max_element(lengths.begin(), lengths.end()),
+              options.stages);
+  std::printf("planned: %zu microbatches, padding %.1f%%, simulated 1F1B "
+              "iteration %.3f ms\n",
+              plan.microbatches.size(), 100 * plan.paddingOverhead, ours);
+  std::printf("padded:  %zu microbatches, padding %.1f%%, simulated 1F1B "
+              "iteration %.3f ms\n",
+              baseline.microbatches.size(), 100 * baseline.paddingOverhead,
+              theirs);
+  std::printf("speedup over padded: %.2fx; planning time: median %.1f us, "
+              "max %.1f us over %zu runs\n",
+              ours > 0 ? theirs / ours : 0.0, micros[micros.size() / 2],
+              micros.back(), micros.size());
+  return 0;
+}
+
 /// "FIRST:LAST" or "N" (counted from 1) into `first` and `last`.
 std::string parseStepRange(const std::string &text, int64_t &first,
                            int64_t &last) {
@@ -452,7 +602,8 @@ void printHelp(std::ostream &os) {
         "  build     build, verify and simulate one schedule kind\n"
         "  verify    check a schedule.json\n"
         "  simulate  predict the timeline of a schedule.json\n"
-        "  render    draw a predicted or measured Chrome trace as SVG\n\n"
+        "  render    draw a predicted or measured Chrome trace as SVG\n"
+        "  microbatch  split variable-length sequences into microbatches\n\n"
         "Run 'dpc-schedule <command> --help' for the options of a command.\n";
 }
 
@@ -477,6 +628,8 @@ int main(int argc, char **argv) {
     return runSimulate(rest);
   if (name == "render")
     return runRender(rest);
+  if (name == "microbatch")
+    return runMicrobatch(rest);
   // `dpc-schedule --stages 4 ...` builds, as the short form.
   if (name.rfind("--", 0) == 0)
     return runBuild(std::vector<std::string>(argv + 1, argv + argc));

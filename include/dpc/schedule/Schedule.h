@@ -162,6 +162,11 @@ struct Schedule {
   bool verticalSync = false;
   /// numVirtualStages() entries, indexed by virtual stage.
   std::vector<StageInfo> stages;
+  /// Microbatches of different sizes (variable-length sequences, planned per
+  /// iteration by planner::planMicrobatches): per microbatch, the factor on
+  /// every stage's compute costs and the one on the bytes it sends. Empty
+  /// means 1 for each. In-process only, not written to schedule.json.
+  std::vector<double> microbatchCompute, microbatchBytes;
   std::vector<std::vector<Instruction>> programs;
 
   /// Pipeline stages: `ranks` without replicas.

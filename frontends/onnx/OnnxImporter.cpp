@@ -179,6 +179,19 @@ private:
   LogicalResult importShape(const onnx::NodeProto &node);
   LogicalResult importGather(const onnx::NodeProto &node);
   LogicalResult importTensorGather(const onnx::NodeProto &node);
+  // The input of a Reshape, Squeeze or Unsqueeze: known at import time, or
+  // an activation.
+  struct Reshaped {
+    std::optional<HostTensor> host;
+    Value value;
+    ArrayRef<int64_t> shape() const {
+      return host ? ArrayRef<int64_t>(host->shape)
+                  : cast<RankedTensorType>(value.getType()).getShape();
+    }
+  };
+  FailureOr<Reshaped> getReshaped(const onnx::NodeProto &node);
+  LogicalResult defineReshaped(const onnx::NodeProto &node, Reshaped input,
+                               ArrayRef<int64_t> shape);
   LogicalResult rebatchTarget(const onnx::NodeProto &node,
                               ArrayRef<int64_t> inShape,
                               std::vector<int64_t> &shape, int64_t inferred);
@@ -1367,6 +1380,39 @@ LogicalResult Importer::importFlatten(const onnx::NodeProto &node) {
   return define(node, builder.create<nn::ReshapeOp>(locOf(node), type, *input));
 }
 
+// Reshape, Squeeze and Unsqueeze of a tensor known at import time (shape
+// arithmetic, F.pad's pads) change its host shape; of an activation they
+// are an nn.reshape.
+FailureOr<Importer::Reshaped>
+Importer::getReshaped(const onnx::NodeProto &node) {
+  Reshaped input;
+  if (hasInput(node, 0) && isHost(node.input(0))) {
+    FailureOr<HostTensor> host = getHost(node, 0);
+    if (failed(host))
+      return failure();
+    input.host = std::move(*host);
+    return input;
+  }
+  FailureOr<Value> value = getValue(node, 0);
+  if (failed(value))
+    return failure();
+  input.value = *value;
+  return input;
+}
+
+LogicalResult Importer::defineReshaped(const onnx::NodeProto &node,
+                                       Reshaped input,
+                                       ArrayRef<int64_t> shape) {
+  if (input.host) {
+    input.host->shape.assign(shape.begin(), shape.end());
+    return defineHost(node, std::move(*input.host));
+  }
+  auto type = tensorType(
+      shape, cast<ShapedType>(input.value.getType()).getElementType());
+  return define(node,
+                builder.create<nn::ReshapeOp>(locOf(node), type, input.value));
+}
+
 // Exporters bake the batch size into Reshape targets they compute from
 // shapes (torch's multi-head attention views [T, B*heads, d]; x.view(B, T,
 // heads, d) with B read from x.shape), so after --microbatch-size a target
@@ -1418,21 +1464,10 @@ LogicalResult Importer::importReshape(const onnx::NodeProto &node) {
   FailureOr<std::vector<int64_t>> target = getHostInts(node, 1);
   if (failed(target))
     return failure();
-  // A tensor known at import time is reshaped on the host (F.pad's pads).
-  std::optional<HostTensor> host;
-  FailureOr<Value> input = Value();
-  if (isHost(node.input(0))) {
-    FailureOr<HostTensor> data = getHost(node, 0);
-    if (failed(data))
-      return failure();
-    host = std::move(*data);
-  } else {
-    input = getValue(node, 0);
-    if (failed(input))
-      return failure();
-  }
-  ArrayRef<int64_t> inShape =
-      host ? ArrayRef<int64_t>(host->shape) : shapeOf(*input);
+  FailureOr<Reshaped> input = getReshaped(node);
+  if (failed(input))
+    return failure();
+  ArrayRef<int64_t> inShape = input->shape();
   bool allowZero = getInt(node, "allowzero", 0) != 0;
   std::vector<int64_t> shape = *target;
   int64_t inferred = -1;
@@ -1464,13 +1499,7 @@ LogicalResult Importer::importReshape(const onnx::NodeProto &node) {
   if (nn::getNumElements(shape) != count)
     return nodeError(node) << "cannot reshape " << nn::formatShape(inShape)
                            << " to " << nn::formatShape(shape);
-  if (host) {
-    host->shape = shape;
-    return defineHost(node, std::move(*host));
-  }
-  auto type = tensorType(
-      shape, cast<RankedTensorType>(input->getType()).getElementType());
-  return define(node, builder.create<nn::ReshapeOp>(locOf(node), type, *input));
+  return defineReshaped(node, std::move(*input), shape);
 }
 
 LogicalResult Importer::importIdentity(const onnx::NodeProto &node) {
@@ -1630,21 +1659,10 @@ LogicalResult Importer::importTensorGather(const onnx::NodeProto &node) {
 // Unsqueeze and Squeeze fold on the host for tensors known at import time;
 // of an activation they are a reshape.
 LogicalResult Importer::importUnsqueeze(const onnx::NodeProto &node) {
-  std::optional<HostTensor> data;
-  Value activation;
-  if (isHost(node.input(0))) {
-    FailureOr<HostTensor> host = getHost(node, 0);
-    if (failed(host))
-      return failure();
-    data = std::move(*host);
-  } else {
-    FailureOr<Value> value = getValue(node, 0);
-    if (failed(value))
-      return failure();
-    activation = *value;
-  }
-  ArrayRef<int64_t> inputShape =
-      data ? ArrayRef<int64_t>(data->shape) : shapeOf(activation);
+  FailureOr<Reshaped> input = getReshaped(node);
+  if (failed(input))
+    return failure();
+  ArrayRef<int64_t> inputShape = input->shape();
   FailureOr<std::vector<int64_t>> axes = getHostInts(node, 1);
   if (failed(axes))
     return failure();
@@ -1660,34 +1678,14 @@ LogicalResult Importer::importUnsqueeze(const onnx::NodeProto &node) {
   size_t next = 0;
   for (int64_t i = 0; i < rank; ++i)
     shape.push_back(inserted[i] ? 1 : inputShape[next++]);
-  if (!data)
-    return define(
-        node,
-        builder.create<nn::ReshapeOp>(
-            locOf(node),
-            tensorType(shape,
-                       cast<ShapedType>(activation.getType()).getElementType()),
-            activation));
-  data->shape = shape;
-  return defineHost(node, std::move(*data));
+  return defineReshaped(node, std::move(*input), shape);
 }
 
 LogicalResult Importer::importSqueeze(const onnx::NodeProto &node) {
-  std::optional<HostTensor> data;
-  Value activation;
-  if (isHost(node.input(0))) {
-    FailureOr<HostTensor> host = getHost(node, 0);
-    if (failed(host))
-      return failure();
-    data = std::move(*host);
-  } else {
-    FailureOr<Value> value = getValue(node, 0);
-    if (failed(value))
-      return failure();
-    activation = *value;
-  }
-  ArrayRef<int64_t> inputShape =
-      data ? ArrayRef<int64_t>(data->shape) : shapeOf(activation);
+  FailureOr<Reshaped> input = getReshaped(node);
+  if (failed(input))
+    return failure();
+  ArrayRef<int64_t> inputShape = input->shape();
   std::vector<int64_t> axes;
   if (hasInput(node, 1)) {
     FailureOr<std::vector<int64_t>> given = getHostInts(node, 1);
@@ -1707,16 +1705,7 @@ LogicalResult Importer::importSqueeze(const onnx::NodeProto &node) {
     if (!drop)
       shape.push_back(inputShape[i]);
   }
-  if (!data)
-    return define(
-        node,
-        builder.create<nn::ReshapeOp>(
-            locOf(node),
-            tensorType(shape,
-                       cast<ShapedType>(activation.getType()).getElementType()),
-            activation));
-  data->shape = shape;
-  return defineHost(node, std::move(*data));
+  return defineReshaped(node, std::move(*input), shape);
 }
 
 LogicalResult Importer::importConcat(const onnx::NodeProto &node) {

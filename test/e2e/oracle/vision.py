@@ -29,7 +29,30 @@ INPUT_SIDE = {"alexnet": 224, "vgg11": 224, "vgg16": 224, "inception_v3": 75}
 NAMES = ["resnet18", "resnet50", "vgg16", "alexnet", "mobilenet_v2",
          "densenet121", "squeezenet1_0", "shufflenet_v2_x1_0", "googlenet",
          "inception_v3", "vgg11", "mobilenet_v3_small", "efficientnet_b0",
-         "mnasnet0_5", "regnet_y_400mf", "resnext50_32x4d", "convnext_tiny"]
+         "mnasnet0_5", "regnet_y_400mf", "resnext50_32x4d", "convnext_tiny",
+         "vit_mini", "convnext_mini"]
+
+# Small configurations of torchvision's VisionTransformer and ConvNeXt
+# classes, for tests on two cores: torchvision's own vit_b_16 and
+# convnext_tiny are too large for that. "vit_mini" is two encoder layers of
+# two heads on 32-pixel images cut into 8-pixel patches (class token, learned
+# position embedding, LayerNorm, GELU MLPs); "convnext_mini" is two stages of
+# one CNBlock each (depthwise 7x7 convolution, LayerNorm over channels,
+# GELU, layer scale) on 32-pixel images. Both names are dpc's, not
+# torchvision's.
+def _small(name):
+    from torchvision.models import VisionTransformer
+    from torchvision.models.convnext import CNBlockConfig, ConvNeXt
+    if name == "vit_mini":
+        return VisionTransformer(image_size=32, patch_size=8, num_layers=2,
+                                 num_heads=2, hidden_dim=32, mlp_dim=64,
+                                 num_classes=10)
+    return ConvNeXt([CNBlockConfig(8, 16, 1), CNBlockConfig(16, None, 1)],
+                    stochastic_depth_prob=0.0, num_classes=10)
+
+
+SMALL = ("vit_mini", "convnext_mini")
+INPUT_SIDE.update({name: 32 for name in SMALL})
 
 
 def build(name):
@@ -41,14 +64,20 @@ def build(name):
         options.update(aux_logits=False, init_weights=True)
     if name.startswith(("efficientnet", "convnext")):
         options["stochastic_depth_prob"] = 0.0
-    model = getattr(torchvision.models, name)(**options)
+    model = (_small(name) if name in SMALL else
+             getattr(torchvision.models, name)(**options))
     for module in model.modules():
         if isinstance(module, nn.Dropout):
             module.p = 0.0
     side = INPUT_SIDE.get(name, 64)
     model.input_shape = (3, side, side)
     # Opset 17 exports layer normalization as one LayerNormalization node.
-    model.opset = 17 if name.startswith("convnext") else 14
+    model.opset = 17 if name.startswith(("convnext", "vit")) else 14
+    # Exported for training as the user does, also where no batch
+    # normalization or dropout asks for it (ConvNeXt): an eval-mode export
+    # would merge its zero biases and unit LayerNorm scales into one
+    # initializer each.
+    model.export_training = True
     return model
 
 

@@ -160,18 +160,24 @@ struct AutodiffPass : public mlir::dpc::impl::AutodiffPassBase<AutodiffPass> {
     auto labelsType = RankedTensorType::get(rows, builder.getI64Type());
     Value labels = body.addArgument(
         labelsType, NameLoc::get(StringAttr::get(ctx, "labels"), loc));
-    float scale =
-        1.0f / static_cast<float>(microbatches * nn::getNumElements(rows));
+    // Ignored rows make the mean's count a property of the step's labels:
+    // the run time scales then, and the constant stays 1.
+    float scale = hasIgnoreIndex
+                      ? 1.0f
+                      : 1.0f / static_cast<float>(microbatches *
+                                                  nn::getNumElements(rows));
     auto scaleAttr = builder.getF32FloatAttr(scale);
+    IntegerAttr ignoreAttr =
+        hasIgnoreIndex ? builder.getI64IntegerAttr(ignoreIndex) : nullptr;
     tagger.follow(logits);
     Value lossValue = builder.create<nn::SoftmaxCrossEntropyOp>(
         loc, RankedTensorType::get({}, logitsType.getElementType()), logits,
-        labels, scaleAttr);
+        labels, scaleAttr, ignoreAttr);
 
     GradientMap grads(builder, tagger);
     grads.add(logits,
               builder.create<nn::SoftmaxCrossEntropyGradOp>(
-                  loc, logitsType, logits, labels, scaleAttr),
+                  loc, logitsType, logits, labels, scaleAttr, ignoreAttr),
               loc);
 
     for (Operation *op : llvm::reverse(forward)) {

@@ -126,6 +126,8 @@ struct Manifest {
       params;
   std::map<int64_t, llvm::json::Object> inputs;
   std::optional<SmallVector<int64_t>> labels;
+  // The label the loss leaves out; the runtime then counts the others.
+  std::optional<int64_t> ignoreIndex;
   std::optional<SmallVector<int64_t>> output;
   std::map<int64_t, llvm::json::Object> sends, recvs;
   llvm::StringMap<int64_t> stashKeys; // key -> id
@@ -157,6 +159,13 @@ struct Manifest {
   void noteBatch(ArrayRef<int64_t> shape) {
     if (!shape.empty() && microbatchSize == 0)
       microbatchSize = shape[0];
+  }
+
+  llvm::json::Value labelsJson() const {
+    llvm::json::Object o{{"shape", shapeJson(*labels)}};
+    if (ignoreIndex)
+      o["ignore_index"] = *ignoreIndex;
+    return llvm::json::Value(std::move(o));
   }
 
   std::string toJson() const {
@@ -191,9 +200,7 @@ struct Manifest {
         {"weights", "weights/stage" + std::to_string(stage) + ".safetensors"},
         {"microbatch_size", microbatchSize},
         {"inputs", std::move(inputArray)},
-        {"labels", labels ? llvm::json::Value(llvm::json::Object{
-                                {"shape", shapeJson(*labels)}})
-                          : llvm::json::Value(nullptr)},
+        {"labels", labels ? labelsJson() : llvm::json::Value(nullptr)},
         {"params", std::move(paramArray)},
         {"sends", std::move(sendArray)},
         {"recvs", std::move(recvArray)},
@@ -1006,6 +1013,16 @@ LogicalResult Lowering::lowerOp(Operation *op) {
         // Logits .. x C: every position but the last dimension is a row.
         ArrayRef<int64_t> logits = shapeOf(loss.getLogits());
         Value out = alloc(loss);
+        if (std::optional<int64_t> ignored = loss.getIgnoreIndex()) {
+          manifest.ignoreIndex = *ignored;
+          callVoid("dpc_softmax_cross_entropy_ignore",
+                   {ptrOf(loss.getLogits()), ptrOf(loss.getLabels()),
+                    i64(nn::getNumElements(logits.drop_back())),
+                    i64(logits.back()), i64(*ignored),
+                    call("dpc_loss_scale", f32Type, {context}), out});
+          define(loss, out);
+          return;
+        }
         callVoid("dpc_softmax_cross_entropy",
                  {ptrOf(loss.getLogits()), ptrOf(loss.getLabels()),
                   i64(nn::getNumElements(logits.drop_back())),
@@ -1016,6 +1033,16 @@ LogicalResult Lowering::lowerOp(Operation *op) {
       .Case([&](nn::SoftmaxCrossEntropyGradOp grad) {
         ArrayRef<int64_t> logits = shapeOf(grad.getLogits());
         Value out = alloc(grad);
+        if (std::optional<int64_t> ignored = grad.getIgnoreIndex()) {
+          manifest.ignoreIndex = *ignored;
+          callVoid("dpc_softmax_cross_entropy_ignore_grad",
+                   {ptrOf(grad.getLogits()), ptrOf(grad.getLabels()),
+                    i64(nn::getNumElements(logits.drop_back())),
+                    i64(logits.back()), i64(*ignored),
+                    call("dpc_loss_scale", f32Type, {context}), out});
+          define(grad, out);
+          return;
+        }
         callVoid("dpc_softmax_cross_entropy_grad",
                  {ptrOf(grad.getLogits()), ptrOf(grad.getLabels()),
                   i64(nn::getNumElements(logits.drop_back())),

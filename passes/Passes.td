@@ -29,6 +29,12 @@ def AutodiffPass : Pass<"dpc-autodiff", "::mlir::ModuleOp"> {
     `torch.nn.CrossEntropyLoss()` over the whole minibatch gives, and so do
     their gradients. PipeDream updates after every microbatch, so `dpc
     compile --schedule pipedream` passes `microbatches = 1`.
+
+    With `has-ignore-index`, rows labelled `ignore-index` are left out of the
+    loss and its gradient, as `torch.nn.CrossEntropyLoss(ignore_index=N)`
+    does, and the mean runs over the minibatch's other rows: a count of the
+    data, not of the shapes, so the loss ops carry `ignore_index` and take
+    their scale from the run time instead of a constant.
   }];
   let dependentDialects = ["::mlir::dpc::nn::NNDialect",
                            "::mlir::func::FuncDialect"];
@@ -37,6 +43,10 @@ def AutodiffPass : Pass<"dpc-autodiff", "::mlir::ModuleOp"> {
            "Loss appended to the model's output">,
     Option<"microbatches", "microbatches", "int64_t", /*default=*/"1",
            "Microbatches per minibatch (the loss is their mean)">,
+    Option<"hasIgnoreIndex", "has-ignore-index", "bool", /*default=*/"false",
+           "Whether rows labelled ignore-index are left out of the loss">,
+    Option<"ignoreIndex", "ignore-index", "int64_t", /*default=*/"-100",
+           "The label of rows the loss leaves out (with has-ignore-index)">,
     Option<"optimizer", "optimizer", "std::string", /*default=*/"\"sgd\"",
            "Optimizer whose update ends the step">,
     Option<"lr", "lr", "double", /*default=*/"0.01", "Learning rate">,

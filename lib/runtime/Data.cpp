@@ -561,6 +561,8 @@ static Dataset loadNpy(const DataSpec &spec, const ModelDataShape &model) {
   int64_t perSample = product(labelShape);
   int64_t maxLabel = -1;
   for (size_t i = 0; i < labelValues.size(); ++i) {
+    if (model.ignoreIndex && labelValues[i] == *model.ignoreIndex)
+      continue;
     if (labelValues[i] < 0 ||
         (model.numClasses > 0 && labelValues[i] >= model.numClasses))
       throw Error(spec.labelsPath + ": label " +

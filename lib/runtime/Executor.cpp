@@ -28,6 +28,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <map>
+#include <numeric>
 #include <optional>
 #include <tuple>
 #include <utility>
@@ -332,6 +333,12 @@ struct Executor::Impl : dpc_context {
   Sampler *currentSampler = nullptr;
   int64_t currentStep = 0;
   uint64_t seed = 0; // the run's, for dropout's masks
+  // A loss that ignores a label (manifest "ignore_index") is scaled by 1 /
+  // the labels it counts: per microbatch of the step while training (the
+  // step's total for synchronous schedules), the loaded microbatch's while
+  // evaluating.
+  std::vector<float> lossScales;
+  float evalLossScale = 0;
 
   // The running segment.
   Phase phase = Phase::Idle;
@@ -622,7 +629,11 @@ struct Executor::Impl : dpc_context {
       if (!l.labels)
         l.labels = Buffer(pool, bytes);
       upload(l.labels.data(), bytes, [&](void *host) {
-        currentData->gatherLabels(indices, static_cast<int64_t *>(host));
+        auto *labels = static_cast<int64_t *>(host);
+        currentData->gatherLabels(indices, labels);
+        if (evaluating && manifest.ignoreIndex)
+          evalLossScale =
+              1.0f / float(countKept(labels, product(*manifest.labelsShape)));
       });
     }
   }
@@ -983,6 +994,43 @@ struct Executor::Impl : dpc_context {
     return it->second.inputs.data();
   }
 
+  int64_t countKept(const int64_t *labels, int64_t n) const {
+    return n - std::count(labels, labels + n, *manifest.ignoreIndex);
+  }
+
+  /// When a step starts, the last stage reads every label of it (the
+  /// Sampler's indices, without the device) to count those the loss keeps:
+  /// torch's mean over the minibatch's non-ignored positions.
+  void countStepLabels(int64_t step) {
+    int mbs = sched.microbatches;
+    int64_t perMb = product(*manifest.labelsShape);
+    std::vector<int64_t> labels(static_cast<size_t>(perMb)),
+        kept(static_cast<size_t>(mbs));
+    for (int mb = 0; mb < mbs; ++mb) {
+      currentData->gatherLabels(currentSampler->microbatchIndices(step, mb),
+                                labels.data());
+      kept[size_t(mb)] = countKept(labels.data(), perMb);
+    }
+    int64_t total = std::accumulate(kept.begin(), kept.end(), int64_t(0));
+    // Pipedream's updates each train on one microbatch, its own mean. A
+    // step without a kept label gets inf: torch's loss is then NaN too.
+    bool synchronous = schedule::isSynchronous(sched.kind);
+    lossScales.assign(size_t(mbs), 0.0f);
+    for (int mb = 0; mb < mbs; ++mb)
+      lossScales[size_t(mb)] =
+          1.0f / float(synchronous ? total : kept[size_t(mb)]);
+  }
+
+  float lossScale() {
+    requireSegment("dpc_loss_scale");
+    if (!manifest.ignoreIndex)
+      fatal("dpc_loss_scale",
+            "the manifest's labels declare no ignore_index for this stage");
+    if (evaluating)
+      return evalLossScale;
+    return lossScales.at(size_t(currentMb));
+  }
+
   const int64_t *labels() {
     requireSegment("dpc_labels");
     if (!manifest.labelsShape)
@@ -1216,6 +1264,16 @@ struct Executor::Impl : dpc_context {
       return;
     const auto *y = static_cast<const int64_t *>(
         download(labels(), size_t(rows) * sizeof(int64_t), labelStaging));
+    if (manifest.ignoreIndex) {
+      // Ignored positions are no predictions to score.
+      for (int64_t r = 0; r < rows; ++r) {
+        if (y[r] == *manifest.ignoreIndex)
+          continue;
+        eval.correct += countArgmaxHits(values + r * cols, 1, cols, y + r);
+        ++eval.samples;
+      }
+      return;
+    }
     eval.correct += countArgmaxHits(values, rows, cols, y);
     eval.samples += rows;
   }
@@ -1458,6 +1516,8 @@ double Executor::runStep(int64_t step) {
   s.currentData = s.trainData;
   s.currentSampler = s.trainSampler.get();
   s.currentStep = step;
+  if (s.manifest.ignoreIndex && s.manifest.labelsShape)
+    s.countStepLabels(step);
   s.losses.assign(size_t(s.sched.microbatches), std::nullopt);
   s.liveVersion = 0;
   const std::vector<Instruction> &program = s.sched.programs[s.rank];
@@ -1682,6 +1742,7 @@ const void *dpc_input(dpc_context *ctx, int64_t index) {
   return state(ctx).input(index);
 }
 const int64_t *dpc_labels(dpc_context *ctx) { return state(ctx).labels(); }
+float dpc_loss_scale(dpc_context *ctx) { return state(ctx).lossScale(); }
 void *dpc_alloc(dpc_context *ctx, int64_t bytes) {
   return state(ctx).alloc(bytes);
 }

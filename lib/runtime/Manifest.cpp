@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <limits>
 #include <set>
 
 namespace dpc::runtime {
@@ -291,6 +292,9 @@ RankManifest parseManifest(const std::string &text, const std::string &name) {
     if (m.labelsShape->empty())
       r.fail("labels.shape", "expected [microbatch_size, positions...]");
     batchFirst(*m.labelsShape, "labels.shape");
+    if (root.at("labels").contains("ignore_index"))
+      m.ignoreIndex = r.integer(root.at("labels"), "labels.", "ignore_index",
+                                std::numeric_limits<int64_t>::min());
   }
   if (auto it = root.find("inference"); it != root.end()) {
     if (!it->is_boolean())

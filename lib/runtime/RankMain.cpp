@@ -226,7 +226,12 @@ ModelDataShape shareModelShape(Communicator &comm, const RankManifest &m) {
   // The last stage's classes and the shape of a sample's labels: a class
   // per row of the output, whose last dimension is the class dimension
   // when the labels have positions.
-  std::vector<int64_t> labels(kMaxRank + 2, 0);
+  // The last two: whether the loss ignores a label, and which.
+  std::vector<int64_t> labels(kMaxRank + 4, 0);
+  if (m.isLastStage() && m.ignoreIndex) {
+    labels[kMaxRank + 2] = 1;
+    labels[kMaxRank + 3] = *m.ignoreIndex;
+  }
   if (m.isLastStage() && m.outputShape) {
     const std::vector<int64_t> &out = *m.outputShape;
     size_t labelRank = m.labelsShape ? m.labelsShape->size() : 1;
@@ -241,6 +246,8 @@ ModelDataShape shareModelShape(Communicator &comm, const RankManifest &m) {
   model.integerInputs = shape[kMaxRank + 1] != 0;
   model.numClasses = labels[0];
   model.labelShape.assign(labels.begin() + 2, labels.begin() + 2 + labels[1]);
+  if (labels[kMaxRank + 2])
+    model.ignoreIndex = labels[kMaxRank + 3];
   return model;
 }
 

@@ -9,6 +9,7 @@
 #define DPC_TOOLS_DPC_COMPILE_H
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -28,6 +29,9 @@ struct CompileOptions {
   bool verticalSync = false;
   std::string target = "cpu";
   std::string loss = "softmax-cross-entropy";
+  /// Rows with this label are left out of softmax-cross-entropy and of the
+  /// mean (torch's ignore_index), which the runtime then scales per step.
+  std::optional<int64_t> ignoreIndex;
   std::string optimizer = "sgd";
   double lr = 0.01;
   double momentum = 0.0;

@@ -159,10 +159,12 @@ std::string checkOptions(const CompileOptions &o, const cli::ArgParser &p) {
     for (const char *adam : {"betas", "eps"})
       if (p.given(adam))
         return std::string("--") + adam + " applies to --optimizer adam";
+  if (o.ignoreIndex && o.loss != "softmax-cross-entropy")
+    return "--ignore-index applies to --loss softmax-cross-entropy";
   if (o.inference) {
     for (const char *training :
          {"devices", "replicas", "schedule", "virtual-stages", "vertical-sync",
-          "loss", "optimizer", "lr", "momentum", "betas", "eps",
+          "loss", "ignore-index", "optimizer", "lr", "momentum", "betas", "eps",
           "weight-decay"})
       if (p.given(training))
         return std::string("--inference builds a forward pass only; --") +
@@ -420,6 +422,8 @@ int compileModel(const CompileOptions &options) {
   partition.optimizer = options.optimizer;
   mlir::dpc::AutodiffPassOptions autodiff;
   autodiff.loss = options.loss;
+  autodiff.hasIgnoreIndex = options.ignoreIndex.has_value();
+  autodiff.ignoreIndex = options.ignoreIndex.value_or(-100);
   // PipeDream updates after every microbatch, so each microbatch's loss is
   // its own mean; the synchronous kinds sum M microbatches into one update.
   autodiff.microbatches =
@@ -594,6 +598,10 @@ int runCompileCommand(const Args &args) {
               "backend (default cpu)");
   p.addOption("loss", oneOf(&o.loss, {"softmax-cross-entropy", "mse", "none"}),
               "KIND", "loss appended to the model's output");
+  int64_t ignoreIndex = -100;
+  p.addOption("ignore-index", &ignoreIndex, "N",
+              "softmax-cross-entropy leaves out positions labelled N, "
+              "averaging over the minibatch's others (torch's ignore_index)");
   p.addOption("optimizer", oneOf(&o.optimizer, {"sgd", "adam"}), "sgd|adam",
               "optimizer (default sgd)");
   p.addOption("lr", &o.lr, "X", "learning rate (default 0.01)");
@@ -631,6 +639,8 @@ int runCompileCommand(const Args &args) {
     o.virtualStages = 2;
   if (p.given("replicas") && !p.given("stages"))
     o.stages = int64_t(o.replicas.size());
+  if (p.given("ignore-index"))
+    o.ignoreIndex = ignoreIndex;
   if (std::string problem = checkOptions(o, p); !problem.empty()) {
     std::cerr << "dpc compile: " << problem << "\n";
     return cli::kUsageError;

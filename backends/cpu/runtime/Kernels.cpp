@@ -1451,16 +1451,19 @@ void dpc_lstm_grad(const float *dstates, const float *states, const float *r,
 
 extern "C" {
 
-void dpc_softmax_cross_entropy(const float *logits, const int64_t *labels,
-                               int64_t n, int64_t c, float scale, float *loss) {
+// `ignored` points at the label whose rows are left out, or is null.
+static void crossEntropy(const char *name, const float *logits,
+                         const int64_t *labels, int64_t n, int64_t c,
+                         const int64_t *ignored, float scale, float *loss) {
   double total = 0;
   for (int64_t i = 0; i < n; ++i) {
     const float *row = logits + i * c;
+    if (ignored && labels[i] == *ignored)
+      continue;
     if (labels[i] < 0 || labels[i] >= c)
-      fail("dpc_softmax_cross_entropy", "label " + std::to_string(labels[i]) +
-                                            " of row " + std::to_string(i) +
-                                            " is outside [0, " +
-                                            std::to_string(c) + ")");
+      fail(name, "label " + std::to_string(labels[i]) + " of row " +
+                     std::to_string(i) + " is outside [0, " +
+                     std::to_string(c) + ")");
     // Subtracting the maximum keeps exp() finite.
     float m = *std::max_element(row, row + c);
     double sum = 0;
@@ -1471,17 +1474,21 @@ void dpc_softmax_cross_entropy(const float *logits, const int64_t *labels,
   *loss = float(double(scale) * total);
 }
 
-void dpc_softmax_cross_entropy_grad(const float *logits, const int64_t *labels,
-                                    int64_t n, int64_t c, float scale,
-                                    float *dlogits) {
+static void crossEntropyGrad(const char *name, const float *logits,
+                             const int64_t *labels, int64_t n, int64_t c,
+                             const int64_t *ignored, float scale,
+                             float *dlogits) {
   for (int64_t i = 0; i < n; ++i) {
     const float *row = logits + i * c;
     float *out = dlogits + i * c;
+    if (ignored && labels[i] == *ignored) {
+      std::fill(out, out + c, 0.0f);
+      continue;
+    }
     if (labels[i] < 0 || labels[i] >= c)
-      fail("dpc_softmax_cross_entropy_grad",
-           "label " + std::to_string(labels[i]) + " of row " +
-               std::to_string(i) + " is outside [0, " + std::to_string(c) +
-               ")");
+      fail(name, "label " + std::to_string(labels[i]) + " of row " +
+                     std::to_string(i) + " is outside [0, " +
+                     std::to_string(c) + ")");
     float m = *std::max_element(row, row + c);
     double sum = 0;
     for (int64_t j = 0; j < c; ++j)
@@ -1491,6 +1498,35 @@ void dpc_softmax_cross_entropy_grad(const float *logits, const int64_t *labels,
       out[j] = float(double(scale) * (p - (j == labels[i] ? 1.0 : 0.0)));
     }
   }
+}
+
+void dpc_softmax_cross_entropy(const float *logits, const int64_t *labels,
+                               int64_t n, int64_t c, float scale, float *loss) {
+  crossEntropy("dpc_softmax_cross_entropy", logits, labels, n, c, nullptr,
+               scale, loss);
+}
+
+void dpc_softmax_cross_entropy_grad(const float *logits, const int64_t *labels,
+                                    int64_t n, int64_t c, float scale,
+                                    float *dlogits) {
+  crossEntropyGrad("dpc_softmax_cross_entropy_grad", logits, labels, n, c,
+                   nullptr, scale, dlogits);
+}
+
+void dpc_softmax_cross_entropy_ignore(const float *logits,
+                                      const int64_t *labels, int64_t n,
+                                      int64_t c, int64_t ignore_index,
+                                      float scale, float *loss) {
+  crossEntropy("dpc_softmax_cross_entropy_ignore", logits, labels, n, c,
+               &ignore_index, scale, loss);
+}
+
+void dpc_softmax_cross_entropy_ignore_grad(const float *logits,
+                                           const int64_t *labels, int64_t n,
+                                           int64_t c, int64_t ignore_index,
+                                           float scale, float *dlogits) {
+  crossEntropyGrad("dpc_softmax_cross_entropy_ignore_grad", logits, labels, n,
+                   c, &ignore_index, scale, dlogits);
 }
 
 void dpc_copy(const void *src, void *dst, int64_t bytes) {

@@ -725,8 +725,11 @@ __global__ void gatherGradColumns(const float *dy, const int64_t *indices,
     }
 }
 
+// `ignoring`: rows labelled `ignoreIndex` add 0 to the loss and get a 0
+// gradient (torch's ignore_index).
 __global__ void crossEntropyRows(const float *logits, const int64_t *labels,
-                                 int64_t n, int64_t c, float *rowLoss) {
+                                 int64_t n, int64_t c, bool ignoring,
+                                 int64_t ignoreIndex, float *rowLoss) {
   int lane = threadIdx.x & 31;
   int64_t warps = int64_t(gridDim.x) * (blockDim.x >> 5);
   for (int64_t r = int64_t(blockIdx.x) * (blockDim.x >> 5) + (threadIdx.x >> 5);
@@ -734,6 +737,11 @@ __global__ void crossEntropyRows(const float *logits, const int64_t *labels,
     const float *row = logits + r * c;
     RowStats stats = rowStats(row, c, lane);
     int64_t label = labels[r];
+    if (ignoring && label == ignoreIndex) {
+      if (lane == 0)
+        rowLoss[r] = 0.0f;
+      continue;
+    }
     if (lane == 0)
       // An out-of-range label poisons the loss instead of reading past the
       // row; the executor reports a NaN loss.
@@ -754,7 +762,8 @@ __global__ void sumScaled(const float *values, int64_t n, float scale,
 }
 
 __global__ void crossEntropyGrad(const float *logits, const int64_t *labels,
-                                 int64_t n, int64_t c, float scale,
+                                 int64_t n, int64_t c, bool ignoring,
+                                 int64_t ignoreIndex, float scale,
                                  float *dlogits) {
   int lane = threadIdx.x & 31;
   int64_t warps = int64_t(gridDim.x) * (blockDim.x >> 5);
@@ -762,8 +771,13 @@ __global__ void crossEntropyGrad(const float *logits, const int64_t *labels,
        r < n; r += warps) {
     const float *row = logits + r * c;
     float *out = dlogits + r * c;
-    RowStats stats = rowStats(row, c, lane);
     int64_t label = labels[r];
+    if (ignoring && label == ignoreIndex) {
+      for (int64_t j = lane; j < c; j += 32)
+        out[j] = 0.0f;
+      continue;
+    }
+    RowStats stats = rowStats(row, c, lane);
     bool valid = label >= 0 && label < c;
     float inverse = 1.0f / stats.sum;
     for (int64_t j = lane; j < c; j += 32) {
@@ -1605,31 +1619,61 @@ void dpc_lstm_grad(const float *dstates, const float *states, const float *r,
   }
 }
 
-void dpc_softmax_cross_entropy(const float *logits, const int64_t *labels,
-                               int64_t n, int64_t c, float scale, float *loss) {
+static void crossEntropy(const char *name, const float *logits,
+                         const int64_t *labels, int64_t n, int64_t c,
+                         bool ignoring, int64_t ignoreIndex, float scale,
+                         float *loss) {
   if (n <= 0 || c <= 0) {
-    check(cudaMemsetAsync(loss, 0, sizeof(float), stream()),
-          "dpc_softmax_cross_entropy: clearing an empty loss");
+    check(cudaMemsetAsync(loss, 0, sizeof(float), stream()), name);
     return;
   }
   // Per-row losses, then one block sums them in a fixed order.
   float *rowLoss =
       static_cast<float *>(scratch(Scratch::Reduce, size_t(n) * sizeof(float)));
-  crossEntropyRows<<<rowBlocks(n), kThreads, 0, stream()>>>(logits, labels, n,
-                                                            c, rowLoss);
+  crossEntropyRows<<<rowBlocks(n), kThreads, 0, stream()>>>(
+      logits, labels, n, c, ignoring, ignoreIndex, rowLoss);
   checkLaunch("softmax_cross_entropy rows");
   sumScaled<<<1, 1024, 0, stream()>>>(rowLoss, n, scale, loss);
   checkLaunch("softmax_cross_entropy sum");
 }
 
+static void crossEntropyGradient(const float *logits, const int64_t *labels,
+                                 int64_t n, int64_t c, bool ignoring,
+                                 int64_t ignoreIndex, float scale,
+                                 float *dlogits) {
+  if (n <= 0 || c <= 0)
+    return;
+  crossEntropyGrad<<<rowBlocks(n), kThreads, 0, stream()>>>(
+      logits, labels, n, c, ignoring, ignoreIndex, scale, dlogits);
+  checkLaunch("softmax_cross_entropy_grad");
+}
+
+void dpc_softmax_cross_entropy(const float *logits, const int64_t *labels,
+                               int64_t n, int64_t c, float scale, float *loss) {
+  crossEntropy("dpc_softmax_cross_entropy", logits, labels, n, c, false, 0,
+               scale, loss);
+}
+
 void dpc_softmax_cross_entropy_grad(const float *logits, const int64_t *labels,
                                     int64_t n, int64_t c, float scale,
                                     float *dlogits) {
-  if (n <= 0 || c <= 0)
-    return;
-  crossEntropyGrad<<<rowBlocks(n), kThreads, 0, stream()>>>(logits, labels, n,
-                                                            c, scale, dlogits);
-  checkLaunch("softmax_cross_entropy_grad");
+  crossEntropyGradient(logits, labels, n, c, false, 0, scale, dlogits);
+}
+
+void dpc_softmax_cross_entropy_ignore(const float *logits,
+                                      const int64_t *labels, int64_t n,
+                                      int64_t c, int64_t ignore_index,
+                                      float scale, float *loss) {
+  crossEntropy("dpc_softmax_cross_entropy_ignore", logits, labels, n, c, true,
+               ignore_index, scale, loss);
+}
+
+void dpc_softmax_cross_entropy_ignore_grad(const float *logits,
+                                           const int64_t *labels, int64_t n,
+                                           int64_t c, int64_t ignore_index,
+                                           float scale, float *dlogits) {
+  crossEntropyGradient(logits, labels, n, c, true, ignore_index, scale,
+                       dlogits);
 }
 
 void dpc_cuda_accumulate(float *acc, const float *g, int64_t n) {

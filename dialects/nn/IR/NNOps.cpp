@@ -11,6 +11,8 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
 
+#include <cmath>
+
 using namespace mlir;
 using namespace mlir::dpc::nn;
 
@@ -653,6 +655,13 @@ template <typename LossOp> static LogicalResult verifyLossOperands(LossOp op) {
     return op.emitOpError("expects a label per row of the logits (shape ")
            << formatShape(logits.drop_back()) << "), got labels of shape "
            << formatShape(labels);
+  float scale = op.getScale().convertToFloat();
+  if (!(scale > 0.0f) || !std::isfinite(scale))
+    return op.emitOpError("expects a positive finite scale, got ") << scale;
+  if (op.getIgnoreIndex() && scale != 1.0f)
+    return op.emitOpError("expects scale = 1 with ignore_index (the run time "
+                          "scales by the step's counted labels), got ")
+           << scale;
   return success();
 }
 

@@ -1253,13 +1253,23 @@ def NN_SoftmaxCrossEntropyOp : NN_Op<"softmax_cross_entropy", [Pure]> {
     splits a minibatch into microbatches and uses 1/(microbatches x rows)
     so that their sum is the minibatch mean.
 
+    With `ignore_index` (torch's `CrossEntropyLoss(ignore_index=N)`), rows
+    whose label is N add nothing, and the mean runs over the other rows of
+    the whole minibatch, a count known only when the step's labels are
+    read: the scale is then the run time's (`dpc_loss_scale`, 1 / the
+    step's counted labels) and the `scale` attribute must stay 1.
+
     ```mlir
     %loss = nn.softmax_cross_entropy %logits, %labels {scale = 0.015625 : f32}
         : (tensor<16x10xf32>, tensor<16xi64>) -> tensor<f32>
+    %tokens = nn.softmax_cross_entropy %logits2, %labels2
+        {ignore_index = -100 : i64}
+        : (tensor<4x8x65xf32>, tensor<4x8xi64>) -> tensor<f32>
     ```
   }];
   let arguments = (ins NN_FloatTensor:$logits, NN_IndexTensor:$labels,
-                       DefaultValuedAttr<F32Attr, "1.0f">:$scale);
+                       DefaultValuedAttr<F32Attr, "1.0f">:$scale,
+                       OptionalAttr<I64Attr>:$ignore_index);
   let results = (outs NN_FloatTensor:$loss);
   let assemblyFormat = [{
     $logits `,` $labels attr-dict `:` functional-type(operands, results)
@@ -1272,10 +1282,12 @@ def NN_SoftmaxCrossEntropyGradOp
   let summary = "gradient of softmax_cross_entropy with respect to the logits";
   let description = [{
     Yields `scale * (softmax(logits) - onehot(labels))`, the gradient of the
-    loss of `nn.softmax_cross_entropy` with the same `scale`.
+    loss of `nn.softmax_cross_entropy` with the same `scale` and
+    `ignore_index` (an ignored row's gradient is 0).
   }];
   let arguments = (ins NN_FloatTensor:$logits, NN_IndexTensor:$labels,
-                       DefaultValuedAttr<F32Attr, "1.0f">:$scale);
+                       DefaultValuedAttr<F32Attr, "1.0f">:$scale,
+                       OptionalAttr<I64Attr>:$ignore_index);
   let results = (outs NN_FloatTensor:$logits_grad);
   let assemblyFormat = [{
     $logits `,` $labels attr-dict `:` functional-type(operands, results)

@@ -67,6 +67,11 @@ int64_t dpc_chunk(dpc_context *ctx);
 const void *dpc_input(dpc_context *ctx, int64_t index);
 /* The current microbatch's labels (manifest "labels"). */
 const int64_t *dpc_labels(dpc_context *ctx);
+/* The scale of a loss that leaves out labels (manifest "labels"
+ * "ignore_index"): 1 / the labels that are not ignored in the step's
+ * minibatch (in the microbatch for pipedream and evaluation), so that the
+ * microbatch losses sum to torch's mean. inf when the step has none. */
+float dpc_loss_scale(dpc_context *ctx);
 
 /* Scratch memory for the running segment, 64-byte aligned, valid until the
  * segment returns. */
@@ -386,6 +391,16 @@ void dpc_softmax_cross_entropy(const float *logits, const int64_t *labels,
 void dpc_softmax_cross_entropy_grad(const float *logits, const int64_t *labels,
                                     int64_t n, int64_t c, float scale,
                                     float *dlogits);
+/* The same leaving out the rows labelled `ignore_index`: they add nothing
+ * to the loss and their gradient is 0. */
+void dpc_softmax_cross_entropy_ignore(const float *logits,
+                                      const int64_t *labels, int64_t n,
+                                      int64_t c, int64_t ignore_index,
+                                      float scale, float *loss);
+void dpc_softmax_cross_entropy_ignore_grad(const float *logits,
+                                           const int64_t *labels, int64_t n,
+                                           int64_t c, int64_t ignore_index,
+                                           float scale, float *dlogits);
 
 /* Copies `bytes` bytes (a reshape that cannot alias). */
 void dpc_copy(const void *src, void *dst, int64_t bytes);

@@ -38,6 +38,7 @@
 #define DPC_RUNTIME_DATA_H
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -179,6 +180,9 @@ struct ModelDataShape {
   int64_t numClasses = 0;
   bool integerInputs = false;
   std::vector<int64_t> labelShape;
+  /// A label the loss leaves out (torch's ignore_index), accepted in the
+  /// data though outside [0, numClasses).
+  std::optional<int64_t> ignoreIndex;
 };
 
 /// Loads the split of the dataset `spec` names. Npy specs name their files

@@ -95,6 +95,9 @@ struct RankManifest {
   int64_t microbatchSize = 1;
   std::vector<ManifestTensor> inputs;
   std::optional<std::vector<int64_t>> labelsShape;
+  /// "labels": {"ignore_index": N}: the loss leaves out labels N and takes
+  /// its scale from the step's count of the others (dpc_loss_scale).
+  std::optional<int64_t> ignoreIndex;
   std::vector<ManifestParam> params;
   std::vector<ManifestTransfer> sends;
   std::vector<ManifestTransfer> recvs;

@@ -1016,6 +1016,44 @@ TEST_F(Cuda, SoftmaxCrossEntropyAndGrad) {
   }
 }
 
+// torch's ignore_index: ignored rows add 0 to the loss, their gradient is
+// 0, inside or outside the classes.
+TEST_F(Cuda, SoftmaxCrossEntropyIgnoresRows) {
+  int64_t n = 40, c = 37;
+  auto logits = randomFloats(size_t(n * c), 19, -6.0f, 6.0f);
+  for (int64_t ignore : {int64_t(-100), int64_t(5)}) {
+    SCOPED_TRACE("ignore_index " + std::to_string(ignore));
+    std::vector<int64_t> labels(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i)
+      labels[size_t(i)] = i % 4 == 2 ? ignore : (i * 7 + 3) % c;
+    float scale = 1.0f / 29;
+    double loss = 0;
+    std::vector<double> grad(logits.size(), 0.0);
+    for (int64_t i = 0; i < n; ++i) {
+      int64_t label = labels[size_t(i)];
+      if (label == ignore)
+        continue;
+      const float *row = &logits[size_t(i * c)];
+      double m = *std::max_element(row, row + c), sum = 0;
+      for (int64_t j = 0; j < c; ++j)
+        sum += std::exp(double(row[j]) - m);
+      loss += std::log(sum) + m - row[label];
+      for (int64_t j = 0; j < c; ++j)
+        grad[size_t(i * c + j)] =
+            scale * (std::exp(double(row[j]) - m) / sum - (j == label));
+    }
+    Device<float> dl(logits), dloss(1),
+        dgrad(std::vector<float>(logits.size(), 123.0f));
+    Device<int64_t> dlabels(labels);
+    dpc_softmax_cross_entropy_ignore(dl.get(), dlabels.get(), n, c, ignore,
+                                     scale, dloss.get());
+    dpc_softmax_cross_entropy_ignore_grad(dl.get(), dlabels.get(), n, c,
+                                          ignore, scale, dgrad.get());
+    expectNear(dloss.host(), {scale * loss});
+    expectNear(dgrad.host(), grad);
+  }
+}
+
 TEST_F(Cuda, GatherAndScatteredGradientMatchLoops) {
   int64_t rows = 7, width = 3;
   std::vector<float> table = randomFloats(size_t(rows * width), 31);

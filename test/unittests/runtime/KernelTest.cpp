@@ -1263,6 +1263,54 @@ TEST(SoftmaxCrossEntropy, LossAndGradientMatchReference) {
   expectClose(grad, rgrad);
 }
 
+// torch's ignore_index: the ignored rows add nothing and get a zero
+// gradient, whether the index is outside the classes (-100) or one of them.
+TEST(SoftmaxCrossEntropy, IgnoredRowsAddNothing) {
+  int64_t n = 12, c = 6;
+  Vec logits = randomVec(size_t(n * c), 22, -4, 4);
+  for (int64_t ignore : {int64_t(-100), int64_t(3)}) {
+    SCOPED_TRACE("ignore_index " + std::to_string(ignore));
+    std::vector<int64_t> labels(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i)
+      labels[size_t(i)] = i % 3 == 1 ? ignore : (i * 5) % c;
+    float scale = 0.125f, loss = 0;
+    dpc_softmax_cross_entropy_ignore(logits.data(), labels.data(), n, c,
+                                     ignore, scale, &loss);
+    Vec grad(size_t(n * c), 123.0f);
+    dpc_softmax_cross_entropy_ignore_grad(logits.data(), labels.data(), n, c,
+                                          ignore, scale, grad.data());
+    double total = 0;
+    std::vector<double> rgrad(grad.size(), 0.0);
+    for (int64_t i = 0; i < n; ++i) {
+      int64_t label = labels[size_t(i)];
+      if (label == ignore)
+        continue;
+      const float *row = logits.data() + i * c;
+      double m = *std::max_element(row, row + c), s = 0;
+      for (int64_t j = 0; j < c; ++j)
+        s += std::exp(row[j] - m);
+      total += m + std::log(s) - row[label];
+      for (int64_t j = 0; j < c; ++j)
+        rgrad[size_t(i * c + j)] =
+            scale * (std::exp(row[j] - m) / s - (j == label));
+    }
+    expectClose({loss}, {scale * total});
+    expectClose(grad, rgrad);
+  }
+}
+
+TEST(SoftmaxCrossEntropy, RefusesALabelOutsideTheClassesThatIsNotIgnored) {
+  Vec logits(8, 0.0f), grad(8);
+  std::vector<int64_t> labels = {1, -100, -1, 0};
+  float loss = 0;
+  EXPECT_DEATH(dpc_softmax_cross_entropy_ignore(logits.data(), labels.data(),
+                                                4, 2, -100, 1.0f, &loss),
+               "label -1 of row 2 is outside \\[0, 2\\)");
+  EXPECT_DEATH(dpc_softmax_cross_entropy_ignore_grad(
+                   logits.data(), labels.data(), 4, 2, -100, 1.0f, grad.data()),
+               "label -1 of row 2 is outside");
+}
+
 //===----------------------------------------------------------------------===//
 // Gather (embedding)
 //===----------------------------------------------------------------------===//

@@ -1047,8 +1047,8 @@ TEST_F(Cuda, SoftmaxCrossEntropyIgnoresRows) {
     Device<int64_t> dlabels(labels);
     dpc_softmax_cross_entropy_ignore(dl.get(), dlabels.get(), n, c, ignore,
                                      scale, dloss.get());
-    dpc_softmax_cross_entropy_ignore_grad(dl.get(), dlabels.get(), n, c,
-                                          ignore, scale, dgrad.get());
+    dpc_softmax_cross_entropy_ignore_grad(dl.get(), dlabels.get(), n, c, ignore,
+                                          scale, dgrad.get());
     expectNear(dloss.host(), {scale * loss});
     expectNear(dgrad.host(), grad);
   }

@@ -1274,8 +1274,8 @@ TEST(SoftmaxCrossEntropy, IgnoredRowsAddNothing) {
     for (int64_t i = 0; i < n; ++i)
       labels[size_t(i)] = i % 3 == 1 ? ignore : (i * 5) % c;
     float scale = 0.125f, loss = 0;
-    dpc_softmax_cross_entropy_ignore(logits.data(), labels.data(), n, c,
-                                     ignore, scale, &loss);
+    dpc_softmax_cross_entropy_ignore(logits.data(), labels.data(), n, c, ignore,
+                                     scale, &loss);
     Vec grad(size_t(n * c), 123.0f);
     dpc_softmax_cross_entropy_ignore_grad(logits.data(), labels.data(), n, c,
                                           ignore, scale, grad.data());
@@ -1303,8 +1303,8 @@ TEST(SoftmaxCrossEntropy, RefusesALabelOutsideTheClassesThatIsNotIgnored) {
   Vec logits(8, 0.0f), grad(8);
   std::vector<int64_t> labels = {1, -100, -1, 0};
   float loss = 0;
-  EXPECT_DEATH(dpc_softmax_cross_entropy_ignore(logits.data(), labels.data(),
-                                                4, 2, -100, 1.0f, &loss),
+  EXPECT_DEATH(dpc_softmax_cross_entropy_ignore(logits.data(), labels.data(), 4,
+                                                2, -100, 1.0f, &loss),
                "label -1 of row 2 is outside \\[0, 2\\)");
   EXPECT_DEATH(dpc_softmax_cross_entropy_ignore_grad(
                    logits.data(), labels.data(), 4, 2, -100, 1.0f, grad.data()),

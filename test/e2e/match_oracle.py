@@ -98,6 +98,8 @@ def main():
                     "--target", args.target,
                     "--microbatches", str(settings["microbatches"]),
                     *(["--bandwidth", args.bandwidth] if args.bandwidth else []),
+                    *(["--ignore-index", str(settings["ignore_index"])]
+                      if "ignore_index" in settings else []),
                     *optimizer_options(optimizer)])
                 if code != 0:
                     print(f"{name}: compile failed\n{log}")

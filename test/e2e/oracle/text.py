@@ -45,13 +45,19 @@ def pad(inputs, pad_id):
 
 
 def training_data(length, count, directory, stem, path=DEFAULT_TEXT,
-                  pad_id=None):
+                  pad_id=None, ignore_index=None):
     """The token windows as tensors and dpc's --data spec for the same bytes
     (DIRECTORY/STEM.train_inputs.npy and .train_labels.npy); with `pad_id`,
-    padded as pad() says."""
+    padded as pad() says; with `ignore_index` too, the labels of padded
+    positions and of the positions before them (whose next token is a pad)
+    are `ignore_index`, as a loss that skips padding wants them."""
     inputs, labels = windows(path, length, count)
     if pad_id is not None:
         inputs = pad(inputs, pad_id)
+        if ignore_index is not None:
+            padded = inputs == pad_id
+            labels[padded] = ignore_index
+            labels[:, :-1][padded[:, 1:]] = ignore_index
     files = [os.path.abspath(os.path.join(directory, f"{stem}.{part}.npy"))
              for part in ("train_inputs", "train_labels")]
     np.save(files[0], inputs)

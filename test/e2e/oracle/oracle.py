@@ -367,6 +367,15 @@ class MaskedGPT(nn.Module):
         return self.ln_f(h) @ self.tok.weight.t()
 
 
+class IgnoreGPT(MaskedGPT):
+    """MaskedGPT trained with nn.CrossEntropyLoss(ignore_index=-100): the
+    labels of padded positions, and of the position before the first pad,
+    are -100, so each minibatch's mean runs over a count of positions that
+    the data decides (dpc compile --ignore-index -100)."""
+
+    ignore_index = -100
+
+
 class LstmLM(nn.Module):
     """A character-level LSTM language model (text.py's tokens): an
     embedding, a two-layer nn.LSTM (batch_first, zero initial states) and a
@@ -391,6 +400,38 @@ class LstmLM(nn.Module):
     def forward(self, ids):
         h, _ = self.lstm(self.embed(ids))
         return self.out(h)
+
+
+class LstmSeq2Seq(nn.Module):
+    """A small LSTM encoder-decoder with attention, GNMT-like, on text.py's
+    tokens: one embedding shared by both sides, a one-layer nn.LSTM encoder
+    over the window, a one-layer nn.LSTM decoder over the same window
+    starting from the encoder's final h and c, dot-product attention of
+    each decoder state over all encoder states (batched MatMul, Softmax),
+    and a linear layer from the decoder state concatenated with its context
+    to the vocabulary, logits [B, T, vocab]. The encoder reads the whole
+    window, so the next token is in sight; the task is only there to train
+    the numerics."""
+
+    opset = 14
+    fold_constants = False
+    export_training = True
+    tokens = True
+
+    def __init__(self, vocab=text.VOCAB, length=10, width=16, hidden=16):
+        super().__init__()
+        self.input_shape = (length,)
+        self.embed = nn.Embedding(vocab, width)
+        self.encoder = nn.LSTM(width, hidden, batch_first=True)
+        self.decoder = nn.LSTM(width, hidden, batch_first=True)
+        self.out = nn.Linear(2 * hidden, vocab)
+
+    def forward(self, ids):
+        x = self.embed(ids)
+        memory, state = self.encoder(x)
+        h, _ = self.decoder(x, state)
+        weights = torch.softmax(h @ memory.transpose(1, 2), dim=-1)
+        return self.out(torch.cat([h, weights @ memory], dim=-1))
 
 
 class Attention(nn.Module):
@@ -506,7 +547,8 @@ def resnet18():
 # enough for the tests), "resnet18" (the benchmark's), "smooth-mlp",
 # "arithmetic-mlp", "gelu-mlp", "table-mlp", "branch-net", "dropout-mlp",
 # "tied-mlp", "attention" and "layernorm-attention" (the same at opset 17,
-# LayerNormalization nodes), "lstm-lm" (text.py's tokens); and "tv-NAME" for torchvision's classifiers (vision.py).
+# LayerNormalization nodes), "lstm-lm" and "lstm-seq2seq" (text.py's
+# tokens); and "tv-NAME" for torchvision's classifiers (vision.py).
 MODELS = {"lenet5": LeNet5, "mlp": MLP}
 EXTRA_MODELS = {"resnet": ResNet, "resnet18": resnet18,
                 "smooth-mlp": SmoothMLP, "arithmetic-mlp": ArithmeticMLP,
@@ -518,7 +560,9 @@ EXTRA_MODELS = {"resnet": ResNet, "resnet18": resnet18,
                 "encoder-post-relu": lambda: Encoder(False, "relu"),
                 "encoder-post-gelu": lambda: Encoder(False, "gelu"),
                 "encoder-pre-relu": lambda: Encoder(True, "relu"),
-                "encoder-pre-gelu": lambda: Encoder(True, "gelu"), "lstm-lm": LstmLM}
+                "encoder-pre-gelu": lambda: Encoder(True, "gelu"), "lstm-lm": LstmLM,
+                "ignore-gpt": IgnoreGPT,
+                "lstm-seq2seq": LstmSeq2Seq}
 
 
 EXTRA_MODELS.update({f"tv-{name}": (lambda name=name: vision.build(name))
@@ -540,11 +584,13 @@ def reads_tokens(model):
     return getattr(model, "tokens", False)
 
 
-def cross_entropy(logits, labels):
+def cross_entropy(logits, labels, ignore_index=-100):
     """nn.CrossEntropyLoss's mean over every row: a sample's, or for
-    logits [B, T, C] every position's (a token-level loss)."""
+    logits [B, T, C] every position's (a token-level loss); rows labelled
+    `ignore_index` are left out of the sum and of the count."""
     return nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]),
-                                       labels.reshape(-1))
+                                       labels.reshape(-1),
+                                       ignore_index=ignore_index)
 
 
 def exports_for_training(model):
@@ -716,7 +762,10 @@ def train(model, x, y, steps, microbatches, microbatch_size, settings):
                  f"than the {x.shape[0]} training samples")
     model.train()
     optimizer = make_optimizer(model, settings)
-    loss_fn = cross_entropy  # mean over the whole minibatch
+    ignore_index = getattr(model, "ignore_index", -100)
+
+    def loss_fn(logits, labels):  # mean over the whole minibatch
+        return cross_entropy(logits, labels, ignore_index)
     losses = []
     for step in range(steps):
         begin = step * minibatch
@@ -838,7 +887,8 @@ def main():
         if reads_tokens(model):
             inputs, labels, data = text.training_data(
                 shape[0], args.steps * minibatch, args.out, name,
-                pad_id=getattr(model, "pad_id", None))
+                pad_id=getattr(model, "pad_id", None),
+                ignore_index=getattr(model, "ignore_index", None))
         else:
             inputs, data = vision.training_data(x, y, shape, args.out, name,
                                                 f"fashion-mnist:{args.data}")
@@ -877,6 +927,8 @@ def main():
             "microbatches": args.microbatches,
             "microbatch_size": args.microbatch_size,
             "loss": "softmax-cross-entropy, mean over the minibatch",
+            **({"ignore_index": model.ignore_index}
+               if hasattr(model, "ignore_index") else {}),
             "optimizer": settings,
             "torch_version": torch.__version__,
             "first_step": 1,

@@ -22,6 +22,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -359,6 +360,22 @@ int runSimulate(const std::vector<std::string> &args) {
   return 0;
 }
 
+/// Splits "X,Y,..." into exactly `count` numbers, each a strict decimal as
+/// the option parser reads them (no hex, inf or nan).
+bool parseDecimals(const std::string &text, size_t count,
+                   std::vector<double> &values) {
+  values.clear();
+  std::stringstream in(text);
+  std::string part;
+  while (std::getline(in, part, ',')) {
+    double value;
+    if (!cli::parseDecimal(part, value))
+      return false;
+    values.push_back(value);
+  }
+  return values.size() == count && text.back() != ',';
+}
+
 /// `dpc-schedule microbatch`: plans one minibatch of variable-length
 /// sequences (planner::planMicrobatches) and compares it, in the same run,
 /// with padded microbatches of the same sequences.
@@ -422,19 +439,21 @@ int runMicrobatch(const std::vector<std::string> &args) {
       lengths.push_back(value);
     }
   } else {
-    double mu, sigma;
-    long long n;
-    char tail;
-    if (std::sscanf(lognormal.c_str(), "%lf,%lf,%lld%c", &mu, &sigma, &n,
-                    &tail) != 3 ||
-        !(sigma >= 0) || n <= 0 || n > 1000000) {
+    std::vector<double> law3;
+    double mu = 0, sigma = -1, n = 0;
+    if (parseDecimals(lognormal, 3, law3)) {
+      mu = law3[0];
+      sigma = law3[1];
+      n = law3[2];
+    }
+    if (!(sigma >= 0) || !(n > 0 && n <= 1000000) || n != std::floor(n)) {
       std::cerr << command << ": --lognormal expects MU,SIGMA,N with SIGMA "
                 << ">= 0 and 0 < N <= 1000000, got '" << lognormal << "'\n";
       return cli::kUsageError;
     }
     std::mt19937_64 gen{uint64_t(seed)};
     std::lognormal_distribution<double> law(mu, sigma);
-    for (long long i = 0; i < n; ++i)
+    for (int64_t i = 0; i < int64_t(n); ++i)
       lengths.push_back(std::clamp<int64_t>(int64_t(law(gen)), 1,
                                             std::max<int64_t>(maxLength, 1)));
   }
@@ -442,15 +461,16 @@ int runMicrobatch(const std::vector<std::string> &args) {
     std::cerr << command << ": no sequences\n";
     return cli::kUsageError;
   }
-  double a, b, c;
-  char tail;
-  if (std::sscanf(costText.c_str(), "%lf,%lf,%lf%c", &a, &b, &c, &tail) != 3 ||
-      !(a >= 0 && b >= 0 && c >= 0) || a + b + c <= 0) {
+  std::vector<double> abc;
+  if (!parseDecimals(costText, 3, abc) ||
+      !(abc[0] >= 0 && abc[1] >= 0 && abc[2] >= 0) ||
+      abc[0] + abc[1] + abc[2] <= 0) {
     std::cerr << command << ": --cost expects non-negative A,B,C, got '"
               << costText << "'\n";
     return cli::kUsageError;
   }
   dpc::planner::SequenceCost cost;
+  double a = abc[0], b = abc[1], c = abc[2];
   cost.computeMs = [=](int64_t samples, int64_t length) {
     double sl = double(samples) * double(length);
     return a + b * sl + c * sl * double(length);

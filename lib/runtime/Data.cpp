@@ -261,13 +261,18 @@ void Dataset::setLabels(std::vector<int64_t> values, std::vector<int64_t> shape,
     throw Error("dataset: input count does not match labels and shape");
 }
 
-Dataset Dataset::fromBytes(std::vector<int64_t> sampleShape,
-                           std::vector<uint8_t> pixels,
-                           std::vector<int64_t> labels, int64_t numClasses) {
+Dataset Dataset::shaped(std::vector<int64_t> sampleShape, int64_t numClasses) {
   Dataset d;
   d.shape = std::move(sampleShape);
   d.elements = product(d.shape);
   d.classes = numClasses;
+  return d;
+}
+
+Dataset Dataset::fromBytes(std::vector<int64_t> sampleShape,
+                           std::vector<uint8_t> pixels,
+                           std::vector<int64_t> labels, int64_t numClasses) {
+  Dataset d = shaped(std::move(sampleShape), numClasses);
   d.bytePixels = std::move(pixels);
   d.setLabels(std::move(labels), {}, int64_t(d.bytePixels.size()));
   return d;
@@ -277,10 +282,7 @@ Dataset Dataset::fromFloats(std::vector<int64_t> sampleShape,
                             std::vector<float> inputs,
                             std::vector<int64_t> labels, int64_t numClasses,
                             std::vector<int64_t> labelShape) {
-  Dataset d;
-  d.shape = std::move(sampleShape);
-  d.elements = product(d.shape);
-  d.classes = numClasses;
+  Dataset d = shaped(std::move(sampleShape), numClasses);
   d.floatInputs = std::move(inputs);
   d.setLabels(std::move(labels), std::move(labelShape),
               int64_t(d.floatInputs.size()));
@@ -291,10 +293,7 @@ Dataset Dataset::fromInts(std::vector<int64_t> sampleShape,
                           std::vector<int64_t> inputs,
                           std::vector<int64_t> labels, int64_t numClasses,
                           std::vector<int64_t> labelShape) {
-  Dataset d;
-  d.shape = std::move(sampleShape);
-  d.elements = product(d.shape);
-  d.classes = numClasses;
+  Dataset d = shaped(std::move(sampleShape), numClasses);
   d.integer = true;
   d.intInputs = std::move(inputs);
   d.setLabels(std::move(labels), std::move(labelShape),
@@ -304,9 +303,7 @@ Dataset Dataset::fromInts(std::vector<int64_t> sampleShape,
 
 Dataset Dataset::unlabelled(std::vector<int64_t> sampleShape,
                             std::vector<float> inputs) {
-  Dataset d;
-  d.shape = std::move(sampleShape);
-  d.elements = product(d.shape);
+  Dataset d = shaped(std::move(sampleShape), 0);
   d.labelled = false;
   if (d.elements == 0 || inputs.size() % size_t(d.elements) != 0)
     throw Error("dataset: input count is not a multiple of the sample size");

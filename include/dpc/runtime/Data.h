@@ -134,6 +134,8 @@ private:
   int64_t labelCount = 1;
   std::vector<int64_t> labels;
 
+  /// A dataset of samples of `sampleShape`, before its inputs and labels.
+  static Dataset shaped(std::vector<int64_t> sampleShape, int64_t numClasses);
   void checkIndex(int64_t index) const;
   void setLabels(std::vector<int64_t> values, std::vector<int64_t> shape,
                  int64_t inputCount);

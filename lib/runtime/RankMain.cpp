@@ -420,8 +420,9 @@ int predict(const Options &opts, Communicator &comm, Executor &exec,
   // The compiler's weights, or trained ones: every stage's checkpoint of a
   // training run, whatever its stage split was.
   if (!opts.checkpointDir.empty()) {
-    exec.loadParams(readCheckpointParams(opts.checkpointDir),
-                    opts.checkpointDir, /*optimizerState=*/false);
+    exec.loadParams(
+        readCheckpoint(opts.checkpointDir, /*optimizerState=*/false),
+        opts.checkpointDir, /*optimizerState=*/false);
   } else if (!m.params.empty()) {
     std::string path = resolve(dir, m.weights);
     exec.loadParams(readSafetensors(path), path, /*optimizerState=*/false);
@@ -555,18 +556,22 @@ int runRank(int argc, char **argv, Communicator &comm) {
   // Parameters: the compiler's initial weights, or a checkpoint to resume.
   int64_t firstStep = 0;
   if (opts.resume) {
-    std::string path = checkpointPath(opts.checkpointDir, m.stage);
-    if (!fileExists(path))
-      throw Error("--resume: no checkpoint " + path);
-    TensorFile file = readSafetensors(path);
-    exec.loadParams(file, path, /*optimizerState=*/true);
-    firstStep = Executor::checkpointStep(file, path);
+    // Every stage's file, merged by tensor name: a run may resume on another
+    // stage split, stage count or replica layout than the one that wrote
+    // the checkpoint. Metadata and messages are stage0's file's.
+    std::string first = checkpointPath(opts.checkpointDir, 0);
+    if (!fileExists(first))
+      throw Error("--resume: no checkpoint " + first);
+    TensorFile file =
+        readCheckpoint(opts.checkpointDir, /*optimizerState=*/true);
+    exec.loadParams(file, first, /*optimizerState=*/true);
+    firstStep = Executor::checkpointStep(file, first);
     std::vector<int64_t> step = {firstStep};
     broadcastInts(comm, 0, step);
     if (step[0] != firstStep)
-      throw Error(path + ": written after step " + std::to_string(firstStep) +
-                  " but stage 0's checkpoint after step " +
-                  std::to_string(step[0]));
+      throw Error(first + ": read as step " + std::to_string(firstStep) +
+                  " here but as step " + std::to_string(step[0]) +
+                  " by rank 0 (was it rewritten meanwhile?)");
   } else if (!m.params.empty()) {
     std::string path = resolve(dir, m.weights);
     exec.loadParams(readSafetensors(path), path, /*optimizerState=*/false);

@@ -255,7 +255,12 @@ std::string checkpointPath(const std::string &dir, int stage) {
   return dir + "/stage" + std::to_string(stage) + ".safetensors";
 }
 
-TensorFile readCheckpointParams(const std::string &dir) {
+TensorFile readCheckpoint(const std::string &dir, bool optimizerState) {
+  // What every stage of one checkpoint must agree on: a directory that mixes
+  // files of two runs (or of one run stopped between two stages' writes)
+  // would otherwise resume from weights of different steps.
+  static const char *const kShared[] = {"step", "optimizer",
+                                        "optimizer_updates"};
   TensorFile merged;
   int stages = 1;
   for (int stage = 0; stage < stages; ++stage) {
@@ -275,15 +280,28 @@ TensorFile readCheckpointParams(const std::string &dir) {
         throw Error(path + ": bad \"stages\" metadata '" + count->second + "'");
       stages = int(n);
     }
+    if (stage == 0) {
+      merged.metadata = file.metadata;
+    } else {
+      for (const char *key : kShared) {
+        auto mine = file.metadata.find(key);
+        auto first = merged.metadata.find(key);
+        std::string value = mine == file.metadata.end() ? "" : mine->second;
+        std::string expected =
+            first == merged.metadata.end() ? "" : first->second;
+        if (value != expected)
+          throw Error(path + ": \"" + key + "\" is '" + value +
+                      "' but stage0's is '" + expected +
+                      "' (files of different runs or steps)");
+      }
+    }
     for (auto &[name, tensor] : file.tensors) {
-      if (isOptimizerState(name))
+      if (!optimizerState && isOptimizerState(name))
         continue;
       if (!merged.tensors.emplace(name, tensor).second)
-        throw Error(path + ": parameter '" + name +
+        throw Error(path + ": tensor '" + name +
                     "' is in another stage's checkpoint too");
     }
-    if (stage == 0)
-      merged.metadata = file.metadata;
   }
   merged.metadata.erase("stage");
   return merged;

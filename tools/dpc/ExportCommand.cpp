@@ -72,7 +72,8 @@ int runExportCommand(const Args &args) {
 
   std::map<std::string, mlir::dpc::onnx_frontend::TrainedTensor> weights;
   try {
-    runtime::TensorFile trained = runtime::readCheckpointParams(checkpoint);
+    runtime::TensorFile trained =
+        runtime::readCheckpoint(checkpoint, /*optimizerState=*/false);
     for (const std::string &name :
          compiledParams(fs::path(compiled) / "weights"))
       if (!trained.tensors.count(name))

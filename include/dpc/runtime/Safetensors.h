@@ -61,12 +61,14 @@ void writeSafetensors(const std::string &path, const TensorFile &file);
 /// The checkpoint file of pipeline stage `stage` in a checkpoint directory.
 std::string checkpointPath(const std::string &dir, int stage);
 
-/// The model's parameters from every stage's checkpoint in `dir` (stage0
-/// up to the stage count the files record), merged by name, without the
-/// optimizer state: what a build with another stage split, or an inference
-/// build, loads. Throws Error naming a missing, inconsistent or duplicated
-/// file or tensor.
-TensorFile readCheckpointParams(const std::string &dir);
+/// Every stage's checkpoint in `dir` (stage0 up to the stage count the
+/// files record), merged by tensor name: the model's parameters, and with
+/// `optimizerState` their optimizer state too. Tensors are saved under their
+/// model names, so a build with another stage split or replica layout (or an
+/// inference build) loads what it needs from the result. Throws Error naming
+/// a missing or duplicated file or tensor, and files that disagree on the
+/// step, optimizer or update count.
+TensorFile readCheckpoint(const std::string &dir, bool optimizerState);
 
 } // namespace dpc::runtime
 

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Compares dpc's per-step losses with the PyTorch oracle's.
 
-    compare.py METRICS.jsonl ORACLE.json [--rtol 1e-4]
+    compare.py METRICS.jsonl ORACLE.json|REFERENCE.jsonl [--rtol 1e-4]
 
 METRICS.jsonl is what a dpc rank writes with --metrics: one JSON object a
 line; lines with "step" and "loss" are training steps (step counts from 1),
@@ -19,6 +19,8 @@ allowance. Runs in "losses_perturbed" (oracle.py --perturbed-runs: the same
 float32 training from weights moved by one ulp) are further samples of that
 noise, taken into the maximum the same way. Batch normalization on small
 microbatches makes float32 training that noisy (test/e2e/README.md).
+A second metrics file (REFERENCE.jsonl, another dpc run's --metrics) may
+stand in for the oracle: its steps are then the ones compared.
 Prints a table; exits 0 when all steps agree, 1 when some step differs or
 is missing, 2 on unreadable input.
 """
@@ -94,7 +96,10 @@ def main():
     args = parser.parse_args()
 
     dpc = read_metrics(args.metrics)
-    torch, reference, perturbed = read_oracle(args.oracle)
+    if args.oracle.endswith(".jsonl"):
+        torch, reference, perturbed = read_metrics(args.oracle), {}, []
+    else:
+        torch, reference, perturbed = read_oracle(args.oracle)
     if not torch:
         fail_input(f"{args.oracle}: no losses")
 

@@ -174,7 +174,7 @@ TEST(Safetensors, CheckpointStageCountMustBeACount) {
     file.metadata["stages"] = bad;
     writeSafetensors(checkpointPath(dir, 0), file);
     try {
-      readCheckpointParams(dir);
+      readCheckpoint(dir, /*optimizerState=*/false);
       ADD_FAILURE() << "expected an error for " << bad;
     } catch (const Error &e) {
       EXPECT_THAT(e.what(), HasSubstr(std::string("stage0.safetensors: bad "

@@ -102,9 +102,16 @@ struct AutodiffPass : public mlir::dpc::impl::AutodiffPassBase<AutodiffPass> {
 
   LogicalResult checkOptions() {
     ModuleOp module = getOperation();
-    if (loss != "softmax-cross-entropy")
-      return module.emitError("loss '")
-             << loss << "' is not supported yet; use softmax-cross-entropy";
+    if (loss == "none")
+      return module.emitError("loss 'none' (a model that outputs its own "
+                              "loss) is not supported yet; use "
+                              "softmax-cross-entropy or mse");
+    if (loss != "softmax-cross-entropy" && loss != "mse")
+      return module.emitError("unknown loss '")
+             << loss << "'; expected softmax-cross-entropy or mse";
+    if (loss == "mse" && hasIgnoreIndex)
+      return module.emitError("ignore-index applies to the "
+                              "softmax-cross-entropy loss, not mse");
     if (optimizer != "sgd" && optimizer != "adam")
       return module.emitError("unknown optimizer '")
              << optimizer << "'; expected sgd or adam";
@@ -126,7 +133,13 @@ struct AutodiffPass : public mlir::dpc::impl::AutodiffPassBase<AutodiffPass> {
              << ret.getNumOperands() << " results";
     Value logits = ret.getOperand(0);
     auto logitsType = dyn_cast<RankedTensorType>(logits.getType());
-    if (!logitsType || logitsType.getRank() < 2)
+    bool mse = loss == "mse";
+    if (mse && (!logitsType || logitsType.getRank() < 1 ||
+                !isa<FloatType>(logitsType.getElementType())))
+      return main.emitError("expects a float output with a batch dimension "
+                            "for mse, got ")
+             << logits.getType();
+    if (!mse && (!logitsType || logitsType.getRank() < 2))
       return main.emitError("expects logits of rank >= 2 (batch, "
                             "positions..., classes) for "
                             "softmax-cross-entropy, got ")
@@ -154,10 +167,14 @@ struct AutodiffPass : public mlir::dpc::impl::AutodiffPassBase<AutodiffPass> {
     builder.setListener(&tagger);
     Location loc = ret.getLoc();
     MLIRContext *ctx = &getContext();
-    // A label per row of the logits: per sample for a classifier, per
-    // position for a token-level loss, whose mean runs over every position.
-    ArrayRef<int64_t> rows = logitsType.getShape().drop_back();
-    auto labelsType = RankedTensorType::get(rows, builder.getI64Type());
+    // Cross-entropy takes a class per row of the logits: per sample for a
+    // classifier, per position for a token-level loss, whose mean runs over
+    // every position. MSE takes a float target per element of the output,
+    // its mean running over every element.
+    ArrayRef<int64_t> rows =
+        mse ? logitsType.getShape() : logitsType.getShape().drop_back();
+    auto labelsType =
+        mse ? logitsType : RankedTensorType::get(rows, builder.getI64Type());
     Value labels = body.addArgument(
         labelsType, NameLoc::get(StringAttr::get(ctx, "labels"), loc));
     // Ignored rows make the mean's count a property of the step's labels:
@@ -169,16 +186,23 @@ struct AutodiffPass : public mlir::dpc::impl::AutodiffPassBase<AutodiffPass> {
     auto scaleAttr = builder.getF32FloatAttr(scale);
     IntegerAttr ignoreAttr =
         hasIgnoreIndex ? builder.getI64IntegerAttr(ignoreIndex) : nullptr;
+    auto lossType = RankedTensorType::get({}, logitsType.getElementType());
     tagger.follow(logits);
-    Value lossValue = builder.create<nn::SoftmaxCrossEntropyOp>(
-        loc, RankedTensorType::get({}, logitsType.getElementType()), logits,
-        labels, scaleAttr, ignoreAttr);
+    Value lossValue, lossGrad;
+    if (mse) {
+      lossValue = builder.create<nn::MseLossOp>(loc, lossType, logits, labels,
+                                                scaleAttr);
+      lossGrad = builder.create<nn::MseLossGradOp>(loc, logitsType, logits,
+                                                   labels, scaleAttr);
+    } else {
+      lossValue = builder.create<nn::SoftmaxCrossEntropyOp>(
+          loc, lossType, logits, labels, scaleAttr, ignoreAttr);
+      lossGrad = builder.create<nn::SoftmaxCrossEntropyGradOp>(
+          loc, logitsType, logits, labels, scaleAttr, ignoreAttr);
+    }
 
     GradientMap grads(builder, tagger);
-    grads.add(logits,
-              builder.create<nn::SoftmaxCrossEntropyGradOp>(
-                  loc, logitsType, logits, labels, scaleAttr, ignoreAttr),
-              loc);
+    grads.add(logits, lossGrad, loc);
 
     for (Operation *op : llvm::reverse(forward)) {
       SmallVector<Value> resultGrads;

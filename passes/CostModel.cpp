@@ -224,6 +224,16 @@ std::optional<OpWork> mlir::dpc::estimateWork(Operation *op) {
         work.gradFlops = 3 * elementsOf(loss.getLogits());
         work.gradBytes = 2 * nn::getSizeInBytes(loss.getLogits());
       })
+      .Case([&](nn::MseLossOp loss) {
+        // A difference, a square and a sum per element, reading both
+        // tensors; the gradient is a scaled difference.
+        work.flops = 3 * elementsOf(loss.getPrediction());
+        work.gradFlops = 2 * elementsOf(loss.getPrediction());
+        work.gradBytes = 3 * nn::getSizeInBytes(loss.getPrediction());
+      })
+      .Case([&](nn::MseLossGradOp grad) {
+        work.flops = 2 * elementsOf(grad.getPrediction());
+      })
       .Case<nn::Conv2dGradInputOp, nn::Conv2dGradFilterOp>([&](Operation *) {
         // The same multiply-adds as the forward convolution.
         Value grad = op->getOperand(0);

@@ -65,10 +65,11 @@ struct InsertStashPass
     if (module->hasAttr(pipe::PipeDialect::kInferenceAttrName))
       return;
     Block &body = main.getBody().front();
-    auto losses = llvm::to_vector(body.getOps<nn::SoftmaxCrossEntropyOp>());
+    SmallVector<Operation *> losses = nn::getLosses(body);
     if (losses.size() != 1) {
-      main.emitError("expects one nn.softmax_cross_entropy marking the end "
-                     "of the forward pass (run --dpc-autodiff first), got ")
+      main.emitError("expects one loss (nn.softmax_cross_entropy or "
+                     "nn.mse_loss) marking the end of the forward pass (run "
+                     "--dpc-autodiff first), got ")
           << losses.size();
       return signalPassFailure();
     }

@@ -126,6 +126,8 @@ struct Manifest {
       params;
   std::map<int64_t, llvm::json::Object> inputs;
   std::optional<SmallVector<int64_t>> labels;
+  // Class ids (i64) or, for mse, float targets (f32).
+  bool floatLabels = false;
   // The label the loss leaves out; the runtime then counts the others.
   std::optional<int64_t> ignoreIndex;
   std::optional<SmallVector<int64_t>> output;
@@ -162,7 +164,8 @@ struct Manifest {
   }
 
   llvm::json::Value labelsJson() const {
-    llvm::json::Object o{{"shape", shapeJson(*labels)}};
+    llvm::json::Object o{{"shape", shapeJson(*labels)},
+                         {"dtype", floatLabels ? "f32" : "i64"}};
     if (ignoreIndex)
       o["ignore_index"] = *ignoreIndex;
     return llvm::json::Value(std::move(o));
@@ -458,6 +461,8 @@ LogicalResult Lowering::lowerOp(Operation *op) {
       })
       .Case([&](pipe::LabelsOp labels) {
         manifest.labels = SmallVector<int64_t>(shapeOf(labels));
+        manifest.floatLabels =
+            isa<FloatType>(cast<ShapedType>(labels.getType()).getElementType());
         manifest.noteBatch(shapeOf(labels));
         define(labels, call("dpc_labels", ptrType, {context}));
       })
@@ -1048,6 +1053,22 @@ LogicalResult Lowering::lowerOp(Operation *op) {
                   i64(nn::getNumElements(logits.drop_back())),
                   i64(logits.back()), f32(grad.getScale().convertToFloat()),
                   out});
+        define(grad, out);
+      })
+      .Case([&](nn::MseLossOp loss) {
+        Value out = alloc(loss);
+        callVoid("dpc_mse_loss",
+                 {ptrOf(loss.getPrediction()), ptrOf(loss.getTarget()),
+                  i64(nn::getNumElements(shapeOf(loss.getPrediction()))),
+                  f32(loss.getScale().convertToFloat()), out});
+        define(loss, out);
+      })
+      .Case([&](nn::MseLossGradOp grad) {
+        Value out = alloc(grad);
+        callVoid("dpc_mse_loss_grad",
+                 {ptrOf(grad.getPrediction()), ptrOf(grad.getTarget()),
+                  i64(nn::getNumElements(shapeOf(grad.getPrediction()))),
+                  f32(grad.getScale().convertToFloat()), out});
         define(grad, out);
       })
       .Default([&](Operation *other) {

@@ -69,19 +69,20 @@ private:
 
 LogicalResult Outliner::classify() {
   Block &body = main.getBody().front();
-  auto losses = llvm::to_vector(body.getOps<nn::SoftmaxCrossEntropyOp>());
+  SmallVector<Operation *> losses = nn::getLosses(body);
   if (inference && !losses.empty())
     return main.emitError("an inference module ('")
-           << pipe::PipeDialect::kInferenceAttrName
-           << "') has no loss, got nn.softmax_cross_entropy";
+           << pipe::PipeDialect::kInferenceAttrName << "') has no loss, got "
+           << losses.front()->getName();
   unsigned results = main.getFunctionType().getNumResults();
   if (inference && results != 1)
     return main.emitError("an inference module reports one output, but @main "
                           "returns ")
            << results << " results";
   if (!inference && losses.size() != 1)
-    return main.emitError("expects one nn.softmax_cross_entropy marking the "
-                          "end of the forward pass, got ")
+    return main.emitError("expects one loss (nn.softmax_cross_entropy or "
+                          "nn.mse_loss) marking the end of the forward pass, "
+                          "got ")
            << losses.size();
   bool inForward = true;
   for (Operation &op : body.without_terminator()) {
@@ -98,7 +99,7 @@ LogicalResult Outliner::classify() {
       backward.push_back(&op);
     if (auto stash = dyn_cast<pipe::StashOp>(op))
       stashKeys.insert(stash.getKey());
-    if (!inference && &op == losses.front().getOperation())
+    if (!inference && &op == losses.front())
       inForward = false;
   }
   if (auto attr = module->getAttrOfType<IntegerAttr>(

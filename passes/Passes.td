@@ -30,6 +30,11 @@ def AutodiffPass : Pass<"dpc-autodiff", "::mlir::ModuleOp"> {
     their gradients. PipeDream updates after every microbatch, so `dpc
     compile --schedule pipedream` passes `microbatches = 1`.
 
+    `loss` is `softmax-cross-entropy` (`nn.softmax_cross_entropy` on logits
+    with an integer class per row) or `mse` (`nn.mse_loss` against a float
+    target of the output's shape, whose mean runs over every element, as
+    `torch.nn.MSELoss()`; N is then the microbatch's elements).
+
     With `has-ignore-index`, rows labelled `ignore-index` are left out of the
     loss and its gradient, as `torch.nn.CrossEntropyLoss(ignore_index=N)`
     does, and the mean runs over the minibatch's other rows: a count of the
@@ -40,7 +45,8 @@ def AutodiffPass : Pass<"dpc-autodiff", "::mlir::ModuleOp"> {
                            "::mlir::func::FuncDialect"];
   let options = [
     Option<"loss", "loss", "std::string", /*default=*/"\"softmax-cross-entropy\"",
-           "Loss appended to the model's output">,
+           "Loss appended to the model's output: softmax-cross-entropy or "
+           "mse">,
     Option<"microbatches", "microbatches", "int64_t", /*default=*/"1",
            "Microbatches per minibatch (the loss is their mean)">,
     Option<"hasIgnoreIndex", "has-ignore-index", "bool", /*default=*/"false",
@@ -181,9 +187,10 @@ def InsertStashPass : Pass<"dpc-insert-stash", "::mlir::ModuleOp"> {
     pass inserts `pipe.stash` after the value is available and `pipe.restore`
     before its first backward use, and rewires the backward uses to the
     restored value. The forward pass is everything up to and including the
-    loss (`nn.softmax_cross_entropy`) that `autodiff` appended; the rest is
-    backward and optimizer. Keys name the value (its op's location and
-    result number) so that lit tests and traces stay readable.
+    loss (`nn.softmax_cross_entropy` or `nn.mse_loss`) that `autodiff`
+    appended; the rest is backward and optimizer. Keys name the value (its
+    op's location and result number) so that lit tests and traces stay
+    readable.
   }];
   let dependentDialects = ["::mlir::dpc::pipe::PipeDialect"];
 }

@@ -27,4 +27,4 @@ module attributes {pipe.num_stages = 1 : i64} {
 // CHECK: %[[SCALE2:.*]] = llvm.call @dpc_loss_scale(%[[CTX]])
 // CHECK: llvm.call @dpc_softmax_cross_entropy_ignore_grad(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[SCALE2]], %{{.*}})
 // CHECK: llvm.mlir.global external constant @dpc_rank_manifest(
-// CHECK-SAME: \22labels\22:{\22ignore_index\22:-100,\22shape\22:[2,3]}
+// CHECK-SAME: \22labels\22:{\22dtype\22:\22i64\22,\22ignore_index\22:-100,\22shape\22:[2,3]}

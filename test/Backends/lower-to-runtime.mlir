@@ -89,7 +89,7 @@ module attributes {pipe.num_stages = 2 : i64} {
 // CHECK-SAME: \22chunks\22:1
 // CHECK-SAME: \22format\22:\22dpc-rank\22
 // CHECK-SAME: \22inputs\22:[]
-// CHECK-SAME: \22labels\22:{\22shape\22:[4]}
+// CHECK-SAME: \22labels\22:{\22dtype\22:\22i64\22,\22shape\22:[4]}
 // CHECK-SAME: \22microbatch_size\22:4
 // CHECK-SAME: \22optimizer\22:\22sgd\22
 // CHECK-SAME: \22output\22:{\22shape\22:[4,10]}

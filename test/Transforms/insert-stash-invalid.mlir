@@ -1,6 +1,6 @@
 // RUN: dpc-opt %s -split-input-file --dpc-insert-stash -verify-diagnostics
 
-// expected-error @+1 {{expects one nn.softmax_cross_entropy marking the end of the forward pass (run --dpc-autodiff first), got 0}}
+// expected-error @+1 {{expects one loss (nn.softmax_cross_entropy or nn.mse_loss) marking the end of the forward pass (run --dpc-autodiff first), got 0}}
 func.func @main(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
   %a = nn.relu %x {pipe.stage = 0 : i64} : tensor<4x8xf32>
   return %a : tensor<4x8xf32>

@@ -11,7 +11,7 @@ func.func @main(%x: tensor<4x8xf32>, %labels: tensor<4xi64> {pipe.labels}) -> te
 
 // -----
 
-// expected-error @+1 {{expects one nn.softmax_cross_entropy marking the end of the forward pass, got 0}}
+// expected-error @+1 {{expects one loss (nn.softmax_cross_entropy or nn.mse_loss) marking the end of the forward pass, got 0}}
 func.func @main(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
   %r = nn.relu %x {pipe.stage = 0 : i64} : tensor<4x8xf32>
   return %r : tensor<4x8xf32>

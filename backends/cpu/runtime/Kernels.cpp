@@ -1529,6 +1529,23 @@ void dpc_softmax_cross_entropy_ignore_grad(const float *logits,
                    c, &ignore_index, scale, dlogits);
 }
 
+void dpc_mse_loss(const float *prediction, const float *target, int64_t n,
+                  float scale, float *loss) {
+  double total = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    double d = double(prediction[i]) - double(target[i]);
+    total += d * d;
+  }
+  *loss = float(double(scale) * total);
+}
+
+void dpc_mse_loss_grad(const float *prediction, const float *target, int64_t n,
+                       float scale, float *dprediction) {
+  float twice = 2.0f * scale;
+  for (int64_t i = 0; i < n; ++i)
+    dprediction[i] = twice * (prediction[i] - target[i]);
+}
+
 void dpc_copy(const void *src, void *dst, int64_t bytes) {
   if (bytes > 0 && src != dst)
     std::memmove(dst, src, size_t(bytes));

@@ -761,6 +761,27 @@ __global__ void sumScaled(const float *values, int64_t n, float scale,
     *out = scale * sum;
 }
 
+// One block, so the sum is taken in the same order on every run.
+__global__ void squaredErrorSum(const float *prediction, const float *target,
+                                int64_t n, float scale, float *out) {
+  float sum = 0.0f;
+  for (int64_t i = threadIdx.x; i < n; i += blockDim.x) {
+    float d = prediction[i] - target[i];
+    sum += d * d;
+  }
+  sum = blockSum(sum);
+  if (threadIdx.x == 0)
+    *out = scale * sum;
+}
+
+__global__ void squaredErrorGrad(const float *prediction, const float *target,
+                                 int64_t n, float twiceScale,
+                                 float *dprediction) {
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x)
+    dprediction[i] = twiceScale * (prediction[i] - target[i]);
+}
+
 __global__ void crossEntropyGrad(const float *logits, const int64_t *labels,
                                  int64_t n, int64_t c, bool ignoring,
                                  int64_t ignoreIndex, float scale,
@@ -1674,6 +1695,26 @@ void dpc_softmax_cross_entropy_ignore_grad(const float *logits,
                                            float scale, float *dlogits) {
   crossEntropyGradient(logits, labels, n, c, true, ignore_index, scale,
                        dlogits);
+}
+
+void dpc_mse_loss(const float *prediction, const float *target, int64_t n,
+                  float scale, float *loss) {
+  if (n <= 0) {
+    check(cudaMemsetAsync(loss, 0, sizeof(float), stream()), "dpc_mse_loss");
+    return;
+  }
+  squaredErrorSum<<<1, 1024, 0, stream()>>>(prediction, target, n, scale,
+                                            loss);
+  checkLaunch("mse_loss");
+}
+
+void dpc_mse_loss_grad(const float *prediction, const float *target, int64_t n,
+                       float scale, float *dprediction) {
+  if (n <= 0)
+    return;
+  squaredErrorGrad<<<blocksFor(n), kThreads, 0, stream()>>>(
+      prediction, target, n, 2.0f * scale, dprediction);
+  checkLaunch("mse_loss_grad");
 }
 
 void dpc_cuda_accumulate(float *acc, const float *g, int64_t n) {

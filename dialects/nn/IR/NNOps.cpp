@@ -679,6 +679,48 @@ LogicalResult SoftmaxCrossEntropyGradOp::verify() {
                     elementTypeOf(getLogits()));
 }
 
+template <typename LossOp> static LogicalResult verifyMseOperands(LossOp op) {
+  ArrayRef<int64_t> prediction = shapeOf(op.getPrediction());
+  ArrayRef<int64_t> target = shapeOf(op.getTarget());
+  if (target != prediction)
+    return op.emitOpError("expects a target of the prediction's shape ")
+           << formatShape(prediction) << ", got target of shape "
+           << formatShape(target);
+  if (failed(expectType(op, "target", op.getTarget(), prediction,
+                        elementTypeOf(op.getPrediction()))))
+    return failure();
+  float scale = op.getScale().convertToFloat();
+  if (!(scale > 0.0f) || !std::isfinite(scale))
+    return op.emitOpError("expects a positive finite scale, got ") << scale;
+  return success();
+}
+
+LogicalResult MseLossOp::verify() {
+  if (failed(verifyMseOperands(*this)))
+    return failure();
+  return expectType(*this, "a 0-d loss", getLoss(), {},
+                    elementTypeOf(getPrediction()));
+}
+
+LogicalResult MseLossGradOp::verify() {
+  if (failed(verifyMseOperands(*this)))
+    return failure();
+  return expectType(*this, "prediction_grad", getPredictionGrad(),
+                    shapeOf(getPrediction()), elementTypeOf(getPrediction()));
+}
+
+bool mlir::dpc::nn::isLoss(Operation *op) {
+  return isa<SoftmaxCrossEntropyOp, MseLossOp>(op);
+}
+
+SmallVector<Operation *> mlir::dpc::nn::getLosses(Block &block) {
+  SmallVector<Operation *> losses;
+  for (Operation &op : block)
+    if (isLoss(&op))
+      losses.push_back(&op);
+  return losses;
+}
+
 //===----------------------------------------------------------------------===//
 // Optimizer
 //===----------------------------------------------------------------------===//

@@ -37,6 +37,13 @@ SmallVector<NamedAttribute> unaryParameters(UnaryFunctionOpInterface op);
 /// names none.
 std::array<float, 2> unaryParameterValues(UnaryFunctionOpInterface op);
 
+/// Whether `op` is a loss autodiff appends (`nn.softmax_cross_entropy`,
+/// `nn.mse_loss`): in a training module, the op that ends the forward pass.
+bool isLoss(Operation *op);
+
+/// The losses of `block`, in order; a training @main has exactly one.
+SmallVector<Operation *> getLosses(Block &block);
+
 } // namespace mlir::dpc::nn
 
 #endif // DPC_DIALECTS_NN_IR_NNOPS_H

@@ -1295,6 +1295,45 @@ def NN_SoftmaxCrossEntropyGradOp
   let hasVerifier = 1;
 }
 
+def NN_MseLossOp : NN_Op<"mse_loss", [Pure]> {
+  let summary = "squared error against float targets";
+  let description = [{
+    Computes `scale` times the sum over every element of
+    `(prediction - target)^2`, a 0-d tensor; `target` has the prediction's
+    shape and element type. With `scale` = 1/elements this is
+    `torch.nn.MSELoss()` (reduction 'mean'); a pipeline splits a minibatch
+    into microbatches and uses 1/(microbatches x elements) so that their sum
+    is the minibatch mean.
+
+    ```mlir
+    %loss = nn.mse_loss %prediction, %target {scale = 0.0078125 : f32}
+        : (tensor<16x8xf32>, tensor<16x8xf32>) -> tensor<f32>
+    ```
+  }];
+  let arguments = (ins NN_FloatTensor:$prediction, NN_FloatTensor:$target,
+                       DefaultValuedAttr<F32Attr, "1.0f">:$scale);
+  let results = (outs NN_FloatTensor:$loss);
+  let assemblyFormat = [{
+    $prediction `,` $target attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def NN_MseLossGradOp : NN_Op<"mse_loss_grad", [Pure]> {
+  let summary = "gradient of mse_loss with respect to the prediction";
+  let description = [{
+    Yields `2 * scale * (prediction - target)`, the gradient of the loss of
+    `nn.mse_loss` with the same `scale`.
+  }];
+  let arguments = (ins NN_FloatTensor:$prediction, NN_FloatTensor:$target,
+                       DefaultValuedAttr<F32Attr, "1.0f">:$scale);
+  let results = (outs NN_FloatTensor:$prediction_grad);
+  let assemblyFormat = [{
+    $prediction `,` $target attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
 //===----------------------------------------------------------------------===//
 // Optimizer
 //===----------------------------------------------------------------------===//

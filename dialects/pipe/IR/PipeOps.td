@@ -122,11 +122,15 @@ def Pipe_InputOp : Pipe_Op<"input", [MemoryEffects<[MemRead]>]> {
 def Pipe_LabelsOp : Pipe_Op<"labels", [MemoryEffects<[MemRead]>]> {
   let summary = "the current microbatch's labels";
   let description = [{
+    Class ids (i64) for softmax cross-entropy, or float targets of the
+    output's shape (f32) for mse.
+
     ```mlir
     %y = pipe.labels : tensor<16xi64>
+    %t = pipe.labels : tensor<16x8xf32>
     ```
   }];
-  let results = (outs StaticShapeTensorOf<[I64]>:$result);
+  let results = (outs StaticShapeTensorOf<[I64, F32]>:$result);
   let assemblyFormat = "attr-dict `:` type($result)";
 }
 

@@ -65,7 +65,9 @@ int64_t dpc_chunk(dpc_context *ctx);
 /* The current microbatch's data input `index` (manifest "inputs"): float32
  * values, or int64 token ids for an input of dtype "i64". */
 const void *dpc_input(dpc_context *ctx, int64_t index);
-/* The current microbatch's labels (manifest "labels"). */
+/* The current microbatch's labels (manifest "labels"): int64 class ids, or
+ * float32 targets when the labels' dtype is "f32" (--loss mse), which the
+ * generated code reads as floats through the same pointer. */
 const int64_t *dpc_labels(dpc_context *ctx);
 /* The scale of a loss that leaves out labels (manifest "labels"
  * "ignore_index"): 1 / the labels that are not ignored in the step's
@@ -401,6 +403,14 @@ void dpc_softmax_cross_entropy_ignore_grad(const float *logits,
                                            const int64_t *labels, int64_t n,
                                            int64_t c, int64_t ignore_index,
                                            float scale, float *dlogits);
+
+/* loss = scale * sum_i (prediction[i] - target[i])^2 over n elements
+ * (torch's MSELoss with scale = 1/n). */
+void dpc_mse_loss(const float *prediction, const float *target, int64_t n,
+                  float scale, float *loss);
+/* dprediction = 2 * scale * (prediction - target). */
+void dpc_mse_loss_grad(const float *prediction, const float *target, int64_t n,
+                       float scale, float *dprediction);
 
 /* Copies `bytes` bytes (a reshape that cannot alias). */
 void dpc_copy(const void *src, void *dst, int64_t bytes);

@@ -111,9 +111,10 @@ func.func @accumulated(%w: tensor<4xf32>) {
 
 // -----
 
-func.func @labels_float() {
-  // expected-error @+1 {{must be statically shaped tensor of 64-bit signless integer values}}
-  %y = pipe.labels : tensor<4xf32>
+// Labels are int64 class ids or float32 targets (--loss mse).
+func.func @labels_i32() {
+  // expected-error @+1 {{must be statically shaped tensor of 64-bit signless integer or 32-bit float values}}
+  %y = pipe.labels : tensor<4xi32>
   return
 }
 

@@ -48,6 +48,18 @@ func.func @stage1_forward() attributes {pipe.segment = "forward", pipe.stage = 1
   return
 }
 
+// The last stage of a regression (--loss mse) reads float targets.
+// CHECK-LABEL: func.func @stage1_forward_mse
+func.func @stage1_forward_mse() attributes {pipe.segment = "forward", pipe.stage = 1 : i64} {
+  %x = pipe.input 0 : tensor<4x8xf32>
+  // CHECK: %[[T:.*]] = pipe.labels : tensor<4x8xf32>
+  %t = pipe.labels : tensor<4x8xf32>
+  // CHECK: nn.mse_loss %{{.*}}, %[[T]]
+  %loss = nn.mse_loss %x, %t {scale = 0.03125 : f32} : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<f32>
+  pipe.report_loss %loss : tensor<f32>
+  return
+}
+
 // CHECK-LABEL: func.func @stage1_optimizer
 func.func @stage1_optimizer(%g: tensor<8xf32>) {
   %w = nn.param "w" : tensor<8xf32>

@@ -1054,6 +1054,29 @@ TEST_F(Cuda, SoftmaxCrossEntropyIgnoresRows) {
   }
 }
 
+TEST_F(Cuda, MseLossAndGradMatchLoops) {
+  // Past one block's 1024 threads, so that threads sum several elements.
+  for (int64_t n : {int64_t(7), int64_t(3000)}) {
+    SCOPED_TRACE("n " + std::to_string(n));
+    auto prediction = randomFloats(size_t(n), 41, -3.0f, 3.0f);
+    auto target = randomFloats(size_t(n), 43, -3.0f, 3.0f);
+    float scale = 1.0f / float(4 * n);
+    double loss = 0;
+    std::vector<double> grad(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) {
+      double d = double(prediction[size_t(i)]) - target[size_t(i)];
+      loss += d * d;
+      grad[size_t(i)] = 2.0 * scale * d;
+    }
+    Device<float> dp(prediction), dt(target), dloss(1),
+        dgrad(static_cast<size_t>(n));
+    dpc_mse_loss(dp.get(), dt.get(), n, scale, dloss.get());
+    dpc_mse_loss_grad(dp.get(), dt.get(), n, scale, dgrad.get());
+    expectNear(dloss.host(), {scale * loss});
+    expectNear(dgrad.host(), grad);
+  }
+}
+
 TEST_F(Cuda, GatherAndScatteredGradientMatchLoops) {
   int64_t rows = 7, width = 3;
   std::vector<float> table = randomFloats(size_t(rows * width), 31);

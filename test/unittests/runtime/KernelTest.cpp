@@ -1312,6 +1312,45 @@ TEST(SoftmaxCrossEntropy, RefusesALabelOutsideTheClassesThatIsNotIgnored) {
 }
 
 //===----------------------------------------------------------------------===//
+// Mean squared error
+//===----------------------------------------------------------------------===//
+
+TEST(MseLoss, LossAndGradientMatchReference) {
+  int64_t n = 24;
+  Vec prediction = randomVec(size_t(n), 23, -3, 3);
+  Vec target = randomVec(size_t(n), 24, -3, 3);
+  // 1 / (2 microbatches x 24 elements): the minibatch mean's share.
+  float scale = 1.0f / 48, loss = 0;
+  dpc_mse_loss(prediction.data(), target.data(), n, scale, &loss);
+  Vec grad(size_t(n), 123.0f);
+  dpc_mse_loss_grad(prediction.data(), target.data(), n, scale, grad.data());
+  double total = 0;
+  std::vector<double> rgrad(grad.size());
+  for (int64_t i = 0; i < n; ++i) {
+    double d = double(prediction[size_t(i)]) - target[size_t(i)];
+    total += d * d;
+    rgrad[size_t(i)] = 2.0 * scale * d;
+  }
+  expectClose({loss}, {scale * total});
+  expectClose(grad, rgrad);
+}
+
+TEST(MseLoss, ExactTargetsGiveZeroLossAndGradient) {
+  Vec prediction = {1.5f, -2.0f, 0.25f}, grad(3, 123.0f);
+  float loss = 7;
+  dpc_mse_loss(prediction.data(), prediction.data(), 3, 0.5f, &loss);
+  dpc_mse_loss_grad(prediction.data(), prediction.data(), 3, 0.5f, grad.data());
+  EXPECT_EQ(loss, 0.0f);
+  EXPECT_EQ(grad, Vec(3, 0.0f));
+  // One element off by 2: scale * 4, and 2 * scale * 2 on that element.
+  Vec target = {1.5f, -4.0f, 0.25f};
+  dpc_mse_loss(prediction.data(), target.data(), 3, 0.5f, &loss);
+  dpc_mse_loss_grad(prediction.data(), target.data(), 3, 0.5f, grad.data());
+  EXPECT_EQ(loss, 2.0f);
+  EXPECT_EQ(grad, (Vec{0.0f, 2.0f, 0.0f}));
+}
+
+//===----------------------------------------------------------------------===//
 // Gather (embedding)
 //===----------------------------------------------------------------------===//
 

@@ -5,6 +5,7 @@
 #include "dpc/runtime/Error.h"
 #include "dpc/runtime/Manifest.h"
 #include "dpc/support/CommandLine.h"
+#include "dpc/support/Crc32c.h"
 
 #include <nlohmann/json.hpp>
 
@@ -34,6 +35,63 @@ const DTypeInfo kDTypes[] = {
     {DType::F64, "F64", 8}, {DType::I8, "I8", 1},     {DType::I32, "I32", 4},
     {DType::I64, "I64", 8}, {DType::U8, "U8", 1},     {DType::Bool, "BOOL", 1},
 };
+
+// dpc's writer stores each tensor's CRC-32C in the metadata as
+// "crc32c:NAME": "8 lowercase hex digits". Other tools keep metadata they do
+// not know, and a file without these keys (an older output, a file another
+// tool wrote) still loads; a file with them loads only when every tensor
+// matches its checksum.
+const std::string kChecksumPrefix = "crc32c:";
+
+std::string formatChecksum(uint32_t crc) {
+  char text[9];
+  std::snprintf(text, sizeof text, "%08x", crc);
+  return text;
+}
+
+bool parseChecksum(const std::string &text, uint32_t &crc) {
+  if (text.size() != 8)
+    return false;
+  crc = 0;
+  for (char c : text) {
+    int digit = c >= '0' && c <= '9'   ? c - '0'
+                : c >= 'a' && c <= 'f' ? c - 'a' + 10
+                                       : -1;
+    if (digit < 0)
+      return false;
+    crc = crc << 4 | uint32_t(digit);
+  }
+  return true;
+}
+
+// Checks every tensor of `file` against `checksums` (tensor name -> stored
+// text), when the file has any.
+void verifyChecksums(const TensorFile &file,
+                     const std::map<std::string, std::string> &checksums,
+                     const std::string &name) {
+  if (checksums.empty())
+    return;
+  for (const auto &[tensorName, tensor] : file.tensors) {
+    std::string where = name + ": tensor '" + tensorName + "'";
+    auto stored = checksums.find(tensorName);
+    if (stored == checksums.end())
+      throw Error(where + " has no checksum though the file's other tensors "
+                          "have one (the header is corrupt)");
+    uint32_t expected = 0;
+    if (!parseChecksum(stored->second, expected))
+      throw Error(where + " has a malformed checksum '" + stored->second +
+                  "' (8 lowercase hex digits expected)");
+    uint32_t actual = support::crc32c(tensor.bytes.data(), tensor.bytes.size());
+    if (actual != expected)
+      throw Error(where + " fails its CRC-32C checksum (stored " +
+                  stored->second + ", data gives " + formatChecksum(actual) +
+                  "): the file is corrupt");
+  }
+  for (const auto &entry : checksums)
+    if (!file.tensors.count(entry.first))
+      throw Error(name + ": a checksum names tensor '" + entry.first +
+                  "', which the file does not hold (the header is corrupt)");
+}
 } // namespace
 
 const char *dtypeName(DType dtype) {
@@ -125,6 +183,7 @@ TensorFile parseSafetensors(const std::vector<uint8_t> &bytes,
   const uint64_t dataSize = bytes.size() - 8 - headerSize;
   const uint8_t *data = bytes.data() + 8 + headerSize;
   TensorFile file;
+  std::map<std::string, std::string> checksums;
   std::vector<std::pair<uint64_t, uint64_t>> ranges;
   for (auto it = header.begin(); it != header.end(); ++it) {
     const std::string &key = it.key();
@@ -136,7 +195,11 @@ TensorFile parseSafetensors(const std::vector<uint8_t> &bytes,
         if (!m.value().is_string())
           throw Error(name + ": metadata value of '" + m.key() +
                       "' must be a string");
-        file.metadata[m.key()] = m.value().get<std::string>();
+        if (m.key().compare(0, kChecksumPrefix.size(), kChecksumPrefix) == 0)
+          checksums[m.key().substr(kChecksumPrefix.size())] =
+              m.value().get<std::string>();
+        else
+          file.metadata[m.key()] = m.value().get<std::string>();
       }
       continue;
     }
@@ -179,6 +242,7 @@ TensorFile parseSafetensors(const std::vector<uint8_t> &bytes,
   for (size_t i = 1; i < ranges.size(); ++i)
     if (ranges[i].first < ranges[i - 1].second)
       throw Error(name + ": tensors overlap in the data section");
+  verifyChecksums(file, checksums, name);
   return file;
 }
 
@@ -195,6 +259,10 @@ TensorFile readSafetensors(const std::string &path) {
 
 std::vector<uint8_t> serializeSafetensors(const TensorFile &file) {
   nlohmann::json header = nlohmann::json::object();
+  std::map<std::string, std::string> metadata;
+  for (const auto &[key, value] : file.metadata)
+    if (key.compare(0, kChecksumPrefix.size(), kChecksumPrefix) != 0)
+      metadata[key] = value;
   uint64_t offset = 0;
   for (const auto &[name, tensor] : file.tensors) {
     uint64_t expected =
@@ -207,10 +275,12 @@ std::vector<uint8_t> serializeSafetensors(const TensorFile &file) {
     header[name] = {{"dtype", dtypeName(tensor.dtype)},
                     {"shape", tensor.shape},
                     {"data_offsets", {offset, offset + expected}}};
+    metadata[kChecksumPrefix + name] = formatChecksum(
+        support::crc32c(tensor.bytes.data(), tensor.bytes.size()));
     offset += expected;
   }
-  if (!file.metadata.empty())
-    header["__metadata__"] = file.metadata;
+  if (!metadata.empty())
+    header["__metadata__"] = metadata;
   std::string text = header.dump();
   // Pad so that the data section starts 8-byte aligned, as other writers do;
   // readers can then map F64/I64 tensors in place.

@@ -48,11 +48,15 @@ struct TensorFile {
 
 /// Parses a safetensors image; `name` is used in error messages. Rejects
 /// headers that overrun the file, unknown dtypes, offsets outside the data or
-/// overlapping, and sizes that do not match dtype and shape.
+/// overlapping, and sizes that do not match dtype and shape. A file with
+/// per-tensor checksums (the "crc32c:NAME" metadata dpc writes) must match
+/// each of them, or the Error names the file and the tensor; the checksum
+/// keys are not put into `metadata`. A file without them loads unchecked.
 TensorFile parseSafetensors(const std::vector<uint8_t> &bytes,
                             const std::string &name);
 TensorFile readSafetensors(const std::string &path);
 
+/// The file image, with each tensor's CRC-32C in the metadata.
 std::vector<uint8_t> serializeSafetensors(const TensorFile &file);
 /// Writes through a temporary file and rename, so that a rank killed while
 /// checkpointing never leaves a truncated file under the final name.

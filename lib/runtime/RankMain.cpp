@@ -484,7 +484,7 @@ int runRank(int argc, char **argv, Communicator &comm) {
   dpc::schedule::Schedule schedule;
   std::string error = dpc::schedule::readScheduleFile(schedulePath, schedule);
   if (!error.empty())
-    throw Error(schedulePath + ": " + error);
+    throw Error(error); // names the file already
   manifest.schedule = schedulePath;
 
   SegmentFunctions segments;

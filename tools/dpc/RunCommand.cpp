@@ -73,6 +73,43 @@ bool isRegularFile(const std::string &path) {
   return ::stat(path.c_str(), &info) == 0 && S_ISREG(info.st_mode);
 }
 
+/// What is wrong with `path` as a program to launch, or "": it must be an
+/// ELF image whose header's program and section tables lie inside the file,
+/// or a "#!" script. A rank executable overwritten with anything else, or
+/// truncated, would otherwise fail inside mpirun or crash at load, and
+/// mpirun names neither the rank nor the file.
+std::string programProblem(const std::string &path) {
+  std::ifstream in(path, std::ios::binary);
+  unsigned char head[64] = {};
+  in.read(reinterpret_cast<char *>(head), sizeof(head));
+  std::streamsize got = in.gcount();
+  if (got >= 2 && head[0] == '#' && head[1] == '!')
+    return "";
+  if (got < 4 || std::memcmp(head, "\x7f"
+                                   "ELF",
+                             4) != 0)
+    return "is not a program (no ELF header)";
+  // ELF64, little-endian: the only kind this host runs.
+  if (got < 64 || head[4] != 2 || head[5] != 1)
+    return "is not a 64-bit little-endian ELF program";
+  auto field = [&](int offset, int bytes) {
+    uint64_t value = 0;
+    for (int i = bytes - 1; i >= 0; --i)
+      value = value << 8 | head[offset + i];
+    return value;
+  };
+  uint64_t tablesEnd =
+      std::max(field(0x20, 8) + field(0x38, 2) * field(0x36, 2),  // programs
+               field(0x28, 8) + field(0x3C, 2) * field(0x3A, 2)); // sections
+  struct stat info;
+  if (::stat(path.c_str(), &info) != 0)
+    return std::string("cannot be read: ") + std::strerror(errno);
+  if (uint64_t(info.st_size) < tablesEnd)
+    return "is truncated (its ELF header needs " + std::to_string(tablesEnd) +
+           " bytes, the file has " + std::to_string(info.st_size) + ")";
+  return "";
+}
+
 std::string absolutePath(const std::string &path) {
   if (!path.empty() && path[0] == '/')
     return path;
@@ -784,6 +821,11 @@ int runRunCommand(const Args &args) {
           appfilePath + ":" + std::to_string(line.lineNumber) + ": " + outDir +
           "/" + line.program +
           (isRegularFile(program) ? " is not executable" : ": no such file"));
+    if (program.find('/') != std::string::npos)
+      if (std::string problem = programProblem(program); !problem.empty())
+        return fail(appfilePath + ":" + std::to_string(line.lineNumber) +
+                    ": " + program + " " + problem +
+                    ": a corrupt rank executable");
     for (const std::string &o : line.mpirunOptions)
       appfile << o << " ";
     appfile << program;

@@ -246,19 +246,24 @@ static int64_t product(const std::vector<int64_t> &shape) {
   return n;
 }
 
-void Dataset::setLabels(std::vector<int64_t> values, std::vector<int64_t> shape,
-                        int64_t inputCount) {
+void Dataset::setLabelShape(size_t values, std::vector<int64_t> shape,
+                            int64_t inputCount) {
   labelDims = std::move(shape);
   labelCount = product(labelDims);
   if (labelCount <= 0)
     throw Error("dataset: a sample's labels must not be empty");
-  if (int64_t(values.size()) % labelCount != 0)
+  if (int64_t(values) % labelCount != 0)
     throw Error("dataset: label count is not a multiple of a sample's " +
                 std::to_string(labelCount) + " labels");
-  count = int64_t(values.size()) / labelCount;
-  labels = std::move(values);
+  count = int64_t(values) / labelCount;
   if (inputCount != elements * count)
     throw Error("dataset: input count does not match labels and shape");
+}
+
+void Dataset::setLabels(std::vector<int64_t> values, std::vector<int64_t> shape,
+                        int64_t inputCount) {
+  setLabelShape(values.size(), std::move(shape), inputCount);
+  labels = std::move(values);
 }
 
 Dataset Dataset::shaped(std::vector<int64_t> sampleShape, int64_t numClasses) {
@@ -301,6 +306,19 @@ Dataset Dataset::fromInts(std::vector<int64_t> sampleShape,
   return d;
 }
 
+Dataset Dataset::fromFloatTargets(std::vector<int64_t> sampleShape,
+                                  std::vector<float> inputs,
+                                  std::vector<float> targets,
+                                  std::vector<int64_t> targetShape) {
+  Dataset d = shaped(std::move(sampleShape), 0);
+  d.floatInputs = std::move(inputs);
+  d.floatTargets = true;
+  d.setLabelShape(targets.size(), std::move(targetShape),
+                  int64_t(d.floatInputs.size()));
+  d.targets = std::move(targets);
+  return d;
+}
+
 Dataset Dataset::unlabelled(std::vector<int64_t> sampleShape,
                             std::vector<float> inputs) {
   Dataset d = shaped(std::move(sampleShape), 0);
@@ -322,6 +340,8 @@ int64_t Dataset::label(int64_t index) const {
   if (!labelled)
     throw Error("dataset: the data has no labels");
   checkIndex(index);
+  if (floatTargets)
+    throw Error("dataset: the labels are float targets, not classes");
   if (labelCount != 1)
     throw Error("dataset: a sample has " + std::to_string(labelCount) +
                 " labels, not one");
@@ -364,10 +384,26 @@ void Dataset::gatherLabels(const std::vector<int64_t> &indices,
                            int64_t *out) const {
   if (!labelled)
     throw Error("dataset: the data has no labels");
+  if (floatTargets)
+    throw Error("dataset: the labels are float targets, not class ids");
   for (int64_t index : indices) {
     checkIndex(index);
     std::memcpy(out, &labels[size_t(index * labelCount)],
                 size_t(labelCount) * sizeof(int64_t));
+    out += labelCount;
+  }
+}
+
+void Dataset::gatherFloatLabels(const std::vector<int64_t> &indices,
+                                float *out) const {
+  if (!labelled)
+    throw Error("dataset: the data has no labels");
+  if (!floatTargets)
+    throw Error("dataset: the labels are class ids, not float targets");
+  for (int64_t index : indices) {
+    checkIndex(index);
+    std::memcpy(out, &targets[size_t(index * labelCount)],
+                size_t(labelCount) * sizeof(float));
     out += labelCount;
   }
 }
@@ -518,6 +554,38 @@ static std::vector<int64_t> npyInts(const NpyArray &array,
   return values;
 }
 
+// Float targets of a regression (--loss mse): one per element of the
+// model's output, whose shape the data must have, sample by sample.
+static Dataset npyTargets(const DataSpec &spec, const NpyArray &labels,
+                          std::vector<int64_t> targetShape,
+                          const ModelDataShape &model,
+                          std::vector<int64_t> sampleShape, bool integerInputs,
+                          std::vector<float> inputs) {
+  if (labels.descr != "<f4")
+    throw InputError(spec.labelsPath +
+                     ": --loss mse needs float32 ('<f4') targets, got '" +
+                     labels.descr + "'");
+  if (integerInputs)
+    throw InputError(spec.inputsPath + ": float targets (--loss mse) need "
+                                       "float32 inputs, got token ids");
+  auto bracketed = [](std::string first, const std::vector<int64_t> &dims) {
+    std::string text = "[" + first;
+    for (int64_t dim : dims)
+      text += ", " + std::to_string(dim);
+    return text + "]";
+  };
+  if (!model.sampleShape.empty() && targetShape != model.labelShape)
+    throw InputError(spec.labelsPath + ": targets of shape " +
+                     bracketed(std::to_string(labels.shape[0]), targetShape) +
+                     " do not match the model's output " +
+                     bracketed("N", model.labelShape) +
+                     " (--loss mse takes a float target per output element)");
+  std::vector<float> values(labels.data.size() / 4);
+  std::memcpy(values.data(), labels.data.data(), labels.data.size());
+  return Dataset::fromFloatTargets(std::move(sampleShape), std::move(inputs),
+                                   std::move(values), std::move(targetShape));
+}
+
 static Dataset loadNpy(const DataSpec &spec, const ModelDataShape &model) {
   NpyArray inputs = readNpyFile(spec.inputsPath);
   bool integer = inputs.descr == "<i8" || inputs.descr == "<i4";
@@ -554,6 +622,13 @@ static Dataset loadNpy(const DataSpec &spec, const ModelDataShape &model) {
                 std::to_string(labels.shape[0]) + " labels in " +
                 spec.labelsPath);
   std::vector<int64_t> labelShape(labels.shape.begin() + 1, labels.shape.end());
+  if (model.floatLabels)
+    return npyTargets(spec, labels, std::move(labelShape), model,
+                      std::move(sampleShape), integer, std::move(values));
+  if (labels.descr == "<f4")
+    throw InputError(spec.labelsPath +
+                     ": float32 labels are targets for --loss mse, but this "
+                     "model's loss takes int64 class ids");
   std::vector<int64_t> labelValues = npyInts(labels, spec.labelsPath, "labels");
   int64_t perSample = product(labelShape);
   int64_t maxLabel = -1;
@@ -672,7 +747,8 @@ static Dataset loadText(const DataSpec &spec, Split split,
 
 static Dataset makeSynthetic(const DataSpec &spec, Split split,
                              const ModelDataShape &model, uint64_t seed) {
-  if (model.sampleShape.empty() || model.numClasses <= 0)
+  if (model.sampleShape.empty() ||
+      (model.numClasses <= 0 && !model.floatLabels))
     throw Error(spec.text + ": synthetic data needs the model's input shape "
                             "and class count");
   int64_t count = spec.syntheticSamples > 0
@@ -702,6 +778,14 @@ static Dataset makeSynthetic(const DataSpec &spec, Split split,
   std::vector<float> inputs(static_cast<size_t>(count * elements));
   for (float &x : inputs)
     x = random.unitFloat();
+  if (model.floatLabels) {
+    std::vector<float> targets(
+        static_cast<size_t>(count * product(model.labelShape)));
+    for (float &y : targets)
+      y = random.unitFloat();
+    return Dataset::fromFloatTargets(model.sampleShape, std::move(inputs),
+                                     std::move(targets), model.labelShape);
+  }
   std::vector<int64_t> labels(
       static_cast<size_t>(count * product(model.labelShape)));
   draw(labels);
@@ -712,6 +796,12 @@ static Dataset makeSynthetic(const DataSpec &spec, Split split,
 
 Dataset loadDataset(const DataSpec &spec, Split split,
                     const ModelDataShape &model, uint64_t seed) {
+  if (model.floatLabels &&
+      (spec.kind == DataSpec::Kind::Idx || spec.kind == DataSpec::Kind::Text))
+    throw InputError(spec.text +
+                     ": the data has class labels but the model's loss takes "
+                     "float targets (--loss mse; give "
+                     "npy:INPUTS.npy,TARGETS.npy)");
   Dataset data;
   switch (spec.kind) {
   case DataSpec::Kind::Idx:
@@ -740,6 +830,14 @@ Dataset loadDataset(const DataSpec &spec, Split split,
                 (data.integerInputs() ? "integer token ids" : "floats") +
                 " but the model reads " +
                 (model.integerInputs ? "integer token ids" : "floats"));
+  if (data.hasLabels() && data.floatLabels() != model.floatLabels)
+    throw InputError(
+        spec.text + ": the data has " +
+        (data.floatLabels() ? "float targets" : "class labels") +
+        " but the model's loss takes " +
+        (model.floatLabels
+             ? "float targets (--loss mse; give npy:INPUTS.npy,TARGETS.npy)"
+             : "class labels (its loss is softmax-cross-entropy)"));
   if (data.hasLabels() && data.labelShape() != model.labelShape)
     throw Error(spec.text + ": a sample has labels of shape " +
                 (data.labelShape().empty() ? std::string("scalar")

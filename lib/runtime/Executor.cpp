@@ -625,10 +625,16 @@ struct Executor::Impl : dpc_context {
       });
     }
     if (manifest.virtualStage(chunk) == lastStage() && manifest.labelsShape) {
-      size_t bytes = size_t(product(*manifest.labelsShape)) * sizeof(int64_t);
+      // Class ids, or float targets of the output's shape (--loss mse).
+      size_t bytes = size_t(product(*manifest.labelsShape)) *
+                     (manifest.floatLabels ? sizeof(float) : sizeof(int64_t));
       if (!l.labels)
         l.labels = Buffer(pool, bytes);
       upload(l.labels.data(), bytes, [&](void *host) {
+        if (manifest.floatLabels) {
+          currentData->gatherFloatLabels(indices, static_cast<float *>(host));
+          return;
+        }
         auto *labels = static_cast<int64_t *>(host);
         currentData->gatherLabels(indices, labels);
         if (evaluating && manifest.ignoreIndex)
@@ -1243,6 +1249,30 @@ struct Executor::Impl : dpc_context {
     ++t.calls;
   }
 
+  /// The squared error of an output against its float targets (--loss mse),
+  /// summed as MSELoss sums it before its mean.
+  void reportRegression(const float *output) {
+    const std::vector<int64_t> &shape = *manifest.outputShape;
+    int64_t n = product(shape);
+    if (product(*manifest.labelsShape) != n)
+      fatal("dpc_report_output",
+            "the output has " + std::to_string(n) +
+                " elements but the float targets have " +
+                std::to_string(product(*manifest.labelsShape)));
+    const auto *values = static_cast<const float *>(
+        download(output, size_t(n) * sizeof(float), downStaging));
+    if (keepingOutputs)
+      eval.outputs.insert(eval.outputs.end(), values, values + n);
+    const auto *targets = static_cast<const float *>(
+        download(labels(), size_t(n) * sizeof(float), labelStaging));
+    for (int64_t i = 0; i < n; ++i) {
+      double d = double(values[i]) - double(targets[i]);
+      eval.squaredError += d * d;
+    }
+    eval.targets += n;
+    eval.samples += shape[0];
+  }
+
   void reportOutput(const float *output) {
     requireSegment("dpc_report_output");
     if (!manifest.outputShape)
@@ -1251,6 +1281,10 @@ struct Executor::Impl : dpc_context {
     bool scoring = manifest.labelsShape.has_value();
     if (!evaluating || !(keepingOutputs || scoring))
       return;
+    if (scoring && manifest.floatLabels) {
+      reportRegression(output);
+      return;
+    }
     // A row per label: a sample of a classifier, a position of a
     // token-level loss; without labels, a sample.
     const std::vector<int64_t> &shape = *manifest.outputShape;

@@ -292,9 +292,19 @@ RankManifest parseManifest(const std::string &text, const std::string &name) {
     if (m.labelsShape->empty())
       r.fail("labels.shape", "expected [microbatch_size, positions...]");
     batchFirst(*m.labelsShape, "labels.shape");
-    if (root.at("labels").contains("ignore_index"))
-      m.ignoreIndex = r.integer(root.at("labels"), "labels.", "ignore_index",
+    const json &labels = root.at("labels");
+    if (auto it = labels.find("dtype"); it != labels.end()) {
+      std::string dtype = it->is_string() ? it->get<std::string>() : "";
+      if (dtype != "f32" && dtype != "i64")
+        r.fail("labels.dtype", "expected \"f32\" or \"i64\"");
+      m.floatLabels = dtype == "f32";
+    }
+    if (labels.contains("ignore_index"))
+      m.ignoreIndex = r.integer(labels, "labels.", "ignore_index",
                                 std::numeric_limits<int64_t>::min());
+    if (m.ignoreIndex && m.floatLabels)
+      r.fail("labels.ignore_index", "applies to class labels (\"i64\"), not "
+                                    "float targets");
   }
   if (auto it = root.find("inference"); it != root.end()) {
     if (!it->is_boolean())

@@ -226,12 +226,15 @@ ModelDataShape shareModelShape(Communicator &comm, const RankManifest &m) {
   // The last stage's classes and the shape of a sample's labels: a class
   // per row of the output, whose last dimension is the class dimension
   // when the labels have positions.
-  // The last two: whether the loss ignores a label, and which.
-  std::vector<int64_t> labels(kMaxRank + 4, 0);
+  // Then whether the loss ignores a label, and which, and whether the labels
+  // are float targets (--loss mse).
+  std::vector<int64_t> labels(kMaxRank + 5, 0);
   if (m.isLastStage() && m.ignoreIndex) {
     labels[kMaxRank + 2] = 1;
     labels[kMaxRank + 3] = *m.ignoreIndex;
   }
+  if (m.isLastStage())
+    labels[kMaxRank + 4] = m.floatLabels;
   if (m.isLastStage() && m.outputShape) {
     const std::vector<int64_t> &out = *m.outputShape;
     size_t labelRank = m.labelsShape ? m.labelsShape->size() : 1;
@@ -248,6 +251,7 @@ ModelDataShape shareModelShape(Communicator &comm, const RankManifest &m) {
   model.labelShape.assign(labels.begin() + 2, labels.begin() + 2 + labels[1]);
   if (labels[kMaxRank + 2])
     model.ignoreIndex = labels[kMaxRank + 3];
+  model.floatLabels = labels[kMaxRank + 4] != 0;
   return model;
 }
 
@@ -647,7 +651,17 @@ int runRank(int argc, char **argv, Communicator &comm) {
     setActivity("evaluates the test data");
     EvalResult result =
         exec.evaluate(test ? &*test : nullptr, evalMicrobatches);
-    if (reports && m.labelsShape && m.outputShape && result.samples > 0) {
+    if (reports && m.floatLabels && result.targets > 0) {
+      // A regression has no classes to be right about: its test loss.
+      double mse = result.squaredError / double(result.targets);
+      char line[128];
+      std::snprintf(line, sizeof line, "test mse %.6f (%lld samples)", mse,
+                    (long long)result.samples);
+      printLine(line);
+      if (metrics)
+        metrics->write({{"eval_mse", mse}, {"eval_samples", result.samples}});
+    } else if (reports && m.labelsShape && m.outputShape &&
+               result.samples > 0) {
       double accuracy = double(result.correct) / double(result.samples);
       char line[128];
       std::snprintf(line, sizeof line, "test accuracy %.4f (%lld/%lld)",

@@ -8,7 +8,8 @@ Usage: match_oracle.py ORACLE_DIR WORK_DIR [--models lenet5,mlp]
 
 ORACLE_DIR holds what oracle.py wrote (MODEL.onnx, MODEL.oracle.json, with
 its settings: 4 microbatches of 16, file order, the data it trained on, and
-the optimizer, by default SGD lr 0.05 momentum 0.9, or Adam).
+the optimizer, by default SGD lr 0.05 momentum 0.9, or Adam, and dpc's --loss
+where it is not softmax-cross-entropy, as "dpc_loss").
 A stage count written with "+" gives the ranks of each stage instead ("2+1":
 stage 0 on two ranks, compiled with --replicas 2,1). For each combination:
 `dpc compile --target TARGET`, `dpc run --no-shuffle
@@ -100,6 +101,8 @@ def main():
                     *(["--bandwidth", args.bandwidth] if args.bandwidth else []),
                     *(["--ignore-index", str(settings["ignore_index"])]
                       if "ignore_index" in settings else []),
+                    *(["--loss", settings["dpc_loss"]]
+                      if "dpc_loss" in settings else []),
                     *optimizer_options(optimizer)])
                 if code != 0:
                     print(f"{name}: compile failed\n{log}")

@@ -11,6 +11,9 @@
 //                                  ids, [N,...]; int64/int32 labels [N]
 //                                  (a class per sample) or [N,...] (a
 //                                  class per position, token-level losses)
+//   npy:INPUTS.npy,TARGETS.npy     float32 inputs and float32 targets
+//                                  [N,...] of the model's output shape,
+//                                  for --loss mse (regression)
 //   npy:INPUTS.npy                 inputs alone, for what needs no labels
 //                                  (predictions of an inference build)
 //   text:FILE[,stride=N][,vocab=V] a plain-text file as character tokens
@@ -93,6 +96,13 @@ public:
                           std::vector<int64_t> inputs,
                           std::vector<int64_t> labels, int64_t numClasses,
                           std::vector<int64_t> labelShape = {});
+  /// Float targets (regression, --loss mse) instead of class labels:
+  /// `targetShape` is one sample's, the model output's without the batch.
+  /// gatherFloatLabels() reads them; label() and gatherLabels() throw.
+  static Dataset fromFloatTargets(std::vector<int64_t> sampleShape,
+                                  std::vector<float> inputs,
+                                  std::vector<float> targets,
+                                  std::vector<int64_t> targetShape);
   /// Inputs without labels; label() and gatherLabels() then throw.
   static Dataset unlabelled(std::vector<int64_t> sampleShape,
                             std::vector<float> inputs);
@@ -105,6 +115,8 @@ public:
   int64_t numClasses() const { return classes; }
   /// Whether the inputs are integers (token ids) rather than floats.
   bool integerInputs() const { return integer; }
+  /// Whether the labels are float targets rather than class ids.
+  bool floatLabels() const { return floatTargets; }
   /// The shape of one sample's labels ({} for one class a sample).
   const std::vector<int64_t> &labelShape() const { return labelDims; }
   int64_t labelElements() const { return labelCount; }
@@ -119,6 +131,8 @@ public:
   /// Copies the labels of `indices`, in order, to `out`, which holds
   /// indices.size() * labelElements() values.
   void gatherLabels(const std::vector<int64_t> &indices, int64_t *out) const;
+  /// The same for float targets; class labels throw.
+  void gatherFloatLabels(const std::vector<int64_t> &indices, float *out) const;
 
 private:
   std::vector<int64_t> shape;
@@ -133,12 +147,17 @@ private:
   std::vector<int64_t> labelDims;
   int64_t labelCount = 1;
   std::vector<int64_t> labels;
+  bool floatTargets = false;
+  std::vector<float> targets;
 
   /// A dataset of samples of `sampleShape`, before its inputs and labels.
   static Dataset shaped(std::vector<int64_t> sampleShape, int64_t numClasses);
   void checkIndex(int64_t index) const;
   void setLabels(std::vector<int64_t> values, std::vector<int64_t> shape,
                  int64_t inputCount);
+  /// Sets the label shape and the sample count from `values` labels.
+  void setLabelShape(size_t values, std::vector<int64_t> shape,
+                     int64_t inputCount);
 };
 
 /// How the text: source maps bytes to token ids.
@@ -185,6 +204,8 @@ struct ModelDataShape {
   /// A label the loss leaves out (torch's ignore_index), accepted in the
   /// data though outside [0, numClasses).
   std::optional<int64_t> ignoreIndex;
+  /// The loss takes float targets of labelShape (--loss mse), not class ids.
+  bool floatLabels = false;
 };
 
 /// Loads the split of the dataset `spec` names. Npy specs name their files

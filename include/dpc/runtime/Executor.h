@@ -58,6 +58,10 @@ struct EvalResult {
   /// Sum of the losses reported during evaluation (each scaled as in
   /// training, by 1 / (M * B)).
   double reportedLoss = 0;
+  /// With float targets (--loss mse), on the last stage: the sum of the
+  /// squared errors over `targets` elements; their mean is MSELoss's.
+  double squaredError = 0;
+  int64_t targets = 0;
   /// With keepOutputs, on the last stage: every microbatch's output, one
   /// after the other.
   std::vector<float> outputs;

@@ -95,6 +95,9 @@ struct RankManifest {
   int64_t microbatchSize = 1;
   std::vector<ManifestTensor> inputs;
   std::optional<std::vector<int64_t>> labelsShape;
+  /// "labels": {"dtype": "f32"}: float targets of the output's shape (--loss
+  /// mse) rather than int64 class ids ("i64", the default).
+  bool floatLabels = false;
   /// "labels": {"ignore_index": N}: the loss leaves out labels N and takes
   /// its scale from the step's count of the others (dpc_loss_scale).
   std::optional<int64_t> ignoreIndex;

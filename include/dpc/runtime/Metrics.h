@@ -7,6 +7,8 @@
 //        counts from 1, n is the samples trained so far, t the seconds since
 //        training started
 //   {"eval_accuracy":a,"eval_samples":n}          after evaluation
+//   {"eval_mse":x,"eval_samples":n}               after evaluation with
+//        float targets (--loss mse), which have no accuracy
 //
 // Each line is flushed as it is written, so a run that dies still leaves the
 // steps it completed.

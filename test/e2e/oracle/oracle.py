@@ -222,6 +222,44 @@ class TiedMLP(nn.Module):
         return self.out(h)
 
 
+class RegressionMLP(nn.Module):
+    """16-32-tanh-8 regression trained with torch.nn.MSELoss (dpc compile
+    --loss mse) on float inputs and targets from regression_data instead of
+    Fashion-MNIST."""
+
+    input_shape = (16,)
+    loss = "mse"
+
+    def __init__(self):
+        super().__init__()
+        self.fc1 = nn.Linear(16, 32)
+        self.fc2 = nn.Linear(32, 8)
+
+    def forward(self, x):
+        return self.fc2(torch.tanh(self.fc1(x)))
+
+
+def regression_data(count, directory, stem):
+    """`count` inputs [count, 16] drawn from N(0, 1) and float targets
+    [count, 8]: a fixed smooth function of them (a sine of a random
+    projection plus products of input pairs) with a little noise, all from a
+    generator of their own. Saved as DIRECTORY/STEM.train_inputs.npy and
+    .train_targets.npy (the float32 bytes PyTorch trains on); returns them
+    and their npy: spec."""
+    generator = torch.Generator().manual_seed(1234)
+    x = torch.randn(count, 16, generator=generator)
+    projection = torch.randn(16, 8, generator=generator) / 4
+    offset = torch.randn(8, generator=generator)
+    noise = torch.randn(count, 8, generator=generator)
+    y = (torch.sin(x @ projection) + 0.5 * x[:, :8] * x[:, 8:] + offset +
+         0.05 * noise)
+    files = [os.path.abspath(os.path.join(directory, f"{stem}.{part}.npy"))
+             for part in ("train_inputs", "train_targets")]
+    np.save(files[0], x.numpy())
+    np.save(files[1], y.numpy())
+    return x, y, "npy:" + ",".join(files)
+
+
 class GptBlock(nn.Module):
     """A pre-norm transformer decoder block: causal multi-head
     self-attention and a GELU MLP, each with a residual connection."""
@@ -548,7 +586,8 @@ def resnet18():
 # "arithmetic-mlp", "gelu-mlp", "table-mlp", "branch-net", "dropout-mlp",
 # "tied-mlp", "attention" and "layernorm-attention" (the same at opset 17,
 # LayerNormalization nodes), "lstm-lm" and "lstm-seq2seq" (text.py's
-# tokens); and "tv-NAME" for torchvision's classifiers (vision.py).
+# tokens), "mse-mlp" (a regression with float targets, --loss mse); and
+# "tv-NAME" for torchvision's classifiers (vision.py).
 MODELS = {"lenet5": LeNet5, "mlp": MLP}
 EXTRA_MODELS = {"resnet": ResNet, "resnet18": resnet18,
                 "smooth-mlp": SmoothMLP, "arithmetic-mlp": ArithmeticMLP,
@@ -561,7 +600,7 @@ EXTRA_MODELS = {"resnet": ResNet, "resnet18": resnet18,
                 "encoder-post-gelu": lambda: Encoder(False, "gelu"),
                 "encoder-pre-relu": lambda: Encoder(True, "relu"),
                 "encoder-pre-gelu": lambda: Encoder(True, "gelu"), "lstm-lm": LstmLM,
-                "ignore-gpt": IgnoreGPT,
+                "ignore-gpt": IgnoreGPT, "mse-mlp": RegressionMLP,
                 "lstm-seq2seq": LstmSeq2Seq}
 
 
@@ -582,6 +621,11 @@ def input_shape_of(model):
 def reads_tokens(model):
     """Whether the model reads token ids (text.py) rather than images."""
     return getattr(model, "tokens", False)
+
+
+def is_regression(model):
+    """Whether the model trains against float targets (--loss mse)."""
+    return getattr(model, "loss", None) == "mse"
 
 
 def cross_entropy(logits, labels, ignore_index=-100):
@@ -765,6 +809,8 @@ def train(model, x, y, steps, microbatches, microbatch_size, settings):
     ignore_index = getattr(model, "ignore_index", -100)
 
     def loss_fn(logits, labels):  # mean over the whole minibatch
+        if is_regression(model):  # and over every output element
+            return nn.functional.mse_loss(logits, labels)
         return cross_entropy(logits, labels, ignore_index)
     losses = []
     for step in range(steps):
@@ -884,7 +930,10 @@ def main():
                                            args.out)
         shape = input_shape_of(model)
         labels = y
-        if reads_tokens(model):
+        if is_regression(model):
+            inputs, labels, data = regression_data(args.steps * minibatch,
+                                                   args.out, name)
+        elif reads_tokens(model):
             inputs, labels, data = text.training_data(
                 shape[0], args.steps * minibatch, args.out, name,
                 pad_id=getattr(model, "pad_id", None),
@@ -905,7 +954,8 @@ def main():
                           trained_arrays(model))
         if reference is not None:
             inputs64 = inputs if reads_tokens(model) else inputs.double()
-            losses64 = train(reference, inputs64, labels, args.steps,
+            labels64 = labels.double() if is_regression(model) else labels
+            losses64 = train(reference, inputs64, labels64, args.steps,
                              args.microbatches, args.microbatch_size, settings)
             final64 = {k: (v.detach().numpy().astype(np.float32)
                            if v.is_floating_point() else v.detach().numpy())
@@ -926,7 +976,11 @@ def main():
             "steps": args.steps,
             "microbatches": args.microbatches,
             "microbatch_size": args.microbatch_size,
-            "loss": "softmax-cross-entropy, mean over the minibatch",
+            "loss": ("mse, mean over every output element of the minibatch"
+                     if is_regression(model) else
+                     "softmax-cross-entropy, mean over the minibatch"),
+            # dpc compile's --loss, where it is not the default.
+            **({"dpc_loss": "mse"} if is_regression(model) else {}),
             **({"ignore_index": model.ignore_index}
                if hasattr(model, "ignore_index") else {}),
             "optimizer": settings,

@@ -319,6 +319,71 @@ TEST(Dataset, LoadsTokenIdsWithALabelPerPosition) {
       HasSubstr("label 13 of sample 2 is outside [0, 13)"));
 }
 
+// --loss mse: float targets of the model's output shape, read as they are;
+// targets of another shape, or class labels, are the user's mistake (exit
+// 2), said in one line naming both shapes.
+TEST(Dataset, LoadsFloatTargetsForARegression) {
+  TempDir dir;
+  std::vector<float> x = {1, 2, 3, 4, 5, 6};
+  std::vector<float> t = {0.5f, -1, 2.25f, 3, -0.125f, 7};
+  writeNpyFile(dir.file("x.npy"), "<f4", {3, 2}, x.data(), 24);
+  writeNpyFile(dir.file("t.npy"), "<f4", {3, 2}, t.data(), 24);
+  DataSpec spec =
+      parseDataSpec("npy:" + dir.file("x.npy") + "," + dir.file("t.npy"));
+  ModelDataShape model{{2}, 2, false, /*labelShape=*/{2}};
+  model.floatLabels = true;
+  Dataset data = loadDataset(spec, Split::Train, model);
+  EXPECT_EQ(data.size(), 3);
+  EXPECT_TRUE(data.floatLabels());
+  EXPECT_EQ(data.labelElements(), 2);
+  float targets[4];
+  data.gatherFloatLabels({2, 0}, targets);
+  EXPECT_THAT(targets, ::testing::ElementsAre(-0.125f, 7.0f, 0.5f, -1.0f));
+  int64_t ids[2];
+  EXPECT_THAT(errorOf([&] { data.gatherLabels({0}, ids); }),
+              HasSubstr("the labels are float targets, not class ids"));
+
+  auto inputErrorOf = [](const std::function<void()> &f) -> std::string {
+    try {
+      f();
+    } catch (const InputError &e) {
+      return e.what();
+    }
+    return "(no InputError)";
+  };
+  ModelDataShape wider = model;
+  wider.labelShape = {8};
+  EXPECT_EQ(inputErrorOf([&] { loadDataset(spec, Split::Train, wider); }),
+            dir.file("t.npy") +
+                ": targets of shape [3, 2] do not match the model's output "
+                "[N, 8] (--loss mse takes a float target per output element)");
+  std::vector<int64_t> classes = {0, 1, 1};
+  writeNpyFile(dir.file("y.npy"), "<i8", {3}, classes.data(), 24);
+  DataSpec labelled =
+      parseDataSpec("npy:" + dir.file("x.npy") + "," + dir.file("y.npy"));
+  EXPECT_THAT(inputErrorOf([&] { loadDataset(labelled, Split::Train, model); }),
+              HasSubstr("--loss mse needs float32 ('<f4') targets, got '<i8'"));
+  // And the other way round: a classifier handed float targets.
+  EXPECT_THAT(
+      inputErrorOf(
+          [&] { loadDataset(spec, Split::Train, {{2}, 2, false, {}}); }),
+      HasSubstr("float32 labels are targets for --loss mse, but this model's "
+                "loss takes int64 class ids"));
+  EXPECT_THAT(inputErrorOf([&] {
+                loadDataset(parseDataSpec("fashion-mnist:" + dir.path),
+                            Split::Train, model);
+              }),
+              HasSubstr("the data has class labels but the model's loss takes "
+                        "float targets"));
+
+  // Synthetic data draws targets of the output's shape.
+  Dataset synthetic =
+      loadDataset(parseDataSpec("synthetic:5"), Split::Train, model, 1);
+  EXPECT_TRUE(synthetic.floatLabels());
+  EXPECT_EQ(synthetic.size(), 5);
+  EXPECT_EQ(synthetic.labelShape(), std::vector<int64_t>{2});
+}
+
 TEST(DataSpec, ParsesTextOptions) {
   DataSpec plain = parseDataSpec("text:/t/a.txt");
   EXPECT_EQ(plain.kind, DataSpec::Kind::Text);

@@ -137,6 +137,21 @@ TEST(Manifest, ErrorsNameTheField) {
   EXPECT_EQ(with([](auto &m) { m["labels"]["shape"] = {2, 16}; }, 1),
             "rank0: manifest: labels.shape: the first dimension is 2 but "
             "microbatch_size is 4");
+  // Float targets (--loss mse) say so; class ids are the default.
+  nlohmann::json targets = manifestJson(1);
+  targets["labels"] = {{"shape", {4, 16}}, {"dtype", "f32"}};
+  EXPECT_TRUE(parseManifest(targets.dump(), "rank1").floatLabels);
+  EXPECT_FALSE(parseManifest(manifestJson(1).dump(), "rank1").floatLabels);
+  EXPECT_EQ(with([](auto &m) { m["labels"]["dtype"] = "f64"; }, 1),
+            "rank0: manifest: labels.dtype: expected \"f32\" or \"i64\"");
+  EXPECT_EQ(with(
+                [](auto &m) {
+                  m["labels"]["dtype"] = "f32";
+                  m["labels"]["ignore_index"] = -100;
+                },
+                1),
+            "rank0: manifest: labels.ignore_index: applies to class labels "
+            "(\"i64\"), not float targets");
   EXPECT_EQ(with([](auto &m) { m["inference"] = "yes"; }),
             "rank0: manifest: inference: expected true or false");
   EXPECT_EQ(with([](auto &m) { m["optimizer"] = "adam"; }), "");

@@ -4,6 +4,10 @@
 // Convolutions go to oneDNN and matrix products to its sgemm; the rest are
 // plain loops, which the compiler vectorizes well enough for elementwise work
 // and which let max pooling follow PyTorch's first-maximum rule exactly.
+// Loops over independent outputs (elements, rows, channels, planes) run on
+// the kernel threads oneDNN uses too (OpenMP, OMP_NUM_THREADS), each output
+// computed by one thread in the serial order, so results do not depend on
+// the thread count; reductions across outputs stay on one thread.
 //
 // Generated code has no unwind tables and no way to handle an error, and a
 // bad shape here is a compiler bug, so a kernel that is handed inconsistent
@@ -40,6 +44,39 @@ namespace {
   std::fprintf(stderr, "error: %s: %s\n", kernel, message.c_str());
   std::fflush(stderr);
   std::abort();
+}
+
+/// Work, in elements touched, below which a loop stays on the calling
+/// thread: waking the other kernel threads costs a few microseconds, about
+/// what one thread needs for this many elementwise updates.
+constexpr int64_t kParallelWork = int64_t(1) << 15;
+
+/// Runs body(i) for every i in [0, n), on the kernel threads when `work`
+/// (the elements the whole loop touches) pays for it. Every i is handled by
+/// exactly one thread, so a body that writes only outputs of its own i gives
+/// bitwise the serial result.
+template <typename Body> void parallelFor(int64_t n, int64_t work, Body body) {
+#pragma omp parallel for schedule(static) if (n > 1 && work >= kParallelWork)
+  for (int64_t i = 0; i < n; ++i)
+    body(i);
+}
+
+/// Runs body(begin, end) over [0, count) in contiguous chunks (long enough
+/// to vectorize), on the kernel threads when count pays for it.
+template <typename Body> void parallelChunks(int64_t count, Body body) {
+  constexpr int64_t kChunk = int64_t(1) << 13;
+  int64_t chunks = (count + kChunk - 1) / kChunk;
+  parallelFor(chunks, count, [&](int64_t c) {
+    body(c * kChunk, std::min(count, (c + 1) * kChunk));
+  });
+}
+
+/// Elements of a dense tensor of `shape`.
+int64_t elementCount(const int64_t *shape, int64_t rank) {
+  int64_t count = 1;
+  for (int64_t d = 0; d < rank; ++d)
+    count *= shape[d];
+  return count;
 }
 
 std::string shapeText(const int64_t *shape, int rank) {
@@ -313,9 +350,9 @@ void forEachRow(const int64_t *full, int64_t rank,
 
 // y = f(a, b) over the broadcast, one innermost row at a time.
 template <typename F>
-void broadcastBinary(const float *a, const int64_t *a_shape, const float *b,
-                     const int64_t *b_shape, float *y, const int64_t *y_shape,
-                     int64_t rank, F f) {
+void broadcastBinaryRows(const float *a, const int64_t *a_shape, const float *b,
+                         const int64_t *b_shape, float *y,
+                         const int64_t *y_shape, int64_t rank, F f) {
   std::vector<int64_t> sa = broadcastStrides(a_shape, y_shape, rank);
   std::vector<int64_t> sb = broadcastStrides(b_shape, y_shape, rank);
   int64_t last = rank ? y_shape[rank - 1] : 1;
@@ -335,6 +372,24 @@ void broadcastBinary(const float *a, const int64_t *a_shape, const float *b,
     else
       for (int64_t i = 0; i < last; ++i)
         py[i] = f(pa[0], pb[0]);
+  });
+}
+
+// The same, with the leading dimension's slices on the kernel threads.
+template <typename F>
+void broadcastBinary(const float *a, const int64_t *a_shape, const float *b,
+                     const int64_t *b_shape, float *y, const int64_t *y_shape,
+                     int64_t rank, F f) {
+  if (rank < 2 || y_shape[0] < 2) {
+    broadcastBinaryRows(a, a_shape, b, b_shape, y, y_shape, rank, f);
+    return;
+  }
+  int64_t sa = broadcastStrides(a_shape, y_shape, rank)[0];
+  int64_t sb = broadcastStrides(b_shape, y_shape, rank)[0];
+  int64_t slice = elementCount(y_shape + 1, rank - 1);
+  parallelFor(y_shape[0], y_shape[0] * slice, [&](int64_t i) {
+    broadcastBinaryRows(a + i * sa, a_shape + 1, b + i * sb, b_shape + 1,
+                        y + i * slice, y_shape + 1, rank - 1, f);
   });
 }
 
@@ -475,7 +530,7 @@ void dpc_conv2d_grad_filter(const float *dy, const int64_t *dy_shape,
 
 void dpc_conv2d_grad_bias(const float *dy, const int64_t *dy_shape, float *db) {
   int64_t n = dy_shape[0], c = dy_shape[1], hw = dy_shape[2] * dy_shape[3];
-  for (int64_t ch = 0; ch < c; ++ch) {
+  parallelFor(c, n * c * hw, [&](int64_t ch) {
     double sum = 0;
     for (int64_t b = 0; b < n; ++b) {
       const float *p = dy + (b * c + ch) * hw;
@@ -483,7 +538,7 @@ void dpc_conv2d_grad_bias(const float *dy, const int64_t *dy_shape, float *db) {
         sum += p[k];
     }
     db[ch] = float(sum);
-  }
+  });
 }
 
 void dpc_matmul(const float *a, const float *b, float *y, int64_t batch,
@@ -663,13 +718,23 @@ void dpc_transpose(const float *x, const int64_t *x_shape, float *y,
     strides[size_t(d)] = xStrides[size_t(perm[d])];
   }
   int64_t last = rank ? yShape.back() : 1, step = rank ? strides.back() : 0;
-  forEachRow(yShape.data(), rank, strides, strides,
-             [&](int64_t ox, int64_t, int64_t oy) {
-               const float *px = x + ox;
-               float *py = y + oy;
-               for (int64_t i = 0; i < last; ++i)
-                 py[i] = px[i * step];
-             });
+  // y's leading slices on the kernel threads; each walks the rest in rows.
+  int64_t lead = rank > 1 ? yShape[0] : 1;
+  int64_t inner = rank > 1 ? 1 : 0;
+  std::vector<int64_t> restShape(yShape.begin() + inner, yShape.end());
+  std::vector<int64_t> restStrides(strides.begin() + inner, strides.end());
+  int64_t slice = elementCount(restShape.data(), int64_t(restShape.size()));
+  parallelFor(lead, lead * slice, [&](int64_t s) {
+    const float *xs = x + (inner ? s * strides[0] : 0);
+    float *ys = y + s * slice;
+    forEachRow(restShape.data(), int64_t(restShape.size()), restStrides,
+               restStrides, [&](int64_t ox, int64_t, int64_t oy) {
+                 const float *px = xs + ox;
+                 float *py = ys + oy;
+                 for (int64_t i = 0; i < last; ++i)
+                   py[i] = px[i * step];
+               });
+  });
 }
 
 } // extern "C"
@@ -701,6 +766,26 @@ BoxWalk boxWalk(const char *kernel, const int64_t *whole, const int64_t *box,
   return walk;
 }
 
+/// Calls row(offsetInWhole, offsetInBox) for every last-dimension run of the
+/// box, the box's leading slices on the kernel threads.
+template <typename Row>
+void forEachBoxSlice(const int64_t *box, int64_t rank, const BoxWalk &walk,
+                     Row row) {
+  if (rank < 2) {
+    forEachRow(box, rank, walk.strides, walk.strides,
+               [&](int64_t ow, int64_t, int64_t ob) { row(ow, ob); });
+    return;
+  }
+  std::vector<int64_t> rest(walk.strides.begin() + 1, walk.strides.end());
+  int64_t slice = elementCount(box + 1, rank - 1);
+  parallelFor(box[0], box[0] * slice, [&](int64_t s) {
+    forEachRow(box + 1, rank - 1, rest, rest,
+               [&](int64_t ow, int64_t, int64_t ob) {
+                 row(s * walk.strides[0] + ow, s * slice + ob);
+               });
+  });
+}
+
 } // namespace
 
 extern "C" {
@@ -710,12 +795,11 @@ void dpc_slice(const float *whole, const int64_t *whole_shape, float *box,
                const int64_t *steps) {
   BoxWalk w =
       boxWalk("dpc_slice", whole_shape, box_shape, rank, offsets, steps);
-  forEachRow(box_shape, rank, w.strides, w.strides,
-             [&](int64_t ow, int64_t, int64_t ob) {
-               const float *from = whole + w.base + ow;
-               for (int64_t i = 0; i < w.last; ++i)
-                 box[ob + i] = from[i * w.lastStep];
-             });
+  forEachBoxSlice(box_shape, rank, w, [&](int64_t ow, int64_t ob) {
+    const float *from = whole + w.base + ow;
+    for (int64_t i = 0; i < w.last; ++i)
+      box[ob + i] = from[i * w.lastStep];
+  });
 }
 
 void dpc_insert(const float *box, const int64_t *box_shape, float *whole,
@@ -725,13 +809,15 @@ void dpc_insert(const float *box, const int64_t *box_shape, float *whole,
   BoxWalk w =
       boxWalk("dpc_insert", whole_shape, box_shape, rank, offsets, steps);
   if (fill_rest)
-    std::fill(whole, whole + dpc::box::elements(whole_shape, rank), fill_value);
-  forEachRow(box_shape, rank, w.strides, w.strides,
-             [&](int64_t ow, int64_t, int64_t ob) {
-               float *to = whole + w.base + ow;
-               for (int64_t i = 0; i < w.last; ++i)
-                 to[i * w.lastStep] = box[ob + i];
-             });
+    parallelChunks(dpc::box::elements(whole_shape, rank),
+                   [&](int64_t begin, int64_t end) {
+                     std::fill(whole + begin, whole + end, fill_value);
+                   });
+  forEachBoxSlice(box_shape, rank, w, [&](int64_t ow, int64_t ob) {
+    float *to = whole + w.base + ow;
+    for (int64_t i = 0; i < w.last; ++i)
+      to[i * w.lastStep] = box[ob + i];
+  });
 }
 
 void dpc_dropout(const float *x, float *y, int64_t count, float ratio,
@@ -741,21 +827,27 @@ void dpc_dropout(const float *x, float *y, int64_t count, float ratio,
     return;
   }
   float scale = 1.0f / (1.0f - ratio);
-  for (int64_t i = 0; i < count; ++i)
-    y[i] = dpc::random::dropoutKeeps(uint64_t(key), uint64_t(i), ratio)
-               ? x[i] * scale
-               : 0.0f;
+  parallelChunks(count, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i)
+      y[i] = dpc::random::dropoutKeeps(uint64_t(key), uint64_t(i), ratio)
+                 ? x[i] * scale
+                 : 0.0f;
+  });
 }
 
 void dpc_clip(const float *x, float *y, int64_t count, float lo, float hi) {
-  for (int64_t i = 0; i < count; ++i)
-    y[i] = std::min(std::max(x[i], lo), hi);
+  parallelChunks(count, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i)
+      y[i] = std::min(std::max(x[i], lo), hi);
+  });
 }
 
 void dpc_clip_grad(const float *dy, const float *x, float *dx, int64_t count,
                    float lo, float hi) {
-  for (int64_t i = 0; i < count; ++i)
-    dx[i] = x[i] >= lo && x[i] <= hi ? dy[i] : 0.0f;
+  parallelChunks(count, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i)
+      dx[i] = x[i] >= lo && x[i] <= hi ? dy[i] : 0.0f;
+  });
 }
 
 } // extern "C"
@@ -776,7 +868,7 @@ extern "C" {
 void dpc_softmax(const float *x, float *y, int64_t outer, int64_t n,
                  int64_t inner, int64_t log) {
   checkSoftmaxSizes("dpc_softmax", outer, n, inner);
-  for (int64_t o = 0; o < outer; ++o)
+  parallelFor(outer, outer * n * inner, [&](int64_t o) {
     for (int64_t i = 0; i < inner; ++i) {
       const float *px = x + o * n * inner + i;
       float *py = y + o * n * inner + i;
@@ -800,12 +892,13 @@ void dpc_softmax(const float *x, float *y, int64_t outer, int64_t n,
           py[j * inner] = float(py[j * inner] * inverse);
       }
     }
+  });
 }
 
 void dpc_softmax_grad(const float *dy, const float *y, float *dx, int64_t outer,
                       int64_t n, int64_t inner, int64_t log) {
   checkSoftmaxSizes("dpc_softmax_grad", outer, n, inner);
-  for (int64_t o = 0; o < outer; ++o)
+  parallelFor(outer, outer * n * inner, [&](int64_t o) {
     for (int64_t i = 0; i < inner; ++i) {
       int64_t base = o * n * inner + i;
       double sum = 0;
@@ -819,24 +912,31 @@ void dpc_softmax_grad(const float *dy, const float *y, float *dx, int64_t outer,
                     : y[k] * (dy[k] - float(sum));
       }
     }
+  });
 }
 
 void dpc_relu(const float *x, float *y, int64_t count) {
   // std::max(x, 0) keeps NaN, as torch.relu does.
-  for (int64_t i = 0; i < count; ++i)
-    y[i] = std::max(x[i], 0.0f);
+  parallelChunks(count, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i)
+      y[i] = std::max(x[i], 0.0f);
+  });
 }
 
 void dpc_relu_grad(const float *dy, const float *y, float *dx, int64_t count) {
-  for (int64_t i = 0; i < count; ++i)
-    dx[i] = y[i] > 0.0f ? dy[i] : 0.0f;
+  parallelChunks(count, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i)
+      dx[i] = y[i] > 0.0f ? dy[i] : 0.0f;
+  });
 }
 
 void dpc_unary(int64_t fn, float a, float b, const float *x, float *y,
                int64_t count) {
   bool known = dpc::elementwise::dispatchUnary(fn, [&](auto f) {
-    for (int64_t i = 0; i < count; ++i)
-      y[i] = f.value(x[i], a, b);
+    parallelChunks(count, [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i)
+        y[i] = f.value(x[i], a, b);
+    });
   });
   if (!known)
     fail("dpc_unary", "unknown function " + std::to_string(fn));
@@ -845,8 +945,10 @@ void dpc_unary(int64_t fn, float a, float b, const float *x, float *y,
 void dpc_unary_grad(int64_t fn, float a, float b, const float *dy,
                     const float *saved, float *dx, int64_t count) {
   bool known = dpc::elementwise::dispatchUnaryGrad(fn, [&](auto f) {
-    for (int64_t i = 0; i < count; ++i)
-      dx[i] = f.grad(dy[i], saved[i], a, b);
+    parallelChunks(count, [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i)
+        dx[i] = f.grad(dy[i], saved[i], a, b);
+    });
   });
   if (!known)
     fail("dpc_unary_grad", "unknown function " + std::to_string(fn));
@@ -881,15 +983,20 @@ inline int64_t windowArgmax(const float *plane, const PoolGeometry &g,
   int64_t h1 = std::min(h0 + g.kh, g.h), w1 = std::min(w0 + g.kw, g.w);
   h0 = std::max<int64_t>(h0, 0);
   w0 = std::max<int64_t>(w0, 0);
-  int64_t best = -1;
-  float bestValue = -std::numeric_limits<float>::infinity();
+  if (h0 >= h1 || w0 >= w1)
+    return -1;
+  int64_t best = h0 * g.w + w0;
+  float bestValue = plane[best];
+  if (std::isnan(bestValue))
+    return best;
   for (int64_t i = h0; i < h1; ++i)
     for (int64_t j = w0; j < w1; ++j) {
+      // Not "v <= best": v is greater, or NaN (bestValue never is).
       float v = plane[i * g.w + j];
-      if (best < 0 || v > bestValue || std::isnan(v)) {
+      if (!(v <= bestValue)) {
         best = i * g.w + j;
         bestValue = v;
-        if (std::isnan(v))
+        if (v != v)
           return best;
       }
     }
@@ -924,7 +1031,7 @@ extern "C" {
 void dpc_max_pool2d(const float *x, const int64_t *x_shape, float *y,
                     const int64_t *y_shape, const int64_t *params) {
   PoolGeometry g = poolGeometry("dpc_max_pool2d", x_shape, y_shape, params);
-  for (int64_t p = 0; p < g.planes; ++p) {
+  parallelFor(g.planes, g.planes * g.oh * g.ow * g.kh * g.kw, [&](int64_t p) {
     const float *plane = x + p * g.h * g.w;
     float *out = y + p * g.oh * g.ow;
     for (int64_t i = 0; i < g.oh; ++i)
@@ -933,7 +1040,7 @@ void dpc_max_pool2d(const float *x, const int64_t *x_shape, float *y,
         out[i * g.ow + j] =
             k < 0 ? -std::numeric_limits<float>::infinity() : plane[k];
       }
-  }
+  });
 }
 
 void dpc_max_pool2d_grad(const float *dy, const int64_t *dy_shape,
@@ -941,25 +1048,25 @@ void dpc_max_pool2d_grad(const float *dy, const int64_t *dy_shape,
                          const int64_t *params) {
   PoolGeometry g =
       poolGeometry("dpc_max_pool2d_grad", x_shape, dy_shape, params);
-  std::fill(dx, dx + g.planes * g.h * g.w, 0.0f);
-  for (int64_t p = 0; p < g.planes; ++p) {
+  parallelFor(g.planes, g.planes * g.oh * g.ow * g.kh * g.kw, [&](int64_t p) {
     const float *plane = x + p * g.h * g.w;
     const float *grad = dy + p * g.oh * g.ow;
     float *out = dx + p * g.h * g.w;
+    std::fill(out, out + g.h * g.w, 0.0f);
     for (int64_t i = 0; i < g.oh; ++i)
       for (int64_t j = 0; j < g.ow; ++j) {
         int64_t k = windowArgmax(plane, g, i, j);
         if (k >= 0)
           out[k] += grad[i * g.ow + j];
       }
-  }
+  });
 }
 
 void dpc_avg_pool2d(const float *x, const int64_t *x_shape, float *y,
                     const int64_t *y_shape, const int64_t *params) {
   PoolGeometry g = poolGeometry("dpc_avg_pool2d", x_shape, y_shape, params);
   bool includePad = params[8] != 0;
-  for (int64_t p = 0; p < g.planes; ++p) {
+  parallelFor(g.planes, g.planes * g.oh * g.ow * g.kh * g.kw, [&](int64_t p) {
     const float *plane = x + p * g.h * g.w;
     float *out = y + p * g.oh * g.ow;
     for (int64_t i = 0; i < g.oh; ++i)
@@ -971,7 +1078,7 @@ void dpc_avg_pool2d(const float *x, const int64_t *x_shape, float *y,
             sum += plane[a * g.w + b];
         out[i * g.ow + j] = win.divisor > 0 ? sum / float(win.divisor) : 0.0f;
       }
-  }
+  });
 }
 
 void dpc_avg_pool2d_grad(const float *dy, const int64_t *dy_shape, float *dx,
@@ -979,10 +1086,10 @@ void dpc_avg_pool2d_grad(const float *dy, const int64_t *dy_shape, float *dx,
   PoolGeometry g =
       poolGeometry("dpc_avg_pool2d_grad", dx_shape, dy_shape, params);
   bool includePad = params[8] != 0;
-  std::fill(dx, dx + g.planes * g.h * g.w, 0.0f);
-  for (int64_t p = 0; p < g.planes; ++p) {
+  parallelFor(g.planes, g.planes * g.oh * g.ow * g.kh * g.kw, [&](int64_t p) {
     const float *grad = dy + p * g.oh * g.ow;
     float *out = dx + p * g.h * g.w;
+    std::fill(out, out + g.h * g.w, 0.0f);
     for (int64_t i = 0; i < g.oh; ++i)
       for (int64_t j = 0; j < g.ow; ++j) {
         PoolWindow win = poolWindow(g, i, j, includePad);
@@ -993,25 +1100,25 @@ void dpc_avg_pool2d_grad(const float *dy, const int64_t *dy_shape, float *dx,
           for (int64_t b = win.w0; b < win.w1; ++b)
             out[a * g.w + b] += share;
       }
-  }
+  });
 }
 
 void dpc_global_avg_pool(const float *x, int64_t planes, int64_t size,
                          float *y) {
-  for (int64_t p = 0; p < planes; ++p) {
+  parallelFor(planes, planes * size, [&](int64_t p) {
     double sum = 0;
     for (int64_t i = 0; i < size; ++i)
       sum += x[p * size + i];
     y[p] = float(sum / double(size));
-  }
+  });
 }
 
 void dpc_global_avg_pool_grad(const float *dy, int64_t planes, int64_t size,
                               float *dx) {
-  for (int64_t p = 0; p < planes; ++p) {
+  parallelFor(planes, planes * size, [&](int64_t p) {
     float share = dy[p] / float(size);
     std::fill(dx + p * size, dx + (p + 1) * size, share);
-  }
+  });
 }
 
 void dpc_batch_norm_stats(const float *x, int64_t n, int64_t c, int64_t s,
@@ -1028,7 +1135,7 @@ void dpc_batch_norm_stats(const float *x, int64_t n, int64_t c, int64_t s,
     fail("dpc_batch_norm_stats",
          "training needs more than one value per channel, got " +
              std::to_string(count));
-  for (int64_t k = 0; k < c; ++k) {
+  parallelFor(c, n * c * s, [&](int64_t k) {
     // Two passes over the channel: the mean, then squared deviations from
     // it (no cancellation as in E[x^2] - E[x]^2).
     double sum = 0;
@@ -1047,13 +1154,13 @@ void dpc_batch_norm_stats(const float *x, int64_t n, int64_t c, int64_t s,
         float(momentum * double(running_mean[k]) + (1.0 - momentum) * mu);
     running_var[k] =
         float(momentum * double(running_var[k]) + (1.0 - momentum) * unbiased);
-  }
+  });
 }
 
 void dpc_batch_norm(const float *x, const float *stats, const float *scale,
                     const float *bias, int64_t n, int64_t c, int64_t s,
                     float epsilon, float *y) {
-  for (int64_t k = 0; k < c; ++k) {
+  parallelFor(c, n * c * s, [&](int64_t k) {
     float invStd = 1.0f / std::sqrt(stats[c + k] + epsilon);
     float a = scale[k] * invStd, b = bias[k] - stats[k] * a;
     for (int64_t i = 0; i < n; ++i) {
@@ -1062,7 +1169,7 @@ void dpc_batch_norm(const float *x, const float *stats, const float *scale,
       for (int64_t j = 0; j < s; ++j)
         out[j] = in[j] * a + b;
     }
-  }
+  });
 }
 
 } // extern "C"
@@ -1094,7 +1201,7 @@ void dpc_batch_norm_grad_input(const float *dy, const float *x,
                                int64_t n, int64_t c, int64_t s, float epsilon,
                                float *dx) {
   double count = double(n * s);
-  for (int64_t k = 0; k < c; ++k) {
+  parallelFor(c, n * c * s, [&](int64_t k) {
     double sumDy, sumDyXhat;
     batchNormGradSums(dy, x, stats, n, c, s, epsilon, k, sumDy, sumDyXhat);
     double mu = stats[k];
@@ -1109,17 +1216,17 @@ void dpc_batch_norm_grad_input(const float *dy, const float *x,
         out[j] = float(a * (g[j] - meanDy - xhat * meanDyXhat));
       }
     }
-  }
+  });
 }
 
 void dpc_batch_norm_grad_scale(const float *dy, const float *x,
                                const float *stats, int64_t n, int64_t c,
                                int64_t s, float epsilon, float *dscale) {
-  for (int64_t k = 0; k < c; ++k) {
+  parallelFor(c, n * c * s, [&](int64_t k) {
     double sumDy, sumDyXhat;
     batchNormGradSums(dy, x, stats, n, c, s, epsilon, k, sumDy, sumDyXhat);
     dscale[k] = float(sumDyXhat);
-  }
+  });
 }
 
 } // extern "C"

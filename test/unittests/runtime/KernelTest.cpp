@@ -14,9 +14,15 @@
 
 #include <gtest/gtest.h>
 
+#ifdef DPC_TEST_OPENMP
+#include <omp.h>
+#endif
+
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
+#include <functional>
 #include <limits>
 #include <ostream>
 #include <random>
@@ -1469,6 +1475,109 @@ TEST(Masks, RefuseShapesThatDoNotBroadcast) {
 
 // The rank main takes its memory from the kernel library it is linked with:
 // the CPU kernels work on host pointers.
+#ifdef DPC_TEST_OPENMP
+// The kernels' loops over independent outputs run on OpenMP threads once a
+// tensor is large (kParallelWork elements); every output is still computed
+// by one thread in the serial order, so a thread count changes no bit.
+// Inputs of [8, 64, 32, 32] (half a million elements) take the threaded
+// paths; the small cases above check the values.
+TEST(Threads, ResultsDoNotDependOnTheThreadCount) {
+  const int64_t n = 8, c = 64, h = 32, w = 32, count = n * c * h * w;
+  const int64_t shape[4] = {n, c, h, w}, pooled[4] = {n, c, 16, 16};
+  const int64_t channel[4] = {1, c, 1, 1}, perm[4] = {0, 2, 3, 1};
+  const int64_t permuted[4] = {n, h, w, c};
+  const int64_t box[4] = {n, c / 2, h, w - 1}, offsets[4] = {0, 3, 0, 1};
+  const int64_t steps[4] = {1, 1, 1, 1};
+  const int64_t pool[9] = {3, 3, 2, 2, 1, 1, 1, 1, 1};
+  Vec x = randomVec(size_t(count), 1), dy = randomVec(size_t(count), 2);
+  Vec bias = randomVec(size_t(c), 3), scale = randomVec(size_t(c), 4, 0.5f, 2);
+  Vec pooledDy = randomVec(size_t(n * c * 16 * 16), 5);
+
+  // Every kernel's outputs, concatenated, at the current thread count.
+  auto runAll = [&]() {
+    std::vector<Vec> out;
+    auto add = [&](size_t size, const std::function<void(float *)> &f) {
+      out.emplace_back(size);
+      f(out.back().data());
+    };
+    size_t all = size_t(count), planes = size_t(n * c * 16 * 16);
+    add(all, [&](float *y) { dpc_relu(x.data(), y, count); });
+    add(all, [&](float *y) { dpc_relu_grad(dy.data(), x.data(), y, count); });
+    add(all,
+        [&](float *y) { dpc_unary(DPC_UNARY_TANH, 0, 0, x.data(), y, count); });
+    add(all, [&](float *y) { dpc_clip(x.data(), y, count, -0.5f, 0.5f); });
+    add(all, [&](float *y) { dpc_dropout(x.data(), y, count, 0.3f, 77); });
+    add(all, [&](float *y) {
+      dpc_binary(DPC_BINARY_ADD, x.data(), shape, bias.data(), channel, y,
+                 shape, 4);
+    });
+    add(all, [&](float *y) { dpc_transpose(x.data(), shape, y, perm, 4); });
+    add(size_t(n * h * w * c),
+        [&](float *y) { dpc_transpose(x.data(), permuted, y, perm, 4); });
+    add(size_t(n * (c / 2) * h * (w - 1)), [&](float *y) {
+      dpc_slice(x.data(), shape, y, box, 4, offsets, steps);
+    });
+    add(all, [&](float *y) {
+      dpc_insert(x.data(), box, y, shape, 4, offsets, steps, 1, 0.0f);
+    });
+    add(all, [&](float *y) { dpc_softmax(x.data(), y, n * c, h, w, 0); });
+    add(all, [&](float *y) {
+      dpc_softmax_grad(dy.data(), x.data(), y, n * c, h, w, 1);
+    });
+    add(planes,
+        [&](float *y) { dpc_max_pool2d(x.data(), shape, y, pooled, pool); });
+    add(all, [&](float *y) {
+      dpc_max_pool2d_grad(pooledDy.data(), pooled, x.data(), shape, y, pool);
+    });
+    add(planes,
+        [&](float *y) { dpc_avg_pool2d(x.data(), shape, y, pooled, pool); });
+    add(all, [&](float *y) {
+      dpc_avg_pool2d_grad(pooledDy.data(), pooled, y, shape, pool);
+    });
+    add(size_t(n * c),
+        [&](float *y) { dpc_global_avg_pool(x.data(), n * c, h * w, y); });
+    add(all,
+        [&](float *y) { dpc_global_avg_pool_grad(x.data(), n * c, h * w, y); });
+    add(size_t(c),
+        [&](float *y) { dpc_conv2d_grad_bias(dy.data(), shape, y); });
+    Vec stats(size_t(2 * c)), runMean(size_t(c), 0.0f), runVar(size_t(c), 1.0f);
+    dpc_batch_norm_stats(x.data(), n, c, h * w, runMean.data(), runVar.data(),
+                         0.9f, 1, stats.data());
+    out.push_back(stats);
+    out.push_back(runMean);
+    out.push_back(runVar);
+    add(all, [&](float *y) {
+      dpc_batch_norm(x.data(), stats.data(), scale.data(), bias.data(), n, c,
+                     h * w, 1e-5f, y);
+    });
+    add(all, [&](float *y) {
+      dpc_batch_norm_grad_input(dy.data(), x.data(), stats.data(), scale.data(),
+                                n, c, h * w, 1e-5f, y);
+    });
+    add(size_t(c), [&](float *y) {
+      dpc_batch_norm_grad_scale(dy.data(), x.data(), stats.data(), n, c, h * w,
+                                1e-5f, y);
+    });
+    return out;
+  };
+
+  int before = omp_get_max_threads();
+  omp_set_num_threads(1);
+  std::vector<Vec> serial = runAll();
+  omp_set_num_threads(4);
+  std::vector<Vec> threaded = runAll();
+  omp_set_num_threads(before);
+  ASSERT_EQ(serial.size(), threaded.size());
+  for (size_t k = 0; k < serial.size(); ++k) {
+    ASSERT_EQ(serial[k].size(), threaded[k].size());
+    EXPECT_EQ(std::memcmp(serial[k].data(), threaded[k].data(),
+                          serial[k].size() * sizeof(float)),
+              0)
+        << "output " << k << " differs with 4 threads";
+  }
+}
+#endif
+
 TEST(TargetDevice, IsTheHost) {
   std::unique_ptr<dpc::runtime::Device> d = dpc::runtime::createTargetDevice();
   EXPECT_TRUE(d->hostAccessible());

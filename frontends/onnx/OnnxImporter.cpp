@@ -682,6 +682,11 @@ LogicalResult Importer::importConv(const onnx::NodeProto &node) {
     return nodeError(node) << "only 2-D convolution (rank-4 input) is "
                               "supported, got input of shape "
                            << nn::formatShape(inShape);
+  if (wShape.size() != 4)
+    return nodeError(node) << "expects a rank-4 filter (output channels, "
+                              "input channels, height, width), got '"
+                           << node.input(1) << "' of shape "
+                           << nn::formatShape(wShape);
   std::vector<int64_t> kernel =
       getInts(node, "kernel_shape", {wShape.begin() + 2, wShape.end()});
   if (ArrayRef<int64_t>(kernel) != wShape.drop_front(2))
@@ -1485,6 +1490,15 @@ LogicalResult Importer::importReshape(const onnx::NodeProto &node) {
       return nodeError(node) << "shape entry " << shape[i] << " is invalid";
     }
   }
+  // A target folded from a shape subgraph can hold any numbers: their
+  // product must be counted without overflow before it is compared with
+  // the input's element count.
+  int64_t known = 1;
+  for (size_t i = 0; i < shape.size(); ++i)
+    if (int64_t(i) != inferred && __builtin_mul_overflow(known, shape[i], &known))
+      return nodeError(node) << "cannot reshape " << nn::formatShape(inShape)
+                             << " to " << nn::formatShape(*target)
+                             << ": more elements than a 64-bit count holds";
   int64_t count = nn::getNumElements(inShape);
   if (failed(rebatchTarget(node, inShape, shape, inferred)))
     return failure();
@@ -2447,15 +2461,18 @@ LogicalResult Importer::importGraph(const onnx::GraphProto &graph,
   return verify(module);
 }
 
-// Parses `path`; returns nullopt after reporting what is wrong.
-LogicalResult loadModel(StringRef path, MLIRContext *context,
-                        onnx::ModelProto &model) {
-  Location loc = FileLineColLoc::get(context, path, 0, 0);
-  std::ifstream in(path.str(), std::ios::binary);
-  if (!in)
-    return emitError(loc) << "cannot open ONNX model '" << path << "'";
-  if (!model.ParseFromIstream(&in))
-    return emitError(loc) << "'" << path
+// Parses `bytes`, the contents of `name`; fails after reporting what is
+// wrong.
+LogicalResult parseModel(StringRef bytes, StringRef name, MLIRContext *context,
+                         onnx::ModelProto &model) {
+  Location loc = FileLineColLoc::get(context, name, 0, 0);
+  // protobuf's limit for one message.
+  if (bytes.size() > size_t(std::numeric_limits<int>::max()))
+    return emitError(loc) << "'" << name
+                          << "' is larger than the 2 GiB a protobuf "
+                             "message can hold";
+  if (!model.ParseFromArray(bytes.data(), int(bytes.size())))
+    return emitError(loc) << "'" << name
                           << "' is not a valid ONNX protobuf file";
   return success();
 }
@@ -2528,6 +2545,36 @@ std::string unproducedOutput(const onnx::GraphProto &graph) {
   return "";
 }
 
+// A node attribute the onnx library's shape inference (and the version
+// converter's) uses without checking: strides and dilations divide (0 stops
+// convPoolShapeInference with SIGFPE) and kernel sizes size the output. The
+// first non-positive entry of one, in the graph or any subgraph, which
+// shape inference enters too.
+struct BadAttribute {
+  const onnx::NodeProto *node = nullptr;
+  std::string name;
+  int64_t value = 0;
+};
+
+std::optional<BadAttribute> nonPositiveWindow(const onnx::GraphProto &graph) {
+  for (const onnx::NodeProto &node : graph.node()) {
+    for (const onnx::AttributeProto &attr : node.attribute()) {
+      if (attr.name() == "strides" || attr.name() == "dilations" ||
+          attr.name() == "kernel_shape")
+        for (int64_t value : attr.ints())
+          if (value <= 0)
+            return BadAttribute{&node, attr.name(), value};
+      if (attr.has_g())
+        if (std::optional<BadAttribute> bad = nonPositiveWindow(attr.g()))
+          return bad;
+      for (const onnx::GraphProto &subgraph : attr.graphs())
+        if (std::optional<BadAttribute> bad = nonPositiveWindow(subgraph))
+          return bad;
+    }
+  }
+  return std::nullopt;
+}
+
 // The default-domain opset the model imports.
 int64_t modelOpset(const onnx::ModelProto &model) {
   for (const onnx::OperatorSetIdProto &set : model.opset_import())
@@ -2541,10 +2588,23 @@ int64_t modelOpset(const onnx::ModelProto &model) {
 FailureOr<ImportedModel>
 mlir::dpc::onnx_frontend::importOnnxFile(StringRef path, MLIRContext *context,
                                          const ImportOptions &options) {
+  std::ifstream in(path.str(), std::ios::binary);
+  if (!in)
+    return emitError(FileLineColLoc::get(context, path, 0, 0))
+           << "cannot open ONNX model '" << path << "'";
+  std::string bytes((std::istreambuf_iterator<char>(in)),
+                    std::istreambuf_iterator<char>());
+  return importOnnxBytes(bytes, path, context, options);
+}
+
+FailureOr<ImportedModel>
+mlir::dpc::onnx_frontend::importOnnxBytes(StringRef bytes, StringRef path,
+                                          MLIRContext *context,
+                                          const ImportOptions &options) {
   context->loadDialect<nn::NNDialect, func::FuncDialect>();
   Location loc = FileLineColLoc::get(context, path, 0, 0);
   onnx::ModelProto model;
-  if (failed(loadModel(path, context, model)))
+  if (failed(parseModel(bytes, path, context, model)))
     return failure();
 
   ImportedModel imported;
@@ -2557,6 +2617,16 @@ mlir::dpc::onnx_frontend::importOnnxFile(StringRef path, MLIRContext *context,
   if (std::string output = unproducedOutput(model.graph()); !output.empty())
     return emitError(loc) << "graph output '" << output
                           << "' is produced by no node, input or initializer";
+  if (std::optional<BadAttribute> bad = nonPositiveWindow(model.graph())) {
+    const onnx::NodeProto &node = *bad->node;
+    std::string name =
+        node.name().empty() ? "<unnamed " + node.op_type() + ">" : node.name();
+    return emitError(NameLoc::get(StringAttr::get(context, name), loc))
+           << "ONNX node '" << name << "' (" << node.op_type() << ", opset "
+           << imported.fileOpset << "): attribute '" << bad->name
+           << "' holds " << bad->value << "; strides, dilations and kernel "
+           << "sizes must be positive";
+  }
   int64_t newest = onnx::OpSchemaRegistry::DomainToVersionRange::Instance()
                        .Map()
                        .at(onnx::ONNX_DOMAIN)

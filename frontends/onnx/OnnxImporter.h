@@ -59,6 +59,13 @@ FailureOr<ImportedModel> importOnnxFile(llvm::StringRef path,
                                         MLIRContext *context,
                                         const ImportOptions &options);
 
+/// Imports an ONNX model from its serialised bytes; `path` names it in
+/// diagnostics. importOnnxFile reads the file and calls this.
+FailureOr<ImportedModel> importOnnxBytes(llvm::StringRef bytes,
+                                         llvm::StringRef path,
+                                         MLIRContext *context,
+                                         const ImportOptions &options);
+
 } // namespace mlir::dpc::onnx_frontend
 
 #endif // DPC_FRONTENDS_ONNX_ONNXIMPORTER_H

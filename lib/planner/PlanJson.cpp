@@ -2,6 +2,9 @@
 
 #include "dpc/planner/PlanJson.h"
 
+#include <cmath>
+#include <cstdint>
+
 namespace dpc::planner {
 
 nlohmann::ordered_json planToJson(const Graph &graph, const PlanResult &result,
@@ -71,6 +74,67 @@ nlohmann::ordered_json planToJson(const Graph &graph, const PlanResult &result,
   if (options.memoryLimitBytes > 0)
     doc["memory_limit_bytes"] = options.memoryLimitBytes;
   return doc;
+}
+
+namespace {
+
+// Parses plan.json's text; fails when it is not a JSON object. nlohmann's
+// parser refuses invalid UTF-8, so what it accepts dumps again.
+Expected<nlohmann::ordered_json> parsePlan(const std::string &text,
+                                           const std::string &name) {
+  nlohmann::ordered_json plan =
+      nlohmann::ordered_json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (plan.is_discarded() || !plan.is_object())
+    return Expected<nlohmann::ordered_json>::failure(name +
+                                                     ": not a JSON object");
+  return plan;
+}
+
+} // namespace
+
+Expected<PlanSummary> readPlanSummary(const std::string &text,
+                                      const std::string &name) {
+  Expected<nlohmann::ordered_json> plan = parsePlan(text, name);
+  if (!plan)
+    return Expected<PlanSummary>::failure(plan.error());
+  PlanSummary summary;
+  if (plan->contains("devices")) {
+    const auto &devices = (*plan)["devices"];
+    bool valid =
+        devices.is_number_unsigned()
+            ? devices.get<uint64_t>() >= 1 && devices.get<uint64_t>() <= INT32_MAX
+            : devices.is_number_integer() && devices.get<int64_t>() >= 1 &&
+                  devices.get<int64_t>() <= INT32_MAX;
+    if (!valid)
+      return Expected<PlanSummary>::failure(
+          name + ": \"devices\" must be an integer from 1 to 2147483647, got " +
+          devices.dump());
+    summary.devices = devices.get<int64_t>();
+  }
+  if (plan->contains("predicted") && (*plan)["predicted"].is_object() &&
+      (*plan)["predicted"].contains("simulated_step_ms")) {
+    const auto &step = (*plan)["predicted"]["simulated_step_ms"];
+    if (!step.is_number() || !std::isfinite(step.get<double>()) ||
+        step.get<double>() < 0)
+      return Expected<PlanSummary>::failure(
+          name + ": \"predicted.simulated_step_ms\" must be a finite number "
+                 ">= 0, got " +
+          step.dump());
+    summary.simulatedStepMs = step.get<double>();
+  }
+  return summary;
+}
+
+Expected<std::string> setPlanKey(const std::string &text,
+                                 const std::string &name,
+                                 const std::string &key,
+                                 const nlohmann::ordered_json &value) {
+  Expected<PlanSummary> summary = readPlanSummary(text, name);
+  if (!summary)
+    return Expected<std::string>::failure(summary.error());
+  Expected<nlohmann::ordered_json> plan = parsePlan(text, name);
+  (*plan)[key] = value;
+  return plan->dump(2) + "\n";
 }
 
 } // namespace dpc::planner

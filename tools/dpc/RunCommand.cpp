@@ -21,6 +21,7 @@
 
 #include "Commands.h"
 
+#include "dpc/planner/PlanJson.h"
 #include "dpc/runtime/Heartbeat.h"
 #include "dpc/schedule/Timeline.h"
 #include "dpc/support/CommandLine.h"
@@ -619,15 +620,13 @@ std::string recordStepTime(const std::string &summaryPath,
   double measured = median(stepMs);
 
   std::ifstream planIn(planPath);
-  nlohmann::ordered_json plan =
-      nlohmann::ordered_json::parse(planIn, nullptr, false);
-  if (plan.is_discarded() || !plan.is_object())
-    return planPath + ": not a JSON object";
-  std::optional<double> predicted;
-  if (plan.contains("predicted") && plan["predicted"].is_object() &&
-      plan["predicted"].contains("simulated_step_ms") &&
-      plan["predicted"]["simulated_step_ms"].is_number())
-    predicted = plan["predicted"]["simulated_step_ms"].get<double>();
+  std::string planText((std::istreambuf_iterator<char>(planIn)),
+                       std::istreambuf_iterator<char>());
+  planner::Expected<planner::PlanSummary> plan =
+      planner::readPlanSummary(planText, planPath);
+  if (!plan)
+    return plan.error();
+  std::optional<double> predicted = plan->simulatedStepMs;
 
   nlohmann::ordered_json record;
   record["step_ms"] = measured;
@@ -640,7 +639,10 @@ std::string recordStepTime(const std::string &summaryPath,
   if (samplesPerStep > 0 && measured > 0)
     record["samples_per_second"] = double(samplesPerStep) * 1000.0 / measured;
   record["schedule"] = summary.value("schedule", "");
-  plan["measured"] = record;
+  planner::Expected<std::string> updated =
+      planner::setPlanKey(planText, planPath, "measured", record);
+  if (!updated)
+    return updated.error();
 
   char line[160];
   if (record.contains("ratio"))
@@ -654,7 +656,7 @@ std::string recordStepTime(const std::string &summaryPath,
                   measured);
   std::cout << line << "\n" << std::flush;
   std::string error;
-  if (!support::writeAtomically(planPath, plan.dump(2) + "\n", error))
+  if (!support::writeAtomically(planPath, *updated, error))
     return error;
   return "";
 }
@@ -841,14 +843,16 @@ int runRunCommand(const Args &args) {
   // plan.json, when there, says how many ranks the plan was made for.
   if (isRegularFile(planPath)) {
     std::ifstream in(planPath);
-    nlohmann::json plan = nlohmann::json::parse(in, nullptr, false);
-    if (plan.is_discarded() || !plan.is_object())
-      return fail(planPath + ": not a JSON object");
-    if (plan.contains("devices") && plan["devices"].is_number_integer() &&
-        plan["devices"].get<int64_t>() != ranks)
+    std::string text((std::istreambuf_iterator<char>(in)),
+                     std::istreambuf_iterator<char>());
+    planner::Expected<planner::PlanSummary> plan =
+        planner::readPlanSummary(text, planPath);
+    if (!plan)
+      return fail(plan.error());
+    if (plan->devices && *plan->devices != ranks)
       return fail(appfilePath + " launches " + std::to_string(ranks) +
                   " ranks but " + planPath + " plans for " +
-                  std::to_string(plan["devices"].get<int64_t>()) + " devices");
+                  std::to_string(*plan->devices) + " devices");
   }
 
   std::string mpirunPath = findProgram(mpirun.empty() ? "mpirun" : mpirun);

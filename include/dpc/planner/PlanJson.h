@@ -13,10 +13,32 @@
 
 #include <nlohmann/json.hpp>
 
+#include <optional>
+#include <string>
+
 namespace dpc::planner {
 
 nlohmann::ordered_json planToJson(const Graph &graph, const PlanResult &result,
                                   const PlannerOptions &options);
+
+/// What `dpc run` reads from an output directory's plan.json: the device
+/// count the plan was made for and the simulated step time, each when
+/// present. A file that is not a JSON object, a device count that is not an
+/// integer from 1 to 2^31-1 or a step time that is not a finite number >= 0
+/// fails naming `name` and the key.
+struct PlanSummary {
+  std::optional<int64_t> devices;
+  std::optional<double> simulatedStepMs;
+};
+Expected<PlanSummary> readPlanSummary(const std::string &text,
+                                      const std::string &name);
+
+/// plan.json's `text` with the top-level `key` set to `value` (dpc run's
+/// "measured" record), keys in their order; fails as readPlanSummary does.
+Expected<std::string> setPlanKey(const std::string &text,
+                                 const std::string &name,
+                                 const std::string &key,
+                                 const nlohmann::ordered_json &value);
 
 } // namespace dpc::planner
 

@@ -110,6 +110,37 @@ def dangling_output(opset):
                  opset=opset)
 
 
+def conv_zero_stride():
+    """A Conv with a stride of 0, which the onnx library's shape inference
+    divides by (SIGFPE); found by fuzz-onnx."""
+    n = helper.make_node
+    return model([n("Conv", ["x", "w"], ["y"], name="conv", kernel_shape=[3, 3],
+                    pads=[1, 1, 1, 1], strides=[2, 0])],
+                 [tensor("x", 1, 1, 7, 5)], [tensor("y", 1, 1, 4, 3)],
+                 [init("w", 1, 1, 3, 3)])
+
+
+def conv_rank1_filter():
+    """A Conv whose filter is a bias-shaped vector (its inputs shifted by
+    one, as a mutated torch export had them); the importer took the kernel
+    size from the filter's missing dimensions (std::length_error); found by
+    fuzz-onnx."""
+    n = helper.make_node
+    return model([n("Conv", ["x", "b"], ["c"], name="conv"),
+                  n("Flatten", ["c"], ["y"], name="flatten", axis=1)],
+                 [tensor("x", 2, 1, 6, 6)], [tensor("y", "N", "M")],
+                 [init("b", 2)])
+
+
+def reshape_overflow():
+    """A Reshape target whose entries' product overflows int64 (undefined
+    behaviour counting it before); found by fuzz-onnx."""
+    n = helper.make_node
+    return model([n("Reshape", ["x", "shape"], ["y"], name="reshape")],
+                 [tensor("x", 8, 6, 4)], [tensor("y", 8, "M", 4)],
+                 [ints("shape", [8, 4602678819176841216, 4])])
+
+
 def branches(clip_min=0.0, slice_step=1):
     """Clip (ReLU6) with constant bounds, Split into two channel halves, a
     Concat of activations with one half and a Slice of the result, as
@@ -301,6 +332,9 @@ MODELS = {
     "branches-bad-clip": lambda: branches(clip_min=7.0),
     "branches-negative-step": lambda: branches(slice_step=-1),
     "dangling-output-opset11": lambda: dangling_output(11),
+    "conv-zero-stride": conv_zero_stride,
+    "conv-rank1-filter": conv_rank1_filter,
+    "reshape-overflow": reshape_overflow,
     "same-pad": same_pad,
     "pool-indices": pool_indices,
     "gemm-alpha": gemm_alpha,

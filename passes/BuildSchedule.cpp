@@ -126,7 +126,9 @@ struct BuildSchedulePass
               info.activationBytes += nn::getSizeInBytes(stash.getValue());
           } else if (auto send = dyn_cast<pipe::SendOp>(op)) {
             if (send.getPeerAttr().getInt() > stage)
-              info.outputBytes += nn::getSizeInBytes(send.getValue());
+              // What travels: bf16 for f32 values in a bf16 build.
+              info.outputBytes +=
+                  nn::getTransferBytes(send.getValue(), pipe::isBf16(module));
           }
         });
       }

@@ -137,6 +137,9 @@ struct Manifest {
   int64_t microbatchSize = 0;
   // A forward-only build (`pipe.inference`): the ranks predict, not train.
   bool inference = false;
+  // A bf16 mixed-precision build (`pipe.precision`): the rank's kernels and
+  // transfers say so, and the runtime checks the CPU at start-up.
+  bool bf16 = false;
   // The optimizer of the stage's updates ("sgd", "adam"), which decides the
   // state the runtime keeps per parameter; empty without updates.
   std::string optimizer;
@@ -218,6 +221,8 @@ struct Manifest {
       root["profile"] = std::move(profileArray);
     if (inference)
       root["inference"] = true;
+    if (bf16)
+      root["precision"] = "bf16";
     if (!optimizer.empty())
       root["optimizer"] = optimizer;
     std::string text;
@@ -246,6 +251,11 @@ public:
   LogicalResult run();
 
 private:
+  // The ABI kernel for `name`: its _bf16 form in a bf16 build (convolutions
+  // and matmuls only).
+  std::string kernel(StringRef name) const {
+    return manifest.bf16 ? (name + "_bf16").str() : name.str();
+  }
   LogicalResult lowerSegment(func::FuncOp func, LLVM::LLVMFuncOp target,
                              StringRef segment);
   // Defines `target` to call chunks[dpc_chunk(ctx)].
@@ -474,6 +484,9 @@ LogicalResult Lowering::lowerOp(Operation *op) {
             {"peer_stage", recv.getPeerAttr().getInt()},
             {"what", recv.getPeerAttr().getInt() < stage ? "act" : "grad"},
             {"bytes", nn::getSizeInBytes(recv)}};
+        if (nn::getTransferBytes(recv, manifest.bf16) !=
+            nn::getSizeInBytes(recv))
+          manifest.recvs[tag]["wire"] = "bf16";
         define(recv, call("dpc_recv", ptrType, {context, i64(tag)}));
       })
       .Case([&](pipe::SendOp send) {
@@ -484,6 +497,9 @@ LogicalResult Lowering::lowerOp(Operation *op) {
             {"peer_stage", send.getPeerAttr().getInt()},
             {"what", send.getPeerAttr().getInt() > stage ? "act" : "grad"},
             {"bytes", nn::getSizeInBytes(send.getValue())}};
+        if (nn::getTransferBytes(send.getValue(), manifest.bf16) !=
+            nn::getSizeInBytes(send.getValue()))
+          manifest.sends[tag]["wire"] = "bf16";
         callVoid("dpc_send", {context, i64(tag), ptrOf(send.getValue())});
       })
       .Case([&](pipe::StashOp stash) {
@@ -550,7 +566,7 @@ LogicalResult Lowering::lowerOp(Operation *op) {
       .Case([&](nn::Conv2dOp conv) {
         Value y = alloc(conv);
         callVoid(
-            "dpc_conv2d",
+            kernel("dpc_conv2d"),
             {ptrOf(conv.getInput()), shape(conv.getInput()),
              ptrOf(conv.getFilter()), shape(conv.getFilter()),
              conv.getBias() ? ptrOf(conv.getBias()) : nullPtr(), y, shape(conv),
@@ -561,7 +577,7 @@ LogicalResult Lowering::lowerOp(Operation *op) {
       .Case([&](nn::Conv2dGradInputOp grad) {
         Value dx = alloc(grad);
         callVoid(
-            "dpc_conv2d_grad_input",
+            kernel("dpc_conv2d_grad_input"),
             {ptrOf(grad.getResultGrad()), shape(grad.getResultGrad()),
              ptrOf(grad.getFilter()), shape(grad.getFilter()), dx, shape(grad),
              constArray(convParams(grad.getStrides(), grad.getPads(),
@@ -571,7 +587,7 @@ LogicalResult Lowering::lowerOp(Operation *op) {
       .Case([&](nn::Conv2dGradFilterOp grad) {
         Value dw = alloc(grad);
         callVoid(
-            "dpc_conv2d_grad_filter",
+            kernel("dpc_conv2d_grad_filter"),
             {ptrOf(grad.getResultGrad()), shape(grad.getResultGrad()),
              ptrOf(grad.getInput()), shape(grad.getInput()), dw, shape(grad),
              constArray(convParams(grad.getStrides(), grad.getPads(),
@@ -588,7 +604,7 @@ LogicalResult Lowering::lowerOp(Operation *op) {
         MatmulDims d = matmulDims(shapeOf(mm.getLhs()), shapeOf(mm.getRhs()),
                                   mm.getTransposeLhs(), mm.getTransposeRhs());
         Value y = alloc(mm);
-        callVoid("dpc_matmul",
+        callVoid(kernel("dpc_matmul"),
                  {ptrOf(mm.getLhs()), ptrOf(mm.getRhs()), y, i64(d.batch),
                   i64(d.m), i64(d.n), i64(d.k), i64(mm.getTransposeLhs()),
                   i64(mm.getTransposeRhs()), i64(d.aStride), i64(d.bStride),
@@ -603,11 +619,11 @@ LogicalResult Lowering::lowerOp(Operation *op) {
         Value dy = ptrOf(grad.getResultGrad()), b = ptrOf(grad.getRhs());
         int64_t dyStride = d.m * d.n;
         if (!tA) // da = dy . op(b)^T
-          callVoid("dpc_matmul",
+          callVoid(kernel("dpc_matmul"),
                    {dy, b, da, i64(d.batch), i64(d.m), i64(d.k), i64(d.n),
                     i64(0), i64(!tB), i64(dyStride), i64(d.bStride), i64(0)});
         else // da (stored K x M) = op(b) . dy^T
-          callVoid("dpc_matmul",
+          callVoid(kernel("dpc_matmul"),
                    {b, dy, da, i64(d.batch), i64(d.k), i64(d.m), i64(d.n),
                     i64(tB), i64(1), i64(d.bStride), i64(dyStride), i64(0)});
         define(grad, da);
@@ -622,13 +638,15 @@ LogicalResult Lowering::lowerOp(Operation *op) {
         // A rank-2 rhs shared by every batch gets the sum over the batch.
         int64_t accumulate = d.sharedRhs && d.batch > 1;
         if (!tB) // db = op(a)^T . dy
-          callVoid("dpc_matmul", {a, dy, db, i64(d.batch), i64(d.k), i64(d.n),
-                                  i64(d.m), i64(!tA), i64(0), i64(d.aStride),
-                                  i64(dyStride), i64(accumulate)});
+          callVoid(kernel("dpc_matmul"),
+                   {a, dy, db, i64(d.batch), i64(d.k), i64(d.n), i64(d.m),
+                    i64(!tA), i64(0), i64(d.aStride), i64(dyStride),
+                    i64(accumulate)});
         else // db (stored N x K) = dy^T . op(a)
-          callVoid("dpc_matmul", {dy, a, db, i64(d.batch), i64(d.n), i64(d.k),
-                                  i64(d.m), i64(1), i64(tA), i64(dyStride),
-                                  i64(d.aStride), i64(accumulate)});
+          callVoid(kernel("dpc_matmul"),
+                   {dy, a, db, i64(d.batch), i64(d.n), i64(d.k), i64(d.m),
+                    i64(1), i64(tA), i64(dyStride), i64(d.aStride),
+                    i64(accumulate)});
         define(grad, db);
       })
       .Case<nn::AddOp, nn::SubOp, nn::MulOp, nn::DivOp>([&](auto binary) {
@@ -1139,6 +1157,7 @@ void Lowering::dispatchByChunk(LLVM::LLVMFuncOp target,
 }
 
 LogicalResult Lowering::run() {
+  manifest.bf16 = pipe::isBf16(module);
   // A schedule program is compile-time data; the runtime reads schedule.json.
   for (auto program :
        llvm::make_early_inc_range(module.getOps<pipe::ScheduleOp>()))

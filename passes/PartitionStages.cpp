@@ -209,6 +209,8 @@ struct PartitionStagesPass
     int deviceCount = stages > 0 ? stages * virtualStages : devices;
     options.cost.topology = planner::Topology::flat(deviceCount, bandwidth);
     options.cost.microbatches = microbatches;
+    if (pipe::isBf16(module))
+      options.cost.transferFactor = 0.5;
     if (!planner::parseOptimizerStateFactor(optimizer,
                                             options.cost.optimizerStateFactor))
       return module.emitError("unknown optimizer '")

@@ -237,6 +237,11 @@ def LowerToRuntimePass : Pass<"dpc-lower-to-runtime", "::mlir::ModuleOp"> {
     inputs, labels and the output. Missing segments are defined empty, so
     every rank object defines the whole ABI.
 
+    In a bf16 build (`pipe.precision = "bf16"` on the module) convolutions
+    and matmuls call the `_bf16` kernels, the manifest says
+    `"precision": "bf16"`, and every f32 transfer is marked
+    `"wire": "bf16"`: the runtime sends it as bf16.
+
     With `profile`, every kernel call of the forward and backward segments
     is bracketed by `dpc_profile_begin`/`dpc_profile_end`, and the manifest
     lists each profiled op with its model node (`nn.node`) and phase: the

@@ -104,7 +104,8 @@ def dpc_compile(dpc, onnx_path, out_dir, stages, microbatches, args):
                "--target", args.target,
                "--stages", str(stages), "--microbatches", str(microbatches),
                "--schedule", args.schedule, "--lr", str(args.lr),
-               "--momentum", str(args.momentum)]
+               "--momentum", str(args.momentum),
+               "--precision", args.precision]
     started = time.perf_counter()
     result = subprocess.run(command, capture_output=True, text=True)
     seconds = time.perf_counter() - started
@@ -385,6 +386,9 @@ def main():
                              "(e.g. OpenBLAS's) instead of the system one")
     parser.add_argument("--json", metavar="FILE",
                         help="also write the rows as JSON")
+    parser.add_argument("--precision", choices=["fp32", "bf16"],
+                        default="fp32",
+                        help="dpc compile --precision (PyTorch stays fp32)")
     parser.add_argument("--target", choices=["cpu", "cuda"], default="cpu",
                         help="train both sides on the CPU (default) or the "
                              "GPU")
@@ -440,7 +444,8 @@ def main():
     os.makedirs(work, exist_ok=True)
     print(f"dpc {args.dpc}; torch {torch.__version__}; {os.cpu_count()} cores;"
           f" {args.warmup} warm-up + {args.steps} timed steps; schedule "
-          f"{args.schedule}; SGD lr {args.lr} momentum {args.momentum}; "
+          f"{args.schedule}; dpc precision {args.precision}; "
+          f"SGD lr {args.lr} momentum {args.momentum}; "
           f"torch BLAS {blas_path}; load {load_avg1():.2f}", flush=True)
     if args.target == "cuda":
         print(f"target cuda: both sides on {torch.cuda.get_device_name()}",

@@ -220,15 +220,17 @@ Expected<Evaluation> evaluate(const Graph &graph, const Plan &plan,
       const StagePlan &prev = plan.stages[i - 1];
       int neighbour = prev.firstRank + prev.replicas - 1;
       received = eval.cutBytes[i - 1];
-      cost.recvSeconds = cutSeconds(received, st.replicas,
-                                    topo.bandwidth(std::min(first, neighbour),
-                                                   std::max(last, neighbour)));
+      cost.recvSeconds =
+          cutSeconds(received * options.transferFactor, st.replicas,
+                     topo.bandwidth(std::min(first, neighbour),
+                                    std::max(last, neighbour)));
     }
     if (i + 1 < numStages) {
       int neighbour = plan.stages[i + 1].firstRank;
-      cost.sendSeconds = cutSeconds(eval.cutBytes[i], st.replicas,
-                                    topo.bandwidth(std::min(first, neighbour),
-                                                   std::max(last, neighbour)));
+      cost.sendSeconds =
+          cutSeconds(eval.cutBytes[i] * options.transferFactor, st.replicas,
+                     topo.bandwidth(std::min(first, neighbour),
+                                    std::max(last, neighbour)));
     }
     cost.inFlight = stageInFlight(options, st.replicas, devicesFromHere);
     cost.memoryBytes =

@@ -170,8 +170,10 @@ Solution solve(const OrderCosts &oc, const PlannerOptions &opts,
           const size_t pk = static_cast<size_t>(a) * (N + 1) + r;
           const double invR = 1.0 / r;
           const double arScale = 4.0 * (r - 1) * place.allreduce[pk] * invR;
-          const double recv = 2.0 * cutIn * place.recv[pk] * invR;
-          const double sendScale = 2.0 * place.send[pk] * invR;
+          const double recv =
+              2.0 * cutIn * cost.transferFactor * place.recv[pk] * invR;
+          const double sendScale =
+              2.0 * cost.transferFactor * place.send[pk] * invR;
           if (mode == Mode::MinMax && recv >= best)
             continue;
           if (mode == Mode::MinSum && recv > cap)

@@ -19,6 +19,7 @@
 
 #include "dpc/runtime/Executor.h"
 
+#include "dpc/runtime/Bf16.h"
 #include "dpc/runtime/Error.h"
 #include "dpc/runtime/Heartbeat.h"
 #include "dpc/schedule/Verifier.h"
@@ -156,15 +157,22 @@ private:
   size_t used = 0;
 };
 
-/// Where each tensor of one schedule message sits in its pack.
+/// Where each tensor of one schedule message sits in its pack. On the wire
+/// a bf16 entry (ManifestTransfer::bf16) takes half its bytes: `wireOffset`
+/// and `wireTotal` lay out the message as sent, `offset` and `total` the
+/// f32 buffers the generated code reads after the receive widened them.
 struct PackLayout {
   struct Entry {
     int64_t tag;
     size_t offset;
     int64_t bytes;
+    bool bf16;
+    size_t wireOffset;
   };
   std::vector<Entry> entries; // ascending tag
   size_t total = 0;
+  size_t wireTotal = 0;
+  bool anyBf16 = false;
 };
 
 /// The boundary a message crosses, seen from this rank: the (virtual) stage
@@ -195,8 +203,11 @@ makeLayouts(const std::vector<ManifestTransfer> &transfers) {
             [](auto &a, auto &b) { return a.tag < b.tag; });
   for (const ManifestTransfer &t : sorted) {
     PackLayout &layout = layouts[{int(t.stage), int(t.peerStage), t.what}];
-    layout.entries.push_back({t.tag, layout.total, t.bytes});
+    layout.entries.push_back(
+        {t.tag, layout.total, t.bytes, t.bf16, layout.wireTotal});
     layout.total += roundUp(size_t(t.bytes));
+    layout.wireTotal += roundUp(size_t(t.wireBytes()));
+    layout.anyBf16 |= t.bf16;
   }
   return layouts;
 }
@@ -670,7 +681,7 @@ struct Executor::Impl : dpc_context {
                     "microbatch)");
     Buffer buffer = std::move(it->second.buffer);
     staged.erase(it);
-    postSend(i, at, b, std::move(buffer), layout.total);
+    postSend(i, at, b, std::move(buffer), layout.wireTotal);
   }
 
   void postSend(const Instruction &i, const std::string &at, Boundary b,
@@ -717,17 +728,17 @@ struct Executor::Impl : dpc_context {
                   " was already received from rank " + std::to_string(i.peer));
     const PackLayout &layout = recvLayouts.at(b);
     Pending p;
-    p.buffer = Buffer(pool, layout.total);
+    p.buffer = Buffer(pool, layout.wireTotal);
     p.boundary = b;
     p.startMs = nowMs();
     p.name = std::string("recv ") + transferKindName(b.what) + " mb" +
              std::to_string(i.mb);
     void *data = p.buffer.data();
     if (stagesTransfers()) {
-      p.staging = Buffer(hostPool, layout.total);
+      p.staging = Buffer(hostPool, layout.wireTotal);
       data = p.staging.data();
     }
-    p.request = transfers->irecv(data, layout.total, i.peer, i.tag);
+    p.request = transfers->irecv(data, layout.wireTotal, i.peer, i.tag);
     pendingRecvs.emplace(key, std::move(p));
   }
 
@@ -737,13 +748,32 @@ struct Executor::Impl : dpc_context {
       throw Error(at + "no receive with tag " + std::to_string(i.tag) +
                   " was started");
     transfers->wait(it->second.request);
+    const PackLayout &layout = recvLayouts.at(it->second.boundary);
     if (it->second.staging)
       device.copyFromHost(it->second.buffer.data(), it->second.staging.data(),
-                          recvLayouts.at(it->second.boundary).total);
+                          layout.wireTotal);
+    if (layout.anyBf16)
+      it->second.buffer = widen(layout, it->second.buffer);
     trace(schedule::EventKind::Recv, it->second.name, it->second.startMs, i.mb,
           i.chunk);
     received[{it->second.boundary, i.mb}] = std::move(it->second.buffer);
     pendingRecvs.erase(it);
+  }
+
+  /// The f32 buffers of a received message with bf16 entries (host memory:
+  /// bf16 transfers are built for the CPU target only).
+  Buffer widen(const PackLayout &layout, const Buffer &wire) {
+    Buffer plain(pool, layout.total);
+    for (const PackLayout::Entry &e : layout.entries) {
+      if (e.bf16)
+        bf16ToFloats(
+            reinterpret_cast<const uint16_t *>(wire.data() + e.wireOffset),
+            reinterpret_cast<float *>(plain.data() + e.offset), e.bytes / 4);
+      else
+        device.copy(plain.data() + e.offset, wire.data() + e.wireOffset,
+                    size_t(e.bytes));
+    }
+    return plain;
   }
 
   void checkLossReported(int mb, int chunk, const std::string &at) {
@@ -1125,7 +1155,7 @@ struct Executor::Impl : dpc_context {
     const PackLayout &layout = sendLayouts.at(b);
     Staged &s = staged[{b, currentMb}];
     if (!s.buffer) {
-      s.buffer = Buffer(pool, layout.total);
+      s.buffer = Buffer(pool, layout.wireTotal);
       s.filled.assign(layout.entries.size(), false);
     }
     for (size_t e = 0; e < layout.entries.size(); ++e)
@@ -1133,8 +1163,12 @@ struct Executor::Impl : dpc_context {
         if (s.filled[e])
           fatal("dpc_send", "transfer tag " + std::to_string(tag) +
                                 " was already sent for this microbatch");
-        device.copy(s.buffer.data() + layout.entries[e].offset, data,
-                    size_t(t->bytes));
+        uint8_t *to = s.buffer.data() + layout.entries[e].wireOffset;
+        if (layout.entries[e].bf16)
+          floatsToBf16(static_cast<const float *>(data),
+                       reinterpret_cast<uint16_t *>(to), t->bytes / 4);
+        else
+          device.copy(to, data, size_t(t->bytes));
         s.filled[e] = true;
       }
   }
@@ -1348,6 +1382,13 @@ Executor::Executor(RankManifest manifest, schedule::Schedule schedule,
   s.memory.peakWeightVersions = s.manifest.chunks;
   s.sendLayouts = makeLayouts(s.manifest.sends);
   s.recvLayouts = makeLayouts(s.manifest.recvs);
+  // bf16 packing converts in place on the host.
+  for (const auto *layouts : {&s.sendLayouts, &s.recvLayouts})
+    for (const auto &[b, layout] : *layouts)
+      if (layout.anyBf16 && !s.device.hostAccessible())
+        throw Error("manifest: bf16 transfers need host memory, but the "
+                    "tensors live on " +
+                    s.device.description());
   s.validate();
   // Collective over the job: every rank takes part, replicated or not.
   if (s.sched.hasReplicas()) {

@@ -187,6 +187,16 @@ std::vector<ManifestTransfer> readTransfers(Reader &r, const json &root,
     t.stage = e.contains("stage") ? r.integer(e, path, "stage", 0) : m.stage;
     t.peerStage = r.integer(e, path, "peer_stage", 0);
     t.bytes = r.integer(e, path, "bytes", 1);
+    if (auto wire = e.find("wire"); wire != e.end()) {
+      std::string type = wire->is_string() ? wire->get<std::string>() : "";
+      if (type != "bf16" && type != "f32")
+        r.fail(path + "wire", "expected \"bf16\" or \"f32\"");
+      t.bf16 = type == "bf16";
+      if (t.bf16 && t.bytes % 4 != 0)
+        r.fail(path + "wire", "bf16 packs f32 tensors, but bytes " +
+                                  std::to_string(t.bytes) +
+                                  " is not a multiple of 4");
+    }
     std::string what = r.string(e, path, "what");
     if (what == "act")
       t.what = TransferKind::Activation;
@@ -321,6 +331,12 @@ RankManifest parseManifest(const std::string &text, const std::string &name) {
       }
     if (!known)
       r.fail("optimizer", "expected \"sgd\" or \"adam\"");
+  }
+  if (auto it = root.find("precision"); it != root.end()) {
+    std::string name = it->is_string() ? it->get<std::string>() : "";
+    if (name != "fp32" && name != "bf16")
+      r.fail("precision", "expected \"fp32\" or \"bf16\"");
+    m.bf16 = name == "bf16";
   }
   if (m.inference && m.labelsShape)
     r.fail("labels", "an inference build reads no labels");

@@ -490,6 +490,16 @@ int runRank(int argc, char **argv, Communicator &comm) {
   if (!error.empty())
     throw Error(error); // names the file already
   manifest.schedule = schedulePath;
+  // A bf16 build on a CPU without native bf16 still runs, in f32 (oneDNN
+  // would emulate bf16 slower than f32 or have no kernel at all).
+  if (manifest.bf16 && !dpc_bf16_native()) {
+    std::fprintf(stderr,
+                 "warning: rank %d: this CPU has no native bf16 (AVX512-BF16 "
+                 "or AMX); --precision bf16 convolutions and matmuls compute "
+                 "in fp32, transfers stay bf16\n",
+                 comm.rank());
+    std::fflush(stderr);
+  }
 
   SegmentFunctions segments;
   segments.forward = dpc_segment_forward;

@@ -28,6 +28,9 @@ struct CompileOptions {
   int64_t virtualStages = 1;
   bool verticalSync = false;
   std::string target = "cpu";
+  /// "fp32", or "bf16": convolutions and matmuls read bf16 inputs and
+  /// tensors cross stages as bf16; weights and optimizer state stay f32.
+  std::string precision = "fp32";
   std::string loss = "softmax-cross-entropy";
   /// Rows with this label are left out of softmax-cross-entropy and of the
   /// mean (torch's ignore_index), which the runtime then scales per step.

@@ -170,6 +170,8 @@ std::string checkOptions(const CompileOptions &o, const cli::ArgParser &p) {
         return std::string("--inference builds a forward pass only; --") +
                training + " applies to training";
   }
+  if (o.precision == "bf16" && o.target != "cpu")
+    return "--precision bf16 needs --target cpu (the CUDA kernels are f32)";
   if (!p.given("o"))
     return "missing output directory: give -o DIR";
   return "";
@@ -405,6 +407,10 @@ int compileModel(const CompileOptions &options) {
   if (options.inference)
     (*module)->setAttr(mlir::dpc::pipe::PipeDialect::kInferenceAttrName,
                        mlir::UnitAttr::get(&context));
+  // Before partition-stages: the planner prices bf16 transfers.
+  if (options.precision == "bf16")
+    (*module)->setAttr(mlir::dpc::pipe::PipeDialect::kPrecisionAttrName,
+                       mlir::StringAttr::get(&context, "bf16"));
 
   mlir::dpc::PartitionStagesPassOptions partition;
   partition.stages =
@@ -596,6 +602,10 @@ int runCompileCommand(const Args &args) {
             "microbatch");
   p.addOption("target", oneOf(&o.target, {"cpu", "cuda"}), "cpu|cuda",
               "backend (default cpu)");
+  p.addOption("precision", oneOf(&o.precision, {"fp32", "bf16"}), "fp32|bf16",
+              "bf16: convolutions and matmuls in bf16 with f32 accumulation "
+              "and f32 master weights, transfers between stages in bf16 "
+              "(default fp32)");
   p.addOption("loss", oneOf(&o.loss, {"softmax-cross-entropy", "mse", "none"}),
               "KIND", "loss appended to the model's output");
   int64_t ignoreIndex = -100;

@@ -17,6 +17,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "dpc/runtime/Abi.h"
+#include "dpc/runtime/Bf16.h"
 
 #include "backends/common/Box.h"
 #include "backends/common/ElementwiseMath.h"
@@ -173,6 +174,12 @@ dnnl::convolution_forward::primitive_desc forwardDesc(const ConvDescs &d,
 
 enum class ConvKind : int64_t { Forward, ForwardBias, Data, Weights };
 
+/// What a convolution or matrix product reads its operands as. Bf16 reads
+/// the inputs (source, weights, output gradient) as bfloat16 and writes
+/// float32, accumulated in float32 by oneDNN: the master weights and every
+/// buffer of the ABI stay float32, converted on the way in.
+enum class Precision : int64_t { F32, Bf16 };
+
 /// A convolution primitive with the memory layouts it chose. Primitives are
 /// created for `format_tag::any`, so oneDNN picks its blocked layouts and
 /// direct (not im2col) kernels; the plain NCHW/OIHW buffers of the ABI are
@@ -184,29 +191,59 @@ struct ConvPrimitive {
   std::unordered_map<int, dnnl::reorder> reorders;
 };
 
-ConvDescs anyLayouts(const ConvDescs &plain) {
+/// The primitive's descriptors for `kind`: in bf16, what the kind reads is
+/// bf16 and what it writes f32 (forward: src, weights -> dst; data: diff_dst
+/// (dst), weights -> diff_src (src); weights: src, diff_dst (dst) ->
+/// diff_weights (weights)).
+ConvDescs anyLayouts(const ConvDescs &plain, ConvKind kind,
+                     Precision precision) {
+  bool bf16 = precision == Precision::Bf16;
+  auto type = [&](bool written) {
+    return bf16 && !written ? dt::bf16 : dt::f32;
+  };
+  bool forward = kind == ConvKind::Forward || kind == ConvKind::ForwardBias;
   ConvDescs d = plain;
-  d.src = {plain.src.dims(), dt::f32, tag::any};
-  d.weights = {plain.weights.dims(), dt::f32, tag::any};
-  d.dst = {plain.dst.dims(), dt::f32, tag::any};
+  d.src = {plain.src.dims(), type(kind == ConvKind::Data), tag::any};
+  d.weights = {plain.weights.dims(), type(kind == ConvKind::Weights), tag::any};
+  d.dst = {plain.dst.dims(), type(forward), tag::any};
   return d;
+}
+
+/// The forward descriptor a backward primitive takes as its hint: the
+/// backward's types for every operand it shares with the forward.
+ConvDescs hintLayouts(const ConvDescs &d, Precision precision) {
+  ConvDescs h = d;
+  dt type = precision == Precision::Bf16 ? dt::bf16 : dt::f32;
+  h.src = {d.src.dims(), type, tag::any};
+  h.weights = {d.weights.dims(), type, tag::any};
+  h.dst = {d.dst.dims(), type, tag::any};
+  return h;
 }
 
 /// Primitives by kind and geometry: the same shapes recur every microbatch,
 /// and creating a oneDNN primitive costs far more than running a small one.
 /// Kernels run on the executor's thread; the lock only guards against a
 /// future caller that is not.
-ConvPrimitive &convPrimitive(ConvKind kind, const ConvGeometry &g) {
+ConvPrimitive &convPrimitive(ConvKind kind, Precision precision,
+                             const ConvGeometry &g) {
   static std::mutex mutex;
   static std::map<std::vector<int64_t>, ConvPrimitive> cache;
-  std::vector<int64_t> key = {
-      int64_t(kind), g.n,  g.c,  g.h,  g.w,  g.o,  g.kh, g.kw, g.oh,    g.ow,
-      g.sh,          g.sw, g.pt, g.pl, g.pb, g.pr, g.dh, g.dw, g.groups};
+  std::vector<int64_t> key = {int64_t(kind), int64_t(precision),
+                              g.n,           g.c,
+                              g.h,           g.w,
+                              g.o,           g.kh,
+                              g.kw,          g.oh,
+                              g.ow,          g.sh,
+                              g.sw,          g.pt,
+                              g.pl,          g.pb,
+                              g.pr,          g.dh,
+                              g.dw,          g.groups};
   std::lock_guard<std::mutex> lock(mutex);
   auto it = cache.find(key);
   if (it != cache.end())
     return it->second;
-  ConvDescs d = anyLayouts(convDescs(g));
+  ConvDescs d = anyLayouts(convDescs(g), kind, precision);
+  ConvDescs hint = hintLayouts(d, precision);
   ConvPrimitive cp;
   switch (kind) {
   case ConvKind::Forward:
@@ -222,7 +259,7 @@ ConvPrimitive &convPrimitive(ConvKind kind, const ConvGeometry &g) {
     using bwd = dnnl::convolution_backward_data;
     bwd::desc desc(dnnl::algorithm::convolution_direct, d.src, d.weights, d.dst,
                    d.strides, d.dilates, d.padL, d.padR);
-    bwd::primitive_desc pd(desc, engine(), forwardDesc(d, false));
+    bwd::primitive_desc pd(desc, engine(), forwardDesc(hint, false));
     cp.prim = bwd(pd);
     cp.layouts = {{DNNL_ARG_DIFF_DST, pd.diff_dst_desc()},
                   {DNNL_ARG_WEIGHTS, pd.weights_desc()},
@@ -233,7 +270,7 @@ ConvPrimitive &convPrimitive(ConvKind kind, const ConvGeometry &g) {
     using bwd = dnnl::convolution_backward_weights;
     bwd::desc desc(dnnl::algorithm::convolution_direct, d.src, d.weights, d.dst,
                    d.strides, d.dilates, d.padL, d.padR);
-    bwd::primitive_desc pd(desc, engine(), forwardDesc(d, false));
+    bwd::primitive_desc pd(desc, engine(), forwardDesc(hint, false));
     cp.prim = bwd(pd);
     cp.layouts = {{DNNL_ARG_DIFF_DST, pd.diff_dst_desc()},
                   {DNNL_ARG_SRC, pd.src_desc()},
@@ -256,10 +293,10 @@ struct ConvArg {
   bool output = false;
 };
 
-void runConv(const char *kernel, ConvKind kind, const ConvGeometry &g,
-             const std::vector<ConvArg> &args) {
+void runConv(const char *kernel, ConvKind kind, Precision precision,
+             const ConvGeometry &g, const std::vector<ConvArg> &args) {
   try {
-    ConvPrimitive &cp = convPrimitive(kind, g);
+    ConvPrimitive &cp = convPrimitive(kind, precision, g);
     std::unordered_map<int, dnnl::memory> exec;
     std::vector<int> outputs;
     for (const ConvArg &arg : args) {
@@ -481,6 +518,159 @@ void castFrom(int64_t to, const From *x, void *y, int64_t count) {
   fail("dpc_cast", "unknown element type " + std::to_string(to));
 }
 
+/// Whether this CPU computes bf16 natively (AVX512-BF16 or AMX), as oneDNN
+/// sees it: DNNL_MAX_CPU_ISA can lower what it sees. Without it the bf16
+/// kernels compute in f32 (see dpcBf16Fallback).
+bool bf16Native() {
+  static const bool native = [] {
+    dnnl::cpu_isa isa = dnnl::get_effective_cpu_isa();
+    return isa == dnnl::cpu_isa::avx512_core_bf16 ||
+           isa == dnnl::cpu_isa::avx512_core_amx;
+  }();
+  return native;
+}
+
+Precision effective(Precision precision) {
+  return precision == Precision::Bf16 && bf16Native() ? Precision::Bf16
+                                                      : Precision::F32;
+}
+
+void conv2d(const char *kernel, Precision precision, const float *x,
+            const int64_t *x_shape, const float *w, const int64_t *w_shape,
+            const float *bias, float *y, const int64_t *y_shape,
+            const int64_t *params) {
+  ConvGeometry g = convGeometry(kernel, x_shape, w_shape, y_shape, params);
+  ConvDescs d = convDescs(g);
+  std::vector<ConvArg> args = {{DNNL_ARG_SRC, d.src, x},
+                               {DNNL_ARG_WEIGHTS, d.weights, w},
+                               {DNNL_ARG_DST, d.dst, y, /*output=*/true}};
+  if (bias)
+    args.push_back({DNNL_ARG_BIAS, d.bias, bias});
+  runConv(kernel, bias ? ConvKind::ForwardBias : ConvKind::Forward,
+          effective(precision), g, args);
+}
+
+void conv2dGradInput(const char *kernel, Precision precision, const float *dy,
+                     const int64_t *dy_shape, const float *w,
+                     const int64_t *w_shape, float *dx, const int64_t *dx_shape,
+                     const int64_t *params) {
+  ConvGeometry g = convGeometry(kernel, dx_shape, w_shape, dy_shape, params);
+  ConvDescs d = convDescs(g);
+  runConv(kernel, ConvKind::Data, effective(precision), g,
+          {{DNNL_ARG_DIFF_DST, d.dst, dy},
+           {DNNL_ARG_WEIGHTS, d.weights, w},
+           {DNNL_ARG_DIFF_SRC, d.src, dx, /*output=*/true}});
+}
+
+void conv2dGradFilter(const char *kernel, Precision precision, const float *dy,
+                      const int64_t *dy_shape, const float *x,
+                      const int64_t *x_shape, float *dw,
+                      const int64_t *dw_shape, const int64_t *params) {
+  ConvGeometry g = convGeometry(kernel, x_shape, dw_shape, dy_shape, params);
+  ConvDescs d = convDescs(g);
+  runConv(kernel, ConvKind::Weights, effective(precision), g,
+          {{DNNL_ARG_DIFF_DST, d.dst, dy},
+           {DNNL_ARG_SRC, d.src, x},
+           {DNNL_ARG_DIFF_WEIGHTS, d.weights, dw, /*output=*/true}});
+}
+
+/// A bf16 x bf16 -> f32 product y = op(a) op(b) (+ y with `sum`), on
+/// oneDNN's matmul primitive: this oneDNN's sgemm has no bf16 form. The
+/// transposes are strides of the operands' descriptors.
+dnnl::matmul &bf16Matmul(int64_t m, int64_t n, int64_t k, bool ta, bool tb,
+                         bool sum) {
+  static std::mutex mutex;
+  static std::map<std::vector<int64_t>, dnnl::matmul> cache;
+  std::vector<int64_t> key = {m, n, k, ta, tb, sum};
+  std::lock_guard<std::mutex> lock(mutex);
+  auto it = cache.find(key);
+  if (it != cache.end())
+    return it->second;
+  dnnl::memory::desc a({m, k}, dt::bf16, ta ? dims{1, m} : dims{k, 1});
+  dnnl::memory::desc b({k, n}, dt::bf16, tb ? dims{1, k} : dims{n, 1});
+  dnnl::memory::desc c({m, n}, dt::f32, dims{n, 1});
+  dnnl::primitive_attr attr;
+  if (sum) {
+    dnnl::post_ops ops;
+    ops.append_sum(1.0f);
+    attr.set_post_ops(ops);
+  }
+  dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a, b, c), attr, engine());
+  return cache.emplace(std::move(key), dnnl::matmul(pd)).first->second;
+}
+
+/// `count` floats as bf16, into a buffer kept per thread between calls.
+const uint16_t *toBf16(const float *src, int64_t count,
+                       std::vector<uint16_t> &buffer) {
+  if (int64_t(buffer.size()) < count)
+    buffer.resize(size_t(count));
+  uint16_t *dst = buffer.data();
+  parallelChunks(count, [&](int64_t begin, int64_t end) {
+    dpc::runtime::floatsToBf16(src + begin, dst + begin, end - begin);
+  });
+  return dst;
+}
+
+void matmul(const char *kernel, Precision precision, const float *a,
+            const float *b, float *y, int64_t batch, int64_t m, int64_t n,
+            int64_t k, int64_t transpose_a, int64_t transpose_b,
+            int64_t a_stride, int64_t b_stride, int64_t accumulate) {
+  if (batch < 1 || m < 0 || n < 0 || k < 0)
+    fail(kernel, "bad sizes batch " + std::to_string(batch) + ", m " +
+                     std::to_string(m) + ", n " + std::to_string(n) + ", k " +
+                     std::to_string(k));
+  if (m == 0 || n == 0)
+    return;
+  if (k == 0) {
+    std::fill(y, y + (accumulate ? 1 : batch) * m * n, 0.0f);
+    return;
+  }
+  if (effective(precision) == Precision::Bf16) {
+    // Operands are converted whole (a shared one, stride 0, once), then each
+    // batch runs on the converted copies at the same offsets.
+    thread_local std::vector<uint16_t> aBuffer, bBuffer;
+    const uint16_t *a16 = toBf16(a, (batch - 1) * a_stride + m * k, aBuffer);
+    const uint16_t *b16 = toBf16(b, (batch - 1) * b_stride + k * n, bBuffer);
+    try {
+      dnnl::matmul &first =
+          bf16Matmul(m, n, k, transpose_a, transpose_b, false);
+      dnnl::matmul *summing =
+          accumulate && batch > 1
+              ? &bf16Matmul(m, n, k, transpose_a, transpose_b, true)
+              : nullptr;
+      dnnl::memory::desc aDesc({m, k}, dt::bf16,
+                               transpose_a ? dims{1, m} : dims{k, 1});
+      dnnl::memory::desc bDesc({k, n}, dt::bf16,
+                               transpose_b ? dims{1, k} : dims{n, 1});
+      dnnl::memory::desc cDesc({m, n}, dt::f32, dims{n, 1});
+      for (int64_t i = 0; i < batch; ++i) {
+        float *out = accumulate ? y : y + i * m * n;
+        dnnl::matmul &prim = accumulate && i > 0 ? *summing : first;
+        prim.execute(stream(),
+                     {{DNNL_ARG_SRC, mem(aDesc, a16 + i * a_stride)},
+                      {DNNL_ARG_WEIGHTS, mem(bDesc, b16 + i * b_stride)},
+                      {DNNL_ARG_DST, mem(cDesc, out)}});
+      }
+      stream().wait();
+    } catch (const dnnl::error &e) {
+      fail(kernel, std::string("oneDNN: ") + e.what());
+    }
+    return;
+  }
+  // oneDNN's sgemm is row-major, like the ABI's buffers.
+  char ta = transpose_a ? 'T' : 'N', tb = transpose_b ? 'T' : 'N';
+  int64_t lda = transpose_a ? m : k, ldb = transpose_b ? k : n;
+  for (int64_t i = 0; i < batch; ++i) {
+    float beta = accumulate && i > 0 ? 1.0f : 0.0f;
+    float *out = accumulate ? y : y + i * m * n;
+    dnnl_status_t status = dnnl_sgemm(ta, tb, m, n, k, 1.0f, a + i * a_stride,
+                                      lda, b + i * b_stride, ldb, beta, out, n);
+    if (status != dnnl_success)
+      fail(kernel,
+           "dnnl_sgemm failed with status " + std::to_string(int(status)));
+  }
+}
+
 } // namespace
 
 //===----------------------------------------------------------------------===//
@@ -492,40 +682,45 @@ extern "C" {
 void dpc_conv2d(const float *x, const int64_t *x_shape, const float *w,
                 const int64_t *w_shape, const float *bias, float *y,
                 const int64_t *y_shape, const int64_t *params) {
-  ConvGeometry g =
-      convGeometry("dpc_conv2d", x_shape, w_shape, y_shape, params);
-  ConvDescs d = convDescs(g);
-  std::vector<ConvArg> args = {{DNNL_ARG_SRC, d.src, x},
-                               {DNNL_ARG_WEIGHTS, d.weights, w},
-                               {DNNL_ARG_DST, d.dst, y, /*output=*/true}};
-  if (bias)
-    args.push_back({DNNL_ARG_BIAS, d.bias, bias});
-  runConv("dpc_conv2d", bias ? ConvKind::ForwardBias : ConvKind::Forward, g,
-          args);
+  conv2d("dpc_conv2d", Precision::F32, x, x_shape, w, w_shape, bias, y, y_shape,
+         params);
+}
+
+void dpc_conv2d_bf16(const float *x, const int64_t *x_shape, const float *w,
+                     const int64_t *w_shape, const float *bias, float *y,
+                     const int64_t *y_shape, const int64_t *params) {
+  conv2d("dpc_conv2d_bf16", Precision::Bf16, x, x_shape, w, w_shape, bias, y,
+         y_shape, params);
 }
 
 void dpc_conv2d_grad_input(const float *dy, const int64_t *dy_shape,
                            const float *w, const int64_t *w_shape, float *dx,
                            const int64_t *dx_shape, const int64_t *params) {
-  ConvGeometry g = convGeometry("dpc_conv2d_grad_input", dx_shape, w_shape,
-                                dy_shape, params);
-  ConvDescs d = convDescs(g);
-  runConv("dpc_conv2d_grad_input", ConvKind::Data, g,
-          {{DNNL_ARG_DIFF_DST, d.dst, dy},
-           {DNNL_ARG_WEIGHTS, d.weights, w},
-           {DNNL_ARG_DIFF_SRC, d.src, dx, /*output=*/true}});
+  conv2dGradInput("dpc_conv2d_grad_input", Precision::F32, dy, dy_shape, w,
+                  w_shape, dx, dx_shape, params);
+}
+
+void dpc_conv2d_grad_input_bf16(const float *dy, const int64_t *dy_shape,
+                                const float *w, const int64_t *w_shape,
+                                float *dx, const int64_t *dx_shape,
+                                const int64_t *params) {
+  conv2dGradInput("dpc_conv2d_grad_input_bf16", Precision::Bf16, dy, dy_shape,
+                  w, w_shape, dx, dx_shape, params);
 }
 
 void dpc_conv2d_grad_filter(const float *dy, const int64_t *dy_shape,
                             const float *x, const int64_t *x_shape, float *dw,
                             const int64_t *dw_shape, const int64_t *params) {
-  ConvGeometry g = convGeometry("dpc_conv2d_grad_filter", x_shape, dw_shape,
-                                dy_shape, params);
-  ConvDescs d = convDescs(g);
-  runConv("dpc_conv2d_grad_filter", ConvKind::Weights, g,
-          {{DNNL_ARG_DIFF_DST, d.dst, dy},
-           {DNNL_ARG_SRC, d.src, x},
-           {DNNL_ARG_DIFF_WEIGHTS, d.weights, dw, /*output=*/true}});
+  conv2dGradFilter("dpc_conv2d_grad_filter", Precision::F32, dy, dy_shape, x,
+                   x_shape, dw, dw_shape, params);
+}
+
+void dpc_conv2d_grad_filter_bf16(const float *dy, const int64_t *dy_shape,
+                                 const float *x, const int64_t *x_shape,
+                                 float *dw, const int64_t *dw_shape,
+                                 const int64_t *params) {
+  conv2dGradFilter("dpc_conv2d_grad_filter_bf16", Precision::Bf16, dy, dy_shape,
+                   x, x_shape, dw, dw_shape, params);
 }
 
 void dpc_conv2d_grad_bias(const float *dy, const int64_t *dy_shape, float *db) {
@@ -545,29 +740,19 @@ void dpc_matmul(const float *a, const float *b, float *y, int64_t batch,
                 int64_t m, int64_t n, int64_t k, int64_t transpose_a,
                 int64_t transpose_b, int64_t a_stride, int64_t b_stride,
                 int64_t accumulate) {
-  if (batch < 1 || m < 0 || n < 0 || k < 0)
-    fail("dpc_matmul", "bad sizes batch " + std::to_string(batch) + ", m " +
-                           std::to_string(m) + ", n " + std::to_string(n) +
-                           ", k " + std::to_string(k));
-  if (m == 0 || n == 0)
-    return;
-  if (k == 0) {
-    std::fill(y, y + (accumulate ? 1 : batch) * m * n, 0.0f);
-    return;
-  }
-  // oneDNN's sgemm is row-major, like the ABI's buffers.
-  char ta = transpose_a ? 'T' : 'N', tb = transpose_b ? 'T' : 'N';
-  int64_t lda = transpose_a ? m : k, ldb = transpose_b ? k : n;
-  for (int64_t i = 0; i < batch; ++i) {
-    float beta = accumulate && i > 0 ? 1.0f : 0.0f;
-    float *out = accumulate ? y : y + i * m * n;
-    dnnl_status_t status = dnnl_sgemm(ta, tb, m, n, k, 1.0f, a + i * a_stride,
-                                      lda, b + i * b_stride, ldb, beta, out, n);
-    if (status != dnnl_success)
-      fail("dpc_matmul",
-           "dnnl_sgemm failed with status " + std::to_string(int(status)));
-  }
+  matmul("dpc_matmul", Precision::F32, a, b, y, batch, m, n, k, transpose_a,
+         transpose_b, a_stride, b_stride, accumulate);
 }
+
+void dpc_matmul_bf16(const float *a, const float *b, float *y, int64_t batch,
+                     int64_t m, int64_t n, int64_t k, int64_t transpose_a,
+                     int64_t transpose_b, int64_t a_stride, int64_t b_stride,
+                     int64_t accumulate) {
+  matmul("dpc_matmul_bf16", Precision::Bf16, a, b, y, batch, m, n, k,
+         transpose_a, transpose_b, a_stride, b_stride, accumulate);
+}
+
+int64_t dpc_bf16_native(void) { return bf16Native(); }
 
 void dpc_binary(int64_t fn, const float *a, const int64_t *a_shape,
                 const float *b, const int64_t *b_shape, float *y,

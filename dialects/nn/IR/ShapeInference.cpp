@@ -22,6 +22,13 @@ int64_t getSizeInBytes(Value tensor) {
          ((type.getElementTypeBitWidth() + 7) / 8);
 }
 
+int64_t getTransferBytes(Value tensor, bool bf16) {
+  auto type = cast<RankedTensorType>(tensor.getType());
+  if (bf16 && type.getElementType().isF32())
+    return getNumElements(type.getShape()) * 2;
+  return getSizeInBytes(tensor);
+}
+
 std::string formatShape(ArrayRef<int64_t> shape) {
   if (shape.empty())
     return "scalar";

@@ -83,6 +83,9 @@ int64_t getNumElements(ArrayRef<int64_t> shape);
 
 /// Bytes of a statically shaped tensor value (its buffer at run time).
 int64_t getSizeInBytes(Value tensor);
+/// Bytes `tensor` takes when it crosses a stage boundary: f32 travels as
+/// bf16 (half) in a bf16 mixed-precision build, everything else as is.
+int64_t getTransferBytes(Value tensor, bool bf16);
 
 /// Writes a shape as "2x3x4" ("scalar" for rank 0) for diagnostics.
 std::string formatShape(ArrayRef<int64_t> shape);

@@ -48,6 +48,11 @@ def Pipe_Dialect : Dialect {
     /// the model's outputs, with no loss first, and nothing is trained.
     static constexpr ::llvm::StringLiteral kInferenceAttrName =
         "pipe.inference";
+    /// On the module: "bf16" for a mixed-precision build (convolutions and
+    /// matmuls read bf16 inputs, f32 tensors cross stages as bf16); absent
+    /// or "fp32" otherwise.
+    static constexpr ::llvm::StringLiteral kPrecisionAttrName =
+        "pipe.precision";
     /// On an argument of @main (a unit attribute): the labels, which the
     /// last stage reads. Every other argument is a data input of the first
     /// stage, of any element type (images, token ids).

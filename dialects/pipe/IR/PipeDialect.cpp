@@ -47,6 +47,15 @@ LogicalResult PipeDialect::verifyOperationAttribute(Operation *op,
              << kInferenceAttrName << "' to be a unit attribute on a module";
     return success();
   }
+  if (attr.getName() == kPrecisionAttrName) {
+    auto precision = dyn_cast<StringAttr>(attr.getValue());
+    if (!isa<ModuleOp>(op) || !precision ||
+        !llvm::is_contained({"fp32", "bf16"}, precision.getValue()))
+      return op->emitError("expects '")
+             << kPrecisionAttrName
+             << "' to be \"fp32\" or \"bf16\" on a module";
+    return success();
+  }
   if (attr.getName() == "pipe.offset" || attr.getName() == "pipe.arena_bytes") {
     auto value = dyn_cast<IntegerAttr>(attr.getValue());
     if (!value || value.getInt() < 0)

@@ -35,6 +35,12 @@ int64_t mlir::dpc::pipe::getNumChunks(ModuleOp module) {
   return 1;
 }
 
+bool mlir::dpc::pipe::isBf16(ModuleOp module) {
+  auto precision =
+      module->getAttrOfType<StringAttr>(PipeDialect::kPrecisionAttrName);
+  return precision && precision.getValue() == "bf16";
+}
+
 // Peers and tags identify transfers; both are non-negative, and a stage never
 // sends to itself.
 // (I64Attr accessors are unsigned; read the attributes as signed.)

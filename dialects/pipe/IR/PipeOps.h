@@ -31,6 +31,8 @@ bool isLabels(BlockArgument arg);
 
 /// Model chunks per rank of `module`: its `pipe.chunks`, or 1.
 int64_t getNumChunks(ModuleOp module);
+/// Whether `module` is a bf16 mixed-precision build (`pipe.precision`).
+bool isBf16(ModuleOp module);
 
 } // namespace mlir::dpc::pipe
 

@@ -50,6 +50,10 @@ struct CostOptions {
   /// Optimizer state bytes per parameter byte (1 for SGD with momentum, 2 for
   /// Adam).
   double optimizerStateFactor = 1;
+  /// Bytes a transfer carries per activation byte: 0.5 when activations and
+  /// their gradients cross stages as bf16 (dpc compile --precision bf16).
+  /// Memory still counts the f32 buffers.
+  double transferFactor = 1;
 };
 
 /// A plan: stages in pipeline order, each a set of nodes on `replicas`

@@ -156,6 +156,21 @@ void dpc_conv2d_grad_input(const float *dy, const int64_t *dy_shape,
 void dpc_conv2d_grad_filter(const float *dy, const int64_t *dy_shape,
                             const float *x, const int64_t *x_shape, float *dw,
                             const int64_t *dw_shape, const int64_t *params);
+/* The same in bf16 mixed precision (dpc compile --precision bf16): the
+ * inputs (x and w; dy and w; dy and x) are read as bfloat16, rounded to
+ * nearest even, and the f32 output is accumulated in f32. Buffers stay f32.
+ * Where dpc_bf16_native() is 0 they compute in f32. */
+void dpc_conv2d_bf16(const float *x, const int64_t *x_shape, const float *w,
+                     const int64_t *w_shape, const float *bias /* nullable */,
+                     float *y, const int64_t *y_shape, const int64_t *params);
+void dpc_conv2d_grad_input_bf16(const float *dy, const int64_t *dy_shape,
+                                const float *w, const int64_t *w_shape,
+                                float *dx, const int64_t *dx_shape,
+                                const int64_t *params);
+void dpc_conv2d_grad_filter_bf16(const float *dy, const int64_t *dy_shape,
+                                 const float *x, const int64_t *x_shape,
+                                 float *dw, const int64_t *dw_shape,
+                                 const int64_t *params);
 /* Sums dy (N, C, H, W) over N, H, W into db (C). batch_norm's bias gradient
  * calls it too, with the spatial dimensions folded into H and W = 1. */
 void dpc_conv2d_grad_bias(const float *dy, const int64_t *dy_shape, float *db);
@@ -169,6 +184,16 @@ void dpc_matmul(const float *a, const float *b, float *y, int64_t batch,
                 int64_t m, int64_t n, int64_t k, int64_t transpose_a,
                 int64_t transpose_b, int64_t a_stride, int64_t b_stride,
                 int64_t accumulate);
+/* dpc_matmul with a and b read as bfloat16 and y accumulated in f32 (dpc
+ * compile --precision bf16); f32 where dpc_bf16_native() is 0. */
+void dpc_matmul_bf16(const float *a, const float *b, float *y, int64_t batch,
+                     int64_t m, int64_t n, int64_t k, int64_t transpose_a,
+                     int64_t transpose_b, int64_t a_stride, int64_t b_stride,
+                     int64_t accumulate);
+/* 1 when the target computes the _bf16 kernels in bf16 (CPU: oneDNN sees
+ * AVX512-BF16 or AMX, which DNNL_MAX_CPU_ISA may lower), 0 when they fall
+ * back to f32. */
+int64_t dpc_bf16_native(void);
 
 /* Binary elementwise functions, by code. */
 enum dpc_binary_fn {

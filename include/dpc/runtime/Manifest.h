@@ -48,7 +48,12 @@ struct ManifestTransfer {
   int64_t stage = 0;
   int64_t peerStage = 0;
   TransferKind what = TransferKind::Activation;
+  /// The tensor's bytes in the generated code's buffers.
   int64_t bytes = 0;
+  /// "wire": "bf16": an f32 tensor that travels as bf16 (half the bytes),
+  /// packed on send and widened back to f32 on receive.
+  bool bf16 = false;
+  int64_t wireBytes() const { return bf16 ? bytes / 2 : bytes; }
 };
 
 struct ManifestStash {
@@ -111,6 +116,9 @@ struct RankManifest {
   bool inference = false;
   /// "optimizer"; SGD when absent.
   Optimizer optimizer = Optimizer::Sgd;
+  /// "precision": "bf16" (dpc compile --precision bf16): the kernels read
+  /// bf16 inputs; "fp32" or absent otherwise.
+  bool bf16 = false;
   std::vector<std::string> segments;
   /// Empty unless the object was built for `dpc profile`.
   std::vector<ManifestProfileOp> profile;

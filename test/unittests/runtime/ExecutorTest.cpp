@@ -102,6 +102,37 @@ TEST(Manifest, ParsesEveryField) {
   EXPECT_EQ(*last.outputShape, (std::vector<int64_t>{4, 3}));
 }
 
+TEST(Manifest, Bf16PrecisionAndWireTypes) {
+  // fp32 unless the build says bf16; transfers as they are unless marked.
+  RankManifest plain = parseManifest(manifestJson(0).dump(), "rank0");
+  EXPECT_FALSE(plain.bf16);
+  EXPECT_FALSE(plain.findSend(3)->bf16);
+  EXPECT_EQ(plain.findSend(3)->wireBytes(), 48);
+  nlohmann::json m = manifestJson(0);
+  m["precision"] = "bf16";
+  m["sends"][0]["wire"] = "bf16";
+  RankManifest bf16 = parseManifest(m.dump(), "rank0");
+  EXPECT_TRUE(bf16.bf16);
+  EXPECT_TRUE(bf16.findSend(3)->bf16);
+  EXPECT_EQ(bf16.findSend(3)->bytes, 48);
+  EXPECT_EQ(bf16.findSend(3)->wireBytes(), 24);
+  EXPECT_FALSE(bf16.findRecv(4)->bf16);
+  m["precision"] = "fp32";
+  EXPECT_FALSE(parseManifest(m.dump(), "rank0").bf16);
+
+  m["precision"] = "fp16";
+  EXPECT_EQ(parseError(m),
+            "rank0: manifest: precision: expected \"fp32\" or \"bf16\"");
+  m["precision"] = "bf16";
+  m["sends"][0]["wire"] = "f16";
+  EXPECT_EQ(parseError(m),
+            "rank0: manifest: sends[0].wire: expected \"bf16\" or \"f32\"");
+  m["sends"][0]["wire"] = "bf16";
+  m["sends"][0]["bytes"] = 50;
+  EXPECT_EQ(parseError(m), "rank0: manifest: sends[0].wire: bf16 packs f32 "
+                           "tensors, but bytes 50 is not a multiple of 4");
+}
+
 TEST(Manifest, ErrorsNameTheField) {
   auto with = [](auto patch, int stage = 0) {
     nlohmann::json m = manifestJson(stage);

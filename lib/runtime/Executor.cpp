@@ -31,6 +31,7 @@
 #include <map>
 #include <numeric>
 #include <optional>
+#include <thread>
 #include <tuple>
 #include <utility>
 
@@ -363,6 +364,9 @@ struct Executor::Impl : dpc_context {
   bool tracing = false;
   double traceOrigin = 0;
   std::vector<schedule::TimelineEvent> events;
+  // The current (or last) training step's compute and wait (StepMonitor.h).
+  StepTimes stepTimes;
+  double forwardDelayMs = 0;
 
   Impl(RankManifest m, schedule::Schedule s, Communicator &c,
        SegmentFunctions f, Device *d)
@@ -835,6 +839,9 @@ struct Executor::Impl : dpc_context {
     auto compute = [&](schedule::EventKind kind, Phase p, SegmentFn fn) {
       if (p == Phase::Forward || p == Phase::Backward)
         selectWeights(i, at);
+      if (p == Phase::Forward && forwardDelayMs > 0)
+        std::this_thread::sleep_for(
+            std::chrono::duration<double, std::milli>(forwardDelayMs));
       callSegment(p, fn, i.mb, i.chunk);
       servedVersion = nullptr;
       trace(kind, schedule::eventName(kind, i.mb, i.chunk, sched.chunks > 1),
@@ -922,6 +929,23 @@ struct Executor::Impl : dpc_context {
       break;
     default:
       throw Error(at + "not supported by the executor");
+    }
+    // Compute is what the schedule's stage costs predict; waits are the
+    // time blocked on other ranks (and the copies that finish a message).
+    switch (i.op) {
+    case Op::Forward:
+    case Op::Backward:
+    case Op::BackwardInput:
+    case Op::BackwardWeight:
+      stepTimes.computeMs += nowMs() - start;
+      break;
+    case Op::SendFinish:
+    case Op::RecvFinish:
+    case Op::AllReduce:
+      stepTimes.waitMs += nowMs() - start;
+      break;
+    default:
+      break;
     }
   }
 
@@ -1595,6 +1619,8 @@ double Executor::runStep(int64_t step) {
     s.countStepLabels(step);
   s.losses.assign(size_t(s.sched.microbatches), std::nullopt);
   s.liveVersion = 0;
+  s.stepTimes = StepTimes();
+  double stepStart = nowMs();
   const std::vector<Instruction> &program = s.sched.programs[s.rank];
   for (size_t k = 0; k < program.size(); ++k) {
     setActivity(step, program[k], s.sched.chunks);
@@ -1604,6 +1630,7 @@ double Executor::runStep(int64_t step) {
   // The step's time includes its device work, and a device fault is
   // reported at the step it happened in.
   s.device.synchronize();
+  s.stepTimes.stepMs = nowMs() - stepStart;
   if (s.replicaComm && s.manifest.isLastStage())
     s.gatherLosses();
   double loss = 0;
@@ -1615,6 +1642,19 @@ double Executor::runStep(int64_t step) {
     loss /= double(s.sched.microbatches);
   return loss;
 }
+
+const StepTimes &Executor::stepTimes() const { return impl->stepTimes; }
+
+double Executor::predictedComputeMs() const {
+  const schedule::Schedule &sched = impl->sched;
+  double total = 0;
+  for (const Instruction &i : sched.programs[impl->rank])
+    total +=
+        sched.stages[sched.virtualStage(impl->rank, i.chunk)].computeMs(i.op);
+  return total;
+}
+
+void Executor::setForwardDelay(double ms) { impl->forwardDelayMs = ms; }
 
 const MemoryStats &Executor::memoryStats() const { return impl->memory; }
 const schedule::RankStats &Executor::promisedMemory() const {

@@ -19,6 +19,7 @@
 #include "dpc/runtime/Metrics.h"
 #include "dpc/runtime/MpiCommunicator.h"
 #include "dpc/runtime/Safetensors.h"
+#include "dpc/runtime/StepMonitor.h"
 #include "dpc/schedule/Timeline.h"
 #include "dpc/support/CommandLine.h"
 #include "dpc/support/WriteFile.h"
@@ -52,6 +53,11 @@ struct Options {
   int64_t steps = 0, epochs = 0, seed = 0, checkpointEvery = 0;
   bool shuffle = true, resume = false, eval = true, allowNonfinite = false;
   double timeoutSeconds = 0; // 0: the communicator's (DPC_COMM_TIMEOUT)
+  double slowThreshold = 1.5;
+  /// --test-forward-delay RANK:FROM_STEP:MS (tests of the step monitor).
+  int delayRank = -1;
+  int64_t delayFromStep = 0;
+  double delayMs = 0;
   bool heartbeat = false;
   /// The options given that only a training build uses.
   std::vector<std::string> trainingOptions;
@@ -158,6 +164,13 @@ Options parseOptions(int argc, char **argv, bool &help) {
   parser.addFlag("heartbeat", &o.heartbeat,
                  "for 'dpc run': write a heartbeat line to stderr every "
                  "second (its watchdog)");
+  parser.addOption("slow-threshold", &o.slowThreshold, "X",
+                   "report a stage whose compute per step is more than X "
+                   "times the plan's share (default 1.5)");
+  std::string delay;
+  parser.addOption("test-forward-delay", &delay, "RANK:FROM_STEP:MS",
+                   "for tests: rank RANK sleeps MS ms before each Forward "
+                   "from step FROM_STEP (counted from 1) on");
   parser.addOption("summary", &o.summary, "FILE",
                    "for 'dpc run': write the measured step times as JSON "
                    "(last stage)");
@@ -186,6 +199,22 @@ Options parseOptions(int argc, char **argv, bool &help) {
     throw UsageError{"--transport expects auto, nccl, host-staging or mpi, "
                      "not '" +
                      o.transport + "'"};
+  if (parser.given("slow-threshold") &&
+      !(o.slowThreshold > 1 && o.slowThreshold <= 1e6))
+    throw UsageError{"--slow-threshold expects a ratio above 1"};
+  if (!delay.empty()) {
+    long long r = 0, from = 0;
+    double ms = 0;
+    char end = 0;
+    if (std::sscanf(delay.c_str(), "%lld:%lld:%lf%c", &r, &from, &ms, &end) !=
+            3 ||
+        r < 0 || r > INT32_MAX || from < 1 || !(ms >= 0 && ms <= 1e6))
+      throw UsageError{"--test-forward-delay expects RANK:FROM_STEP:MS, not '" +
+                       delay + "'"};
+    o.delayRank = int(r);
+    o.delayFromStep = from;
+    o.delayMs = ms;
+  }
   if (o.resume && o.checkpointDir.empty())
     throw UsageError{"--resume needs --checkpoint-dir"};
   if (o.epochs == 0 && o.steps == 0)
@@ -623,8 +652,27 @@ int runRank(int argc, char **argv, Communicator &comm) {
   std::vector<double> stepEnds; // seconds since startMs
   ProgressMeter meter(totalSteps, samplesPerStep, 0.0);
   double lastPrint = -1;
+  // Every rank's compute and wait per step, gathered where the progress is
+  // printed.
+  const int reporter = schedule.firstRankOf(schedule.numStages() - 1);
+  std::optional<SlowdownMonitor> monitor;
+  {
+    std::vector<std::vector<int64_t>> all =
+        gatherInts(comm, reporter,
+                   {int64_t(std::llround(exec.predictedComputeMs() * 1e3))});
+    if (reports) {
+      std::vector<double> predicted;
+      for (const std::vector<int64_t> &v : all)
+        predicted.push_back(double(v[0]) / 1e3);
+      monitor.emplace(std::move(predicted), opts.slowThreshold);
+    }
+  }
   for (int64_t step = firstStep; step < totalSteps; ++step) {
+    if (rank == opts.delayRank)
+      exec.setForwardDelay(step + 1 >= opts.delayFromStep ? opts.delayMs : 0);
     double loss = exec.runStep(step);
+    std::vector<StepTimes> times =
+        gatherStepTimes(comm, reporter, exec.stepTimes());
     // The last stage stops the job on a NaN or infinite loss (diverged
     // training, corrupt weights): nothing later can be trusted.
     if (reports && !std::isfinite(loss) && !opts.allowNonfinite)
@@ -634,8 +682,29 @@ int runRank(int argc, char **argv, Communicator &comm) {
     double now = (Executor::nowMs() - startMs) / 1000;
     stepEnds.push_back(now);
     if (reports) {
-      if (metrics)
-        metrics->writeStep(step + 1, loss, (step + 1) * samplesPerStep, now);
+      if (metrics) {
+        nlohmann::ordered_json compute = nlohmann::ordered_json::array(),
+                               wait = nlohmann::ordered_json::array();
+        for (const StepTimes &t : times) {
+          compute.push_back(std::round(t.computeMs * 1e3) / 1e3);
+          wait.push_back(std::round(t.waitMs * 1e3) / 1e3);
+        }
+        metrics->write({{"step", step + 1},
+                        {"loss", loss},
+                        {"samples", (step + 1) * samplesPerStep},
+                        {"time_s", now},
+                        {"compute_ms", std::move(compute)},
+                        {"wait_ms", std::move(wait)}});
+      }
+      std::vector<double> compute;
+      for (const StepTimes &t : times)
+        compute.push_back(t.computeMs);
+      // The first step pays for warm-up; the monitor starts after it.
+      for (const SlowdownEvent &e : step == firstStep
+                                        ? std::vector<SlowdownEvent>()
+                                        : monitor->add(step + 1, compute))
+        printLine(
+            formatSlowdown(e, schedule.stageOf(e.rank), opts.slowThreshold));
       Progress progress = meter.update(step + 1, loss, now);
       // Every step of a short run; about one line a second of a long one.
       bool last = step + 1 == totalSteps;

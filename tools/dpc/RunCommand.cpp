@@ -722,6 +722,14 @@ int runRunCommand(const Args &args) {
   parser.addOption("timeout", &timeout, "SECONDS",
                    "end the job when a rank has not answered for this long "
                    "(default 600); ranks give up waiting for a peer then");
+  std::string slowThreshold, forwardDelay;
+  parser.addOption("slow-threshold", &slowThreshold, "X",
+                   "report a stage whose compute per step (median of the "
+                   "last 16 steps) is more than X times its share in the "
+                   "plan (default 1.5)");
+  parser.addOption("test-forward-delay", &forwardDelay, "RANK:FROM_STEP:MS",
+                   "for tests of the step monitor: rank RANK sleeps MS ms "
+                   "before each Forward from step FROM_STEP on");
   bool allowNonfinite = false;
   parser.addFlag("allow-nonfinite-loss", &allowNonfinite,
                  "keep training when the loss becomes NaN or infinite "
@@ -770,6 +778,8 @@ int runRunCommand(const Args &args) {
   forwardOption("checkpoint-dir", checkpointDir);
   forwardOption("checkpoint-every", std::to_string(checkpointEvery));
   forwardOption("transport", transport);
+  forwardOption("slow-threshold", slowThreshold);
+  forwardOption("test-forward-delay", forwardDelay);
   std::ostringstream timeoutText;
   timeoutText << timeout;
   forwardOption("timeout", timeoutText.str());

@@ -26,6 +26,7 @@
 #include "dpc/runtime/Manifest.h"
 #include "dpc/runtime/Safetensors.h"
 #include "dpc/runtime/Sampler.h"
+#include "dpc/runtime/StepMonitor.h"
 #include "dpc/schedule/Schedule.h"
 #include "dpc/schedule/Timeline.h"
 #include "dpc/schedule/Verifier.h"
@@ -171,6 +172,17 @@ public:
   /// last microbatch has it padded with its last sample.
   EvalResult evaluate(const Dataset *data, int64_t microbatches,
                       bool keepOutputs = false);
+
+  /// The last training step's compute (the segments' Forward, Backward,
+  /// BackwardInput, BackwardWeight) and wait (SendFinish, RecvFinish,
+  /// AllReduce) times, and the whole step's.
+  const StepTimes &stepTimes() const;
+  /// What the schedule's stage costs predict for this rank's compute per
+  /// step: the sum over its program (0 when the costs are all 0).
+  double predictedComputeMs() const;
+  /// For tests of the step monitor: sleep `ms` before every Forward of a
+  /// training step, inside its compute time, as a slowed device would.
+  void setForwardDelay(double ms);
 
   const MemoryStats &memoryStats() const;
   /// What the schedule's verifier promised for this rank (computed once, when

@@ -83,6 +83,25 @@ TEST(CostModelTest, SkipConnectionCrossesEveryCutItSpans) {
   EXPECT_DOUBLE_EQ(e->bottleneckSeconds, 0.3);
 }
 
+TEST(CostModelTest, Bf16TransfersTakeHalfTheTimeNotHalfTheMemory) {
+  Graph g = chain(false);
+  CostOptions fp32;
+  fp32.topology = Topology::flat(3, 1e9);
+  CostOptions bf16 = fp32;
+  bf16.transferFactor = 0.5;
+  Expected<Evaluation> e32 = evaluate(g, twoStages(1, 0, 2, 1), fp32);
+  Expected<Evaluation> e16 = evaluate(g, twoStages(1, 0, 2, 1), bf16);
+  ASSERT_TRUE(e32) << e32.error();
+  ASSERT_TRUE(e16) << e16.error();
+  EXPECT_DOUBLE_EQ(e16->stages[0].sendSeconds, 0.1);
+  EXPECT_DOUBLE_EQ(e16->stages[1].recvSeconds, 0.05);
+  // The cut and the buffers it fills stay f32.
+  EXPECT_DOUBLE_EQ(e16->cutBytes[0], 1e8);
+  EXPECT_DOUBLE_EQ(e16->stages[1].memoryBytes, e32->stages[1].memoryBytes);
+  EXPECT_DOUBLE_EQ(e16->stages[0].computeSeconds,
+                   e32->stages[0].computeSeconds);
+}
+
 TEST(CostModelTest, HierarchicalBandwidths) {
   Graph g = chain(false);
   CostOptions opts;

@@ -222,6 +222,72 @@ std::string parseAppfile(const std::string &path, std::vector<AppLine> &lines) {
   return "";
 }
 
+//===----------------------------------------------------------------------===//
+// Host files and rank placement
+//===----------------------------------------------------------------------===//
+
+struct HostSlots {
+  std::string host;
+  int slots = 1;
+};
+
+/// Reads an Open MPI host file: `HOST [slots=N] [max_slots=N]` a line,
+/// `#` comments, blank lines. A host named twice adds its slots. On failure
+/// returns one line naming the file and line.
+std::string parseHostfile(const std::string &path,
+                          std::vector<HostSlots> &hosts) {
+  std::ifstream in(path);
+  if (!in)
+    return path + ": " + std::strerror(errno);
+  std::string text;
+  for (int number = 1; std::getline(in, text); ++number) {
+    std::string at = path + ":" + std::to_string(number) + ": ";
+    text = text.substr(0, text.find('#'));
+    std::vector<std::string> words = splitWords(text);
+    if (words.empty())
+      continue;
+    if (words[0].find('=') != std::string::npos)
+      return at + "expected a host name before '" + words[0] + "'";
+    HostSlots entry{words[0], 1};
+    for (size_t i = 1; i < words.size(); ++i) {
+      size_t eq = words[i].find('=');
+      std::string key = words[i].substr(0, eq);
+      if (eq == std::string::npos ||
+          (key != "slots" && key != "max_slots" && key != "max-slots"))
+        return at + "expected slots=N or max_slots=N, not '" + words[i] + "'";
+      std::string value = words[i].substr(eq + 1);
+      char *end = nullptr;
+      long n = std::strtol(value.c_str(), &end, 10);
+      if (value.empty() || *end != '\0' || n <= 0 || n > 1 << 20)
+        return at + key + " expects a positive integer, not '" + value + "'";
+      if (key == "slots")
+        entry.slots = int(n);
+    }
+    auto same = std::find_if(hosts.begin(), hosts.end(), [&](const auto &h) {
+      return h.host == entry.host;
+    });
+    if (same != hosts.end())
+      same->slots += entry.slots;
+    else
+      hosts.push_back(entry);
+  }
+  if (hosts.empty())
+    return path + ": no hosts";
+  return "";
+}
+
+/// The host of every rank: ranks in order (the appfile's, which is stage
+/// order) fill each host's slots before the next host's, so neighbouring
+/// stages, which exchange every microbatch, share a host where they can.
+std::vector<std::string> placeRanks(const std::vector<HostSlots> &hosts,
+                                    int ranks) {
+  std::vector<std::string> placement;
+  for (const HostSlots &h : hosts)
+    for (int k = 0; k < h.slots && int(placement.size()) < ranks; ++k)
+      placement.push_back(h.host);
+  return placement;
+}
+
 /// Resolves a program path of the appfile against OUT/, where `dpc compile`
 /// put the executables; mpirun would resolve it against the current
 /// directory instead, which breaks `dpc run` from anywhere but OUT/.
@@ -663,6 +729,77 @@ std::string recordStepTime(const std::string &summaryPath,
 
 } // namespace
 
+/// `--launcher srun`: one srun of every rank, each its own program through
+/// --multi-prog (OUT/.dpc-srun.conf, "RANK PROGRAM ARGS" a line) and, with a
+/// host file, placed by --distribution=arbitrary on the hosts in
+/// SLURM_HOSTFILE (OUT/.dpc-srun.hosts, a host a rank). Prints the command
+/// and the files, then runs it where srun exists.
+int launchWithSrun(const std::string &absOut, const std::vector<AppLine> &lines,
+                   const std::vector<std::string> &forwarded,
+                   const std::vector<std::string> &placement, bool npCheck) {
+  std::ostringstream conf, hostsText;
+  int ranks = 0;
+  for (const AppLine &line : lines)
+    for (int k = 0; k < line.ranks; ++k, ++ranks) {
+      conf << ranks << " " << resolveProgram(absOut, line.program);
+      for (const std::string &a : line.programArgs)
+        conf << " " << a;
+      for (const std::string &a : forwarded)
+        conf << " " << a;
+      conf << "\n";
+      if (!placement.empty())
+        hostsText << placement[ranks] << "\n";
+    }
+  std::string confPath = absOut + "/.dpc-srun.conf";
+  std::string hostsPath = absOut + "/.dpc-srun.hosts";
+  std::vector<std::string> argv = {"srun", "--ntasks=" + std::to_string(ranks),
+                                   "--kill-on-bad-exit=1", "--label"};
+  if (!placement.empty())
+    argv.push_back("--distribution=arbitrary");
+  argv.push_back("--multi-prog");
+  argv.push_back(confPath);
+  std::string error;
+  if (!support::writeAtomically(confPath, conf.str(), error) ||
+      (!placement.empty() &&
+       !support::writeAtomically(hostsPath, hostsText.str(), error)))
+    return fail(error);
+  std::cout << (placement.empty() ? "" : "SLURM_HOSTFILE=" + hostsPath + " ")
+            << joinCommand(argv) << "\n"
+            << confPath << ":\n"
+            << conf.str();
+  if (!placement.empty())
+    std::cout << hostsPath << ":\n" << hostsText.str();
+  std::cout.flush();
+  if (npCheck)
+    return 0;
+  std::string srun = findProgram("srun");
+  if (srun.empty())
+    return fail("srun not found on PATH (Slurm); the command above was not "
+                "run");
+  if (!placement.empty())
+    ::setenv("SLURM_HOSTFILE", hostsPath.c_str(), 1);
+  argv[0] = srun;
+  std::vector<char *> cargv;
+  for (std::string &a : argv)
+    cargv.push_back(a.data());
+  cargv.push_back(nullptr);
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    ::execv(srun.c_str(), cargv.data());
+    ::_exit(127);
+  }
+  int status = 0;
+  if (pid < 0 || ::waitpid(pid, &status, 0) < 0)
+    return fail(std::string("cannot run srun: ") + std::strerror(errno));
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
+    return 0;
+  return fail("srun failed (" +
+              (WIFEXITED(status)
+                   ? "exit code " + std::to_string(WEXITSTATUS(status))
+                   : "signal " + std::to_string(WTERMSIG(status))) +
+              ")");
+}
+
 int runRunCommand(const Args &args) {
   std::string outDir, data, evalData, metrics, trace, checkpointDir, mpirun;
   int64_t steps = 0, epochs = 0, seed = 0, checkpointEvery = 0;
@@ -730,6 +867,13 @@ int runRunCommand(const Args &args) {
   parser.addOption("test-forward-delay", &forwardDelay, "RANK:FROM_STEP:MS",
                    "for tests of the step monitor: rank RANK sleeps MS ms "
                    "before each Forward from step FROM_STEP on");
+  std::string hostfile, launcher = "mpirun";
+  parser.addOption("hostfile", &hostfile, "FILE",
+                   "Open MPI host file (HOST slots=N a line): ranks in stage "
+                   "order fill each host's slots in turn");
+  parser.addOption("launcher", &launcher, "L",
+                   "mpirun (default) or srun (Slurm: prints the srun command "
+                   "and runs it where srun exists)");
   bool allowNonfinite = false;
   parser.addFlag("allow-nonfinite-loss", &allowNonfinite,
                  "keep training when the loss becomes NaN or infinite "
@@ -752,6 +896,18 @@ int runRunCommand(const Args &args) {
     }
   }
 
+  if (launcher != "mpirun" && launcher != "srun") {
+    std::cerr << kCommand << ": option '--launcher' expects mpirun or srun, "
+              << "not '" << launcher << "'\n";
+    return cli::kUsageError;
+  }
+  std::vector<HostSlots> hosts;
+  if (!hostfile.empty())
+    if (std::string problem = parseHostfile(hostfile, hosts);
+        !problem.empty()) {
+      fail(problem);
+      return cli::kUsageError;
+    }
   if (parser.given("timeout") && !(timeout >= 0.001 && timeout <= 1e7)) {
     std::cerr << kCommand
               << ": option '--timeout' expects seconds from 0.001 to 1e7\n";
@@ -822,9 +978,40 @@ int runRunCommand(const Args &args) {
   if (isRegularFile(planPath))
     summaryPath =
         absOut + "/.dpc-run-summary." + std::to_string(::getpid()) + ".json";
+  // With a host file, every appfile line names the hosts of its ranks.
+  std::vector<std::string> placement;
+  if (!hosts.empty()) {
+    int total = 0;
+    for (const AppLine &line : lines)
+      total += line.ranks;
+    placement = placeRanks(hosts, total);
+    if (int(placement.size()) < total) {
+      fail(hostfile + ": " + std::to_string(placement.size()) +
+           " slots for the " + std::to_string(total) + " ranks of " +
+           appfilePath);
+      return cli::kUsageError;
+    }
+  }
+  if (launcher == "srun")
+    return launchWithSrun(absOut, lines, forwarded, placement, npCheck);
   int ranks = 0;
   std::ostringstream appfile;
   for (AppLine &line : lines) {
+    if (!placement.empty()) {
+      // HOST:SLOTS, each host of the line's ranks once: Open MPI fills the
+      // slots in order as placeRanks did, counting what earlier lines took
+      // (a bare HOST would mean one slot).
+      std::string list;
+      for (int r = ranks; r < ranks + line.ranks; ++r) {
+        if (r > ranks && placement[r] == placement[r - 1])
+          continue;
+        for (const HostSlots &h : hosts)
+          if (h.host == placement[r])
+            list += (list.empty() ? "" : ",") + h.host + ":" +
+                    std::to_string(h.slots);
+      }
+      appfile << "--host " << list << " ";
+    }
     ranks += line.ranks;
     std::string program = resolveProgram(absOut, line.program);
     if (program.find('/') != std::string::npos &&
@@ -873,6 +1060,10 @@ int runRunCommand(const Args &args) {
                     : mpirun + ": not an executable");
   long cores = ::sysconf(_SC_NPROCESSORS_ONLN);
   std::vector<std::string> argv = {mpirunPath, "--tag-output"};
+  if (!hostfile.empty()) {
+    argv.push_back("--hostfile");
+    argv.push_back(absolutePath(hostfile));
+  }
   // Open MPI counts slots by cores and refuses to start more ranks than
   // that unless told.
   if (cores > 0 && ranks > cores)

@@ -72,14 +72,6 @@ template <typename Body> void parallelChunks(int64_t count, Body body) {
   });
 }
 
-/// Elements of a dense tensor of `shape`.
-int64_t elementCount(const int64_t *shape, int64_t rank) {
-  int64_t count = 1;
-  for (int64_t d = 0; d < rank; ++d)
-    count *= shape[d];
-  return count;
-}
-
 std::string shapeText(const int64_t *shape, int rank) {
   std::string s = "[";
   for (int k = 0; k < rank; ++k)
@@ -423,7 +415,7 @@ void broadcastBinary(const float *a, const int64_t *a_shape, const float *b,
   }
   int64_t sa = broadcastStrides(a_shape, y_shape, rank)[0];
   int64_t sb = broadcastStrides(b_shape, y_shape, rank)[0];
-  int64_t slice = elementCount(y_shape + 1, rank - 1);
+  int64_t slice = dpc::box::elements(y_shape + 1, rank - 1);
   parallelFor(y_shape[0], y_shape[0] * slice, [&](int64_t i) {
     broadcastBinaryRows(a + i * sa, a_shape + 1, b + i * sb, b_shape + 1,
                         y + i * slice, y_shape + 1, rank - 1, f);
@@ -903,14 +895,16 @@ void dpc_transpose(const float *x, const int64_t *x_shape, float *y,
     strides[size_t(d)] = xStrides[size_t(perm[d])];
   }
   int64_t last = rank ? yShape.back() : 1, step = rank ? strides.back() : 0;
-  // y's leading slices on the kernel threads; each walks the rest in rows.
-  int64_t lead = rank > 1 ? yShape[0] : 1;
-  int64_t inner = rank > 1 ? 1 : 0;
-  std::vector<int64_t> restShape(yShape.begin() + inner, yShape.end());
-  std::vector<int64_t> restStrides(strides.begin() + inner, strides.end());
-  int64_t slice = elementCount(restShape.data(), int64_t(restShape.size()));
+  // y's leading slices on the kernel threads (the leading dimension split
+  // off when there are two or more); each walks the rest in rows.
+  int64_t split = rank > 1 ? 1 : 0;
+  int64_t lead = split ? yShape[0] : 1;
+  std::vector<int64_t> restShape(yShape.begin() + split, yShape.end());
+  std::vector<int64_t> restStrides(strides.begin() + split, strides.end());
+  int64_t slice =
+      dpc::box::elements(restShape.data(), int64_t(restShape.size()));
   parallelFor(lead, lead * slice, [&](int64_t s) {
-    const float *xs = x + (inner ? s * strides[0] : 0);
+    const float *xs = x + (split ? s * strides[0] : 0);
     float *ys = y + s * slice;
     forEachRow(restShape.data(), int64_t(restShape.size()), restStrides,
                restStrides, [&](int64_t ox, int64_t, int64_t oy) {
@@ -962,7 +956,7 @@ void forEachBoxSlice(const int64_t *box, int64_t rank, const BoxWalk &walk,
     return;
   }
   std::vector<int64_t> rest(walk.strides.begin() + 1, walk.strides.end());
-  int64_t slice = elementCount(box + 1, rank - 1);
+  int64_t slice = dpc::box::elements(box + 1, rank - 1);
   parallelFor(box[0], box[0] * slice, [&](int64_t s) {
     forEachRow(box + 1, rank - 1, rest, rest,
                [&](int64_t ow, int64_t, int64_t ob) {

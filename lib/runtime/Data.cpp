@@ -408,6 +408,135 @@ void Dataset::gatherFloatLabels(const std::vector<int64_t> &indices,
   }
 }
 
+Dataset Dataset::fromTokenSequences(int64_t maxLength,
+                                    std::vector<int64_t> inputs,
+                                    std::vector<int64_t> labels,
+                                    std::vector<int64_t> lengths,
+                                    int64_t numClasses) {
+  Dataset d = fromInts({maxLength}, std::move(inputs), std::move(labels),
+                       numClasses, {maxLength});
+  if (int64_t(lengths.size()) != d.count)
+    throw Error("dataset: " + std::to_string(lengths.size()) +
+                " sequence lengths for " + std::to_string(d.count) +
+                " samples");
+  for (size_t i = 0; i < lengths.size(); ++i) {
+    if (lengths[i] < 1 || lengths[i] > maxLength)
+      throw Error("dataset: sequence length " + std::to_string(lengths[i]) +
+                  " of sample " + std::to_string(i) + " is outside 1.." +
+                  std::to_string(maxLength));
+    // What a padded gather reads past the length must not depend on what
+    // the source held there.
+    std::fill(&d.intInputs[i * size_t(maxLength) + size_t(lengths[i])],
+              &d.intInputs[(i + 1) * size_t(maxLength)], 0);
+  }
+  d.lengths = std::move(lengths);
+  return d;
+}
+
+int64_t Dataset::sequenceLength(int64_t index) const {
+  checkIndex(index);
+  if (!lengths.empty())
+    return lengths[size_t(index)];
+  if (shape.empty())
+    throw Error("dataset: a sample of scalars has no sequence length");
+  return shape[0];
+}
+
+void Dataset::checkPadded(const std::vector<int64_t> &indices, int64_t rows,
+                          int64_t length) const {
+  if (shape.size() != 1)
+    throw Error("dataset: padded gathers need samples of one dimension, not " +
+                std::to_string(shape.size()));
+  if (rows < int64_t(indices.size()))
+    throw Error("dataset: " + std::to_string(indices.size()) +
+                " samples do not fit " + std::to_string(rows) + " rows");
+  if (length < 1 || length > shape[0])
+    throw Error("dataset: padded length " + std::to_string(length) +
+                " outside 1.." + std::to_string(shape[0]));
+  for (int64_t index : indices)
+    if (sequenceLength(index) > length)
+      throw Error("dataset: sample " + std::to_string(index) + " of length " +
+                  std::to_string(sequenceLength(index)) +
+                  " does not fit a padded length of " + std::to_string(length));
+}
+
+void Dataset::gatherIntInputsPadded(const std::vector<int64_t> &indices,
+                                    int64_t rows, int64_t length,
+                                    int64_t *out) const {
+  if (!integer)
+    throw Error("dataset: the inputs are floats, not integer token ids");
+  checkPadded(indices, rows, length);
+  // Stored samples are already 0 past their length.
+  for (int64_t index : indices) {
+    std::memcpy(out, &intInputs[size_t(index * elements)],
+                size_t(length) * sizeof(int64_t));
+    out += length;
+  }
+  std::fill(out, out + (rows - int64_t(indices.size())) * length, 0);
+}
+
+void Dataset::gatherLabelsPadded(const std::vector<int64_t> &indices,
+                                 int64_t rows, int64_t length, int64_t ignore,
+                                 int64_t *out) const {
+  if (!labelled || floatTargets)
+    throw Error("dataset: padded labels need class ids");
+  if (labelDims != shape)
+    throw Error("dataset: padded labels need a label per position");
+  checkPadded(indices, rows, length);
+  for (int64_t index : indices) {
+    int64_t real = sequenceLength(index);
+    std::memcpy(out, &labels[size_t(index * labelCount)],
+                size_t(real) * sizeof(int64_t));
+    std::fill(out + real, out + length, ignore);
+    out += length;
+  }
+  std::fill(out, out + (rows - int64_t(indices.size())) * length, ignore);
+}
+
+std::string lengthHistogram(const Dataset &data, int bins) {
+  if (!data.variableLength() || data.size() == 0)
+    return "lengths: all " + (data.sampleShape().empty()
+                                  ? std::string("1")
+                                  : std::to_string(data.sampleShape()[0]));
+  int64_t longest = 0, total = 0;
+  std::vector<int64_t> values(size_t(data.size()));
+  for (int64_t i = 0; i < data.size(); ++i) {
+    values[size_t(i)] = data.sequenceLength(i);
+    longest = std::max(longest, values[size_t(i)]);
+    total += values[size_t(i)];
+  }
+  double mean = double(total) / double(data.size());
+  // Upper bounds: powers of two below the longest sample, the last bin
+  // ending at the longest itself.
+  std::vector<int64_t> bounds = {longest};
+  int64_t top = 1;
+  while (top * 2 < longest)
+    top *= 2;
+  for (int64_t b = top;
+       b >= 1 && int(bounds.size()) < std::max(bins, 1) && b < longest; b /= 2)
+    bounds.insert(bounds.begin(), b);
+  std::vector<int64_t> counts(bounds.size(), 0);
+  for (int64_t v : values)
+    ++counts[size_t(std::lower_bound(bounds.begin(), bounds.end(), v) -
+                    bounds.begin())];
+  char head[160];
+  std::snprintf(head, sizeof(head),
+                "lengths of %lld samples: mean %.1f, max %lld of %lld, "
+                "mean/max %.2f;",
+                (long long)data.size(), mean, (long long)longest,
+                (long long)data.sampleShape()[0], mean / double(longest));
+  std::string line = head;
+  for (size_t k = 0; k < bounds.size(); ++k) {
+    char bin[48];
+    std::snprintf(bin, sizeof(bin), " <=%lld %.0f%%", (long long)bounds[k],
+                  100.0 * double(counts[k]) / double(data.size()));
+    line += bin;
+    if (k + 1 < bounds.size())
+      line += ",";
+  }
+  return line;
+}
+
 //===----------------------------------------------------------------------===//
 // Specs and loading
 //===----------------------------------------------------------------------===//
@@ -426,30 +555,47 @@ DataSpec parseDataSpec(const std::string &text) {
     spec.dir = rest;
     return spec;
   }
+  std::vector<std::string> parts;
+  for (size_t begin = 0;;) {
+    size_t comma = rest.find(',', begin);
+    parts.push_back(rest.substr(begin, comma - begin));
+    if (comma == std::string::npos)
+      break;
+    begin = comma + 1;
+  }
   if (kind == "npy") {
-    size_t comma = rest.find(',');
-    if (rest.empty() || comma == 0 ||
-        (comma != std::string::npos && comma + 1 == rest.size()))
-      throw Error("data spec '" + text +
-                  "': expected npy:INPUTS.npy,LABELS.npy or npy:INPUTS.npy");
+    const std::string usage =
+        "data spec '" + text +
+        "': expected npy:INPUTS.npy,LABELS.npy or npy:INPUTS.npy";
     spec.kind = DataSpec::Kind::Npy;
-    spec.inputsPath = rest.substr(0, comma);
-    if (comma != std::string::npos)
-      spec.labelsPath = rest.substr(comma + 1);
+    std::vector<std::string> files;
+    for (const std::string &part : parts) {
+      if (part.rfind("lengths=", 0) != 0) {
+        files.push_back(part);
+        continue;
+      }
+      if (part.size() == 8 || !spec.lengthsPath.empty())
+        throw InputError(usage + ",lengths=LENGTHS.npy; got '" + part + "'");
+      spec.lengthsPath = part.substr(8);
+    }
+    if (files.size() > 2 || files[0].empty() ||
+        (files.size() == 2 && files[1].empty()))
+      throw Error(usage);
+    spec.inputsPath = files[0];
+    if (files.size() == 2)
+      spec.labelsPath = files[1];
+    if (!spec.lengthsPath.empty() && spec.labelsPath.empty())
+      throw InputError(
+          "data spec '" + text +
+          "': lengths= needs labels: npy:TOKENS.npy,LABELS.npy,lengths=" +
+          spec.lengthsPath);
     return spec;
   }
   if (kind == "text") {
-    std::vector<std::string> parts;
-    for (size_t begin = 0;;) {
-      size_t comma = rest.find(',', begin);
-      parts.push_back(rest.substr(begin, comma - begin));
-      if (comma == std::string::npos)
-        break;
-      begin = comma + 1;
-    }
     const std::string usage =
         "data spec '" + text +
-        "': expected text:FILE[,stride=N][,vocab=ascii64|bytes]";
+        "': expected text:FILE[,stride=N][,vocab=ascii64|bytes]"
+        "[,docs=fortune|line|blank]";
     if (parts[0].empty())
       throw Error(usage);
     spec.kind = DataSpec::Kind::Text;
@@ -469,10 +615,26 @@ DataSpec parseDataSpec(const std::string &text) {
         spec.textVocab = TextVocab::Ascii64;
       } else if (option == "vocab=bytes") {
         spec.textVocab = TextVocab::Bytes;
+      } else if (option.rfind("docs=", 0) == 0) {
+        std::string mode = option.substr(5);
+        if (mode == "fortune")
+          spec.textDocs = TextDocs::Fortune;
+        else if (mode == "line")
+          spec.textDocs = TextDocs::Line;
+        else if (mode == "blank")
+          spec.textDocs = TextDocs::Blank;
+        else
+          throw InputError("data spec '" + text + "': unknown docs= mode '" +
+                           mode + "' for " + spec.textPath +
+                           "; expected docs=fortune, docs=line or docs=blank");
       } else {
         throw Error(usage + "; unknown option '" + option + "'");
       }
     }
+    if (spec.textDocs != TextDocs::Windows && spec.textStride > 0)
+      throw InputError("data spec '" + text +
+                       "': stride= cuts fixed windows and docs= one sample "
+                       "a document; give one of them");
     return spec;
   }
   if (kind == "synthetic") {
@@ -586,7 +748,12 @@ static Dataset npyTargets(const DataSpec &spec, const NpyArray &labels,
                                    std::move(values), std::move(targetShape));
 }
 
+static Dataset loadNpySequences(const DataSpec &spec,
+                                const ModelDataShape &model);
+
 static Dataset loadNpy(const DataSpec &spec, const ModelDataShape &model) {
+  if (!spec.lengthsPath.empty())
+    return loadNpySequences(spec, model);
   NpyArray inputs = readNpyFile(spec.inputsPath);
   bool integer = inputs.descr == "<i8" || inputs.descr == "<i4";
   if (inputs.descr != "<f4" && !integer)
@@ -679,12 +846,214 @@ int64_t textWindowCount(int64_t tokens, int64_t length, int64_t stride) {
   return (tokens - length - 1) / stride + 1;
 }
 
+static bool blankLine(const uint8_t *begin, const uint8_t *end) {
+  return std::all_of(
+      begin, end, [](uint8_t c) { return c == ' ' || c == '\t' || c == '\r'; });
+}
+
+std::vector<std::string> textDocuments(const std::vector<uint8_t> &bytes,
+                                       TextDocs mode) {
+  std::vector<std::string> documents;
+  std::string current;
+  bool open = false; // whether `current` holds at least one line
+  auto finish = [&] {
+    if (open && !current.empty())
+      documents.push_back(current);
+    current.clear();
+    open = false;
+  };
+  const uint8_t *data = bytes.data(), *end = data + bytes.size();
+  for (const uint8_t *line = data; line < end;) {
+    const uint8_t *stop = std::find(line, end, uint8_t('\n'));
+    std::string text(line, stop);
+    line = stop == end ? end : stop + 1;
+    switch (mode) {
+    case TextDocs::Windows:
+      throw Error("textDocuments: no docs= mode");
+    case TextDocs::Line:
+      if (!blankLine(reinterpret_cast<const uint8_t *>(text.data()),
+                     reinterpret_cast<const uint8_t *>(text.data()) +
+                         text.size()))
+        documents.push_back(text);
+      break;
+    case TextDocs::Fortune:
+      if (text == "%" || text == "%\r") {
+        finish();
+        break;
+      }
+      current += (open ? "\n" : "") + text;
+      open = true;
+      break;
+    case TextDocs::Blank:
+      if (blankLine(reinterpret_cast<const uint8_t *>(text.data()),
+                    reinterpret_cast<const uint8_t *>(text.data()) +
+                        text.size())) {
+        finish();
+        break;
+      }
+      current += (open ? "\n" : "") + text;
+      open = true;
+      break;
+    }
+  }
+  finish();
+  return documents;
+}
+
+static const char *docsName(TextDocs mode) {
+  switch (mode) {
+  case TextDocs::Fortune:
+    return "fortune";
+  case TextDocs::Line:
+    return "line";
+  case TextDocs::Blank:
+    return "blank";
+  case TextDocs::Windows:
+    break;
+  }
+  return "windows";
+}
+
+// Variable-length samples pad past their length with labels the loss must
+// skip, so they need a model reading [B, T] ids, predicting a class per
+// position, whose loss has an ignore index.
+static void checkSequenceModel(const DataSpec &spec,
+                               const ModelDataShape &model,
+                               const std::string &what) {
+  if (model.sampleShape.empty())
+    return;
+  bool tokens = model.sampleShape.size() == 1 && model.integerInputs &&
+                model.labelShape == model.sampleShape && !model.floatLabels;
+  if (!tokens)
+    throw InputError(
+        spec.text + ": " + what +
+        " needs a token model reading ids [B, T] with a label "
+        "per position, but this one reads " +
+        (model.integerInputs ? "integer ids" : "floats") + " of shape [B" +
+        (model.sampleShape.empty() ? "" : ", " + shapeText(model.sampleShape)) +
+        "] with " +
+        (model.labelShape.empty() ? std::string("one label a sample")
+                                  : "labels " + shapeText(model.labelShape)));
+  if (!model.ignoreIndex)
+    throw InputError(spec.text + ": " + what +
+                     " pads samples to the model's length " +
+                     std::to_string(model.sampleShape[0]) +
+                     " and needs a loss that skips the padding (dpc compile "
+                     "--ignore-index P)");
+}
+
+// Documents as samples: the train split is the first 90% of the documents
+// of at least 2 tokens, the test split the rest; a document longer than the
+// model's length T plus one is cut to its first T + 1 tokens.
+static Dataset textDocumentSamples(const DataSpec &spec, Split split,
+                                   const ModelDataShape &model,
+                                   const std::vector<uint8_t> &bytes) {
+  const std::string &path = spec.textPath;
+  std::vector<std::string> documents;
+  for (std::string &document : textDocuments(bytes, spec.textDocs))
+    if (document.size() >= 2) // a token a byte
+      documents.push_back(std::move(document));
+  const int64_t total = int64_t(documents.size());
+  if (total == 0)
+    throw InputError(spec.text + ": " + path +
+                     " holds no document of at least 2 tokens (docs=" +
+                     docsName(spec.textDocs) + ")");
+  const int64_t cut = total - total / 10;
+  const int64_t begin = split == Split::Train ? 0 : cut;
+  const int64_t end = split == Split::Train ? cut : total;
+  if (begin == end)
+    throw InputError(spec.text + ": " + path + " holds " +
+                     std::to_string(total) +
+                     " documents of at least 2 tokens, none for the test "
+                     "split (the last 10%, rounded down)");
+  const int64_t maxLength = model.sampleShape[0];
+  const int64_t count = end - begin;
+  std::vector<int64_t> ids(size_t(count * maxLength), 0);
+  std::vector<int64_t> labels(size_t(count * maxLength), *model.ignoreIndex);
+  std::vector<int64_t> lengths(static_cast<size_t>(count));
+  for (int64_t k = 0; k < count; ++k) {
+    const std::string &document = documents[size_t(begin + k)];
+    std::vector<int64_t> tokens = textTokens(
+        std::vector<uint8_t>(document.begin(), document.end()), spec.textVocab);
+    int64_t length = std::min(int64_t(tokens.size()) - 1, maxLength);
+    std::copy(tokens.begin(), tokens.begin() + length,
+              &ids[size_t(k * maxLength)]);
+    std::copy(tokens.begin() + 1, tokens.begin() + length + 1,
+              &labels[size_t(k * maxLength)]);
+    lengths[size_t(k)] = length;
+  }
+  return Dataset::fromTokenSequences(maxLength, std::move(ids),
+                                     std::move(labels), std::move(lengths),
+                                     model.numClasses);
+}
+
+// Token ids and labels [N, T] padded to T, with each sample's real length.
+// Whatever the files hold past a sample's length is replaced by padding.
+static Dataset loadNpySequences(const DataSpec &spec,
+                                const ModelDataShape &model) {
+  checkSequenceModel(spec, model, "lengths=");
+  NpyArray inputs = readNpyFile(spec.inputsPath);
+  NpyArray labels = readNpyFile(spec.labelsPath);
+  NpyArray lengthArray = readNpyFile(spec.lengthsPath);
+  if (inputs.shape.size() != 2 || inputs.shape[1] < 1)
+    throw InputError(spec.inputsPath +
+                     ": lengths= needs token ids [N, T], got shape " +
+                     shapeText(inputs.shape));
+  const int64_t count = inputs.shape[0], maxLength = inputs.shape[1];
+  if (labels.shape != inputs.shape)
+    throw InputError(spec.labelsPath + ": labels of shape " +
+                     shapeText(labels.shape) + " for token ids of shape " +
+                     shapeText(inputs.shape) + " in " + spec.inputsPath +
+                     " (lengths= needs a label per position)");
+  if (lengthArray.shape != std::vector<int64_t>{count})
+    throw InputError(spec.lengthsPath + ": lengths of shape " +
+                     shapeText(lengthArray.shape) + " for " +
+                     std::to_string(count) + " samples in " + spec.inputsPath +
+                     " (one length a sample)");
+  std::vector<int64_t> ids = npyInts(inputs, spec.inputsPath, "token ids");
+  std::vector<int64_t> labelValues = npyInts(labels, spec.labelsPath, "labels");
+  std::vector<int64_t> lengths =
+      npyInts(lengthArray, spec.lengthsPath, "lengths");
+  const int64_t ignore = model.ignoreIndex.value_or(-100);
+  for (int64_t i = 0; i < count; ++i) {
+    int64_t length = lengths[size_t(i)];
+    if (length < 1 || length > maxLength)
+      throw InputError(spec.lengthsPath + ": length " + std::to_string(length) +
+                       " of sample " + std::to_string(i) + " is outside 1.." +
+                       std::to_string(maxLength));
+    for (int64_t t = 0; t < maxLength; ++t) {
+      int64_t &label = labelValues[size_t(i * maxLength + t)];
+      if (t >= length) {
+        label = ignore;
+        continue;
+      }
+      if (model.ignoreIndex && label == *model.ignoreIndex)
+        continue;
+      if (label < 0 || (model.numClasses > 0 && label >= model.numClasses))
+        throw InputError(spec.labelsPath + ": label " + std::to_string(label) +
+                         " of sample " + std::to_string(i) +
+                         " is outside [0, " + std::to_string(model.numClasses) +
+                         ")");
+    }
+  }
+  int64_t classes = model.numClasses;
+  if (classes <= 0)
+    for (int64_t label : labelValues)
+      classes = std::max(classes, label + 1);
+  return Dataset::fromTokenSequences(maxLength, std::move(ids),
+                                     std::move(labelValues), std::move(lengths),
+                                     classes);
+}
+
 // A text's windows for a model reading [B, T] token ids: the train split
 // from the first 90% of the tokens, the test split from the rest, so that
 // evaluation never reads a training window's tokens however they overlap.
 static Dataset loadText(const DataSpec &spec, Split split,
                         const ModelDataShape &model) {
   const std::string &path = spec.textPath;
+  if (spec.textDocs != TextDocs::Windows)
+    checkSequenceModel(spec, model,
+                       std::string("docs=") + docsName(spec.textDocs));
   if (model.sampleShape.size() != 1 || !model.integerInputs)
     throw InputError(
         spec.text +
@@ -718,6 +1087,8 @@ static Dataset loadText(const DataSpec &spec, Split split,
                              std::istreambuf_iterator<char>());
   if (in.bad())
     throw InputError(spec.text + ": cannot read " + path + ": " + errnoText());
+  if (spec.textDocs != TextDocs::Windows)
+    return textDocumentSamples(spec, split, model, bytes);
   std::vector<int64_t> tokens = textTokens(bytes, spec.textVocab);
 
   const int64_t total = int64_t(tokens.size());

@@ -27,6 +27,17 @@
 //                                  0-255); the train split is the first 90%
 //                                  of the tokens, the test split the last
 //                                  10%, windows never crossing the cut
+//   text:FILE,docs=MODE[,vocab=V]  one sample per document of the text
+//                                  (fortune: separated by lines "%"; line:
+//                                  each non-blank line; blank: paragraphs
+//                                  between blank lines): inputs the
+//                                  document's first min(n-1, T) tokens,
+//                                  labels the tokens one later, padded to T
+//                                  (input 0, label the ignore index); the
+//                                  test split is the last 10% of documents
+//   npy:TOKENS.npy,LABELS.npy,lengths=LENGTHS.npy
+//                                  token ids and labels [N, T] with the
+//                                  real length of each sample [N], 1..T
 //   synthetic[:N]                  N seeded random samples shaped like the
 //                                  model's input (default 4096 train, 1024
 //                                  test); token ids and labels below the
@@ -134,6 +145,28 @@ public:
   /// The same for float targets; class labels throw.
   void gatherFloatLabels(const std::vector<int64_t> &indices, float *out) const;
 
+  /// Variable-length sequences (text docs=, npy lengths=): every sample is
+  /// stored padded to sampleShape()[0] (Lmax), input 0 and label the
+  /// model's ignore index past its real length.
+  static Dataset fromTokenSequences(int64_t maxLength,
+                                    std::vector<int64_t> inputs,
+                                    std::vector<int64_t> labels,
+                                    std::vector<int64_t> lengths,
+                                    int64_t numClasses);
+  bool variableLength() const { return !lengths.empty(); }
+  /// The real length of a sample: sampleShape()[0] for fixed-length data.
+  int64_t sequenceLength(int64_t index) const;
+  /// The first `length` token ids of each of `indices`, as `rows` rows of
+  /// `length` (out holds rows * length): rows past indices.size() are all
+  /// pad (0). `length` must cover every sample's sequenceLength and not
+  /// exceed sampleShape()[0].
+  void gatherIntInputsPadded(const std::vector<int64_t> &indices, int64_t rows,
+                             int64_t length, int64_t *out) const;
+  /// The labels shaped as gatherIntInputsPadded's inputs; positions at or
+  /// past a sample's length and rows past indices.size() are `ignore`.
+  void gatherLabelsPadded(const std::vector<int64_t> &indices, int64_t rows,
+                          int64_t length, int64_t ignore, int64_t *out) const;
+
 private:
   std::vector<int64_t> shape;
   int64_t elements = 0;
@@ -149,6 +182,11 @@ private:
   std::vector<int64_t> labels;
   bool floatTargets = false;
   std::vector<float> targets;
+  std::vector<int64_t> lengths; // variable-length sequences; empty: fixed
+
+  /// Throws unless gathering `indices` at `length` is in range.
+  void checkPadded(const std::vector<int64_t> &indices, int64_t rows,
+                   int64_t length) const;
 
   /// A dataset of samples of `sampleShape`, before its inputs and labels.
   static Dataset shaped(std::vector<int64_t> sampleShape, int64_t numClasses);
@@ -174,6 +212,24 @@ int64_t textVocabSize(TextVocab vocab);
 /// next-token labels stay inside `tokens` tokens.
 int64_t textWindowCount(int64_t tokens, int64_t length, int64_t stride);
 
+/// How text docs= cuts a text into documents (Windows: no docs=, fixed
+/// windows).
+enum class TextDocs { Windows, Fortune, Line, Blank };
+
+/// The documents of a text, in file order, as docs= cuts them. Lines end at
+/// '\n'; a line of only spaces, tabs and '\r' is blank. Fortune: the lines
+/// between lines "%" (or "%\r"), joined by '\n'; line: every non-blank
+/// line; blank: maximal runs of non-blank lines, joined by '\n'. Empty
+/// documents are left out; the caller drops those of fewer than 2 tokens.
+std::vector<std::string> textDocuments(const std::vector<uint8_t> &bytes,
+                                       TextDocs mode);
+
+/// One line on a variable-length dataset's lengths for the rank's start-up
+/// output: "lengths of N samples: mean 54.9, max 187 of 256, mean/max 0.29;
+/// <=32 10%, <=64 ..." with at most `bins` power-of-two bins, the last ending
+/// at the longest sample. Fixed-length data: "lengths: all T".
+std::string lengthHistogram(const Dataset &data, int bins = 6);
+
 struct DataSpec {
   enum class Kind { Idx, Npy, Text, Synthetic };
   Kind kind = Kind::Synthetic;
@@ -185,6 +241,8 @@ struct DataSpec {
   std::string textPath;               // Text
   int64_t textStride = 0;             // Text; 0: the sequence length
   TextVocab textVocab = TextVocab::Ascii64;
+  TextDocs textDocs = TextDocs::Windows; // Text; docs=
+  std::string lengthsPath;               // Npy; lengths=, variable length
 };
 
 /// Parses a --data / --eval-data spec; throws Error on a malformed one.

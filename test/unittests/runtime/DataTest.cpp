@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 #include <zlib.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -631,4 +632,334 @@ TEST(Dataset, FashionMnistWhenInstalled) {
     maxPixel = std::max(maxPixel, v);
   EXPECT_GT(maxPixel, 0.5f);
   EXPECT_LE(maxPixel, 1.0f);
+}
+
+//===----------------------------------------------------------------------===//
+// Variable-length sequences: text docs=, npy lengths=, padded gathers
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+template <typename F> std::string inputError(F &&f) {
+  try {
+    f();
+  } catch (const InputError &e) {
+    return e.what();
+  } catch (const Error &e) {
+    return std::string("(not an InputError) ") + e.what();
+  }
+  return "(no error)";
+}
+
+std::vector<uint8_t> bytesOf(const std::string &text) {
+  return std::vector<uint8_t>(text.begin(), text.end());
+}
+
+int64_t id(char c) { return int64_t(c) - 32; }
+
+/// A token model of length 4 whose loss ignores -100.
+const ModelDataShape kSequenceModel{{4}, 64, true, {4}, int64_t(-100)};
+
+} // namespace
+
+TEST(TextDocuments, SplitsInEveryMode) {
+  using ::testing::ElementsAre;
+  EXPECT_THAT(textDocuments(bytesOf("first\nquote\n%\nsecond\n%\r\n\n%\nthird"),
+                            TextDocs::Fortune),
+              ElementsAre("first\nquote", "second", "third"));
+  // A "%" inside a line, or with more on its line, separates nothing.
+  EXPECT_THAT(textDocuments(bytesOf("50% off\n%%\n%\n"), TextDocs::Fortune),
+              ElementsAre("50% off\n%%"));
+  EXPECT_THAT(textDocuments(bytesOf("para one\nstill one\n\n  \npara two\r\n"
+                                    "\r\nthree\n"),
+                            TextDocs::Blank),
+              ElementsAre("para one\nstill one", "para two\r", "three"));
+  EXPECT_THAT(textDocuments(bytesOf("a\n\n b \n\t\nlast"), TextDocs::Line),
+              ElementsAre("a", " b ", "last"));
+  for (TextDocs mode : {TextDocs::Fortune, TextDocs::Line, TextDocs::Blank})
+    EXPECT_TRUE(textDocuments({}, mode).empty());
+  EXPECT_TRUE(textDocuments(bytesOf("\n \n"), TextDocs::Line).empty());
+  EXPECT_TRUE(textDocuments(bytesOf("\n \n"), TextDocs::Blank).empty());
+  // Blank lines inside a quote belong to it.
+  EXPECT_THAT(textDocuments(bytesOf("\n \n"), TextDocs::Fortune),
+              ElementsAre("\n "));
+}
+
+TEST(DataSpec, ParsesDocsAndLengths) {
+  DataSpec docs = parseDataSpec("text:a.txt,docs=fortune,vocab=bytes");
+  EXPECT_EQ(docs.textPath, "a.txt");
+  EXPECT_EQ(docs.textDocs, TextDocs::Fortune);
+  EXPECT_EQ(docs.textVocab, TextVocab::Bytes);
+  EXPECT_EQ(parseDataSpec("text:a.txt,docs=line").textDocs, TextDocs::Line);
+  EXPECT_EQ(parseDataSpec("text:a.txt,docs=blank").textDocs, TextDocs::Blank);
+  EXPECT_EQ(parseDataSpec("text:a.txt").textDocs, TextDocs::Windows);
+  EXPECT_THAT(inputError([] { parseDataSpec("text:/x/f.txt,docs=para"); }),
+              HasSubstr("unknown docs= mode 'para' for /x/f.txt; expected "
+                        "docs=fortune, docs=line or docs=blank"));
+  EXPECT_THAT(
+      inputError([] { parseDataSpec("text:f.txt,docs=line,stride=2"); }),
+      HasSubstr("give one of them"));
+
+  DataSpec npy = parseDataSpec("npy:t.npy,l.npy,lengths=n.npy");
+  EXPECT_EQ(npy.inputsPath, "t.npy");
+  EXPECT_EQ(npy.labelsPath, "l.npy");
+  EXPECT_EQ(npy.lengthsPath, "n.npy");
+  EXPECT_EQ(parseDataSpec("npy:t.npy,l.npy").lengthsPath, "");
+  EXPECT_THAT(inputError([] { parseDataSpec("npy:t.npy,lengths=n.npy"); }),
+              HasSubstr("lengths= needs labels"));
+  EXPECT_THAT(inputError([] { parseDataSpec("npy:t.npy,l.npy,lengths="); }),
+              HasSubstr("lengths=LENGTHS.npy; got 'lengths='"));
+  EXPECT_THAT(errorOf([] { parseDataSpec("npy:t.npy,l.npy,x.npy"); }),
+              HasSubstr("expected npy:INPUTS.npy,LABELS.npy"));
+}
+
+TEST(Dataset, LoadsOneSamplePerDocument) {
+  TempDir dir;
+  // Ten documents of at least 2 tokens (a blank line and "X" are not): the
+  // train split is the first nine, the test split the last.
+  writeBytes(dir.file("d.txt"),
+             bytesOf("AB\n\nX\nCDEFGHIJ\n \t\nKLM\nNOPQR\nST\nUVW\nXYZ0\n"
+                     "12345\n67\n89AB\n"));
+  DataSpec spec = parseDataSpec("text:" + dir.file("d.txt") + ",docs=line");
+  Dataset train = loadDataset(spec, Split::Train, kSequenceModel);
+  ASSERT_EQ(train.size(), 9);
+  EXPECT_TRUE(train.variableLength());
+  EXPECT_EQ(train.sampleShape(), std::vector<int64_t>{4});
+  std::vector<int64_t> lengths;
+  for (int64_t i = 0; i < train.size(); ++i)
+    lengths.push_back(train.sequenceLength(i));
+  // CDEFGHIJ is cut to its first 5 tokens; NOPQR and 12345 just fit.
+  EXPECT_THAT(lengths, ::testing::ElementsAre(1, 4, 2, 4, 1, 2, 3, 4, 1));
+
+  // Stored padded: input 0 and label the ignore index past the length.
+  int64_t x[8], y[8];
+  train.gatherIntInputs({0, 1}, x);
+  train.gatherLabels({0, 1}, y);
+  EXPECT_THAT(x, ::testing::ElementsAre(id('A'), 0, 0, 0, id('C'), id('D'),
+                                        id('E'), id('F')));
+  EXPECT_THAT(y, ::testing::ElementsAre(id('B'), -100, -100, -100, id('D'),
+                                        id('E'), id('F'), id('G')));
+
+  // Padded to 2 positions and 3 rows: the third row all pad.
+  int64_t px[6], py[6];
+  std::fill(px, px + 6, -9);
+  std::fill(py, py + 6, -9);
+  train.gatherIntInputsPadded({2, 0}, 3, 2, px);
+  train.gatherLabelsPadded({2, 0}, 3, 2, 7, py);
+  EXPECT_THAT(px, ::testing::ElementsAre(id('K'), id('L'), id('A'), 0, 0, 0));
+  EXPECT_THAT(py, ::testing::ElementsAre(id('L'), id('M'), id('B'), 7, 7, 7));
+  EXPECT_THAT(errorOf([&] { train.gatherIntInputsPadded({1}, 1, 2, px); }),
+              HasSubstr("sample 1 of length 4 does not fit a padded length "
+                        "of 2"));
+  EXPECT_THAT(errorOf([&] { train.gatherIntInputsPadded({0, 2}, 1, 2, px); }),
+              HasSubstr("2 samples do not fit 1 rows"));
+  EXPECT_THAT(errorOf([&] { train.gatherLabelsPadded({0}, 1, 5, 7, py); }),
+              HasSubstr("padded length 5 outside 1..4"));
+
+  Dataset test = loadDataset(spec, Split::Test, kSequenceModel);
+  ASSERT_EQ(test.size(), 1);
+  EXPECT_EQ(test.sequenceLength(0), 3);
+  test.gatherIntInputsPadded({0}, 1, 4, px);
+  EXPECT_THAT(std::vector<int64_t>(px, px + 4),
+              ::testing::ElementsAre(id('8'), id('9'), id('A'), 0));
+
+  // Paragraphs and fortunes through the loader.
+  std::string paragraphs, fortunes;
+  for (int k = 0; k < 20; ++k) {
+    paragraphs += "WORD " + std::string(size_t(k % 3 + 1), 'A') + "\nMORE\n\n";
+    fortunes += "QUOTE " + std::to_string(k) + "\n%\n";
+  }
+  writeBytes(dir.file("p.txt"), bytesOf(paragraphs));
+  writeBytes(dir.file("f.txt"), bytesOf(fortunes));
+  ModelDataShape longer{{16}, 64, true, {16}, int64_t(-1)};
+  Dataset para =
+      loadDataset(parseDataSpec("text:" + dir.file("p.txt") + ",docs=blank"),
+                  Split::Train, longer);
+  EXPECT_EQ(para.size(), 18);
+  EXPECT_EQ(para.sequenceLength(0), 10); // "WORD A\nMORE" less one
+  EXPECT_EQ(para.sequenceLength(2), 12);
+  Dataset quotes =
+      loadDataset(parseDataSpec("text:" + dir.file("f.txt") + ",docs=fortune"),
+                  Split::Test, longer);
+  EXPECT_EQ(quotes.size(), 2);
+  EXPECT_EQ(quotes.sequenceLength(1), 7); // "QUOTE 19" less one
+  int64_t label[16];
+  quotes.gatherLabelsPadded({1}, 1, 16, -1, label);
+  EXPECT_EQ(label[6], id('9'));
+  EXPECT_EQ(label[7], -1);
+}
+
+TEST(Dataset, DocumentErrorsNameTheFileAndAreInputErrors) {
+  TempDir dir;
+  std::string none = dir.file("none.txt"), few = dir.file("few.txt");
+  writeBytes(none, bytesOf("a\nb\n\nc\n"));
+  writeBytes(few, bytesOf("one\ntwo\nthree\nfour\nfive\n"));
+  auto load = [&](const std::string &spec, Split split,
+                  const ModelDataShape &model) {
+    return [=] { loadDataset(parseDataSpec(spec), split, model); };
+  };
+  EXPECT_THAT(inputError(load("text:" + none + ",docs=line", Split::Train,
+                              kSequenceModel)),
+              HasSubstr("text:" + none + ",docs=line: " + none +
+                        " holds no document of at least 2 tokens (docs=line)"));
+  EXPECT_THAT(inputError(load("text:" + few + ",docs=line", Split::Test,
+                              kSequenceModel)),
+              HasSubstr(few + " holds 5 documents of at least 2 tokens, none "
+                              "for the test split"));
+  EXPECT_EQ(loadDataset(parseDataSpec("text:" + few + ",docs=line"),
+                        Split::Train, kSequenceModel)
+                .size(),
+            5);
+  EXPECT_THAT(inputError(load("text:" + few + ",docs=line", Split::Train,
+                              {{1, 28, 28}, 10, false, {}})),
+              HasSubstr("text:" + few +
+                        ",docs=line: docs=line needs a token model reading ids "
+                        "[B, T] with a label per position, but this one reads "
+                        "floats of shape [B, 1x28x28] with one label a "
+                        "sample"));
+  EXPECT_THAT(inputError(load("text:" + few + ",docs=blank", Split::Train,
+                              {{4}, 64, true, {}, int64_t(-100)})),
+              HasSubstr("docs=blank needs a token model reading ids [B, T] "
+                        "with a label per position, but this one reads "
+                        "integer ids of shape [B, 4] with one label a sample"));
+  EXPECT_THAT(inputError(load("text:" + few + ",docs=fortune", Split::Train,
+                              {{4}, 64, true, {4}})),
+              HasSubstr("docs=fortune pads samples to the model's length 4 "
+                        "and needs a loss that skips the padding (dpc compile "
+                        "--ignore-index P)"));
+  EXPECT_THAT(inputError(load("text:" + few + ",docs=line,vocab=bytes",
+                              Split::Train, kSequenceModel)),
+              HasSubstr("the bytes vocabulary has 256 tokens but the model "
+                        "predicts 64 classes"));
+  EXPECT_THAT(inputError(load("text:" + dir.file("missing.txt") + ",docs=line",
+                              Split::Train, kSequenceModel)),
+              HasSubstr("cannot read " + dir.file("missing.txt")));
+}
+
+TEST(Dataset, LoadsNpyWithLengths) {
+  TempDir dir;
+  // Past each length the files hold anything (99, 77): padding replaces it.
+  std::vector<int32_t> ids = {1, 2, 99, 99, 5, 6, 7, 8, 9, 99, 99, 99};
+  std::vector<int64_t> labels = {2, 3, 77, 77, 6, 7, 8, 9, 10, 77, 77, 77};
+  std::vector<int64_t> lengths = {2, 4, 1};
+  writeNpyFile(dir.file("t.npy"), "<i4", {3, 4}, ids.data(), 48);
+  writeNpyFile(dir.file("l.npy"), "<i8", {3, 4}, labels.data(), 96);
+  writeNpyFile(dir.file("n.npy"), "<i8", {3}, lengths.data(), 24);
+  auto spec = [&](const std::string &lengthsFile,
+                  const std::string &labelsFile = "l.npy") {
+    return parseDataSpec("npy:" + dir.file("t.npy") + "," +
+                         dir.file(labelsFile) +
+                         ",lengths=" + dir.file(lengthsFile));
+  };
+  ModelDataShape model{{4}, 16, true, {4}, int64_t(-100)};
+  Dataset data = loadDataset(spec("n.npy"), Split::Train, model);
+  ASSERT_EQ(data.size(), 3);
+  EXPECT_TRUE(data.variableLength());
+  EXPECT_EQ(data.sequenceLength(0), 2);
+  EXPECT_EQ(data.sequenceLength(2), 1);
+  int64_t x[12], y[12];
+  std::fill(x, x + 12, -9);
+  std::fill(y, y + 12, -9);
+  data.gatherIntInputs({0, 2}, x);
+  data.gatherLabels({0, 2}, y);
+  EXPECT_THAT(std::vector<int64_t>(x, x + 8),
+              ::testing::ElementsAre(1, 2, 0, 0, 9, 0, 0, 0));
+  EXPECT_THAT(std::vector<int64_t>(y, y + 8),
+              ::testing::ElementsAre(2, 3, -100, -100, 10, -100, -100, -100));
+  data.gatherIntInputsPadded({2, 0}, 2, 2, x);
+  data.gatherLabelsPadded({2, 0}, 2, 2, -5, y);
+  EXPECT_THAT(std::vector<int64_t>(x, x + 4),
+              ::testing::ElementsAre(9, 0, 1, 2));
+  EXPECT_THAT(std::vector<int64_t>(y, y + 4),
+              ::testing::ElementsAre(10, -5, 2, 3));
+
+  auto write = [&](const std::string &name, std::vector<int64_t> values,
+                   std::vector<int64_t> shape) {
+    writeNpyFile(dir.file(name), "<i8", shape, values.data(),
+                 values.size() * 8);
+  };
+  write("long.npy", {2, 5, 1}, {3});
+  EXPECT_THAT(
+      inputError([&] { loadDataset(spec("long.npy"), Split::Train, model); }),
+      HasSubstr(dir.file("long.npy") +
+                ": length 5 of sample 1 is outside 1..4"));
+  write("zero.npy", {0, 4, 1}, {3});
+  EXPECT_THAT(
+      inputError([&] { loadDataset(spec("zero.npy"), Split::Train, model); }),
+      HasSubstr(dir.file("zero.npy") +
+                ": length 0 of sample 0 is outside 1..4"));
+  write("two.npy", {2, 4}, {2});
+  EXPECT_THAT(
+      inputError([&] { loadDataset(spec("two.npy"), Split::Train, model); }),
+      HasSubstr(dir.file("two.npy") +
+                ": lengths of shape 2 for 3 "
+                "samples in " +
+                dir.file("t.npy")));
+  write("flat.npy", {1, 2, 3}, {3});
+  EXPECT_THAT(inputError([&] {
+                loadDataset(spec("n.npy", "flat.npy"), Split::Train, model);
+              }),
+              HasSubstr(dir.file("flat.npy") + ": labels of shape 3 for token "
+                                               "ids of shape 3x4"));
+  // Labels within a length are checked against the classes.
+  write("big.npy", {2, 3, 0, 0, 6, 7, 8, 9, 16, 0, 0, 0}, {3, 4});
+  EXPECT_THAT(inputError([&] {
+                loadDataset(spec("n.npy", "big.npy"), Split::Train, model);
+              }),
+              HasSubstr(dir.file("big.npy") +
+                        ": label 16 of sample 2 is outside [0, 16)"));
+  EXPECT_THAT(inputError([&] {
+                loadDataset(spec("n.npy"), Split::Train, {{4}, 16, true, {4}});
+              }),
+              HasSubstr("lengths= pads samples to the model's length 4"));
+  EXPECT_THAT(inputError([&] {
+                loadDataset(spec("n.npy"), Split::Train,
+                            {{4}, 16, true, {}, int64_t(-100)});
+              }),
+              HasSubstr("lengths= needs a token model reading ids [B, T] with "
+                        "a label per position"));
+}
+
+TEST(Dataset, FixedLengthDataGathersPadded) {
+  TempDir dir;
+  std::vector<int64_t> ids = {1, 2, 3, 4, 5, 6, 7, 8};
+  writeNpyFile(dir.file("t.npy"), "<i8", {2, 4}, ids.data(), 64);
+  Dataset data = loadDataset(
+      parseDataSpec("npy:" + dir.file("t.npy") + "," + dir.file("t.npy")),
+      Split::Train, {{4}, 16, true, {4}});
+  EXPECT_FALSE(data.variableLength());
+  EXPECT_EQ(data.sequenceLength(1), 4);
+  int64_t x[12], y[12];
+  std::fill(x, x + 12, -9);
+  std::fill(y, y + 12, -9);
+  data.gatherIntInputsPadded({1}, 3, 4, x);
+  data.gatherLabelsPadded({1}, 3, 4, -1, y);
+  EXPECT_THAT(std::vector<int64_t>(x, x + 12),
+              ::testing::ElementsAre(5, 6, 7, 8, 0, 0, 0, 0, 0, 0, 0, 0));
+  EXPECT_THAT(
+      std::vector<int64_t>(y, y + 12),
+      ::testing::ElementsAre(5, 6, 7, 8, -1, -1, -1, -1, -1, -1, -1, -1));
+  EXPECT_THAT(errorOf([&] { data.gatherIntInputsPadded({0}, 1, 3, x); }),
+              HasSubstr("sample 0 of length 4 does not fit"));
+  EXPECT_EQ(lengthHistogram(data), "lengths: all 4");
+}
+
+TEST(Dataset, LengthHistogram) {
+  std::vector<int64_t> lengths = {1, 2, 3, 5, 9, 12};
+  Dataset data =
+      Dataset::fromTokenSequences(16, std::vector<int64_t>(6 * 16, 1),
+                                  std::vector<int64_t>(6 * 16, 1), lengths, 4);
+  EXPECT_EQ(lengthHistogram(data),
+            "lengths of 6 samples: mean 5.3, max 12 of 16, mean/max 0.44; "
+            "<=1 17%, <=2 17%, <=4 17%, <=8 17%, <=12 33%");
+  EXPECT_EQ(lengthHistogram(data, 3),
+            "lengths of 6 samples: mean 5.3, max 12 of 16, mean/max 0.44; "
+            "<=4 50%, <=8 17%, <=12 33%");
+  EXPECT_THAT(
+      errorOf([] { Dataset::fromTokenSequences(2, {1, 1}, {1, 1}, {3}, 4); }),
+      HasSubstr("sequence length 3 of sample 0 is outside 1..2"));
+  EXPECT_THAT(errorOf([] {
+                Dataset::fromTokenSequences(2, {1, 1}, {1, 1}, {1, 1}, 4);
+              }),
+              HasSubstr("2 sequence lengths for 1 samples"));
 }

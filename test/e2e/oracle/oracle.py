@@ -352,6 +352,66 @@ class TinyGPT(nn.Module):
         return self.ln_f(h) @ self.tok.weight.t()
 
 
+class VarBlock(GptBlock):
+    """GptBlock for inputs of any length up to its own: the causal mask is
+    a buffer sliced to the input's length, so the exported graph slices it
+    by the input's shape."""
+
+    def __init__(self, width, heads, length):
+        super().__init__(width, heads, length)
+        self.register_buffer(
+            "causal", torch.triu(torch.full((length, length), float("-inf")),
+                                 diagonal=1), persistent=False)
+
+    def forward(self, x):
+        batch, length, width = x.shape
+        head = width // self.heads
+        q, k, v = self.qkv(self.ln1(x)).split(width, dim=-1)
+        q, k, v = (t.reshape(batch, length, self.heads, head).transpose(1, 2)
+                   for t in (q, k, v))
+        scores = (q @ k.transpose(-2, -1) / math.sqrt(head)
+                  + self.causal[:length, :length])
+        y = torch.softmax(scores, dim=-1) @ v
+        x = x + self.proj(y.transpose(1, 2).reshape(batch, length, width))
+        return x + self.down(nn.functional.gelu(self.up(self.ln2(x))))
+
+
+class VarGPT(nn.Module):
+    """TinyGPT for variable-length sequences: the position table sliced to
+    the input's length and VarBlock's sliced causal mask, exported with a
+    dynamic batch and length (input and logits [batch, length]). It trains
+    on one document a sample (text.document_samples), each padded past its
+    length with input 0 and label `ignore_index`; causal attention keeps
+    the padding out of every real position, and the loss is the mean over
+    the minibatch's real tokens, so it does not depend on how the samples
+    are grouped into microbatches or how far they are padded."""
+
+    opset = 17
+    fold_constants = False
+    export_training = True
+    tokens = True
+    dynamic_axes = True
+    variable_length = True
+    ignore_index = -100
+
+    def __init__(self, vocab=text.VOCAB, length=64, width=32, heads=2,
+                 layers=2):
+        super().__init__()
+        self.input_shape = (length,)
+        self.tok = nn.Embedding(vocab, width)
+        nn.init.normal_(self.tok.weight, std=0.02)
+        self.pos = nn.Parameter(0.02 * torch.randn(length, width))
+        self.blocks = nn.ModuleList(VarBlock(width, heads, length)
+                                    for _ in range(layers))
+        self.ln_f = nn.LayerNorm(width)
+
+    def forward(self, ids):
+        h = self.tok(ids) + self.pos[:ids.shape[1]]
+        for block in self.blocks:
+            h = block(h)
+        return self.ln_f(h) @ self.tok.weight.t()
+
+
 class MaskedBlock(GptBlock):
     """GptBlock with its masks as PyTorch code writes them: boolean masks
     given to forward and applied with masked_fill(-inf)."""
@@ -586,7 +646,10 @@ def resnet18():
 # "arithmetic-mlp", "gelu-mlp", "table-mlp", "branch-net", "dropout-mlp",
 # "tied-mlp", "attention" and "layernorm-attention" (the same at opset 17,
 # LayerNormalization nodes), "lstm-lm" and "lstm-seq2seq" (text.py's
-# tokens), "mse-mlp" (a regression with float targets, --loss mse); and
+# tokens), "var-gpt" (variable-length documents, --data
+# text:FILE,docs=MODE or npy:TOKENS,LABELS,lengths=LENGTHS; without one, a
+# generated corpus), "mse-mlp" (a regression with float targets, --loss
+# mse); and
 # "tv-NAME" for torchvision's classifiers (vision.py).
 MODELS = {"lenet5": LeNet5, "mlp": MLP}
 EXTRA_MODELS = {"resnet": ResNet, "resnet18": resnet18,
@@ -600,7 +663,8 @@ EXTRA_MODELS = {"resnet": ResNet, "resnet18": resnet18,
                 "encoder-post-gelu": lambda: Encoder(False, "gelu"),
                 "encoder-pre-relu": lambda: Encoder(True, "relu"),
                 "encoder-pre-gelu": lambda: Encoder(True, "gelu"), "lstm-lm": LstmLM,
-                "ignore-gpt": IgnoreGPT, "mse-mlp": RegressionMLP,
+                "ignore-gpt": IgnoreGPT, "var-gpt": VarGPT,
+                "mse-mlp": RegressionMLP,
                 "lstm-seq2seq": LstmSeq2Seq}
 
 
@@ -735,9 +799,11 @@ def opset_of(model):
     return getattr(model, "opset", OPSET)
 
 
-def export_and_reload(model, name, batch, out_dir):
+def export_and_reload(model, name, batch, out_dir, dynamic=False):
     """Exports to ONNX, then copies the exported initializers back into the
-    model: the ONNX file is what dpc reads, so it is the source of truth."""
+    model: the ONNX file is what dpc reads, so it is the source of truth.
+    `dynamic` exports the input's and the output's first two dimensions as
+    "batch" and "length" (dim_params) instead of the dummy's sizes."""
     path = os.path.join(out_dir, f"{name}.onnx")
     dummy = torch.zeros(batch, *input_shape_of(model),
                         dtype=torch.long if reads_tokens(model) else None)
@@ -753,13 +819,16 @@ def export_and_reload(model, name, batch, out_dir):
     # exporter, which builds another graph.
     legacy = ({"dynamo": False} if "dynamo" in
               inspect.signature(torch.onnx.export).parameters else {})
+    both = {0: "batch", 1: "length"}
+    axes = ({"dynamic_axes": {"input": both, "logits": both}} if dynamic
+            else {})
     torch.onnx.export(model, dummy, path, opset_version=opset_of(model),
                       input_names=["input"], output_names=["logits"],
                       do_constant_folding=(not training and
                                            getattr(model, "fold_constants",
                                                    True)),
                       export_params=True,
-                      training=mode, **legacy)
+                      training=mode, **legacy, **axes)
     proto = onnx.load(path)
     onnx.checker.check_model(proto)
     initializers = {t.name: onnx.numpy_helper.to_array(t)
@@ -793,9 +862,11 @@ def make_optimizer(model, settings):
                            weight_decay=settings["weight_decay"])
 
 
-def train(model, x, y, steps, microbatches, microbatch_size, settings):
+def train(model, x, y, steps, microbatches, microbatch_size, settings,
+          lengths=None):
     """Optimizer steps on minibatches of microbatches * microbatch_size
-    samples.
+    samples. With `lengths` (variable-length samples stored padded), each
+    minibatch is cut to its longest sample before the forward pass.
     A model with batch normalization takes its statistics per microbatch, as
     a pipeline does, so its gradients are accumulated microbatch by
     microbatch (each loss scaled by 1/microbatches); any other model gets the
@@ -816,6 +887,9 @@ def train(model, x, y, steps, microbatches, microbatch_size, settings):
     for step in range(steps):
         begin = step * minibatch
         inputs, labels = x[begin:begin + minibatch], y[begin:begin + minibatch]
+        if lengths is not None:
+            longest = int(lengths[begin:begin + minibatch].max())
+            inputs, labels = inputs[:, :longest], labels[:, :longest]
         optimizer.zero_grad()
         if has_batch_norm(model):
             loss = 0.0
@@ -865,6 +939,64 @@ def write_predictions(model, name, directory, count, out_dir):
     np.save(os.path.join(out_dir, f"{name}.predictions.npy"), outputs.numpy())
 
 
+def variable_length_data(args, name, length, ignore_index, count):
+    """A var-gpt's training samples from --data (text:FILE,docs=MODE or
+    npy:TOKENS,LABELS,lengths=LENGTHS), padded to `length`: inputs and
+    labels as tensors, the lengths, dpc's --data spec for the same samples,
+    and what the oracle JSON says about them. The text's samples are also
+    written as NAME.train_{tokens,labels,lengths}.npy (data_npy)."""
+    spec = args.data
+    if spec == DEFAULT_DATA:
+        corpus = os.path.abspath(os.path.join(args.out, f"{name}.corpus.txt"))
+        text.write_corpus(corpus)
+        spec = f"text:{corpus},docs=line"
+    kind, _, rest = spec.partition(":")
+    parts = rest.split(",")
+    options = dict(p.split("=", 1) for p in parts[1:] if "=" in p)
+    if kind == "text":
+        if "docs" not in options:
+            sys.exit(f"oracle: {name} needs --data text:FILE,docs=MODE")
+        path = os.path.abspath(parts[0])
+        inputs, labels, lengths = text.document_samples(
+            path, options["docs"], length, ignore_index,
+            vocab=options.get("vocab", "ascii64"))
+        spec = ",".join([f"text:{path}"] + parts[1:])
+        files = [os.path.abspath(os.path.join(args.out,
+                                              f"{name}.train_{part}.npy"))
+                 for part in ("tokens", "labels", "lengths")]
+        for file, array in zip(files, (inputs, labels, lengths)):
+            np.save(file, array)
+        npy = f"npy:{files[0]},{files[1]},lengths={files[2]}"
+    elif kind == "npy" and "lengths" in options:
+        inputs, labels = np.load(parts[0]), np.load(parts[1])
+        lengths = np.load(options["lengths"]).astype(np.int64)
+        inputs, labels = inputs.astype(np.int64), labels.astype(np.int64)
+        if inputs.shape[1] != length:
+            sys.exit(f"oracle: {parts[0]}: samples of {inputs.shape[1]} "
+                     f"tokens for a model of length {length}")
+        positions = np.arange(length)[None, :]
+        inputs[positions >= lengths[:, None]] = 0
+        labels[positions >= lengths[:, None]] = ignore_index
+        npy = spec
+    else:
+        sys.exit(f"oracle: {name} reads text:FILE,docs=MODE or "
+                 f"npy:TOKENS,LABELS,lengths=LENGTHS, not {spec!r}")
+    if count > len(lengths):
+        sys.exit(f"oracle: {count} samples needed, {spec} holds "
+                 f"{len(lengths)}")
+    used = lengths[:count]
+    minibatch = args.microbatches * args.microbatch_size
+    steps = used.reshape(-1, minibatch)
+    extra = {"data_npy": npy,
+             "lengths": {"mean": float(used.mean()), "max": int(used.max()),
+                         "model_length": length,
+                         "mean_over_max": float(used.mean() / used.max()),
+                         "step_longest": [int(v) for v in steps.max(1)],
+                         "step_tokens": [int(v) for v in steps.sum(1)]}}
+    return (torch.from_numpy(inputs), torch.from_numpy(labels),
+            torch.from_numpy(lengths), spec, extra)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model",
@@ -872,7 +1004,11 @@ def main():
                         default="all")
     parser.add_argument("--out", required=True, help="output directory")
     parser.add_argument("--data", default=DEFAULT_DATA,
-                        help="directory with the Fashion-MNIST IDX files")
+                        help="directory with the Fashion-MNIST IDX files; "
+                        "for var-gpt a dpc data spec, text:FILE,docs=MODE"
+                        "[,vocab=V] or npy:TOKENS,LABELS,lengths=LENGTHS "
+                        "(default: a corpus generated into --out, "
+                        "docs=line)")
     parser.add_argument("--steps", type=int, default=20)
     parser.add_argument("--microbatches", type=int, default=4)
     parser.add_argument("--microbatch-size", type=int, default=16)
@@ -919,18 +1055,29 @@ def main():
     torch.set_num_threads(1)  # reproducible reduction order run to run
     torch.use_deterministic_algorithms(True)
     minibatch = args.microbatches * args.microbatch_size
-    x, y = load_split(args.data, "train", args.steps * minibatch)
+    images = {}
+
+    def fashion_mnist():
+        if not images:
+            images["x"], images["y"] = load_split(args.data, "train",
+                                                  args.steps * minibatch)
+        return images["x"], images["y"]
 
     names = sorted(MODELS) if args.model == "all" else [args.model]
     for name in names:
         started = time.time()
         torch.manual_seed(args.seed)
         model = build(name)
-        onnx_path, ops = export_and_reload(model, name, args.microbatch_size,
-                                           args.out)
+        onnx_path, ops = export_and_reload(
+            model, name, args.microbatch_size, args.out,
+            dynamic=getattr(model, "dynamic_axes", False))
         shape = input_shape_of(model)
-        labels = y
-        if is_regression(model):
+        lengths, extra = None, {}
+        if getattr(model, "variable_length", False):
+            inputs, labels, lengths, data, extra = variable_length_data(
+                args, name, shape[0], model.ignore_index,
+                args.steps * minibatch)
+        elif is_regression(model):
             inputs, labels, data = regression_data(args.steps * minibatch,
                                                    args.out, name)
         elif reads_tokens(model):
@@ -939,7 +1086,9 @@ def main():
                 pad_id=getattr(model, "pad_id", None),
                 ignore_index=getattr(model, "ignore_index", None))
         else:
-            inputs, data = vision.training_data(x, y, shape, args.out, name,
+            x, labels = fashion_mnist()
+            inputs, data = vision.training_data(x, labels, shape, args.out,
+                                                name,
                                                 f"fashion-mnist:{args.data}")
         # The same training in float64 from the same weights: the reference
         # that says how far float32 rounding alone moves the trained weights
@@ -949,14 +1098,15 @@ def main():
         perturbed = [perturb_by_one_ulp(copy.deepcopy(model), seed)
                      for seed in range(args.perturbed_runs)]
         losses = train(model, inputs, labels, args.steps, args.microbatches,
-                       args.microbatch_size, settings)
+                       args.microbatch_size, settings, lengths)
         write_safetensors(os.path.join(args.out, f"{name}.final.safetensors"),
                           trained_arrays(model))
         if reference is not None:
             inputs64 = inputs if reads_tokens(model) else inputs.double()
             labels64 = labels.double() if is_regression(model) else labels
             losses64 = train(reference, inputs64, labels64, args.steps,
-                             args.microbatches, args.microbatch_size, settings)
+                             args.microbatches, args.microbatch_size, settings,
+                             lengths)
             final64 = {k: (v.detach().numpy().astype(np.float32)
                            if v.is_floating_point() else v.detach().numpy())
                        for k, v in trained_state(reference).items()}
@@ -978,7 +1128,11 @@ def main():
             "microbatch_size": args.microbatch_size,
             "loss": ("mse, mean over every output element of the minibatch"
                      if is_regression(model) else
+                     "softmax-cross-entropy, mean over the real (not "
+                     "ignored) tokens of the minibatch"
+                     if lengths is not None else
                      "softmax-cross-entropy, mean over the minibatch"),
+            **extra,
             # dpc compile's --loss, where it is not the default.
             **({"dpc_loss": "mse"} if is_regression(model) else {}),
             **({"ignore_index": model.ignore_index}
@@ -995,7 +1149,7 @@ def main():
             for k, copy_ in enumerate(perturbed):
                 result["losses_perturbed"].append(
                     train(copy_, inputs, labels, args.steps, args.microbatches,
-                          args.microbatch_size, settings))
+                          args.microbatch_size, settings, lengths))
                 write_safetensors(
                     os.path.join(args.out,
                                  f"{name}.final-perturbed{k}.safetensors"),

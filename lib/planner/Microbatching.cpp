@@ -225,6 +225,13 @@ bool planMicrobatches(const std::vector<int64_t> &lengths,
   for (size_t j = 1; j <= n; ++j) {
     int64_t length = s.lengths[j - 1];
     int64_t kmax = std::min<int64_t>(maxSamples, int64_t(j));
+    if (cost.capacity)
+      kmax = std::min(kmax, cost.capacity(length));
+    if (kmax <= 0) {
+      error = "a sequence of " + std::to_string(length) +
+              " tokens fits no microbatch shape";
+      return false;
+    }
     if (cost.activationBytes) {
       // The most sequences of this length the limit allows (bytes grow
       // with the samples).

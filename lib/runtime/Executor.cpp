@@ -19,6 +19,8 @@
 
 #include "dpc/runtime/Executor.h"
 
+#include "dpc/runtime/StepPlanner.h"
+
 #include "dpc/runtime/Bf16.h"
 #include "dpc/runtime/Error.h"
 #include "dpc/runtime/Heartbeat.h"
@@ -213,6 +215,33 @@ makeLayouts(const std::vector<ManifestTransfer> &transfers) {
   return layouts;
 }
 
+/// The sizes of one shape the generated code runs in: the manifest's own
+/// (a fixed-shape build) or one of its buckets. The pointers are into the
+/// executor's manifest.
+struct Shapes {
+  int64_t batch = 1;
+  int64_t length = 0;
+  const std::vector<ManifestTensor> *inputs = nullptr;
+  const std::optional<std::vector<int64_t>> *labels = nullptr;
+  const std::optional<std::vector<int64_t>> *output = nullptr;
+  std::map<Boundary, PackLayout> sendLayouts, recvLayouts;
+  std::map<int64_t, int64_t> stashBytes; // key -> bytes per microbatch
+
+  Shapes(int64_t batch, int64_t length,
+         const std::vector<ManifestTensor> &inputs,
+         const std::optional<std::vector<int64_t>> &labels,
+         const std::optional<std::vector<int64_t>> &output,
+         const std::vector<ManifestTransfer> &sends,
+         const std::vector<ManifestTransfer> &recvs,
+         const std::vector<ManifestStash> &stashes)
+      : batch(batch), length(length), inputs(&inputs), labels(&labels),
+        output(&output), sendLayouts(makeLayouts(sends)),
+        recvLayouts(makeLayouts(recvs)) {
+    for (const ManifestStash &stash : stashes)
+      stashBytes[stash.key] = stash.bytes;
+  }
+};
+
 struct Pending {
   Request request;
   /// The pack in device memory, and its host copy that the communicator
@@ -269,7 +298,10 @@ const char *phaseName(Phase p) {
 
 struct Executor::Impl : dpc_context {
   RankManifest manifest;
+  /// The running step's schedule: schedule.json's (`fixedSched`), or the
+  /// one planned for the step.
   schedule::Schedule sched;
+  schedule::Schedule fixedSched;
   Communicator &comm;
   /// This process's rank in the job (the stage's rank, or one of its
   /// replicas' ranks).
@@ -303,9 +335,16 @@ struct Executor::Impl : dpc_context {
   std::vector<uint8_t> upStaging, downStaging, labelStaging;
   std::vector<ParamState> params;
   std::map<int64_t, size_t> paramIndex; // manifest id -> params index
-  std::map<Boundary, PackLayout> sendLayouts, recvLayouts;
+  /// One entry per manifest bucket, or one for a fixed-shape build;
+  /// evaluation and unplanned steps run in `topShapes`.
+  std::vector<Shapes> shapes;
+  size_t topShapes = 0;
 
-  // Per-step state.
+  // Per-step state. A planned step (runStep with a StepPlan) gives each
+  // microbatch its bucket and samples.
+  bool planned = false;
+  std::vector<int> mbBucket;
+  std::vector<std::vector<int64_t>> mbSamples;
   std::map<std::pair<Boundary, int>, Staged> staged;                 // + mb
   std::map<std::pair<int, int>, Pending> pendingSends, pendingRecvs; // tag, mb
   std::map<std::pair<Boundary, int>, Buffer> received;               // + mb
@@ -370,8 +409,9 @@ struct Executor::Impl : dpc_context {
 
   Impl(RankManifest m, schedule::Schedule s, Communicator &c,
        SegmentFunctions f, Device *d)
-      : manifest(std::move(m)), sched(std::move(s)), comm(c), rank(c.rank()),
-        segments(f), ownedDevice(d ? nullptr : createHostDevice()),
+      : manifest(std::move(m)), sched(std::move(s)), fixedSched(sched), comm(c),
+        rank(c.rank()), segments(f),
+        ownedDevice(d ? nullptr : createHostDevice()),
         device(d ? *d : *ownedDevice), host(createHostDevice()) {}
 
   //===--------------------------------------------------------------------===//
@@ -517,8 +557,8 @@ struct Executor::Impl : dpc_context {
         // A boundary the IR moves nothing across in this direction (no
         // gradient flows back into a stage without parameters, say) still
         // gets its message, empty, so both ranks keep the schedule's order.
-        auto &layouts = send ? sendLayouts : recvLayouts;
-        layouts.try_emplace(b);
+        for (Shapes &shape : shapes)
+          (send ? shape.sendLayouts : shape.recvLayouts).try_emplace(b);
         (send ? sendsUsed : recvsUsed)[b] = true;
         break;
       }
@@ -527,8 +567,8 @@ struct Executor::Impl : dpc_context {
       }
     }
     for (auto [list, used, verb] :
-         {std::tuple(&sendLayouts, &sendsUsed, "sends"),
-          std::tuple(&recvLayouts, &recvsUsed, "recvs")})
+         {std::tuple(&shapes[topShapes].sendLayouts, &sendsUsed, "sends"),
+          std::tuple(&shapes[topShapes].recvLayouts, &recvsUsed, "recvs")})
       for (auto &[b, layout] : *list)
         if (!used->count(b))
           throw Error("manifest: " + std::string(verb) + " tag " +
@@ -543,6 +583,24 @@ struct Executor::Impl : dpc_context {
   //===--------------------------------------------------------------------===//
 
   int lastStage() const { return manifest.numVirtualStages() - 1; }
+
+  /// The index into `shapes` (and the manifest's buckets) of microbatch mb
+  /// of the running step, or of evaluation.
+  size_t shapeIndex(int mb) const {
+    if (!planned || evaluating || mb < 0)
+      return topShapes;
+    return size_t(mbBucket.at(size_t(mb)));
+  }
+  const Shapes &shapesOf(int mb) const { return shapes[shapeIndex(mb)]; }
+
+  /// " 8x32" for a planned microbatch of a bucketed build, for span names.
+  std::string shapeSuffix(int mb) const {
+    if (!planned || manifest.buckets.empty() || mb < 0)
+      return "";
+    const Shapes &shape = shapesOf(mb);
+    return " " + std::to_string(shape.batch) + "x" +
+           std::to_string(shape.length);
+  }
 
   /// The boundary a transfer instruction crosses: activations go from a
   /// stage to the next, gradients back.
@@ -623,17 +681,35 @@ struct Executor::Impl : dpc_context {
     return int64_t(h >> 1);
   }
 
+  /// The labels of `indices` as a microbatch of `shape` holds them: padded
+  /// to the shape's rows and length with the ignored label when the data's
+  /// sequences vary in length.
+  void gatherLabels(const std::vector<int64_t> &indices, const Shapes &shape,
+                    int64_t *out) const {
+    if (currentData->variableLength())
+      currentData->gatherLabelsPadded(indices, shape.batch, shape.length,
+                                      manifest.ignoreIndex.value_or(-1), out);
+    else
+      currentData->gatherLabels(indices, out);
+  }
+
   void load(int mb, int chunk, int64_t step, int microbatch) {
     Loaded &l = loaded[{mb, chunk}];
+    const Shapes &shape = shapesOf(mb);
     std::vector<int64_t> indices =
-        currentSampler->microbatchIndices(step, microbatch);
+        planned && !evaluating
+            ? mbSamples.at(size_t(mb))
+            : currentSampler->microbatchIndices(step, microbatch);
     if (manifest.virtualStage(chunk) == 0) {
-      const ManifestTensor &input = manifest.inputs[0];
+      const ManifestTensor &input = (*shape.inputs)[0];
       size_t bytes = size_t(input.bytes());
       if (!l.inputs)
         l.inputs = Buffer(pool, bytes);
       upload(l.inputs.data(), bytes, [&](void *host) {
-        if (input.integer)
+        if (input.integer && currentData->variableLength())
+          currentData->gatherIntInputsPadded(indices, shape.batch, shape.length,
+                                             static_cast<int64_t *>(host));
+        else if (input.integer)
           currentData->gatherIntInputs(indices, static_cast<int64_t *>(host));
         else
           currentData->gatherInputs(indices, static_cast<float *>(host));
@@ -641,7 +717,8 @@ struct Executor::Impl : dpc_context {
     }
     if (manifest.virtualStage(chunk) == lastStage() && manifest.labelsShape) {
       // Class ids, or float targets of the output's shape (--loss mse).
-      size_t bytes = size_t(product(*manifest.labelsShape)) *
+      int64_t count = product(**shape.labels);
+      size_t bytes = size_t(count) *
                      (manifest.floatLabels ? sizeof(float) : sizeof(int64_t));
       if (!l.labels)
         l.labels = Buffer(pool, bytes);
@@ -651,10 +728,9 @@ struct Executor::Impl : dpc_context {
           return;
         }
         auto *labels = static_cast<int64_t *>(host);
-        currentData->gatherLabels(indices, labels);
+        gatherLabels(indices, shape, labels);
         if (evaluating && manifest.ignoreIndex)
-          evalLossScale =
-              1.0f / float(countKept(labels, product(*manifest.labelsShape)));
+          evalLossScale = 1.0f / float(countKept(labels, count));
       });
     }
   }
@@ -667,7 +743,7 @@ struct Executor::Impl : dpc_context {
 
   void sendStart(const Instruction &i, const std::string &at) {
     Boundary b = boundaryOf(i);
-    const PackLayout &layout = sendLayouts.at(b);
+    const PackLayout &layout = shapesOf(i.mb).sendLayouts.at(b);
     if (layout.entries.empty()) {
       postSend(i, at, b, Buffer(pool, 0), 0);
       return;
@@ -730,7 +806,7 @@ struct Executor::Impl : dpc_context {
     if (received.count({b, i.mb}))
       throw Error(at + "microbatch " + std::to_string(i.mb) +
                   " was already received from rank " + std::to_string(i.peer));
-    const PackLayout &layout = recvLayouts.at(b);
+    const PackLayout &layout = shapesOf(i.mb).recvLayouts.at(b);
     Pending p;
     p.buffer = Buffer(pool, layout.wireTotal);
     p.boundary = b;
@@ -752,7 +828,8 @@ struct Executor::Impl : dpc_context {
       throw Error(at + "no receive with tag " + std::to_string(i.tag) +
                   " was started");
     transfers->wait(it->second.request);
-    const PackLayout &layout = recvLayouts.at(it->second.boundary);
+    const PackLayout &layout =
+        shapesOf(i.mb).recvLayouts.at(it->second.boundary);
     if (it->second.staging)
       device.copyFromHost(it->second.buffer.data(), it->second.staging.data(),
                           layout.wireTotal);
@@ -844,15 +921,18 @@ struct Executor::Impl : dpc_context {
             std::chrono::duration<double, std::milli>(forwardDelayMs));
       callSegment(p, fn, i.mb, i.chunk);
       servedVersion = nullptr;
-      trace(kind, schedule::eventName(kind, i.mb, i.chunk, sched.chunks > 1),
+      trace(kind,
+            schedule::eventName(kind, i.mb, i.chunk, sched.chunks > 1) +
+                shapeSuffix(i.mb),
             start, i.mb, i.chunk);
     };
     switch (i.op) {
     case Op::LoadMicrobatch:
       if (loadsData(i.chunk)) {
         load(i.mb, i.chunk, currentStep, i.mb);
-        trace(schedule::EventKind::Load, "load mb" + std::to_string(i.mb),
-              start, i.mb, i.chunk);
+        trace(schedule::EventKind::Load,
+              "load mb" + std::to_string(i.mb) + shapeSuffix(i.mb), start, i.mb,
+              i.chunk);
       }
       break;
     case Op::Forward:
@@ -1001,6 +1081,9 @@ struct Executor::Impl : dpc_context {
       losses[mb] = double(all[mb]);
   }
 
+  /// Runs the rank's program of `sched` as training step `step`.
+  double trainStep(int64_t step);
+
   void checkStepEnd(const std::string &what) {
     std::string at = what + ": at the end: ";
     if (!pendingSends.empty())
@@ -1063,12 +1146,14 @@ struct Executor::Impl : dpc_context {
   /// torch's mean over the minibatch's non-ignored positions.
   void countStepLabels(int64_t step) {
     int mbs = sched.microbatches;
-    int64_t perMb = product(*manifest.labelsShape);
-    std::vector<int64_t> labels(static_cast<size_t>(perMb)),
-        kept(static_cast<size_t>(mbs));
+    std::vector<int64_t> labels, kept(static_cast<size_t>(mbs));
     for (int mb = 0; mb < mbs; ++mb) {
-      currentData->gatherLabels(currentSampler->microbatchIndices(step, mb),
-                                labels.data());
+      const Shapes &shape = shapesOf(mb);
+      int64_t perMb = product(**shape.labels);
+      labels.resize(size_t(perMb));
+      gatherLabels(planned ? mbSamples.at(size_t(mb))
+                           : currentSampler->microbatchIndices(step, mb),
+                   shape, labels.data());
       kept[size_t(mb)] = countKept(labels.data(), perMb);
     }
     int64_t total = std::accumulate(kept.begin(), kept.end(), int64_t(0));
@@ -1176,7 +1261,7 @@ struct Executor::Impl : dpc_context {
       fatal("dpc_send", "transfer tag " + std::to_string(tag) +
                             " belongs to stage " + std::to_string(b.stage) +
                             ", not to the running chunk's");
-    const PackLayout &layout = sendLayouts.at(b);
+    const PackLayout &layout = shapesOf(currentMb).sendLayouts.at(b);
     Staged &s = staged[{b, currentMb}];
     if (!s.buffer) {
       s.buffer = Buffer(pool, layout.wireTotal);
@@ -1188,11 +1273,12 @@ struct Executor::Impl : dpc_context {
           fatal("dpc_send", "transfer tag " + std::to_string(tag) +
                                 " was already sent for this microbatch");
         uint8_t *to = s.buffer.data() + layout.entries[e].wireOffset;
+        int64_t bytes = layout.entries[e].bytes;
         if (layout.entries[e].bf16)
           floatsToBf16(static_cast<const float *>(data),
-                       reinterpret_cast<uint16_t *>(to), t->bytes / 4);
+                       reinterpret_cast<uint16_t *>(to), bytes / 4);
         else
-          device.copy(to, data, size_t(t->bytes));
+          device.copy(to, data, size_t(bytes));
         s.filled[e] = true;
       }
   }
@@ -1215,7 +1301,8 @@ struct Executor::Impl : dpc_context {
       fatal("dpc_recv", "transfer tag " + std::to_string(tag) +
                             " was never received for this microbatch");
     }
-    for (const PackLayout::Entry &e : recvLayouts.at(b).entries)
+    for (const PackLayout::Entry &e :
+         shapesOf(currentMb).recvLayouts.at(b).entries)
       if (e.tag == tag)
         return it->second.data() + e.offset;
     fatal("dpc_recv", "internal error: tag missing from its pack");
@@ -1243,9 +1330,10 @@ struct Executor::Impl : dpc_context {
     if (slot)
       fatal("dpc_stash", stashName(s) + " was already stashed for this "
                                         "microbatch");
-    slot = Buffer(pool, size_t(s.bytes));
-    device.copy(slot.data(), data, size_t(s.bytes));
-    stashBytes += s.bytes;
+    int64_t bytes = shapesOf(currentMb).stashBytes.at(key);
+    slot = Buffer(pool, size_t(bytes));
+    device.copy(slot.data(), data, size_t(bytes));
+    stashBytes += bytes;
     memory.peakStashBytes = std::max(memory.peakStashBytes, stashBytes);
   }
 
@@ -1310,13 +1398,13 @@ struct Executor::Impl : dpc_context {
   /// The squared error of an output against its float targets (--loss mse),
   /// summed as MSELoss sums it before its mean.
   void reportRegression(const float *output) {
-    const std::vector<int64_t> &shape = *manifest.outputShape;
+    const std::vector<int64_t> &shape = **shapesOf(currentMb).output;
     int64_t n = product(shape);
-    if (product(*manifest.labelsShape) != n)
-      fatal("dpc_report_output",
-            "the output has " + std::to_string(n) +
-                " elements but the float targets have " +
-                std::to_string(product(*manifest.labelsShape)));
+    int64_t targetCount = product(**shapesOf(currentMb).labels);
+    if (targetCount != n)
+      fatal("dpc_report_output", "the output has " + std::to_string(n) +
+                                     " elements but the float targets have " +
+                                     std::to_string(targetCount));
     const auto *values = static_cast<const float *>(
         download(output, size_t(n) * sizeof(float), downStaging));
     if (keepingOutputs)
@@ -1345,8 +1433,8 @@ struct Executor::Impl : dpc_context {
     }
     // A row per label: a sample of a classifier, a position of a
     // token-level loss; without labels, a sample.
-    const std::vector<int64_t> &shape = *manifest.outputShape;
-    int64_t rows = scoring ? product(*manifest.labelsShape) : shape[0];
+    const std::vector<int64_t> &shape = **shapesOf(currentMb).output;
+    int64_t rows = scoring ? product(**shapesOf(currentMb).labels) : shape[0];
     int64_t cols = product(shape) / rows;
     const auto *values = static_cast<const float *>(
         download(output, size_t(rows * cols) * sizeof(float), downStaging));
@@ -1404,15 +1492,24 @@ Executor::Executor(RankManifest manifest, schedule::Schedule schedule,
                                   comm, segments, device)) {
   Impl &s = *impl;
   s.memory.peakWeightVersions = s.manifest.chunks;
-  s.sendLayouts = makeLayouts(s.manifest.sends);
-  s.recvLayouts = makeLayouts(s.manifest.recvs);
+  const RankManifest &m = s.manifest;
+  if (m.buckets.empty()) {
+    s.shapes.emplace_back(m.microbatchSize, 0, m.inputs, m.labelsShape,
+                          m.outputShape, m.sends, m.recvs, m.stashes);
+  } else {
+    for (const ManifestBucket &b : m.buckets)
+      s.shapes.emplace_back(b.batch, b.length, b.inputs, b.labelsShape,
+                            b.outputShape, b.sends, b.recvs, b.stashes);
+    s.topShapes = size_t(m.topBucket);
+  }
   // bf16 packing converts in place on the host.
-  for (const auto *layouts : {&s.sendLayouts, &s.recvLayouts})
-    for (const auto &[b, layout] : *layouts)
-      if (layout.anyBf16 && !s.device.hostAccessible())
-        throw Error("manifest: bf16 transfers need host memory, but the "
-                    "tensors live on " +
-                    s.device.description());
+  for (const Shapes &shape : s.shapes)
+    for (const auto *layouts : {&shape.sendLayouts, &shape.recvLayouts})
+      for (const auto &[b, layout] : *layouts)
+        if (layout.anyBf16 && !s.device.hostAccessible())
+          throw Error("manifest: bf16 transfers need host memory, but the "
+                      "tensors live on " +
+                      s.device.description());
   s.validate();
   // Collective over the job: every rank takes part, replicated or not.
   if (s.sched.hasReplicas()) {
@@ -1607,6 +1704,56 @@ void Executor::setTrainData(const Dataset *data, bool shuffle, uint64_t seed) {
 
 double Executor::runStep(int64_t step) {
   Impl &s = *impl;
+  if (s.planned) {
+    s.sched = s.fixedSched;
+    s.planned = false;
+  }
+  return s.trainStep(step);
+}
+
+double Executor::runStep(int64_t step, const StepPlan &plan) {
+  Impl &s = *impl;
+  const schedule::Schedule &p = plan.schedule;
+  const schedule::Schedule &fixed = s.fixedSched;
+  std::string at = "step " + std::to_string(step + 1) + ": planned schedule: ";
+  if (p.ranks != fixed.ranks || p.chunks != fixed.chunks ||
+      p.kind != fixed.kind || p.replicas != fixed.replicas)
+    throw Error(at + "its kind or rank layout differs from " +
+                s.manifest.schedule + "'s");
+  if (std::string problem = p.checkLayout(); !problem.empty())
+    throw Error(at + problem);
+  if (int64_t(p.microbatches) * 2 * p.numVirtualStages() >=
+      schedule::kScheduleTagLimit)
+    throw Error(at + std::to_string(p.microbatches) +
+                " microbatches need more message tags than the schedule's " +
+                std::to_string(schedule::kScheduleTagLimit));
+  if (plan.microbatches.size() != size_t(p.microbatches))
+    throw Error(at + "it runs " + std::to_string(p.microbatches) +
+                " microbatches but the plan has " +
+                std::to_string(plan.microbatches.size()));
+  s.mbBucket.clear();
+  s.mbSamples.clear();
+  for (size_t mb = 0; mb < plan.microbatches.size(); ++mb) {
+    const PlannedMicrobatch &planned = plan.microbatches[mb];
+    if (planned.bucket < 0 || size_t(planned.bucket) >= s.shapes.size())
+      throw Error(at + "microbatch " + std::to_string(mb) + " names bucket " +
+                  std::to_string(planned.bucket) + " of " +
+                  std::to_string(s.shapes.size()));
+    int64_t rows = s.shapes[size_t(planned.bucket)].batch;
+    if (planned.samples.empty() || int64_t(planned.samples.size()) > rows)
+      throw Error(at + "microbatch " + std::to_string(mb) + " has " +
+                  std::to_string(planned.samples.size()) +
+                  " samples; its bucket holds 1 to " + std::to_string(rows));
+    s.mbBucket.push_back(planned.bucket);
+    s.mbSamples.push_back(planned.samples);
+  }
+  s.sched = p;
+  s.planned = true;
+  return s.trainStep(step);
+}
+
+double Executor::Impl::trainStep(int64_t step) {
+  Impl &s = *this;
   bool needsData = s.manifest.isFirstStage() || s.manifest.labelsShape;
   if (needsData && !s.trainSampler)
     throw Error("stage " + std::to_string(s.manifest.stage) +
@@ -1646,11 +1793,19 @@ double Executor::runStep(int64_t step) {
 const StepTimes &Executor::stepTimes() const { return impl->stepTimes; }
 
 double Executor::predictedComputeMs() const {
-  const schedule::Schedule &sched = impl->sched;
+  const Impl &s = *impl;
+  const schedule::Schedule &sched = s.sched;
   double total = 0;
-  for (const Instruction &i : sched.programs[impl->rank])
-    total +=
-        sched.stages[sched.virtualStage(impl->rank, i.chunk)].computeMs(i.op);
+  for (const Instruction &i : sched.programs[s.rank]) {
+    int stage = sched.virtualStage(s.rank, i.chunk);
+    if (s.planned && !s.manifest.buckets.empty() && i.mb >= 0)
+      total +=
+          stageInfo(
+              s.manifest.buckets[s.shapeIndex(i.mb)].stageCosts[size_t(stage)])
+              .computeMs(i.op);
+    else
+      total += sched.stages[size_t(stage)].computeMs(i.op);
+  }
   return total;
 }
 
@@ -1853,6 +2008,10 @@ static Executor::Impl &state(dpc_context *ctx) {
 extern "C" {
 
 int64_t dpc_chunk(dpc_context *ctx) { return state(ctx).currentChunk; }
+int64_t dpc_bucket(dpc_context *ctx) {
+  Executor::Impl &s = state(ctx);
+  return int64_t(s.shapeIndex(s.currentMb));
+}
 const void *dpc_input(dpc_context *ctx, int64_t index) {
   return state(ctx).input(index);
 }

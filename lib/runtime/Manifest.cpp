@@ -6,6 +6,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+#include <cmath>
 #include <limits>
 #include <set>
 
@@ -144,6 +146,14 @@ public:
     return dims;
   }
 
+  double number(const json &object, const std::string &path, const char *key) {
+    const json &v = field(object, path, key);
+    if (!v.is_number() || !std::isfinite(v.get<double>()) ||
+        v.get<double>() < 0)
+      fail(path + key, "expected a finite number >= 0");
+    return v.get<double>();
+  }
+
   const json &array(const json &object, const std::string &path,
                     const char *key) {
     const json &v = field(object, path, key);
@@ -171,14 +181,17 @@ std::string at(const char *list, size_t i) {
   return std::string(list) + "[" + std::to_string(i) + "].";
 }
 
+/// The "sends" or "recvs" (`key`) of `root`, the manifest or one of its
+/// buckets (`base`, its path in messages).
 std::vector<ManifestTransfer> readTransfers(Reader &r, const json &root,
+                                            const std::string &base,
                                             const char *key,
                                             const RankManifest &m) {
   std::vector<ManifestTransfer> list;
   std::set<int64_t> tags;
-  const json &entries = r.array(root, "", key);
+  const json &entries = r.array(root, base, key);
   for (size_t i = 0; i < entries.size(); ++i) {
-    std::string path = at(key, i);
+    std::string path = base + at(key, i);
     const json &e = entries[i];
     if (!e.is_object())
       r.fail(path.substr(0, path.size() - 1), "expected an object");
@@ -229,6 +242,166 @@ std::vector<ManifestTransfer> readTransfers(Reader &r, const json &root,
     list.push_back(t);
   }
   return list;
+}
+
+/// The "stashes" of the manifest or of one of its buckets (`base`).
+std::vector<ManifestStash> readStashes(Reader &r, const json &root,
+                                       const std::string &base,
+                                       const RankManifest &m) {
+  std::vector<ManifestStash> list;
+  const json &stashes = r.array(root, base, "stashes");
+  std::set<int64_t> keys;
+  for (size_t i = 0; i < stashes.size(); ++i) {
+    std::string path = base + at("stashes", i);
+    ManifestStash s;
+    s.key = r.integer(stashes[i], path, "key", 0);
+    auto nameIt = stashes[i].find("name");
+    if (nameIt != stashes[i].end() && nameIt->is_string())
+      s.name = nameIt->get<std::string>();
+    s.bytes = r.integer(stashes[i], path, "bytes", 1);
+    s.stage = stashes[i].contains("stage")
+                  ? r.integer(stashes[i], path, "stage", 0)
+                  : m.stage;
+    if (s.stage >= m.numVirtualStages() || s.stage % m.stages != m.stage)
+      r.fail(path + "stage", "stage " + std::to_string(s.stage) +
+                                 " is not a stage of rank " +
+                                 std::to_string(m.rank));
+    if (!keys.insert(s.key).second)
+      r.fail(path + "key", "key " + std::to_string(s.key) + " appears twice");
+    list.push_back(s);
+  }
+  return list;
+}
+
+/// Whether two transfer lists carry the same tags between the same stages
+/// in the same form, whatever their bytes.
+bool sameTransfers(const std::vector<ManifestTransfer> &a,
+                   const std::vector<ManifestTransfer> &b) {
+  if (a.size() != b.size())
+    return false;
+  for (const ManifestTransfer &x : a)
+    if (std::none_of(b.begin(), b.end(), [&](const ManifestTransfer &y) {
+          return x.tag == y.tag && x.stage == y.stage &&
+                 x.peerStage == y.peerStage && x.what == y.what &&
+                 x.bf16 == y.bf16;
+        }))
+      return false;
+  return true;
+}
+
+bool sameStashes(const std::vector<ManifestStash> &a,
+                 const std::vector<ManifestStash> &b) {
+  if (a.size() != b.size())
+    return false;
+  for (const ManifestStash &x : a)
+    if (std::none_of(b.begin(), b.end(), [&](const ManifestStash &y) {
+          return x.key == y.key && x.stage == y.stage;
+        }))
+      return false;
+  return true;
+}
+
+std::string formatShape(const std::vector<int64_t> &shape) {
+  std::string text = "[";
+  for (size_t i = 0; i < shape.size(); ++i)
+    text += (i ? ", " : "") + std::to_string(shape[i]);
+  return text + "]";
+}
+
+/// The "buckets" of a variable-length build, checked against the top level:
+/// the same inputs, labels and output in shapes that start with the
+/// bucket's (batch, length), the same transfer tags and stash keys, a cost
+/// per virtual stage; sorted by (length, batch), and one of them the top
+/// level's own shape.
+void readBuckets(Reader &r, const json &root, RankManifest &m) {
+  const json &list = r.array(root, "", "buckets");
+  if (list.empty())
+    r.fail("buckets", "expected at least one bucket");
+  int64_t longest = 0;
+  for (size_t i = 0; i < list.size(); ++i) {
+    std::string path = at("buckets", i);
+    const json &e = list[i];
+    if (!e.is_object())
+      r.fail(path.substr(0, path.size() - 1), "expected an object");
+    ManifestBucket b;
+    b.batch = r.integer(e, path, "batch", 1);
+    b.length = r.integer(e, path, "length", 1);
+    auto sized = [&](const std::vector<int64_t> &shape,
+                     const std::string &where) {
+      if (shape.size() < 2 || shape[0] != b.batch || shape[1] != b.length)
+        r.fail(where, "expected [" + std::to_string(b.batch) + ", " +
+                          std::to_string(b.length) + ", ...], got " +
+                          formatShape(shape));
+    };
+    auto matching = [&](const char *key, bool here, bool top) {
+      if (here != top)
+        r.fail(path + key, here ? "present, but not at the top level"
+                                : "missing, but present at the top level");
+    };
+    const json &inputs = r.array(e, path, "inputs");
+    if (inputs.size() != m.inputs.size())
+      r.fail(path + "inputs", "expected " + std::to_string(m.inputs.size()) +
+                                  " inputs, as at the top level, got " +
+                                  std::to_string(inputs.size()));
+    for (size_t k = 0; k < inputs.size(); ++k) {
+      std::string where = path + at("inputs", k);
+      ManifestTensor t;
+      t.name = r.string(inputs[k], where, "name");
+      t.shape = r.shape(r.field(inputs[k], where, "shape"), where + "shape");
+      t.integer = m.inputs[k].integer;
+      sized(t.shape, where + "shape");
+      b.inputs.push_back(t);
+    }
+    b.labelsShape = r.optionalShape(e, path, "labels");
+    matching("labels", b.labelsShape.has_value(), m.labelsShape.has_value());
+    if (b.labelsShape)
+      sized(*b.labelsShape, path + "labels.shape");
+    b.outputShape = r.optionalShape(e, path, "output");
+    matching("output", b.outputShape.has_value(), m.outputShape.has_value());
+    if (b.outputShape)
+      sized(*b.outputShape, path + "output.shape");
+    b.sends = readTransfers(r, e, path, "sends", m);
+    b.recvs = readTransfers(r, e, path, "recvs", m);
+    if (!sameTransfers(b.sends, m.sends) || !sameTransfers(b.recvs, m.recvs))
+      r.fail(path + "sends", "the bucket's transfers are not the top level's "
+                             "(the same tags between the same stages)");
+    b.stashes = readStashes(r, e, path, m);
+    if (!sameStashes(b.stashes, m.stashes))
+      r.fail(path + "stashes",
+             "the bucket's stash keys are not the top level's");
+    const json &costs = r.array(e, path, "stage_costs");
+    if (costs.size() != size_t(m.numVirtualStages()))
+      r.fail(path + "stage_costs", "expected one entry per stage (" +
+                                       std::to_string(m.numVirtualStages()) +
+                                       "), got " +
+                                       std::to_string(costs.size()));
+    for (size_t k = 0; k < costs.size(); ++k) {
+      std::string where = path + at("stage_costs", k);
+      BucketStageCost c;
+      c.forward = r.number(costs[k], where, "forward");
+      c.backwardInput = r.number(costs[k], where, "backward_input");
+      c.backwardWeight = r.number(costs[k], where, "backward_weight");
+      c.activationBytes = r.integer(costs[k], where, "activation_bytes", 0);
+      c.outputBytes = r.integer(costs[k], where, "output_bytes", 0);
+      b.stageCosts.push_back(c);
+    }
+    if (!m.buckets.empty() &&
+        std::make_pair(m.buckets.back().length, m.buckets.back().batch) >=
+            std::make_pair(b.length, b.batch))
+      r.fail(path.substr(0, path.size() - 1),
+             "buckets must be sorted by (length, batch), each shape once");
+    longest = std::max(longest, b.length);
+    m.buckets.push_back(std::move(b));
+  }
+  for (size_t i = 0; i < m.buckets.size(); ++i)
+    if (m.buckets[i].batch == m.microbatchSize &&
+        m.buckets[i].length == longest)
+      m.topBucket = int(i);
+  if (m.topBucket < 0)
+    r.fail("buckets", "no bucket holds microbatch_size (" +
+                          std::to_string(m.microbatchSize) +
+                          ") sequences of the longest length (" +
+                          std::to_string(longest) + "), the top level's shape");
 }
 
 } // namespace
@@ -373,30 +546,10 @@ RankManifest parseManifest(const std::string &text, const std::string &name) {
   else if (!m.params.empty())
     r.fail("weights", "missing, but the stage has parameters");
 
-  m.sends = readTransfers(r, root, "sends", m);
-  m.recvs = readTransfers(r, root, "recvs", m);
+  m.sends = readTransfers(r, root, "", "sends", m);
+  m.recvs = readTransfers(r, root, "", "recvs", m);
 
-  const json &stashes = r.array(root, "", "stashes");
-  std::set<int64_t> keys;
-  for (size_t i = 0; i < stashes.size(); ++i) {
-    std::string path = at("stashes", i);
-    ManifestStash s;
-    s.key = r.integer(stashes[i], path, "key", 0);
-    auto nameIt = stashes[i].find("name");
-    if (nameIt != stashes[i].end() && nameIt->is_string())
-      s.name = nameIt->get<std::string>();
-    s.bytes = r.integer(stashes[i], path, "bytes", 1);
-    s.stage = stashes[i].contains("stage")
-                  ? r.integer(stashes[i], path, "stage", 0)
-                  : m.stage;
-    if (s.stage >= m.numVirtualStages() || s.stage % m.stages != m.stage)
-      r.fail(path + "stage", "stage " + std::to_string(s.stage) +
-                                 " is not a stage of rank " +
-                                 std::to_string(m.rank));
-    if (!keys.insert(s.key).second)
-      r.fail(path + "key", "key " + std::to_string(s.key) + " appears twice");
-    m.stashes.push_back(s);
-  }
+  m.stashes = readStashes(r, root, "", m);
 
   static const char *const kSegments[] = {
       "forward", "backward", "backward_input", "backward_weight", "optimizer"};
@@ -417,6 +570,12 @@ RankManifest parseManifest(const std::string &text, const std::string &name) {
   }
   if (!m.hasSegment("forward") || !m.hasSegment("optimizer"))
     r.fail("segments", "must list at least \"forward\" and \"optimizer\"");
+
+  if (root.contains("buckets")) {
+    if (m.inference)
+      r.fail("buckets", "an inference build has one shape");
+    readBuckets(r, root, m);
+  }
 
   if (root.contains("profile")) {
     const json &ops = r.array(root, "", "profile");

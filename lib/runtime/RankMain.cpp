@@ -20,6 +20,7 @@
 #include "dpc/runtime/MpiCommunicator.h"
 #include "dpc/runtime/Safetensors.h"
 #include "dpc/runtime/StepMonitor.h"
+#include "dpc/runtime/StepPlanner.h"
 #include "dpc/schedule/Timeline.h"
 #include "dpc/support/CommandLine.h"
 #include "dpc/support/WriteFile.h"
@@ -50,6 +51,9 @@ struct Options {
   std::string evalData, metrics, trace, checkpointDir, opTimes, summary;
   std::string predictions;
   std::string transport = "auto";
+  /// Variable-length builds: how each step's samples become microbatches.
+  std::string microbatching = "dp";
+  bool microbatchingGiven = false;
   int64_t steps = 0, epochs = 0, seed = 0, checkpointEvery = 0;
   bool shuffle = true, resume = false, eval = true, allowNonfinite = false;
   double timeoutSeconds = 0; // 0: the communicator's (DPC_COMM_TIMEOUT)
@@ -164,6 +168,12 @@ Options parseOptions(int argc, char **argv, bool &help) {
   parser.addFlag("heartbeat", &o.heartbeat,
                  "for 'dpc run': write a heartbeat line to stderr every "
                  "second (its watchdog)");
+  parser.addOption("microbatching", &o.microbatching, "MODE",
+                   "variable-length builds (dpc compile --seq-buckets): dp "
+                   "(default; sorted by length, grouped by dynamic "
+                   "programming), padded (every microbatch padded to the "
+                   "step's longest sequence) or sorted (sorted, cut into "
+                   "equal microbatches)");
   parser.addOption("slow-threshold", &o.slowThreshold, "X",
                    "report a stage whose compute per step is more than X "
                    "times the plan's share (default 1.5)");
@@ -199,6 +209,10 @@ Options parseOptions(int argc, char **argv, bool &help) {
     throw UsageError{"--transport expects auto, nccl, host-staging or mpi, "
                      "not '" +
                      o.transport + "'"};
+  if (!parseMicrobatchingMode(o.microbatching))
+    throw UsageError{"--microbatching expects dp, padded or sorted, not '" +
+                     o.microbatching + "'"};
+  o.microbatchingGiven = parser.given("microbatching");
   if (parser.given("slow-threshold") &&
       !(o.slowThreshold > 1 && o.slowThreshold <= 1e6))
     throw UsageError{"--slow-threshold expects a ratio above 1"};
@@ -554,14 +568,22 @@ int runRank(int argc, char **argv, Communicator &comm) {
   const int64_t microbatches = schedule.microbatches;
   const int64_t samplesPerStep = microbatches * m.microbatchSize;
 
+  if (opts.microbatchingGiven && m.buckets.empty())
+    throw UsageError{"--microbatching needs a variable-length build (dpc "
+                     "compile --seq-buckets)"};
+
   // Data: the first stage reads inputs, the last labels; both the same
-  // samples, from the same spec and sampler.
+  // samples, from the same spec and sampler. In a variable-length build
+  // every rank reads the training data: each plans every step's
+  // microbatches from the lengths of its samples.
   ModelDataShape model = shareModelShape(comm, m);
   bool readsData = m.isFirstStage() || m.labelsShape.has_value();
+  bool plansSteps = !m.buckets.empty();
   std::optional<Dataset> train, test;
   DataSpec trainSpec = parseDataSpec(opts.data);
-  if (readsData) {
+  if (readsData || plansSteps)
     train = loadDataset(trainSpec, Split::Train, model, uint64_t(opts.seed));
+  if (readsData) {
     if (opts.eval) {
       DataSpec evalSpec =
           opts.evalData.empty() ? trainSpec : parseDataSpec(opts.evalData);
@@ -574,6 +596,10 @@ int runRank(int argc, char **argv, Communicator &comm) {
                                 test ? test->size() : 0};
   std::vector<int64_t> mine = sizes;
   broadcastInts(comm, 0, sizes);
+  if ((readsData || plansSteps) && mine[0] != sizes[0])
+    throw Error("this stage read " + std::to_string(mine[0]) +
+                " training samples but the first stage read " +
+                std::to_string(sizes[0]) + " (give every rank the same data)");
   if (readsData && mine != sizes)
     throw Error("this stage read " + std::to_string(mine[0]) +
                 " training and " + std::to_string(mine[1]) +
@@ -588,8 +614,24 @@ int runRank(int argc, char **argv, Communicator &comm) {
                 std::to_string(samplesPerStep));
   int64_t totalSteps =
       opts.steps > 0 ? opts.steps : opts.epochs * stepsPerEpoch;
-  exec.setTrainData(train ? &*train : nullptr, opts.shuffle,
+  exec.setTrainData(readsData && train ? &*train : nullptr, opts.shuffle,
                     uint64_t(opts.seed));
+
+  // Variable-length data in a bucketed build: each step is planned (the
+  // same plan on every rank: same sampler, same lengths, same planner).
+  // Fixed-length data runs every microbatch in the top bucket.
+  std::optional<StepPlanner> planner;
+  std::optional<Sampler> planSampler;
+  if (plansSteps && train->variableLength()) {
+    planner.emplace(m, schedule, *parseMicrobatchingMode(opts.microbatching));
+    SamplerConfig config;
+    config.numSamples = train->size();
+    config.microbatches = int(microbatches);
+    config.microbatchSize = m.microbatchSize;
+    config.shuffle = opts.shuffle;
+    config.seed = uint64_t(opts.seed);
+    planSampler.emplace(config);
+  }
 
   // A checkpoint directory that cannot be written fails now, not at the end
   // of training.
@@ -636,6 +678,10 @@ int runRank(int argc, char **argv, Communicator &comm) {
               " steps of " + std::to_string(microbatches) + " x " +
               std::to_string(m.microbatchSize) + " samples on " +
               std::to_string(m.stages) + " stages (" + layout + ")");
+  if (reports && planner)
+    printLine(lengthHistogram(*train) + "; microbatching " +
+              opts.microbatching + " over " + std::to_string(m.buckets.size()) +
+              " buckets");
 
   auto saveCheckpoint = [&](int64_t stepsDone) {
     if (!firstReplica)
@@ -670,7 +716,22 @@ int runRank(int argc, char **argv, Communicator &comm) {
   for (int64_t step = firstStep; step < totalSteps; ++step) {
     if (rank == opts.delayRank)
       exec.setForwardDelay(step + 1 >= opts.delayFromStep ? opts.delayMs : 0);
-    double loss = exec.runStep(step);
+    std::optional<StepPlanSummary> planned;
+    double loss;
+    if (planner) {
+      std::vector<int64_t> samples, lengths;
+      for (int64_t mb = 0; mb < microbatches; ++mb)
+        for (int64_t i : planSampler->microbatchIndices(step, mb)) {
+          samples.push_back(i);
+          lengths.push_back(train->sequenceLength(i));
+        }
+      setActivity("plans the microbatches of step " + std::to_string(step + 1));
+      planned.emplace();
+      StepPlan plan = planner->plan(samples, lengths, *planned);
+      loss = exec.runStep(step, plan);
+    } else {
+      loss = exec.runStep(step);
+    }
     std::vector<StepTimes> times =
         gatherStepTimes(comm, reporter, exec.stepTimes());
     // The last stage stops the job on a NaN or infinite loss (diverged
@@ -689,12 +750,25 @@ int runRank(int argc, char **argv, Communicator &comm) {
           compute.push_back(std::round(t.computeMs * 1e3) / 1e3);
           wait.push_back(std::round(t.waitMs * 1e3) / 1e3);
         }
-        metrics->write({{"step", step + 1},
-                        {"loss", loss},
-                        {"samples", (step + 1) * samplesPerStep},
-                        {"time_s", now},
-                        {"compute_ms", std::move(compute)},
-                        {"wait_ms", std::move(wait)}});
+        nlohmann::ordered_json record = {
+            {"step", step + 1},
+            {"loss", loss},
+            {"samples", (step + 1) * samplesPerStep},
+            {"time_s", now},
+            {"compute_ms", std::move(compute)},
+            {"wait_ms", std::move(wait)}};
+        if (planned) {
+          nlohmann::ordered_json shapes = nlohmann::ordered_json::array();
+          for (const StepPlanSummary::Microbatch &mb : planned->microbatches)
+            shapes.push_back({mb.batch, mb.length, mb.samples, mb.tokens});
+          record["tokens"] = planned->tokens;
+          record["padded_tokens"] = planned->paddedTokens;
+          record["microbatches"] = std::move(shapes);
+          record["predicted_ms"] = std::round(planned->predictedMs * 1e3) / 1e3;
+          record["plan_ms"] = std::round(planned->planMs * 1e3) / 1e3;
+          record["step_ms"] = std::round(exec.stepTimes().stepMs * 1e3) / 1e3;
+        }
+        metrics->write(std::move(record));
       }
       std::vector<double> compute;
       for (const StepTimes &t : times)
@@ -711,6 +785,9 @@ int runRank(int argc, char **argv, Communicator &comm) {
       if (totalSteps - firstStep <= 100 || step == firstStep || last ||
           now - lastPrint >= 1.0) {
         printLine(formatProgress(progress));
+        if (planned)
+          printLine("  step " + std::to_string(step + 1) + ": " +
+                    planned->describe());
         lastPrint = now;
       }
     }

@@ -28,6 +28,10 @@ namespace dpc::planner {
 struct SequenceCost {
   std::function<double(int64_t samples, int64_t length)> computeMs;
   std::function<double(int64_t samples, int64_t length)> activationBytes;
+  /// The most sequences of `length` tokens one microbatch may hold (the
+  /// largest compiled shape that fits them); no limit when empty. Must not
+  /// grow with the length.
+  std::function<int64_t(int64_t length)> capacity;
 };
 
 struct MicrobatchingOptions {

@@ -62,6 +62,11 @@ void dpc_segment_optimizer(dpc_context *ctx);
  * functions dispatch on this. Always 0 otherwise. */
 int64_t dpc_chunk(dpc_context *ctx);
 
+/* The shape bucket of the running microbatch: its index into the manifest's
+ * "buckets" (dpc compile --seq-buckets). A bucketed rank's segment functions
+ * dispatch on it to that bucket's code. Always 0 otherwise. */
+int64_t dpc_bucket(dpc_context *ctx);
+
 /* The current microbatch's data input `index` (manifest "inputs"): float32
  * values, or int64 token ids for an input of dtype "i64". */
 const void *dpc_input(dpc_context *ctx, int64_t index);

@@ -86,6 +86,22 @@ struct MemoryStats {
   int64_t peakStashBytes = 0;
 };
 
+/// One microbatch of a step planned at run time (variable-length builds):
+/// the manifest bucket it runs in and its samples, at most the bucket's
+/// batch (the rest of the bucket's rows are padding).
+struct PlannedMicrobatch {
+  int bucket = 0;
+  std::vector<int64_t> samples;
+};
+
+/// A training step whose microbatches and schedule were built for it: the
+/// schedule's microbatch mb is `microbatches[mb]`. The schedule must have
+/// the rank layout and kind of the one the executor was built with.
+struct StepPlan {
+  schedule::Schedule schedule;
+  std::vector<PlannedMicrobatch> microbatches;
+};
+
 class Executor {
 public:
   /// Checks the schedule against the manifest: one stage per rank, the
@@ -163,6 +179,10 @@ public:
   /// StashWeights made and RestoreWeights selected), and every
   /// OptimizerStep updates the live weights.
   double runStep(int64_t step);
+  /// The same for a step planned at run time. The step's samples are the
+  /// plan's, not the sampler's; with a loss that ignores a label, the scale
+  /// is 1 / the labels the plan's samples keep.
+  double runStep(int64_t step, const StepPlan &plan);
 
   /// Forward-only pass over `microbatches` microbatches of `data` (first and
   /// last stage; others pass nullptr): activations flow stage to stage, stash
@@ -177,8 +197,9 @@ public:
   /// BackwardInput, BackwardWeight) and wait (SendFinish, RecvFinish,
   /// AllReduce) times, and the whole step's.
   const StepTimes &stepTimes() const;
-  /// What the schedule's stage costs predict for this rank's compute per
-  /// step: the sum over its program (0 when the costs are all 0).
+  /// What the schedule's stage costs predict for this rank's compute in
+  /// the last step (the sum over its program; a planned step's microbatches
+  /// cost their buckets' stage costs), 0 when the costs are all 0.
   double predictedComputeMs() const;
   /// For tests of the step monitor: sleep `ms` before every Forward of a
   /// training step, inside its compute time, as a slowed device would.

@@ -86,6 +86,34 @@ const std::vector<std::string> &optimizerStateNames(Optimizer optimizer);
 /// rather than a parameter.
 bool isOptimizerState(const std::string &tensor);
 
+/// What one microbatch of a bucket costs on one pipeline stage: the stage
+/// info build-schedule computed for that bucket's shapes.
+struct BucketStageCost {
+  double forward = 0;
+  double backwardInput = 0;
+  double backwardWeight = 0;
+  int64_t activationBytes = 0;
+  int64_t outputBytes = 0;
+};
+
+/// One shape bucket of a variable-length build (`dpc compile
+/// --seq-buckets`): the generated code specialised to microbatches of
+/// `batch` sequences padded to `length` tokens, and every size that follows
+/// from that shape. Transfer tags and stash keys are the top level's; only
+/// their bytes differ.
+struct ManifestBucket {
+  int64_t batch = 1;
+  int64_t length = 1;
+  std::vector<ManifestTensor> inputs;
+  std::optional<std::vector<int64_t>> labelsShape;
+  std::optional<std::vector<int64_t>> outputShape;
+  std::vector<ManifestTransfer> sends;
+  std::vector<ManifestTransfer> recvs;
+  std::vector<ManifestStash> stashes;
+  /// One per virtual stage of the pipeline, the same on every rank.
+  std::vector<BucketStageCost> stageCosts;
+};
+
 struct RankManifest {
   int rank = 0;
   /// The rank's stage and the pipeline's ranks. With model chunks
@@ -122,6 +150,12 @@ struct RankManifest {
   std::vector<std::string> segments;
   /// Empty unless the object was built for `dpc profile`.
   std::vector<ManifestProfileOp> profile;
+  /// "buckets": every shape the generated code was specialised to, sorted
+  /// by (length, batch); empty for a fixed-shape build. The top-level
+  /// fields above describe bucket `topBucket` (microbatch_size sequences of
+  /// the longest length), which fixed-size work (evaluation) runs in.
+  std::vector<ManifestBucket> buckets;
+  int topBucket = -1;
 
   int numVirtualStages() const { return stages * chunks; }
   int virtualStage(int chunk) const { return stage + chunk * stages; }

@@ -161,6 +161,31 @@ TEST(Microbatching, BeatsPaddedMicrobatchesOnALongTail) {
   EXPECT_LT(plan.paddingOverhead, padded.paddingOverhead);
 }
 
+TEST(Microbatching, KeepsEveryMicrobatchWithinItsCapacity) {
+  // Compiled shapes hold 256 tokens: 2 sequences of 128, 4 of 64, ...
+  SequenceCost cost = attentionCost();
+  cost.capacity = [](int64_t length) {
+    int64_t rounded = 1;
+    while (rounded < length)
+      rounded *= 2;
+    return rounded > 256 ? 0 : 256 / rounded;
+  };
+  MicrobatchingOptions options;
+  options.stages = 2;
+  std::vector<int64_t> lengths = {3, 5, 7, 9, 30, 31, 60, 64, 65, 100, 128};
+  for (int i = 0; i < 40; ++i)
+    lengths.push_back(1 + i % 16);
+  Microbatching plan;
+  std::string error;
+  ASSERT_TRUE(planMicrobatches(lengths, cost, options, plan, error)) << error;
+  for (size_t k = 0; k < plan.microbatches.size(); ++k)
+    EXPECT_LE(int64_t(plan.microbatches[k].size()),
+              cost.capacity(plan.paddedLength[k]))
+        << "microbatch " << k;
+  EXPECT_FALSE(planMicrobatches({10, 300}, cost, options, plan, error));
+  EXPECT_EQ(error, "a sequence of 300 tokens fits no microbatch shape");
+}
+
 TEST(Microbatching, RefusesWhatCannotRun) {
   SequenceCost cost = attentionCost();
   MicrobatchingOptions options;

@@ -124,7 +124,8 @@ Options parseOptions(int argc, char **argv, bool &help) {
   parser.addOption(
       "data", &o.data, "SPEC",
       "training data: fashion-mnist:DIR, mnist:DIR, "
-      "npy:INPUTS,LABELS, text:FILE[,stride=N][,vocab=ascii64|bytes] "
+      "npy:INPUTS,LABELS[,lengths=L.npy], "
+      "text:FILE[,stride=N|,docs=fortune|line|blank][,vocab=ascii64|bytes] "
       "or synthetic[:N]");
   parser.addOption("eval-data", &o.evalData, "SPEC",
                    "evaluation data (default: the test split of --data)");

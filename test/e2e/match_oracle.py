@@ -4,7 +4,8 @@ loss with PyTorch's.
 Usage: match_oracle.py ORACLE_DIR WORK_DIR [--models lenet5,mlp]
        [--stages 1,2,4,2+1] [--schedules gpipe,1f1b] [--steps 20]
        [--target cpu|cuda] [--rtol 1e-4] [--weights [--weights-rtol X]]
-       [--bandwidth BYTES/S]
+       [--bandwidth BYTES/S] [--compile-options "..."] [--run-options "..."]
+       [--label NAME]
 
 ORACLE_DIR holds what oracle.py wrote (MODEL.onnx, MODEL.oracle.json, with
 its settings: 4 microbatches of 16, file order, the data it trained on, and
@@ -65,6 +66,14 @@ def main():
     parser.add_argument("--weight-ties", type=int, default=0,
                         help="compare_weights.py --ties: single elements "
                         "at activation thresholds that may differ")
+    parser.add_argument("--compile-options", default="",
+                        help="more dpc compile options, space-separated "
+                        "(--seq-buckets 8,16,32,64)")
+    parser.add_argument("--run-options", default="",
+                        help="more dpc run options (--microbatching padded)")
+    parser.add_argument("--label", default="",
+                        help="added to each run's name and directory, to "
+                        "keep runs of other options apart")
     parser.add_argument("--weights-rtol", type=float, default=None,
                         help="tolerance of the trained weights (default: "
                         "--rtol)")
@@ -79,6 +88,9 @@ def main():
             for schedule in args.schedules.split(","):
                 name = f"{model} stages={stages} {schedule}"
                 out = os.path.join(args.work_dir, f"{model}-{stages}-{schedule}")
+                if args.label:
+                    name += " " + args.label
+                    out += "-" + args.label
                 kind, extra = schedule, []
                 layout = ["--stages", stages]
                 if "+" in stages:
@@ -103,7 +115,8 @@ def main():
                       if "ignore_index" in settings else []),
                     *(["--loss", settings["dpc_loss"]]
                       if "dpc_loss" in settings else []),
-                    *optimizer_options(optimizer)])
+                    *optimizer_options(optimizer),
+                    *args.compile_options.split()])
                 if code != 0:
                     print(f"{name}: compile failed\n{log}")
                     failures += 1
@@ -113,7 +126,8 @@ def main():
                     "dpc", "run", out, "--steps", str(args.steps), "--no-shuffle",
                     "--data", settings["data"],
                     "--no-eval", "--metrics", metrics,
-                    *(["--checkpoint-dir", checkpoints] if weights else [])])
+                    *(["--checkpoint-dir", checkpoints] if weights else []),
+                    *args.run_options.split()])
                 if code != 0:
                     print(f"{name}: run failed\n{log}")
                     failures += 1

@@ -822,7 +822,8 @@ int runRunCommand(const Args &args) {
   parser.addOption(
       "data", &data, "SPEC",
       "training data: fashion-mnist:DIR, mnist:DIR, "
-      "npy:X.npy,Y.npy, text:FILE[,stride=N][,vocab=ascii64|bytes] "
+      "npy:X.npy,Y.npy[,lengths=L.npy], "
+      "text:FILE[,stride=N|,docs=fortune|line|blank][,vocab=ascii64|bytes] "
       "or synthetic[:N]");
   parser.addOption("eval-data", &evalData, "SPEC",
                    "test data evaluated after training");
@@ -867,6 +868,11 @@ int runRunCommand(const Args &args) {
   parser.addOption("test-forward-delay", &forwardDelay, "RANK:FROM_STEP:MS",
                    "for tests of the step monitor: rank RANK sleeps MS ms "
                    "before each Forward from step FROM_STEP on");
+  std::string microbatching;
+  parser.addOption("microbatching", &microbatching, "MODE",
+                   "variable-length builds (dpc compile --seq-buckets): dp "
+                   "(default: each step's sequences grouped by length by "
+                   "dynamic programming), padded or sorted (baselines)");
   std::string hostfile, launcher = "mpirun";
   parser.addOption("hostfile", &hostfile, "FILE",
                    "Open MPI host file (HOST slots=N a line): ranks in stage "
@@ -936,6 +942,7 @@ int runRunCommand(const Args &args) {
   forwardOption("transport", transport);
   forwardOption("slow-threshold", slowThreshold);
   forwardOption("test-forward-delay", forwardDelay);
+  forwardOption("microbatching", microbatching);
   std::ostringstream timeoutText;
   timeoutText << timeout;
   forwardOption("timeout", timeoutText.str());

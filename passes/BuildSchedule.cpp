@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "passes/Passes.h"
+#include "passes/StageInfo.h"
 
 #include "dialects/nn/IR/NNOps.h"
 #include "dialects/nn/IR/ShapeInference.h"
@@ -48,6 +49,20 @@ double segmentMs(func::FuncOp func) {
   return total;
 }
 
+// Segment functions by (stage, segment).
+std::map<int64_t, llvm::StringMap<func::FuncOp>>
+segmentsByStage(ModuleOp module) {
+  std::map<int64_t, llvm::StringMap<func::FuncOp>> stages;
+  for (auto func : module.getOps<func::FuncOp>()) {
+    auto segment =
+        func->getAttrOfType<StringAttr>(pipe::PipeDialect::kSegmentAttrName);
+    std::optional<int64_t> stage = pipe::getStage(func);
+    if (segment && stage)
+      stages[*stage][segment.getValue()] = func;
+  }
+  return stages;
+}
+
 struct BuildSchedulePass
     : public mlir::dpc::impl::BuildSchedulePassBase<BuildSchedulePass> {
   using BuildSchedulePassBase::BuildSchedulePassBase;
@@ -66,15 +81,8 @@ struct BuildSchedulePass
     options.microbatches = microbatches;
     options.verticalSync = verticalSync;
 
-    // Segment functions by (stage, segment).
-    std::map<int64_t, llvm::StringMap<func::FuncOp>> stages;
-    for (auto func : module.getOps<func::FuncOp>()) {
-      auto segment =
-          func->getAttrOfType<StringAttr>(pipe::PipeDialect::kSegmentAttrName);
-      std::optional<int64_t> stage = pipe::getStage(func);
-      if (segment && stage)
-        stages[*stage][segment.getValue()] = func;
-    }
+    std::map<int64_t, llvm::StringMap<func::FuncOp>> stages =
+        segmentsByStage(module);
     if (stages.empty()) {
       module.emitError("expects segment functions (run --dpc-outline-stages "
                        "first)");
@@ -106,39 +114,7 @@ struct BuildSchedulePass
       options.replicas.assign(replicas.asArrayRef().begin(),
                               replicas.asArrayRef().end());
     }
-    for (auto &[stage, segments] : stages) {
-      schedule::StageInfo info;
-      info.forward = segmentMs(segments.lookup("forward"));
-      info.backwardInput = segmentMs(segments.lookup("backward_input"));
-      info.backwardWeight = segmentMs(segments.lookup("backward_weight"));
-      llvm::StringSet<> params, stashes;
-      int64_t paramBytes = 0, stateTensors = 0;
-      for (auto &entry : segments) {
-        entry.second.walk([&](Operation *op) {
-          if (auto param = dyn_cast<nn::ParamOp>(op)) {
-            if (params.insert(param.getName()).second)
-              paramBytes += nn::getSizeInBytes(param);
-          } else if (auto update =
-                         dyn_cast<nn::OptimizerUpdateOpInterface>(op)) {
-            stateTensors = std::max(stateTensors, update.getNumStateTensors());
-          } else if (auto stash = dyn_cast<pipe::StashOp>(op)) {
-            if (stashes.insert(stash.getKey()).second)
-              info.activationBytes += nn::getSizeInBytes(stash.getValue());
-          } else if (auto send = dyn_cast<pipe::SendOp>(op)) {
-            if (send.getPeerAttr().getInt() > stage)
-              // What travels: bf16 for f32 values in a bf16 build.
-              info.outputBytes +=
-                  nn::getTransferBytes(send.getValue(), pipe::isBf16(module));
-          }
-        });
-      }
-      // Weights, their gradient accumulators and the optimizer's state
-      // (which the runtime keeps for every parameter of a training stage)
-      // stay resident.
-      info.paramBytes = (2 + stateTensors) * paramBytes;
-      info.weightBytes = paramBytes;
-      options.stageInfo.push_back(info);
-    }
+    options.stageInfo = collectStageInfo(module);
 
     schedule::Schedule built;
     if (std::string error = schedule::buildSchedule(options, built);
@@ -189,3 +165,40 @@ struct BuildSchedulePass
 };
 
 } // namespace
+
+std::vector<schedule::StageInfo> mlir::dpc::collectStageInfo(ModuleOp module) {
+  std::vector<schedule::StageInfo> infos;
+  for (auto &[stage, segments] : segmentsByStage(module)) {
+    schedule::StageInfo info;
+    info.forward = segmentMs(segments.lookup("forward"));
+    info.backwardInput = segmentMs(segments.lookup("backward_input"));
+    info.backwardWeight = segmentMs(segments.lookup("backward_weight"));
+    llvm::StringSet<> params, stashes;
+    int64_t paramBytes = 0, stateTensors = 0;
+    for (auto &entry : segments) {
+      entry.second.walk([&](Operation *op) {
+        if (auto param = dyn_cast<nn::ParamOp>(op)) {
+          if (params.insert(param.getName()).second)
+            paramBytes += nn::getSizeInBytes(param);
+        } else if (auto update = dyn_cast<nn::OptimizerUpdateOpInterface>(op)) {
+          stateTensors = std::max(stateTensors, update.getNumStateTensors());
+        } else if (auto stash = dyn_cast<pipe::StashOp>(op)) {
+          if (stashes.insert(stash.getKey()).second)
+            info.activationBytes += nn::getSizeInBytes(stash.getValue());
+        } else if (auto send = dyn_cast<pipe::SendOp>(op)) {
+          if (send.getPeerAttr().getInt() > stage)
+            // What travels: bf16 for f32 values in a bf16 build.
+            info.outputBytes +=
+                nn::getTransferBytes(send.getValue(), pipe::isBf16(module));
+        }
+      });
+    }
+    // Weights, their gradient accumulators and the optimizer's state
+    // (which the runtime keeps for every parameter of a training stage)
+    // stay resident.
+    info.paramBytes = (2 + stateTensors) * paramBytes;
+    info.weightBytes = paramBytes;
+    infos.push_back(info);
+  }
+  return infos;
+}

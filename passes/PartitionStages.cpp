@@ -123,6 +123,12 @@ struct PartitionStagesPass
       }
     }
 
+    if (!fixedStages.empty()) {
+      FailureOr<planner::Plan> plan = fixedPlan(module, *sg);
+      if (failed(plan) || failed(applyPlan(module, main, *sg, *plan)))
+        return signalPassFailure();
+      return;
+    }
     planner::Expected<planner::PlanResult> result =
         planner::planPipeline(sg->graph, *options);
     if (!result) {
@@ -137,6 +143,37 @@ struct PartitionStagesPass
     if (!planOutput.empty() &&
         failed(writePlan(module, *sg, *result, *options)))
       return signalPassFailure();
+  }
+
+  /// The plan `fixed-stages` describes, with `replicas` (or one) ranks
+  /// per stage.
+  FailureOr<planner::Plan> fixedPlan(ModuleOp module, const StageGraph &sg) {
+    int64_t numStages = stages * virtualStages;
+    size_t inputs = llvm::count(sg.ops, nullptr);
+    if (sg.ops.size() - inputs != fixedStages.size())
+      return module.emitError("fixed-stages gives ")
+             << fixedStages.size() << " stages for the "
+             << sg.ops.size() - inputs << " ops of @main";
+    planner::Plan plan;
+    plan.stages.resize(numStages);
+    size_t next = 0;
+    for (auto [id, op] : llvm::enumerate(sg.ops)) {
+      if (!op)
+        continue;
+      int64_t stage = fixedStages[next++];
+      if (stage < 0 || stage >= numStages)
+        return op->emitError("fixed-stages puts this op on stage ")
+               << stage << " of " << numStages;
+      plan.stages[stage].nodes.push_back(id);
+    }
+    int firstRank = 0;
+    for (auto [stage, stagePlan] : llvm::enumerate(plan.stages)) {
+      if (stage < replicas.size())
+        stagePlan.replicas = static_cast<int>(replicas[stage]);
+      stagePlan.firstRank = firstRank;
+      firstRank += stagePlan.replicas;
+    }
+    return plan;
   }
 
   /// Gives the straight plan the replicas the user asked for and evaluates

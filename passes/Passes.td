@@ -128,6 +128,12 @@ def PartitionStagesPass : Pass<"dpc-partition-stages", "::mlir::ModuleOp"> {
     `stages * v` virtual stages, one device each for planning; the module
     gets `pipe.num_stages = stages * v` and `pipe.chunks = v`, and virtual
     stage `c * stages + r` becomes chunk c of rank r.
+
+    With `fixed-stages` the planner does not run: the list gives the stage
+    of every op of `@main` except `nn.param`, in order, as the planner put
+    them on another specialisation of the same model (a shape bucket of
+    `dpc compile --seq-buckets`), and the rest (parameters, module
+    attributes, `replicas`) follows as for a planned partition.
   }];
   let dependentDialects = ["::mlir::dpc::pipe::PipeDialect"];
   let options = [
@@ -157,6 +163,9 @@ def PartitionStagesPass : Pass<"dpc-partition-stages", "::mlir::ModuleOp"> {
     Option<"optimizer", "optimizer", "std::string", /*default=*/"\"sgd\"",
            "Optimizer the step will use (sgd, adam): its state per "
            "parameter counts against the memory limit">,
+    ListOption<"fixedStages", "fixed-stages", "int64_t",
+               "The stage of each op of @main but nn.param, in order, "
+               "instead of planning">,
   ];
 }
 

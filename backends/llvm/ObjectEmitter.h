@@ -21,6 +21,18 @@ namespace mlir::dpc {
 /// for the host. Reports problems as diagnostics on the module.
 LogicalResult emitObjectFile(ModuleOp module, llvm::StringRef path);
 
+/// Compiles the lowered rank modules of one rank's shape buckets (dpc
+/// compile --seq-buckets; LLVM dialect, each with the ABI's dpc_segment_*
+/// functions) into one object at `path`: bucket K's segments become
+/// internal functions, the ABI's dispatch on dpc_bucket(ctx) to them, and
+/// `manifest` is the object's dpc_rank_manifest. The optimizer segment is
+/// bucket `primary`'s alone (it reads only parameters, the same in every
+/// bucket). With `irPath`, the linked LLVM IR is written there too.
+LogicalResult emitBucketedObjectFile(ArrayRef<ModuleOp> buckets, size_t primary,
+                                     llvm::StringRef manifest,
+                                     llvm::StringRef path,
+                                     llvm::StringRef irPath = "");
+
 /// Empty when this build holds the runtime libraries of `target` ("cpu",
 /// "cuda"), else why it does not: a dpc built without CUDA cannot link
 /// CUDA ranks.

@@ -118,6 +118,9 @@ public:
     exportedBatch = exported;
     importedBatch = imported;
   }
+  /// Slices of float constants become nn.slice of the whole constant
+  /// (shape buckets: the constant is the same for every bucket).
+  void setSliceFloatConstants() { sliceFloatConstants = true; }
 
   LogicalResult importGraph(const onnx::GraphProto &graph,
                             ImportedModel &model);
@@ -274,6 +277,7 @@ private:
 
   llvm::StringMap<Value> values;
   llvm::StringMap<HostTensor> hostValues;
+  bool sliceFloatConstants = false;
   llvm::StringMap<const onnx::TensorProto *> initializers;
   // Outputs of imported nodes that have no value in the IR, and why.
   llvm::StringMap<std::string> unreadable;
@@ -1992,7 +1996,12 @@ LogicalResult Importer::importPad(const onnx::NodeProto &node) {
 }
 
 LogicalResult Importer::importSlice(const onnx::NodeProto &node) {
-  if (!isHost(node.input(0)))
+  // A shape bucket's slice of a float constant (a causal mask cut to the
+  // sequence length) stays a slice of the whole constant, which every
+  // bucket then shares, instead of a constant of the bucket's own shape.
+  auto host = hostValues.find(node.input(0));
+  if (!isHost(node.input(0)) ||
+      (sliceFloatConstants && host != hostValues.end() && host->second.isFloat))
     return importActivationSlice(node);
   // A slice of a tensor known at import time (shape arithmetic, such as the
   // pads PyTorch computes for F.pad), with ONNX's rules: negative indices
@@ -2417,7 +2426,8 @@ LogicalResult Importer::importGraph(const onnx::GraphProto &graph,
                << "graph input '" << input.name() << "' has no static size "
                << "for dimension " << i
                << (dim.has_dim_param() ? " ('" + dim.dim_param() + "')" : "")
-               << "; give the batch size with --microbatch-size";
+               << (i == 1 ? "; give the sequence lengths with --seq-buckets"
+                          : "; give the batch size with --microbatch-size");
       shape.push_back(dim.dim_value());
     }
     argTypes.push_back(tensorType(shape, *element));
@@ -2525,6 +2535,13 @@ void respecialiseReshapeTargets(onnx::GraphProto &graph, int64_t batch) {
           if (attr.name() == "value")
             rewrite(*attr.mutable_t());
   }
+}
+
+// Whether `name` is an initializer (which ONNX may also list as an input).
+bool isInitializer(const onnx::GraphProto &graph, const std::string &name) {
+  return llvm::any_of(graph.initializer(), [&](const onnx::TensorProto &init) {
+    return init.name() == name;
+  });
 }
 
 // The graph output no node, input or initializer produces, or "". The onnx
@@ -2646,25 +2663,51 @@ mlir::dpc::onnx_frontend::importOnnxBytes(StringRef bytes, StringRef path,
     }
   }
   int64_t exportedBatch = exportedBatchSize(model.graph());
-  if (options.batchSize > 0) {
-    // Re-specialise the batch dimension before shape inference so that
-    // every inferred shape follows it; shapes recorded for the old batch
-    // size would contradict it, so they are dropped and inferred again.
+  // The sizes to bind, by dimension of the data inputs and the outputs.
+  SmallVector<int64_t, 2> bind = {options.batchSize, options.sequenceLength};
+  if (options.sequenceLength > 0) {
+    // Only token ids have a length to bind. A length the model fixed can
+    // shrink (where nothing else depends on it) but never grow.
+    for (const onnx::ValueInfoProto &input : model.graph().input()) {
+      if (isInitializer(model.graph(), input.name()))
+        continue;
+      const auto &tensor = input.type().tensor_type();
+      int32_t type = tensor.elem_type();
+      if (tensor.shape().dim_size() != 2 || (type != onnx::TensorProto::INT64 &&
+                                             type != onnx::TensorProto::INT32))
+        return emitError(loc)
+               << "graph input '" << input.name() << "' is not token ids "
+               << "(int64 or int32 [batch, length]), so it has no sequence "
+               << "length to bind to " << options.sequenceLength;
+      const auto &shape = tensor.shape();
+      if (!shape.dim(1).has_dim_value() ||
+          shape.dim(1).dim_value() >= options.sequenceLength)
+        continue;
+      return emitError(loc)
+             << "graph input '" << input.name() << "' has a static length of "
+             << shape.dim(1).dim_value() << " in dimension 1, shorter than "
+             << options.sequenceLength;
+    }
+  }
+  if (llvm::any_of(bind, [](int64_t size) { return size > 0; })) {
+    // Re-specialise the batch (and sequence) dimensions before shape
+    // inference so that every inferred shape follows them; shapes recorded
+    // for the old sizes would contradict them, so they are dropped and
+    // inferred again.
     onnx::GraphProto *graph = model.mutable_graph();
-    respecialiseReshapeTargets(*graph, options.batchSize);
+    if (options.batchSize > 0)
+      respecialiseReshapeTargets(*graph, options.batchSize);
     graph->clear_value_info();
     for (auto *list : {graph->mutable_input(), graph->mutable_output()}) {
       for (onnx::ValueInfoProto &value : *list) {
         if (list == graph->mutable_input() &&
-            llvm::any_of(graph->initializer(),
-                         [&](const onnx::TensorProto &init) {
-                           return init.name() == value.name();
-                         }))
+            isInitializer(*graph, value.name()))
           continue;
         auto *shape =
             value.mutable_type()->mutable_tensor_type()->mutable_shape();
-        if (shape->dim_size() > 0)
-          shape->mutable_dim(0)->set_dim_value(options.batchSize);
+        for (auto [dim, size] : llvm::enumerate(bind))
+          if (size > 0 && shape->dim_size() > int(dim))
+            shape->mutable_dim(dim)->set_dim_value(size);
       }
     }
   }
@@ -2681,6 +2724,8 @@ mlir::dpc::onnx_frontend::importOnnxBytes(StringRef bytes, StringRef path,
   if (options.batchSize > 0 && exportedBatch > 0 &&
       exportedBatch != options.batchSize)
     importer.setRebatch(exportedBatch, options.batchSize);
+  if (options.sequenceLength > 0)
+    importer.setSliceFloatConstants();
   if (failed(importer.importGraph(model.graph(), imported)))
     return failure();
   return imported;

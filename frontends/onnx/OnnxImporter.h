@@ -31,6 +31,13 @@ struct ImportOptions {
   /// When positive, the first dimension of every graph input is set to this
   /// batch size before shape inference (`--microbatch-size`).
   int64_t batchSize = 0;
+  /// When positive, the second dimension of every graph input and output
+  /// (the sequence of a token model, [batch, length, ...]) is set to this
+  /// length the same way (`--seq-buckets`). Every data input must then be
+  /// token ids, int64 or int32 [batch, length]; a static length shorter than
+  /// this is refused. Slices of float constants are then imported as slices,
+  /// not folded, so that every length reads the same constant.
+  int64_t sequenceLength = 0;
 };
 
 /// A trainable parameter: an ONNX initializer (float32).

@@ -46,6 +46,11 @@ struct CompileOptions {
   double bandwidth = 1e9;
   std::string profile;
   std::string emit = "exe";
+  /// Sequence lengths of the shape buckets (`--seq-buckets`, ascending):
+  /// every rank holds the step's code for each (batch, length) bucket under
+  /// `bucketTokens` tokens per microbatch (0: microbatch size x the longest).
+  std::vector<int64_t> seqBuckets;
+  int64_t bucketTokens = 0;
   /// Forward only: no loss, gradients or optimizer; the ranks write the
   /// model's outputs for their data (`dpc run --predictions`).
   bool inference = false;

@@ -8,6 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "Buckets.h"
 #include "Commands.h"
 #include "Compile.h"
 
@@ -18,6 +19,7 @@
 #include "dialects/pipe/IR/PipeOps.h"
 #include "frontends/onnx/OnnxImporter.h"
 #include "passes/Passes.h"
+#include "passes/StageInfo.h"
 
 #include "dpc/runtime/Safetensors.h"
 #include "dpc/schedule/Schedule.h"
@@ -26,6 +28,7 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/MLIRContext.h"
@@ -170,6 +173,28 @@ std::string checkOptions(const CompileOptions &o, const cli::ArgParser &p) {
         return std::string("--inference builds a forward pass only; --") +
                training + " applies to training";
   }
+  if (p.given("bucket-tokens") && !p.given("seq-buckets"))
+    return "--bucket-tokens applies to --seq-buckets";
+  if (p.given("seq-buckets")) {
+    const std::vector<int64_t> &lengths = o.seqBuckets;
+    for (size_t i = 1; i < lengths.size(); ++i)
+      if (lengths[i] <= lengths[i - 1])
+        return "--seq-buckets expects ascending lengths, got " +
+               std::to_string(lengths[i]) + " after " +
+               std::to_string(lengths[i - 1]);
+    if (!o.ignoreIndex)
+      return "--seq-buckets needs --ignore-index P: samples shorter than "
+             "their bucket are padded, and the loss must leave out the "
+             "padding's labels";
+    if (p.given("bucket-tokens") && o.bucketTokens < lengths.back())
+      return "--bucket-tokens " + std::to_string(o.bucketTokens) +
+             " is less than the longest bucket length " +
+             std::to_string(lengths.back()) +
+             ": no microbatch of that length fits";
+    if (fs::path(o.model).extension() != ".onnx")
+      return "--seq-buckets binds an ONNX model's input dimensions; give "
+             "the model as .onnx";
+  }
   if (o.precision == "bf16" && o.target != "cpu")
     return "--precision bf16 needs --target cpu (the CUDA kernels are f32)";
   if (!p.given("o"))
@@ -188,6 +213,8 @@ bool loadModel(const CompileOptions &options, mlir::MLIRContext &context,
   if (path.extension() == ".onnx") {
     mlir::dpc::onnx_frontend::ImportOptions importOptions;
     importOptions.batchSize = options.microbatchSize;
+    if (!options.seqBuckets.empty())
+      importOptions.sequenceLength = options.seqBuckets.back();
     auto imported = mlir::dpc::onnx_frontend::importOnnxFile(
         options.model, &context, importOptions);
     if (mlir::failed(imported))
@@ -270,11 +297,11 @@ bool writeStageWeights(mlir::ModuleOp module, int64_t numRanks,
 }
 
 // Lowers pipeline stage `stage` (with model chunks, the virtual stages
-// stage, stage + stages, ...) of the outlined module to an object and links
-// it with the target's runtime into `dir/<name>`.
-bool emitStage(mlir::ModuleOp outlined, int64_t stage, int64_t numRanks,
-               const std::string &target, bool profile, const fs::path &dir,
-               const std::string &name) {
+// stage, stage + stages, ...) of the outlined module to the LLVM dialect;
+// null after the diagnostics.
+mlir::OwningOpRef<mlir::ModuleOp> lowerRank(mlir::ModuleOp outlined,
+                                            int64_t stage, int64_t numRanks,
+                                            bool profile) {
   mlir::OwningOpRef<mlir::ModuleOp> rank(outlined.clone());
   for (auto func :
        llvm::make_early_inc_range(rank->getOps<mlir::func::FuncOp>())) {
@@ -287,16 +314,17 @@ bool emitStage(mlir::ModuleOp outlined, int64_t stage, int64_t numRanks,
   lowering.profile = profile;
   pm.addPass(mlir::dpc::createLowerToRuntimePass(lowering));
   if (mlir::failed(pm.run(*rank)))
-    return false;
+    return nullptr;
   // Only the LLVM dialect goes to translation.
   for (mlir::NamedAttribute attr :
        llvm::to_vector(rank->getOperation()->getAttrs()))
     rank->getOperation()->removeAttr(attr.getName());
+  return rank;
+}
 
-  fs::path object = dir / "obj" / (name + ".o");
-  fs::create_directories(object.parent_path());
-  if (mlir::failed(mlir::dpc::emitObjectFile(*rank, object.string())))
-    return false;
+// Links `object` with the target's runtime into `dir/<name>`.
+bool linkRank(const fs::path &object, const std::string &target,
+              const fs::path &dir, const std::string &name) {
   std::string error;
   if (!mlir::dpc::linkRankExecutable(object.string(), (dir / name).string(),
                                      target, error)) {
@@ -304,6 +332,142 @@ bool emitStage(mlir::ModuleOp outlined, int64_t stage, int64_t numRanks,
     return false;
   }
   return true;
+}
+
+// Lowers rank `stage` of the outlined module to an object and links it with
+// the target's runtime into `dir/<name>`.
+bool emitStage(mlir::ModuleOp outlined, int64_t stage, int64_t numRanks,
+               const std::string &target, bool profile, const fs::path &dir,
+               const std::string &name) {
+  mlir::OwningOpRef<mlir::ModuleOp> rank =
+      lowerRank(outlined, stage, numRanks, profile);
+  if (!rank)
+    return false;
+  fs::path object = dir / "obj" / (name + ".o");
+  fs::create_directories(object.parent_path());
+  if (mlir::failed(mlir::dpc::emitObjectFile(*rank, object.string())))
+    return false;
+  return linkRank(object, target, dir, name);
+}
+
+// The shape buckets of a --seq-buckets build: each bucket's outlined module
+// and the stage costs build-schedule gave it.
+struct BucketBuild {
+  std::vector<ShapeBucket> shapes;
+  size_t primary = 0;
+  std::vector<mlir::OwningOpRef<mlir::ModuleOp>> modules;
+  std::vector<std::vector<schedule::StageInfo>> costs;
+};
+
+// Lowers rank `stage` of every bucket, merges their manifests and links one
+// executable whose segments dispatch on dpc_bucket(ctx).
+bool emitBucketedStage(BucketBuild &buckets, mlir::ModuleOp primary,
+                       int64_t stage, int64_t numRanks,
+                       const std::string &target, const fs::path &dir,
+                       const std::string &name) {
+  std::vector<mlir::OwningOpRef<mlir::ModuleOp>> lowered;
+  std::vector<mlir::ModuleOp> modules;
+  std::vector<std::string> manifests;
+  for (size_t k = 0; k < buckets.shapes.size(); ++k) {
+    mlir::ModuleOp outlined =
+        k == buckets.primary ? primary : *buckets.modules[k];
+    lowered.push_back(lowerRank(outlined, stage, numRanks, false));
+    if (!lowered.back())
+      return false;
+    auto global =
+        lowered.back()->lookupSymbol<mlir::LLVM::GlobalOp>("dpc_rank_manifest");
+    auto text =
+        global
+            ? llvm::dyn_cast_or_null<mlir::StringAttr>(global.getValueOrNull())
+            : nullptr;
+    assert(text && "lower-to-runtime writes the manifest");
+    manifests.push_back(text.getValue().rtrim('\0').str());
+    modules.push_back(*lowered.back());
+  }
+  std::string error;
+  std::string manifest = mergeBucketManifests(buckets.shapes, buckets.primary,
+                                              manifests, buckets.costs, error);
+  if (manifest.empty()) {
+    std::cerr << "dpc compile: --seq-buckets: rank " << stage << ": " << error
+              << "\n";
+    return false;
+  }
+  fs::path object = dir / "obj" / (name + ".o");
+  fs::create_directories(object.parent_path());
+  if (mlir::failed(mlir::dpc::emitBucketedObjectFile(
+          modules, buckets.primary, manifest, object.string())))
+    return false;
+  return linkRank(object, target, dir, name);
+}
+
+// The forward ops the planner places (all of @main but nn.param), by op
+// and node name: what must agree between buckets for one partition to
+// serve them all.
+std::vector<std::pair<std::string, std::string>>
+forwardOps(mlir::ModuleOp module) {
+  std::vector<std::pair<std::string, std::string>> ops;
+  auto main = module.lookupSymbol<mlir::func::FuncOp>("main");
+  if (!main || main.isExternal())
+    return ops;
+  for (mlir::Operation &op : main.getBody().front().without_terminator()) {
+    if (llvm::isa<mlir::dpc::nn::ParamOp>(op))
+      continue;
+    auto node = op.getAttrOfType<mlir::StringAttr>("nn.node");
+    ops.emplace_back(op.getName().getStringRef().str(), node ? node.str() : "");
+  }
+  return ops;
+}
+
+// The stage partition-stages gave each op of forwardOps.
+std::vector<int64_t> forwardStages(mlir::ModuleOp module) {
+  std::vector<int64_t> stages;
+  auto main = module.lookupSymbol<mlir::func::FuncOp>("main");
+  for (mlir::Operation &op : main.getBody().front().without_terminator())
+    if (!llvm::isa<mlir::dpc::nn::ParamOp>(op))
+      stages.push_back(mlir::dpc::pipe::getStage(&op).value_or(0));
+  return stages;
+}
+
+// Imports every bucket but the primary one, which loadModel imported at
+// the longest length (the importer checks that the inputs are token ids).
+int importBuckets(const CompileOptions &options, mlir::MLIRContext &context,
+                  mlir::ModuleOp primary, BucketBuild &buckets) {
+  auto main = primary.lookupSymbol<mlir::func::FuncOp>("main");
+  if (main.getNumArguments() == 0) {
+    std::cerr << "dpc compile: --seq-buckets needs a model that reads token "
+                 "ids; this one has no inputs\n";
+    return cli::kUsageError;
+  }
+  int64_t length = options.seqBuckets.back();
+  ShapeBucket top{
+      llvm::cast<mlir::RankedTensorType>(main.getArgument(0).getType())
+          .getDimSize(0),
+      length};
+  int64_t tokens =
+      options.bucketTokens > 0 ? options.bucketTokens : top.batch * length;
+  buckets.shapes = shapeBuckets(options.seqBuckets, tokens, top);
+  buckets.primary =
+      std::find(buckets.shapes.begin(), buckets.shapes.end(), top) -
+      buckets.shapes.begin();
+  buckets.modules.resize(buckets.shapes.size());
+  buckets.costs.resize(buckets.shapes.size());
+  for (auto [k, shape] : llvm::enumerate(buckets.shapes)) {
+    if (k == buckets.primary)
+      continue;
+    mlir::dpc::onnx_frontend::ImportOptions importOptions;
+    importOptions.batchSize = shape.batch;
+    importOptions.sequenceLength = shape.length;
+    auto imported = mlir::dpc::onnx_frontend::importOnnxFile(
+        options.model, &context, importOptions);
+    if (mlir::failed(imported)) {
+      std::cerr << "dpc compile: --seq-buckets: the model does not import "
+                   "at bucket "
+                << describe(shape) << "\n";
+      return cli::kUsageError;
+    }
+    buckets.modules[k] = std::move(imported->module);
+  }
+  return 0;
 }
 
 // Adds what the later phases know beside the planner's figures in
@@ -393,8 +557,18 @@ int compileModel(const CompileOptions &options) {
   mlir::OwningOpRef<mlir::ModuleOp> module;
   runtime::TensorFile weights;
   // A model that cannot be read or imported is bad input: exit code 2.
-  if (!loadModel(options, context, sourceMgr, module, weights))
+  bool bucketed = !options.seqBuckets.empty();
+  if (!loadModel(options, context, sourceMgr, module, weights)) {
+    if (bucketed)
+      std::cerr << "dpc compile: --seq-buckets: the model does not import at "
+                   "length "
+                << options.seqBuckets.back() << ", the longest bucket's\n";
     return cli::kUsageError;
+  }
+  BucketBuild buckets;
+  if (bucketed)
+    if (int exit = importBuckets(options, context, *module, buckets))
+      return exit;
 
   // Everything is written under a staging name and appears at -o only when
   // the whole compilation succeeded.
@@ -476,20 +650,106 @@ int compileModel(const CompileOptions &options) {
        [&] { return mlir::dpc::createVerifySchedulePass(verify); }},
       {"plan-memory", [&] { return mlir::dpc::createPlanMemoryPass(memory); }},
   };
+  // Runs the phases on `m`, calling `after` with each phase's name; false
+  // when a pass or `after` failed, in phase `current`.
+  const char *current = "";
+  auto runPhases = [&](mlir::ModuleOp m,
+                       const std::function<bool(llvm::StringRef)> &after) {
+    for (const Phase &phase : phases) {
+      // An inference build has nothing to differentiate.
+      if (options.inference && llvm::StringRef(phase.name) == "autodiff")
+        continue;
+      current = phase.name;
+      mlir::PassManager pm(&context);
+      pm.addPass(phase.create());
+      if (mlir::failed(pm.run(m)) || !after(phase.name))
+        return false;
+    }
+    return true;
+  };
   std::vector<std::pair<std::string, std::string>> phaseIR = {
       {"import", printIR(*module)}};
-  for (const Phase &phase : phases) {
-    // An inference build has nothing to differentiate.
-    if (options.inference && llvm::StringRef(phase.name) == "autodiff")
-      continue;
-    mlir::PassManager pm(&context);
-    pm.addPass(phase.create());
-    // Every pass checks the model and the options against each other (more
-    // stages than ops, logits the loss cannot take, an unreadable profile,
-    // a plan over the memory limit) and says what and where: bad input.
-    if (mlir::failed(pm.run(*module)))
-      return cli::kUsageError;
-    phaseIR.emplace_back(phase.name, printIR(*module));
+  std::vector<std::pair<std::string, std::string>> forward;
+  std::vector<int64_t> forwardStage;
+  // Every pass checks the model and the options against each other (more
+  // stages than ops, logits the loss cannot take, an unreadable profile,
+  // a plan over the memory limit) and says what and where: bad input.
+  if (!runPhases(*module, [&](llvm::StringRef phase) {
+        phaseIR.emplace_back(phase.str(), printIR(*module));
+        if (bucketed && phase == "partition-stages") {
+          forward = forwardOps(*module);
+          forwardStage = forwardStages(*module);
+        }
+        if (bucketed && phase == "build-schedule")
+          buckets.costs[buckets.primary] = mlir::dpc::collectStageInfo(*module);
+        return true;
+      }))
+    return cli::kUsageError;
+  if (bucketed) {
+    // Every other bucket: the primary one's partition, op by op, then the
+    // same passes; its schedule only feeds plan-memory and the verifier.
+    partition.fixedStages = forwardStage;
+    int64_t chunks = mlir::dpc::pipe::getNumChunks(*module);
+    partition.stages = (*module)
+                           ->getAttrOfType<mlir::IntegerAttr>(
+                               mlir::dpc::pipe::PipeDialect::kNumStagesAttrName)
+                           .getInt() /
+                       chunks;
+    partition.devices = 0;
+    partition.replicas = {};
+    if (auto replicas = (*module)->getAttrOfType<mlir::DenseI64ArrayAttr>(
+            mlir::dpc::pipe::PipeDialect::kReplicasAttrName);
+        replicas &&
+        llvm::any_of(replicas.asArrayRef(), [](int64_t r) { return r > 1; }))
+      partition.replicas = replicas.asArrayRef();
+    partition.planOutput = "";
+    partition.graphOutput = "";
+    partition.profile = "";
+    fs::path scratch = out.path() / "buckets";
+    fs::create_directories(scratch);
+    schedule.scheduleOutput = (scratch / "schedule.json").string();
+    schedule.traceOutput = "";
+    memory.scheduleFile = schedule.scheduleOutput;
+    verify.scheduleFile = schedule.scheduleOutput;
+    for (auto [k, shape] : llvm::enumerate(buckets.shapes)) {
+      if (k == buckets.primary)
+        continue;
+      mlir::ModuleOp m = *buckets.modules[k];
+      bool compared = false, differ = false;
+      bool ok = runPhases(m, [&](llvm::StringRef phase) {
+        if (phase == "annotate-costs" && !compared) {
+          compared = true;
+          std::vector<std::pair<std::string, std::string>> ops = forwardOps(m);
+          for (size_t i = 0; i < std::max(ops.size(), forward.size()); ++i) {
+            if (i < ops.size() && i < forward.size() && ops[i] == forward[i])
+              continue;
+            auto show = [&](const auto &list) {
+              return i < list.size() ? "'" + list[i].first + "' (node '" +
+                                           list[i].second + "')"
+                                     : std::string("the end of @main");
+            };
+            std::cerr << "dpc compile: --seq-buckets: bucket "
+                      << describe(shape) << " imports to other ops than bucket "
+                      << describe(buckets.shapes[buckets.primary])
+                      << ", so one partition cannot serve both: forward op "
+                      << i << " is " << show(ops) << " against "
+                      << show(forward) << "\n";
+            differ = true;
+            return false;
+          }
+        }
+        if (phase == "build-schedule")
+          buckets.costs[k] = mlir::dpc::collectStageInfo(m);
+        return true;
+      });
+      if (!ok) {
+        if (!differ)
+          std::cerr << "dpc compile: --seq-buckets: bucket " << describe(shape)
+                    << " fails in " << current << " (above)\n";
+        return cli::kUsageError;
+      }
+    }
+    fs::remove_all(scratch);
   }
 
   if (!completePlan(*module, out.path() / "plan.json", options.inference))
@@ -541,8 +801,10 @@ int compileModel(const CompileOptions &options) {
     int64_t rank = 0;
     for (int64_t stage = 0; stage < numRanks; ++stage) {
       std::string name = "rank" + std::to_string(rank);
-      if (!emitStage(*module, stage, numRanks, options.target,
-                     options.profileBuild, out.path(), name))
+      if (bucketed ? !emitBucketedStage(buckets, *module, stage, numRanks,
+                                        options.target, out.path(), name)
+                   : !emitStage(*module, stage, numRanks, options.target,
+                                options.profileBuild, out.path(), name))
         return 1;
       for (int64_t replica = 0; replica < replicas[stage]; ++replica, ++rank) {
         std::string alias = "rank" + std::to_string(rank);
@@ -639,6 +901,14 @@ int runCompileCommand(const Args &args) {
               "measured op costs from 'dpc profile'");
   p.addOption("emit", oneOf(&o.emit, {"mlir", "plan", "exe"}), "mlir|plan|exe",
               "stop after that stage (default exe)");
+  p.addCountListOption(
+      "seq-buckets", &o.seqBuckets, "L1,L2,...",
+      "compile shape buckets for token models of variable length: the "
+      "input's dimension 1 bound to each length (ascending), dimension 0 to "
+      "each batch that fits --bucket-tokens; needs --ignore-index");
+  p.addOption("bucket-tokens", &o.bucketTokens, "N",
+              "tokens per microbatch of the buckets (default the microbatch "
+              "size x the longest length)");
   p.addFlag("inference", &o.inference,
             "forward pass only: the ranks predict (dpc run --predictions) "
             "instead of training");

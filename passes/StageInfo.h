@@ -1,0 +1,27 @@
+//===- StageInfo.h - What build-schedule knows of each stage ----*- C++ -*-===//
+//
+// The schedule library's view of an outlined module's stages: compute times
+// from the segments' `nn.cost`, resident parameter bytes, stashed and sent
+// bytes per microbatch. build-schedule builds its streams from it; dpc
+// compile --seq-buckets writes it into the manifest per shape bucket.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef DPC_PASSES_STAGEINFO_H
+#define DPC_PASSES_STAGEINFO_H
+
+#include "dpc/schedule/Schedule.h"
+
+#include "mlir/IR/BuiltinOps.h"
+
+#include <vector>
+
+namespace mlir::dpc {
+
+/// One entry per (virtual) stage of the outlined segments of `module`, in
+/// stage order.
+std::vector<::dpc::schedule::StageInfo> collectStageInfo(ModuleOp module);
+
+} // namespace mlir::dpc
+
+#endif // DPC_PASSES_STAGEINFO_H

@@ -251,14 +251,17 @@ std::string printIR(mlir::ModuleOp module) {
   return text;
 }
 
-// The stage of every parameter name, from the outlined segments.
-std::map<std::string, int64_t> parameterStages(mlir::ModuleOp module) {
-  std::map<std::string, int64_t> stages;
+// The stages that read each parameter name, from the outlined segments: a
+// trainable parameter's owner, or every stage that holds a copy of a frozen
+// one (a constant read on several stages).
+std::map<std::string, std::set<int64_t>>
+parameterStages(mlir::ModuleOp module) {
+  std::map<std::string, std::set<int64_t>> stages;
   for (auto func : module.getOps<mlir::func::FuncOp>()) {
     std::optional<int64_t> stage = mlir::dpc::pipe::getStage(func);
     func.walk([&](mlir::dpc::nn::ParamOp param) {
       if (stage)
-        stages[param.getName().str()] = *stage;
+        stages[param.getName().str()].insert(*stage);
     });
   }
   return stages;
@@ -270,7 +273,7 @@ bool writeStageWeights(mlir::ModuleOp module, int64_t numRanks,
                        const runtime::TensorFile &weights,
                        const fs::path &dir) {
   std::vector<runtime::TensorFile> files(numRanks);
-  for (auto &[name, stage] : parameterStages(module)) {
+  for (auto &[name, stages] : parameterStages(module)) {
     auto it = weights.tensors.find(name);
     if (it == weights.tensors.end()) {
       std::cerr << "dpc compile: no initial value for parameter '" << name
@@ -278,7 +281,8 @@ bool writeStageWeights(mlir::ModuleOp module, int64_t numRanks,
                    "ONNX model)\n";
       return false;
     }
-    files[stage % numRanks].tensors[name] = it->second;
+    for (int64_t stage : stages)
+      files[stage % numRanks].tensors[name] = it->second;
   }
   try {
     fs::create_directories(dir);

@@ -14,6 +14,7 @@
 #include "dpc/schedule/Builder.h"
 #include "dpc/schedule/Verifier.h"
 
+#include "test/unittests/runtime/SoloCommunicator.h"
 #include "test/unittests/runtime/StagingDevice.h"
 
 #include <gmock/gmock.h>
@@ -246,27 +247,6 @@ TEST(Manifest, ErrorsNameTheField) {
 //===----------------------------------------------------------------------===//
 // Executor on one rank
 //===----------------------------------------------------------------------===//
-
-/// One rank, no peers: the executor never transfers on a one-stage pipeline.
-class SoloCommunicator : public Communicator {
-public:
-  int rank() const override { return 0; }
-  int size() const override { return 1; }
-  Request isend(const void *, size_t, int, int) override {
-    throw Error("no peers");
-  }
-  Request irecv(void *, size_t, int, int) override { throw Error("no peers"); }
-  void wait(Request &) override {}
-  bool test(Request &) override { return true; }
-  void allreduceSum(float *, size_t) override {}
-  void barrier() override {}
-  std::unique_ptr<Communicator> split(int, int) override {
-    return std::make_unique<SoloCommunicator>();
-  }
-  [[noreturn]] void abort(const std::string &message, int) override {
-    throw Error("abort: " + message);
-  }
-};
 
 // The C++ stand-ins for generated segments call whatever the test installed.
 std::function<void(dpc_context *)> onForward, onBackward, onOptimizer;

@@ -13,6 +13,7 @@
 #include "dpc/runtime/Manifest.h"
 #include "dpc/schedule/Builder.h"
 #include "dpc/schedule/Verifier.h"
+#include "test/unittests/runtime/SoloCommunicator.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -139,26 +140,6 @@ TEST(ManifestBuckets, ErrorsNameTheBucket) {
 // The executor running planned steps
 //===----------------------------------------------------------------------===//
 
-class SoloComm : public Communicator {
-public:
-  int rank() const override { return 0; }
-  int size() const override { return 1; }
-  Request isend(const void *, size_t, int, int) override {
-    throw Error("no peers");
-  }
-  Request irecv(void *, size_t, int, int) override { throw Error("no peers"); }
-  void wait(Request &) override {}
-  bool test(Request &) override { return true; }
-  void allreduceSum(float *, size_t) override {}
-  void barrier() override {}
-  std::unique_ptr<Communicator> split(int, int) override {
-    return std::make_unique<SoloComm>();
-  }
-  [[noreturn]] void abort(const std::string &message, int) override {
-    throw Error("abort: " + message);
-  }
-};
-
 std::function<void(dpc_context *)> onForward, onBackward;
 void forwardSegment(dpc_context *c) { onForward(c); }
 void backwardSegment(dpc_context *c) { onBackward(c); }
@@ -193,7 +174,7 @@ TEST(PlannedSteps, EachMicrobatchRunsInItsBucket) {
   f.forward = forwardSegment;
   f.backward = backwardSegment;
   f.optimizer = optimizerSegment;
-  SoloComm comm;
+  SoloCommunicator comm;
   Executor exec(manifest, oneFOneB(1, 2), comm, f);
   Dataset data = fourSequences();
   exec.setTrainData(&data, /*shuffle=*/false, 0);

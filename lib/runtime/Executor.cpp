@@ -1702,6 +1702,10 @@ void Executor::setTrainData(const Dataset *data, bool shuffle, uint64_t seed) {
   impl->trainSampler = std::make_unique<Sampler>(config);
 }
 
+Sampler *Executor::trainSampler() {
+  return impl->trainSampler.get();
+}
+
 double Executor::runStep(int64_t step) {
   Impl &s = *impl;
   if (s.planned) {

@@ -615,24 +615,15 @@ int runRank(int argc, char **argv, Communicator &comm) {
                 std::to_string(samplesPerStep));
   int64_t totalSteps =
       opts.steps > 0 ? opts.steps : opts.epochs * stepsPerEpoch;
-  exec.setTrainData(readsData && train ? &*train : nullptr, opts.shuffle,
-                    uint64_t(opts.seed));
-
   // Variable-length data in a bucketed build: each step is planned (the
-  // same plan on every rank: same sampler, same lengths, same planner).
+  // same plan on every rank: the executor's sampler, the same lengths, the
+  // same planner), so every rank's executor gets the training data.
   // Fixed-length data runs every microbatch in the top bucket.
   std::optional<StepPlanner> planner;
-  std::optional<Sampler> planSampler;
-  if (plansSteps && train->variableLength()) {
+  if (plansSteps && train->variableLength())
     planner.emplace(m, schedule, *parseMicrobatchingMode(opts.microbatching));
-    SamplerConfig config;
-    config.numSamples = train->size();
-    config.microbatches = int(microbatches);
-    config.microbatchSize = m.microbatchSize;
-    config.shuffle = opts.shuffle;
-    config.seed = uint64_t(opts.seed);
-    planSampler.emplace(config);
-  }
+  exec.setTrainData(readsData || planner ? &*train : nullptr, opts.shuffle,
+                    uint64_t(opts.seed));
 
   // A checkpoint directory that cannot be written fails now, not at the end
   // of training.
@@ -722,7 +713,7 @@ int runRank(int argc, char **argv, Communicator &comm) {
     if (planner) {
       std::vector<int64_t> samples, lengths;
       for (int64_t mb = 0; mb < microbatches; ++mb)
-        for (int64_t i : planSampler->microbatchIndices(step, mb)) {
+        for (int64_t i : exec.trainSampler()->microbatchIndices(step, mb)) {
           samples.push_back(i);
           lengths.push_back(train->sequenceLength(i));
         }

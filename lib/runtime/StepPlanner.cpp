@@ -129,6 +129,12 @@ StepPlanner::StepPlanner(const RankManifest &manifest,
         if (slot < 0 || better(int(b), slot))
           slot = int(b);
       }
+  for (const std::vector<int> &row : best) {
+    int64_t k = maxBatch;
+    while (k > 0 && row[size_t(k)] < 0)
+      --k;
+    capacity.push_back(k);
+  }
 }
 
 int StepPlanner::bucketFor(int64_t samples, int64_t length) const {
@@ -172,10 +178,9 @@ StepPlan StepPlanner::plan(const std::vector<int64_t> &samples,
       return b < 0 ? std::numeric_limits<double>::infinity() : costs[size_t(b)];
     };
     cost.capacity = [&](int64_t length) {
-      int64_t k = int64_t(best.front().size()) - 1;
-      while (k > 0 && bucketFor(k, length) < 0)
-        --k;
-      return k;
+      auto it = std::lower_bound(lengths.begin(), lengths.end(), length);
+      return it == lengths.end() ? int64_t(0)
+                                 : capacity[size_t(it - lengths.begin())];
     };
     planner::MicrobatchingOptions options;
     options.stages = fixed.numStages();

@@ -167,6 +167,9 @@ public:
   /// Dataset must outlive the executor. Every rank passes the run's seed,
   /// which also keys dropout's masks (dpc_random_key).
   void setTrainData(const Dataset *data, bool shuffle, uint64_t seed);
+  /// The sampler setTrainData made (which samples each step trains on), or
+  /// nullptr without training data.
+  Sampler *trainSampler();
 
   /// Runs the program of this rank for global step `step`. Returns the step's
   /// loss on the last stage, 0 elsewhere: the sum of the reported microbatch

@@ -96,6 +96,8 @@ private:
   /// bucket of at least lengths[l] tokens and k sequences (k from 1).
   std::vector<int64_t> lengths;
   std::vector<std::vector<int>> best;
+  /// capacity[l]: the most sequences of lengths[l] tokens any bucket holds.
+  std::vector<int64_t> capacity;
 };
 
 } // namespace dpc::runtime

@@ -122,6 +122,17 @@ Expected<PlanSummary> readPlanSummary(const std::string &text,
           step.dump());
     summary.simulatedStepMs = step.get<double>();
   }
+  if (plan->contains("memory_limit_bytes")) {
+    const auto &limit = (*plan)["memory_limit_bytes"];
+    if (!limit.is_number() || !std::isfinite(limit.get<double>()) ||
+        limit.get<double>() < 0)
+      return Expected<PlanSummary>::failure(
+          name +
+          ": \"memory_limit_bytes\" must be a finite number >= 0, "
+          "got " +
+          limit.dump());
+    summary.memoryLimitBytes = limit.get<double>();
+  }
   return summary;
 }
 

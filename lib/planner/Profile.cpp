@@ -6,9 +6,12 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <fstream>
+#include <limits>
 #include <sstream>
 
 namespace dpc::planner {
@@ -275,7 +278,8 @@ Expected<Graph> parseJsonProfile(const std::string &text,
   return graph;
 }
 
-std::string writeJsonProfile(const Graph &graph) {
+std::string writeJsonProfile(const Graph &graph,
+                             const std::vector<MeasuredShape> &shapes) {
   nlohmann::json nodes = nlohmann::json::array();
   nlohmann::json edges = nlohmann::json::array();
   for (NodeId v = 0; v < graph.size(); ++v) {
@@ -297,13 +301,30 @@ std::string writeJsonProfile(const Graph &graph) {
                         {"version", 1},
                         {"nodes", std::move(nodes)},
                         {"edges", std::move(edges)}};
+  if (!shapes.empty()) {
+    nlohmann::json list = nlohmann::json::array();
+    for (const MeasuredShape &shape : shapes) {
+      nlohmann::json times = nlohmann::json::array();
+      for (const auto &[name, t] : shape.nodes)
+        times.push_back({{"name", name},
+                         {"forward_ms", t.forwardMs},
+                         {"backward_ms", t.backwardMs}});
+      list.push_back({{"batch", shape.batch},
+                      {"length", shape.length},
+                      {"nodes", std::move(times)}});
+    }
+    doc["shapes"] = std::move(list);
+  }
   return doc.dump(2) + "\n";
 }
 
-Expected<Graph> loadProfile(const std::string &path) {
+namespace {
+
+// The text of the profile at `path`, read up to kMaxProfileBytes.
+Expected<std::string> readProfileText(const std::string &path) {
   std::ifstream in(path, std::ios::binary);
   if (!in)
-    return Expected<Graph>::failure("cannot read profile '" + path + "'");
+    return Expected<std::string>::failure("cannot read profile '" + path + "'");
   // Read at most one byte past the limit, so that /dev/zero or a runaway
   // pipe fails at once instead of filling memory.
   std::string text;
@@ -311,16 +332,240 @@ Expected<Graph> loadProfile(const std::string &path) {
   while (in.read(chunk, sizeof(chunk)) || in.gcount() > 0) {
     text.append(chunk, size_t(in.gcount()));
     if (text.size() > kMaxProfileBytes)
-      return Expected<Graph>::failure(path + ": larger than " +
-                                      std::to_string(kMaxProfileBytes >> 20) +
-                                      " MiB, the most a profile may hold");
+      return Expected<std::string>::failure(
+          path + ": larger than " + std::to_string(kMaxProfileBytes >> 20) +
+          " MiB, the most a profile may hold");
   }
   if (in.bad())
-    return Expected<Graph>::failure("cannot read profile '" + path + "'");
+    return Expected<std::string>::failure("cannot read profile '" + path + "'");
+  return text;
+}
+
+bool isJson(const std::string &text) {
   size_t first = text.find_first_not_of(" \t\r\n");
-  if (first != std::string::npos && text[first] == '{')
-    return parseJsonProfile(text, path);
-  return parsePipeDreamProfile(text, path);
+  return first != std::string::npos && text[first] == '{';
+}
+
+} // namespace
+
+Expected<Graph> loadProfile(const std::string &path) {
+  Expected<std::string> text = readProfileText(path);
+  if (!text)
+    return Expected<Graph>::failure(text.error());
+  if (isJson(*text))
+    return parseJsonProfile(*text, path);
+  return parsePipeDreamProfile(*text, path);
+}
+
+Expected<std::vector<MeasuredShape>>
+parseProfileShapes(const std::string &text, const std::string &source) {
+  using Result = Expected<std::vector<MeasuredShape>>;
+  std::vector<MeasuredShape> shapes;
+  if (!isJson(text))
+    return shapes;
+  nlohmann::json doc = nlohmann::json::parse(text, nullptr,
+                                             /*allow_exceptions=*/false);
+  if (doc.is_discarded() || !doc.is_object())
+    return Result::failure(source + ": not a JSON object");
+  if (!doc.contains("shapes"))
+    return shapes;
+  auto fail = [&](const std::string &why) {
+    return Result::failure(source + ": " + why);
+  };
+  if (!doc["shapes"].is_array())
+    return fail("\"shapes\" must be an array");
+  for (size_t i = 0; i < doc["shapes"].size(); ++i) {
+    const nlohmann::json &j = doc["shapes"][i];
+    std::string where = "shapes[" + std::to_string(i) + "]";
+    if (!j.is_object())
+      return fail(where + " is not an object");
+    MeasuredShape shape;
+    for (auto [key, out] : {std::pair{"batch", &shape.batch},
+                            std::pair{"length", &shape.length}}) {
+      if (!j.contains(key) || !j[key].is_number_integer() ||
+          j[key].get<int64_t>() < 1 || j[key].get<int64_t>() > (1 << 30))
+        return fail(where + " has no \"" + key +
+                    "\" (expected an integer from 1 to 2^30)");
+      *out = j[key].get<int64_t>();
+    }
+    for (const MeasuredShape &other : shapes)
+      if (other.batch == shape.batch && other.length == shape.length)
+        return fail(where + " repeats the shape " +
+                    std::to_string(shape.batch) + "x" +
+                    std::to_string(shape.length));
+    if (!j.contains("nodes") || !j["nodes"].is_array())
+      return fail(where + " has no \"nodes\" array");
+    for (size_t k = 0; k < j["nodes"].size(); ++k) {
+      const nlohmann::json &n = j["nodes"][k];
+      std::string at = where + ".nodes[" + std::to_string(k) + "]";
+      if (!n.is_object() || !n.contains("name") || !n["name"].is_string())
+        return fail(at + " has no \"name\" string");
+      std::string name = n["name"].get<std::string>();
+      if (shape.nodes.count(name))
+        return fail(at + " ('" + name + "') is defined twice");
+      NodeTimes times;
+      for (auto [key, out] : {std::pair{"forward_ms", &times.forwardMs},
+                              std::pair{"backward_ms", &times.backwardMs}}) {
+        if (!n.contains(key))
+          continue;
+        if (!n[key].is_number() || !(n[key].get<double>() >= 0) ||
+            n[key].get<double>() > kMaxProfileValue)
+          return fail(at + " ('" + name + "') has a bad \"" + key +
+                      "\" (expected a number from 0 to 1e18)");
+        *out = n[key].get<double>();
+      }
+      shape.nodes.emplace(std::move(name), times);
+    }
+    shapes.push_back(std::move(shape));
+  }
+  return shapes;
+}
+
+Expected<std::vector<MeasuredShape>>
+loadProfileShapes(const std::string &path) {
+  Expected<std::string> text = readProfileText(path);
+  if (!text)
+    return Expected<std::vector<MeasuredShape>>::failure(text.error());
+  return parseProfileShapes(*text, path);
+}
+
+namespace {
+
+// The features of the shape fit: a call, the tokens, the token pairs.
+std::array<double, 3> shapeFeatures(int64_t batch, int64_t length) {
+  double tokens = double(batch) * double(length);
+  return {1.0, tokens, tokens * double(length)};
+}
+
+// Least squares over the features in `active` (a bit mask), the others
+// held at zero; false when the system is singular. Columns are scaled to a
+// largest value of 1 first.
+bool solveLeastSquares(const std::vector<std::array<double, 3>> &x,
+                       const std::vector<double> &y, unsigned active,
+                       double coefficients[3]) {
+  int columns[3], n = 0;
+  for (int c = 0; c < 3; ++c)
+    if (active & (1u << c))
+      columns[n++] = c;
+  double scale[3] = {0, 0, 0};
+  for (int i = 0; i < n; ++i)
+    for (const auto &row : x)
+      scale[i] = std::max(scale[i], std::abs(row[size_t(columns[i])]));
+  // Normal equations [A | b], solved by Gaussian elimination with pivoting.
+  double a[3][4] = {};
+  for (size_t r = 0; r < x.size(); ++r)
+    for (int i = 0; i < n; ++i) {
+      double xi = x[r][size_t(columns[i])] / scale[i];
+      for (int j = 0; j < n; ++j)
+        a[i][j] += xi * x[r][size_t(columns[j])] / scale[j];
+      a[i][n] += xi * y[r];
+    }
+  for (int c = 0; c < n; ++c) {
+    int pivot = c;
+    for (int r = c + 1; r < n; ++r)
+      if (std::abs(a[r][c]) > std::abs(a[pivot][c]))
+        pivot = r;
+    if (std::abs(a[pivot][c]) < 1e-12)
+      return false;
+    std::swap(a[c], a[pivot]);
+    for (int r = 0; r < n; ++r) {
+      if (r == c)
+        continue;
+      double f = a[r][c] / a[c][c];
+      for (int k = c; k <= n; ++k)
+        a[r][k] -= f * a[c][k];
+    }
+  }
+  for (int c = 0; c < 3; ++c)
+    coefficients[c] = 0;
+  for (int i = 0; i < n; ++i)
+    coefficients[columns[i]] = a[i][n] / a[i][i] / scale[i];
+  return true;
+}
+
+// The non-negative least-squares fit: every subset of the features solved
+// without constraints, the best one whose coefficients are all >= 0.
+void fitShapes(const std::vector<std::array<double, 3>> &x,
+               const std::vector<double> &y, double best[3]) {
+  double bestError = std::numeric_limits<double>::infinity();
+  for (unsigned active = 1; active < 8; ++active) {
+    double c[3];
+    if (!solveLeastSquares(x, y, active, c) || c[0] < 0 || c[1] < 0 || c[2] < 0)
+      continue;
+    double error = 0;
+    for (size_t r = 0; r < x.size(); ++r) {
+      double d = c[0] * x[r][0] + c[1] * x[r][1] + c[2] * x[r][2] - y[r];
+      error += d * d;
+    }
+    if (error < bestError * (1 - 1e-12)) {
+      bestError = error;
+      std::copy(c, c + 3, best);
+    }
+  }
+}
+
+} // namespace
+
+ShapeCosts::ShapeCosts(std::vector<MeasuredShape> measured)
+    : shapes(std::move(measured)) {
+  std::map<std::string, std::vector<const MeasuredShape *>> byNode;
+  for (const MeasuredShape &shape : shapes)
+    for (const auto &entry : shape.nodes)
+      byNode[entry.first].push_back(&shape);
+  for (const auto &[name, list] : byNode) {
+    if (list.size() < 3)
+      continue;
+    std::vector<std::array<double, 3>> x;
+    std::vector<double> forward, backward;
+    for (const MeasuredShape *shape : list) {
+      x.push_back(shapeFeatures(shape->batch, shape->length));
+      const NodeTimes &t = shape->nodes.at(name);
+      forward.push_back(t.forwardMs);
+      backward.push_back(t.backwardMs);
+    }
+    std::pair<Fit, Fit> &fit = fits[name];
+    fitShapes(x, forward, fit.first.a);
+    fitShapes(x, backward, fit.second.a);
+  }
+}
+
+std::optional<NodeTimes> ShapeCosts::estimate(const std::string &node,
+                                              int64_t batch,
+                                              int64_t length) const {
+  const MeasuredShape *nearest = nullptr;
+  double nearestDistance = std::numeric_limits<double>::infinity();
+  for (const MeasuredShape &shape : shapes) {
+    auto it = shape.nodes.find(node);
+    if (it == shape.nodes.end())
+      continue;
+    if (shape.batch == batch && shape.length == length)
+      return it->second;
+    double db = std::log(double(shape.batch) / double(batch));
+    double dl = std::log(double(shape.length) / double(length));
+    double distance = db * db + dl * dl;
+    if (distance < nearestDistance) {
+      nearestDistance = distance;
+      nearest = &shape;
+    }
+  }
+  if (!nearest)
+    return std::nullopt;
+  std::array<double, 3> x = shapeFeatures(batch, length);
+  if (auto it = fits.find(node); it != fits.end()) {
+    const auto &[forward, backward] = it->second;
+    NodeTimes t;
+    for (int c = 0; c < 3; ++c) {
+      t.forwardMs += forward.a[c] * x[size_t(c)];
+      t.backwardMs += backward.a[c] * x[size_t(c)];
+    }
+    return t;
+  }
+  NodeTimes t = nearest->nodes.at(node);
+  double ratio = double(batch) * double(length) /
+                 (double(nearest->batch) * double(nearest->length));
+  t.forwardMs *= ratio;
+  t.backwardMs *= ratio;
+  return t;
 }
 
 } // namespace dpc::planner

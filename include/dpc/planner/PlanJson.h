@@ -24,11 +24,13 @@ nlohmann::ordered_json planToJson(const Graph &graph, const PlanResult &result,
 /// What `dpc run` reads from an output directory's plan.json: the device
 /// count the plan was made for and the simulated step time, each when
 /// present. A file that is not a JSON object, a device count that is not an
-/// integer from 1 to 2^31-1 or a step time that is not a finite number >= 0
-/// fails naming `name` and the key.
+/// integer from 1 to 2^31-1 or a step time or memory limit that is not a
+/// finite number >= 0 fails naming `name` and the key.
 struct PlanSummary {
   std::optional<int64_t> devices;
   std::optional<double> simulatedStepMs;
+  /// `dpc compile --memory-limit` per rank, in bytes.
+  std::optional<double> memoryLimitBytes;
 };
 Expected<PlanSummary> readPlanSummary(const std::string &text,
                                       const std::string &name);

@@ -15,7 +15,11 @@
 #include "dpc/planner/Graph.h"
 
 #include <cstddef>
+#include <cstdint>
+#include <map>
+#include <optional>
 #include <string>
+#include <vector>
 
 namespace dpc::planner {
 
@@ -27,8 +31,30 @@ Expected<Graph> parsePipeDreamProfile(const std::string &text,
 Expected<Graph> parseJsonProfile(const std::string &text,
                                  const std::string &source);
 
-/// Serialises `graph` as profile.json (round-trips through parseJsonProfile).
-std::string writeJsonProfile(const Graph &graph);
+/// Measured milliseconds of one model node per microbatch.
+struct NodeTimes {
+  double forwardMs = 0;
+  double backwardMs = 0;
+};
+
+/// The times of every measured node of a token model at one microbatch
+/// shape: `batch` sequences of `length` tokens (`dpc profile --seq-buckets`
+/// measures one per shape bucket).
+struct MeasuredShape {
+  int64_t batch = 0;
+  int64_t length = 0;
+  std::map<std::string, NodeTimes> nodes;
+};
+
+/// Serialises `graph` as profile.json (round-trips through parseJsonProfile),
+/// with the measured shapes under "shapes" when there are any.
+std::string writeJsonProfile(const Graph &graph,
+                             const std::vector<MeasuredShape> &shapes = {});
+
+/// The "shapes" of a profile.json: empty when it has none (a graph.txt or a
+/// profile of one shape). Errors name the shape and node index.
+Expected<std::vector<MeasuredShape>>
+parseProfileShapes(const std::string &text, const std::string &source);
 
 /// The largest profile loadProfile reads: 64 MiB, some 400,000 graph.txt
 /// nodes (the published profiles are under 40 KiB). A bound, so that a
@@ -39,6 +65,37 @@ constexpr size_t kMaxProfileBytes = size_t(64) << 20;
 /// non-blank character is '{', graph.txt otherwise. Numbers are decimal
 /// (no hex, inf or nan) from 0 to 1e18.
 Expected<Graph> loadProfile(const std::string &path);
+
+/// The measured shapes of the profile at `path` (see parseProfileShapes).
+Expected<std::vector<MeasuredShape>> loadProfileShapes(const std::string &path);
+
+/// Node times at any microbatch shape from the shapes a profile measured.
+/// A measured shape gives its own times. Any other shape is estimated node
+/// by node from a fit over the measured shapes of
+///   t(B, L) = a + b * B * L + c * B * L * L,  with a, b, c >= 0,
+/// a kernel call's fixed cost, work per token, and the attention's work per
+/// token pair: the least-squares fit among those with non-negative
+/// coefficients. With fewer than three shapes measuring a node, its time
+/// scales with the tokens of the nearest measured shape.
+class ShapeCosts {
+public:
+  explicit ShapeCosts(std::vector<MeasuredShape> shapes);
+
+  /// The node's times at (batch, length), or nullopt when no shape
+  /// measured it.
+  std::optional<NodeTimes> estimate(const std::string &node, int64_t batch,
+                                    int64_t length) const;
+  bool empty() const { return shapes.empty(); }
+
+private:
+  struct Fit {
+    double a[3] = {0, 0, 0};
+  };
+  std::vector<MeasuredShape> shapes;
+  /// Per node: the forward and backward fits (when three shapes measured
+  /// it).
+  std::map<std::string, std::pair<Fit, Fit>> fits;
+};
 
 } // namespace dpc::planner
 

@@ -25,6 +25,19 @@ TEST(PlanJson, ReadsDevicesAndStepTime) {
   ASSERT_TRUE(summary);
   EXPECT_FALSE(summary->devices);
   EXPECT_FALSE(summary->simulatedStepMs);
+  EXPECT_FALSE(summary->memoryLimitBytes);
+}
+
+TEST(PlanJson, ReadsTheMemoryLimit) {
+  Expected<PlanSummary> summary =
+      readPlanSummary(R"({"memory_limit_bytes":67108864.0})", "p");
+  ASSERT_TRUE(summary) << summary.error();
+  EXPECT_EQ(summary->memoryLimitBytes, 67108864.0);
+  for (const char *limit : {"-1", "\"64MiB\"", "null"})
+    EXPECT_THAT(error(std::string(R"({"memory_limit_bytes":)") + limit + "}"),
+                HasSubstr("out/plan.json: \"memory_limit_bytes\" must be a "
+                          "finite number >= 0, got " +
+                          std::string(limit)));
 }
 
 TEST(PlanJson, RefusesNonsense) {

@@ -172,4 +172,131 @@ TEST(ProfileTest, SharedProfilesParse) {
   }
 }
 
+// A profile of a token model measured at several shapes keeps every shape's
+// node times through writeJsonProfile and parseProfileShapes.
+TEST(ProfileShapesTest, RoundTrip) {
+  Graph graph;
+  graph.addNode({"attn", "", 2.0, 4.0, 0, 0, false});
+  std::vector<MeasuredShape> shapes = {
+      {4, 64, {{"attn", {2.0, 4.0}}, {"fc", {0.5, 1.25}}}},
+      {8, 16, {{"attn", {0.25, 0.5}}}},
+  };
+  std::string text = writeJsonProfile(graph, shapes);
+  Expected<std::vector<MeasuredShape>> back =
+      parseProfileShapes(text, "p.json");
+  ASSERT_TRUE(back) << back.error();
+  ASSERT_EQ(back->size(), 2u);
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    EXPECT_EQ((*back)[i].batch, shapes[i].batch);
+    EXPECT_EQ((*back)[i].length, shapes[i].length);
+    ASSERT_EQ((*back)[i].nodes.size(), shapes[i].nodes.size());
+    for (const auto &[name, t] : shapes[i].nodes) {
+      EXPECT_EQ((*back)[i].nodes.at(name).forwardMs, t.forwardMs);
+      EXPECT_EQ((*back)[i].nodes.at(name).backwardMs, t.backwardMs);
+    }
+  }
+  // The graph still reads as before; a profile without shapes has none.
+  EXPECT_TRUE(parseJsonProfile(text, "p.json"));
+  Expected<std::vector<MeasuredShape>> none =
+      parseProfileShapes(writeJsonProfile(graph), "p.json");
+  ASSERT_TRUE(none);
+  EXPECT_TRUE(none->empty());
+  EXPECT_TRUE(parseProfileShapes("node1 -- a -- forward_compute_time=1.0, "
+                                 "backward_compute_time=1.0, "
+                                 "activation_size=1.0, parameter_size=0.0",
+                                 "graph.txt")
+                  ->empty());
+}
+
+TEST(ProfileShapesTest, ErrorsNameTheShapeAndNode) {
+  auto error = [](const std::string &shapes) {
+    Expected<std::vector<MeasuredShape>> s = parseProfileShapes(
+        "{\"nodes\": [{\"name\": \"a\"}], \"shapes\": " + shapes + "}",
+        "p.json");
+    return s ? std::string("ok") : s.error();
+  };
+  EXPECT_EQ(error("{}"), "p.json: \"shapes\" must be an array");
+  EXPECT_EQ(error("[{\"batch\": 0, \"length\": 8, \"nodes\": []}]"),
+            "p.json: shapes[0] has no \"batch\" (expected an integer from 1 "
+            "to 2^30)");
+  EXPECT_EQ(error("[{\"batch\": 2, \"length\": 8.5, \"nodes\": []}]"),
+            "p.json: shapes[0] has no \"length\" (expected an integer from 1 "
+            "to 2^30)");
+  EXPECT_EQ(error("[{\"batch\": 2, \"length\": 8}]"),
+            "p.json: shapes[0] has no \"nodes\" array");
+  EXPECT_EQ(error("[{\"batch\": 2, \"length\": 8, \"nodes\": []}, "
+                  "{\"batch\": 2, \"length\": 8, \"nodes\": []}]"),
+            "p.json: shapes[1] repeats the shape 2x8");
+  EXPECT_EQ(error("[{\"batch\": 2, \"length\": 8, \"nodes\": [{\"name\": "
+                  "\"a\", \"backward_ms\": -0.5}]}]"),
+            "p.json: shapes[0].nodes[0] ('a') has a bad \"backward_ms\" "
+            "(expected a number from 0 to 1e18)");
+  EXPECT_EQ(error("[{\"batch\": 2, \"length\": 8, \"nodes\": [{\"name\": "
+                  "\"a\"}, {\"name\": \"a\"}]}]"),
+            "p.json: shapes[0].nodes[1] ('a') is defined twice");
+  EXPECT_EQ(error("[{\"batch\": 2, \"length\": 8, \"nodes\": [{\"name\": "
+                  "\"a\", \"forward_ms\": 1}]}]"),
+            "ok");
+}
+
+// Times that follow the fit's own form are recovered at shapes no one
+// measured: a fixed cost per call, work per token and per token pair.
+TEST(ShapeCostsTest, FitRecoversCallTokenAndPairCosts) {
+  auto truth = [](int64_t b, int64_t l) {
+    double tokens = double(b * l);
+    return 0.05 + 2e-4 * tokens + 3e-7 * tokens * double(l);
+  };
+  std::vector<MeasuredShape> shapes;
+  for (auto [b, l] : {std::pair{16, 16},
+                      {4, 16},
+                      {1, 16},
+                      {8, 32},
+                      {2, 32},
+                      {4, 64},
+                      {1, 64},
+                      {2, 128}})
+    shapes.push_back(
+        {b, l, {{"attn", {truth(b, l), 2 * truth(b, l)}}, {"fc", {1, 1}}}});
+  ShapeCosts costs(shapes);
+  // Measured shapes give their own times.
+  std::optional<NodeTimes> measured = costs.estimate("attn", 4, 64);
+  ASSERT_TRUE(measured);
+  EXPECT_EQ(measured->forwardMs, truth(4, 64));
+  for (auto [b, l] : {std::pair{2, 16}, {1, 32}, {2, 64}, {1, 128}, {8, 64}}) {
+    std::optional<NodeTimes> t = costs.estimate("attn", b, l);
+    ASSERT_TRUE(t);
+    EXPECT_NEAR(t->forwardMs, truth(b, l), 1e-9 * truth(b, l)) << b << "x" << l;
+    EXPECT_NEAR(t->backwardMs, 2 * truth(b, l), 2e-9 * truth(b, l));
+  }
+  // A node that costs the same at every shape is a pure call cost.
+  EXPECT_NEAR(costs.estimate("fc", 3, 100)->forwardMs, 1.0, 1e-12);
+  EXPECT_FALSE(costs.estimate("nothing", 4, 64));
+}
+
+TEST(ShapeCostsTest, CoefficientsStayNonNegative) {
+  // Noisy times that fall with the tokens would fit a negative slope; the
+  // estimate keeps a non-negative one (here: the mean, a pure call cost).
+  std::vector<MeasuredShape> shapes = {{1, 16, {{"x", {3.0, 0}}}},
+                                       {2, 16, {{"x", {2.0, 0}}}},
+                                       {4, 16, {{"x", {1.0, 0}}}}};
+  ShapeCosts costs(shapes);
+  std::optional<NodeTimes> t = costs.estimate("x", 64, 64);
+  ASSERT_TRUE(t);
+  EXPECT_NEAR(t->forwardMs, 2.0, 1e-9);
+  EXPECT_GE(t->backwardMs, 0.0);
+}
+
+TEST(ShapeCostsTest, FewShapesScaleWithTheNearestShapesTokens) {
+  std::vector<MeasuredShape> shapes = {{4, 64, {{"x", {8.0, 16.0}}}},
+                                       {1, 16, {{"x", {1.0, 1.0}}}}};
+  ShapeCosts costs(shapes);
+  // (2, 64) is nearest to (4, 64): half its tokens, half its time.
+  std::optional<NodeTimes> t = costs.estimate("x", 2, 64);
+  ASSERT_TRUE(t);
+  EXPECT_DOUBLE_EQ(t->forwardMs, 4.0);
+  EXPECT_DOUBLE_EQ(t->backwardMs, 8.0);
+  // (1, 32) is nearer to (1, 16): twice its tokens.
+  EXPECT_DOUBLE_EQ(costs.estimate("x", 1, 32)->forwardMs, 2.0);
+}
+
 } // namespace

@@ -103,6 +103,34 @@ def AnnotateCostsPass : Pass<"dpc-annotate-costs", "::mlir::ModuleOp"> {
   ];
 }
 
+def ApplyProfilePass : Pass<"dpc-apply-profile", "::mlir::ModuleOp"> {
+  let summary = "price the outlined segments' ops with measured times";
+  let description = [{
+    Replaces the analytic `time_ms` in the `nn.cost` of every op of the
+    outlined segments by the times `dpc profile` measured for its model node
+    (`nn.node`): a node's forward time is shared among its ops in forward
+    segments, its backward time among its ops in the backward segments, in
+    the proportions of their analytic times. Ops of nodes the profile does
+    not have (and ops of no node) keep their analytic time scaled by the
+    ratio of measured to analytic time over the measured nodes. Runs after
+    `outline-stages`, so that `build-schedule`, the simulator and the
+    manifest's stage costs use what was measured.
+
+    With `batch` and `length`, the model is priced at that microbatch shape
+    from a profile of several shapes (`dpc profile --seq-buckets`): the
+    shape's own times when it was measured, the fit over the measured
+    shapes otherwise.
+  }];
+  let options = [
+    Option<"profile", "profile", "std::string", /*default=*/"\"\"",
+           "profile.json written by dpc profile">,
+    Option<"batch", "batch", "int64_t", /*default=*/"0",
+           "Microbatch size to price at (a profile of several shapes)">,
+    Option<"length", "length", "int64_t", /*default=*/"0",
+           "Sequence length to price at (a profile of several shapes)">,
+  ];
+}
+
 def PartitionStagesPass : Pass<"dpc-partition-stages", "::mlir::ModuleOp"> {
   let summary = "assign the forward ops of @main to pipeline stages";
   let description = [{

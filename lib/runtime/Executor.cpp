@@ -1372,8 +1372,14 @@ struct Executor::Impl : dpc_context {
     double startMs = -1;
     double totalMs = 0;
     int64_t calls = 0;
+    /// Every call's milliseconds, for the median: a call the OS preempted
+    /// moves the mean, not the median.
+    std::vector<float> callMs;
   };
   std::vector<OpTime> opTimes;
+  /// Training steps run so far: the first one's op times (oneDNN's
+  /// primitive creation, cold caches) are left out once a second one runs.
+  int64_t trainingStepsRun = 0;
 
   OpTime &opTime(const char *function, int64_t op) {
     if (op < 0 || op >= static_cast<int64_t>(manifest.profile.size()))
@@ -1390,7 +1396,9 @@ struct Executor::Impl : dpc_context {
     OpTime &t = opTime("dpc_profile_end", op);
     if (t.startMs < 0)
       fatal("dpc_profile_end", "op " + std::to_string(op) + " was not begun");
-    t.totalMs += nowMs() - t.startMs;
+    double ms = nowMs() - t.startMs;
+    t.totalMs += ms;
+    t.callMs.push_back(float(ms));
     t.startMs = -1;
     ++t.calls;
   }
@@ -1549,11 +1557,21 @@ std::string Executor::profileJson() const {
     const ManifestProfileOp &op = impl->manifest.profile[i];
     int64_t calls = i < impl->opTimes.size() ? impl->opTimes[i].calls : 0;
     double total = i < impl->opTimes.size() ? impl->opTimes[i].totalMs : 0;
+    std::vector<float> callMs = i < impl->opTimes.size()
+                                    ? impl->opTimes[i].callMs
+                                    : std::vector<float>();
+    double median = 0;
+    if (!callMs.empty()) {
+      auto middle = callMs.begin() + callMs.size() / 2;
+      std::nth_element(callMs.begin(), middle, callMs.end());
+      median = *middle;
+    }
     ops.push_back({{"id", op.id},
                    {"node", op.node},
                    {"phase", op.phase},
                    {"calls", calls},
-                   {"total_ms", total}});
+                   {"total_ms", total},
+                   {"median_ms", median}});
   }
   nlohmann::ordered_json root = {{"format", "dpc-op-times"},
                                  {"version", 1},
@@ -1766,6 +1784,8 @@ double Executor::Impl::trainStep(int64_t step) {
   s.currentData = s.trainData;
   s.currentSampler = s.trainSampler.get();
   s.currentStep = step;
+  if (s.trainingStepsRun++ == 1)
+    s.opTimes.clear();
   if (s.manifest.ignoreIndex && s.manifest.labelsShape)
     s.countStepLabels(step);
   s.losses.assign(size_t(s.sched.microbatches), std::nullopt);

@@ -9,6 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "dpc/planner/PlanJson.h"
 #include "dpc/runtime/Abi.h"
 #include "dpc/runtime/Data.h"
 #include "dpc/runtime/Device.h"
@@ -36,6 +37,7 @@
 #include <fstream>
 #include <numeric>
 #include <optional>
+#include <sstream>
 #include <string>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -94,6 +96,22 @@ std::string resolve(const std::string &dir, const std::string &path) {
 bool fileExists(const std::string &path) {
   struct stat st;
   return ::stat(path.c_str(), &st) == 0;
+}
+
+// The per-rank memory limit the build was compiled under (plan.json's
+// "memory_limit_bytes"), which bounds every planned step; 0 for none.
+double compiledMemoryLimit(const std::string &dir) {
+  std::string path = resolve(dir, "plan.json");
+  if (!fileExists(path))
+    return 0;
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  dpc::planner::Expected<dpc::planner::PlanSummary> plan =
+      dpc::planner::readPlanSummary(text.str(), path);
+  if (!plan)
+    throw Error(plan.error());
+  return plan->memoryLimitBytes.value_or(0);
 }
 
 // Creates `dir` when missing (not its parents) and checks that this rank
@@ -621,7 +639,8 @@ int runRank(int argc, char **argv, Communicator &comm) {
   // Fixed-length data runs every microbatch in the top bucket.
   std::optional<StepPlanner> planner;
   if (plansSteps && train->variableLength())
-    planner.emplace(m, schedule, *parseMicrobatchingMode(opts.microbatching));
+    planner.emplace(m, schedule, *parseMicrobatchingMode(opts.microbatching),
+                    compiledMemoryLimit(dir));
   exec.setTrainData(readsData || planner ? &*train : nullptr, opts.shuffle,
                     uint64_t(opts.seed));
 

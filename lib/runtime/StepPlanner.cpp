@@ -86,8 +86,8 @@ std::string StepPlanSummary::describe() const {
 
 StepPlanner::StepPlanner(const RankManifest &manifest,
                          const schedule::Schedule &fixed,
-                         MicrobatchingMode mode)
-    : manifest(manifest), fixed(fixed), mode(mode) {
+                         MicrobatchingMode mode, double memoryLimit)
+    : manifest(manifest), fixed(fixed), mode(mode), memoryLimit(memoryLimit) {
   if (manifest.buckets.empty())
     throw Error("this build has one microbatch shape; microbatches of "
                 "varying length need 'dpc compile --seq-buckets'");
@@ -98,13 +98,23 @@ StepPlanner::StepPlanner(const RankManifest &manifest,
                             "without replicas; ") +
                 manifest.schedule + " is " + schedule::kindName(fixed.kind) +
                 (fixed.hasReplicas() ? " with replicas" : ""));
+  for (const schedule::StageInfo &stage : fixed.stages)
+    residentBytes = std::max(residentBytes, double(stage.paramBytes));
+  if (memoryLimit > 0 && memoryLimit <= residentBytes)
+    throw Error("the memory limit of " + std::to_string(int64_t(memoryLimit)) +
+                " bytes does not hold a stage's " +
+                std::to_string(int64_t(residentBytes)) +
+                " bytes of parameters and optimizer state");
   int64_t maxBatch = 0;
   for (const ManifestBucket &b : manifest.buckets) {
-    double slowest = 0;
-    for (const BucketStageCost &c : b.stageCosts)
+    double slowest = 0, stashed = 0;
+    for (const BucketStageCost &c : b.stageCosts) {
       slowest =
           std::max(slowest, c.forward + c.backwardInput + c.backwardWeight);
+      stashed = std::max(stashed, double(c.activationBytes));
+    }
     costs.push_back(slowest);
+    activationBytes.push_back(stashed);
     lengths.push_back(b.length);
     maxBatch = std::max(maxBatch, b.batch);
   }
@@ -177,6 +187,11 @@ StepPlan StepPlanner::plan(const std::vector<int64_t> &samples,
       int b = bucketFor(k, length);
       return b < 0 ? std::numeric_limits<double>::infinity() : costs[size_t(b)];
     };
+    cost.activationBytes = [&](int64_t k, int64_t length) {
+      int b = bucketFor(k, length);
+      return b < 0 ? std::numeric_limits<double>::infinity()
+                   : activationBytes[size_t(b)];
+    };
     cost.capacity = [&](int64_t length) {
       auto it = std::lower_bound(lengths.begin(), lengths.end(), length);
       return it == lengths.end() ? int64_t(0)
@@ -185,6 +200,8 @@ StepPlan StepPlanner::plan(const std::vector<int64_t> &samples,
     planner::MicrobatchingOptions options;
     options.stages = fixed.numStages();
     options.maxSamples = int64_t(best.front().size()) - 1;
+    if (memoryLimit > 0)
+      options.memoryLimitBytes = memoryLimit - residentBytes;
     planner::Microbatching result;
     std::string error;
     if (!planner::planMicrobatches(seqLengths, cost, options, result, error))
@@ -239,12 +256,19 @@ StepPlan StepPlanner::plan(const std::vector<int64_t> &samples,
 
   // The schedule for exactly these microbatches: the stage costs of the
   // top bucket, each microbatch's compute scaled by its bucket's, and for
-  // the verifier's memory check the largest activations of any bucket used.
+  // the verifier's memory check the largest activations of the buckets
+  // used.
   const int stages = fixed.numStages();
   std::vector<schedule::StageInfo> info;
   const ManifestBucket &top = manifest.buckets[size_t(manifest.topBucket)];
   for (int s = 0; s < stages; ++s) {
     schedule::StageInfo stage = stageInfo(top.stageCosts[size_t(s)]);
+    if (size_t(s) < fixed.stages.size()) {
+      stage.paramBytes = fixed.stages[size_t(s)].paramBytes;
+      stage.weightBytes = fixed.stages[size_t(s)].weightBytes;
+    }
+    stage.activationBytes = 0;
+    stage.outputBytes = 0;
     for (int b : used) {
       const BucketStageCost &c =
           manifest.buckets[size_t(b)].stageCosts[size_t(s)];
@@ -267,7 +291,10 @@ StepPlan StepPlanner::plan(const std::vector<int64_t> &samples,
   for (int b : used)
     plan.schedule.microbatchCompute.push_back(
         topCost > 0 ? costs[size_t(b)] / topCost : 1.0);
-  schedule::VerifyResult verified = schedule::verifySchedule(plan.schedule);
+  schedule::VerifyOptions verify;
+  verify.memoryLimit = memoryLimit;
+  schedule::VerifyResult verified =
+      schedule::verifySchedule(plan.schedule, verify);
   if (!verified.ok())
     throw Error("the step's schedule fails verification: " +
                 verified.violations.front().format());

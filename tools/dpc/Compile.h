@@ -58,6 +58,9 @@ struct CompileOptions {
   /// executables, and write the planner's graph of the model here.
   bool profileBuild = false;
   std::string graphOutput;
+  /// Internal, for `dpc profile --seq-buckets`: the sequence length a
+  /// one-shape build binds the token input's second dimension to (0: none).
+  int64_t sequenceLength = 0;
 };
 
 /// Compiles `options.model` into `options.outDir`; prints diagnostics and

@@ -215,6 +215,8 @@ bool loadModel(const CompileOptions &options, mlir::MLIRContext &context,
     importOptions.batchSize = options.microbatchSize;
     if (!options.seqBuckets.empty())
       importOptions.sequenceLength = options.seqBuckets.back();
+    else if (options.sequenceLength > 0)
+      importOptions.sequenceLength = options.sequenceLength;
     auto imported = mlir::dpc::onnx_frontend::importOnnxFile(
         options.model, &context, importOptions);
     if (mlir::failed(imported))
@@ -619,6 +621,9 @@ int compileModel(const CompileOptions &options) {
   autodiff.beta2 = options.beta2;
   autodiff.eps = options.eps;
   autodiff.weightDecay = options.weightDecay;
+  // Measured times price the schedule too, not only the partition.
+  mlir::dpc::ApplyProfilePassOptions measuredCosts;
+  measuredCosts.profile = options.profile;
   mlir::dpc::BuildSchedulePassOptions schedule;
   schedule.schedule = options.schedule;
   schedule.microbatches = options.microbatches;
@@ -648,6 +653,8 @@ int compileModel(const CompileOptions &options) {
       // Again, for the gradient and optimizer ops autodiff added.
       {"annotate-costs", [] { return mlir::dpc::createAnnotateCostsPass(); }},
       {"outline-stages", [] { return mlir::dpc::createOutlineStagesPass(); }},
+      {"apply-profile",
+       [&] { return mlir::dpc::createApplyProfilePass(measuredCosts); }},
       {"build-schedule",
        [&] { return mlir::dpc::createBuildSchedulePass(schedule); }},
       {"verify-schedule",
@@ -662,6 +669,9 @@ int compileModel(const CompileOptions &options) {
     for (const Phase &phase : phases) {
       // An inference build has nothing to differentiate.
       if (options.inference && llvm::StringRef(phase.name) == "autodiff")
+        continue;
+      if (options.profile.empty() &&
+          llvm::StringRef(phase.name) == "apply-profile")
         continue;
       current = phase.name;
       mlir::PassManager pm(&context);
@@ -678,6 +688,10 @@ int compileModel(const CompileOptions &options) {
   // Every pass checks the model and the options against each other (more
   // stages than ops, logits the loss cannot take, an unreadable profile,
   // a plan over the memory limit) and says what and where: bad input.
+  if (bucketed) {
+    measuredCosts.batch = buckets.shapes[buckets.primary].batch;
+    measuredCosts.length = buckets.shapes[buckets.primary].length;
+  }
   if (!runPhases(*module, [&](llvm::StringRef phase) {
         phaseIR.emplace_back(phase.str(), printIR(*module));
         if (bucketed && phase == "partition-stages") {
@@ -719,6 +733,8 @@ int compileModel(const CompileOptions &options) {
       if (k == buckets.primary)
         continue;
       mlir::ModuleOp m = *buckets.modules[k];
+      measuredCosts.batch = shape.batch;
+      measuredCosts.length = shape.length;
       bool compared = false, differ = false;
       bool ok = runPhases(m, [&](llvm::StringRef phase) {
         if (phase == "annotate-costs" && !compared) {

@@ -6,10 +6,14 @@
 // lower-to-runtime's `profile` option), trains it for a few steps on
 // synthetic data under `dpc run`, and writes the planner's graph of the
 // model with the measured times in dpc's profile.json format, which
-// `dpc plan --profile` and `dpc compile --profile` read.
+// `dpc plan --profile` and `dpc compile --profile` read. With
+// --seq-buckets it measures a token model at each shape bucket (or at the
+// --grid's shapes), one timing build per shape, and writes every shape's
+// node times under "shapes"; the graph is the longest bucket's.
 //
 //===----------------------------------------------------------------------===//
 
+#include "Buckets.h"
 #include "Commands.h"
 #include "Compile.h"
 
@@ -23,10 +27,13 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <sstream>
 
 namespace fs = std::filesystem;
 
@@ -43,7 +50,8 @@ struct ScratchDirectory {
 };
 
 // Milliseconds per microbatch of each node, by phase, from the op times the
-// rank wrote: an op runs once per microbatch, so its mean call is its cost.
+// rank wrote: an op runs once per microbatch, so its median call (its mean
+// in op times without medians) is its cost.
 bool readOpTimes(const fs::path &file,
                  std::map<std::string, std::pair<double, double>> &nodes,
                  std::string &error) {
@@ -57,70 +65,57 @@ bool readOpTimes(const fs::path &file,
     int64_t calls = op.value("calls", 0);
     if (calls <= 0)
       continue;
-    double ms = op.value("total_ms", 0.0) / static_cast<double>(calls);
+    double ms = op.contains("median_ms")
+                    ? op.value("median_ms", 0.0)
+                    : op.value("total_ms", 0.0) / static_cast<double>(calls);
     auto &node = nodes[op.value("node", "")];
     (op.value("phase", "") == "forward" ? node.first : node.second) += ms;
   }
   return true;
 }
 
-} // namespace
+// "BxL,BxL,...": the microbatch shapes of --grid.
+std::string parseGrid(const std::string &text,
+                      std::vector<ShapeBucket> &shapes) {
+  std::stringstream list(text);
+  std::string item;
+  while (std::getline(list, item, ',')) {
+    size_t x = item.find('x');
+    ShapeBucket shape;
+    if (x == std::string::npos ||
+        !cli::parseInteger(item.substr(0, x), shape.batch) ||
+        !cli::parseInteger(item.substr(x + 1), shape.length) ||
+        shape.batch < 1 || shape.length < 1)
+      return "--grid expects shapes BATCHxLENGTH separated by commas, got '" +
+             item + "'";
+    if (std::find(shapes.begin(), shapes.end(), shape) != shapes.end())
+      return "--grid names " + item + " twice";
+    shapes.push_back(shape);
+  }
+  if (shapes.empty())
+    return "--grid expects at least one shape BATCHxLENGTH";
+  return "";
+}
 
-int runProfileCommand(const Args &args) {
-  CompileOptions compile;
-  std::string output, target = "cpu";
-  int64_t steps = 20;
-  cli::ArgParser p("dpc profile",
-                   "measure each op's forward and backward time on a backend",
-                   "dpc profile MODEL -o profile.json [options]");
-  p.addPositional("MODEL", &compile.model, "the ONNX model");
-  p.addOption("o", &output, "FILE", "profile to write (required)");
-  p.addOption("target", &target, "cpu|cuda", "backend to measure on");
-  p.addOption("steps", &steps, "N",
-              "training steps to average over (default 20)");
-  p.addOption("microbatches", &compile.microbatches, "M",
-              "microbatches per step (default 4)");
-  p.addOption("microbatch-size", &compile.microbatchSize, "B",
-              "samples per microbatch (re-specialises the batch dimension)");
-  if (std::optional<int> exit = p.parseOrExit(args))
-    return *exit;
-  if (output.empty()) {
-    std::cerr << "dpc profile: missing output file: give -o FILE\n";
-    return cli::kUsageError;
-  }
-  if (target != "cpu") {
-    std::cerr << "dpc profile: --target " << target
-              << " is not available yet; profile with --target cpu\n";
-    return cli::kUsageError;
-  }
-  if (steps < 1 || compile.microbatches < 1) {
-    std::cerr << "dpc profile: --steps and --microbatches expect positive "
-                 "counts\n";
-    return cli::kUsageError;
-  }
-
-  llvm::SmallString<128> scratchPath;
-  if (llvm::sys::fs::createUniqueDirectory("dpc-profile", scratchPath)) {
-    std::cerr << "dpc profile: cannot create a scratch directory\n";
-    return 1;
-  }
-  ScratchDirectory scratch{std::string(scratchPath)};
-  fs::path build = scratch.path / "build";
-  compile.outDir = build.string();
+// The model's graph with every node's measured milliseconds per
+// microbatch, from a one-stage timing build of `compile` (at its shape)
+// trained `steps` steps under `dpc run` in `dir`.
+int measure(CompileOptions compile, const fs::path &dir, int64_t steps,
+            planner::Graph &graph) {
+  compile.outDir = (dir / "build").string();
   compile.stages = 1;
   compile.schedule = "gpipe";
-  compile.target = target;
   compile.profileBuild = true;
-  compile.graphOutput = (scratch.path / "graph.json").string();
+  compile.graphOutput = (dir / "graph.json").string();
   if (int rc = compileModel(compile))
     return rc;
 
   // Train the timing build with `dpc run`, from this very executable.
   std::string self = llvm::sys::fs::getMainExecutable(
       nullptr, reinterpret_cast<void *>(&runProfileCommand));
-  fs::path opTimes = scratch.path / "optimes.json";
+  fs::path opTimes = dir / "optimes.json";
   std::string stepsArg = std::to_string(steps);
-  std::string buildArg = build.string(), opTimesArg = opTimes.string();
+  std::string buildArg = compile.outDir, opTimesArg = opTimes.string();
   llvm::SmallVector<llvm::StringRef> run = {
       self,     "run",       buildArg,    "--steps",    stepsArg,
       "--data", "synthetic", "--no-eval", "--op-times", opTimesArg};
@@ -138,18 +133,19 @@ int runProfileCommand(const Args &args) {
 
   std::map<std::string, std::pair<double, double>> measured;
   std::string error;
-  if (!readOpTimes(scratch.path / "optimes.rank0.json", measured, error)) {
+  if (!readOpTimes(dir / "optimes.rank0.json", measured, error)) {
     std::cerr << "dpc profile: " << error << "\n";
     return 1;
   }
-  planner::Expected<planner::Graph> graph =
+  planner::Expected<planner::Graph> loaded =
       planner::loadProfile(compile.graphOutput);
-  if (!graph) {
-    std::cerr << "dpc profile: " << graph.error() << "\n";
+  if (!loaded) {
+    std::cerr << "dpc profile: " << loaded.error() << "\n";
     return 1;
   }
-  for (planner::NodeId id = 0; id < graph->size(); ++id) {
-    planner::Node &node = graph->node(id);
+  graph = std::move(*loaded);
+  for (planner::NodeId id = 0; id < graph.size(); ++id) {
+    planner::Node &node = graph.node(id);
     if (node.isInput)
       continue;
     auto it = measured.find(node.name);
@@ -157,15 +153,151 @@ int runProfileCommand(const Args &args) {
     node.forwardMs = it == measured.end() ? 0 : it->second.first;
     node.backwardMs = it == measured.end() ? 0 : it->second.second;
   }
+  return 0;
+}
 
-  if (!support::writeAtomically(output, planner::writeJsonProfile(*graph),
-                                error)) {
+} // namespace
+
+int runProfileCommand(const Args &args) {
+  CompileOptions compile;
+  std::string output, target = "cpu", grid;
+  int64_t steps = 20, ignoreIndex = -100;
+  cli::ArgParser p("dpc profile",
+                   "measure each op's forward and backward time on a backend",
+                   "dpc profile MODEL -o profile.json [options]");
+  p.addPositional("MODEL", &compile.model, "the ONNX model");
+  p.addOption("o", &output, "FILE", "profile to write (required)");
+  p.addOption("target", &target, "cpu|cuda", "backend to measure on");
+  p.addOption("steps", &steps, "N",
+              "training steps to average over, after a first one left out "
+              "(default 20)");
+  p.addOption("microbatches", &compile.microbatches, "M",
+              "microbatches per step (default 4)");
+  p.addOption("microbatch-size", &compile.microbatchSize, "B",
+              "samples per microbatch (re-specialises the batch dimension)");
+  p.addCountListOption(
+      "seq-buckets", &compile.seqBuckets, "L1,L2,...",
+      "measure a token model at every shape bucket 'dpc compile "
+      "--seq-buckets' builds (needs --microbatch-size)");
+  p.addOption("bucket-tokens", &compile.bucketTokens, "N",
+              "tokens per microbatch of the buckets, as for dpc compile");
+  p.addOption("grid", &grid, "BxL,...",
+              "with --seq-buckets: measure these shapes only (and the "
+              "longest bucket's); dpc compile fits the others");
+  p.addOption("ignore-index", &ignoreIndex, "N",
+              "label value the loss leaves out, as for dpc compile");
+  if (std::optional<int> exit = p.parseOrExit(args))
+    return *exit;
+  if (output.empty()) {
+    std::cerr << "dpc profile: missing output file: give -o FILE\n";
+    return cli::kUsageError;
+  }
+  if (target != "cpu") {
+    std::cerr << "dpc profile: --target " << target
+              << " is not available yet; profile with --target cpu\n";
+    return cli::kUsageError;
+  }
+  if (steps < 1 || compile.microbatches < 1) {
+    std::cerr << "dpc profile: --steps and --microbatches expect positive "
+                 "counts\n";
+    return cli::kUsageError;
+  }
+  if (p.given("ignore-index"))
+    compile.ignoreIndex = ignoreIndex;
+  compile.target = target;
+
+  // The shapes to measure: one (the model's), or the shape buckets.
+  std::vector<ShapeBucket> shapes;
+  std::string problem;
+  std::vector<int64_t> lengths = compile.seqBuckets;
+  if ((p.given("grid") || p.given("bucket-tokens")) && lengths.empty())
+    problem = "--grid and --bucket-tokens apply to --seq-buckets";
+  else if (!lengths.empty() && compile.microbatchSize < 1)
+    problem = "--seq-buckets needs --microbatch-size B, the batch of the "
+              "longest bucket";
+  else if (!std::is_sorted(lengths.begin(), lengths.end()) ||
+           std::adjacent_find(lengths.begin(), lengths.end()) != lengths.end())
+    problem = "--seq-buckets expects ascending lengths";
+  else if (!lengths.empty() && p.given("bucket-tokens") &&
+           compile.bucketTokens < lengths.back())
+    problem = "--bucket-tokens is less than the longest bucket length";
+  else if (!lengths.empty()) {
+    ShapeBucket top{compile.microbatchSize, lengths.back()};
+    if (!grid.empty())
+      problem = parseGrid(grid, shapes);
+    else
+      shapes = shapeBuckets(lengths,
+                            compile.bucketTokens > 0 ? compile.bucketTokens
+                                                     : top.batch * top.length,
+                            top);
+    if (std::find(shapes.begin(), shapes.end(), top) == shapes.end())
+      shapes.push_back(top);
+    // The top graph is the longest bucket's, which partitions the model.
+    std::stable_partition(shapes.begin(), shapes.end(),
+                          [&](const ShapeBucket &s) { return s == top; });
+  }
+  if (!problem.empty()) {
+    std::cerr << "dpc profile: " << problem << "\n";
+    return cli::kUsageError;
+  }
+  compile.seqBuckets.clear();
+  compile.bucketTokens = 0;
+
+  llvm::SmallString<128> scratchPath;
+  if (llvm::sys::fs::createUniqueDirectory("dpc-profile", scratchPath)) {
+    std::cerr << "dpc profile: cannot create a scratch directory\n";
+    return 1;
+  }
+  ScratchDirectory scratch{std::string(scratchPath)};
+
+  planner::Graph graph;
+  std::vector<planner::MeasuredShape> measured;
+  if (shapes.empty()) {
+    if (int rc = measure(compile, scratch.path, steps, graph))
+      return rc;
+  }
+  for (auto [k, shape] : llvm::enumerate(shapes)) {
+    CompileOptions at = compile;
+    at.microbatchSize = shape.batch;
+    at.sequenceLength = shape.length;
+    planner::Graph shapeGraph;
+    fs::path dir = scratch.path / ("shape" + std::to_string(k));
+    if (int rc = measure(at, dir, steps, shapeGraph)) {
+      std::cerr << "dpc profile: measuring " << describe(shape) << " failed\n";
+      return rc;
+    }
+    planner::MeasuredShape times{shape.batch, shape.length, {}};
+    double forward = 0, backward = 0;
+    for (planner::NodeId id = 0; id < shapeGraph.size(); ++id) {
+      const planner::Node &node = shapeGraph.node(id);
+      if (node.isInput)
+        continue;
+      times.nodes[node.name] = {node.forwardMs, node.backwardMs};
+      forward += node.forwardMs;
+      backward += node.backwardMs;
+    }
+    std::printf("dpc profile: %lldx%lld: %.3f ms forward, %.3f ms backward "
+                "a microbatch\n",
+                (long long)shape.batch, (long long)shape.length, forward,
+                backward);
+    measured.push_back(std::move(times));
+    if (k == 0)
+      graph = std::move(shapeGraph);
+    std::error_code ec;
+    fs::remove_all(dir, ec);
+  }
+
+  std::string error;
+  if (!support::writeAtomically(
+          output, planner::writeJsonProfile(graph, measured), error)) {
     std::cerr << "dpc profile: " << error << "\n";
     return 1;
   }
-  std::cout << "dpc profile: " << graph->size() << " nodes, " << steps
-            << " steps of " << compile.microbatches << " microbatches; wrote "
-            << output << "\n";
+  std::cout << "dpc profile: " << graph.size() << " nodes";
+  if (!measured.empty())
+    std::cout << " at " << measured.size() << " shapes";
+  std::cout << ", " << steps << " steps of " << compile.microbatches
+            << " microbatches; wrote " << output << "\n";
   return 0;
 }
 

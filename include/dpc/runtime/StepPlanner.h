@@ -69,10 +69,13 @@ class StepPlanner {
 public:
   /// `fixed` is schedule.json's schedule: its kind, stages and chunks are
   /// kept, and its microbatch count is the padded and sorted baselines'.
-  /// Throws Error when the manifest has no buckets, or the schedule kind
-  /// cannot take a variable number of microbatches.
+  /// `memoryLimit` (bytes a rank may hold, `dpc compile --memory-limit`;
+  /// 0: none) bounds the planned microbatches' activations, and every
+  /// step's schedule is verified against it. Throws Error when the manifest
+  /// has no buckets, the schedule kind cannot take a variable number of
+  /// microbatches, or the limit does not hold a stage's parameters.
   StepPlanner(const RankManifest &manifest, const schedule::Schedule &fixed,
-              MicrobatchingMode mode);
+              MicrobatchingMode mode, double memoryLimit = 0);
 
   /// Plans the step whose samples (in sampler order) have these lengths.
   /// Throws Error when a sequence fits no bucket or the schedule cannot be
@@ -91,7 +94,13 @@ private:
   const RankManifest &manifest;
   const schedule::Schedule &fixed;
   MicrobatchingMode mode;
+  double memoryLimit = 0;
+  /// The most bytes any stage keeps resident for the whole step.
+  double residentBytes = 0;
   std::vector<double> costs;
+  /// Per bucket: the most activation bytes one microbatch stashes on any
+  /// stage.
+  std::vector<double> activationBytes;
   /// Bucket lengths, ascending and distinct; best[l][k]: the cheapest
   /// bucket of at least lengths[l] tokens and k sequences (k from 1).
   std::vector<int64_t> lengths;

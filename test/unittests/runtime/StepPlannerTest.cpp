@@ -35,11 +35,12 @@ constexpr int64_t kIgnore = -100;
 
 /// A bucket of `batch` sequences of `length` tokens for a one-stage token
 /// model with 3 classes, stashing its input; its stage cost grows with the
-/// tokens it computes.
-nlohmann::json bucketJson(int64_t batch, int64_t length, int stages = 1) {
+/// tokens it computes, after `callMs` a microbatch.
+nlohmann::json bucketJson(int64_t batch, int64_t length, int stages = 1,
+                          double callMs = 0) {
   nlohmann::json costs = nlohmann::json::array();
   for (int s = 0; s < stages; ++s)
-    costs.push_back({{"forward", 0.01 * double(batch * length)},
+    costs.push_back({{"forward", callMs + 0.01 * double(batch * length)},
                      {"backward_input", 0.01 * double(batch * length)},
                      {"backward_weight", 0.01 * double(batch * length)},
                      {"activation_bytes", 8 * batch * length},
@@ -264,8 +265,9 @@ TEST(PlannedSteps, EachMicrobatchRunsInItsBucket) {
 
 /// A two-stage build (stage 0's manifest) of microbatches of 4 sequences of
 /// 128 tokens, with buckets of 64 sequences of 8 tokens, 32 of 16, ..., 4
-/// of 128, and every power of two below each.
-RankManifest twoStageManifest() {
+/// of 128, and every power of two below each; each microbatch costs
+/// `callMs` besides its tokens.
+RankManifest twoStageManifest(double callMs = 0) {
   nlohmann::json m = bucketedJson();
   m["stages"] = 2;
   m["labels"] = nullptr;
@@ -274,7 +276,7 @@ RankManifest twoStageManifest() {
   nlohmann::json buckets = nlohmann::json::array();
   for (int64_t length = 8; length <= 128; length *= 2)
     for (int64_t batch = 1; batch * length <= 512; batch *= 2) {
-      nlohmann::json b = bucketJson(batch, length, 2);
+      nlohmann::json b = bucketJson(batch, length, 2, callMs);
       b["labels"] = nullptr;
       b["output"] = nullptr;
       buckets.push_back(b);
@@ -350,6 +352,61 @@ TEST(StepPlanner, RefusesWhatNoBucketHolds) {
   fixedShape.erase("buckets");
   RankManifest plain = parseManifest(fixedShape.dump(), "rank0");
   EXPECT_THROW(StepPlanner(plain, fixed, MicrobatchingMode::Planned), Error);
+}
+
+// A compiled memory limit bounds what each planned microbatch stashes
+// (1F1B keeps up to `stages` of them on the first stage) and every step's
+// schedule is verified against it.
+TEST(StepPlanner, KeepsPlannedMicrobatchesUnderTheMemoryLimit) {
+  // A fixed cost per microbatch makes large microbatches worth it.
+  RankManifest manifest = twoStageManifest(/*callMs=*/2.0);
+  sched::Schedule fixed = oneFOneB(2, 4);
+  for (sched::StageInfo &stage : fixed.stages)
+    stage.paramBytes = 1000;
+  std::vector<int64_t> lengths = {5,  6,  7,  8,  9, 10, 11, 12,
+                                  13, 14, 15, 16, 6, 7,  8,  9},
+                       samples(lengths.size());
+  std::iota(samples.begin(), samples.end(), int64_t(0));
+  auto largestStash = [&](const StepPlan &plan) {
+    int64_t largest = 0;
+    for (const PlannedMicrobatch &mb : plan.microbatches)
+      largest = std::max(
+          largest,
+          manifest.buckets[size_t(mb.bucket)].stageCosts[0].activationBytes);
+    return largest;
+  };
+  StepPlanSummary summary;
+  StepPlan free = StepPlanner(manifest, fixed, MicrobatchingMode::Planned)
+                      .plan(samples, lengths, summary);
+  int64_t unlimited = largestStash(free);
+  // A limit that leaves each of the 2 in-flight microbatches half of the
+  // largest one the unlimited plan stashes.
+  double limit = 1000 + 2 * double(unlimited) / 2;
+  StepPlanner bounded(manifest, fixed, MicrobatchingMode::Planned, limit);
+  StepPlan plan = bounded.plan(samples, lengths, summary);
+  EXPECT_LE(largestStash(plan), unlimited / 2);
+  EXPECT_GT(plan.microbatches.size(), free.microbatches.size());
+  sched::VerifyOptions verify;
+  verify.memoryLimit = limit;
+  EXPECT_TRUE(sched::verifySchedule(plan.schedule, verify).ok());
+
+  // One sequence alone over the limit, and a limit under the parameters.
+  StepPlanner tight(manifest, fixed, MicrobatchingMode::Planned, 1100);
+  try {
+    tight.plan(samples, lengths, summary);
+    FAIL() << "no error";
+  } catch (const Error &e) {
+    // 50 bytes a microbatch; the shortest bucket of 8 tokens stashes 64.
+    EXPECT_THAT(e.what(), HasSubstr("microbatching: a sequence of 5 tokens "
+                                    "alone needs more activation memory"));
+  }
+  try {
+    StepPlanner(manifest, fixed, MicrobatchingMode::Planned, 1000);
+    FAIL() << "no error";
+  } catch (const Error &e) {
+    EXPECT_THAT(e.what(), HasSubstr("the memory limit of 1000 bytes does not "
+                                    "hold a stage's 1000 bytes of parameters"));
+  }
 }
 
 } // namespace

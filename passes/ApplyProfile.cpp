@@ -1,0 +1,220 @@
+//===- ApplyProfile.cpp - Measured costs for the schedule -----------------===//
+//
+// Replaces the analytic `time_ms` of every costed op in the outlined
+// segments by what `dpc profile` measured for its model node, so that the
+// schedule builder, the simulator, plan.json's predicted step and the
+// manifest's stage costs all price the step as it runs on this machine, not
+// only the partition. A node's measured forward time is shared among its
+// forward ops, its measured backward time among its gradient ops, in the
+// proportions of their analytic times; the halves of the backward scale as
+// the whole does. Ops of nodes the profile did not measure (and ops of no
+// node) keep their analytic time scaled by what was measured: the ratio of
+// measured to analytic time over the measured nodes, per direction.
+//
+// A token model profiled at several shapes (`dpc profile --seq-buckets`)
+// is priced at the shape given by the `batch` and `length` options: the
+// measured times there, or the fit over the measured shapes
+// (planner::ShapeCosts).
+//
+//===----------------------------------------------------------------------===//
+
+#include "passes/Passes.h"
+
+#include "dpc/planner/Profile.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinOps.h"
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace mlir::dpc {
+#define GEN_PASS_DEF_APPLYPROFILEPASS
+#include "passes/Passes.h.inc"
+} // namespace mlir::dpc
+
+using namespace mlir;
+using namespace mlir::dpc;
+namespace planner = ::dpc::planner;
+
+namespace {
+
+enum class Direction { Forward, Backward, Other };
+
+// One costed op of a segment, as the scaling sees it.
+struct CostedOp {
+  std::string node;
+  Direction direction = Direction::Other;
+  /// The whole backward: its ops define a node's analytic backward time;
+  /// the two halves repeat them.
+  bool wholeBackward = false;
+  double analyticMs = 0;
+};
+
+// New times for `ops` from the measured node times (see the file comment).
+std::vector<double>
+scaleToMeasured(const std::vector<CostedOp> &ops,
+                const std::map<std::string, planner::NodeTimes> &measured) {
+  // Per node: the analytic forward time and whole-backward time, and how
+  // many ops share them (for a node whose analytic time is zero).
+  struct Sums {
+    double forward = 0, backward = 0;
+    int forwardOps = 0, backwardOps = 0;
+  };
+  std::map<std::string, Sums> sums;
+  for (const CostedOp &op : ops) {
+    if (op.node.empty())
+      continue;
+    Sums &s = sums[op.node];
+    if (op.direction == Direction::Forward) {
+      s.forward += op.analyticMs;
+      ++s.forwardOps;
+    } else if (op.direction == Direction::Backward && op.wholeBackward) {
+      s.backward += op.analyticMs;
+      ++s.backwardOps;
+    }
+  }
+  double measuredForward = 0, analyticForward = 0;
+  double measuredBackward = 0, analyticBackward = 0;
+  for (const auto &[node, s] : sums) {
+    auto it = measured.find(node);
+    if (it == measured.end())
+      continue;
+    if (s.forwardOps > 0) {
+      measuredForward += it->second.forwardMs;
+      analyticForward += s.forward;
+    }
+    if (s.backwardOps > 0) {
+      measuredBackward += it->second.backwardMs;
+      analyticBackward += s.backward;
+    }
+  }
+  double forwardRatio =
+      analyticForward > 0 ? measuredForward / analyticForward : 1.0;
+  double backwardRatio =
+      analyticBackward > 0 ? measuredBackward / analyticBackward : 1.0;
+
+  std::vector<double> times;
+  times.reserve(ops.size());
+  for (const CostedOp &op : ops) {
+    bool forward = op.direction == Direction::Forward;
+    double calibrated =
+        op.analyticMs * (forward ? forwardRatio : backwardRatio);
+    auto it = op.node.empty() ? measured.end() : measured.find(op.node);
+    auto sum = sums.find(op.node);
+    if (it == measured.end() || op.direction == Direction::Other ||
+        sum == sums.end()) {
+      times.push_back(calibrated);
+      continue;
+    }
+    double total = forward ? it->second.forwardMs : it->second.backwardMs;
+    double analytic = forward ? sum->second.forward : sum->second.backward;
+    int count = forward ? sum->second.forwardOps : sum->second.backwardOps;
+    if (count == 0)
+      times.push_back(calibrated);
+    else if (analytic > 0)
+      times.push_back(total * op.analyticMs / analytic);
+    else
+      times.push_back(total / count);
+  }
+  return times;
+}
+
+struct ApplyProfilePass
+    : public mlir::dpc::impl::ApplyProfilePassBase<ApplyProfilePass> {
+  using ApplyProfilePassBase::ApplyProfilePassBase;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    FailureOr<std::map<std::string, planner::NodeTimes>> measured =
+        measuredTimes(module);
+    if (failed(measured))
+      return signalPassFailure();
+
+    std::vector<Operation *> costed;
+    std::vector<CostedOp> ops;
+    for (auto func : module.getOps<func::FuncOp>()) {
+      auto segment =
+          func->getAttrOfType<StringAttr>(pipe::PipeDialect::kSegmentAttrName);
+      if (!segment)
+        continue;
+      StringRef name = segment.getValue();
+      Direction direction = name == "forward"              ? Direction::Forward
+                            : name.starts_with("backward") ? Direction::Backward
+                                                           : Direction::Other;
+      func.walk([&](Operation *op) {
+        auto cost = op->getAttrOfType<DictionaryAttr>("nn.cost");
+        auto time = cost ? dyn_cast_or_null<FloatAttr>(cost.get("time_ms"))
+                         : FloatAttr();
+        if (!time)
+          return;
+        CostedOp entry;
+        if (auto node = op->getAttrOfType<StringAttr>("nn.node"))
+          entry.node = node.str();
+        entry.direction = direction;
+        entry.wholeBackward = name == "backward";
+        entry.analyticMs = time.getValueAsDouble();
+        ops.push_back(std::move(entry));
+        costed.push_back(op);
+      });
+    }
+    if (costed.empty()) {
+      module.emitError("has no outlined segments with costs; run "
+                       "--dpc-annotate-costs and --dpc-outline-stages first");
+      return signalPassFailure();
+    }
+
+    std::vector<double> times = scaleToMeasured(ops, *measured);
+    Builder b(&getContext());
+    for (auto [op, ms] : llvm::zip(costed, times)) {
+      NamedAttrList fields(op->getAttrOfType<DictionaryAttr>("nn.cost"));
+      fields.set("time_ms", b.getF64FloatAttr(ms));
+      op->setAttr("nn.cost", fields.getDictionary(&getContext()));
+    }
+  }
+
+  // The node times to apply: the profile's graph, or its measured shapes
+  // at (batch, length).
+  FailureOr<std::map<std::string, planner::NodeTimes>>
+  measuredTimes(ModuleOp module) {
+    if (profile.empty())
+      return module.emitError("expects a profile file (the profile option)");
+    planner::Expected<planner::Graph> graph = planner::loadProfile(profile);
+    if (!graph)
+      return module.emitError("cannot read the profile: ") << graph.error();
+    planner::Expected<std::vector<planner::MeasuredShape>> shapes =
+        planner::loadProfileShapes(profile);
+    if (!shapes)
+      return module.emitError("cannot read the profile: ") << shapes.error();
+    std::map<std::string, planner::NodeTimes> times;
+    if (batch == 0 && length == 0) {
+      for (planner::NodeId id = 0; id < graph->size(); ++id) {
+        const planner::Node &node = graph->node(id);
+        if (!node.isInput)
+          times[node.name] = {node.forwardMs, node.backwardMs};
+      }
+      return times;
+    }
+    if (batch < 1 || length < 1)
+      return module.emitError("expects positive batch and length, or "
+                              "neither");
+    if (shapes->empty())
+      return module.emitError("the profile '")
+             << profile << "' measured one shape; a build of several "
+             << "shapes needs one from 'dpc profile --seq-buckets'";
+    planner::ShapeCosts costs(*shapes);
+    for (planner::NodeId id = 0; id < graph->size(); ++id) {
+      const planner::Node &node = graph->node(id);
+      if (node.isInput)
+        continue;
+      if (std::optional<planner::NodeTimes> t =
+              costs.estimate(node.name, batch, length))
+        times[node.name] = *t;
+    }
+    return times;
+  }
+};
+
+} // namespace

@@ -19,6 +19,7 @@
 #include "dpc/runtime/Manifest.h"
 #include "dpc/runtime/Metrics.h"
 #include "dpc/runtime/MpiCommunicator.h"
+#include "dpc/runtime/RankOptions.h"
 #include "dpc/runtime/Safetensors.h"
 #include "dpc/runtime/StepMonitor.h"
 #include "dpc/runtime/StepPlanner.h"
@@ -48,25 +49,10 @@ namespace cli = dpc::cli;
 
 namespace {
 
-struct Options {
-  std::string data = "fashion-mnist:/usr/share/datasets/fashion-mnist";
-  std::string evalData, metrics, trace, checkpointDir, opTimes, summary;
-  std::string predictions;
-  std::string transport = "auto";
-  /// Variable-length builds: how each step's samples become microbatches.
-  std::string microbatching = "dp";
-  bool microbatchingGiven = false;
-  int64_t steps = 0, epochs = 0, seed = 0, checkpointEvery = 0;
-  bool shuffle = true, resume = false, eval = true, allowNonfinite = false;
-  double timeoutSeconds = 0; // 0: the communicator's (DPC_COMM_TIMEOUT)
-  double slowThreshold = 1.5;
-  /// --test-forward-delay RANK:FROM_STEP:MS (tests of the step monitor).
-  int delayRank = -1;
-  int64_t delayFromStep = 0;
-  double delayMs = 0;
-  bool heartbeat = false;
-  /// The options given that only a training build uses.
-  std::vector<std::string> trainingOptions;
+/// The rank options (runtime/RankOptions.h, the one table of them) and
+/// what follows from them.
+struct Options : RankOptions {
+  ForwardDelay delay;
 };
 
 /// Thrown for a bad command line: every rank sees the same arguments, so
@@ -139,70 +125,7 @@ Options parseOptions(int argc, char **argv, bool &help) {
   cli::ArgParser parser(
       "rank", "one rank of a dpc pipeline (launch all ranks with 'dpc run')",
       "mpirun --app OUT/appfile [options], or: dpc run OUT [options]");
-  parser.addOption(
-      "data", &o.data, "SPEC",
-      "training data: fashion-mnist:DIR, mnist:DIR, "
-      "npy:INPUTS,LABELS[,lengths=L.npy], "
-      "text:FILE[,stride=N|,docs=fortune|line|blank][,vocab=ascii64|bytes] "
-      "or synthetic[:N]");
-  parser.addOption("eval-data", &o.evalData, "SPEC",
-                   "evaluation data (default: the test split of --data)");
-  parser.addOption("steps", &o.steps, "N", "train N minibatches in all");
-  parser.addOption("epochs", &o.epochs, "N", "train N epochs (default 1)");
-  parser.addFlag("shuffle", &o.shuffle,
-                 "shuffle the training set every epoch (default)", true);
-  parser.addOption("seed", &o.seed, "N",
-                   "seed of shuffling and synthetic data");
-  parser.addOption("metrics", &o.metrics, "FILE",
-                   "write JSON-lines metrics (last stage)");
-  parser.addOption("trace", &o.trace, "FILE",
-                   "write a Chrome trace per rank, FILE with .rankK inserted, "
-                   "all on one clock ('dpc run' merges them into FILE)");
-  parser.addOption("op-times", &o.opTimes, "FILE",
-                   "objects built by 'dpc profile': write each op's measured "
-                   "time per rank, FILE with .rankK inserted");
-  parser.addOption("checkpoint-dir", &o.checkpointDir, "DIR",
-                   "write per-stage checkpoints here at the end (inference "
-                   "builds: read the trained weights from here)");
-  parser.addOption("checkpoint-every", &o.checkpointEvery, "N",
-                   "also checkpoint every N steps");
-  parser.addFlag("resume", &o.resume,
-                 "continue from the checkpoints in --checkpoint-dir");
-  parser.addFlag("eval", &o.eval,
-                 "measure test accuracy after training (default)", true);
-  parser.addFlag("allow-nonfinite-loss", &o.allowNonfinite,
-                 "keep training when the loss becomes NaN or infinite "
-                 "(default: stop with an error)");
-  parser.addOption("predictions", &o.predictions, "FILE",
-                   "inference builds: write the model's outputs for every "
-                   "sample of --data as float32 .npy (last stage)");
-  parser.addOption("transport", &o.transport, "T",
-                   "how device memory moves between ranks: auto (default: "
-                   "NCCL, or host staging where ranks share a GPU), nccl, "
-                   "host-staging, or mpi (the executor copies each message "
-                   "through host memory)");
-  parser.addOption("timeout", &o.timeoutSeconds, "SECONDS",
-                   "give up a wait for another rank after this long "
-                   "(default 600, or DPC_COMM_TIMEOUT)");
-  parser.addFlag("heartbeat", &o.heartbeat,
-                 "for 'dpc run': write a heartbeat line to stderr every "
-                 "second (its watchdog)");
-  parser.addOption("microbatching", &o.microbatching, "MODE",
-                   "variable-length builds (dpc compile --seq-buckets): dp "
-                   "(default; sorted by length, grouped by dynamic "
-                   "programming), padded (every microbatch padded to the "
-                   "step's longest sequence) or sorted (sorted, cut into "
-                   "equal microbatches)");
-  parser.addOption("slow-threshold", &o.slowThreshold, "X",
-                   "report a stage whose compute per step is more than X "
-                   "times the plan's share (default 1.5)");
-  std::string delay;
-  parser.addOption("test-forward-delay", &delay, "RANK:FROM_STEP:MS",
-                   "for tests: rank RANK sleeps MS ms before each Forward "
-                   "from step FROM_STEP (counted from 1) on");
-  parser.addOption("summary", &o.summary, "FILE",
-                   "for 'dpc run': write the measured step times as JSON "
-                   "(last stage)");
+  addRankOptions(parser, o, RankOptionSet::All);
   std::vector<std::string> args(argv + 1, argv + argc);
   switch (parser.parse(args)) {
   case cli::ArgParser::Result::Help:
@@ -214,16 +137,10 @@ Options parseOptions(int argc, char **argv, bool &help) {
   case cli::ArgParser::Result::Ok:
     break;
   }
-  if (parser.given("steps") && parser.given("epochs"))
-    throw UsageError{"give --steps or --epochs, not both"};
-  if ((parser.given("steps") && o.steps <= 0) ||
-      (parser.given("epochs") && o.epochs <= 0) ||
-      (parser.given("checkpoint-every") && o.checkpointEvery <= 0))
-    throw UsageError{"--steps, --epochs and --checkpoint-every expect a "
-                     "positive integer"};
-  if (parser.given("timeout") &&
-      !(o.timeoutSeconds >= 0.001 && o.timeoutSeconds <= 1e7))
-    throw UsageError{"--timeout expects seconds from 0.001 to 1e7"};
+  if (std::string problem = finishRankOptions(parser, o, RankOptionSet::All);
+      !problem.empty())
+    throw UsageError{problem};
+  // The checks that need the runtime's names.
   if (!parseTransport(o.transport))
     throw UsageError{"--transport expects auto, nccl, host-staging or mpi, "
                      "not '" +
@@ -231,31 +148,10 @@ Options parseOptions(int argc, char **argv, bool &help) {
   if (!parseMicrobatchingMode(o.microbatching))
     throw UsageError{"--microbatching expects dp, padded or sorted, not '" +
                      o.microbatching + "'"};
-  o.microbatchingGiven = parser.given("microbatching");
-  if (parser.given("slow-threshold") &&
-      !(o.slowThreshold > 1 && o.slowThreshold <= 1e6))
-    throw UsageError{"--slow-threshold expects a ratio above 1"};
-  if (!delay.empty()) {
-    long long r = 0, from = 0;
-    double ms = 0;
-    char end = 0;
-    if (std::sscanf(delay.c_str(), "%lld:%lld:%lf%c", &r, &from, &ms, &end) !=
-            3 ||
-        r < 0 || r > INT32_MAX || from < 1 || !(ms >= 0 && ms <= 1e6))
-      throw UsageError{"--test-forward-delay expects RANK:FROM_STEP:MS, not '" +
-                       delay + "'"};
-    o.delayRank = int(r);
-    o.delayFromStep = from;
-    o.delayMs = ms;
-  }
-  if (o.resume && o.checkpointDir.empty())
-    throw UsageError{"--resume needs --checkpoint-dir"};
+  if (o.isGiven("test-forward-delay"))
+    o.delay = *parseForwardDelay(o.testForwardDelay);
   if (o.epochs == 0 && o.steps == 0)
     o.epochs = 1;
-  for (const char *training : {"steps", "epochs", "eval-data",
-                               "checkpoint-every", "resume", "metrics"})
-    if (parser.given(training))
-      o.trainingOptions.push_back(training);
   return o;
 }
 
@@ -459,8 +355,8 @@ void writePredictions(const std::string &path, const RankManifest &m,
 int predict(const Options &opts, Communicator &comm, Executor &exec,
             const std::string &dir) {
   const RankManifest &m = exec.manifest();
-  if (!opts.trainingOptions.empty())
-    throw UsageError{"--" + opts.trainingOptions.front() +
+  if (std::string training = givenTrainingOption(opts); !training.empty())
+    throw UsageError{"--" + training +
                      " applies to training, and this is an inference build "
                      "(dpc compile --inference)"};
   ModelDataShape model = shareModelShape(comm, m);
@@ -587,7 +483,7 @@ int runRank(int argc, char **argv, Communicator &comm) {
   const int64_t microbatches = schedule.microbatches;
   const int64_t samplesPerStep = microbatches * m.microbatchSize;
 
-  if (opts.microbatchingGiven && m.buckets.empty())
+  if (opts.isGiven("microbatching") && m.buckets.empty())
     throw UsageError{"--microbatching needs a variable-length build (dpc "
                      "compile --seq-buckets)"};
 
@@ -725,8 +621,8 @@ int runRank(int argc, char **argv, Communicator &comm) {
     }
   }
   for (int64_t step = firstStep; step < totalSteps; ++step) {
-    if (rank == opts.delayRank)
-      exec.setForwardDelay(step + 1 >= opts.delayFromStep ? opts.delayMs : 0);
+    if (rank == opts.delay.rank)
+      exec.setForwardDelay(step + 1 >= opts.delay.fromStep ? opts.delay.ms : 0);
     std::optional<StepPlanSummary> planned;
     double loss;
     if (planner) {
@@ -747,7 +643,7 @@ int runRank(int argc, char **argv, Communicator &comm) {
         gatherStepTimes(comm, reporter, exec.stepTimes());
     // The last stage stops the job on a NaN or infinite loss (diverged
     // training, corrupt weights): nothing later can be trusted.
-    if (reports && !std::isfinite(loss) && !opts.allowNonfinite)
+    if (reports && !std::isfinite(loss) && !opts.allowNonfiniteLoss)
       throw Error("step " + std::to_string(step + 1) + ": the loss is " +
                   (std::isnan(loss) ? "NaN" : "infinite") +
                   "; stopping (--allow-nonfinite-loss trains on)");

@@ -1,0 +1,216 @@
+//===- Launcher.h - Launching the ranks of a compiled pipeline --*- C++ -*-===//
+//
+// What `dpc run OUT` does once its command line is parsed: read OUT/appfile
+// (the `mpirun --app` format, a line per rank or replicated stage), check the
+// rank executables, place the ranks on the hosts of a host file, forward the
+// rank options to every rank, and run the job under mpirun (or print and
+// run the srun command). Under mpirun it follows the output live, stripping
+// the rank tags, watches the ranks' heartbeats (runtime/Heartbeat.h) and,
+// when the job fails, names the rank that failed first and its last error.
+// After a successful run it merges the ranks' traces and records the
+// measured step time in OUT/plan.json.
+//
+// The pieces are declared here for the unit tests
+// (test/unittests/runtime/LauncherTest.cpp). Plain C++ and POSIX: no MPI
+// (mpirun is a program it runs), no MLIR.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef DPC_RUNTIME_LAUNCHER_H
+#define DPC_RUNTIME_LAUNCHER_H
+
+#include "dpc/runtime/RankOptions.h"
+
+#include <chrono>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace dpc::runtime {
+
+/// What `dpc run` is asked besides the rank options.
+struct LaunchOptions {
+  /// The output directory of `dpc compile`, with its appfile.
+  std::string outDir;
+  /// mpirun or srun.
+  std::string launcher = "mpirun";
+  /// The mpirun to run; "": mpirun on PATH.
+  std::string mpirun;
+  /// An Open MPI host file; "": none.
+  std::string hostfile;
+  /// Check and print the launch without running it.
+  bool npCheck = false;
+  /// Also print mpirun's own messages when a rank fails.
+  bool verbose = false;
+};
+
+/// Launches the job and waits for it. Problems are one line on stderr,
+/// "dpc run: MESSAGE"; returns the exit code: 0, 1 for a failed job, or
+/// cli::kUsageError for bad input (a bad host file, a rank refusing its
+/// options).
+int launch(const LaunchOptions &options, const RankOptions &rankOptions);
+
+//===----------------------------------------------------------------------===//
+// The appfile, host files and placement
+//===----------------------------------------------------------------------===//
+
+/// One line of an mpirun appfile: mpirun options, then the program and its
+/// arguments.
+struct AppLine {
+  int lineNumber = 0;
+  std::vector<std::string> mpirunOptions;
+  std::string program;
+  std::vector<std::string> programArgs;
+  int ranks = 1; // -np / -n
+};
+
+/// Parses an appfile; returns "" or an error naming the file and line.
+std::string parseAppfile(const std::string &path, std::vector<AppLine> &lines);
+
+struct HostSlots {
+  std::string host;
+  int slots = 1;
+};
+
+/// Reads an Open MPI host file: `HOST [slots=N] [max_slots=N]` a line, `#`
+/// comments, blank lines. A host named twice adds its slots. Returns "" or
+/// one line naming the file and line.
+std::string parseHostfile(const std::string &path,
+                          std::vector<HostSlots> &hosts);
+
+/// The host of every rank: ranks in order (the appfile's, which is stage
+/// order) fill each host's slots before the next host's. Fewer than `ranks`
+/// hosts when the slots run out.
+std::vector<std::string> placeRanks(const std::vector<HostSlots> &hosts,
+                                    int ranks);
+
+/// A program of the appfile resolved against `outDir` (absolute), where
+/// `dpc compile` put the executables; a bare name not there is left to PATH.
+std::string resolveProgram(const std::string &outDir,
+                           const std::string &program);
+
+/// What is wrong with `path` as a program to launch, or "": it must be an
+/// ELF image whose program and section tables lie inside the file, or a "#!"
+/// script.
+std::string programProblem(const std::string &path);
+
+//===----------------------------------------------------------------------===//
+// The launch commands
+//===----------------------------------------------------------------------===//
+
+/// A job ready to launch.
+struct LaunchJob {
+  /// The output directory, absolute.
+  std::string outDir;
+  std::vector<AppLine> lines;
+  std::vector<HostSlots> hosts;
+  /// The host of every rank (placeRanks), or empty without a host file.
+  std::vector<std::string> placement;
+  /// What every rank gets after its appfile line's own arguments.
+  std::vector<std::string> rankArgs;
+
+  int ranks() const;
+};
+
+/// The appfile mpirun runs: with a host file, each line's hosts as
+/// `--host HOST:SLOTS,...`; then the line's options, the resolved program,
+/// its arguments and `rankArgs`.
+std::string mpirunAppfile(const LaunchJob &job);
+
+/// mpirun's command line up to `--app` (the appfile follows): tagged output,
+/// the host file, --oversubscribe past `cores` ranks, OMP_NUM_THREADS
+/// exported, and no core binding for ranks of several threads.
+std::vector<std::string> mpirunCommand(const std::string &mpirun,
+                                       const std::string &hostfile, int ranks,
+                                       long cores, long threads);
+
+/// `--launcher srun`: one srun of every rank through --multi-prog, and
+/// with a host file the placement through SLURM_HOSTFILE.
+struct SrunCommand {
+  std::vector<std::string> argv;
+  /// --multi-prog's file: "RANK PROGRAM ARGS" a line.
+  std::string confPath, conf;
+  /// SLURM_HOSTFILE's, a host a rank; empty without a host file.
+  std::string hostsPath, hosts;
+};
+SrunCommand srunCommand(const LaunchJob &job);
+
+//===----------------------------------------------------------------------===//
+// Following the job
+//===----------------------------------------------------------------------===//
+
+/// Splits mpirun's tagged output ("[1,3]<stderr>:text") back into per-rank
+/// streams, printing every line as it arrives.
+class OutputFollower {
+public:
+  void feed(bool fromStderr, const char *data, size_t size);
+  void finish();
+
+  /// The last error-looking line a rank wrote to stderr, else its last
+  /// stderr line.
+  std::string lastMessage(int rank) const;
+  /// mpirun's own output (not from a rank): its failure reports.
+  const std::string &launcherOutput() const { return launcher; }
+  /// The first rank that printed an error-looking line, or -1.
+  int firstRankWithError() const { return firstErrorRank; }
+
+  /// Called with (rank, activity) for every heartbeat line a rank writes;
+  /// those lines are not printed.
+  std::function<void(int, const std::string &)> onHeartbeat;
+
+private:
+  void handleLine(const std::string &line);
+
+  std::string pendingOut, pendingErr, launcher;
+  std::map<int, std::string> lastStderr, lastError;
+  int firstErrorRank = -1;
+};
+
+/// What mpirun says about the first rank that failed.
+struct RankFailure {
+  int rank = -1;
+  std::string how; // "exited with code 3", "was killed by signal 9 (Killed)"
+};
+std::optional<RankFailure> findFailedRank(const std::string &launcherOutput);
+
+/// Follows the ranks' heartbeats. A rank whose heartbeat stops for
+/// `stallSeconds` is named, with what the others are doing; one silent for
+/// `timeoutSeconds` ends the job.
+class Watchdog {
+public:
+  using Clock = std::chrono::steady_clock;
+
+  Watchdog(int ranks, double stallSeconds, double timeoutSeconds);
+
+  void heartbeat(int rank, const std::string &activity);
+  /// Checks the heartbeats; returns true once when the job must end.
+  bool check();
+  /// A rank whose heartbeat has stopped, or -1.
+  int silentRank() const;
+  int timedOut() const { return timedOutRank; }
+  double silentSeconds() const { return silentFor; }
+
+  static std::string seconds(double s);
+
+private:
+  struct Beat {
+    bool seen = false, reported = false, done = false;
+    Clock::time_point last;
+    std::string activity;
+  };
+  std::string others(int silent) const;
+
+  int ranks;
+  double stallSeconds, timeoutSeconds;
+  std::vector<Beat> beats;
+  bool anyBeat = false;
+  Clock::time_point firstBeat;
+  int timedOutRank = -1;
+  double silentFor = 0;
+};
+
+} // namespace dpc::runtime
+
+#endif // DPC_RUNTIME_LAUNCHER_H

@@ -1,0 +1,121 @@
+//===- RankOptions.h - The options of every rank executable -----*- C++ -*-===//
+//
+// The per-rank options (--data, --steps, --trace, ...) are declared once, in
+// one table (lib/runtime/RankOptions.cpp): name, value type, help, default,
+// and whether `dpc run` takes the option and forwards it to every rank. The
+// rank executable parses its command line with that table, `dpc run` parses
+// the forwarded ones with the same table and writes them back as arguments
+// (rankOptionArgs), and both print their help from it. A new rank option is
+// one row in the table and one field in RankOptions.
+//
+// Plain C++ over cli::ArgParser: no MPI, no MLIR.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef DPC_RUNTIME_RANKOPTIONS_H
+#define DPC_RUNTIME_RANKOPTIONS_H
+
+#include <cstdint>
+#include <optional>
+#include <set>
+#include <string>
+#include <variant>
+#include <vector>
+
+namespace dpc::cli {
+class ArgParser;
+} // namespace dpc::cli
+
+namespace dpc::runtime {
+
+/// The values of the rank options. A default-constructed RankOptions holds
+/// every option's default (the table's), and `given` says which options the
+/// command line named.
+struct RankOptions {
+  RankOptions();
+
+  std::string data, evalData;
+  int64_t steps = 0, epochs = 0, seed = 0;
+  std::string metrics, trace, opTimes, predictions, checkpointDir;
+  int64_t checkpointEvery = 0;
+  std::string transport;
+  double slowThreshold = 0;
+  /// RANK:FROM_STEP:MS; parseForwardDelay reads it.
+  std::string testForwardDelay;
+  /// Variable-length builds: how each step's samples become microbatches.
+  std::string microbatching;
+  /// 0: the communicator's own (DPC_COMM_TIMEOUT, else 600 s).
+  double timeoutSeconds = 0;
+  bool shuffle = false, resume = false, eval = false;
+  bool allowNonfiniteLoss = false;
+  std::string summary;
+  bool heartbeat = false;
+
+  /// The names of the options given on the command line.
+  std::set<std::string> given;
+  bool isGiven(const std::string &name) const { return given.count(name); }
+};
+
+/// One row of the table.
+struct RankOptionInfo {
+  using Field = std::variant<std::string RankOptions::*, int64_t RankOptions::*,
+                             double RankOptions::*, bool RankOptions::*>;
+  const char *name;
+  /// What the value is called in the help; nullptr for a flag.
+  const char *metavar;
+  const char *help;
+  /// The value when not given, as it would be typed; nullptr: the field's
+  /// zero ("" for text).
+  const char *defaultValue;
+  Field field;
+  /// Flags only: --no-NAME turns it off.
+  bool negatable = false;
+  /// `dpc run` takes the option and passes it on to every rank; the others
+  /// are the rank's alone or set by `dpc run` itself (--summary).
+  bool forwarded = true;
+  /// An inference build refuses it: it applies to training only.
+  bool training = false;
+  /// A check of the parsed value: "" or what is wrong (the whole message).
+  std::string (*check)(const RankOptions &) = nullptr;
+};
+
+/// Every rank option, in the order rankOptionArgs writes them.
+const std::vector<RankOptionInfo> &rankOptionTable();
+
+enum class RankOptionSet {
+  /// Every option: the rank executable's command line.
+  All,
+  /// The options `dpc run` forwards.
+  Forwarded,
+};
+
+/// Declares the options of `set` on `parser`, parsing into `options`.
+void addRankOptions(cli::ArgParser &parser, RankOptions &options,
+                    RankOptionSet set);
+
+/// After `parser` parsed a command line: records which of the options of
+/// `set` were given and checks the values, alone and together. Returns ""
+/// or the first problem, a message without a command prefix.
+std::string finishRankOptions(const cli::ArgParser &parser,
+                              RankOptions &options, RankOptionSet set);
+
+/// The given options of `set` as arguments, in table order, so that parsing
+/// them gives `options` back: "--name value", "--flag" or "--no-flag".
+std::vector<std::string> rankOptionArgs(const RankOptions &options,
+                                        RankOptionSet set);
+
+/// The first given option that applies to training only, or "".
+std::string givenTrainingOption(const RankOptions &options);
+
+/// --test-forward-delay: rank RANK sleeps MS ms before each Forward from
+/// step FROM_STEP (counted from 1) on.
+struct ForwardDelay {
+  int rank = -1;
+  int64_t fromStep = 0;
+  double ms = 0;
+};
+std::optional<ForwardDelay> parseForwardDelay(const std::string &text);
+
+} // namespace dpc::runtime
+
+#endif // DPC_RUNTIME_RANKOPTIONS_H

@@ -1,0 +1,276 @@
+//===- RankOptions.cpp - The options of every rank executable -------------===//
+//
+// The table of rank options. The rank executable (RankMain.cpp) registers
+// all of them, `dpc run` (tools/dpc/RunCommand.cpp) the forwarded ones, and
+// the launcher writes those back as arguments (rankOptionArgs). The order of
+// the rows is the order of the arguments every rank gets.
+//
+//===----------------------------------------------------------------------===//
+
+#include "dpc/runtime/RankOptions.h"
+
+#include "dpc/support/CommandLine.h"
+
+#include <charconv>
+#include <cstdint>
+#include <cstdio>
+
+namespace dpc::runtime {
+
+namespace {
+
+std::string positive(int64_t value, const char *name) {
+  return value > 0 ? ""
+                   : std::string("option '--") + name +
+                         "' expects a positive integer";
+}
+
+std::vector<RankOptionInfo> makeTable() {
+  using O = RankOptions;
+  std::vector<RankOptionInfo> rows = {
+      {"data", "SPEC",
+       "training data (inference builds: the samples to predict): "
+       "fashion-mnist:DIR, mnist:DIR, npy:INPUTS,LABELS[,lengths=L.npy], "
+       "text:FILE[,stride=N|,docs=fortune|line|blank][,vocab=ascii64|bytes] "
+       "or synthetic[:N]",
+       "fashion-mnist:/usr/share/datasets/fashion-mnist", &O::data},
+      {"eval-data", "SPEC",
+       "data evaluated after training (default: the test split of --data)",
+       nullptr, &O::evalData, /*negatable=*/false, /*forwarded=*/true,
+       /*training=*/true},
+      {"steps", "N", "train N minibatches in all", nullptr, &O::steps,
+       /*negatable=*/false, /*forwarded=*/true, /*training=*/true,
+       [](const O &o) { return positive(o.steps, "steps"); }},
+      {"epochs", "N", "train N epochs (default 1 when --steps is not given)",
+       nullptr, &O::epochs, /*negatable=*/false, /*forwarded=*/true,
+       /*training=*/true,
+       [](const O &o) { return positive(o.epochs, "epochs"); }},
+      {"seed", "N", "seed of shuffling and synthetic data", "0", &O::seed},
+      {"metrics", "FILE",
+       "write JSON-lines metrics, a line a step (last stage)", nullptr,
+       &O::metrics, /*negatable=*/false, /*forwarded=*/true, /*training=*/true},
+      {"trace", "FILE",
+       "write a Chrome trace, one track per rank: each rank writes FILE with "
+       ".rankK inserted, all on one clock, and 'dpc run' merges them into "
+       "FILE",
+       nullptr, &O::trace},
+      {"op-times", "FILE",
+       "timing builds (dpc profile): write each op's measured time per rank, "
+       "FILE with .rankK inserted",
+       nullptr, &O::opTimes},
+      {"predictions", "FILE",
+       "inference builds: write the model's outputs for every sample of "
+       "--data as float32 .npy (last stage)",
+       nullptr, &O::predictions},
+      {"checkpoint-dir", "DIR",
+       "write per-stage checkpoints (safetensors) here at the end "
+       "(inference builds: read the trained weights from here)",
+       nullptr, &O::checkpointDir},
+      {"checkpoint-every", "N", "also checkpoint every N steps", nullptr,
+       &O::checkpointEvery, /*negatable=*/false, /*forwarded=*/true,
+       /*training=*/true,
+       [](const O &o) {
+         return positive(o.checkpointEvery, "checkpoint-every");
+       }},
+      {"transport", "T",
+       "CUDA builds: how device memory moves between ranks: auto (NCCL, or "
+       "host staging where ranks share a GPU), nccl, host-staging, or mpi "
+       "(the executor copies each message through host memory)",
+       "auto", &O::transport},
+      {"slow-threshold", "X",
+       "report a stage whose compute per step (median of the last 16 steps) "
+       "is more than X times its share in the plan",
+       "1.5", &O::slowThreshold, /*negatable=*/false, /*forwarded=*/true,
+       /*training=*/false,
+       [](const O &o) -> std::string {
+         if (o.slowThreshold > 1 && o.slowThreshold <= 1e6)
+           return "";
+         return "--slow-threshold expects a ratio above 1";
+       }},
+      {"test-forward-delay", "RANK:FROM_STEP:MS",
+       "for tests of the step monitor: rank RANK sleeps MS ms before each "
+       "Forward from step FROM_STEP (counted from 1) on",
+       nullptr, &O::testForwardDelay, /*negatable=*/false, /*forwarded=*/true,
+       /*training=*/false,
+       [](const O &o) -> std::string {
+         if (parseForwardDelay(o.testForwardDelay))
+           return "";
+         return "--test-forward-delay expects RANK:FROM_STEP:MS, not '" +
+                o.testForwardDelay + "'";
+       }},
+      {"microbatching", "MODE",
+       "variable-length builds (dpc compile --seq-buckets): dp (sorted by "
+       "length, grouped by dynamic programming), padded (every microbatch "
+       "padded to the step's longest sequence) or sorted (sorted, cut into "
+       "equal microbatches)",
+       "dp", &O::microbatching},
+      {"timeout", "SECONDS",
+       "give up a wait for another rank after this long (default 600, or "
+       "DPC_COMM_TIMEOUT); 'dpc run' ends the job when a rank has not "
+       "answered for this long",
+       nullptr, &O::timeoutSeconds, /*negatable=*/false, /*forwarded=*/true,
+       /*training=*/false,
+       [](const O &o) -> std::string {
+         if (o.timeoutSeconds >= 0.001 && o.timeoutSeconds <= 1e7)
+           return "";
+         return "option '--timeout' expects seconds from 0.001 to 1e7";
+       }},
+      {"shuffle", nullptr,
+       "shuffle the training set every epoch (--no-shuffle: file order)",
+       "true", &O::shuffle, /*negatable=*/true},
+      {"resume", nullptr, "continue from the checkpoints in --checkpoint-dir",
+       nullptr, &O::resume, /*negatable=*/false, /*forwarded=*/true,
+       /*training=*/true},
+      {"eval", nullptr, "measure test accuracy after training", "true",
+       &O::eval, /*negatable=*/true},
+      {"allow-nonfinite-loss", nullptr,
+       "keep training when the loss becomes NaN or infinite (default: stop "
+       "with an error)",
+       nullptr, &O::allowNonfiniteLoss},
+      // Set by `dpc run` itself, not forwarded from its command line.
+      {"summary", "FILE",
+       "for 'dpc run': write the measured step times as JSON (last stage)",
+       nullptr, &O::summary, /*negatable=*/false, /*forwarded=*/false},
+      {"heartbeat", nullptr,
+       "for 'dpc run': write a heartbeat line to stderr every second (its "
+       "watchdog)",
+       nullptr, &O::heartbeat, /*negatable=*/false, /*forwarded=*/false},
+  };
+  return rows;
+}
+
+bool inSet(const RankOptionInfo &row, RankOptionSet set) {
+  return set == RankOptionSet::All || row.forwarded;
+}
+
+/// The help of `row` with its default, if any, appended.
+std::string helpOf(const RankOptionInfo &row) {
+  if (!row.defaultValue)
+    return row.help;
+  if (row.metavar)
+    return std::string(row.help) + " (default " + row.defaultValue + ")";
+  return std::string(row.help) +
+         (std::string(row.defaultValue) == "true" ? " (default)" : "");
+}
+
+/// Shortest text that parses back to `value` exactly.
+std::string formatDecimal(double value) {
+  char text[64];
+  std::to_chars_result end = std::to_chars(text, text + sizeof(text), value);
+  return std::string(text, end.ptr);
+}
+
+} // namespace
+
+const std::vector<RankOptionInfo> &rankOptionTable() {
+  static const std::vector<RankOptionInfo> table = makeTable();
+  return table;
+}
+
+RankOptions::RankOptions() {
+  for (const RankOptionInfo &row : rankOptionTable()) {
+    if (!row.defaultValue)
+      continue;
+    std::string text = row.defaultValue;
+    std::visit(
+        [&](auto field) {
+          auto &value = this->*field;
+          using T = std::decay_t<decltype(value)>;
+          if constexpr (std::is_same_v<T, std::string>)
+            value = text;
+          else if constexpr (std::is_same_v<T, int64_t>)
+            cli::parseInteger(text, value);
+          else if constexpr (std::is_same_v<T, double>)
+            cli::parseDecimal(text, value);
+          else
+            value = text == "true";
+        },
+        row.field);
+  }
+}
+
+void addRankOptions(cli::ArgParser &parser, RankOptions &options,
+                    RankOptionSet set) {
+  for (const RankOptionInfo &row : rankOptionTable()) {
+    if (!inSet(row, set))
+      continue;
+    std::string help = helpOf(row);
+    std::visit(
+        [&](auto field) {
+          auto *value = &(options.*field);
+          if constexpr (std::is_same_v<decltype(value), bool *>)
+            parser.addFlag(row.name, value, help, row.negatable);
+          else
+            parser.addOption(row.name, value, row.metavar, help);
+        },
+        row.field);
+  }
+}
+
+std::string finishRankOptions(const cli::ArgParser &parser,
+                              RankOptions &options, RankOptionSet set) {
+  for (const RankOptionInfo &row : rankOptionTable())
+    if (inSet(row, set) && parser.given(row.name))
+      options.given.insert(row.name);
+  if (options.isGiven("steps") && options.isGiven("epochs"))
+    return "give --steps or --epochs, not both";
+  for (const RankOptionInfo &row : rankOptionTable())
+    if (row.check && options.isGiven(row.name))
+      if (std::string problem = row.check(options); !problem.empty())
+        return problem;
+  if (options.resume && options.checkpointDir.empty())
+    return "--resume needs --checkpoint-dir";
+  return "";
+}
+
+std::vector<std::string> rankOptionArgs(const RankOptions &options,
+                                        RankOptionSet set) {
+  std::vector<std::string> args;
+  for (const RankOptionInfo &row : rankOptionTable()) {
+    if (!inSet(row, set) || !options.isGiven(row.name))
+      continue;
+    std::string flag = std::string("--") + row.name;
+    std::visit(
+        [&](auto field) {
+          const auto &value = options.*field;
+          using T = std::decay_t<decltype(value)>;
+          if constexpr (std::is_same_v<T, bool>) {
+            if (value)
+              args.push_back(flag);
+            else if (row.negatable)
+              args.push_back(std::string("--no-") + row.name);
+            return;
+          } else {
+            args.push_back(flag);
+            if constexpr (std::is_same_v<T, std::string>)
+              args.push_back(value);
+            else if constexpr (std::is_same_v<T, int64_t>)
+              args.push_back(std::to_string(value));
+            else
+              args.push_back(formatDecimal(value));
+          }
+        },
+        row.field);
+  }
+  return args;
+}
+
+std::string givenTrainingOption(const RankOptions &options) {
+  for (const RankOptionInfo &row : rankOptionTable())
+    if (row.training && options.isGiven(row.name))
+      return row.name;
+  return "";
+}
+
+std::optional<ForwardDelay> parseForwardDelay(const std::string &text) {
+  long long rank = 0, from = 0;
+  double ms = 0;
+  char end = 0;
+  if (std::sscanf(text.c_str(), "%lld:%lld:%lf%c", &rank, &from, &ms, &end) !=
+          3 ||
+      rank < 0 || rank > INT32_MAX || from < 1 || !(ms >= 0 && ms <= 1e6))
+    return std::nullopt;
+  return ForwardDelay{int(rank), from, ms};
+}
+
+} // namespace dpc::runtime

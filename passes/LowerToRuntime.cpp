@@ -15,6 +15,7 @@
 #include "dialects/nn/IR/ShapeInference.h"
 #include "dialects/pipe/IR/PipeOps.h"
 #include "dpc/runtime/Abi.h"
+#include "dpc/runtime/Manifest.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -25,7 +26,6 @@
 #include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringSwitch.h"
 #include "llvm/ADT/TypeSwitch.h"
-#include "llvm/Support/JSON.h"
 
 #include <map>
 #include <type_traits>
@@ -37,6 +37,7 @@ namespace mlir::dpc {
 
 using namespace mlir;
 using namespace mlir::dpc;
+namespace runtime = ::dpc::runtime;
 
 namespace {
 
@@ -106,14 +107,12 @@ int64_t compareCode(StringRef name) {
       .Default(DPC_COMPARE_XOR);
 }
 
-llvm::json::Array shapeJson(ArrayRef<int64_t> shape) {
-  llvm::json::Array array;
-  for (int64_t dim : shape)
-    array.push_back(dim);
-  return array;
+std::vector<int64_t> toVector(ArrayRef<int64_t> shape) {
+  return std::vector<int64_t>(shape.begin(), shape.end());
 }
 
-// What the runtime must know about the stage, gathered while lowering.
+// What the runtime must know about the rank, gathered while lowering and
+// written by the runtime's own writer (include/dpc/runtime/Manifest.h).
 struct Manifest {
   // The rank (= its first virtual stage), the ranks, the chunks per rank.
   int64_t stage = 0;
@@ -124,27 +123,27 @@ struct Manifest {
   llvm::MapVector<std::string, SmallVector<int64_t>,
                   std::map<std::string, unsigned>>
       params;
-  std::map<int64_t, llvm::json::Object> inputs;
+  std::map<int64_t, runtime::ManifestTensor> inputs;
   std::optional<SmallVector<int64_t>> labels;
   // Class ids (i64) or, for mse, float targets (f32).
   bool floatLabels = false;
   // The label the loss leaves out; the runtime then counts the others.
   std::optional<int64_t> ignoreIndex;
   std::optional<SmallVector<int64_t>> output;
-  std::map<int64_t, llvm::json::Object> sends, recvs;
+  std::map<int64_t, runtime::ManifestTransfer> sends, recvs;
   llvm::StringMap<int64_t> stashKeys; // key -> id
-  std::map<int64_t, llvm::json::Object> stashes;
+  std::map<int64_t, runtime::ManifestStash> stashes;
   int64_t microbatchSize = 0;
   // A forward-only build (`pipe.inference`): the ranks predict, not train.
   bool inference = false;
   // A bf16 mixed-precision build (`pipe.precision`): the rank's kernels and
   // transfers say so, and the runtime checks the CPU at start-up.
   bool bf16 = false;
-  // The optimizer of the stage's updates ("sgd", "adam"), which decides the
-  // state the runtime keeps per parameter; empty without updates.
-  std::string optimizer;
+  // The optimizer of the stage's updates, which decides the state the
+  // runtime keeps per parameter; none without updates.
+  std::optional<runtime::Optimizer> optimizer;
   // Profiled ops: (node, phase) per id.
-  std::vector<std::pair<std::string, std::string>> profile;
+  std::vector<runtime::ManifestProfileOp> profile;
 
   int64_t paramId(StringRef name, Value read) {
     auto [it, inserted] =
@@ -154,11 +153,8 @@ struct Manifest {
   int64_t stashId(StringRef key, Value value, int64_t stage) {
     auto [it, inserted] = stashKeys.insert({key, stashKeys.size()});
     if (inserted)
-      stashes[it->second] =
-          llvm::json::Object{{"key", it->second},
-                             {"name", key},
-                             {"stage", stage},
-                             {"bytes", nn::getSizeInBytes(value)}};
+      stashes[it->second] = {it->second, key.str(), stage,
+                             nn::getSizeInBytes(value)};
     return it->second;
   }
   void noteBatch(ArrayRef<int64_t> shape) {
@@ -166,69 +162,37 @@ struct Manifest {
       microbatchSize = shape[0];
   }
 
-  llvm::json::Value labelsJson() const {
-    llvm::json::Object o{{"shape", shapeJson(*labels)},
-                         {"dtype", floatLabels ? "f32" : "i64"}};
-    if (ignoreIndex)
-      o["ignore_index"] = *ignoreIndex;
-    return llvm::json::Value(std::move(o));
-  }
-
   std::string toJson() const {
-    llvm::json::Array paramArray, inputArray, sendArray, recvArray, stashArray;
-    for (auto [i, entry] : llvm::enumerate(params))
-      paramArray.push_back(
-          llvm::json::Object{{"id", static_cast<int64_t>(i)},
-                             {"name", entry.first},
-                             {"shape", shapeJson(entry.second)}});
+    runtime::RankManifest m;
+    m.rank = m.stage = stage;
+    m.stages = stages;
+    m.chunks = chunks;
+    m.schedule = "schedule.json";
+    m.weights = "weights/stage" + std::to_string(stage) + ".safetensors";
+    m.microbatchSize = microbatchSize;
     for (const auto &[index, input] : inputs)
-      inputArray.push_back(llvm::json::Object(input));
+      m.inputs.push_back(input);
+    if (labels)
+      m.labelsShape = toVector(*labels);
+    m.floatLabels = floatLabels;
+    m.ignoreIndex = ignoreIndex;
+    for (auto [i, entry] : llvm::enumerate(params))
+      m.params.push_back({int64_t(i), entry.first, toVector(entry.second)});
     for (const auto &[tag, send] : sends)
-      sendArray.push_back(llvm::json::Object(send));
+      m.sends.push_back(send);
     for (const auto &[tag, recv] : recvs)
-      recvArray.push_back(llvm::json::Object(recv));
+      m.recvs.push_back(recv);
     for (const auto &[key, stash] : stashes)
-      stashArray.push_back(llvm::json::Object(stash));
-    llvm::json::Array profileArray;
-    for (auto [id, op] : llvm::enumerate(profile))
-      profileArray.push_back(
-          llvm::json::Object{{"id", static_cast<int64_t>(id)},
-                             {"node", op.first},
-                             {"phase", op.second}});
-    llvm::json::Object root{
-        {"format", "dpc-rank"},
-        {"version", 1},
-        {"rank", stage},
-        {"stage", stage},
-        {"stages", stages},
-        {"chunks", chunks},
-        {"schedule", "schedule.json"},
-        {"weights", "weights/stage" + std::to_string(stage) + ".safetensors"},
-        {"microbatch_size", microbatchSize},
-        {"inputs", std::move(inputArray)},
-        {"labels", labels ? labelsJson() : llvm::json::Value(nullptr)},
-        {"params", std::move(paramArray)},
-        {"sends", std::move(sendArray)},
-        {"recvs", std::move(recvArray)},
-        {"stashes", std::move(stashArray)},
-        {"output", output ? llvm::json::Value(llvm::json::Object{
-                                {"shape", shapeJson(*output)}})
-                          : llvm::json::Value(nullptr)},
-        {"segments", llvm::json::Array{"forward", "backward", "backward_input",
-                                       "backward_weight", "optimizer"}},
-    };
-    if (!profileArray.empty())
-      root["profile"] = std::move(profileArray);
-    if (inference)
-      root["inference"] = true;
-    if (bf16)
-      root["precision"] = "bf16";
-    if (!optimizer.empty())
-      root["optimizer"] = optimizer;
-    std::string text;
-    llvm::raw_string_ostream os(text);
-    os << llvm::json::Value(std::move(root));
-    return text;
+      m.stashes.push_back(stash);
+    if (output)
+      m.outputShape = toVector(*output);
+    m.inference = inference;
+    m.bf16 = bf16;
+    m.namesOptimizer = optimizer.has_value();
+    m.optimizer = optimizer.value_or(runtime::Optimizer::Sgd);
+    m.segments.assign(std::begin(kSegments), std::end(kSegments));
+    m.profile = profile;
+    return runtime::writeManifest(m);
   }
 };
 
@@ -462,10 +426,8 @@ LogicalResult Lowering::lowerOp(Operation *op) {
         int64_t index = input.getIndexAttr().getInt();
         bool integer = isa<IntegerType>(
             cast<ShapedType>(input.getType()).getElementType());
-        manifest.inputs[index] =
-            llvm::json::Object{{"name", "input" + std::to_string(index)},
-                               {"shape", shapeJson(shapeOf(input))},
-                               {"dtype", integer ? "i64" : "f32"}};
+        manifest.inputs[index] = {"input" + std::to_string(index),
+                                  toVector(shapeOf(input)), integer};
         manifest.noteBatch(shapeOf(input));
         define(input, call("dpc_input", ptrType, {context, i64(index)}));
       })
@@ -478,28 +440,29 @@ LogicalResult Lowering::lowerOp(Operation *op) {
       })
       .Case([&](pipe::RecvOp recv) {
         int64_t tag = recv.getTagAttr().getInt();
-        manifest.recvs[tag] = llvm::json::Object{
-            {"tag", tag},
-            {"stage", stage},
-            {"peer_stage", recv.getPeerAttr().getInt()},
-            {"what", recv.getPeerAttr().getInt() < stage ? "act" : "grad"},
-            {"bytes", nn::getSizeInBytes(recv)}};
-        if (nn::getTransferBytes(recv, manifest.bf16) !=
-            nn::getSizeInBytes(recv))
-          manifest.recvs[tag]["wire"] = "bf16";
+        int64_t peer = recv.getPeerAttr().getInt();
+        manifest.recvs[tag] = {tag,
+                               stage,
+                               peer,
+                               peer < stage ? runtime::TransferKind::Activation
+                                            : runtime::TransferKind::Gradient,
+                               nn::getSizeInBytes(recv),
+                               nn::getTransferBytes(recv, manifest.bf16) !=
+                                   nn::getSizeInBytes(recv)};
         define(recv, call("dpc_recv", ptrType, {context, i64(tag)}));
       })
       .Case([&](pipe::SendOp send) {
         int64_t tag = send.getTagAttr().getInt();
-        manifest.sends[tag] = llvm::json::Object{
-            {"tag", tag},
-            {"stage", stage},
-            {"peer_stage", send.getPeerAttr().getInt()},
-            {"what", send.getPeerAttr().getInt() > stage ? "act" : "grad"},
-            {"bytes", nn::getSizeInBytes(send.getValue())}};
-        if (nn::getTransferBytes(send.getValue(), manifest.bf16) !=
-            nn::getSizeInBytes(send.getValue()))
-          manifest.sends[tag]["wire"] = "bf16";
+        int64_t peer = send.getPeerAttr().getInt();
+        manifest.sends[tag] = {
+            tag,
+            stage,
+            peer,
+            peer > stage ? runtime::TransferKind::Activation
+                         : runtime::TransferKind::Gradient,
+            nn::getSizeInBytes(send.getValue()),
+            nn::getTransferBytes(send.getValue(), manifest.bf16) !=
+                nn::getSizeInBytes(send.getValue())};
         callVoid("dpc_send", {context, i64(tag), ptrOf(send.getValue())});
       })
       .Case([&](pipe::StashOp stash) {
@@ -550,10 +513,13 @@ LogicalResult Lowering::lowerOp(Operation *op) {
               "--dpc-outline-stages first)");
           return;
         }
-        std::string kind = isa<nn::AdamUpdateOp>(*update) ? "adam" : "sgd";
-        if (!manifest.optimizer.empty() && manifest.optimizer != kind) {
+        runtime::Optimizer kind = isa<nn::AdamUpdateOp>(*update)
+                                      ? runtime::Optimizer::Adam
+                                      : runtime::Optimizer::Sgd;
+        if (manifest.optimizer && *manifest.optimizer != kind) {
           status = update.emitOpError("mixes optimizers on one stage: ")
-                   << manifest.optimizer << " and " << kind;
+                   << runtime::optimizerName(*manifest.optimizer) << " and "
+                   << runtime::optimizerName(kind);
           return;
         }
         manifest.optimizer = kind;
@@ -1117,9 +1083,9 @@ LogicalResult Lowering::lowerSegment(func::FuncOp func, LLVM::LLVMFuncOp target,
       if (timed && isKernel(&op)) {
         auto node = op.getAttrOfType<StringAttr>("nn.node");
         id = manifest.profile.size();
-        manifest.profile.emplace_back(node ? node.str()
-                                           : op.getName().getStringRef().str(),
-                                      segment.str());
+        manifest.profile.push_back(
+            {*id, node ? node.str() : op.getName().getStringRef().str(),
+             segment.str()});
         loc = op.getLoc();
         callVoid("dpc_profile_begin", {context, i64(*id)});
       }

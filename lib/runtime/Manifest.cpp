@@ -1,4 +1,4 @@
-//===- Manifest.cpp - Parsing and checking the rank manifest --------------===//
+//===- Manifest.cpp - Writing, parsing and checking the rank manifest -----===//
 
 #include "dpc/runtime/Manifest.h"
 
@@ -500,6 +500,7 @@ RankManifest parseManifest(const std::string &text, const std::string &name) {
     for (Optimizer optimizer : kOptimizers)
       if (name == optimizerName(optimizer)) {
         m.optimizer = optimizer;
+        m.namesOptimizer = true;
         known = true;
       }
     if (!known)
@@ -591,6 +592,130 @@ RankManifest parseManifest(const std::string &text, const std::string &name) {
     }
   }
   return m;
+}
+
+//===----------------------------------------------------------------------===//
+// Writing
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+json tensorJson(const ManifestTensor &t) {
+  return {{"name", t.name},
+          {"shape", t.shape},
+          {"dtype", t.integer ? "i64" : "f32"}};
+}
+
+/// `{"shape": [...]}` or null, as optionalShape reads it.
+json shapeObject(const std::optional<std::vector<int64_t>> &shape) {
+  return shape ? json{{"shape", *shape}} : json(nullptr);
+}
+
+/// The labels of the manifest or of one of its buckets (`shape`); their
+/// dtype and ignored index are the top level's.
+json labelsJson(const std::optional<std::vector<int64_t>> &shape,
+                const RankManifest &m) {
+  if (!shape)
+    return nullptr;
+  json labels = {{"shape", *shape}, {"dtype", m.floatLabels ? "f32" : "i64"}};
+  if (m.ignoreIndex)
+    labels["ignore_index"] = *m.ignoreIndex;
+  return labels;
+}
+
+json transfersJson(const std::vector<ManifestTransfer> &list) {
+  json entries = json::array();
+  for (const ManifestTransfer &t : list) {
+    json e = {{"tag", t.tag},
+              {"stage", t.stage},
+              {"peer_stage", t.peerStage},
+              {"what", transferKindName(t.what)},
+              {"bytes", t.bytes}};
+    if (t.bf16)
+      e["wire"] = "bf16";
+    entries.push_back(std::move(e));
+  }
+  return entries;
+}
+
+json stashesJson(const std::vector<ManifestStash> &list) {
+  json entries = json::array();
+  for (const ManifestStash &s : list)
+    entries.push_back({{"key", s.key},
+                       {"name", s.name},
+                       {"stage", s.stage},
+                       {"bytes", s.bytes}});
+  return entries;
+}
+
+json bucketJson(const ManifestBucket &b, const RankManifest &m) {
+  json inputs = json::array();
+  for (const ManifestTensor &t : b.inputs)
+    inputs.push_back(tensorJson(t));
+  json costs = json::array();
+  for (const BucketStageCost &c : b.stageCosts)
+    costs.push_back({{"forward", c.forward},
+                     {"backward_input", c.backwardInput},
+                     {"backward_weight", c.backwardWeight},
+                     {"activation_bytes", c.activationBytes},
+                     {"output_bytes", c.outputBytes}});
+  return {{"batch", b.batch},
+          {"length", b.length},
+          {"inputs", std::move(inputs)},
+          {"labels", labelsJson(b.labelsShape, m)},
+          {"output", shapeObject(b.outputShape)},
+          {"sends", transfersJson(b.sends)},
+          {"recvs", transfersJson(b.recvs)},
+          {"stashes", stashesJson(b.stashes)},
+          {"stage_costs", std::move(costs)}};
+}
+
+} // namespace
+
+std::string writeManifest(const RankManifest &m) {
+  json inputs = json::array(), params = json::array();
+  for (const ManifestTensor &t : m.inputs)
+    inputs.push_back(tensorJson(t));
+  for (const ManifestParam &p : m.params)
+    params.push_back({{"id", p.id}, {"name", p.name}, {"shape", p.shape}});
+  json root = {{"format", "dpc-rank"},
+               {"version", 1},
+               {"rank", m.rank},
+               {"stage", m.stage},
+               {"stages", m.stages},
+               {"chunks", m.chunks},
+               {"schedule", m.schedule},
+               {"weights", m.weights.empty() ? json(nullptr) : json(m.weights)},
+               {"microbatch_size", m.microbatchSize},
+               {"inputs", std::move(inputs)},
+               {"labels", labelsJson(m.labelsShape, m)},
+               {"params", std::move(params)},
+               {"sends", transfersJson(m.sends)},
+               {"recvs", transfersJson(m.recvs)},
+               {"stashes", stashesJson(m.stashes)},
+               {"output", shapeObject(m.outputShape)},
+               {"segments", m.segments}};
+  if (!m.profile.empty()) {
+    json ops = json::array();
+    for (const ManifestProfileOp &op : m.profile)
+      ops.push_back({{"id", op.id}, {"node", op.node}, {"phase", op.phase}});
+    root["profile"] = std::move(ops);
+  }
+  if (m.inference)
+    root["inference"] = true;
+  if (m.bf16)
+    root["precision"] = "bf16";
+  if (m.namesOptimizer)
+    root["optimizer"] = optimizerName(m.optimizer);
+  if (!m.buckets.empty()) {
+    json buckets = json::array();
+    for (const ManifestBucket &b : m.buckets)
+      buckets.push_back(bucketJson(b, m));
+    root["buckets"] = std::move(buckets);
+  }
+  // Names come from the model; bytes that are not UTF-8 become U+FFFD
+  // rather than an exception.
+  return root.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
 } // namespace dpc::runtime

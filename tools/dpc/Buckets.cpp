@@ -2,8 +2,10 @@
 
 #include "Buckets.h"
 
-#include "llvm/Support/JSON.h"
-#include "llvm/Support/raw_ostream.h"
+#include "dpc/runtime/Error.h"
+#include "dpc/runtime/Manifest.h"
+
+#include "llvm/ADT/STLExtras.h"
 
 #include <algorithm>
 
@@ -35,29 +37,45 @@ std::vector<ShapeBucket> shapeBuckets(const std::vector<int64_t> &lengths,
 
 namespace {
 
-// What must agree between buckets of one rank: a transfer's tag and peer, a
-// stash's key and name (sizes differ with the shapes).
-llvm::json::Array identities(const llvm::json::Object &manifest,
-                             llvm::StringRef list,
-                             std::initializer_list<const char *> fields) {
-  llvm::json::Array result;
-  if (const llvm::json::Array *entries = manifest.getArray(list))
-    for (const llvm::json::Value &entry : *entries) {
-      llvm::json::Object identity;
-      if (const llvm::json::Object *object = entry.getAsObject())
-        for (const char *field : fields)
-          if (const llvm::json::Value *value = object->get(field))
-            identity[field] = *value;
-      result.push_back(std::move(identity));
-    }
-  return result;
+namespace runtime = dpc::runtime;
+
+std::string formatShape(const std::vector<int64_t> &shape) {
+  std::string text = "[";
+  for (size_t i = 0; i < shape.size(); ++i)
+    text += (i ? ", " : "") + std::to_string(shape[i]);
+  return text + "]";
 }
 
-std::string text(const llvm::json::Value &value) {
-  std::string out;
-  llvm::raw_string_ostream os(out);
-  os << value;
-  return out;
+std::string join(const std::vector<std::string> &items) {
+  std::string text;
+  for (const std::string &item : items)
+    text += (text.empty() ? "" : ", ") + item;
+  return "[" + text + "]";
+}
+
+// What must agree between buckets of one rank: a parameter's id, name and
+// shape, a transfer's tag and peer, a stash's key and name (sizes differ
+// with the shapes).
+std::vector<std::string> identities(const runtime::RankManifest &m,
+                                    const char *list) {
+  std::vector<std::string> result;
+  auto transfers = [&](const std::vector<runtime::ManifestTransfer> &entries) {
+    for (const runtime::ManifestTransfer &t : entries)
+      result.push_back("tag " + std::to_string(t.tag) + " with stage " +
+                       std::to_string(t.peerStage));
+  };
+  if (std::string(list) == "params")
+    for (const runtime::ManifestParam &p : m.params)
+      result.push_back(std::to_string(p.id) + " '" + p.name + "' " +
+                       formatShape(p.shape));
+  else if (std::string(list) == "sends")
+    transfers(m.sends);
+  else if (std::string(list) == "recvs")
+    transfers(m.recvs);
+  else
+    for (const runtime::ManifestStash &s : m.stashes)
+      result.push_back(std::to_string(s.key) + " '" + s.name + "'");
+  return result;
 }
 
 } // namespace
@@ -67,60 +85,51 @@ mergeBucketManifests(const std::vector<ShapeBucket> &buckets, size_t primary,
                      const std::vector<std::string> &manifests,
                      const std::vector<std::vector<schedule::StageInfo>> &costs,
                      std::string &error) {
-  std::vector<llvm::json::Object> parsed;
+  std::vector<runtime::RankManifest> parsed;
   for (auto [index, manifest] : llvm::enumerate(manifests)) {
-    llvm::Expected<llvm::json::Value> value = llvm::json::parse(manifest);
-    if (!value || !value->getAsObject()) {
-      error = "the manifest of bucket " + describe(buckets[index]) +
-              " is not a JSON object";
-      if (!value)
-        llvm::consumeError(value.takeError());
+    try {
+      parsed.push_back(runtime::parseManifest(
+          manifest, "bucket " + describe(buckets[index])));
+    } catch (const runtime::Error &e) {
+      error = e.what();
       return "";
     }
-    parsed.push_back(std::move(*value->getAsObject()));
   }
-  const llvm::json::Object &top = parsed[primary];
+  runtime::RankManifest merged = parsed[primary];
   struct Shared {
     const char *list;
-    std::initializer_list<const char *> fields;
     const char *what;
-  } shared[] = {{"params", {"id", "name", "shape"}, "parameters"},
-                {"sends", {"tag", "peer"}, "sends"},
-                {"recvs", {"tag", "peer"}, "receives"},
-                {"stashes", {"key", "name"}, "stash keys"}};
-  llvm::json::Array entries;
+  } shared[] = {{"params", "parameters"},
+                {"sends", "sends"},
+                {"recvs", "receives"},
+                {"stashes", "stash keys"}};
   for (auto [index, manifest] : llvm::enumerate(parsed)) {
     for (const Shared &what : shared) {
-      llvm::json::Array mine = identities(manifest, what.list, what.fields);
-      llvm::json::Array theirs = identities(top, what.list, what.fields);
+      std::vector<std::string> mine = identities(manifest, what.list);
+      std::vector<std::string> theirs = identities(merged, what.list);
       if (mine != theirs) {
         error = "bucket " + describe(buckets[index]) + " has other " +
                 what.what + " than bucket " + describe(buckets[primary]) +
-                ": " + text(llvm::json::Value(std::move(mine))) + " against " +
-                text(llvm::json::Value(std::move(theirs)));
+                ": " + join(mine) + " against " + join(theirs);
         return "";
       }
     }
-    llvm::json::Array stageCosts;
+    runtime::ManifestBucket bucket;
+    bucket.batch = buckets[index].batch;
+    bucket.length = buckets[index].length;
+    bucket.inputs = manifest.inputs;
+    bucket.labelsShape = manifest.labelsShape;
+    bucket.outputShape = manifest.outputShape;
+    bucket.sends = manifest.sends;
+    bucket.recvs = manifest.recvs;
+    bucket.stashes = manifest.stashes;
     for (const schedule::StageInfo &info : costs[index])
-      stageCosts.push_back(
-          llvm::json::Object{{"forward", info.forward},
-                             {"backward_input", info.backwardInput},
-                             {"backward_weight", info.backwardWeight},
-                             {"activation_bytes", info.activationBytes},
-                             {"output_bytes", info.outputBytes}});
-    llvm::json::Object entry{{"batch", buckets[index].batch},
-                             {"length", buckets[index].length},
-                             {"stage_costs", std::move(stageCosts)}};
-    for (const char *field :
-         {"inputs", "labels", "output", "sends", "recvs", "stashes"})
-      entry[field] = manifest.get(field) ? *manifest.get(field)
-                                         : llvm::json::Value(nullptr);
-    entries.push_back(std::move(entry));
+      bucket.stageCosts.push_back({info.forward, info.backwardInput,
+                                   info.backwardWeight, info.activationBytes,
+                                   info.outputBytes});
+    merged.buckets.push_back(std::move(bucket));
   }
-  llvm::json::Object merged = top;
-  merged["buckets"] = std::move(entries);
-  return text(llvm::json::Value(std::move(merged)));
+  return runtime::writeManifest(merged);
 }
 
 } // namespace dpc::tools

@@ -8,6 +8,10 @@
 // call of the generated code against it, so a compiler bug shows up as an
 // error naming the id instead of as memory corruption.
 //
+// This is the manifest's one owner: the compiler (passes/LowerToRuntime.cpp,
+// dpc compile --seq-buckets) fills a RankManifest and writes it with
+// writeManifest, the runtime reads it back with parseManifest.
+//
 //===----------------------------------------------------------------------===//
 
 #ifndef DPC_RUNTIME_MANIFEST_H
@@ -144,6 +148,9 @@ struct RankManifest {
   bool inference = false;
   /// "optimizer"; SGD when absent.
   Optimizer optimizer = Optimizer::Sgd;
+  /// Whether "optimizer" is present: a stage that updates no parameter
+  /// names none.
+  bool namesOptimizer = false;
   /// "precision": "bf16" (dpc compile --precision bf16): the kernels read
   /// bf16 inputs; "fp32" or absent otherwise.
   bool bf16 = false;
@@ -177,6 +184,13 @@ const char *transferKindName(TransferKind kind);
 /// every error message. Throws Error naming the offending field, e.g.
 /// "rank0: manifest: params[2].shape: expected an array of positive integers".
 RankManifest parseManifest(const std::string &text, const std::string &name);
+
+/// The manifest as compact JSON with sorted keys, what parseManifest reads
+/// back into an equal RankManifest. Fields that are absent by default stay
+/// absent: "optimizer" unless namesOptimizer, "precision" unless bf16,
+/// "inference" unless true, "profile" and "buckets" when empty; "weights"
+/// is null when empty.
+std::string writeManifest(const RankManifest &manifest);
 
 } // namespace dpc::runtime
 

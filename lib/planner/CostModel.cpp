@@ -78,12 +78,24 @@ double StageCost::time() const {
 }
 
 double stageComputeSeconds(double computeSeconds, double parameterBytes,
-                           int replicas, double allreduceBandwidth) {
+                           int replicas, double allreduceBandwidth,
+                           double speed) {
+  // The allreduce is communication: the device's speed does not change it.
+  computeSeconds /= speed;
   if (replicas <= 1)
     return computeSeconds;
   double r = replicas;
   double allreduce = 4.0 * (r - 1) * parameterBytes / (allreduceBandwidth * r);
   return (computeSeconds + allreduce) / r;
+}
+
+double stageSpeed(const CostOptions &options, int first, int replicas) {
+  if (options.rankSpeeds.empty())
+    return 1;
+  double speed = options.rankSpeeds[first];
+  for (int r = first + 1; r < first + replicas; ++r)
+    speed = std::min(speed, options.rankSpeeds[r]);
+  return speed;
 }
 
 double cutSeconds(double cutBytes, int replicas, double bandwidth) {
@@ -147,6 +159,11 @@ Expected<Evaluation> evaluate(const Graph &graph, const Plan &plan,
   int devices = options.topology.devices();
   if (numStages == 0)
     return Result::failure("plan has no stages");
+  if (!options.rankSpeeds.empty() &&
+      options.rankSpeeds.size() != static_cast<size_t>(devices))
+    return Result::failure(
+        "the cost options give " + std::to_string(options.rankSpeeds.size()) +
+        " rank speeds for " + std::to_string(devices) + " devices");
 
   std::vector<int> stageOf(graph.size(), -1);
   std::vector<int> rankOwner(devices, -1);
@@ -214,7 +231,8 @@ Expected<Evaluation> evaluate(const Graph &graph, const Plan &plan,
     int first = st.firstRank, last = st.firstRank + st.replicas - 1;
     devicesFromHere += st.replicas;
     cost.computeSeconds = stageComputeSeconds(
-        compute[i], params[i], st.replicas, topo.bandwidth(first, last));
+        compute[i], params[i], st.replicas, topo.bandwidth(first, last),
+        stageSpeed(options, first, st.replicas));
     double received = 0;
     if (i > 0) {
       const StagePlan &prev = plan.stages[i - 1];

@@ -2,6 +2,7 @@
 
 #include "dpc/planner/PlanJson.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 
@@ -15,6 +16,13 @@ nlohmann::ordered_json planToJson(const Graph &graph, const PlanResult &result,
   int devices = topo.devices();
   std::vector<char> busy(devices, 0);
 
+  // On a cluster: the device at each rank.
+  const bool onDevices =
+      !options.devices.empty() && result.rankDevices.size() == size_t(devices);
+  auto deviceAt = [&](int rank) -> const Device & {
+    return options.devices[result.rankDevices[rank]];
+  };
+
   json stages = json::array();
   for (size_t s = 0; s < result.plan.stages.size(); ++s) {
     const StagePlan &st = result.plan.stages[s];
@@ -26,20 +34,38 @@ nlohmann::ordered_json planToJson(const Graph &graph, const PlanResult &result,
     }
     for (NodeId v : st.nodes)
       nodes.push_back(graph.node(v).name);
-    stages.push_back({
+    json stage = {
         {"id", s},
         {"ranks", std::move(ranks)},
         {"replicas", st.replicas},
-        {"nodes", std::move(nodes)},
-        {"compute_ms", cost.computeSeconds * 1e3},
-        {"transfer_ms", std::max(cost.recvSeconds, cost.sendSeconds) * 1e3},
-        {"recv_ms", cost.recvSeconds * 1e3},
-        {"send_ms", cost.sendSeconds * 1e3},
-        {"time_ms", cost.time() * 1e3},
-        {"cut_bytes_out", s < eval.cutBytes.size() ? eval.cutBytes[s] : 0.0},
-        {"in_flight", cost.inFlight},
-        {"memory_bytes", cost.memoryBytes},
-    });
+    };
+    if (onDevices) {
+      // The stage runs at its slowest replica's speed and must fit its
+      // smallest memory.
+      json names = json::array();
+      double speed = deviceAt(st.firstRank).speed, memory = 0;
+      for (int r = st.firstRank; r < st.firstRank + st.replicas; ++r) {
+        const Device &d = deviceAt(r);
+        names.push_back(d.name);
+        speed = std::min(speed, d.speed);
+        if (d.memoryBytes > 0)
+          memory = memory > 0 ? std::min(memory, d.memoryBytes) : d.memoryBytes;
+      }
+      stage["devices"] = std::move(names);
+      stage["speed"] = speed;
+      if (memory > 0)
+        stage["device_memory_bytes"] = memory;
+    }
+    stage["nodes"] = std::move(nodes);
+    stage["compute_ms"] = cost.computeSeconds * 1e3;
+    stage["transfer_ms"] = std::max(cost.recvSeconds, cost.sendSeconds) * 1e3;
+    stage["recv_ms"] = cost.recvSeconds * 1e3;
+    stage["send_ms"] = cost.sendSeconds * 1e3;
+    stage["time_ms"] = cost.time() * 1e3;
+    stage["cut_bytes_out"] = s < eval.cutBytes.size() ? eval.cutBytes[s] : 0.0;
+    stage["in_flight"] = cost.inFlight;
+    stage["memory_bytes"] = cost.memoryBytes;
+    stages.push_back(std::move(stage));
   }
   json idle = json::array();
   for (int r = 0; r < devices; ++r)
@@ -73,6 +99,14 @@ nlohmann::ordered_json planToJson(const Graph &graph, const PlanResult &result,
   };
   if (options.memoryLimitBytes > 0)
     doc["memory_limit_bytes"] = options.memoryLimitBytes;
+  if (onDevices) {
+    doc["search"]["device_orders_tried"] = result.deviceOrdersTried;
+    doc["search"]["all_device_orders"] = result.allDeviceOrders;
+    json names = json::array();
+    for (int r = 0; r < devices; ++r)
+      names.push_back(deviceAt(r).name);
+    doc["cluster"] = {{"rank_devices", std::move(names)}};
+  }
   return doc;
 }
 

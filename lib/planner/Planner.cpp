@@ -17,6 +17,7 @@
 #include <cmath>
 #include <cstdio>
 #include <limits>
+#include <set>
 
 namespace dpc::planner {
 
@@ -87,12 +88,42 @@ OrderCosts buildOrderCosts(const Graph &g, const std::vector<NodeId> &order) {
 
 /// Inverse bandwidths for a stage of r replicas on ranks a..a+r-1: among
 /// its replicas, towards the previous stage's last rank, towards the next
-/// stage's first rank.
+/// stage's first rank; and each rank's device: its speed and the bytes a
+/// stage may use on it.
 struct Placement {
   int devices;
   std::vector<double> allreduce, recv, send;
-  explicit Placement(const Topology &t) : devices(t.devices()) {
+  /// Per rank, and speedSum[k] = the speeds of ranks 0..k-1.
+  std::vector<double> speed, speedSum, capacity;
+  /// Some rank has a finite capacity.
+  bool memoryLimited = false;
+  /// Capacities come from devices' memory: the least-memory search then
+  /// minimises need over capacity instead of bytes.
+  bool deviceMemory = false;
+  /// Every rank alike: a plan may move by whole groups at no cost.
+  bool uniform = true;
+
+  Placement(const Topology &t, const PlannerOptions &opts)
+      : devices(t.devices()) {
     int n = devices;
+    const double limit =
+        opts.memoryLimitBytes > 0 ? opts.memoryLimitBytes : kInf;
+    speed.assign(n, 1.0);
+    capacity.assign(n, limit);
+    speedSum.assign(n + 1, 0.0);
+    for (int k = 0; k < n; ++k) {
+      if (!opts.devices.empty()) {
+        const Device &d = opts.devices[k];
+        speed[k] = d.speed;
+        if (d.memoryBytes > 0) {
+          capacity[k] = std::min(capacity[k], d.memoryBytes);
+          deviceMemory = true;
+        }
+      }
+      speedSum[k + 1] = speedSum[k] + speed[k];
+      memoryLimited |= capacity[k] < kInf;
+      uniform &= speed[k] == speed[0] && capacity[k] == capacity[0];
+    }
     allreduce.assign((n + 1) * (n + 1), 0);
     recv = send = allreduce;
     for (int a = 0; a < n; ++a) {
@@ -133,8 +164,7 @@ Solution solve(const OrderCosts &oc, const PlannerOptions &opts,
   const int N = place.devices;
   const bool forced = opts.stages > 0;
   const int layers = forced ? opts.stages + 1 : 1;
-  const double memLimit = mode == Mode::MinMemory ? 0 : opts.memoryLimitBytes;
-  const bool needMemory = memLimit > 0 || mode == Mode::MinMemory;
+  const bool needMemory = place.memoryLimited || mode == Mode::MinMemory;
   const CostOptions &cost = opts.cost;
   const double stateFactor = 2.0 + cost.optimizerStateFactor;
   const bool weightVersions = cost.schedule == ScheduleKind::PipeDream;
@@ -160,13 +190,19 @@ Solution solve(const OrderCosts &oc, const PlannerOptions &opts,
         // The positions before j run on the other N - D devices; when their
         // compute alone exceeds the bound there, this state is never used.
         if (j > 0 && mode != Mode::MinMemory && cap < kInf &&
-            (D == N || oc.compute[j] > cap * (N - D) * (1 + 1e-9)))
+            (D == N ||
+             oc.compute[j] > cap * place.speedSum[N - D] * (1 + 1e-9)))
           continue;
         int bestI = -1, bestR = 0;
         const int rmax = opts.straight ? 1 : D;
         const int a = N - D;
+        // The stage runs at its slowest replica's speed and fits the
+        // smallest replica's memory.
+        double speed = kInf, capacity = kInf;
         for (int r = 1; r <= rmax; ++r) {
           const int d = D - r;
+          speed = std::min(speed, place.speed[a + r - 1]);
+          capacity = std::min(capacity, place.capacity[a + r - 1]);
           const size_t pk = static_cast<size_t>(a) * (N + 1) + r;
           const double invR = 1.0 / r;
           const double arScale = 4.0 * (r - 1) * place.allreduce[pk] * invR;
@@ -195,18 +231,24 @@ Solution solve(const OrderCosts &oc, const PlannerOptions &opts,
             int lo = j + 1, hi = iEnd; // find the last i within the limit
             while (lo <= hi) {
               int mid = (lo + hi) / 2;
-              if (C[mid] - C[j] + arScale * (P[mid] - P[j]) <= limit)
+              if ((C[mid] - C[j]) / speed + arScale * (P[mid] - P[j]) <= limit)
                 lo = mid + 1;
               else
                 hi = mid - 1;
             }
             iEnd = hi;
+            // A stage of the suffix computes at most its replicas' speeds
+            // added up, so the suffix's compute is at most the bound times
+            // the speeds of its d devices.
+            const double suffixSpeed =
+                place.speedSum[N] - place.speedSum[a + r];
             if (d > 0)
               iBegin = std::max<int>(
                   iBegin,
-                  static_cast<int>(std::lower_bound(C + j, C + n + 1,
-                                                    C[n] - bound * d * slack) -
-                                   C));
+                  static_cast<int>(
+                      std::lower_bound(C + j, C + n + 1,
+                                       C[n] - bound * suffixSpeed * slack) -
+                      C));
           }
           for (int i = iBegin; i <= iEnd; ++i) {
             if (!oc.canStart[i])
@@ -216,15 +258,19 @@ Solution solve(const OrderCosts &oc, const PlannerOptions &opts,
               continue;
             const double c = oc.compute[i] - oc.compute[j];
             const double p = oc.params[i] - oc.params[j];
-            const double comp = (c + arScale * p) * invR;
+            const double comp = (c / speed + arScale * p) * invR;
             double mem = 0;
             if (needMemory) {
               mem = p * stateFactor +
                     (weightVersions ? (inFlight - 1) * p : 0.0) +
                     inFlight * (oc.acts[i] - oc.acts[j] + cutIn);
               // Memory and compute only grow with the stage.
-              if (memLimit > 0 && mem > memLimit)
+              if (mode != Mode::MinMemory && mem > capacity)
                 break;
+              // The least-memory search over devices of their own memory
+              // minimises the largest share of a device's memory used.
+              if (mode == Mode::MinMemory && place.deviceMemory)
+                mem = capacity < kInf ? mem / capacity : 0.0;
             }
             double value;
             if (mode == Mode::MinMax) {
@@ -280,8 +326,9 @@ Solution solve(const OrderCosts &oc, const PlannerOptions &opts,
   sol.value = bestValue;
   // Used ranks are the last D; shift them towards rank 0 by whole groups so
   // that the costs stay as computed.
+  // Devices that differ move with the plan instead (planPipeline).
   const int align = opts.cost.topology.alignment();
-  const int shift = ((N - bestD) / align) * align;
+  const int shift = place.uniform ? ((N - bestD) / align) * align : 0;
   int j = 0, D = bestD, l = top;
   while (j < n) {
     size_t k = idx(l, j, D);
@@ -329,15 +376,24 @@ double objectiveValue(const PlannerOptions &opts, const Evaluation &e) {
                                                  : e.stepSeconds;
 }
 
-bool fits(const PlannerOptions &opts, const Evaluation &e) {
-  return opts.memoryLimitBytes <= 0 ||
-         e.peakMemoryBytes <= opts.memoryLimitBytes * (1 + 1e-12);
+/// Whether every stage fits the smallest memory among its ranks.
+bool fits(const Placement &place, const Plan &plan, const Evaluation &e) {
+  if (!place.memoryLimited)
+    return true;
+  for (size_t s = 0; s < plan.stages.size(); ++s) {
+    const StagePlan &st = plan.stages[s];
+    for (int r = st.firstRank; r < st.firstRank + st.replicas; ++r)
+      if (e.stages[s].memoryBytes > place.capacity[r] * (1 + 1e-12))
+        return false;
+  }
+  return true;
 }
 
 /// Moves single nodes across the cuts next to the bottleneck stage while
 /// that lowers (bottleneck, sum of stage times): the dynamic program is
 /// exact along its order, this explores the orders next to it.
-Plan refinePlan(const Graph &g, Plan plan, const PlannerOptions &opts) {
+Plan refinePlan(const Graph &g, Plan plan, const PlannerOptions &opts,
+                const Placement &place) {
   size_t numStages = plan.stages.size();
   if (numStages < 2)
     return plan;
@@ -385,7 +441,7 @@ Plan refinePlan(const Graph &g, Plan plan, const PlannerOptions &opts) {
       from.erase(std::find(from.begin(), from.end(), v));
       trial.stages[to].nodes.push_back(v);
       Expected<Evaluation> e = evaluate(g, trial, opts.cost);
-      if (!e || !fits(opts, *e))
+      if (!e || !fits(place, trial, *e))
         continue;
       const Evaluation &reference = bestEval ? *bestEval : *current;
       if (bottleneckBetter(*e, reference)) {
@@ -495,7 +551,7 @@ void preferLeastLatency(const Graph &g, const std::vector<NodeId> &order,
     return;
   Plan plan = toPlan(oc, sol);
   Expected<Evaluation> e = evaluate(g, plan, opts.cost);
-  if (e && fits(opts, *e) && bottleneckBetter(*e, best.evaluation)) {
+  if (e && fits(place, plan, *e) && bottleneckBetter(*e, best.evaluation)) {
     best.plan = std::move(plan);
     best.evaluation = std::move(*e);
   }
@@ -513,101 +569,37 @@ double singleStageBound(const Graph &g, const PlannerOptions &opts,
     params += g.parameterBytes(v);
   }
   int N = place.devices;
-  double best = kInf;
+  double best = kInf, speed = kInf;
   for (int r = 1; r <= (opts.straight ? 1 : N); ++r) {
     double inv = place.allreduce[static_cast<size_t>(N - r) * (N + 1) + r];
-    best = std::min(best, (compute + 4.0 * (r - 1) * params * inv / r) / r);
+    speed = std::min(speed, place.speed[N - r]);
+    best = std::min(best,
+                    (compute / speed + 4.0 * (r - 1) * params * inv / r) / r);
   }
   return best;
 }
 
-/// No plan is faster than its compute spread evenly over every device, nor
-/// than one node on its own replicas.
-double lowerBound(const Graph &g, const PlannerOptions &opts, int devices) {
+/// No plan is faster than its compute spread over every device by speed,
+/// nor than one node on its own replicas.
+double lowerBound(const Graph &g, const PlannerOptions &opts,
+                  const Placement &place) {
   double total = 0, largest = 0;
   for (NodeId v = 0; v < g.size(); ++v) {
     total += g.computeSeconds(v);
     largest = std::max(largest, g.computeSeconds(v));
   }
-  return std::max(total / devices, opts.straight ? largest : largest / devices);
+  const double all = place.speedSum[place.devices];
+  const double fastest =
+      *std::max_element(place.speed.begin(), place.speed.end());
+  return std::max(total / all, largest / (opts.straight ? fastest : all));
 }
 
-} // namespace
-
-Expected<PlanResult> partitionOrder(const Graph &g,
-                                    const std::vector<NodeId> &order,
-                                    const PlannerOptions &opts) {
-  using Result = Expected<PlanResult>;
-  if (order.size() != g.size())
-    return Result::failure("order does not list every node once");
-  OrderCosts oc = buildOrderCosts(g, order);
-  Placement place(opts.cost.topology);
-  OrderResult r = planOrder(g, oc, opts, place, kInf);
-  if (!r.found)
-    return Result::failure("no split of the order meets the constraints");
-  if (opts.objective == Objective::Bottleneck)
-    preferLeastLatency(g, order, opts, place, r);
-  PlanResult result;
-  result.plan = std::move(r.plan);
-  result.evaluation = std::move(r.evaluation);
-  result.ordersTried = 1;
-  return result;
-}
-
-Expected<PlanResult> planPipeline(const Graph &g,
-                                  const PlannerOptions &options) {
-  using Result = Expected<PlanResult>;
-  PlannerOptions opts = options;
-  if (g.size() == 0)
-    return Result::failure("graph has no nodes");
-  Expected<std::vector<NodeId>> topo = g.topologicalOrder();
-  if (!topo)
-    return Result::failure(topo.error());
-  const Topology &t = opts.cost.topology;
-  if (t.levelSizes.empty() || t.levelSizes.size() != t.bandwidths.size())
-    return Result::failure("topology needs one bandwidth per level");
-  for (size_t l = 0; l < t.levelSizes.size(); ++l)
-    if (t.levelSizes[l] < 1 || !(t.bandwidths[l] > 0))
-      return Result::failure("topology levels need at least one device and "
-                             "a positive bandwidth");
-  int devices = t.devices();
-  if (devices > 4096)
-    return Result::failure("at most 4096 devices are supported");
-
-  size_t nonInputs = 0;
-  for (NodeId v = 0; v < g.size(); ++v)
-    nonInputs += !g.node(v).isInput;
-  size_t maxStages = std::max<size_t>(nonInputs, 1);
-  if (opts.stages < 0)
-    return Result::failure("the stage count must be positive");
-  if (static_cast<size_t>(opts.stages) > maxStages)
-    return Result::failure(
-        "more stages than nodes: " + std::to_string(opts.stages) +
-        " stages for " + std::to_string(maxStages) + " non-input nodes");
-  if (opts.stages > devices)
-    return Result::failure(std::to_string(opts.stages) + " stages need " +
-                           std::to_string(opts.stages) + " devices, " +
-                           std::to_string(devices) + " given");
-
-  // Small graphs: every order; otherwise the heuristic orders. The budget
-  // keeps the exhaustive search within a few million DP steps.
-  PlanResult result;
-  std::vector<std::vector<NodeId>> orders;
-  size_t n = g.size();
-  if (opts.exhaustiveOrderLimit > 0) {
-    double perOrder = double(n) * n * devices * (opts.straight ? 1 : devices);
-    // Enumerating costs about n^2 per order, planning one perOrder.
-    size_t budget = static_cast<size_t>(
-        std::min<double>({double(opts.exhaustiveOrderLimit),
-                          4e7 / (perOrder + 1), 2e5 / (double(n) * n)}));
-    if (budget > 0)
-      orders = allTopologicalOrders(g, budget);
-    result.exhaustive = !orders.empty();
-  }
-  if (orders.empty())
-    orders = candidateOrders(g);
-
-  Placement place(t);
+/// The best plan over `orders` (then refined) for one order of the
+/// devices, or nothing when no plan meets the constraints.
+OrderResult searchOrders(const Graph &g, const PlannerOptions &opts,
+                         const Placement &place,
+                         const std::vector<std::vector<NodeId>> &orders,
+                         bool exhaustive, int &ordersTried) {
   const bool bottleneck = opts.objective == Objective::Bottleneck;
   // For the bottleneck, each order only has to beat the best so far (ties
   // are kept: 1e-9 of slack), which narrows the dynamic program's windows.
@@ -624,7 +616,7 @@ Expected<PlanResult> planPipeline(const Graph &g,
       // a plan is found below it.
       // At most 40 steps (a factor 7500): with no finite bound, or when
       // nothing fits, the unbounded search below takes over.
-      double guess = lowerBound(g, opts, place.devices);
+      double guess = lowerBound(g, opts, place);
       for (int step = 0; step < 40 && guess * 1.25 < cap && !r.found;
            ++step, guess *= 1.25)
         r = planOrder(g, oc, opts, place, guess * 1.25);
@@ -651,30 +643,16 @@ Expected<PlanResult> planPipeline(const Graph &g,
         cap = best.evaluation.bottleneckSeconds * (1 + 1e-9);
     }
   }
-  result.ordersTried = static_cast<int>(orders.size());
-
-  if (!best.found) {
-    if (opts.memoryLimitBytes > 0) {
-      double least = kInf;
-      for (const std::vector<NodeId> &order : orders)
-        least = std::min(least, solve(buildOrderCosts(g, order), opts, place,
-                                      Mode::MinMemory, kInf)
-                                    .value);
-      if (least < kInf)
-        return Result::failure(
-            "no plan fits in " + bytesText(opts.memoryLimitBytes) +
-            " bytes per device; the smallest limit that would work is " +
-            bytesText(least) + " bytes");
-    }
-    return Result::failure("no plan meets the constraints");
-  }
+  ordersTried += static_cast<int>(orders.size());
+  if (!best.found)
+    return best;
 
   // Refinement: move nodes across cuts, then let the dynamic program
   // re-split the order that the moved plan implies.
   std::vector<NodeId> reference = orders[bestOrder];
-  if (opts.refine && !result.exhaustive && bottleneck) {
+  if (opts.refine && !exhaustive && bottleneck) {
     for (int round = 0; round < 3; ++round) {
-      Plan moved = refinePlan(g, best.plan, opts);
+      Plan moved = refinePlan(g, best.plan, opts, place);
       std::vector<NodeId> order = stageMajorOrder(g, moved, reference);
       OrderResult r = planOrder(g, buildOrderCosts(g, order), opts, place,
                                 best.evaluation.bottleneckSeconds * (1 + 1e-9));
@@ -683,7 +661,7 @@ Expected<PlanResult> planPipeline(const Graph &g,
       if (r.found && bottleneckBetter(r.evaluation, best.evaluation)) {
         best = std::move(r);
         improved = true;
-      } else if (movedEval && fits(opts, *movedEval) &&
+      } else if (movedEval && fits(place, moved, *movedEval) &&
                  bottleneckBetter(*movedEval, best.evaluation)) {
         best.plan = std::move(moved);
         best.evaluation = std::move(*movedEval);
@@ -692,15 +670,304 @@ Expected<PlanResult> planPipeline(const Graph &g,
       if (!improved)
         break;
       reference = order;
-      ++result.ordersTried;
+      ++ordersTried;
     }
   }
   if (bottleneck)
     preferLeastLatency(g, stageMajorOrder(g, best.plan, reference), opts, place,
                        best);
+  return best;
+}
+
+/// `options` with the devices in `order` (rank -> index into
+/// options.devices) and their speeds as the cost model's.
+PlannerOptions withDeviceOrder(const PlannerOptions &options,
+                               const std::vector<int> &order) {
+  PlannerOptions opts = options;
+  if (order.empty())
+    return opts;
+  opts.devices.clear();
+  opts.cost.rankSpeeds.clear();
+  for (int k : order) {
+    opts.devices.push_back(options.devices[k]);
+    opts.cost.rankSpeeds.push_back(options.devices[k].speed);
+  }
+  return opts;
+}
+
+/// Moves a plan on devices `order` towards rank 0 by whole groups, turning
+/// the device order with it so that every cost stays, and records which
+/// device each rank is.
+void placeOnDevices(const Graph &g, const PlannerOptions &options,
+                    const std::vector<int> &order, PlanResult &result) {
+  if (order.empty())
+    return;
+  const int N = static_cast<int>(order.size());
+  const int align = options.cost.topology.alignment();
+  int first = N;
+  for (const StagePlan &st : result.plan.stages)
+    first = std::min(first, st.firstRank);
+  const int shift = (first / align) * align;
+  result.rankDevices.resize(N);
+  for (int k = 0; k < N; ++k)
+    result.rankDevices[k] = order[(k + shift) % N];
+  for (StagePlan &st : result.plan.stages)
+    st.firstRank -= shift;
+  Expected<Evaluation> e = evaluate(
+      g, result.plan, withDeviceOrder(options, result.rankDevices).cost);
+  assert(e && "moving a plan by whole groups keeps it valid");
+  if (e)
+    result.evaluation = std::move(*e);
+}
+
+std::string checkDevices(const PlannerOptions &opts) {
+  const std::vector<Device> &devices = opts.devices;
+  if (devices.empty())
+    return "";
+  int count = opts.cost.topology.devices();
+  if (devices.size() != static_cast<size_t>(count))
+    return "the cluster lists " + std::to_string(devices.size()) +
+           " devices but the topology has " + std::to_string(count);
+  for (const Device &d : devices)
+    if (!(d.speed >= kMinDeviceSpeed && d.speed <= kMaxDeviceSpeed) ||
+        !(d.memoryBytes >= 0 && d.memoryBytes <= kMaxClusterValue))
+      return "device '" + d.name +
+             "' needs a speed from 1e-6 to 1e6 and a memory from 0 to 1e18 "
+             "bytes";
+  return "";
+}
+
+std::string ratioText(double ratio) {
+  char buf[64];
+  // Rounded up, so that the devices' memory scaled by it admits a plan.
+  std::snprintf(buf, sizeof(buf), "%.3f", std::ceil(ratio * 1000) / 1000);
+  return buf;
+}
+
+} // namespace
+
+std::vector<std::vector<int>> deviceOrders(const std::vector<Device> &devices,
+                                           const Topology &topology,
+                                           double limit, bool &all) {
+  const int N = static_cast<int>(devices.size());
+  // Devices of equal speed and memory are interchangeable: an order is its
+  // sequence of classes, and the class's devices fill it in file order.
+  std::vector<int> classOf(N);
+  std::vector<std::vector<int>> members;
+  for (int k = 0; k < N; ++k) {
+    int c = 0;
+    while (c < static_cast<int>(members.size()) &&
+           !(devices[members[c][0]].speed == devices[k].speed &&
+             devices[members[c][0]].memoryBytes == devices[k].memoryBytes))
+      ++c;
+    if (c == static_cast<int>(members.size()))
+      members.emplace_back();
+    members[c].push_back(k);
+    classOf[k] = c;
+  }
+  std::vector<std::vector<int>> orders;
+  std::set<std::vector<int>> seen;
+  auto add = [&](const std::vector<int> &classes) {
+    if (!seen.insert(classes).second)
+      return;
+    std::vector<size_t> next(members.size(), 0);
+    std::vector<int> order;
+    for (int c : classes)
+      order.push_back(members[c][next[c]++]);
+    orders.push_back(std::move(order));
+  };
+  add(classOf); // the file's own order first: ties keep it
+
+  // Distinct orders: N! / prod(class sizes!).
+  double count = 1;
+  for (int k = 1, c = 0; c < static_cast<int>(members.size()); ++c)
+    for (size_t m = 1; m <= members[c].size(); ++m, ++k)
+      count = count * k / m;
+  all = topology.levelSizes.size() == 1 && count <= limit + 0.5;
+  if (all) {
+    std::vector<int> classes = classOf;
+    std::sort(classes.begin(), classes.end());
+    do
+      add(classes);
+    while (std::next_permutation(classes.begin(), classes.end()));
+    return orders;
+  }
+  // Fastest first and slowest first, inside each innermost group so that
+  // the groups stay whole.
+  const int group =
+      topology.levelSizes.size() == 1 ? N : topology.levelSizes[0];
+  for (bool fastFirst : {true, false}) {
+    std::vector<int> order(N);
+    for (int k = 0; k < N; ++k)
+      order[k] = k;
+    for (int begin = 0; begin < N; begin += group)
+      std::stable_sort(order.begin() + begin, order.begin() + begin + group,
+                       [&](int a, int b) {
+                         const Device &x = devices[a], &y = devices[b];
+                         if (x.speed != y.speed)
+                           return fastFirst ? x.speed > y.speed
+                                            : x.speed < y.speed;
+                         return fastFirst ? x.memoryBytes > y.memoryBytes
+                                          : x.memoryBytes < y.memoryBytes;
+                       });
+    std::vector<int> classes;
+    for (int k : order)
+      classes.push_back(classOf[k]);
+    add(classes);
+  }
+  return orders;
+}
+
+Expected<PlanResult> partitionOrder(const Graph &g,
+                                    const std::vector<NodeId> &order,
+                                    const PlannerOptions &opts) {
+  using Result = Expected<PlanResult>;
+  if (order.size() != g.size())
+    return Result::failure("order does not list every node once");
+  if (std::string bad = checkDevices(opts); !bad.empty())
+    return Result::failure(bad);
+  std::vector<int> identity(opts.devices.size());
+  for (size_t k = 0; k < identity.size(); ++k)
+    identity[k] = static_cast<int>(k);
+  PlannerOptions o = withDeviceOrder(opts, identity);
+  OrderCosts oc = buildOrderCosts(g, order);
+  Placement place(o.cost.topology, o);
+  OrderResult r = planOrder(g, oc, o, place, kInf);
+  if (!r.found)
+    return Result::failure("no split of the order meets the constraints");
+  if (o.objective == Objective::Bottleneck)
+    preferLeastLatency(g, order, o, place, r);
+  PlanResult result;
+  result.plan = std::move(r.plan);
+  result.evaluation = std::move(r.evaluation);
+  result.ordersTried = 1;
+  placeOnDevices(g, opts, identity, result);
+  result.deviceOrdersTried = identity.empty() ? 0 : 1;
+  return result;
+}
+
+Expected<PlanResult> planPipeline(const Graph &g,
+                                  const PlannerOptions &options) {
+  using Result = Expected<PlanResult>;
+  const PlannerOptions &opts = options;
+  if (g.size() == 0)
+    return Result::failure("graph has no nodes");
+  Expected<std::vector<NodeId>> topo = g.topologicalOrder();
+  if (!topo)
+    return Result::failure(topo.error());
+  const Topology &t = opts.cost.topology;
+  if (t.levelSizes.empty() || t.levelSizes.size() != t.bandwidths.size())
+    return Result::failure("topology needs one bandwidth per level");
+  for (size_t l = 0; l < t.levelSizes.size(); ++l)
+    if (t.levelSizes[l] < 1 || !(t.bandwidths[l] > 0))
+      return Result::failure("topology levels need at least one device and "
+                             "a positive bandwidth");
+  int devices = t.devices();
+  if (devices > 4096)
+    return Result::failure("at most 4096 devices are supported");
+  if (std::string bad = checkDevices(opts); !bad.empty())
+    return Result::failure(bad);
+
+  size_t nonInputs = 0;
+  for (NodeId v = 0; v < g.size(); ++v)
+    nonInputs += !g.node(v).isInput;
+  size_t maxStages = std::max<size_t>(nonInputs, 1);
+  if (opts.stages < 0)
+    return Result::failure("the stage count must be positive");
+  if (static_cast<size_t>(opts.stages) > maxStages)
+    return Result::failure(
+        "more stages than nodes: " + std::to_string(opts.stages) +
+        " stages for " + std::to_string(maxStages) + " non-input nodes");
+  if (opts.stages > devices)
+    return Result::failure(std::to_string(opts.stages) + " stages need " +
+                           std::to_string(opts.stages) + " devices, " +
+                           std::to_string(devices) + " given");
+
+  // Devices that differ: every distinct order of them when few, since
+  // which device runs which stage matters; each order is planned whole.
+  size_t n = g.size();
+  double perOrder = double(n) * n * devices * (opts.straight ? 1 : devices);
+  PlanResult result;
+  std::vector<std::vector<int>> placements = {{}};
+  if (!opts.devices.empty()) {
+    double limit = std::min<double>(std::max(opts.deviceOrderLimit, 1),
+                                    4e8 / (perOrder + 1));
+    placements = deviceOrders(opts.devices, t, limit, result.allDeviceOrders);
+  }
+  const double placementCount = static_cast<double>(placements.size());
+
+  // Small graphs: every order; otherwise the heuristic orders. The budget
+  // keeps the exhaustive search within a few million DP steps.
+  std::vector<std::vector<NodeId>> orders;
+  if (opts.exhaustiveOrderLimit > 0) {
+    // Enumerating costs about n^2 per order, planning one perOrder.
+    size_t budget = static_cast<size_t>(std::min<double>(
+        {double(opts.exhaustiveOrderLimit),
+         4e7 / (perOrder * placementCount + 1), 2e5 / (double(n) * n)}));
+    if (budget > 0)
+      orders = allTopologicalOrders(g, budget);
+    result.exhaustive = !orders.empty();
+  }
+  if (orders.empty())
+    orders = candidateOrders(g);
+
+  const bool bottleneck = opts.objective == Objective::Bottleneck;
+  OrderResult best;
+  size_t bestPlacement = 0;
+  for (size_t k = 0; k < placements.size(); ++k) {
+    PlannerOptions o = withDeviceOrder(opts, placements[k]);
+    Placement place(o.cost.topology, o);
+    OrderResult r = searchOrders(g, o, place, orders, result.exhaustive,
+                                 result.ordersTried);
+    if (!r.found)
+      continue;
+    bool better = !best.found;
+    if (!better)
+      better = bottleneck
+                   ? bottleneckBetter(r.evaluation, best.evaluation)
+                   : objectiveValue(opts, r.evaluation) <
+                         objectiveValue(opts, best.evaluation) * (1 - 1e-12);
+    if (better) {
+      best = std::move(r);
+      bestPlacement = k;
+    }
+  }
+  if (!opts.devices.empty())
+    result.deviceOrdersTried = static_cast<int>(placements.size());
+
+  if (!best.found) {
+    double least = kInf;
+    bool ratio = false;
+    for (const std::vector<int> &placement : placements) {
+      PlannerOptions o = withDeviceOrder(opts, placement);
+      Placement place(o.cost.topology, o);
+      if (!place.memoryLimited)
+        continue;
+      ratio = place.deviceMemory;
+      for (const std::vector<NodeId> &order : orders)
+        least = std::min(least, solve(buildOrderCosts(g, order), o, place,
+                                      Mode::MinMemory, kInf)
+                                    .value);
+    }
+    if (least < kInf && ratio)
+      return Result::failure(
+          "no plan fits the devices' memory" +
+          std::string(opts.memoryLimitBytes > 0
+                          ? " (memory_bytes, or --memory-limit where lower)"
+                          : "") +
+          "; the least that would work is " + ratioText(least) +
+          " times each device's");
+    if (least < kInf)
+      return Result::failure(
+          "no plan fits in " + bytesText(opts.memoryLimitBytes) +
+          " bytes per device; the smallest limit that would work is " +
+          bytesText(least) + " bytes");
+    return Result::failure("no plan meets the constraints");
+  }
 
   result.plan = std::move(best.plan);
   result.evaluation = std::move(best.evaluation);
+  placeOnDevices(g, opts, placements[bestPlacement], result);
   return result;
 }
 

@@ -54,6 +54,11 @@ struct CostOptions {
   /// their gradients cross stages as bf16 (dpc compile --precision bf16).
   /// Memory still counts the f32 buffers.
   double transferFactor = 1;
+  /// Relative speed of the device at each rank (a cluster's devices in the
+  /// planner's order): a stage computes its profiled time over the speed of
+  /// its slowest replica, since the runtime gives every replica an equal
+  /// share of the microbatches. Empty: every device at speed 1.
+  std::vector<double> rankSpeeds;
 };
 
 /// A plan: stages in pipeline order, each a set of nodes on `replicas`
@@ -95,7 +100,10 @@ struct Evaluation {
 
 /// The per-term formulas, shared with the optimizer.
 double stageComputeSeconds(double computeSeconds, double parameterBytes,
-                           int replicas, double allreduceBandwidth);
+                           int replicas, double allreduceBandwidth,
+                           double speed = 1);
+/// The speed of the slowest of ranks first..first+replicas-1.
+double stageSpeed(const CostOptions &options, int first, int replicas);
 double cutSeconds(double cutBytes, int replicas, double bandwidth);
 int stageInFlight(const CostOptions &options, int replicas,
                   int devicesFromHere);
@@ -106,7 +114,8 @@ void predictStep(const CostOptions &options, Evaluation &eval);
 
 /// Costs `plan` on `graph`. Fails when the plan is not a valid pipeline: a
 /// node missing or in two stages, an edge that goes backwards, an input
-/// outside the first stage, or ranks that overlap or leave the topology.
+/// outside the first stage, ranks that overlap or leave the topology, or
+/// rank speeds that do not match the topology's devices.
 Expected<Evaluation> evaluate(const Graph &graph, const Plan &plan,
                               const CostOptions &options);
 

@@ -16,6 +16,7 @@
 #ifndef DPC_PLANNER_PLANNER_H
 #define DPC_PLANNER_PLANNER_H
 
+#include "dpc/planner/Cluster.h"
 #include "dpc/planner/CostModel.h"
 #include "dpc/planner/Graph.h"
 
@@ -41,6 +42,17 @@ struct PlannerOptions {
   int stages = 0;
   /// Bytes per device; 0 for no limit.
   double memoryLimitBytes = 0;
+  /// A cluster's devices, one per rank of `cost.topology` in its order (the
+  /// groups of a level are contiguous runs of them); empty: every device
+  /// alike, at speed 1 with `memoryLimitBytes`. A device's memory, where
+  /// given, limits the stages on it (and `memoryLimitBytes` all of them).
+  /// The planner chooses which devices run which stage (see
+  /// docs/PLANNER.md); `cost.rankSpeeds` is its own.
+  std::vector<Device> devices;
+  /// With a flat topology, all distinct orders of `devices` are tried when
+  /// there are at most this many (and their work stays small), which makes
+  /// the plan optimal over every assignment of stages to devices.
+  int deviceOrderLimit = 720;
   Objective objective = Objective::Bottleneck;
   /// Graphs with at most this many topological orders are planned over all
   /// of them (exact over every valid stage assignment); 0 disables it.
@@ -58,6 +70,12 @@ struct PlanResult {
   int ordersTried = 0;
   /// Whether every topological order was tried.
   bool exhaustive = false;
+  /// With `PlannerOptions::devices`: the index into it of the device at
+  /// each rank of the plan, how many device orders were planned, and
+  /// whether they were all the distinct ones.
+  std::vector<int> rankDevices;
+  int deviceOrdersTried = 0;
+  bool allDeviceOrders = false;
 };
 
 /// Plans `graph`. Fails (with a message for the user) when the graph is
@@ -70,13 +88,23 @@ Expected<PlanResult> planPipeline(const Graph &graph,
 /// The exact part of the planner, exposed for tests: the best plan whose
 /// stages are contiguous runs of `order` (a topological order with the
 /// graph's inputs first), under `options` (refine and the order search are
-/// not used). Fails when no split meets the constraints.
+/// not used; `options.devices` are taken in their order). Fails when no
+/// split meets the constraints.
 Expected<PlanResult> partitionOrder(const Graph &graph,
                                     const std::vector<NodeId> &order,
                                     const PlannerOptions &options);
 
 /// The topological orders the planner starts from (deduplicated).
 std::vector<std::vector<NodeId>> candidateOrders(const Graph &graph);
+
+/// The orders of `devices` (rank -> index into `devices`) the planner tries
+/// on `topology`: with one level, every distinct order (devices of equal
+/// speed and memory are interchangeable) when there are at most `limit`;
+/// otherwise the given order, fastest first and slowest first (within each
+/// innermost group for a hierarchical topology). `all` tells which.
+std::vector<std::vector<int>> deviceOrders(const std::vector<Device> &devices,
+                                           const Topology &topology,
+                                           double limit, bool &all);
 
 /// Every topological order with inputs first, or none when there are more
 /// than `limit`.

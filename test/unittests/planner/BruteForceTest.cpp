@@ -6,7 +6,10 @@
 //  2. with all topological orders (small graphs), planPipeline is optimal
 //     over every valid stage assignment;
 //  3. the heuristic orders never beat the optimum (the evaluator and the
-//     search agree) and stay close to it.
+//     search agree) and stay close to it;
+//  4. on devices of different speeds and memory, partitionOrder is optimal
+//     for the devices' order, and planPipeline over every assignment of
+//     stages to devices.
 //
 //===----------------------------------------------------------------------===//
 
@@ -52,9 +55,36 @@ Graph randomDag(std::mt19937 &rng, int n, double edgeProb, bool withInput) {
   return g;
 }
 
+/// The objective of `plan` on `devices` (rank order; none: all alike), or
+/// infinity when it is invalid or a stage does not fit its smallest
+/// device's memory or the memory limit.
+double costOnDevices(const Graph &g, const Plan &plan,
+                     const PlannerOptions &opts,
+                     const std::vector<Device> &devices) {
+  CostOptions cost = opts.cost;
+  for (const Device &d : devices)
+    cost.rankSpeeds.push_back(d.speed);
+  Expected<Evaluation> e = evaluate(g, plan, cost);
+  if (!e)
+    return kInf;
+  for (size_t s = 0; s < plan.stages.size(); ++s) {
+    const StagePlan &st = plan.stages[s];
+    double mem = e->stages[s].memoryBytes;
+    if (opts.memoryLimitBytes > 0 && mem > opts.memoryLimitBytes)
+      return kInf;
+    for (int r = st.firstRank; r < st.firstRank + st.replicas; ++r)
+      if (!devices.empty() && devices[r].memoryBytes > 0 &&
+          mem > devices[r].memoryBytes)
+        return kInf;
+  }
+  return opts.objective == Objective::Bottleneck ? e->bottleneckSeconds
+                                                 : e->stepSeconds;
+}
+
 /// Every plan whose stages are given by `stageOf` (labels 0..S-1), with every
 /// replica vector using at most the topology's devices, placed on the last
-/// ranks as the planner places them. Returns the best objective value.
+/// ranks as the planner places them (devices in the order of
+/// `opts.devices`). Returns the best objective value.
 double bestOverReplicas(const Graph &g, const std::vector<int> &stageOf,
                         int numStages, const PlannerOptions &opts) {
   int N = opts.cost.topology.devices();
@@ -67,20 +97,13 @@ double bestOverReplicas(const Graph &g, const std::vector<int> &stageOf,
     if (s == numStages) {
       int rank = N - used; // the planner packs stages at the end
       int align = opts.cost.topology.alignment();
-      rank -= (rank / align) * align;
+      if (opts.devices.empty())
+        rank -= (rank / align) * align;
       for (auto &st : plan.stages) {
         st.firstRank = rank;
         rank += st.replicas;
       }
-      Expected<Evaluation> e = evaluate(g, plan, opts.cost);
-      if (!e)
-        return;
-      if (opts.memoryLimitBytes > 0 &&
-          e->peakMemoryBytes > opts.memoryLimitBytes)
-        return;
-      best = std::min(best, opts.objective == Objective::Bottleneck
-                                ? e->bottleneckSeconds
-                                : e->stepSeconds);
+      best = std::min(best, costOnDevices(g, plan, opts, opts.devices));
       return;
     }
     int maxR = opts.straight ? 1 : N - used - (numStages - s - 1);
@@ -315,6 +338,196 @@ TEST(BruteForceTest, ChainsHaveOneOrderAndAreExact) {
                 bruteForceAssignments(chain, opts),
                 r->evaluation.bottleneckSeconds * 1e-9);
   }
+}
+
+/// N devices of speeds from a few values (so that some are alike) and, when
+/// `memory`, some with a memory limit drawn around what the plans need.
+std::vector<Device> randomDevices(std::mt19937 &rng, int N, bool memory,
+                                  double typicalBytes) {
+  const double speeds[] = {0.5, 1, 1, 2, 3};
+  std::vector<Device> devices(N);
+  for (int k = 0; k < N; ++k) {
+    devices[k].name = "d" + std::to_string(k);
+    devices[k].speed = speeds[rng() % 5];
+    if (memory && rng() % 2)
+      devices[k].memoryBytes = typicalBytes * (0.3 + 0.2 * (rng() % 6));
+  }
+  return devices;
+}
+
+/// Brute force over every stage labelling and every assignment of disjoint
+/// device sets to the stages (flat topology: the ranks of a set do not
+/// matter, only its devices).
+double bruteForceDeviceAssignments(const Graph &g, const PlannerOptions &opts) {
+  int n = static_cast<int>(g.size());
+  int N = static_cast<int>(opts.devices.size());
+  double best = kInf;
+  for (int numStages = 1; numStages <= std::min(n, N); ++numStages) {
+    std::vector<int> stageOf(n, 0);
+    std::function<void(int)> label = [&](int v) {
+      if (v == n) {
+        std::vector<char> used(numStages, 0);
+        for (int u = 0; u < n; ++u)
+          if (!g.node(u).isInput)
+            used[stageOf[u]] = 1;
+        for (char u : used)
+          if (!u)
+            return;
+        Plan plan;
+        plan.stages.resize(numStages);
+        for (NodeId u = 0; u < g.size(); ++u)
+          plan.stages[stageOf[u]].nodes.push_back(u);
+        // Device k runs stage owner[k], or nothing when owner[k] is
+        // numStages; every stage gets at least one.
+        std::vector<int> owner(N, 0);
+        std::function<void(int)> place = [&](int k) {
+          if (k == N) {
+            std::vector<Device> order;
+            for (int s = 0; s <= numStages; ++s) {
+              int label = s == 0 ? numStages : s - 1; // idle ranks first
+              int first = static_cast<int>(order.size());
+              for (int d = 0; d < N; ++d)
+                if (owner[d] == label)
+                  order.push_back(opts.devices[d]);
+              if (label < numStages) {
+                plan.stages[label].firstRank = first;
+                plan.stages[label].replicas =
+                    static_cast<int>(order.size()) - first;
+                if (plan.stages[label].replicas == 0 ||
+                    (opts.straight && plan.stages[label].replicas > 1))
+                  return;
+              }
+            }
+            best = std::min(best, costOnDevices(g, plan, opts, order));
+            return;
+          }
+          for (int s = 0; s <= numStages; ++s) {
+            owner[k] = s;
+            place(k + 1);
+          }
+        };
+        place(0);
+        return;
+      }
+      int low = 0;
+      for (NodeId u : g.predecessors(v))
+        low = std::max(low, stageOf[u]);
+      int high = g.node(v).isInput ? 0 : numStages - 1;
+      for (int s = low; s <= high; ++s) {
+        stageOf[v] = s;
+        label(v + 1);
+      }
+    };
+    label(0);
+  }
+  return best;
+}
+
+/// The plan's own cost on the devices it names, which must be its
+/// reported evaluation.
+void expectPlacedOnItsDevices(const Graph &g, const PlanResult &r,
+                              const PlannerOptions &opts, int trial) {
+  ASSERT_EQ(r.rankDevices.size(), opts.devices.size()) << "trial " << trial;
+  std::vector<Device> order;
+  std::vector<char> seen(opts.devices.size(), 0);
+  for (int k : r.rankDevices) {
+    ASSERT_FALSE(seen[k]) << "trial " << trial;
+    seen[k] = 1;
+    order.push_back(opts.devices[k]);
+  }
+  double value = costOnDevices(g, r.plan, opts, order);
+  double reported = opts.objective == Objective::Bottleneck
+                        ? r.evaluation.bottleneckSeconds
+                        : r.evaluation.stepSeconds;
+  EXPECT_NEAR(value, reported, reported * 1e-12) << "trial " << trial;
+}
+
+TEST(BruteForceTest, HeterogeneousExactAlongAnOrder) {
+  std::mt19937 rng(29);
+  const ScheduleKind kinds[] = {ScheduleKind::PipeDream, ScheduleKind::GPipe,
+                                ScheduleKind::OneFOneB};
+  int withMemory = 0, infeasible = 0;
+  for (int trial = 0; trial < 400; ++trial) {
+    Graph g = randomDag(rng, 3 + trial % 5, 0.3, trial % 4 == 0);
+    PlannerOptions opts;
+    if (trial % 3 == 2) {
+      opts.cost.topology.levelSizes = {2, 2};
+      opts.cost.topology.bandwidths = {20e9, 1e9};
+    } else {
+      opts.cost.topology = Topology::flat(1 + trial % 5, 1e9);
+    }
+    opts.cost.schedule = kinds[trial % 3];
+    opts.cost.microbatches = 1 + trial % 4;
+    opts.straight = trial % 5 == 0;
+    if (trial % 7 == 0)
+      opts.stages =
+          1 + static_cast<int>(rng() %
+                               std::min<size_t>(g.size() - (trial % 4 == 0),
+                                                opts.cost.topology.devices()));
+    auto order = candidateOrders(g)[0];
+    Expected<PlanResult> free = partitionOrder(g, order, opts);
+    ASSERT_TRUE(free) << free.error();
+    opts.devices =
+        randomDevices(rng, opts.cost.topology.devices(), trial % 2 == 1,
+                      free->evaluation.peakMemoryBytes);
+    withMemory += trial % 2 == 1;
+    double expected = bruteForceSplits(g, order, opts);
+    Expected<PlanResult> r = partitionOrder(g, order, opts);
+    if (expected == kInf) {
+      EXPECT_FALSE(r) << "trial " << trial;
+      ++infeasible;
+      continue;
+    }
+    ASSERT_TRUE(r) << r.error() << " trial " << trial;
+    EXPECT_NEAR(r->evaluation.bottleneckSeconds, expected, expected * 1e-9)
+        << "trial " << trial;
+    expectPlacedOnItsDevices(g, *r, opts, trial);
+  }
+  // Both outcomes are exercised.
+  EXPECT_GT(infeasible, 5);
+  EXPECT_LT(infeasible, 100);
+  std::printf("heterogeneous orders: %d of 400 with device memory, %d "
+              "infeasible\n",
+              withMemory, infeasible);
+}
+
+TEST(BruteForceTest, HeterogeneousOptimalOverAllDeviceAssignments) {
+  std::mt19937 rng(31);
+  int differ = 0;
+  for (int trial = 0; trial < 300; ++trial) {
+    Graph g = randomDag(rng, 2 + trial % 5, 0.35, trial % 3 == 0);
+    PlannerOptions opts;
+    int N = 2 + trial % 3;
+    opts.cost.topology = Topology::flat(N, 1e9);
+    opts.straight = trial % 4 == 0;
+    opts.cost.schedule =
+        trial % 2 ? ScheduleKind::PipeDream : ScheduleKind::OneFOneB;
+    opts.cost.microbatches = 1 + trial % 3;
+    Expected<PlanResult> free = planPipeline(g, opts);
+    ASSERT_TRUE(free) << free.error();
+    opts.devices =
+        randomDevices(rng, N, trial % 3 != 0, free->evaluation.peakMemoryBytes);
+    double expected = bruteForceDeviceAssignments(g, opts);
+    // With the devices in the file's order alone the plan can be worse:
+    // which device runs which stage matters.
+    double fileOrder = bruteForceAssignments(g, opts);
+    Expected<PlanResult> r = planPipeline(g, opts);
+    if (expected == kInf) {
+      EXPECT_FALSE(r) << "trial " << trial;
+      continue;
+    }
+    ASSERT_TRUE(r) << r.error() << " trial " << trial;
+    ASSERT_TRUE(r->exhaustive && r->allDeviceOrders) << "trial " << trial;
+    double got = objectiveOf(*r, opts);
+    EXPECT_NEAR(got, expected, expected * 1e-9) << "trial " << trial;
+    expectPlacedOnItsDevices(g, *r, opts, trial);
+    EXPECT_LE(got, fileOrder * (1 + 1e-9)) << "trial " << trial;
+    differ += fileOrder > got * (1 + 1e-9);
+  }
+  // The order search matters in a good share of the cases.
+  EXPECT_GT(differ, 30);
+  std::printf("device orders beat the file's order in %d of 300 cases\n",
+              differ);
 }
 
 } // namespace

@@ -1,0 +1,58 @@
+//===- Losses.cpp - Softmax cross-entropy and mean squared error ----------===//
+//
+// The losses and their gradients. A loss with an ignored label takes its
+// scale from the runtime (dpc_loss_scale: one over the step's count of the
+// other labels) and tells the manifest which label it leaves out.
+//
+//===----------------------------------------------------------------------===//
+
+#include "passes/lowering/RuntimeLowering.h"
+
+#include "dialects/nn/IR/NNOps.h"
+#include "dialects/nn/IR/ShapeInference.h"
+
+#include <type_traits>
+
+using namespace mlir;
+using namespace mlir::dpc;
+using namespace mlir::dpc::lowering;
+
+void lowering::populateLossLowerings(RuntimeLoweringTable &table) {
+  // A gradient takes the loss's operands; its kernel is the loss's _grad.
+  table.add<nn::SoftmaxCrossEntropyOp, nn::SoftmaxCrossEntropyGradOp>(
+      [](auto op, RuntimeLowering &rt) {
+        std::string suffix =
+            std::is_same_v<decltype(op), nn::SoftmaxCrossEntropyGradOp>
+                ? "_grad"
+                : "";
+        // Logits .. x C: every position but the last dimension is a row.
+        ArrayRef<int64_t> logits = shapeOf(op.getLogits());
+        Value out = rt.alloc(op);
+        if (std::optional<int64_t> ignored = op.getIgnoreIndex()) {
+          rt.manifest.ignoreIndex = *ignored;
+          rt.callVoid("dpc_softmax_cross_entropy_ignore" + suffix,
+                      {rt.ptrOf(op.getLogits()), rt.ptrOf(op.getLabels()),
+                       rt.i64(nn::getNumElements(logits.drop_back())),
+                       rt.i64(logits.back()), rt.i64(*ignored),
+                       rt.call("dpc_loss_scale", rt.f32Type, {rt.context}),
+                       out});
+        } else {
+          rt.callVoid("dpc_softmax_cross_entropy" + suffix,
+                      {rt.ptrOf(op.getLogits()), rt.ptrOf(op.getLabels()),
+                       rt.i64(nn::getNumElements(logits.drop_back())),
+                       rt.i64(logits.back()),
+                       rt.f32(op.getScale().convertToFloat()), out});
+        }
+        rt.define(op, out);
+      });
+  table.add<nn::MseLossOp, nn::MseLossGradOp>([](auto op, RuntimeLowering &rt) {
+    Value out = rt.alloc(op);
+    rt.callVoid(std::is_same_v<decltype(op), nn::MseLossGradOp>
+                    ? "dpc_mse_loss_grad"
+                    : "dpc_mse_loss",
+                {rt.ptrOf(op.getPrediction()), rt.ptrOf(op.getTarget()),
+                 rt.i64(nn::getNumElements(shapeOf(op.getPrediction()))),
+                 rt.f32(op.getScale().convertToFloat()), out});
+    rt.define(op, out);
+  });
+}

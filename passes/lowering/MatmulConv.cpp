@@ -1,0 +1,174 @@
+//===- MatmulConv.cpp - Convolutions, matmuls and LSTMs -------------------===//
+//
+// The ops that do most of a model's arithmetic, and the ones a bf16 build
+// runs in bf16 (`RuntimeLowering::kernel`). Each gradient is the forward
+// kernel with other operands and transposes, or a kernel of its own.
+//
+//===----------------------------------------------------------------------===//
+
+#include "passes/lowering/RuntimeLowering.h"
+
+#include "dialects/nn/IR/NNOps.h"
+#include "dialects/nn/IR/ShapeInference.h"
+
+using namespace mlir;
+using namespace mlir::dpc;
+using namespace mlir::dpc::lowering;
+
+namespace {
+
+// Window attributes in the order the ABI's `params` arrays use.
+SmallVector<int64_t> convParams(ArrayRef<int64_t> strides,
+                                ArrayRef<int64_t> pads,
+                                ArrayRef<int64_t> dilations, int64_t groups) {
+  SmallVector<int64_t> params(strides);
+  params.append(pads.begin(), pads.end());
+  params.append(dilations.begin(), dilations.end());
+  params.push_back(groups);
+  return params;
+}
+
+// The dimensions of a (batched) matmul as the forward op sees them.
+struct MatmulDims {
+  int64_t batch, m, n, k, aStride, bStride;
+  bool sharedRhs;
+};
+
+MatmulDims matmulDims(ArrayRef<int64_t> lhs, ArrayRef<int64_t> rhs, bool tA,
+                      bool tB) {
+  MatmulDims d;
+  int64_t l0 = lhs.end()[-2], l1 = lhs.back();
+  int64_t r0 = rhs.end()[-2], r1 = rhs.back();
+  d.m = tA ? l1 : l0;
+  d.k = tA ? l0 : l1;
+  d.n = tB ? r0 : r1;
+  d.batch = nn::getNumElements(lhs.drop_back(2));
+  d.aStride = l0 * l1;
+  d.sharedRhs = rhs.size() == 2;
+  d.bStride = d.sharedRhs ? 0 : r0 * r1;
+  return d;
+}
+
+} // namespace
+
+void lowering::populateMatmulConvLowerings(RuntimeLoweringTable &table) {
+  table.add<nn::Conv2dOp>([](nn::Conv2dOp conv, RuntimeLowering &rt) {
+    Value y = rt.alloc(conv);
+    rt.callVoid(
+        rt.kernel("dpc_conv2d"),
+        {rt.ptrOf(conv.getInput()), rt.shape(conv.getInput()),
+         rt.ptrOf(conv.getFilter()), rt.shape(conv.getFilter()),
+         conv.getBias() ? rt.ptrOf(conv.getBias()) : rt.nullPtr(), y,
+         rt.shape(conv),
+         rt.constArray(convParams(conv.getStrides(), conv.getPads(),
+                                  conv.getDilations(), conv.getGroups()))});
+    rt.define(conv, y);
+  });
+  table.add<nn::Conv2dGradInputOp>(
+      [](nn::Conv2dGradInputOp grad, RuntimeLowering &rt) {
+        Value dx = rt.alloc(grad);
+        rt.callVoid(
+            rt.kernel("dpc_conv2d_grad_input"),
+            {rt.ptrOf(grad.getResultGrad()), rt.shape(grad.getResultGrad()),
+             rt.ptrOf(grad.getFilter()), rt.shape(grad.getFilter()), dx,
+             rt.shape(grad),
+             rt.constArray(convParams(grad.getStrides(), grad.getPads(),
+                                      grad.getDilations(), grad.getGroups()))});
+        rt.define(grad, dx);
+      });
+  table.add<nn::Conv2dGradFilterOp>(
+      [](nn::Conv2dGradFilterOp grad, RuntimeLowering &rt) {
+        Value dw = rt.alloc(grad);
+        rt.callVoid(
+            rt.kernel("dpc_conv2d_grad_filter"),
+            {rt.ptrOf(grad.getResultGrad()), rt.shape(grad.getResultGrad()),
+             rt.ptrOf(grad.getInput()), rt.shape(grad.getInput()), dw,
+             rt.shape(grad),
+             rt.constArray(convParams(grad.getStrides(), grad.getPads(),
+                                      grad.getDilations(), grad.getGroups()))});
+        rt.define(grad, dw);
+      });
+  table.add<nn::Conv2dGradBiasOp>([](nn::Conv2dGradBiasOp grad,
+                                     RuntimeLowering &rt) {
+    Value db = rt.alloc(grad);
+    rt.callVoid("dpc_conv2d_grad_bias", {rt.ptrOf(grad.getResultGrad()),
+                                         rt.shape(grad.getResultGrad()), db});
+    rt.define(grad, db);
+  });
+  table.add<nn::MatmulOp>([](nn::MatmulOp mm, RuntimeLowering &rt) {
+    MatmulDims d = matmulDims(shapeOf(mm.getLhs()), shapeOf(mm.getRhs()),
+                              mm.getTransposeLhs(), mm.getTransposeRhs());
+    Value y = rt.alloc(mm);
+    rt.callVoid(rt.kernel("dpc_matmul"),
+                {rt.ptrOf(mm.getLhs()), rt.ptrOf(mm.getRhs()), y,
+                 rt.i64(d.batch), rt.i64(d.m), rt.i64(d.n), rt.i64(d.k),
+                 rt.i64(mm.getTransposeLhs()), rt.i64(mm.getTransposeRhs()),
+                 rt.i64(d.aStride), rt.i64(d.bStride), rt.i64(0)});
+    rt.define(mm, y);
+  });
+  table.add<nn::MatmulGradLhsOp>([](nn::MatmulGradLhsOp grad,
+                                    RuntimeLowering &rt) {
+    bool tA = grad.getTransposeLhs(), tB = grad.getTransposeRhs();
+    MatmulDims d =
+        matmulDims(shapeOf(grad.getLhsGrad()), shapeOf(grad.getRhs()), tA, tB);
+    Value da = rt.alloc(grad);
+    Value dy = rt.ptrOf(grad.getResultGrad()), b = rt.ptrOf(grad.getRhs());
+    int64_t dyStride = d.m * d.n;
+    if (!tA) // da = dy . op(b)^T
+      rt.callVoid(rt.kernel("dpc_matmul"),
+                  {dy, b, da, rt.i64(d.batch), rt.i64(d.m), rt.i64(d.k),
+                   rt.i64(d.n), rt.i64(0), rt.i64(!tB), rt.i64(dyStride),
+                   rt.i64(d.bStride), rt.i64(0)});
+    else // da (stored K x M) = op(b) . dy^T
+      rt.callVoid(rt.kernel("dpc_matmul"),
+                  {b, dy, da, rt.i64(d.batch), rt.i64(d.k), rt.i64(d.m),
+                   rt.i64(d.n), rt.i64(tB), rt.i64(1), rt.i64(d.bStride),
+                   rt.i64(dyStride), rt.i64(0)});
+    rt.define(grad, da);
+  });
+  table.add<nn::MatmulGradRhsOp>([](nn::MatmulGradRhsOp grad,
+                                    RuntimeLowering &rt) {
+    bool tA = grad.getTransposeLhs(), tB = grad.getTransposeRhs();
+    MatmulDims d =
+        matmulDims(shapeOf(grad.getLhs()), shapeOf(grad.getRhsGrad()), tA, tB);
+    Value db = rt.alloc(grad);
+    Value dy = rt.ptrOf(grad.getResultGrad()), a = rt.ptrOf(grad.getLhs());
+    int64_t dyStride = d.m * d.n;
+    // A rank-2 rhs shared by every batch gets the sum over the batch.
+    int64_t accumulate = d.sharedRhs && d.batch > 1;
+    if (!tB) // db = op(a)^T . dy
+      rt.callVoid(rt.kernel("dpc_matmul"),
+                  {a, dy, db, rt.i64(d.batch), rt.i64(d.k), rt.i64(d.n),
+                   rt.i64(d.m), rt.i64(!tA), rt.i64(0), rt.i64(d.aStride),
+                   rt.i64(dyStride), rt.i64(accumulate)});
+    else // db (stored N x K) = dy^T . op(a)
+      rt.callVoid(rt.kernel("dpc_matmul"),
+                  {dy, a, db, rt.i64(d.batch), rt.i64(d.n), rt.i64(d.k),
+                   rt.i64(d.m), rt.i64(1), rt.i64(tA), rt.i64(dyStride),
+                   rt.i64(d.aStride), rt.i64(accumulate)});
+    rt.define(grad, db);
+  });
+  table.add<nn::LstmOp>([](nn::LstmOp lstm, RuntimeLowering &rt) {
+    ArrayRef<int64_t> x = shapeOf(lstm.getInput());
+    int64_t hidden = shapeOf(lstm.getInitialH())[1];
+    Value states = rt.alloc(lstm);
+    rt.callVoid("dpc_lstm",
+                {rt.ptrOf(lstm.getInput()), rt.ptrOf(lstm.getWeight()),
+                 rt.ptrOf(lstm.getRecurrence()),
+                 lstm.getBias() ? rt.ptrOf(lstm.getBias()) : rt.nullPtr(),
+                 rt.ptrOf(lstm.getInitialH()), rt.ptrOf(lstm.getInitialC()),
+                 rt.i64(x[0]), rt.i64(x[1]), rt.i64(x[2]), rt.i64(hidden),
+                 states});
+    rt.define(lstm, states);
+  });
+  table.add<nn::LstmGradOp>([](nn::LstmGradOp grad, RuntimeLowering &rt) {
+    ArrayRef<int64_t> states = shapeOf(grad.getStates());
+    Value out = rt.alloc(grad);
+    rt.callVoid("dpc_lstm_grad",
+                {rt.ptrOf(grad.getStatesGrad()), rt.ptrOf(grad.getStates()),
+                 rt.ptrOf(grad.getRecurrence()), rt.ptrOf(grad.getInitialC()),
+                 rt.i64(states[0]), rt.i64(states[1]), rt.i64(states[2] / 6),
+                 out});
+    rt.define(grad, out);
+  });
+}

@@ -1,0 +1,71 @@
+//===- Optimizer.cpp - Gradient accumulation and optimizer steps ----------===//
+//
+// Gradients accumulate per microbatch into the runtime's buffer of each
+// parameter; the optimizer segment's updates then call the runtime's SGD or
+// Adam step, which keeps the optimizer's state beside the parameter.
+//
+//===----------------------------------------------------------------------===//
+
+#include "passes/lowering/RuntimeLowering.h"
+
+#include "dialects/nn/IR/NNOps.h"
+#include "dialects/pipe/IR/PipeOps.h"
+
+using namespace mlir;
+using namespace mlir::dpc;
+using namespace mlir::dpc::lowering;
+
+namespace {
+
+// The optimizer step of parameter `id` (an i64 value).
+void lowerUpdate(nn::SgdUpdateOp update, Value id, RuntimeLowering &rt) {
+  rt.callVoid("dpc_sgd_step",
+              {rt.context, id, rt.f32(update.getLr().convertToFloat()),
+               rt.f32(update.getMomentum().convertToFloat()),
+               rt.f32(update.getWeightDecay().convertToFloat())});
+}
+
+void lowerUpdate(nn::AdamUpdateOp update, Value id, RuntimeLowering &rt) {
+  rt.callVoid("dpc_adam_step",
+              {rt.context, id, rt.f32(update.getLr().convertToFloat()),
+               rt.f32(update.getBeta1().convertToFloat()),
+               rt.f32(update.getBeta2().convertToFloat()),
+               rt.f32(update.getEps().convertToFloat()),
+               rt.f32(update.getWeightDecay().convertToFloat())});
+}
+
+} // namespace
+
+void lowering::populateOptimizerLowerings(RuntimeLoweringTable &table) {
+  table.add<pipe::AccumulateGradOp>(
+      [](pipe::AccumulateGradOp acc, RuntimeLowering &rt) {
+        auto read = acc.getParam().getDefiningOp<nn::ParamOp>();
+        int64_t id = rt.manifest.paramId(read.getName(), read.getResult());
+        rt.callVoid("dpc_grad_accumulate",
+                    {rt.context, rt.i64(id), rt.ptrOf(acc.getGrad())});
+      });
+  table.add<pipe::AccumulatedGradOp>(
+      [](pipe::AccumulatedGradOp acc, RuntimeLowering &rt) {
+        // The runtime applies the accumulator itself; no buffer is passed.
+        rt.define(acc, rt.nullPtr());
+      });
+  table.add<nn::SgdUpdateOp, nn::AdamUpdateOp>(
+      [](auto update, RuntimeLowering &rt) -> LogicalResult {
+        auto read = update.getParam().template getDefiningOp<nn::ParamOp>();
+        if (!update.getGrad().template getDefiningOp<pipe::AccumulatedGradOp>())
+          return update.emitOpError(
+              "expects its gradient from pipe.accumulated_grad (run "
+              "--dpc-outline-stages first)");
+        runtime::Optimizer kind = isa<nn::AdamUpdateOp>(*update)
+                                      ? runtime::Optimizer::Adam
+                                      : runtime::Optimizer::Sgd;
+        if (rt.manifest.optimizer && *rt.manifest.optimizer != kind)
+          return update.emitOpError("mixes optimizers on one stage: ")
+                 << runtime::optimizerName(*rt.manifest.optimizer) << " and "
+                 << runtime::optimizerName(kind);
+        rt.manifest.optimizer = kind;
+        int64_t id = rt.manifest.paramId(read.getName(), read.getResult());
+        lowerUpdate(update, rt.i64(id), rt);
+        return success();
+      });
+}

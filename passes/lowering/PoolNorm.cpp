@@ -1,0 +1,236 @@
+//===- PoolNorm.cpp - Softmax, pooling and normalization ------------------===//
+//
+// Ops that reduce over windows, channels or an axis: the tensor is viewed as
+// the few dimensions the kernel loops over (outer x n x inner for softmax,
+// N x C x spatial for pooling and batch norm, rows x size for layer norm).
+//
+//===----------------------------------------------------------------------===//
+
+#include "passes/lowering/RuntimeLowering.h"
+
+#include "dialects/nn/IR/NNOps.h"
+#include "dialects/nn/IR/ShapeInference.h"
+
+using namespace mlir;
+using namespace mlir::dpc;
+using namespace mlir::dpc::lowering;
+
+namespace {
+
+// A softmax's tensor as outer x n x inner around its (verified) axis.
+struct SoftmaxDims {
+  int64_t outer = 1, n = 1, inner = 1;
+};
+SoftmaxDims softmaxDims(ArrayRef<int64_t> shape, int64_t axis) {
+  if (axis < 0)
+    axis += int64_t(shape.size());
+  SoftmaxDims d;
+  d.outer = nn::getNumElements(shape.take_front(axis));
+  d.n = shape[axis];
+  d.inner = nn::getNumElements(shape.drop_front(axis + 1));
+  return d;
+}
+
+// A layer_norm's tensor as rows x size around its (verified) axis.
+struct LayerNormDims {
+  int64_t rows = 1, size = 1;
+};
+LayerNormDims layerNormDims(ArrayRef<int64_t> shape, int64_t axis) {
+  if (axis < 0)
+    axis += int64_t(shape.size());
+  return {nn::getNumElements(shape.take_front(axis)),
+          nn::getNumElements(shape.drop_front(axis))};
+}
+
+// A tensor N x C x D1..Dk viewed as (n, c, s), s the product of D1..Dk.
+struct ChannelDims {
+  int64_t n, c, s;
+};
+
+ChannelDims channelDims(ArrayRef<int64_t> shape) {
+  return {shape[0], shape[1], nn::getNumElements(shape.drop_front(2))};
+}
+
+// Window attributes in the order the ABI's `params` arrays use.
+SmallVector<int64_t> poolParams(ArrayRef<int64_t> kernel,
+                                ArrayRef<int64_t> strides,
+                                ArrayRef<int64_t> pads) {
+  SmallVector<int64_t> params(kernel);
+  params.append(strides.begin(), strides.end());
+  params.append(pads.begin(), pads.end());
+  return params;
+}
+
+// avg_pool2d and its gradient: the pool params, then count_include_pad.
+template <typename AvgPoolOp> SmallVector<int64_t> avgPoolParams(AvgPoolOp op) {
+  SmallVector<int64_t> params =
+      poolParams(op.getKernelShape(), op.getStrides(), op.getPads());
+  params.push_back(op.getCountIncludePad());
+  return params;
+}
+
+} // namespace
+
+void lowering::populatePoolNormLowerings(RuntimeLoweringTable &table) {
+  table.add<nn::SoftmaxOp, nn::LogSoftmaxOp>([](auto softmax,
+                                                RuntimeLowering &rt) {
+    SoftmaxDims d = softmaxDims(shapeOf(softmax), softmax.getAxis());
+    Value y = rt.alloc(softmax);
+    rt.callVoid("dpc_softmax",
+                {rt.ptrOf(softmax.getInput()), y, rt.i64(d.outer), rt.i64(d.n),
+                 rt.i64(d.inner), rt.i64(isa<nn::LogSoftmaxOp>(softmax))});
+    rt.define(softmax, y);
+  });
+  table.add<nn::SoftmaxGradOp, nn::LogSoftmaxGradOp>(
+      [](auto grad, RuntimeLowering &rt) {
+        SoftmaxDims d = softmaxDims(shapeOf(grad), grad.getAxis());
+        Value dx = rt.alloc(grad);
+        rt.callVoid("dpc_softmax_grad",
+                    {rt.ptrOf(grad.getResultGrad()), rt.ptrOf(grad.getResult()),
+                     dx, rt.i64(d.outer), rt.i64(d.n), rt.i64(d.inner),
+                     rt.i64(isa<nn::LogSoftmaxGradOp>(grad))});
+        rt.define(grad, dx);
+      });
+  table.add<nn::MaxPool2dOp>([](nn::MaxPool2dOp pool, RuntimeLowering &rt) {
+    Value y = rt.alloc(pool);
+    rt.callVoid("dpc_max_pool2d",
+                {rt.ptrOf(pool.getInput()), rt.shape(pool.getInput()), y,
+                 rt.shape(pool),
+                 rt.constArray(poolParams(pool.getKernelShape(),
+                                          pool.getStrides(), pool.getPads()))});
+    rt.define(pool, y);
+  });
+  table.add<nn::MaxPool2dGradOp>([](nn::MaxPool2dGradOp grad,
+                                    RuntimeLowering &rt) {
+    Value dx = rt.alloc(grad);
+    rt.callVoid("dpc_max_pool2d_grad",
+                {rt.ptrOf(grad.getResultGrad()), rt.shape(grad.getResultGrad()),
+                 rt.ptrOf(grad.getInput()), rt.shape(grad.getInput()), dx,
+                 rt.constArray(poolParams(grad.getKernelShape(),
+                                          grad.getStrides(), grad.getPads()))});
+    rt.define(grad, dx);
+  });
+  table.add<nn::AvgPool2dOp>([](nn::AvgPool2dOp pool, RuntimeLowering &rt) {
+    Value y = rt.alloc(pool);
+    rt.callVoid("dpc_avg_pool2d",
+                {rt.ptrOf(pool.getInput()), rt.shape(pool.getInput()), y,
+                 rt.shape(pool), rt.constArray(avgPoolParams(pool))});
+    rt.define(pool, y);
+  });
+  table.add<nn::AvgPool2dGradOp>([](nn::AvgPool2dGradOp grad,
+                                    RuntimeLowering &rt) {
+    Value dx = rt.alloc(grad);
+    rt.callVoid("dpc_avg_pool2d_grad",
+                {rt.ptrOf(grad.getResultGrad()), rt.shape(grad.getResultGrad()),
+                 dx, rt.shape(grad), rt.constArray(avgPoolParams(grad))});
+    rt.define(grad, dx);
+  });
+  table.add<nn::GlobalAvgPoolOp>([](nn::GlobalAvgPoolOp pool,
+                                    RuntimeLowering &rt) {
+    ChannelDims d = channelDims(shapeOf(pool.getInput()));
+    Value y = rt.alloc(pool);
+    rt.callVoid("dpc_global_avg_pool",
+                {rt.ptrOf(pool.getInput()), rt.i64(d.n * d.c), rt.i64(d.s), y});
+    rt.define(pool, y);
+  });
+  table.add<nn::GlobalAvgPoolGradOp>(
+      [](nn::GlobalAvgPoolGradOp grad, RuntimeLowering &rt) {
+        ChannelDims d = channelDims(shapeOf(grad));
+        Value dx = rt.alloc(grad);
+        rt.callVoid("dpc_global_avg_pool_grad",
+                    {rt.ptrOf(grad.getResultGrad()), rt.i64(d.n * d.c),
+                     rt.i64(d.s), dx});
+        rt.define(grad, dx);
+      });
+  table.add<nn::BatchNormStatsOp>([](nn::BatchNormStatsOp stats,
+                                     RuntimeLowering &rt) {
+    SmallVector<Value, 2> running;
+    for (Value operand : {stats.getRunningMean(), stats.getRunningVar()}) {
+      auto read = operand.getDefiningOp<nn::ParamOp>();
+      int64_t id = rt.manifest.paramId(read.getName(), read.getResult());
+      running.push_back(
+          rt.call("dpc_param_state", rt.ptrType, {rt.context, rt.i64(id)}));
+    }
+    ChannelDims d = channelDims(shapeOf(stats.getInput()));
+    Value out = rt.alloc(stats);
+    Value training = rt.call("dpc_training", rt.i64Type, {rt.context});
+    rt.callVoid("dpc_batch_norm_stats",
+                {rt.ptrOf(stats.getInput()), rt.i64(d.n), rt.i64(d.c),
+                 rt.i64(d.s), running[0], running[1],
+                 rt.f32(stats.getMomentum().convertToFloat()), training, out});
+    rt.define(stats, out);
+  });
+  table.add<nn::BatchNormOp>([](nn::BatchNormOp norm, RuntimeLowering &rt) {
+    ChannelDims d = channelDims(shapeOf(norm.getInput()));
+    Value y = rt.alloc(norm);
+    rt.callVoid("dpc_batch_norm",
+                {rt.ptrOf(norm.getInput()), rt.ptrOf(norm.getStats()),
+                 rt.ptrOf(norm.getScale()), rt.ptrOf(norm.getBias()),
+                 rt.i64(d.n), rt.i64(d.c), rt.i64(d.s),
+                 rt.f32(norm.getEpsilon().convertToFloat()), y});
+    rt.define(norm, y);
+  });
+  table.add<nn::BatchNormGradInputOp>(
+      [](nn::BatchNormGradInputOp grad, RuntimeLowering &rt) {
+        ChannelDims d = channelDims(shapeOf(grad.getInput()));
+        Value dx = rt.alloc(grad);
+        rt.callVoid("dpc_batch_norm_grad_input",
+                    {rt.ptrOf(grad.getResultGrad()), rt.ptrOf(grad.getInput()),
+                     rt.ptrOf(grad.getStats()), rt.ptrOf(grad.getScale()),
+                     rt.i64(d.n), rt.i64(d.c), rt.i64(d.s),
+                     rt.f32(grad.getEpsilon().convertToFloat()), dx});
+        rt.define(grad, dx);
+      });
+  table.add<nn::BatchNormGradScaleOp>(
+      [](nn::BatchNormGradScaleOp grad, RuntimeLowering &rt) {
+        ChannelDims d = channelDims(shapeOf(grad.getInput()));
+        Value dscale = rt.alloc(grad);
+        rt.callVoid("dpc_batch_norm_grad_scale",
+                    {rt.ptrOf(grad.getResultGrad()), rt.ptrOf(grad.getInput()),
+                     rt.ptrOf(grad.getStats()), rt.i64(d.n), rt.i64(d.c),
+                     rt.i64(d.s), rt.f32(grad.getEpsilon().convertToFloat()),
+                     dscale});
+        rt.define(grad, dscale);
+      });
+  table.add<nn::BatchNormGradBiasOp>(
+      [](nn::BatchNormGradBiasOp grad, RuntimeLowering &rt) {
+        ChannelDims d = channelDims(shapeOf(grad.getResultGrad()));
+        Value dbias = rt.alloc(grad);
+        rt.callVoid("dpc_conv2d_grad_bias",
+                    {rt.ptrOf(grad.getResultGrad()),
+                     rt.constArray({d.n, d.c, d.s, 1}), dbias});
+        rt.define(grad, dbias);
+      });
+  table.add<nn::LayerNormOp>([](nn::LayerNormOp norm, RuntimeLowering &rt) {
+    LayerNormDims d = layerNormDims(shapeOf(norm), norm.getAxis());
+    Value y = rt.alloc(norm);
+    rt.callVoid("dpc_layer_norm",
+                {rt.ptrOf(norm.getInput()),
+                 norm.getScale() ? rt.ptrOf(norm.getScale()) : rt.nullPtr(),
+                 norm.getBias() ? rt.ptrOf(norm.getBias()) : rt.nullPtr(),
+                 rt.i64(d.rows), rt.i64(d.size),
+                 rt.f32(norm.getEpsilon().convertToFloat()), y});
+    rt.define(norm, y);
+  });
+  table.add<nn::LayerNormGradInputOp>(
+      [](nn::LayerNormGradInputOp grad, RuntimeLowering &rt) {
+        LayerNormDims d = layerNormDims(shapeOf(grad), grad.getAxis());
+        Value dx = rt.alloc(grad);
+        rt.callVoid("dpc_layer_norm_grad_input",
+                    {rt.ptrOf(grad.getResultGrad()), rt.ptrOf(grad.getInput()),
+                     grad.getScale() ? rt.ptrOf(grad.getScale()) : rt.nullPtr(),
+                     rt.i64(d.rows), rt.i64(d.size),
+                     rt.f32(grad.getEpsilon().convertToFloat()), dx});
+        rt.define(grad, dx);
+      });
+  table.add<nn::LayerNormGradScaleOp>([](nn::LayerNormGradScaleOp grad,
+                                         RuntimeLowering &rt) {
+    LayerNormDims d = layerNormDims(shapeOf(grad.getInput()), grad.getAxis());
+    Value dscale = rt.alloc(grad);
+    rt.callVoid("dpc_layer_norm_grad_scale",
+                {rt.ptrOf(grad.getResultGrad()), rt.ptrOf(grad.getInput()),
+                 rt.i64(d.rows), rt.i64(d.size),
+                 rt.f32(grad.getEpsilon().convertToFloat()), dscale});
+    rt.define(grad, dscale);
+  });
+}

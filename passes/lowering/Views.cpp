@@ -1,0 +1,136 @@
+//===- Views.cpp - Reshapes, broadcasts, slices, gathers ------------------===//
+//
+// Ops that move elements without arithmetic (but for the sums of
+// sum_to_shape and the scale of broadcast_to): a reshape aliases its input,
+// the others copy into a new buffer with the layout kernels.
+//
+//===----------------------------------------------------------------------===//
+
+#include "passes/lowering/RuntimeLowering.h"
+
+#include "dialects/nn/IR/NNOps.h"
+#include "dialects/nn/IR/ShapeInference.h"
+
+using namespace mlir;
+using namespace mlir::dpc;
+using namespace mlir::dpc::lowering;
+
+namespace {
+
+// The kernels read indices as int64; the importer widens int32 ids.
+LogicalResult expectI64Indices(Operation *op, Value indices) {
+  if (cast<ShapedType>(indices.getType()).getElementType().isInteger(64))
+    return success();
+  return op->emitOpError(
+             "expects int64 indices for the runtime's kernels, got ")
+         << indices.getType();
+}
+
+} // namespace
+
+void lowering::populateViewLowerings(RuntimeLoweringTable &table) {
+  table.add<nn::ReshapeOp>([](nn::ReshapeOp reshape, RuntimeLowering &rt) {
+    rt.define(reshape, rt.ptrOf(reshape.getInput()));
+  });
+  table.add<nn::SumToShapeOp>([](nn::SumToShapeOp sum, RuntimeLowering &rt) {
+    size_t rank = shapeOf(sum.getInput()).size();
+    Value y = rt.alloc(sum);
+    rt.callVoid("dpc_sum_to_shape",
+                {rt.ptrOf(sum.getInput()), rt.shape(sum.getInput()), y,
+                 rt.constArray(padShape(shapeOf(sum), rank)), rt.i64(rank),
+                 rt.f32(sum.getScale().convertToFloat())});
+    rt.define(sum, y);
+  });
+  table.add<nn::BroadcastToOp>([](nn::BroadcastToOp broadcast,
+                                  RuntimeLowering &rt) {
+    size_t rank = shapeOf(broadcast).size();
+    Value y = rt.alloc(broadcast);
+    rt.callVoid("dpc_broadcast_to",
+                {rt.ptrOf(broadcast.getInput()),
+                 rt.constArray(padShape(shapeOf(broadcast.getInput()), rank)),
+                 y, rt.shape(broadcast), rt.i64(rank),
+                 rt.f32(broadcast.getScale().convertToFloat())});
+    rt.define(broadcast, y);
+  });
+  table.add<nn::TransposeOp>([](nn::TransposeOp transpose,
+                                RuntimeLowering &rt) {
+    Value y = rt.alloc(transpose);
+    rt.callVoid("dpc_transpose",
+                {rt.ptrOf(transpose.getInput()), rt.shape(transpose.getInput()),
+                 y, rt.constArray(transpose.getPerm()),
+                 rt.i64(transpose.getPerm().size())});
+    rt.define(transpose, y);
+  });
+  table.add<nn::SliceOp>([](nn::SliceOp slice, RuntimeLowering &rt) {
+    Value y = rt.alloc(slice);
+    rt.callVoid("dpc_slice",
+                {rt.ptrOf(slice.getInput()), rt.shape(slice.getInput()), y,
+                 rt.shape(slice), rt.i64(shapeOf(slice).size()),
+                 rt.constArray(slice.getOffsets()),
+                 rt.constArray(slice.getSteps())});
+    rt.define(slice, y);
+  });
+  table.add<nn::SliceGradOp>([](nn::SliceGradOp grad, RuntimeLowering &rt) {
+    Value dx = rt.alloc(grad);
+    rt.callVoid("dpc_insert",
+                {rt.ptrOf(grad.getResultGrad()), rt.shape(grad.getResultGrad()),
+                 dx, rt.shape(grad), rt.i64(shapeOf(grad).size()),
+                 rt.constArray(grad.getOffsets()),
+                 rt.constArray(grad.getSteps()), rt.i64(1), rt.f32(0.0f)});
+    rt.define(grad, dx);
+  });
+  table.add<nn::ConcatOp>([](nn::ConcatOp concat, RuntimeLowering &rt) {
+    // Each input into its place along the axis.
+    Value y = rt.alloc(concat);
+    int64_t rank = int64_t(shapeOf(concat).size());
+    SmallVector<int64_t> offsets(rank, 0), steps(rank, 1);
+    for (Value input : concat.getInputs()) {
+      rt.callVoid("dpc_insert",
+                  {rt.ptrOf(input), rt.shape(input), y, rt.shape(concat),
+                   rt.i64(rank), rt.constArray(offsets), rt.constArray(steps),
+                   rt.i64(0), rt.f32(0.0f)});
+      offsets[concat.getAxis()] += shapeOf(input)[concat.getAxis()];
+    }
+    rt.define(concat, y);
+  });
+  table.add<nn::PadOp>([](nn::PadOp pad, RuntimeLowering &rt) {
+    // The input into its place, the border set to the pad value.
+    Value y = rt.alloc(pad);
+    int64_t rank = int64_t(shapeOf(pad).size());
+    SmallVector<int64_t> steps(rank, 1);
+    rt.callVoid("dpc_insert",
+                {rt.ptrOf(pad.getInput()), rt.shape(pad.getInput()), y,
+                 rt.shape(pad), rt.i64(rank),
+                 rt.constArray(pad.getPads().take_front(rank)),
+                 rt.constArray(steps), rt.i64(1),
+                 rt.f32(pad.getValue().convertToFloat())});
+    rt.define(pad, y);
+  });
+  table.add<nn::GatherOp>([](nn::GatherOp gather,
+                             RuntimeLowering &rt) -> LogicalResult {
+    if (failed(expectI64Indices(gather, gather.getIndices())))
+      return failure();
+    ArrayRef<int64_t> rows = shapeOf(gather.getTable());
+    Value y = rt.alloc(gather);
+    rt.callVoid("dpc_gather",
+                {rt.ptrOf(gather.getTable()), rt.ptrOf(gather.getIndices()),
+                 rt.i64(rows[0]), rt.i64(nn::getNumElements(rows.drop_front())),
+                 rt.i64(nn::getNumElements(shapeOf(gather.getIndices()))), y});
+    rt.define(gather, y);
+    return success();
+  });
+  table.add<nn::GatherGradOp>([](nn::GatherGradOp grad,
+                                 RuntimeLowering &rt) -> LogicalResult {
+    if (failed(expectI64Indices(grad, grad.getIndices())))
+      return failure();
+    ArrayRef<int64_t> rows = shapeOf(grad.getTableGrad());
+    Value dtable = rt.alloc(grad);
+    rt.callVoid("dpc_gather_grad",
+                {rt.ptrOf(grad.getResultGrad()), rt.ptrOf(grad.getIndices()),
+                 rt.i64(rows[0]), rt.i64(nn::getNumElements(rows.drop_front())),
+                 rt.i64(nn::getNumElements(shapeOf(grad.getIndices()))),
+                 dtable});
+    rt.define(grad, dtable);
+    return success();
+  });
+}

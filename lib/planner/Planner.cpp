@@ -951,12 +951,10 @@ Expected<PlanResult> planPipeline(const Graph &g,
     }
     if (least < kInf && ratio)
       return Result::failure(
-          "no plan fits the devices' memory" +
-          std::string(opts.memoryLimitBytes > 0
-                          ? " (memory_bytes, or --memory-limit where lower)"
-                          : "") +
-          "; the least that would work is " + ratioText(least) +
-          " times each device's");
+          "no plan fits the devices' memory; it takes at least " +
+          ratioText(least) + " times each device's memory_bytes" +
+          (opts.memoryLimitBytes > 0 ? " (or --memory-limit where lower)"
+                                     : ""));
     if (least < kInf)
       return Result::failure(
           "no plan fits in " + bytesText(opts.memoryLimitBytes) +

@@ -93,9 +93,9 @@ std::string firstNonFinite(const nlohmann::ordered_json &value,
 } // namespace
 
 int runPlanCommand(const Args &args) {
-  std::string profilePath, output, devicesText = "1", bandwidthText = "1e9",
-                                   scheduleText = "pipedream", objectiveText,
-                                   optimizerText = "sgd";
+  std::string profilePath, clusterPath, output,
+      devicesText = "1", bandwidthText = "1e9", scheduleText = "pipedream",
+      objectiveText, optimizerText = "sgd";
   bool straight = false, quiet = false;
   int64_t stages = 0, microbatches = 0;
   double memoryLimit = 0;
@@ -105,7 +105,8 @@ int runPlanCommand(const Args &args) {
   cli::ArgParser parser(
       "dpc plan",
       "partition a model or a PipeDream profile into pipeline stages",
-      "dpc plan --profile FILE --devices N[xM...] [-o plan.json] [options]");
+      "dpc plan --profile FILE (--devices N[xM...] | --cluster FILE) "
+      "[-o plan.json] [options]");
   parser.addOption("profile", &profilePath, "FILE",
                    "PipeDream graph.txt or dpc profile.json (required)");
   parser.addOption(
@@ -122,6 +123,9 @@ int runPlanCommand(const Args &args) {
         return parseBandwidths(v, bandwidths);
       },
       "B[,B2...]", "bytes/s, one per topology level, innermost first (1e9)");
+  parser.addOption("cluster", &clusterPath, "FILE",
+                   "devices of their own speed and memory, and their links "
+                   "(JSON, docs/PLANNER.md), instead of --devices");
   parser.addFlag("straight", &straight, "no replicas: one device per stage");
   parser.addOption("stages", &stages, "N", "exactly N stages");
   parser.addByteCountOption("memory-limit", &memoryLimit, "memory per device");
@@ -147,6 +151,19 @@ int runPlanCommand(const Args &args) {
   if (profilePath.empty())
     return usage("missing --profile FILE");
   PlannerOptions opts;
+  if (!clusterPath.empty()) {
+    for (const char *flat : {"devices", "bandwidth"})
+      if (parser.given(flat))
+        return usage(std::string("--cluster gives the devices and their "
+                                 "bandwidths; drop --") +
+                     flat);
+    Expected<Cluster> cluster = loadCluster(clusterPath);
+    if (!cluster)
+      return usage(cluster.error());
+    levels = cluster->topology.levelSizes;
+    bandwidths = cluster->topology.bandwidths;
+    opts.devices = std::move(cluster->devices);
+  }
   if (bandwidths.size() == 1 && levels.size() > 1)
     bandwidths.assign(levels.size(), bandwidths[0]);
   if (bandwidths.size() != levels.size())
@@ -194,10 +211,13 @@ int runPlanCommand(const Args &args) {
 
   nlohmann::ordered_json doc = planToJson(*graph, *result, opts);
   doc["profile"] = profilePath;
+  if (!clusterPath.empty())
+    doc["cluster"]["file"] = clusterPath;
   if (std::string where = firstNonFinite(doc, ""); !where.empty())
     return usage("the plan's " + where +
                  " is not a finite number: the costs of " + profilePath +
-                 " and --bandwidth " + bandwidthText +
+                 (clusterPath.empty() ? " and --bandwidth " + bandwidthText
+                                      : " and " + clusterPath) +
                  " overflow the cost model");
   std::string text = doc.dump(2) + "\n";
   if (output.empty() || output == "-") {
@@ -220,10 +240,16 @@ int runPlanCommand(const Args &args) {
     for (size_t s = 0; s < result->plan.stages.size(); ++s) {
       const StagePlan &st = result->plan.stages[s];
       const StageCost &c = e.stages[s];
-      std::printf("  stage %zu: %zu nodes x%d replicas on ranks %d-%d, "
+      std::string on;
+      for (int r = st.firstRank;
+           !result->rankDevices.empty() && r < st.firstRank + st.replicas; ++r)
+        on += (on.empty() ? " (" : ", ") +
+              opts.devices[result->rankDevices[r]].name;
+      std::printf("  stage %zu: %zu nodes x%d replicas on ranks %d-%d%s%s, "
                   "compute %.3f ms, transfer %.3f ms, memory %.3g bytes\n",
                   s, st.nodes.size(), st.replicas, st.firstRank,
-                  st.firstRank + st.replicas - 1, c.computeSeconds * 1e3,
+                  st.firstRank + st.replicas - 1, on.c_str(),
+                  on.empty() ? "" : ")", c.computeSeconds * 1e3,
                   std::max(c.recvSeconds, c.sendSeconds) * 1e3, c.memoryBytes);
     }
   }

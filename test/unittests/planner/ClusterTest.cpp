@@ -312,7 +312,7 @@ TEST(ClusterTest, DevicesWithoutRoomAreLeftOut) {
   Expected<PlanResult> none = planPipeline(g, opts);
   ASSERT_FALSE(none);
   const std::string prefix =
-      "no plan fits the devices' memory; the least that would work is ";
+      "no plan fits the devices' memory; it takes at least ";
   ASSERT_EQ(none.error().rfind(prefix, 0), 0u) << none.error();
   double factor = std::atof(none.error().c_str() + prefix.size());
   EXPECT_GT(factor, 1);

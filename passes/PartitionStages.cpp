@@ -220,8 +220,18 @@ struct PartitionStagesPass
 
   FailureOr<planner::PlannerOptions> plannerOptions(ModuleOp module) {
     planner::PlannerOptions options;
-    if ((stages > 0) == (devices > 0))
+    // A fixed partition needs no devices.
+    const bool onCluster = !cluster.empty() && fixedStages.empty();
+    if (onCluster) {
+      if (devices > 0)
+        return module.emitError("expects cluster or devices, not both");
+      if (!replicas.empty() || virtualStages > 1)
+        return module.emitError("cluster plans one model chunk per rank with "
+                                "the replicas the planner picks; it cannot be "
+                                "combined with replicas or virtual-stages");
+    } else if ((stages > 0) == (devices > 0)) {
       return module.emitError("expects exactly one of stages and devices");
+    }
     if (stages < 0 || devices < 0 || microbatches < 1 || !(bandwidth > 0) ||
         memoryLimit < 0)
       return module.emitError("expects positive stages/devices, "
@@ -245,6 +255,14 @@ struct PartitionStagesPass
     // Each model chunk is planned as a stage of its own.
     int deviceCount = stages > 0 ? stages * virtualStages : devices;
     options.cost.topology = planner::Topology::flat(deviceCount, bandwidth);
+    if (onCluster) {
+      planner::Expected<planner::Cluster> loaded =
+          planner::loadCluster(cluster);
+      if (!loaded)
+        return module.emitError("cannot read the cluster: ") << loaded.error();
+      options.cost.topology = loaded->topology;
+      options.devices = std::move(loaded->devices);
+    }
     options.cost.microbatches = microbatches;
     if (pipe::isBf16(module))
       options.cost.transferFactor = 0.5;
@@ -341,6 +359,8 @@ struct PartitionStagesPass
       plan["devices"] = stages.getValue();
       plan["virtual_stages"] = virtualStages.getValue();
     }
+    if (plan.contains("cluster"))
+      plan["cluster"]["file"] = cluster.getValue();
     std::ofstream out(planOutput);
     out << plan.dump(2) << "\n";
     if (!out)

@@ -142,6 +142,12 @@ def PartitionStagesPass : Pass<"dpc-partition-stages", "::mlir::ModuleOp"> {
     stage of the op that uses it, and the module gets `pipe.num_stages` and
     `pipe.replicas` (replicas per stage).
 
+    With `cluster` the planner plans on a cluster file's devices (their
+    speeds, memory and links) instead of `devices` equal ones, choosing the
+    stages, replicas and which device runs each stage; with `stages` too it
+    plans that many straight stages on them. plan.json names each stage's
+    devices.
+
     It runs before `autodiff`, which gives each gradient op the stage of the
     forward op it differentiates; see docs/ARCHITECTURE.md. With `stages`
     set the pipeline is straight (one device per stage); with `devices` the
@@ -182,6 +188,9 @@ def PartitionStagesPass : Pass<"dpc-partition-stages", "::mlir::ModuleOp"> {
            "Bytes per second between devices">,
     Option<"memoryLimit", "memory-limit", "double", /*default=*/"0",
            "Bytes per device the plan must fit (0: no limit)">,
+    Option<"cluster", "cluster", "std::string", /*default=*/"\"\"",
+           "Cluster description (JSON, docs/PLANNER.md) to plan on instead "
+           "of devices: each device's speed and memory, and the links">,
     Option<"planOutput", "plan-output", "std::string", /*default=*/"\"\"",
            "Write the plan as JSON (plan.json) to this file">,
     Option<"graphOutput", "graph-output", "std::string", /*default=*/"\"\"",

@@ -44,6 +44,8 @@ struct CompileOptions {
   double weightDecay = 0.0;
   double memoryLimit = 0;
   double bandwidth = 1e9;
+  /// A cluster description to plan on instead of `devices` equal ones.
+  std::string cluster;
   std::string profile;
   std::string emit = "exe";
   /// Sequence lengths of the shape buckets (`--seq-buckets`, ascending):

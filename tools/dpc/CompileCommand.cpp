@@ -146,6 +146,16 @@ std::string checkOptions(const CompileOptions &o, const cli::ArgParser &p) {
   }
   if (o.schedule == "interleaved" && p.given("devices"))
     return "--schedule interleaved needs --stages (ranks), not --devices";
+  if (p.given("cluster")) {
+    for (const char *other : {"devices", "bandwidth"})
+      if (p.given(other))
+        return std::string("--cluster gives the devices and their links; "
+                           "drop --") +
+               other;
+    if (p.given("replicas") || o.schedule == "interleaved")
+      return "--cluster lets the planner pick the replicas, one model chunk "
+             "per rank: drop --replicas and --schedule interleaved";
+  }
   if (!(o.bandwidth > 0))
     return "--bandwidth expects a positive rate";
   if (!(o.lr > 0))
@@ -593,9 +603,13 @@ int compileModel(const CompileOptions &options) {
                        mlir::StringAttr::get(&context, "bf16"));
 
   mlir::dpc::PartitionStagesPassOptions partition;
-  partition.stages =
-      options.devices > 0 ? 0 : std::max<int64_t>(options.stages, 1);
+  // With a cluster, --stages is optional: without it the planner picks.
+  partition.stages = options.devices > 0 ? 0
+                     : !options.cluster.empty()
+                         ? options.stages
+                         : std::max<int64_t>(options.stages, 1);
   partition.devices = options.devices;
+  partition.cluster = options.cluster;
   partition.replicas = options.replicas;
   partition.schedule = options.schedule;
   partition.microbatches = options.microbatches;
@@ -858,7 +872,8 @@ int runCompileCommand(const Args &args) {
   CompileOptions o;
   cli::ArgParser p("dpc compile",
                    "compile an ONNX model into per-rank pipeline executables",
-                   "dpc compile MODEL -o DIR [--stages N | --devices N] "
+                   "dpc compile MODEL -o DIR [--stages N | --devices N | "
+                   "--cluster FILE] "
                    "[options]");
   p.addPositional("MODEL", &o.model, "the model (.onnx, or nn-dialect .mlir)");
   p.addOption("o", &o.outDir, "DIR", "output directory (required)");
@@ -917,6 +932,9 @@ int runCompileCommand(const Args &args) {
                        "memory per device the plan must fit");
   p.addOption("bandwidth", &o.bandwidth, "BYTES/S",
               "bandwidth between devices for planning (default 1e9)");
+  p.addOption("cluster", &o.cluster, "FILE",
+              "plan on these devices of their own speed and memory "
+              "(docs/PLANNER.md) instead of --devices");
   p.addOption("profile", &o.profile, "FILE",
               "measured op costs from 'dpc profile'");
   p.addOption("emit", oneOf(&o.emit, {"mlir", "plan", "exe"}), "mlir|plan|exe",

@@ -1,15 +1,17 @@
-"""Measured against predicted step time of dpc's 2-stage pipelines.
+"""Measured against predicted step time of dpc's pipelines.
 
-For LeNet-5 and the MLP of test/e2e/oracle/oracle.py (4 microbatches of 16,
-SGD lr 0.05 momentum 0.9), each schedule and each cost source, this compiles
-with `dpc compile` (analytic costs from annotate-costs, or measured ones with
-`--profile` from `dpc profile`), trains with `dpc run --trace` on
-Fashion-MNIST, and prints the step time plan.json predicted beside the one
+For models of test/e2e/oracle/oracle.py (LeNet-5 and the MLP by default; 4
+microbatches, SGD lr 0.05 momentum 0.9), each stage count, schedule and cost
+source, this compiles with `dpc compile` (analytic costs from
+annotate-costs, or measured ones with `--profile` from `dpc profile`, which
+price the partition, the schedule and its simulation), trains with
+`dpc run --trace` on Fashion-MNIST (the image models) or synthetic data (the
+others), and prints the step time plan.json predicted beside the one
 `dpc run` measured (the median over the steps after the first; with
 --repeat N, the median of N runs and their range). Two predictions: the
-simulator's (`simulated_step_ms`: annotate-costs' analytic per-op costs
+simulator's (`simulated_step_ms`: the per-op costs, analytic or measured,
 through the real instruction streams; `dpc run` compares with this one) and
-the planner's (`step_ms`, which uses the profile under --profile). The trace
+the planner's (`step_ms`, its own cost model over the same node costs). The trace
 splits the measured step per rank into compute (forward, backward,
 optimizer, loads) and the rest (waiting for messages, MPI, the launcher's
 bookkeeping), next to the compute the simulator predicted for that rank,
@@ -20,11 +22,13 @@ take. Analytic -> sim@measured is the cost model's error; sim@measured ->
 measured is waiting (messages, MPI progress, other processes on the cores).
 
 Usage: /usr/bin/python3 bench/timeline/run.py [--dpc build/bin/dpc]
-       [--models lenet5,mlp] [--schedules 1f1b,gpipe] [--costs analytic,profile]
-       [--steps 300] [--repeat 1] [--keep DIR] [--json FILE]
+       [--models lenet5,mlp] [--stages 2] [--schedules 1f1b,gpipe]
+       [--costs analytic,profile] [--steps 300] [--repeat 1] [--keep DIR]
+       [--json FILE]
 
 `dpc profile` runs one rank; it is run with OMP_NUM_THREADS=1, what each of
-the two ranks gets on a 2-core machine, unless OMP_NUM_THREADS is set.
+the two ranks gets on a 2-core machine, unless OMP_NUM_THREADS is set (the
+ranks of more stages than cores share them).
 Timings on a busy machine are noisy: the header prints the load average.
 """
 import argparse
@@ -81,9 +85,12 @@ def simulate_measured(dpc_schedule, out, events, work):
         return statistics.median(values) if values else 0.0
     for stage in schedule["stages"]:
         stage["forward_ms"] = med(stage["rank"], "forward")
-        # The combined backward costs backward_input + backward_weight.
-        stage["backward_input_ms"] = med(stage["rank"], "backward")
-        stage["backward_weight_ms"] = 0.0
+        # The combined backward costs backward_input + backward_weight;
+        # zero-bubble schedules run the halves apart.
+        whole = med(stage["rank"], "backward")
+        stage["backward_input_ms"] = whole or med(stage["rank"], "backward-input")
+        stage["backward_weight_ms"] = 0.0 if whole else med(stage["rank"],
+                                                            "backward-weight")
     optimizer = max(med(r, "optimizer") for r in range(schedule["ranks"]))
     path = os.path.join(work, "measured-costs.schedule.json")
     with open(path, "w") as f:
@@ -103,6 +110,7 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--dpc", default=os.path.join(ROOT, "build", "bin", "dpc"))
     parser.add_argument("--models", default="lenet5,mlp")
+    parser.add_argument("--stages", default="2")
     parser.add_argument("--schedules", default="1f1b,gpipe")
     parser.add_argument("--costs", default="analytic,profile")
     parser.add_argument("--steps", type=int, default=300)
@@ -118,8 +126,8 @@ def main():
     with open("/proc/loadavg") as f:
         load = f.read().split()[0]
     print(f"# {os.cpu_count()} cores, load average {load}; {args.steps} steps "
-          f"of 4 x 16 Fashion-MNIST samples; 2 stages")
-    print(f"{'model':7} {'schedule':8} {'costs':8} {'simulated':>9} {'planner':>8} "
+          f"of 4 microbatches")
+    print(f"{'model':9} {'st':2} {'schedule':8} {'costs':8} {'simulated':>9} {'planner':>8} "
           f"{'sim@measured':>12} {'measured':>20} {'ratio':>6} {'/planner':>8}  "
           f"compute per rank, simulated -> measured (ms)")
     rows = []
@@ -132,29 +140,35 @@ def main():
             env = dict(os.environ)
             env.setdefault("OMP_NUM_THREADS", "1")
             run([dpc, "profile", onnx, "-o", profile, "--microbatches", "4"], env)
-        for schedule in args.schedules.split(","):
-            for costs in args.costs.split(","):
-                out = os.path.join(work, f"{model}-{schedule}-{costs}")
+        data = ("fashion-mnist:" + DATA if model in ("lenet5", "mlp")
+                else "synthetic")
+        cells = [(int(st), sc, c) for st in args.stages.split(",")
+                 for sc in args.schedules.split(",")
+                 for c in args.costs.split(",")]
+        for stages, schedule, costs in cells:
+                out = os.path.join(work, f"{model}-{stages}-{schedule}-{costs}")
                 trace = out + ".trace.json"
-                run([dpc, "compile", onnx, "-o", out, "--stages", "2",
+                run([dpc, "compile", onnx, "-o", out, "--stages", str(stages),
                      "--microbatches", "4", "--schedule", schedule,
                      "--lr", "0.05", "--momentum", "0.9"]
                     + (["--profile", profile] if costs == "profile" else []))
                 runs = []
                 for _ in range(args.repeat):
-                    run([dpc, "run", out, "--data", "fashion-mnist:" + DATA,
+                    run([dpc, "run", out, "--data", data,
                          "--steps", str(args.steps), "--no-eval", "--trace", trace])
                     plan = json.load(open(os.path.join(out, "plan.json")))
                     events = spans(trace)
                     runs.append((plan["measured"]["step_ms"],
-                                 compute_per_step(events, 2),
+                                 compute_per_step(events, stages),
                                  simulate_measured(dpc_schedule, out, events, work)))
                 runs.sort(key=lambda r: r[0])
                 step, actual, replayed = runs[len(runs) // 2]
                 simulated = plan["predicted"]["simulated_step_ms"]
                 planner = plan["predicted"]["step_ms"]
-                predicted = predicted_compute(os.path.join(out, "timeline.json"), 2)
-                row = {"model": model, "schedule": schedule, "costs": costs,
+                predicted = predicted_compute(os.path.join(out, "timeline.json"),
+                                              stages)
+                row = {"model": model, "stages": stages, "schedule": schedule,
+                       "costs": costs,
                        "simulated_step_ms": simulated, "planner_step_ms": planner,
                        "simulated_at_measured_ms": replayed,
                        "measured_step_ms": step,
@@ -167,7 +181,7 @@ def main():
                           if len(runs) > 1 else "")
                 detail = ", ".join(f"{p:.2f} -> {a:.2f}"
                                    for p, a in zip(predicted, actual))
-                print(f"{model:7} {schedule:8} {costs:8} {simulated:9.2f} "
+                print(f"{model:9} {stages:2} {schedule:8} {costs:8} {simulated:9.2f} "
                       f"{planner:8.2f} {replayed:12.2f} {step:7.2f} {spread:>12} {row['ratio']:5.2f}x "
                       f"{row['planner_ratio']:7.2f}x  {detail}", flush=True)
     if args.json:

@@ -4,7 +4,7 @@
     run.py [--text FILE] [--docs fortune] [--stages 2,4] [--steps 30]
            [--length 128] [--buckets 16,32,64,128] [--microbatches 4]
            [--microbatch-size 8] [--width 64] [--layers 4] [--heads 4]
-           [--threads 1] [--work DIR]
+           [--threads 1] [--costs analytic,measured] [--work DIR]
 
 One GPT-like decoder (test/e2e/oracle's var-gpt: position table and causal
 mask sliced to the microbatch's length), exported once with a dynamic batch
@@ -17,6 +17,11 @@ ways in the same run:
   sorted  the step's documents sorted by length and cut into the same
           number of microbatches, each padded to its own longest,
   dp      dpc's per-step dynamic program over the buckets' costs.
+
+Each stage count is compiled twice (--costs): on the analytic cost model,
+and on a profile `dpc profile --seq-buckets` measured at every bucket's
+shape on this machine (same threads), which prices the buckets the step
+planner chooses from and the schedule it simulates.
 
 Prints tokens/s (real tokens: padding does not count) and its ratio to
 padded, the padding, the largest stash bytes of any rank, the planning time
@@ -107,6 +112,9 @@ def main():
     parser.add_argument("--heads", type=int, default=4)
     parser.add_argument("--threads", type=int, default=1,
                         help="OMP_NUM_THREADS of every rank")
+    parser.add_argument("--costs", default="analytic,measured",
+                        help="cost models to compile with: analytic, "
+                             "measured (dpc profile --seq-buckets)")
     parser.add_argument("--work", default=None)
     args = parser.parse_args()
     if not os.path.exists(args.text):
@@ -124,33 +132,45 @@ def main():
           f"{args.steps} steps; {args.threads} thread(s) a rank")
     print(f"load average before: {os.getloadavg()[0]:.2f}")
     rows = []
-    for stages in args.stages.split(","):
-        out = os.path.join(work, f"out{stages}")
+    shape = ["--microbatch-size", str(args.microbatch_size),
+             "--ignore-index", "-100", "--seq-buckets", args.buckets]
+    profile = os.path.join(work, "profile.json")
+    if "measured" in args.costs.split(","):
+        sh(["dpc", "profile", model, "-o", profile, "--steps", "10"] + shape,
+           env=env)
+    for stages, costs in ((s, c) for s in args.stages.split(",")
+                          for c in args.costs.split(",")):
+        out = os.path.join(work, f"out{stages}-{costs}")
         sh(["dpc", "compile", model, "-o", out, "--stages", stages,
-            "--microbatches", str(args.microbatches),
-            "--microbatch-size", str(args.microbatch_size),
-            "--ignore-index", "-100", "--seq-buckets", args.buckets])
+            "--microbatches", str(args.microbatches)] + shape +
+           (["--profile", profile] if costs == "measured" else []))
         for mode in MODES:
-            metrics = os.path.join(work, f"metrics-{stages}-{mode}.jsonl")
+            metrics = os.path.join(work,
+                                   f"metrics-{stages}-{costs}-{mode}.jsonl")
             if os.path.exists(metrics):
                 os.remove(metrics)
             log = sh(["dpc", "run", out, "--data", data, "--steps",
                       str(args.steps), "--no-shuffle", "--no-eval",
                       "--metrics", metrics, "--microbatching", mode], env=env)
-            if stages == args.stages.split(",")[0] and mode == "dp":
+            if (stages, costs) == (args.stages.split(",")[0],
+                                   args.costs.split(",")[0]) and mode == "dp":
                 for line in log.splitlines():
                     if line.startswith("lengths"):
                         print(line)
-            rows.append((stages, mode, summarise(metrics)))
+            rows.append((stages, costs, mode, summarise(metrics)))
     print(f"load average after: {os.getloadavg()[0]:.2f}")
     print()
-    print("| stages | microbatching | tokens/s | vs padded | padding | "
-          "microbatches/step | peak stash MB | plan ms | step: measured / "
+    print("| stages | costs | microbatching | tokens/s | vs padded | padding "
+          "| microbatches/step | peak stash MB | plan ms | step: measured / "
           "predicted | median prediction error |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
-    for stages, mode, r in rows:
-        base = next(x for s, m, x in rows if s == stages and m == "padded")
-        print(f"| {stages} | {mode} | {r['tokens_per_s']:.0f} | "
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    # Against the padded run of the same build.
+    def baseline(stages, costs):
+        return next(x for s, c, m, x in rows
+                    if (s, c, m) == (stages, costs, "padded"))
+    for stages, costs, mode, r in rows:
+        base = baseline(stages, costs)
+        print(f"| {stages} | {costs} | {mode} | {r['tokens_per_s']:.0f} | "
               f"{r['tokens_per_s'] / base['tokens_per_s']:.2f}x | "
               f"{100 * r['padding']:.1f}% | {r['microbatches']:.1f} | "
               f"{r['peak_stash_bytes'] / 2**20:.2f} | {r['plan_ms']:.3f} | "
@@ -159,8 +179,8 @@ def main():
     # The groupings change only how samples share microbatches: with the
     # loss a mean over the step's real tokens, the losses agree.
     worst = 0.0
-    for stages, mode, r in rows:
-        base = next(x for s, m, x in rows if s == stages and m == "padded")
+    for stages, costs, mode, r in rows:
+        base = baseline(stages, costs)
         for a, b in zip(r["losses"], base["losses"]):
             worst = max(worst, abs(a - b) / abs(b))
     print(f"\nlargest relative loss difference against padded: {worst:.2e}")

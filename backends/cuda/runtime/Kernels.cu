@@ -245,7 +245,8 @@ __global__ void clipGradKernel(const float *dy, const float *x, float *dx,
 }
 
 __global__ void reluKernel(const float *x, float *y, int64_t count) {
-  GRID_STRIDE(i, count) { y[i] = x[i] > 0.0f ? x[i] : 0.0f; }
+  // NaN stays NaN, as on the CPU (std::max) and in torch.relu.
+  GRID_STRIDE(i, count) { y[i] = x[i] < 0.0f ? 0.0f : x[i]; }
 }
 
 __global__ void reluGradKernel(const float *dy, const float *y, float *dx,

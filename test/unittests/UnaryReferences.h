@@ -1,9 +1,10 @@
 //===- UnaryReferences.h - Double references of dpc_unary -------*- C++ -*-===//
 //
 // What each function of include/dpc/runtime/UnaryFunctions.def should
-// compute, written independently of it in double precision, for the CPU and
-// CUDA kernel suites, which walk the table with forEachUnaryFunction and so
-// fail for a row that has no reference here.
+// compute, written independently of it in double precision, for the kernel
+// conformance suite (kernels/ConformanceTest.cpp, run on every target),
+// which walks the table with forEachUnaryFunction and so fails for a row
+// that has no reference here.
 //
 //===----------------------------------------------------------------------===//
 

@@ -414,6 +414,10 @@ int runMicrobatch(const std::vector<std::string> &args) {
                    "padded to its longest (default 8)");
   parser.addOption("repeat", &repeat, "N",
                    "plan N times to time the planner (default 200)");
+  int64_t bounds = dpc::planner::MicrobatchingOptions().bounds;
+  parser.addOption("bounds", &bounds, "N",
+                   "candidate bottleneck times the planner tries (default " +
+                       std::to_string(bounds) + ")");
   if (std::optional<int> exit = parser.parseOrExit(args))
     return *exit;
 
@@ -482,6 +486,7 @@ int runMicrobatch(const std::vector<std::string> &args) {
   options.stages = int(std::max<int64_t>(stages, 1));
   options.maxSamples = maxSamples;
   options.memoryLimitBytes = memoryLimit;
+  options.bounds = int(std::clamp<int64_t>(bounds, 2, 4096));
 
   dpc::planner::Microbatching plan;
   std::string error;

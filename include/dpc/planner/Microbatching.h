@@ -46,7 +46,7 @@ struct MicrobatchingOptions {
   /// Candidate bottleneck times the search tries; when the minibatch has
   /// no more distinct microbatch times than this, it tries them all and the
   /// result is exact for the model below.
-  int bounds = 24;
+  int bounds = 12;
   /// The splits (best by the model) timed as 1F1B schedules, each in both
   /// orders.
   int timed = 4;

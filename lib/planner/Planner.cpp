@@ -376,6 +376,15 @@ double objectiveValue(const PlannerOptions &opts, const Evaluation &e) {
                                                  : e.stepSeconds;
 }
 
+/// Whether `a` beats `b` for the objective (the bottleneck with its
+/// tie-break, or the step time).
+bool objectiveBetter(const PlannerOptions &opts, const Evaluation &a,
+                     const Evaluation &b) {
+  return opts.objective == Objective::Bottleneck
+             ? bottleneckBetter(a, b)
+             : objectiveValue(opts, a) < objectiveValue(opts, b) * (1 - 1e-12);
+}
+
 /// Whether every stage fits the smallest memory among its ranks.
 bool fits(const Placement &place, const Plan &plan, const Evaluation &e) {
   if (!place.memoryLimited)
@@ -630,13 +639,7 @@ OrderResult searchOrders(const Graph &g, const PlannerOptions &opts,
     }
     if (!r.found)
       continue;
-    bool better = !best.found;
-    if (!better)
-      better = bottleneck
-                   ? bottleneckBetter(r.evaluation, best.evaluation)
-                   : objectiveValue(opts, r.evaluation) <
-                         objectiveValue(opts, best.evaluation) * (1 - 1e-12);
-    if (better) {
+    if (!best.found || objectiveBetter(opts, r.evaluation, best.evaluation)) {
       best = std::move(r);
       bestOrder = k;
       if (bottleneck)
@@ -911,7 +914,6 @@ Expected<PlanResult> planPipeline(const Graph &g,
   if (orders.empty())
     orders = candidateOrders(g);
 
-  const bool bottleneck = opts.objective == Objective::Bottleneck;
   OrderResult best;
   size_t bestPlacement = 0;
   for (size_t k = 0; k < placements.size(); ++k) {
@@ -921,13 +923,7 @@ Expected<PlanResult> planPipeline(const Graph &g,
                                  result.ordersTried);
     if (!r.found)
       continue;
-    bool better = !best.found;
-    if (!better)
-      better = bottleneck
-                   ? bottleneckBetter(r.evaluation, best.evaluation)
-                   : objectiveValue(opts, r.evaluation) <
-                         objectiveValue(opts, best.evaluation) * (1 - 1e-12);
-    if (better) {
+    if (!best.found || objectiveBetter(opts, r.evaluation, best.evaluation)) {
       best = std::move(r);
       bestPlacement = k;
     }

@@ -147,13 +147,15 @@ double bruteForceSplits(const Graph &g, const std::vector<NodeId> &order,
   return best;
 }
 
-/// Brute force over every labelling of nodes with stages that respects the
-/// edges and keeps inputs in stage 0 (any DAG cut, not only order splits).
-double bruteForceAssignments(const Graph &g, const PlannerOptions &opts) {
+/// Calls `visit(stageOf, numStages)` for every labelling of nodes with
+/// stages that respects the edges, keeps inputs in stage 0 and leaves no
+/// stage without a non-input node (any DAG cut, not only order splits), for
+/// up to `maxStages` stages.
+void forEachStageAssignment(
+    const Graph &g, int maxStages,
+    const std::function<void(const std::vector<int> &, int)> &visit) {
   int n = static_cast<int>(g.size());
-  int N = opts.cost.topology.devices();
-  double best = kInf;
-  for (int numStages = 1; numStages <= std::min(n, N); ++numStages) {
+  for (int numStages = 1; numStages <= std::min(n, maxStages); ++numStages) {
     std::vector<int> stageOf(n, 0);
     std::function<void(int)> label = [&](int v) {
       if (v == n) {
@@ -165,7 +167,7 @@ double bruteForceAssignments(const Graph &g, const PlannerOptions &opts) {
         for (char u : used)
           if (!u)
             return;
-        best = std::min(best, bestOverReplicas(g, stageOf, numStages, opts));
+        visit(stageOf, numStages);
         return;
       }
       // Nodes are numbered topologically, so predecessors are labelled.
@@ -180,6 +182,16 @@ double bruteForceAssignments(const Graph &g, const PlannerOptions &opts) {
     };
     label(0);
   }
+}
+
+/// Brute force over every stage assignment (forEachStageAssignment).
+double bruteForceAssignments(const Graph &g, const PlannerOptions &opts) {
+  double best = kInf;
+  forEachStageAssignment(
+      g, opts.cost.topology.devices(),
+      [&](const std::vector<int> &stageOf, int numStages) {
+        best = std::min(best, bestOverReplicas(g, stageOf, numStages, opts));
+      });
   return best;
 }
 
@@ -359,26 +371,16 @@ std::vector<Device> randomDevices(std::mt19937 &rng, int N, bool memory,
 /// device sets to the stages (flat topology: the ranks of a set do not
 /// matter, only its devices).
 double bruteForceDeviceAssignments(const Graph &g, const PlannerOptions &opts) {
-  int n = static_cast<int>(g.size());
   int N = static_cast<int>(opts.devices.size());
   double best = kInf;
-  for (int numStages = 1; numStages <= std::min(n, N); ++numStages) {
-    std::vector<int> stageOf(n, 0);
-    std::function<void(int)> label = [&](int v) {
-      if (v == n) {
-        std::vector<char> used(numStages, 0);
-        for (int u = 0; u < n; ++u)
-          if (!g.node(u).isInput)
-            used[stageOf[u]] = 1;
-        for (char u : used)
-          if (!u)
-            return;
+  forEachStageAssignment(
+      g, N, [&](const std::vector<int> &stageOf, int numStages) {
         Plan plan;
         plan.stages.resize(numStages);
         for (NodeId u = 0; u < g.size(); ++u)
           plan.stages[stageOf[u]].nodes.push_back(u);
-        // Device k runs stage owner[k], or nothing when owner[k] is
-        // numStages; every stage gets at least one.
+        // Device k runs stage owner[k], or nothing when owner[k] is numStages;
+        // every stage gets at least one.
         std::vector<int> owner(N, 0);
         std::function<void(int)> place = [&](int k) {
           if (k == N) {
@@ -407,19 +409,7 @@ double bruteForceDeviceAssignments(const Graph &g, const PlannerOptions &opts) {
           }
         };
         place(0);
-        return;
-      }
-      int low = 0;
-      for (NodeId u : g.predecessors(v))
-        low = std::max(low, stageOf[u]);
-      int high = g.node(v).isInput ? 0 : numStages - 1;
-      for (int s = low; s <= high; ++s) {
-        stageOf[v] = s;
-        label(v + 1);
-      }
-    };
-    label(0);
-  }
+      });
   return best;
 }
 
@@ -489,6 +479,36 @@ TEST(BruteForceTest, HeterogeneousExactAlongAnOrder) {
   std::printf("heterogeneous orders: %d of 400 with device memory, %d "
               "infeasible\n",
               withMemory, infeasible);
+}
+
+TEST(BruteForceTest, HeterogeneousStepObjectiveWithinTheGrid) {
+  std::mt19937 rng(37);
+  for (int trial = 0; trial < 150; ++trial) {
+    Graph g = randomDag(rng, 3 + trial % 5, 0.3, trial % 3 == 0);
+    PlannerOptions opts = randomOptions(rng, 5);
+    opts.cost.schedule =
+        trial % 2 ? ScheduleKind::OneFOneB : ScheduleKind::GPipe;
+    opts.cost.microbatches = 1 + trial % 9;
+    opts.objective = Objective::Step;
+    auto order = candidateOrders(g)[0];
+    Expected<PlanResult> free = partitionOrder(g, order, opts);
+    ASSERT_TRUE(free) << free.error();
+    opts.devices =
+        randomDevices(rng, opts.cost.topology.devices(), trial % 2 == 0,
+                      free->evaluation.peakMemoryBytes);
+    double expected = bruteForceSplits(g, order, opts);
+    Expected<PlanResult> r = partitionOrder(g, order, opts);
+    if (expected == kInf) {
+      EXPECT_FALSE(r) << "trial " << trial;
+      continue;
+    }
+    ASSERT_TRUE(r) << r.error() << " trial " << trial;
+    double got = r->evaluation.stepSeconds;
+    EXPECT_GE(got, expected * (1 - 1e-9)) << "trial " << trial;
+    EXPECT_LE(got, expected * (1 + opts.stepGrid) * (1 + 1e-9))
+        << "trial " << trial;
+    expectPlacedOnItsDevices(g, *r, opts, trial);
+  }
 }
 
 TEST(BruteForceTest, HeterogeneousOptimalOverAllDeviceAssignments) {

@@ -1,0 +1,308 @@
+//===- ParamStore.cpp - A rank's parameters and optimizer state -----------===//
+
+#include "ParamStore.h"
+
+#include "AbiError.h"
+
+#include "dpc/support/CommandLine.h"
+
+#include <algorithm>
+#include <utility>
+
+namespace dpc::runtime {
+
+ParamStore::ParamStore(const RankManifest &manifest, Device &device,
+                       BufferPool &pool)
+    : manifest(manifest), device(device), pool(pool) {
+  params.resize(manifest.params.size());
+  // An inference build keeps no optimizer state.
+  size_t states =
+      manifest.inference ? 0 : optimizerStateNames(manifest.optimizer).size();
+  for (size_t k = 0; k < params.size(); ++k) {
+    ParamState &p = params[k];
+    p.spec = &manifest.params[k];
+    p.count = size_t(p.spec->elements());
+    p.state.resize(states);
+    std::vector<Buffer *> buffers = {&p.value, &p.grad};
+    for (Buffer &b : p.state)
+      buffers.push_back(&b);
+    for (Buffer *b : buffers) {
+      *b = Buffer(pool, p.bytes());
+      device.memset(b->data(), 0, p.bytes());
+    }
+    index[p.spec->id] = k;
+  }
+}
+
+ParamState &ParamStore::get(int64_t id) {
+  auto it = index.find(id);
+  if (it == index.end())
+    throw AbiError("parameter id " + std::to_string(id) +
+                   " is not in the manifest");
+  return params[it->second];
+}
+
+const float *ParamStore::served(int64_t id) {
+  ParamState &p = get(id);
+  if (servedVersion)
+    return (*servedVersion)[size_t(&p - params.data())].floats();
+  return p.value.floats();
+}
+
+std::vector<float> ParamStore::value(int64_t id) const {
+  auto it = index.find(id);
+  if (it == index.end())
+    throw Error("no parameter with id " + std::to_string(id));
+  const ParamState &p = params[it->second];
+  std::vector<float> values(p.count);
+  device.copyToHost(values.data(), p.value.data(), p.bytes());
+  return values;
+}
+
+void ParamStore::accumulate(ParamState &p, const float *grad) {
+  device.accumulate(p.grad.floats(), grad, p.count);
+}
+
+/// Throws unless the manifest's optimizer is `kind`.
+static void requireOptimizer(const RankManifest &manifest, Optimizer kind) {
+  if (manifest.optimizer != kind)
+    throw AbiError(std::string("the manifest's optimizer is ") +
+                   optimizerName(manifest.optimizer));
+}
+
+void ParamStore::sgdStep(int64_t id, float lr, float momentum,
+                         float weightDecay) {
+  requireOptimizer(manifest, Optimizer::Sgd);
+  ParamState &p = get(id);
+  device.sgdStep(p.value.floats(), p.state[0].floats(), p.grad.floats(),
+                 p.count, lr, momentum, weightDecay);
+}
+
+void ParamStore::adamStep(int64_t id, float lr, float beta1, float beta2,
+                          float eps, float weightDecay) {
+  requireOptimizer(manifest, Optimizer::Adam);
+  ParamState &p = get(id);
+  device.adamStep(p.value.floats(), p.state[0].floats(), p.state[1].floats(),
+                  p.grad.floats(), p.count,
+                  AdamStep(lr, beta1, beta2, eps, weightDecay, updates));
+}
+
+void ParamStore::sumGradients(Communicator &comm, bool onDevice) {
+  size_t total = 0;
+  for (const ParamState &p : params)
+    total += p.count;
+  Buffer deviceSum;
+  float *sum;
+  if (onDevice) {
+    deviceSum = Buffer(pool, total * sizeof(float));
+    sum = deviceSum.floats();
+  } else {
+    reduceBuffer.resize(total);
+    sum = reduceBuffer.data();
+  }
+  size_t offset = 0;
+  for (const ParamState &p : params) {
+    if (onDevice)
+      device.copy(sum + offset, p.grad.floats(), p.bytes());
+    else
+      device.copyToHost(sum + offset, p.grad.floats(), p.bytes());
+    offset += p.count;
+  }
+  comm.allreduceSum(sum, total);
+  offset = 0;
+  for (ParamState &p : params) {
+    if (onDevice)
+      device.copy(p.grad.floats(), sum + offset, p.bytes());
+    else
+      device.copyFromHost(p.grad.floats(), sum + offset, p.bytes());
+    offset += p.count;
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Weight versions
+//===----------------------------------------------------------------------===//
+
+size_t ParamStore::stashVersion(int version, const std::string &at) {
+  if (version != live)
+    throw Error(at + "copies the live weights as version " +
+                std::to_string(version) + " but they are version " +
+                std::to_string(live));
+  auto [it, fresh] = versions.try_emplace(version);
+  if (!fresh)
+    throw Error(at + "weight version " + std::to_string(version) +
+                " is already stashed");
+  it->second.reserve(params.size());
+  for (const ParamState &p : params) {
+    it->second.emplace_back(pool, p.bytes());
+    device.copy(it->second.back().data(), p.value.data(), p.bytes());
+  }
+  return versions.size();
+}
+
+void ParamStore::restoreVersion(int version, const std::string &at) {
+  if (!versions.count(version))
+    throw Error(at + "weight version " + std::to_string(version) +
+                " was never stashed, or was already freed");
+  restored = version;
+}
+
+void ParamStore::freeVersion(int version, const std::string &at) {
+  if (!versions.erase(version))
+    throw Error(at + "weight version " + std::to_string(version) +
+                " is not stashed");
+}
+
+void ParamStore::selectVersion(int version, const std::string &at) {
+  std::optional<int> selected = std::exchange(restored, std::nullopt);
+  servedVersion = nullptr;
+  if (version < 0) {
+    if (selected)
+      throw Error(at + "RestoreWeights selected weight version " +
+                  std::to_string(*selected) +
+                  " but this instruction names no version");
+    return;
+  }
+  if (selected) {
+    if (*selected != version)
+      throw Error(at + "uses weight version " + std::to_string(version) +
+                  " but RestoreWeights selected version " +
+                  std::to_string(*selected));
+    servedVersion = &versions.at(*selected);
+    return;
+  }
+  if (version != live)
+    throw Error(at + "uses weight version " + std::to_string(version) +
+                " but the live weights are version " + std::to_string(live) +
+                " and no RestoreWeights selected it");
+}
+
+void ParamStore::checkNoRestore(const std::string &at) const {
+  if (restored)
+    throw Error(at + "RestoreWeights selected weight version " +
+                std::to_string(*restored) +
+                " but no Forward or Backward used it");
+}
+
+std::string ParamStore::leftover() const {
+  if (!versions.empty())
+    return "weight version " + std::to_string(versions.begin()->first) +
+           " is still stashed (no FreeWeights)";
+  if (restored)
+    return "RestoreWeights selected weight version " +
+           std::to_string(*restored) + " but no Forward or Backward used it";
+  return "";
+}
+
+//===----------------------------------------------------------------------===//
+// Checkpoints
+//===----------------------------------------------------------------------===//
+
+/// The F32 tensor `name` of `shape` in `file`, copied to `out`.
+static void copyTensor(const TensorFile &file, const std::string &fileName,
+                       const std::string &name,
+                       const std::vector<int64_t> &shape, Device &device,
+                       void *out) {
+  auto it = file.tensors.find(name);
+  if (it == file.tensors.end())
+    throw Error(fileName + ": no tensor '" + name + "'");
+  const Tensor &t = it->second;
+  if (t.dtype != DType::F32)
+    throw Error(fileName + ": tensor '" + name + "' is " + dtypeName(t.dtype) +
+                ", expected F32");
+  if (t.shape != shape) {
+    auto text = [](const std::vector<int64_t> &s) {
+      std::string r = "[";
+      for (size_t k = 0; k < s.size(); ++k)
+        r += (k ? "," : "") + std::to_string(s[k]);
+      return r + "]";
+    };
+    throw Error(fileName + ": tensor '" + name + "' has shape " +
+                text(t.shape) + ", the model expects " + text(shape));
+  }
+  size_t elements = 1;
+  for (int64_t d : shape)
+    elements *= size_t(d);
+  device.copyFromHost(out, t.bytes.data(), elements * sizeof(float));
+}
+
+/// The non-negative count a checkpoint's metadata `key` holds, if present.
+static std::optional<int64_t> metadataCount(const TensorFile &file,
+                                            const std::string &fileName,
+                                            const std::string &key) {
+  auto it = file.metadata.find(key);
+  if (it == file.metadata.end())
+    return std::nullopt;
+  int64_t count = 0;
+  if (!cli::parseInteger(it->second, count) || count < 0)
+    throw Error(fileName + ": bad \"" + key + "\" metadata '" + it->second +
+                "'");
+  return count;
+}
+
+void ParamStore::load(const TensorFile &file, const std::string &fileName,
+                      bool optimizerState) {
+  const std::vector<std::string> &states =
+      optimizerStateNames(manifest.optimizer);
+  if (optimizerState) {
+    // Checkpoints from before Adam carry no optimizer name: SGD's.
+    auto it = file.metadata.find("optimizer");
+    std::string written = it == file.metadata.end() ? "sgd" : it->second;
+    std::string expected = optimizerName(manifest.optimizer);
+    if (written != expected)
+      throw Error(fileName + ": written by a run with the " + written +
+                  " optimizer; this build trains with " + expected);
+    std::optional<int64_t> count =
+        metadataCount(file, fileName, "optimizer_updates");
+    if (!count && manifest.optimizer == Optimizer::Adam)
+      throw Error(fileName + ": no \"optimizer_updates\" metadata, which "
+                             "Adam's bias correction needs");
+    updates = count.value_or(0);
+  }
+  for (ParamState &p : params) {
+    copyTensor(file, fileName, p.spec->name, p.spec->shape, device,
+               p.value.data());
+    for (size_t k = 0; k < p.state.size(); ++k) {
+      if (optimizerState)
+        copyTensor(file, fileName, states[k] + "." + p.spec->name,
+                   p.spec->shape, device, p.state[k].data());
+      else
+        device.memset(p.state[k].data(), 0, p.bytes());
+    }
+    device.memset(p.grad.data(), 0, p.bytes());
+  }
+}
+
+TensorFile ParamStore::checkpoint(int64_t stepsDone) const {
+  TensorFile file;
+  std::vector<float> host;
+  const std::vector<std::string> &states =
+      optimizerStateNames(manifest.optimizer);
+  for (const ParamState &p : params) {
+    host.resize(p.count);
+    device.copyToHost(host.data(), p.value.data(), p.bytes());
+    file.tensors[p.spec->name] = Tensor::fromF32(p.spec->shape, host.data());
+    for (size_t k = 0; k < p.state.size(); ++k) {
+      device.copyToHost(host.data(), p.state[k].data(), p.bytes());
+      file.tensors[states[k] + "." + p.spec->name] =
+          Tensor::fromF32(p.spec->shape, host.data());
+    }
+  }
+  file.metadata["format"] = "dpc-checkpoint";
+  file.metadata["stage"] = std::to_string(manifest.stage);
+  file.metadata["stages"] = std::to_string(manifest.stages);
+  file.metadata["step"] = std::to_string(stepsDone);
+  file.metadata["optimizer"] = optimizerName(manifest.optimizer);
+  file.metadata["optimizer_updates"] = std::to_string(updates);
+  return file;
+}
+
+int64_t ParamStore::checkpointStep(const TensorFile &file,
+                                   const std::string &fileName) {
+  std::optional<int64_t> step = metadataCount(file, fileName, "step");
+  if (!step)
+    throw Error(fileName + ": not a dpc checkpoint (no \"step\" metadata)");
+  return *step;
+}
+
+} // namespace dpc::runtime

@@ -12,6 +12,7 @@
 
 #include "dpc/runtime/Abi.h"
 
+#include "test/unittests/runtime/ErrorOf.h"
 #include "test/unittests/runtime/SoloCommunicator.h"
 
 #include <gtest/gtest.h>
@@ -55,15 +56,6 @@ protected:
               SegmentFunctions(), nullptr) {
     state.losses.assign(2, std::nullopt);
   }
-  /// What a call reports to the fatal handler.
-  std::string reported(const std::function<void()> &call) {
-    try {
-      call();
-    } catch (const Error &e) {
-      return e.what();
-    }
-    return "";
-  }
   void enter(Phase phase, int mb, int chunk = 0) {
     state.phase = phase;
     state.currentMb = mb;
@@ -76,57 +68,57 @@ protected:
 };
 
 TEST_F(AbiEntryPoints, MisusesNameTheFunctionAndTheSegment) {
-  EXPECT_EQ(reported([&] { dpc_alloc(ctx, 8); }),
+  EXPECT_EQ(errorOf([&] { dpc_alloc(ctx, 8); }),
             "outside any segment: dpc_alloc: called outside a segment "
             "function");
   enter(Phase::Forward, 1);
-  EXPECT_EQ(reported([&] { dpc_param(ctx, 9); }),
+  EXPECT_EQ(errorOf([&] { dpc_param(ctx, 9); }),
             "Forward mb 1: dpc_param: parameter id 9 is not in the manifest");
-  EXPECT_EQ(reported([&] { dpc_alloc(ctx, -1); }),
+  EXPECT_EQ(errorOf([&] { dpc_alloc(ctx, -1); }),
             "Forward mb 1: dpc_alloc: negative size -1");
-  EXPECT_EQ(reported([&] { dpc_input(ctx, 0); }),
+  EXPECT_EQ(errorOf([&] { dpc_input(ctx, 0); }),
             "Forward mb 1: dpc_input: microbatch 1 has not been loaded");
-  EXPECT_EQ(reported([&] { dpc_input(ctx, 1); }),
+  EXPECT_EQ(errorOf([&] { dpc_input(ctx, 1); }),
             "Forward mb 1: dpc_input: input 1 is not in the manifest's 1 "
             "inputs");
-  EXPECT_EQ(reported([&] { dpc_labels(ctx); }),
+  EXPECT_EQ(errorOf([&] { dpc_labels(ctx); }),
             "Forward mb 1: dpc_labels: the manifest declares no labels for "
             "this stage");
-  EXPECT_EQ(reported([&] { dpc_loss_scale(ctx); }),
+  EXPECT_EQ(errorOf([&] { dpc_loss_scale(ctx); }),
             "Forward mb 1: dpc_loss_scale: the manifest's labels declare no "
             "ignore_index for this stage");
-  EXPECT_EQ(reported([&] { dpc_sgd_step(ctx, 3, 0.1f, 0, 0); }),
+  EXPECT_EQ(errorOf([&] { dpc_sgd_step(ctx, 3, 0.1f, 0, 0); }),
             "Forward mb 1: dpc_sgd_step: called outside the optimizer "
             "segment");
-  EXPECT_EQ(reported([&] { dpc_report_loss(ctx, nullptr); }),
+  EXPECT_EQ(errorOf([&] { dpc_report_loss(ctx, nullptr); }),
             "Forward mb 1: dpc_report_loss: only the last stage reports the "
             "loss");
-  EXPECT_EQ(reported([&] { dpc_report_output(ctx, nullptr); }),
+  EXPECT_EQ(errorOf([&] { dpc_report_output(ctx, nullptr); }),
             "Forward mb 1: dpc_report_output: the manifest declares no "
             "output for this stage");
-  EXPECT_EQ(reported([&] { dpc_recv(ctx, 7); }),
+  EXPECT_EQ(errorOf([&] { dpc_recv(ctx, 7); }),
             "Forward mb 1: dpc_recv: transfer tag 7 is not in the manifest's "
             "recvs");
-  EXPECT_EQ(reported([&] { dpc_profile_end(ctx, 0); }),
+  EXPECT_EQ(errorOf([&] { dpc_profile_end(ctx, 0); }),
             "Forward mb 1: dpc_profile_end: op 0 is not in the manifest's "
             "profile");
   EXPECT_NE(dpc_param_state(ctx, 3), nullptr);
   enter(Phase::Backward, 0);
-  EXPECT_EQ(reported([&] { dpc_param_state(ctx, 3); }),
+  EXPECT_EQ(errorOf([&] { dpc_param_state(ctx, 3); }),
             "Backward mb 0: dpc_param_state: called outside the forward "
             "segment");
-  EXPECT_EQ(reported([&] { dpc_restore(ctx, 0); }),
+  EXPECT_EQ(errorOf([&] { dpc_restore(ctx, 0); }),
             "Backward mb 0: dpc_restore: stash key 0 ('x') holds nothing for "
             "this microbatch (never stashed, or already released)");
   enter(Phase::Optimizer, -1);
-  EXPECT_EQ(reported([&] { dpc_adam_step(ctx, 3, 0.1f, 0.9f, 0.99f, 0, 0); }),
+  EXPECT_EQ(errorOf([&] { dpc_adam_step(ctx, 3, 0.1f, 0.9f, 0.99f, 0, 0); }),
             "OptimizerStep: dpc_adam_step: the manifest's optimizer is sgd");
-  EXPECT_EQ(reported([&] { dpc_sgd_step(ctx, 4, 0.1f, 0, 0); }),
+  EXPECT_EQ(errorOf([&] { dpc_sgd_step(ctx, 4, 0.1f, 0, 0); }),
             "OptimizerStep: dpc_sgd_step: parameter id 4 is not in the "
             "manifest");
   state.evaluating = true;
   enter(Phase::Forward, 0);
-  EXPECT_EQ(reported([&] { dpc_grad_accumulate(ctx, 3, nullptr); }),
+  EXPECT_EQ(errorOf([&] { dpc_grad_accumulate(ctx, 3, nullptr); }),
             "Forward mb 0 (evaluation): dpc_grad_accumulate: called during a "
             "forward-only pass");
 }
@@ -138,7 +130,7 @@ TEST_F(AbiEntryPoints, ErrorsGoToTheFatalHandler) {
     throw Error("handled");
   };
   enter(Phase::Backward, 1);
-  EXPECT_EQ(reported([&] { dpc_restore(ctx, 5); }), "handled");
+  EXPECT_EQ(errorOf([&] { dpc_restore(ctx, 5); }), "handled");
   EXPECT_EQ(message,
             "Backward mb 1: dpc_restore: stash key 5 is not in the manifest");
 }
@@ -146,16 +138,16 @@ TEST_F(AbiEntryPoints, ErrorsGoToTheFatalHandler) {
 TEST_F(AbiEntryPoints, SendsBelongToTheRunningChunk) {
   float values[2] = {1, 2};
   enter(Phase::Forward, 0, /*chunk=*/0);
-  EXPECT_EQ(reported([&] { dpc_send(ctx, 7, values); }),
+  EXPECT_EQ(errorOf([&] { dpc_send(ctx, 7, values); }),
             "Forward mb 0: dpc_send: transfer tag 7 belongs to stage 2, not "
             "to the running chunk's");
-  EXPECT_EQ(reported([&] { dpc_send(ctx, 8, values); }),
+  EXPECT_EQ(errorOf([&] { dpc_send(ctx, 8, values); }),
             "Forward mb 0: dpc_send: transfer tag 8 is not in the manifest's "
             "sends");
   enter(Phase::Forward, 0, /*chunk=*/1);
   EXPECT_EQ(dpc_chunk(ctx), 1);
   dpc_send(ctx, 7, values);
-  EXPECT_EQ(reported([&] { dpc_send(ctx, 7, values); }),
+  EXPECT_EQ(errorOf([&] { dpc_send(ctx, 7, values); }),
             "Forward mb 0: dpc_send: transfer tag 7 was already sent for "
             "this microbatch");
   EXPECT_EQ(state.transfers.leftoverInFlight(),
@@ -171,7 +163,7 @@ TEST_F(AbiEntryPoints, StashesAreCopiesKeptPerMicrobatch) {
   enter(Phase::Forward, 1);
   dpc_stash(ctx, 0, x);
   EXPECT_EQ(state.memory.peakStashBytes, 32);
-  EXPECT_EQ(reported([&] { dpc_stash(ctx, 0, x); }),
+  EXPECT_EQ(errorOf([&] { dpc_stash(ctx, 0, x); }),
             "Forward mb 1: dpc_stash: stash key 0 ('x') was already stashed "
             "for this microbatch");
   enter(Phase::Backward, 0);
@@ -186,7 +178,7 @@ TEST_F(AbiEntryPoints, StashesAreCopiesKeptPerMicrobatch) {
   enter(Phase::Forward, 2);
   dpc_stash(ctx, 0, x);
   EXPECT_EQ(state.stashes.slots(), 1u);
-  EXPECT_EQ(reported([&] { dpc_restore(ctx, 0); }),
+  EXPECT_EQ(errorOf([&] { dpc_restore(ctx, 0); }),
             "Forward mb 2 (evaluation): dpc_restore: called during a "
             "forward-only pass");
 }

@@ -12,6 +12,7 @@
 
 #include "dpc/runtime/Error.h"
 
+#include "test/unittests/runtime/ErrorOf.h"
 #include "test/unittests/runtime/StagingDevice.h"
 
 #include <gtest/gtest.h>
@@ -99,15 +100,6 @@ ManifestStash stashSpec(int64_t key, int64_t stage, std::string name = "") {
   s.name = std::move(name);
   s.bytes = 16;
   return s;
-}
-
-std::string errorOf(const std::function<void()> &f) {
-  try {
-    f();
-  } catch (const Error &e) {
-    return e.what();
-  }
-  return "";
 }
 
 TEST(StashStore, SlotsLiveUntilTheirStagesBackward) {

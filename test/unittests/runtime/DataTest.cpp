@@ -3,6 +3,8 @@
 #include "dpc/runtime/Data.h"
 #include "dpc/runtime/Error.h"
 
+#include "test/unittests/runtime/ErrorOf.h"
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <zlib.h>
@@ -68,15 +70,6 @@ std::vector<uint8_t> idxLabels(uint32_t count) {
   for (uint32_t i = 0; i < count; ++i)
     bytes.push_back(uint8_t(i % 10));
   return bytes;
-}
-
-template <typename F> std::string errorOf(F &&f) {
-  try {
-    f();
-  } catch (const Error &e) {
-    return e.what();
-  }
-  return "(no error)";
 }
 
 } // namespace

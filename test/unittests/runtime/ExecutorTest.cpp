@@ -16,6 +16,7 @@
 
 #include "test/unittests/runtime/SoloCommunicator.h"
 #include "test/unittests/runtime/StagingDevice.h"
+#include "test/unittests/runtime/TorchOptim.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -368,11 +369,7 @@ TEST_P(ExecutorTest, SgdStepIsTorchSgd) {
   // torch.optim.SGD(lr=0.1, momentum=0.9, weight_decay=0.01), by hand.
   std::vector<float> w = {1, 2, 3, 4, 5, 6}, v(6, 0.0f);
   for (int step = 0; step < 2; ++step)
-    for (size_t k = 0; k < 6; ++k) {
-      float d = 2.0f + 0.01f * w[k];
-      v[k] = 0.9f * v[k] + d;
-      w[k] -= 0.1f * v[k];
-    }
+    torchSgdStep(w, v, 2.0f, 0.1f, 0.9f, 0.01f);
   std::vector<float> got = e->param(0);
   for (size_t k = 0; k < 6; ++k)
     EXPECT_FLOAT_EQ(got[k], w[k]) << k;
@@ -399,17 +396,9 @@ TEST_P(ExecutorTest, AdamStepIsTorchAdamAndResumesFromItsCheckpoint) {
   };
   // torch.optim.Adam(lr=0.1, betas=(0.9, 0.99), eps=1e-3,
   // weight_decay=0.01), in double, by hand.
-  std::vector<double> w = {1, 2, 3, 4, 5, 6}, m(6, 0.0), v(6, 0.0);
-  auto torchStep = [&](int t) {
-    for (size_t k = 0; k < 6; ++k) {
-      double g = 2.0 + 0.01 * w[k];
-      m[k] = 0.9 * m[k] + 0.1 * g;
-      v[k] = 0.99 * v[k] + 0.01 * g * g;
-      double mHat = m[k] / (1 - std::pow(0.9, t));
-      double vHat = v[k] / (1 - std::pow(0.99, t));
-      w[k] -= 0.1 * mHat / (std::sqrt(vHat) + 1e-3);
-    }
-  };
+  std::vector<double> w = {1, 2, 3, 4, 5, 6};
+  TorchAdam adam{0.1, 0.9, 0.99, 1e-3, 0.01, {}, {}};
+  auto torchStep = [&](int t) { adam.step(w, 2.0, t); };
   auto expectNear = [](const std::vector<float> &got,
                        const std::vector<double> &want, const char *what) {
     ASSERT_EQ(got.size(), want.size());
@@ -431,8 +420,8 @@ TEST_P(ExecutorTest, AdamStepIsTorchAdamAndResumesFromItsCheckpoint) {
   // The checkpoint holds both moments and the update count, which the bias
   // correction of the next step needs.
   TensorFile ckpt = e->checkpoint(2);
-  expectNear(ckpt.tensors.at("exp_avg.w").toF32(), m, "exp_avg");
-  expectNear(ckpt.tensors.at("exp_avg_sq.w").toF32(), v, "exp_avg_sq");
+  expectNear(ckpt.tensors.at("exp_avg.w").toF32(), adam.m, "exp_avg");
+  expectNear(ckpt.tensors.at("exp_avg_sq.w").toF32(), adam.v, "exp_avg_sq");
   EXPECT_EQ(ckpt.tensors.count("momentum.w"), 0u);
   EXPECT_EQ(ckpt.metadata.at("optimizer"), "adam");
   EXPECT_EQ(ckpt.metadata.at("optimizer_updates"), "2");

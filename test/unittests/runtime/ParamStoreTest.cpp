@@ -10,7 +10,9 @@
 #include "lib/runtime/ParamStore.h"
 #include "lib/runtime/AbiError.h"
 
+#include "test/unittests/runtime/ErrorOf.h"
 #include "test/unittests/runtime/StagingDevice.h"
+#include "test/unittests/runtime/TorchOptim.h"
 
 #include <gtest/gtest.h>
 
@@ -34,15 +36,6 @@ RankManifest paramManifest(Optimizer optimizer = Optimizer::Sgd) {
   b.shape = {3};
   m.params = {w, b};
   return m;
-}
-
-std::string errorOf(const std::function<void()> &f) {
-  try {
-    f();
-  } catch (const Error &e) {
-    return e.what();
-  }
-  return "";
 }
 
 /// A communicator whose sum is what two replicas holding the same values
@@ -141,11 +134,7 @@ TEST_P(ParamStoreTest, SgdIsTorchSgdAndItsCheckpointRoundTrips) {
     store.beginUpdate();
     store.sgdStep(0, 0.1f, 0.9f, 0.01f);
     store.endUpdate();
-    for (size_t k = 0; k < 6; ++k) {
-      float d = 2.0f + 0.01f * w[k];
-      v[k] = 0.9f * v[k] + d;
-      w[k] -= 0.1f * v[k];
-    }
+    torchSgdStep(w, v, 2.0f, 0.1f, 0.9f, 0.01f);
   }
   std::vector<float> got = store.value(0);
   for (size_t k = 0; k < 6; ++k)
@@ -187,20 +176,14 @@ TEST_P(ParamStoreTest, AdamIsTorchAdamAndNeedsItsUpdateCount) {
   store.load(weights(), "w", false);
   // torch.optim.Adam(lr=0.1, betas=(0.9, 0.99), eps=1e-3,
   // weight_decay=0.01) in double.
-  std::vector<double> w = {1, 2, 3, 4, 5, 6}, mo(6, 0.0), v(6, 0.0);
+  std::vector<double> w = {1, 2, 3, 4, 5, 6};
+  TorchAdam adam{0.1, 0.9, 0.99, 1e-3, 0.01, {}, {}};
   for (int t = 1; t <= 3; ++t) {
     accumulate(store, 2);
     store.beginUpdate();
     store.adamStep(0, 0.1f, 0.9f, 0.99f, 1e-3f, 0.01f);
     store.endUpdate();
-    for (size_t k = 0; k < 6; ++k) {
-      double g = 2.0 + 0.01 * w[k];
-      mo[k] = 0.9 * mo[k] + 0.1 * g;
-      v[k] = 0.99 * v[k] + 0.01 * g * g;
-      double mHat = mo[k] / (1 - std::pow(0.9, t));
-      double vHat = v[k] / (1 - std::pow(0.99, t));
-      w[k] -= 0.1 * mHat / (std::sqrt(vHat) + 1e-3);
-    }
+    adam.step(w, 2.0, t);
   }
   std::vector<float> got = store.value(0);
   for (size_t k = 0; k < 6; ++k)

@@ -13,6 +13,7 @@
 
 #include "dpc/schedule/Builder.h"
 
+#include "test/unittests/runtime/ErrorOf.h"
 #include "test/unittests/runtime/SoloCommunicator.h"
 
 #include <gmock/gmock.h>
@@ -62,15 +63,6 @@ twoStages(sched::ScheduleKind kind = sched::ScheduleKind::OneFOneB) {
   sched::Schedule s;
   EXPECT_EQ(sched::buildSchedule(options, s), "");
   return s;
-}
-
-std::string errorOf(const std::function<void()> &f) {
-  try {
-    f();
-  } catch (const Error &e) {
-    return e.what();
-  }
-  return "";
 }
 
 TEST(ScheduleChecks, AScheduleThatFitsGivesItsBoundariesAndPeaks) {

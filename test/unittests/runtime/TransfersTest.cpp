@@ -12,6 +12,7 @@
 
 #include "dpc/runtime/Bf16.h"
 
+#include "test/unittests/runtime/ErrorOf.h"
 #include "test/unittests/runtime/StagingDevice.h"
 
 #include <gtest/gtest.h>
@@ -86,15 +87,6 @@ ManifestTransfer transfer(int64_t tag, int64_t stage, int64_t peer,
   t.bytes = bytes;
   t.bf16 = bf16;
   return t;
-}
-
-std::string errorOf(const std::function<void()> &f) {
-  try {
-    f();
-  } catch (const Error &e) {
-    return e.what();
-  }
-  return "";
 }
 
 const Boundary kAct{1, 2, TransferKind::Activation};

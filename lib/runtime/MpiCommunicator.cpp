@@ -45,29 +45,34 @@ std::string formatSeconds(std::chrono::milliseconds t) {
   return text;
 }
 
-/// Calls `done` until it returns true or the timeout passes. Spins first
-/// (MPI_Test is what drives progress in most MPI libraries), then yields,
-/// then sleeps, so that an oversubscribed machine is not starved by ranks
-/// waiting on each other.
+/// Calls `done` until it returns true or the timeout passes. Spins for the
+/// first 50 us (MPI_Test is what drives progress in most MPI libraries),
+/// then sleeps
+/// briefly, then longer, so that an oversubscribed machine is not starved by
+/// ranks waiting on each other. A waiting rank sleeps rather than yields: a
+/// yielding rank stays runnable, hands its core to any other process for a
+/// whole time slice, and its wait would count as time taken from it (the
+/// step monitor's stolen time); a sleeping one is woken by the kernel's
+/// timer (the rank main sets a 1 us timer slack) and preempts such a
+/// process at once.
 void pollUntil(const std::function<bool()> &done,
                std::chrono::milliseconds timeout,
                const std::function<std::string()> &describe) {
   using Clock = std::chrono::steady_clock;
   const Clock::time_point start = Clock::now();
   const Clock::time_point deadline = start + timeout;
-  for (unsigned spins = 0;; ++spins) {
+  for (;;) {
     if (done())
       return;
-    if (spins < 64)
-      continue;
     Clock::time_point now = Clock::now();
+    // Most waits of a balanced pipeline end within tens of microseconds.
+    if (now - start < std::chrono::microseconds(50))
+      continue;
     if (now >= deadline)
       throw Error("timed out after " + formatSeconds(timeout) + " " +
                   describe());
-    if (now - start < std::chrono::milliseconds(10))
-      std::this_thread::yield();
-    else
-      std::this_thread::sleep_for(std::chrono::microseconds(200));
+    std::this_thread::sleep_for(std::chrono::microseconds(
+        now - start < std::chrono::milliseconds(10) ? 10 : 200));
   }
 }
 

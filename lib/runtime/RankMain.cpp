@@ -16,6 +16,7 @@
 #include "dpc/runtime/Error.h"
 #include "dpc/runtime/Executor.h"
 #include "dpc/runtime/Heartbeat.h"
+#include "dpc/runtime/Interference.h"
 #include "dpc/runtime/Manifest.h"
 #include "dpc/runtime/Metrics.h"
 #include "dpc/runtime/MpiCommunicator.h"
@@ -40,6 +41,7 @@
 #include <optional>
 #include <sstream>
 #include <string>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <vector>
@@ -53,6 +55,7 @@ namespace {
 /// what follows from them.
 struct Options : RankOptions {
   ForwardDelay delay;
+  Interference interference;
 };
 
 /// Thrown for a bad command line: every rank sees the same arguments, so
@@ -150,6 +153,8 @@ Options parseOptions(int argc, char **argv, bool &help) {
                      o.microbatching + "'"};
   if (o.isGiven("test-forward-delay"))
     o.delay = *parseForwardDelay(o.testForwardDelay);
+  if (o.isGiven("interfere"))
+    o.interference = *parseInterference(o.interfere);
   if (o.epochs == 0 && o.steps == 0)
     o.epochs = 1;
   return o;
@@ -427,6 +432,9 @@ int runRank(int argc, char **argv, Communicator &comm) {
   Options opts = parseOptions(argc, argv, help);
   if (help)
     return 0;
+  // A rank waiting on a message sleeps in steps of microseconds; the
+  // default 50 us timer slack would lengthen each of them fivefold.
+  ::prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);
   // Before the executor: the communicators it makes take this timeout.
   if (opts.timeoutSeconds > 0)
     comm.setTimeout(std::chrono::milliseconds(
@@ -620,9 +628,25 @@ int runRank(int argc, char **argv, Communicator &comm) {
       monitor.emplace(std::move(predicted), opts.slowThreshold);
     }
   }
+  // --interfere's process: the rank's cores get busy, the rank does not
+  // change. It ends after its time or with the training.
+  Interferer interferer;
   for (int64_t step = firstStep; step < totalSteps; ++step) {
     if (rank == opts.delay.rank)
       exec.setForwardDelay(step + 1 >= opts.delay.fromStep ? opts.delay.ms : 0);
+    if (rank == opts.interference.rank &&
+        step + 1 == opts.interference.fromStep) {
+      if (std::string problem = interferer.start(opts.interference.seconds);
+          !problem.empty())
+        throw Error(problem);
+      char line[160];
+      std::snprintf(line, sizeof line,
+                    "interference: a CPU-bound process runs on rank %d's "
+                    "cores (%s) for %g s from step %lld",
+                    rank, Interferer::cores().c_str(),
+                    opts.interference.seconds, (long long)(step + 1));
+      printLine(line);
+    }
     std::optional<StepPlanSummary> planned;
     double loss;
     if (planner) {

@@ -98,6 +98,18 @@ std::vector<RankOptionInfo> makeTable() {
          return "--test-forward-delay expects RANK:FROM_STEP:MS, not '" +
                 o.testForwardDelay + "'";
        }},
+      {"interfere", "RANK:FROM_STEP:SECONDS",
+       "make rank RANK's cores busy as a co-located job does: from step "
+       "FROM_STEP (counted from 1) a separate CPU-bound process runs on them "
+       "for SECONDS",
+       nullptr, &O::interfere, /*negatable=*/false, /*forwarded=*/true,
+       /*training=*/true,
+       [](const O &o) -> std::string {
+         if (parseInterference(o.interfere))
+           return "";
+         return "--interfere expects RANK:FROM_STEP:SECONDS, not '" +
+                o.interfere + "'";
+       }},
       {"microbatching", "MODE",
        "variable-length builds (dpc compile --seq-buckets): dp (sorted by "
        "length, grouped by dynamic programming), padded (every microbatch "
@@ -262,15 +274,39 @@ std::string givenTrainingOption(const RankOptions &options) {
   return "";
 }
 
-std::optional<ForwardDelay> parseForwardDelay(const std::string &text) {
-  long long rank = 0, from = 0;
-  double ms = 0;
+namespace {
+
+// "RANK:FROM_STEP:VALUE" with a rank, a step counted from 1 and a value in
+// [low, 1e6].
+bool parseRankStepValue(const std::string &text, int &rank, int64_t &from,
+                        double &value, double low) {
+  long long r = 0, f = 0;
+  double v = 0;
   char end = 0;
-  if (std::sscanf(text.c_str(), "%lld:%lld:%lf%c", &rank, &from, &ms, &end) !=
-          3 ||
-      rank < 0 || rank > INT32_MAX || from < 1 || !(ms >= 0 && ms <= 1e6))
+  if (std::sscanf(text.c_str(), "%lld:%lld:%lf%c", &r, &f, &v, &end) != 3 ||
+      r < 0 || r > INT32_MAX || f < 1 || !(v >= low && v <= 1e6))
+    return false;
+  rank = int(r);
+  from = f;
+  value = v;
+  return true;
+}
+
+} // namespace
+
+std::optional<ForwardDelay> parseForwardDelay(const std::string &text) {
+  ForwardDelay delay;
+  if (!parseRankStepValue(text, delay.rank, delay.fromStep, delay.ms, 0))
     return std::nullopt;
-  return ForwardDelay{int(rank), from, ms};
+  return delay;
+}
+
+std::optional<Interference> parseInterference(const std::string &text) {
+  Interference interference;
+  if (!parseRankStepValue(text, interference.rank, interference.fromStep,
+                          interference.seconds, 1e-3))
+    return std::nullopt;
+  return interference;
 }
 
 } // namespace dpc::runtime

@@ -42,6 +42,8 @@ struct RankOptions {
   double slowThreshold = 0;
   /// RANK:FROM_STEP:MS; parseForwardDelay reads it.
   std::string testForwardDelay;
+  /// RANK:FROM_STEP:SECONDS; parseInterference reads it.
+  std::string interfere;
   /// Variable-length builds: how each step's samples become microbatches.
   std::string microbatching;
   /// 0: the communicator's own (DPC_COMM_TIMEOUT, else 600 s).
@@ -115,6 +117,15 @@ struct ForwardDelay {
   double ms = 0;
 };
 std::optional<ForwardDelay> parseForwardDelay(const std::string &text);
+
+/// --interfere: rank RANK starts a CPU-bound process on its cores at the
+/// start of step FROM_STEP (counted from 1) that runs for SECONDS.
+struct Interference {
+  int rank = -1;
+  int64_t fromStep = 0;
+  double seconds = 0;
+};
+std::optional<Interference> parseInterference(const std::string &text);
 
 } // namespace dpc::runtime
 

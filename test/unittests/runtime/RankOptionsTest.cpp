@@ -81,7 +81,8 @@ TEST(RankOptions, ForwardedOptionsRoundTrip) {
             "--seed -7 --metrics m.jsonl --trace t.json --op-times ops.json "
             "--predictions p.npy --checkpoint-dir ckpt --checkpoint-every 2 "
             "--transport mpi --slow-threshold 2.25 --test-forward-delay "
-            "1:20:50.5 --microbatching sorted --timeout 1234567.891 "
+            "1:20:50.5 --interfere 1:10:2.5 --microbatching sorted "
+            "--timeout 1234567.891 "
             "--no-shuffle --resume --no-eval --allow-nonfinite-loss"));
   // --epochs excludes --steps.
   std::vector<std::string> epochs =
@@ -152,6 +153,10 @@ TEST(RankOptions, RefusesBadValues) {
             "--slow-threshold expects a ratio above 1");
   EXPECT_EQ(problem({"--test-forward-delay", "1:0:5"}),
             "--test-forward-delay expects RANK:FROM_STEP:MS, not '1:0:5'");
+  EXPECT_EQ(problem({"--interfere", "1:5:0"}),
+            "--interfere expects RANK:FROM_STEP:SECONDS, not '1:5:0'");
+  EXPECT_EQ(problem({"--interfere", "-1:5:2"}),
+            "--interfere expects RANK:FROM_STEP:SECONDS, not '-1:5:2'");
   EXPECT_EQ(problem({"--resume"}), "--resume needs --checkpoint-dir");
   EXPECT_EQ(problem({"--no-resume"}), "test: unknown option '--no-resume'");
   EXPECT_EQ(problem({"--steps", "2", "--timeout", "0.5"}), "");

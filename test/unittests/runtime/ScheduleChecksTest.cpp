@@ -19,6 +19,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <vector>
+
 #include <nlohmann/json.hpp>
 
 using namespace dpc::runtime;
@@ -196,7 +198,9 @@ TEST(ScheduleChecks, NothingOutlivesAStep) {
   // A message is named before a stash slot.
   std::map<Boundary, PackLayout> layouts = makeLayouts(m.sends);
   Boundary act{0, 1, TransferKind::Activation};
-  transfers.pack(layouts.at(act), act, 0, 3, values);
+  // As many bytes as the whole message holds: pack reads its entry's size.
+  std::vector<uint8_t> payload(size_t(layouts.at(act).wireTotal));
+  transfers.pack(layouts.at(act), act, 0, 3, payload.data());
   EXPECT_EQ(left(), "step 2: at the end: dpc_send stored act for mb 0 to "
                     "stage 1 but the schedule never sent it");
 

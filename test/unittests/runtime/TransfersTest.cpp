@@ -48,7 +48,8 @@ public:
       const std::vector<uint8_t> &m = messages.at(it->second.tag);
       if (m.size() != it->second.bytes)
         throw Error("size mismatch");
-      std::memcpy(it->second.data, m.data(), m.size());
+      if (!m.empty())
+        std::memcpy(it->second.data, m.data(), m.size());
       receives.erase(it);
     }
     r.id = -1;

@@ -35,3 +35,19 @@ func.func @batch_moves(%a: tensor<4x2x5xf32>, %b: tensor<2x5x3xf32>) -> tensor<2
   %y = nn.matmul %at, %b : (tensor<2x4x5xf32>, tensor<2x5x3xf32>) -> tensor<2x4x3xf32>
   return %y : tensor<2x4x3xf32>
 }
+
+// -----
+
+// A reshape to its own type is its input; a reshape of a reshape is one
+// reshape of the first input (the inner one then goes, unused).
+// CHECK-LABEL: func.func @reshapes
+func.func @reshapes(%x: tensor<2x3x4xf32>) -> (tensor<2x3x4xf32>, tensor<4x6xf32>) {
+  // CHECK-NOT: nn.reshape %arg0 : (tensor<2x3x4xf32>) -> tensor<2x3x4xf32>
+  // CHECK-NOT: tensor<6x4xf32>
+  // CHECK: %[[R:.*]] = nn.reshape %arg0 : (tensor<2x3x4xf32>) -> tensor<4x6xf32>
+  // CHECK: return %arg0, %[[R]] : tensor<2x3x4xf32>, tensor<4x6xf32>
+  %same = nn.reshape %x : (tensor<2x3x4xf32>) -> tensor<2x3x4xf32>
+  %a = nn.reshape %x : (tensor<2x3x4xf32>) -> tensor<6x4xf32>
+  %b = nn.reshape %a : (tensor<6x4xf32>) -> tensor<4x6xf32>
+  return %same, %b : tensor<2x3x4xf32>, tensor<4x6xf32>
+}

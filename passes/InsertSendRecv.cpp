@@ -81,11 +81,10 @@ struct InsertSendRecvPass
     : public mlir::dpc::impl::InsertSendRecvPassBase<InsertSendRecvPass> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    auto main = module.lookupSymbol<func::FuncOp>("main");
-    if (!main || main.isExternal() || !main.getBody().hasOneBlock()) {
-      module.emitError("expects a single-block function @main");
+    FailureOr<func::FuncOp> mainOr = getMainFunc(module);
+    if (failed(mainOr))
       return signalPassFailure();
-    }
+    func::FuncOp main = *mainOr;
     Block &body = main.getBody().front();
     for (Operation &op : body.without_terminator()) {
       if (!pipe::getStage(&op)) {

@@ -56,11 +56,10 @@ struct InsertStashPass
     : public mlir::dpc::impl::InsertStashPassBase<InsertStashPass> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    auto main = module.lookupSymbol<func::FuncOp>("main");
-    if (!main || main.isExternal() || !main.getBody().hasOneBlock()) {
-      module.emitError("expects a single-block function @main");
+    FailureOr<func::FuncOp> mainOr = getMainFunc(module);
+    if (failed(mainOr))
       return signalPassFailure();
-    }
+    func::FuncOp main = *mainOr;
     // A forward-only module has no backward to keep values for.
     if (module->hasAttr(pipe::PipeDialect::kInferenceAttrName))
       return;

@@ -323,11 +323,10 @@ struct OutlineStagesPass
     : public mlir::dpc::impl::OutlineStagesPassBase<OutlineStagesPass> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    auto main = module.lookupSymbol<func::FuncOp>("main");
-    if (!main || main.isExternal() || !main.getBody().hasOneBlock()) {
-      module.emitError("expects a single-block function @main");
+    FailureOr<func::FuncOp> mainOr = getMainFunc(module);
+    if (failed(mainOr))
       return signalPassFailure();
-    }
+    func::FuncOp main = *mainOr;
     if (failed(Outliner(module, main).run()))
       signalPassFailure();
   }

@@ -101,11 +101,10 @@ struct PartitionStagesPass
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    auto main = module.lookupSymbol<func::FuncOp>("main");
-    if (!main || main.isExternal() || !main.getBody().hasOneBlock()) {
-      module.emitError("expects a single-block function @main");
+    FailureOr<func::FuncOp> mainOr = getMainFunc(module);
+    if (failed(mainOr))
       return signalPassFailure();
-    }
+    func::FuncOp main = *mainOr;
     FailureOr<planner::PlannerOptions> options = plannerOptions(module);
     if (failed(options))
       return signalPassFailure();

@@ -17,6 +17,16 @@ namespace mlir::dpc {
 #define GEN_PASS_REGISTRATION
 #include "passes/Passes.h.inc"
 
+/// The module's @main as every pass after import expects it: defined, with
+/// one block. Otherwise emits "expects a single-block function @main" on the
+/// module and fails.
+inline FailureOr<func::FuncOp> getMainFunc(ModuleOp module) {
+  auto main = module.lookupSymbol<func::FuncOp>("main");
+  if (!main || main.isExternal() || !main.getBody().hasOneBlock())
+    return module.emitError("expects a single-block function @main");
+  return main;
+}
+
 } // namespace mlir::dpc
 
 #endif // DPC_PASSES_PASSES_H

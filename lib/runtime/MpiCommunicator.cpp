@@ -10,6 +10,7 @@
 #include "dpc/runtime/MpiCommunicator.h"
 
 #include "dpc/runtime/Error.h"
+#include "dpc/runtime/Poll.h"
 #include "dpc/support/CommandLine.h"
 
 #include <mpi.h>
@@ -37,43 +38,6 @@ std::string mpiErrorText(int code) {
 void check(int code, const std::string &what) {
   if (code != MPI_SUCCESS)
     throw Error(what + ": " + mpiErrorText(code));
-}
-
-std::string formatSeconds(std::chrono::milliseconds t) {
-  char text[32];
-  std::snprintf(text, sizeof(text), "%g s", double(t.count()) / 1000.0);
-  return text;
-}
-
-/// Calls `done` until it returns true or the timeout passes. Spins for the
-/// first 50 us (MPI_Test is what drives progress in most MPI libraries),
-/// then sleeps
-/// briefly, then longer, so that an oversubscribed machine is not starved by
-/// ranks waiting on each other. A waiting rank sleeps rather than yields: a
-/// yielding rank stays runnable, hands its core to any other process for a
-/// whole time slice, and its wait would count as time taken from it (the
-/// step monitor's stolen time); a sleeping one is woken by the kernel's
-/// timer (the rank main sets a 1 us timer slack) and preempts such a
-/// process at once.
-void pollUntil(const std::function<bool()> &done,
-               std::chrono::milliseconds timeout,
-               const std::function<std::string()> &describe) {
-  using Clock = std::chrono::steady_clock;
-  const Clock::time_point start = Clock::now();
-  const Clock::time_point deadline = start + timeout;
-  for (;;) {
-    if (done())
-      return;
-    Clock::time_point now = Clock::now();
-    // Most waits of a balanced pipeline end within tens of microseconds.
-    if (now - start < std::chrono::microseconds(50))
-      continue;
-    if (now >= deadline)
-      throw Error("timed out after " + formatSeconds(timeout) + " " +
-                  describe());
-    std::this_thread::sleep_for(std::chrono::microseconds(
-        now - start < std::chrono::milliseconds(10) ? 10 : 200));
-  }
 }
 
 int checkedCount(size_t bytes, const char *what) {

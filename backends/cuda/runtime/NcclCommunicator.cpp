@@ -24,6 +24,7 @@
 
 #include "dpc/runtime/CudaKernels.h"
 #include "dpc/runtime/Error.h"
+#include "dpc/runtime/Poll.h"
 
 #include <nccl.h>
 
@@ -46,35 +47,6 @@ constexpr int kBootstrapTag = 32000;
 void checkCuda(cudaError_t code, const std::string &what) {
   if (code != cudaSuccess)
     throw Error("cuda: " + what + ": " + cudaGetErrorString(code));
-}
-
-std::string formatSeconds(std::chrono::milliseconds t) {
-  char text[32];
-  std::snprintf(text, sizeof(text), "%g s", double(t.count()) / 1000.0);
-  return text;
-}
-
-/// Calls `done` until it returns true or the timeout passes: spins, then
-/// yields, then sleeps, so that ranks sharing cores do not starve each other.
-void pollUntil(const std::function<bool()> &done,
-               std::chrono::milliseconds timeout,
-               const std::function<std::string()> &describe) {
-  using Clock = std::chrono::steady_clock;
-  const Clock::time_point start = Clock::now();
-  for (unsigned spins = 0;; ++spins) {
-    if (done())
-      return;
-    if (spins < 64)
-      continue;
-    Clock::time_point now = Clock::now();
-    if (now - start >= timeout)
-      throw Error("timed out after " + formatSeconds(timeout) + " " +
-                  describe());
-    if (now - start < std::chrono::milliseconds(10))
-      std::this_thread::yield();
-    else
-      std::this_thread::sleep_for(std::chrono::microseconds(100));
-  }
 }
 
 void waitHost(Communicator &comm, Request request) { comm.wait(request); }

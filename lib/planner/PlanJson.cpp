@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <fstream>
+#include <iterator>
 
 namespace dpc::planner {
 
@@ -168,6 +170,14 @@ Expected<PlanSummary> readPlanSummary(const std::string &text,
     summary.memoryLimitBytes = limit.get<double>();
   }
   return summary;
+}
+
+Expected<PlanSummary> loadPlanSummary(const std::string &path,
+                                      std::string &text) {
+  std::ifstream in(path);
+  text.assign(std::istreambuf_iterator<char>(in),
+              std::istreambuf_iterator<char>());
+  return readPlanSummary(text, path);
 }
 
 Expected<std::string> setPlanKey(const std::string &text,

@@ -118,15 +118,6 @@ std::vector<std::string> splitWords(const std::string &line) {
   return words;
 }
 
-/// Reads plan.json: its text into `text`, and what it says.
-planner::Expected<planner::PlanSummary> readPlan(const std::string &path,
-                                                 std::string &text) {
-  std::ifstream in(path);
-  text.assign(std::istreambuf_iterator<char>(in),
-              std::istreambuf_iterator<char>());
-  return planner::readPlanSummary(text, path);
-}
-
 std::string joinCommand(const std::vector<std::string> &argv) {
   std::string text;
   for (const std::string &a : argv)
@@ -619,7 +610,8 @@ std::string recordStepTime(const std::string &summaryPath,
   double measured = median(stepMs);
 
   std::string planText;
-  planner::Expected<planner::PlanSummary> plan = readPlan(planPath, planText);
+  planner::Expected<planner::PlanSummary> plan =
+      planner::loadPlanSummary(planPath, planText);
   if (!plan)
     return plan.error();
   std::optional<double> predicted = plan->simulatedStepMs;
@@ -1009,7 +1001,8 @@ int launch(const LaunchOptions &options, const RankOptions &rankOptions) {
   // plan.json, when there, says how many ranks the plan was made for.
   if (isRegularFile(planPath)) {
     std::string text;
-    planner::Expected<planner::PlanSummary> plan = readPlan(planPath, text);
+    planner::Expected<planner::PlanSummary> plan =
+        planner::loadPlanSummary(planPath, text);
     if (!plan)
       return fail(plan.error());
     if (plan->devices && *plan->devices != ranks)

@@ -39,7 +39,6 @@
 #include <fstream>
 #include <numeric>
 #include <optional>
-#include <sstream>
 #include <string>
 #include <sys/prctl.h>
 #include <sys/stat.h>
@@ -93,11 +92,9 @@ double compiledMemoryLimit(const std::string &dir) {
   std::string path = resolve(dir, "plan.json");
   if (!fileExists(path))
     return 0;
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
+  std::string text;
   dpc::planner::Expected<dpc::planner::PlanSummary> plan =
-      dpc::planner::readPlanSummary(text.str(), path);
+      dpc::planner::loadPlanSummary(path, text);
   if (!plan)
     throw Error(plan.error());
   return plan->memoryLimitBytes.value_or(0);

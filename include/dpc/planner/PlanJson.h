@@ -35,6 +35,10 @@ struct PlanSummary {
 Expected<PlanSummary> readPlanSummary(const std::string &text,
                                       const std::string &name);
 
+/// readPlanSummary of the file at `path`, whose text is left in `text`.
+Expected<PlanSummary> loadPlanSummary(const std::string &path,
+                                      std::string &text);
+
 /// plan.json's `text` with the top-level `key` set to `value` (dpc run's
 /// "measured" record), keys in their order; fails as readPlanSummary does.
 Expected<std::string> setPlanKey(const std::string &text,

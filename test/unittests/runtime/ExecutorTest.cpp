@@ -14,6 +14,7 @@
 #include "dpc/schedule/Builder.h"
 #include "dpc/schedule/Verifier.h"
 
+#include "test/unittests/runtime/ErrorOf.h"
 #include "test/unittests/runtime/SoloCommunicator.h"
 #include "test/unittests/runtime/StagingDevice.h"
 #include "test/unittests/runtime/TorchOptim.h"
@@ -71,12 +72,7 @@ nlohmann::json manifestJson(int stage = 0) {
 }
 
 std::string parseError(const nlohmann::json &m) {
-  try {
-    parseManifest(m.dump(), "rank0");
-  } catch (const Error &e) {
-    return e.what();
-  }
-  return "";
+  return errorOf([&] { parseManifest(m.dump(), "rank0"); });
 }
 
 TEST(Manifest, ParsesEveryField) {

@@ -13,6 +13,7 @@
 #include "dpc/runtime/Manifest.h"
 #include "dpc/schedule/Builder.h"
 #include "dpc/schedule/Verifier.h"
+#include "test/unittests/runtime/ErrorOf.h"
 #include "test/unittests/runtime/SoloCommunicator.h"
 
 #include <gmock/gmock.h>
@@ -80,12 +81,7 @@ nlohmann::json bucketedJson() {
 }
 
 std::string parseError(const nlohmann::json &m) {
-  try {
-    parseManifest(m.dump(), "rank0");
-  } catch (const Error &e) {
-    return e.what();
-  }
-  return "";
+  return errorOf([&] { parseManifest(m.dump(), "rank0"); });
 }
 
 TEST(ManifestBuckets, ParsesEveryBucket) {

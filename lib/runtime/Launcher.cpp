@@ -22,6 +22,7 @@
 #include "dpc/runtime/Launcher.h"
 
 #include "dpc/planner/PlanJson.h"
+#include "dpc/runtime/Adapt.h"
 #include "dpc/runtime/Heartbeat.h"
 #include "dpc/schedule/Timeline.h"
 #include "dpc/support/CommandLine.h"
@@ -74,6 +75,13 @@ std::string absolutePath(const std::string &path) {
   if (!::getcwd(cwd, sizeof(cwd)))
     return path;
   return std::string(cwd) + "/" + path;
+}
+
+/// This program (dpc), which `dpc run --adapt` runs as `dpc compile`.
+std::string executablePath() {
+  char path[4096];
+  ssize_t n = ::readlink("/proc/self/exe", path, sizeof path - 1);
+  return n > 0 ? std::string(path, size_t(n)) : "dpc";
 }
 
 /// Finds `name` on PATH the way execvp would; "" when it is not there.
@@ -336,6 +344,8 @@ void OutputFollower::handleLine(const std::string &line) {
   std::string text = match[3].str();
   if (match[2] == "stdout") {
     std::cout << text << "\n" << std::flush;
+    if (onStdout)
+      onStdout(rank, text);
     return;
   }
   if (text.rfind(kHeartbeatPrefix, 0) == 0) {
@@ -816,10 +826,14 @@ std::string checkPrograms(const LaunchJob &job, const std::string &outDir,
   return "";
 }
 
+/// Called with every line the ranks write to stdout.
+using StdoutHook = std::function<void(int, const std::string &)>;
+
 /// Runs the job under mpirun and reports how it ended.
 int runMpirun(const LaunchOptions &options, const RankOptions &rankOptions,
               std::vector<std::string> argv, const LaunchJob &job,
-              const std::string &summaryPath, const std::string &planPath) {
+              const std::string &summaryPath, const std::string &planPath,
+              const StdoutHook &onStdout) {
   // The rewritten appfile: absolute programs, forwarded options.
   char tempPath[] = "/tmp/dpc-run-appfile-XXXXXX";
   int fd = ::mkstemp(tempPath);
@@ -854,6 +868,7 @@ int runMpirun(const LaunchOptions &options, const RankOptions &rankOptions,
   follower.onHeartbeat = [&](int rank, const std::string &activity) {
     watchdog.heartbeat(rank, activity);
   };
+  follower.onStdout = onStdout;
   if (!summaryPath.empty())
     ::unlink(summaryPath.c_str());
   int status = runAndFollow(argv, follower, watchdog);
@@ -920,14 +935,10 @@ int runMpirun(const LaunchOptions &options, const RankOptions &rankOptions,
   return badInput ? cli::kUsageError : 1;
 }
 
-} // namespace
-
-int launch(const LaunchOptions &options, const RankOptions &rankOptions) {
-  if (options.launcher != "mpirun" && options.launcher != "srun") {
-    std::cerr << kCommand << ": option '--launcher' expects mpirun or srun, "
-              << "not '" << options.launcher << "'\n";
-    return cli::kUsageError;
-  }
+/// Launches the build in `outDir` once and waits for it (launch() without
+/// --adapt, or one layout with it).
+int launchOnce(const LaunchOptions &options, const std::string &givenOutDir,
+               const RankOptions &rankOptions, const StdoutHook &onStdout) {
   LaunchJob job;
   if (!options.hostfile.empty())
     if (std::string problem = parseHostfile(options.hostfile, job.hosts);
@@ -946,7 +957,7 @@ int launch(const LaunchOptions &options, const RankOptions &rankOptions) {
                   "mpirun appfile cannot carry");
 
   // The compiled output.
-  std::string outDir = options.outDir;
+  std::string outDir = givenOutDir;
   while (outDir.size() > 1 && outDir.back() == '/')
     outDir.pop_back();
   if (!isDirectory(outDir))
@@ -1039,7 +1050,219 @@ int launch(const LaunchOptions &options, const RankOptions &rankOptions) {
     return 0;
   }
   return runMpirun(options, rankOptions, std::move(argv), job, summaryPath,
-                   planPath);
+                   planPath, onStdout);
+}
+
+/// Runs `argv` (dpc compile) from `directory` with the output passed
+/// through; returns its exit code, or -1 when it could not run.
+int runProgram(const std::vector<std::string> &argv,
+               const std::string &directory) {
+  std::vector<char *> cargv;
+  for (const std::string &a : argv)
+    cargv.push_back(const_cast<char *>(a.c_str()));
+  cargv.push_back(nullptr);
+  std::cout.flush();
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    if (!directory.empty() && ::chdir(directory.c_str()) != 0)
+      ::_exit(127);
+    ::execv(cargv[0], cargv.data());
+    ::_exit(127);
+  }
+  int status = 0;
+  if (pid < 0 || ::waitpid(pid, &status, 0) < 0)
+    return -1;
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+std::string formatSpeeds(const std::vector<double> &speeds) {
+  std::string text;
+  char one[32];
+  for (double s : speeds) {
+    std::snprintf(one, sizeof one, "%s%.2f", text.empty() ? "" : ", ", s);
+    text += one;
+  }
+  return text;
+}
+
+/// The node count of every stage of the plan at `planPath`, "4/12".
+std::string stageNodeCounts(const std::string &planPath) {
+  std::ifstream in(planPath);
+  nlohmann::json plan = nlohmann::json::parse(in, nullptr, false);
+  std::string text;
+  if (plan.is_discarded() || !plan.contains("stages"))
+    return "?";
+  for (const nlohmann::json &stage : plan["stages"])
+    text +=
+        (text.empty() ? "" : "/") +
+        std::to_string(stage.value("nodes", nlohmann::json::array()).size());
+  return text;
+}
+
+/// `dpc run --adapt` (docs/RUNTIME.md, "Re-partitioning"): launches the
+/// build; whenever its ranks stop for a re-partition, plans again on a
+/// cluster of the measured speeds, compiles into ADAPT_DIR/N and launches
+/// that build resuming from the checkpoint, until a job ends on its own.
+int launchAdaptive(const LaunchOptions &options, const RankOptions &given) {
+  if (options.launcher != "mpirun")
+    return fail("--adapt relaunches the ranks itself, under mpirun; drop "
+                "--launcher " +
+                options.launcher);
+  std::string outDir = options.outDir;
+  while (outDir.size() > 1 && outDir.back() == '/')
+    outDir.pop_back();
+  const std::string originalOut = absolutePath(outDir);
+  CompileRecord record;
+  if (std::string problem =
+          readCompileRecord(originalOut + "/compile.json", record);
+      !problem.empty())
+    return fail(problem + " (--adapt compiles the model again as 'dpc "
+                          "compile' recorded it; compile again)");
+  std::vector<std::string> kept;
+  double bandwidth = 1e9;
+  if (std::string problem = replanOptions(record.options, kept, bandwidth);
+      !problem.empty())
+    return fail(problem);
+  // Beside OUT, not in it: OUT stays the output 'dpc compile' wrote.
+  const std::string adaptDir = originalOut + ".adapt";
+  ::mkdir(adaptDir.c_str(), 0777);
+  if (!isDirectory(adaptDir))
+    return fail(adaptDir + ": cannot create it: " + std::strerror(errno));
+  const std::string requestPath = adaptDir + "/request.json";
+  ::unlink(requestPath.c_str());
+
+  RankOptions current = given;
+  current.adaptRequest = requestPath;
+  current.given.insert("adapt-request");
+  if (current.checkpointDir.empty()) {
+    current.checkpointDir = adaptDir + "/checkpoint";
+    current.given.insert("checkpoint-dir");
+  }
+  // The test options name a device by the first launch's rank; they follow
+  // it into every layout. --interfere's process runs for its seconds from
+  // when it started, across relaunches.
+  std::optional<Interference> interference;
+  if (given.isGiven("interfere"))
+    interference = parseInterference(given.interfere);
+  std::optional<Watchdog::Clock::time_point> interferenceStarted;
+  StdoutHook onStdout = [&](int, const std::string &line) {
+    if (!interferenceStarted &&
+        line.rfind("interference: a CPU-bound process", 0) == 0)
+      interferenceStarted = Watchdog::Clock::now();
+  };
+
+  std::string planPath = outDir + "/plan.json";
+  std::string text;
+  planner::Expected<planner::PlanSummary> plan =
+      planner::loadPlanSummary(planPath, text);
+  if (!plan)
+    return fail(plan.error());
+  int devices = int(plan->devices.value_or(0));
+  if (devices <= 0)
+    return fail(planPath + ": no device count to re-plan for");
+  std::vector<double> speeds(size_t(devices), 1.0);
+  std::vector<int> rankDevices(static_cast<size_t>(devices));
+  for (int d = 0; d < devices; ++d)
+    rankDevices[size_t(d)] = d;
+  const std::string dpcPath = executablePath();
+
+  for (int round = 1;; ++round) {
+    int status = launchOnce(options, outDir, current, onStdout);
+    if (status != 0 || !isRegularFile(requestPath))
+      return status;
+    AdaptRequest request;
+    if (std::string problem = readAdaptRequest(requestPath, request);
+        !problem.empty())
+      return fail(problem);
+    ::unlink(requestPath.c_str());
+    auto started = Watchdog::Clock::now();
+
+    // Plan again on the devices at their measured speeds.
+    speeds = slowedSpeeds(speeds, rankDevices, request.slowdowns);
+    std::string roundDir = adaptDir + "/" + std::to_string(round);
+    std::string clusterPath =
+        adaptDir + "/cluster-" + std::to_string(round) + ".json";
+    std::string error;
+    if (!support::writeAtomically(clusterPath,
+                                  adaptClusterJson(speeds, bandwidth), error))
+      return fail(error);
+    std::cout << "adapt: re-partition " << round << " after step "
+              << request.stoppedAfter << ": planning again on devices of "
+              << "speeds " << formatSpeeds(speeds) << " (" << clusterPath
+              << ")\n"
+              << std::flush;
+    std::vector<std::string> argv = {dpcPath, "compile", record.model};
+    argv.insert(argv.end(), kept.begin(), kept.end());
+    argv.insert(argv.end(), {"--cluster", clusterPath, "-o", roundDir});
+    int compiled = runProgram(argv, record.directory);
+    if (compiled != 0)
+      return fail("re-partition " + std::to_string(round) + ": '" +
+                  joinCommand(argv) + "' failed; the checkpoint of step " +
+                  std::to_string(request.stoppedAfter) + " is in " +
+                  current.checkpointDir);
+    std::string newPlan = roundDir + "/plan.json";
+    std::vector<int> newDevices;
+    if (std::string problem = readRankDevices(newPlan, newDevices);
+        !problem.empty())
+      return fail(problem);
+    double compileS =
+        std::chrono::duration<double>(Watchdog::Clock::now() - started).count();
+    char line[256];
+    std::snprintf(line, sizeof line,
+                  "adapt: compiled %s in %.2f s: nodes per stage %s -> %s",
+                  roundDir.c_str(), compileS, stageNodeCounts(planPath).c_str(),
+                  stageNodeCounts(newPlan).c_str());
+    std::cout << line << "\n" << std::flush;
+
+    // The new layout resumes from the checkpoint at the next step.
+    current.resume = true;
+    current.given.insert("resume");
+    char resumed[64];
+    std::snprintf(resumed, sizeof resumed, "%d:%.6f", round,
+                  request.stoppedAtS);
+    current.adaptResumed = resumed;
+    current.given.insert("adapt-resumed");
+    if (given.isGiven("test-forward-delay")) {
+      current.testForwardDelay =
+          onDevicesRank(given.testForwardDelay, newDevices);
+      if (current.testForwardDelay.empty())
+        current.given.erase("test-forward-delay");
+    }
+    if (interference) {
+      double left = interference->seconds;
+      int64_t from = interference->fromStep;
+      if (interferenceStarted) {
+        left -= std::chrono::duration<double>(Watchdog::Clock::now() -
+                                              *interferenceStarted)
+                    .count();
+        from = request.stoppedAfter + 1;
+      }
+      char value[96];
+      std::snprintf(value, sizeof value, "%d:%lld:%.3f", interference->rank,
+                    (long long)std::max(from, request.stoppedAfter + 1), left);
+      current.interfere = left >= 1e-3 ? onDevicesRank(value, newDevices) : "";
+      if (current.interfere.empty())
+        current.given.erase("interfere");
+      else
+        current.given.insert("interfere");
+    }
+    outDir = roundDir;
+    planPath = newPlan;
+    rankDevices = newDevices;
+  }
+}
+
+} // namespace
+
+int launch(const LaunchOptions &options, const RankOptions &rankOptions) {
+  if (options.launcher != "mpirun" && options.launcher != "srun") {
+    std::cerr << kCommand << ": option '--launcher' expects mpirun or srun, "
+              << "not '" << options.launcher << "'\n";
+    return cli::kUsageError;
+  }
+  if (rankOptions.adapt && !options.npCheck)
+    return launchAdaptive(options, rankOptions);
+  return launchOnce(options, options.outDir, rankOptions, nullptr);
 }
 
 } // namespace dpc::runtime

@@ -152,6 +152,12 @@ Options parseOptions(int argc, char **argv, bool &help) {
     o.delay = *parseForwardDelay(o.testForwardDelay);
   if (o.isGiven("interfere"))
     o.interference = *parseInterference(o.interfere);
+  if (o.adapt && o.adaptRequest.empty())
+    throw UsageError{"--adapt needs 'dpc run', which re-plans and relaunches "
+                     "the ranks"};
+  if (o.adapt && o.checkpointDir.empty())
+    throw UsageError{"--adapt needs --checkpoint-dir for the checkpoint it "
+                     "resumes from ('dpc run' gives one)"};
   if (o.epochs == 0 && o.steps == 0)
     o.epochs = 1;
   return o;
@@ -273,6 +279,29 @@ void writeSummary(const std::string &path, const std::vector<double> &stepEnds,
   summary["step_ms"] = stepMs;
   std::string error;
   if (!dpc::support::writeAtomically(path, summary.dump() + "\n", error))
+    throw Error(error);
+}
+
+double epochSeconds() {
+  return std::chrono::duration<double>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+/// What the last stage tells `dpc run --adapt` when the ranks stop for a
+/// re-partition (docs/RUNTIME.md): after which step, for which rank, every
+/// rank's slowdown against the calibrated plan, and when (for the
+/// downtime).
+void writeAdaptRequest(const std::string &path, const AdaptDecision &decision,
+                       const std::vector<double> &slowdowns,
+                       int64_t stoppedAfter, int stage) {
+  nlohmann::ordered_json request = {
+      {"stopped_after", stoppedAfter}, {"stopped_at_s", epochSeconds()},
+      {"rank", decision.rank},         {"stage", stage},
+      {"slowdown", decision.slowdown}, {"since_step", decision.sinceStep},
+      {"slowdowns", slowdowns}};
+  std::string error;
+  if (!dpc::support::writeAtomically(path, request.dump() + "\n", error))
     throw Error(error);
 }
 
@@ -625,10 +654,32 @@ int runRank(int argc, char **argv, Communicator &comm) {
       monitor.emplace(std::move(predicted), opts.slowThreshold);
     }
   }
+  // --adapt: the last stage decides from the monitor's slowdowns and every
+  // rank learns it at the end of the step, so that all stop together.
+  std::optional<AdaptTrigger> trigger;
+  if (reports && opts.adapt)
+    trigger.emplace(opts.adaptThreshold, opts.adaptWindow, opts.adaptInterval,
+                    firstStep);
+  int64_t stoppedAfter = -1;
+  // A job that continues a re-partition reports its downtime: from the old
+  // layout's stop to this layout's first step.
+  std::optional<std::pair<int64_t, double>> resumed;
+  if (!opts.adaptResumed.empty()) {
+    long long n = 0;
+    double stoppedAt = 0;
+    char tail = 0;
+    if (std::sscanf(opts.adaptResumed.c_str(), "%lld:%lf%c", &n, &stoppedAt,
+                    &tail) != 2)
+      throw UsageError{"--adapt-resumed expects N:SECONDS, not '" +
+                       opts.adaptResumed + "'"};
+    resumed.emplace(n, stoppedAt);
+  }
   // --interfere's process: the rank's cores get busy, the rank does not
   // change. It ends after its time or with the training.
   Interferer interferer;
   for (int64_t step = firstStep; step < totalSteps; ++step) {
+    double downtimeS =
+        resumed && step == firstStep ? epochSeconds() - resumed->second : 0;
     if (rank == opts.delay.rank)
       exec.setForwardDelay(step + 1 >= opts.delay.fromStep ? opts.delay.ms : 0);
     if (rank == opts.interference.rank &&
@@ -707,6 +758,36 @@ int runRank(int argc, char **argv, Communicator &comm) {
                                         : monitor->add(step + 1, compute))
         printLine(
             formatSlowdown(e, schedule.stageOf(e.rank), opts.slowThreshold));
+      if (resumed && step == firstStep) {
+        char line[256];
+        std::snprintf(line, sizeof line,
+                      "adapt: re-partition %lld: the new layout's first step "
+                      "started %.2f s after the old one stopped at step %lld "
+                      "(checkpoint, re-plan, compile, launch, load) and took "
+                      "%.1f ms",
+                      (long long)resumed->first, downtimeS,
+                      (long long)firstStep, stepEnds.front() * 1000);
+        printLine(line);
+        if (metrics)
+          metrics->write({{"adapt", resumed->first},
+                          {"after_step", firstStep},
+                          {"downtime_s", std::round(downtimeS * 1e3) / 1e3},
+                          {"first_step_ms",
+                           std::round(stepEnds.front() * 1000 * 1e3) / 1e3}});
+      }
+      std::optional<AdaptDecision> decision;
+      std::vector<double> slowdowns;
+      if (trigger && step + 1 < totalSteps) {
+        if (monitor->isCalibrated())
+          for (size_t r = 0; r < times.size(); ++r)
+            slowdowns.push_back(monitor->slowdown(int(r)));
+        decision = trigger->add(step + 1, slowdowns);
+      }
+      if (decision) {
+        stoppedAfter = step + 1;
+        writeAdaptRequest(opts.adaptRequest, *decision, slowdowns, stoppedAfter,
+                          schedule.stageOf(decision->rank));
+      }
       Progress progress = meter.update(step + 1, loss, now);
       // Every step of a short run; about one line a second of a long one.
       bool last = step + 1 == totalSteps;
@@ -718,20 +799,41 @@ int runRank(int argc, char **argv, Communicator &comm) {
                     planned->describe());
         lastPrint = now;
       }
+      if (decision) {
+        char line[256];
+        std::snprintf(line, sizeof line,
+                      "adapt: stage %d (rank %d) has computed over %gx its "
+                      "share since step %lld (%.1fx now); stopping after step "
+                      "%lld to re-partition",
+                      schedule.stageOf(decision->rank), decision->rank,
+                      opts.adaptThreshold, (long long)decision->sinceStep,
+                      decision->slowdown, (long long)stoppedAfter);
+        printLine(line);
+      }
+    }
+    if (opts.adapt) {
+      std::vector<int64_t> stop = {stoppedAfter};
+      broadcastInts(comm, reporter, stop);
+      if (stop[0] > 0) {
+        stoppedAfter = stop[0];
+        saveCheckpoint(stoppedAfter);
+        break;
+      }
     }
     if (!opts.checkpointDir.empty() && opts.checkpointEvery > 0 &&
         (step + 1) % opts.checkpointEvery == 0 && step + 1 < totalSteps)
       saveCheckpoint(step + 1);
   }
-  if (!opts.checkpointDir.empty())
+  if (!opts.checkpointDir.empty() && stoppedAfter < 0)
     saveCheckpoint(totalSteps);
   if (reports && !opts.summary.empty())
     writeSummary(opts.summary, stepEnds, firstStep, schedule, samplesPerStep);
   if (totalSteps > firstStep)
     reportMemory(comm, exec, reports, metrics);
 
+  // A job stopped for a re-partition evaluates in its continuation.
   int64_t evalMicrobatches = sizes[1] / m.microbatchSize;
-  if (opts.eval && evalMicrobatches > 0) {
+  if (opts.eval && evalMicrobatches > 0 && stoppedAfter < 0) {
     setActivity("evaluates the test data");
     EvalResult result =
         exec.evaluate(test ? &*test : nullptr, evalMicrobatches);

@@ -110,6 +110,34 @@ std::vector<RankOptionInfo> makeTable() {
          return "--interfere expects RANK:FROM_STEP:SECONDS, not '" +
                 o.interfere + "'";
        }},
+      {"adapt", nullptr,
+       "re-partition when a stage stays slower than planned: stop at a step "
+       "boundary with a checkpoint, plan again with the measured slowdowns, "
+       "recompile and resume (dpc run; docs/RUNTIME.md)",
+       nullptr, &O::adapt, /*negatable=*/false, /*forwarded=*/true,
+       /*training=*/true},
+      {"adapt-threshold", "X",
+       "--adapt: re-partition when a stage computes more than X times its "
+       "share in the plan",
+       "1.5", &O::adaptThreshold, /*negatable=*/false, /*forwarded=*/true,
+       /*training=*/true,
+       [](const O &o) -> std::string {
+         if (o.adaptThreshold > 1 && o.adaptThreshold <= 1e6)
+           return "";
+         return "--adapt-threshold expects a ratio above 1";
+       }},
+      {"adapt-window", "N",
+       "--adapt: only once the stage has been past the threshold for N steps "
+       "in a row (each step's figure the median of the monitor's last 16)",
+       "20", &O::adaptWindow, /*negatable=*/false, /*forwarded=*/true,
+       /*training=*/true,
+       [](const O &o) { return positive(o.adaptWindow, "adapt-window"); }},
+      {"adapt-interval", "N",
+       "--adapt: at least N steps after the start of the layout (the launch "
+       "or the last re-partition)",
+       "100", &O::adaptInterval, /*negatable=*/false, /*forwarded=*/true,
+       /*training=*/true,
+       [](const O &o) { return positive(o.adaptInterval, "adapt-interval"); }},
       {"microbatching", "MODE",
        "variable-length builds (dpc compile --seq-buckets): dp (sorted by "
        "length, grouped by dynamic programming), padded (every microbatch "
@@ -147,6 +175,14 @@ std::vector<RankOptionInfo> makeTable() {
        "for 'dpc run': write a heartbeat line to stderr every second (its "
        "watchdog)",
        nullptr, &O::heartbeat, /*negatable=*/false, /*forwarded=*/false},
+      {"adapt-request", "FILE",
+       "for 'dpc run --adapt': where the last stage writes the re-partition "
+       "it stops for",
+       nullptr, &O::adaptRequest, /*negatable=*/false, /*forwarded=*/false},
+      {"adapt-resumed", "N:SECONDS",
+       "for 'dpc run --adapt': this job continues re-partition N, whose old "
+       "layout stopped at SECONDS since the epoch",
+       nullptr, &O::adaptResumed, /*negatable=*/false, /*forwarded=*/false},
   };
   return rows;
 }
@@ -232,6 +268,11 @@ std::string finishRankOptions(const cli::ArgParser &parser,
         return problem;
   if (options.resume && options.checkpointDir.empty())
     return "--resume needs --checkpoint-dir";
+  if (!options.adapt)
+    for (const char *name :
+         {"adapt-threshold", "adapt-window", "adapt-interval"})
+      if (options.isGiven(name))
+        return std::string("--") + name + " applies to --adapt";
   return "";
 }
 

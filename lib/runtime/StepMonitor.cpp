@@ -119,6 +119,28 @@ SlowdownMonitor::add(int64_t step, const std::vector<double> &computeMs) {
   return events;
 }
 
+AdaptTrigger::AdaptTrigger(double threshold, int64_t window, int64_t interval,
+                           int64_t firstStep)
+    : threshold(threshold), window(std::max<int64_t>(1, window)),
+      interval(std::max<int64_t>(1, interval)), firstStep(firstStep) {}
+
+std::optional<AdaptDecision>
+AdaptTrigger::add(int64_t step, const std::vector<double> &slowdowns) {
+  if (streak.size() < slowdowns.size())
+    streak.resize(slowdowns.size(), 0);
+  for (size_t r = 0; r < streak.size(); ++r)
+    streak[r] =
+        r < slowdowns.size() && slowdowns[r] > threshold ? streak[r] + 1 : 0;
+  if (decided || step - firstStep < interval)
+    return std::nullopt;
+  std::optional<AdaptDecision> decision;
+  for (size_t r = 0; r < streak.size(); ++r)
+    if (streak[r] >= window && (!decision || slowdowns[r] > decision->slowdown))
+      decision = AdaptDecision{int(r), slowdowns[r], step - streak[r] + 1};
+  decided = decision.has_value();
+  return decision;
+}
+
 std::string formatSlowdown(const SlowdownEvent &e, int stage,
                            double threshold) {
   char text[256];

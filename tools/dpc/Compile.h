@@ -56,6 +56,10 @@ struct CompileOptions {
   /// Forward only: no loss, gradients or optimizer; the ranks write the
   /// model's outputs for their data (`dpc run --predictions`).
   bool inference = false;
+  /// The command line's options less MODEL and -o, which OUT/compile.json
+  /// records so that `dpc run --adapt` can compile the model again for
+  /// another layout (empty: no record, as for `dpc profile`'s builds).
+  std::vector<std::string> recordedOptions;
   /// Internal, for `dpc profile`: time every kernel call of the rank
   /// executables, and write the planner's graph of the model here.
   bool profileBuild = false;

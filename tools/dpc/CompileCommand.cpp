@@ -486,6 +486,19 @@ int importBuckets(const CompileOptions &options, mlir::MLIRContext &context,
   return 0;
 }
 
+/// OUT/compile.json: what `dpc run --adapt` needs to compile the model again
+/// for another layout (docs/RUNTIME.md, "Re-partitioning"): the model, the
+/// directory its relative paths were given from, and the other options.
+nlohmann::ordered_json compileRecord(const CompileOptions &options) {
+  std::error_code error;
+  fs::path model = fs::absolute(options.model, error);
+  return {{"format", "dpc-compile"},
+          {"version", 1},
+          {"model", error ? options.model : model.string()},
+          {"directory", fs::current_path(error).string()},
+          {"options", options.recordedOptions}};
+}
+
 // Adds what the later phases know beside the planner's figures in
 // plan.json: whether the build is forward-only, the schedule simulation's
 // step time and bubbles (per-op costs through the real instruction streams)
@@ -788,6 +801,10 @@ int compileModel(const CompileOptions &options) {
 
   if (!completePlan(*module, out.path() / "plan.json", options.inference))
     return 1;
+  if (!options.profileBuild)
+    if (!writeText(out.path() / "compile.json",
+                   compileRecord(options).dump(2) + "\n"))
+      return 1;
 
   fs::create_directories(out.path() / "mlir");
   for (auto [i, phase] : llvm::enumerate(phaseIR)) {
@@ -959,6 +976,22 @@ int runCompileCommand(const Args &args) {
     o.stages = int64_t(o.replicas.size());
   if (p.given("ignore-index"))
     o.ignoreIndex = ignoreIndex;
+  // The options as given, less the model and the output directory.
+  bool modelSeen = false;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string &a = args[i];
+    if (a == "-o" || a == "--o") {
+      ++i;
+      continue;
+    }
+    if (a.rfind("-o=", 0) == 0 || a.rfind("--o=", 0) == 0)
+      continue;
+    if (!modelSeen && a == o.model) {
+      modelSeen = true;
+      continue;
+    }
+    o.recordedOptions.push_back(a);
+  }
   if (std::string problem = checkOptions(o, p); !problem.empty()) {
     std::cerr << "dpc compile: " << problem << "\n";
     return cli::kUsageError;

@@ -159,6 +159,9 @@ public:
   /// Called with (rank, activity) for every heartbeat line a rank writes;
   /// those lines are not printed.
   std::function<void(int, const std::string &)> onHeartbeat;
+  /// Called with (rank, line) for every line a rank writes to stdout, after
+  /// printing it.
+  std::function<void(int, const std::string &)> onStdout;
 
 private:
   void handleLine(const std::string &line);

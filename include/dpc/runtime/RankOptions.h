@@ -44,6 +44,11 @@ struct RankOptions {
   std::string testForwardDelay;
   /// RANK:FROM_STEP:SECONDS; parseInterference reads it.
   std::string interfere;
+  /// dpc run --adapt: re-partition when a stage stays slow
+  /// (docs/RUNTIME.md, "Re-partitioning").
+  bool adapt = false;
+  double adaptThreshold = 0;
+  int64_t adaptWindow = 0, adaptInterval = 0;
   /// Variable-length builds: how each step's samples become microbatches.
   std::string microbatching;
   /// 0: the communicator's own (DPC_COMM_TIMEOUT, else 600 s).
@@ -52,6 +57,11 @@ struct RankOptions {
   bool allowNonfiniteLoss = false;
   std::string summary;
   bool heartbeat = false;
+  /// Set by dpc run --adapt: where the last stage writes why and where the
+  /// ranks stopped for a re-partition, and in a relaunched job "N:SECONDS",
+  /// the re-partition's number and when the old layout stopped (seconds
+  /// since the epoch), for its downtime.
+  std::string adaptRequest, adaptResumed;
 
   /// The names of the options given on the command line.
   std::set<std::string> given;

@@ -32,6 +32,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -85,6 +86,9 @@ public:
   /// measured (1 before it, and for an exact plan).
   double calibration(int rank) const { return calibrationOf[rank]; }
   bool isSlow(int rank) const { return ranks[rank].slow; }
+  /// Whether the first full window has calibrated the plan's balance; the
+  /// slowdowns mean a change during the run only from then on.
+  bool isCalibrated() const { return calibrated; }
 
 private:
   struct RankState {
@@ -106,6 +110,46 @@ private:
   std::vector<RankState> ranks;
   bool calibrated = false;
   std::vector<double> calibrationOf;
+};
+
+/// What AdaptTrigger decides: re-partition because `rank` has computed
+/// more than the threshold times its share in every step since `sinceStep`.
+struct AdaptDecision {
+  int rank = 0;
+  /// The rank's slowdown at the decision (the monitor's window median).
+  double slowdown = 1;
+  int64_t sinceStep = 0;
+};
+
+/// `dpc run --adapt`'s trigger, on the last stage beside the monitor: a
+/// re-partition pays for a checkpoint, a compilation and a relaunch, so it
+/// is asked for only when a rank's slowdown (SlowdownMonitor::slowdown: its
+/// compute, never its waits, against the calibrated plan) has stayed above
+/// `threshold` for `window` steps in a row, and at least `interval` steps
+/// after the layout started (the launch, or the last re-partition). The
+/// window is on top of the monitor's own median: a rank that another one's
+/// burst makes look slow for a few steps (the step monitor named the wrong
+/// stage for some 20 steps in bench/interference) does not trigger one.
+/// When several ranks qualify, the slowest is named.
+class AdaptTrigger {
+public:
+  /// `firstStep`: the steps the layout starts after (0, or the step a
+  /// resumed run starts after).
+  AdaptTrigger(double threshold, int64_t window, int64_t interval,
+               int64_t firstStep);
+
+  /// Records the slowdowns of `step` (from 1), one per rank; an empty list
+  /// (the monitor has not calibrated yet) is a step slow for nobody.
+  /// Returns the decision once, at the first step that qualifies.
+  std::optional<AdaptDecision> add(int64_t step,
+                                   const std::vector<double> &slowdowns);
+
+private:
+  double threshold;
+  int64_t window, interval, firstStep;
+  /// Per rank: consecutive steps above the threshold up to the last one.
+  std::vector<int64_t> streak;
+  bool decided = false;
 };
 
 /// "stage 1 (rank 1) computes 3.1x the plan's share since step 12 (9.8 ms a

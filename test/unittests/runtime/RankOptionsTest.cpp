@@ -81,7 +81,8 @@ TEST(RankOptions, ForwardedOptionsRoundTrip) {
             "--seed -7 --metrics m.jsonl --trace t.json --op-times ops.json "
             "--predictions p.npy --checkpoint-dir ckpt --checkpoint-every 2 "
             "--transport mpi --slow-threshold 2.25 --test-forward-delay "
-            "1:20:50.5 --interfere 1:10:2.5 --microbatching sorted "
+            "1:20:50.5 --interfere 1:10:2.5 --adapt --adapt-threshold 1.25 "
+            "--adapt-window 8 --adapt-interval 30 --microbatching sorted "
             "--timeout 1234567.891 "
             "--no-shuffle --resume --no-eval --allow-nonfinite-loss"));
   // --epochs excludes --steps.
@@ -158,6 +159,12 @@ TEST(RankOptions, RefusesBadValues) {
   EXPECT_EQ(problem({"--interfere", "-1:5:2"}),
             "--interfere expects RANK:FROM_STEP:SECONDS, not '-1:5:2'");
   EXPECT_EQ(problem({"--resume"}), "--resume needs --checkpoint-dir");
+  EXPECT_EQ(problem({"--adapt", "--adapt-threshold", "1"}),
+            "--adapt-threshold expects a ratio above 1");
+  EXPECT_EQ(problem({"--adapt", "--adapt-window", "0"}),
+            "option '--adapt-window' expects a positive integer");
+  EXPECT_EQ(problem({"--adapt-interval", "50"}),
+            "--adapt-interval applies to --adapt");
   EXPECT_EQ(problem({"--no-resume"}), "test: unknown option '--no-resume'");
   EXPECT_EQ(problem({"--steps", "2", "--timeout", "0.5"}), "");
 }

@@ -104,4 +104,73 @@ TEST(SlowdownMonitor, TheFirstWindowCalibratesThePlan) {
   EXPECT_DOUBLE_EQ(e[0].slowdown, 2.0);
 }
 
+// --adapt's trigger: a rank past the threshold for `window` steps in a row,
+// at least `interval` steps into the layout, once.
+TEST(AdaptTrigger, NeedsTheWholeWindowPastTheThreshold) {
+  AdaptTrigger t(1.5, 5, 1, 0);
+  // Four slow steps, one back within, then five slow ones: the decision
+  // comes at the fifth of those, naming where they began.
+  for (int step = 1; step <= 4; ++step)
+    EXPECT_FALSE(t.add(step, {1.0, 2.0})) << "step " << step;
+  EXPECT_FALSE(t.add(5, {1.0, 1.4}));
+  for (int step = 6; step <= 9; ++step)
+    EXPECT_FALSE(t.add(step, {1.0, 2.0})) << "step " << step;
+  std::optional<AdaptDecision> d = t.add(10, {1.0, 2.5});
+  ASSERT_TRUE(d);
+  EXPECT_EQ(d->rank, 1);
+  EXPECT_DOUBLE_EQ(d->slowdown, 2.5);
+  EXPECT_EQ(d->sinceStep, 6);
+  // Once only: the ranks stop on it.
+  EXPECT_FALSE(t.add(11, {1.0, 3.0}));
+}
+
+TEST(AdaptTrigger, AtTheThresholdIsNotPastIt) {
+  AdaptTrigger t(1.5, 2, 1, 0);
+  for (int step = 1; step <= 10; ++step)
+    EXPECT_FALSE(t.add(step, {1.5, 1.0})) << "step " << step;
+}
+
+// Before the monitor calibrates (no slowdowns) nothing counts.
+TEST(AdaptTrigger, UncalibratedStepsAreSlowForNobody) {
+  AdaptTrigger t(1.5, 3, 1, 0);
+  EXPECT_FALSE(t.add(1, {1.0, 4.0}));
+  EXPECT_FALSE(t.add(2, {1.0, 4.0}));
+  EXPECT_FALSE(t.add(3, {}));
+  EXPECT_FALSE(t.add(4, {1.0, 4.0}));
+  EXPECT_FALSE(t.add(5, {1.0, 4.0}));
+  EXPECT_TRUE(t.add(6, {1.0, 4.0}));
+}
+
+// The minimum interval counts from the layout's first step: a resumed job
+// (after step 40) waits until step 40 + 30, even when slow throughout.
+TEST(AdaptTrigger, WaitsTheIntervalFromTheLayoutsStart) {
+  AdaptTrigger t(1.5, 4, 30, 40);
+  for (int step = 41; step < 70; ++step)
+    EXPECT_FALSE(t.add(step, {3.0, 1.0})) << "step " << step;
+  std::optional<AdaptDecision> d = t.add(70, {3.0, 1.0});
+  ASSERT_TRUE(d);
+  EXPECT_EQ(d->rank, 0);
+  EXPECT_EQ(d->sinceStep, 41);
+}
+
+// A rank that looks slow for fewer steps than the window (the step
+// monitor named the wrong stage for a while in bench/interference) does not
+// trigger; the persistently slow one does, and of two the slower is named.
+TEST(AdaptTrigger, ATransientRankDoesNotTriggerAndTheSlowestIsNamed) {
+  AdaptTrigger t(1.5, 6, 1, 0);
+  std::optional<AdaptDecision> d;
+  int64_t at = 0;
+  for (int step = 1; step <= 20 && !d; ++step) {
+    double r0 = step <= 5 ? 1.8 : 1.0; // transient
+    double r1 = step >= 4 ? 1.6 : 1.0; // persistent from step 4
+    double r2 = step >= 4 ? 2.2 : 1.0; // persistent and slower
+    d = t.add(step, {r0, r1, r2});
+    at = step;
+  }
+  ASSERT_TRUE(d);
+  EXPECT_EQ(at, 9);
+  EXPECT_EQ(d->rank, 2);
+  EXPECT_EQ(d->sinceStep, 4);
+}
+
 } // namespace

@@ -1,0 +1,89 @@
+//===- Adapt.h - dpc run --adapt: re-partitioning a running job -*- C++ -*-===//
+//
+// `dpc run --adapt` re-partitions a job whose stage stays slower than the
+// plan (docs/RUNTIME.md, "Re-partitioning"). The ranks decide when
+// (StepMonitor.h's AdaptTrigger on the last stage), stop together at a step
+// boundary, write a checkpoint (parameters and optimizer state under their
+// model names) and the request read here; the launcher then plans again on a
+// cluster whose devices run at the measured speeds, compiles the model again
+// with the options `dpc compile` recorded in OUT/compile.json, and launches
+// the new rank executables resuming from the checkpoint at the same step.
+//
+// These are the launcher's pieces, plain C++ for the unit tests
+// (test/unittests/runtime/AdaptTest.cpp).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef DPC_RUNTIME_ADAPT_H
+#define DPC_RUNTIME_ADAPT_H
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace dpc::runtime {
+
+/// What the last stage wrote when the ranks stopped (RankMain).
+struct AdaptRequest {
+  /// The last step run (from 1); the checkpoint is of it.
+  int64_t stoppedAfter = 0;
+  /// When the trigger fired, in seconds since the epoch.
+  double stoppedAtS = 0;
+  /// The rank it fired for, its stage, its slowdown and since when.
+  int rank = 0, stage = 0;
+  double slowdown = 1;
+  int64_t sinceStep = 0;
+  /// Every rank's slowdown against the calibrated plan.
+  std::vector<double> slowdowns;
+};
+/// Reads it; returns "" or what is wrong, naming the file.
+std::string readAdaptRequest(const std::string &path, AdaptRequest &request);
+
+/// OUT/compile.json, which `dpc compile` writes.
+struct CompileRecord {
+  /// The model as an absolute path, and the directory the options' relative
+  /// paths were given from.
+  std::string model, directory;
+  /// The options, less MODEL and -o.
+  std::vector<std::string> options;
+};
+std::string readCompileRecord(const std::string &path, CompileRecord &record);
+
+/// The recorded options a re-plan compiles with: --devices and --bandwidth
+/// go into the cluster file (`bandwidth` gets --bandwidth's value, else
+/// 1e9), the rest is kept. Returns "" or why the build cannot be re-planned
+/// this way (a --cluster, --replicas, or hierarchical --devices build).
+std::string replanOptions(const std::vector<std::string> &recorded,
+                          std::vector<std::string> &kept, double &bandwidth);
+
+/// The devices' speeds after a re-partition: `speeds[d]` is device d's (the
+/// first launch's rank d, the slot it ran on) before, `rankDevices[k]` the
+/// device of rank k in the layout that stopped and `slowdowns[k]` that
+/// rank's measured slowdown. The monitor calibrates each layout on its first
+/// window, so a slowdown is relative to the speeds that layout was planned
+/// for: each device's speed is divided by it, and all are scaled so that the
+/// fastest is 1.
+std::vector<double> slowedSpeeds(std::vector<double> speeds,
+                                 const std::vector<int> &rankDevices,
+                                 const std::vector<double> &slowdowns);
+
+/// The cluster file of a re-plan (docs/PLANNER.md's schema): device d named
+/// "slotD" at `speeds[d]`, on one flat level of `bandwidth`.
+std::string adaptClusterJson(const std::vector<double> &speeds,
+                             double bandwidth);
+
+/// The device of every rank of the plan at `planPath` (its
+/// cluster.rank_devices, "slotD" -> D); "" or what is wrong.
+std::string readRankDevices(const std::string &planPath,
+                            std::vector<int> &rankDevices);
+
+/// A RANK:FROM_STEP:VALUE option (--interfere, --test-forward-delay), whose
+/// RANK names a device (the first launch's rank), for the layout whose ranks
+/// run `rankDevices`: RANK becomes the rank that runs that device. "" when
+/// none does.
+std::string onDevicesRank(const std::string &rankStepValue,
+                          const std::vector<int> &rankDevices);
+
+} // namespace dpc::runtime
+
+#endif // DPC_RUNTIME_ADAPT_H

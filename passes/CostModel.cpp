@@ -24,7 +24,7 @@ double TargetRates::milliseconds(double flops, double bytes) const {
 }
 
 static double elementsOf(Value value) {
-  return nn::getNumElements(cast<RankedTensorType>(value.getType()).getShape());
+  return nn::getNumElements(nn::shapeOf(value));
 }
 
 // Bytes read and written by the op itself.
@@ -121,8 +121,7 @@ std::optional<OpWork> mlir::dpc::estimateWork(Operation *op) {
         // gates. Backward: the recurrence again in nn.lstm_grad, then the
         // input's, the weights' and the recurrence's products (three GEMMs
         // of the forward's sizes) and the bias sums.
-        ArrayRef<int64_t> x =
-            cast<RankedTensorType>(lstm.getInput().getType()).getShape();
+        ArrayRef<int64_t> x = nn::shapeOf(lstm.getInput());
         double h = double(
             cast<RankedTensorType>(lstm.getInitialH().getType()).getDimSize(1));
         double cells = double(x[0]) * double(x[1]) * h;
@@ -248,8 +247,8 @@ std::optional<OpWork> mlir::dpc::estimateWork(Operation *op) {
         // the forward's multiply-adds, M x N x K.
         Value grad = op->getOperand(0);
         Value operand = op->getOperand(1);
-        auto shape = cast<RankedTensorType>(operand.getType()).getShape();
-        auto gradShape = cast<RankedTensorType>(grad.getType()).getShape();
+        auto shape = nn::shapeOf(operand);
+        auto gradShape = nn::shapeOf(grad);
         // The operand's dimension that is neither M nor N is K.
         int64_t k =
             isa<nn::MatmulGradLhsOp>(op)
@@ -259,8 +258,7 @@ std::optional<OpWork> mlir::dpc::estimateWork(Operation *op) {
       })
       .Case([&](nn::LstmGradOp grad) {
         // dh[t-1] = z_grad[t] r per step, and the gate derivatives.
-        ArrayRef<int64_t> states =
-            cast<RankedTensorType>(grad.getStates().getType()).getShape();
+        ArrayRef<int64_t> states = nn::shapeOf(grad.getStates());
         double h = double(states[2] / 6);
         double cells = double(states[0]) * double(states[1]) * h;
         work.flops = 2 * cells * 4 * h + 40 * cells;

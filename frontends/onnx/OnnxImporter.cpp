@@ -46,6 +46,7 @@
 using namespace mlir;
 using namespace mlir::dpc;
 using namespace mlir::dpc::onnx_frontend;
+using nn::shapeOf;
 
 namespace {
 
@@ -188,8 +189,7 @@ private:
     std::optional<HostTensor> host;
     Value value;
     ArrayRef<int64_t> shape() const {
-      return host ? ArrayRef<int64_t>(host->shape)
-                  : cast<RankedTensorType>(value.getType()).getShape();
+      return host ? ArrayRef<int64_t>(host->shape) : shapeOf(value);
     }
   };
   FailureOr<Reshaped> getReshaped(const onnx::NodeProto &node);
@@ -261,9 +261,6 @@ private:
   FailureOr<Type> elementType(int32_t onnxType, Location loc, StringRef what);
   RankedTensorType tensorType(ArrayRef<int64_t> shape, Type elementType) {
     return RankedTensorType::get(shape, elementType);
-  }
-  ArrayRef<int64_t> shapeOf(Value value) {
-    return cast<RankedTensorType>(value.getType()).getShape();
   }
 
   MLIRContext *context;

@@ -9,10 +9,6 @@ using namespace mlir;
 using namespace mlir::dpc;
 using namespace mlir::dpc::lowering;
 
-ArrayRef<int64_t> lowering::shapeOf(Value value) {
-  return cast<RankedTensorType>(value.getType()).getShape();
-}
-
 SmallVector<int64_t> lowering::padShape(ArrayRef<int64_t> shape, size_t rank) {
   SmallVector<int64_t> padded(rank - shape.size(), 1);
   padded.append(shape.begin(), shape.end());

@@ -14,6 +14,7 @@
 #ifndef DPC_PASSES_LOWERING_RUNTIMELOWERING_H
 #define DPC_PASSES_LOWERING_RUNTIMELOWERING_H
 
+#include "dialects/nn/IR/ShapeInference.h"
 #include "dpc/runtime/Manifest.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -38,8 +39,8 @@ namespace runtime = ::dpc::runtime;
 constexpr StringLiteral kSegments[] = {"forward", "backward", "backward_input",
                                        "backward_weight", "optimizer"};
 
-/// The shape of a ranked tensor.
-ArrayRef<int64_t> shapeOf(Value value);
+using nn::shapeOf;
+
 /// `shape` padded with leading ones to `rank`, as the broadcasting kernels
 /// take their operands' shapes.
 SmallVector<int64_t> padShape(ArrayRef<int64_t> shape, size_t rank);

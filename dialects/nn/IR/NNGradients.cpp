@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "dialects/nn/IR/NNOps.h"
+#include "dialects/nn/IR/ShapeInference.h"
 
 #include "mlir/IR/Builders.h"
 
@@ -232,7 +233,7 @@ void LstmOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
                             SmallVectorImpl<Value> &grads) {
   resetGrads(*this, grads);
   Location loc = getLoc();
-  ArrayRef<int64_t> x = cast<RankedTensorType>(getInput().getType()).getShape();
+  ArrayRef<int64_t> x = shapeOf(getInput());
   int64_t steps = x[0], batch = x[1], inputSize = x[2];
   int64_t h = cast<RankedTensorType>(getInitialH().getType()).getDimSize(1);
   Type f32 = cast<RankedTensorType>(getInput().getType()).getElementType();

@@ -16,10 +16,6 @@
 using namespace mlir;
 using namespace mlir::dpc::nn;
 
-static ArrayRef<int64_t> shapeOf(Value value) {
-  return cast<RankedTensorType>(value.getType()).getShape();
-}
-
 static Type elementTypeOf(Value value) {
   return cast<RankedTensorType>(value.getType()).getElementType();
 }

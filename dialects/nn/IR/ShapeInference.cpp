@@ -9,6 +9,10 @@
 
 namespace mlir::dpc::nn {
 
+ArrayRef<int64_t> shapeOf(Value value) {
+  return cast<RankedTensorType>(value.getType()).getShape();
+}
+
 int64_t getNumElements(ArrayRef<int64_t> shape) {
   int64_t count = 1;
   for (int64_t dim : shape)

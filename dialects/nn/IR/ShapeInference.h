@@ -78,6 +78,9 @@ FailureOr<Shape> inferTransposeShape(ArrayRef<int64_t> input,
                                      ArrayRef<int64_t> perm,
                                      EmitErrorFn emitError);
 
+/// The shape of `value`, a ranked tensor (as every nn operand and result is).
+ArrayRef<int64_t> shapeOf(Value value);
+
 /// Number of elements of a static shape.
 int64_t getNumElements(ArrayRef<int64_t> shape);
 

@@ -7,6 +7,12 @@
 // it. Ranks are advanced round-robin as far as their transfers allow, so each
 // instruction is timed once: the cost is linear in the stream lengths.
 //
+// With fewer cores than ranks (SimulateOptions::cores), the ranks share
+// them: a global clock moves from event to event, and while k ranks compute
+// each runs at min(1, cores / k) of its speed, as the kernel's scheduler
+// shares processes that are not bound to a core (dpc run binds none when
+// ranks outnumber cores). Waiting ranks sleep and take no share.
+//
 //===----------------------------------------------------------------------===//
 
 #include "dpc/schedule/Simulator.h"
@@ -41,6 +47,225 @@ EventKind computeKind(Op op) {
   }
 }
 
+/// The time of each kind of instruction.
+struct Costs {
+  const Schedule &s;
+  const SimulateOptions &opts;
+
+  /// A microbatch's own factor, for schedules of unequal microbatches.
+  static double factor(const std::vector<double> &factors, int mb) {
+    return mb >= 0 && size_t(mb) < factors.size() ? factors[size_t(mb)] : 1.0;
+  }
+  double transfer(double bytes) const {
+    double t = opts.latency;
+    if (opts.bandwidth > 0)
+      t += bytes / opts.bandwidth;
+    return t;
+  }
+  /// A Send/RecvFinish's message, from the moment both sides started.
+  double message(const Instruction &inst) const {
+    return transfer(double(inst.bytes) * factor(s.microbatchBytes, inst.mb));
+  }
+  /// A ring all-reduce moves 2 (g - 1) / g of the gradients.
+  double allReduce(const Instruction &inst, int group) const {
+    return opts.allReduce +
+           transfer(2.0 * double(inst.bytes) * (group - 1) / group);
+  }
+  double compute(int r, const Instruction &inst) const {
+    if (inst.op == Op::OptimizerStep)
+      return opts.optimizerStep;
+    return s.stage(r, inst.chunk).computeMs(inst.op) *
+           factor(s.microbatchCompute, inst.mb);
+  }
+};
+
+bool isBusy(Op op) {
+  return isCompute(op) || op == Op::OptimizerStep || op == Op::AllReduce;
+}
+
+std::string deadlock(const Schedule &s, const std::vector<size_t> &pc) {
+  for (int r = 0; r < s.ranks; ++r)
+    if (pc[r] < s.programs[r].size())
+      return "rank " + std::to_string(r) + ": instruction " +
+             std::to_string(pc[r]) + " (" +
+             describe(s.programs[r][pc[r]], s.chunks) +
+             "): the streams deadlock; run the verifier for details";
+  return "";
+}
+
+/// A core per rank: each rank on its own clock.
+std::string timeOwnCores(const Schedule &s, const SimulateOptions &opts,
+                         const Costs &costs, const detail::TransferPairs &pairs,
+                         SimulateResult &result, std::vector<double> &clock) {
+  constexpr double kUnset = -1;
+  int p = s.ranks;
+  std::vector<size_t> pc(p, 0);
+  bool progress = true;
+  while (progress) {
+    progress = false;
+    for (int r = 0; r < p; ++r) {
+      const auto &program = s.programs[r];
+      while (pc[r] < program.size()) {
+        size_t i = pc[r];
+        const Instruction &inst = program[i];
+        double begin = clock[r], finish = clock[r];
+        if (inst.op == Op::AllReduce) {
+          // A collective: it starts when the last replica of the stage gets
+          // there and ends on all of them together.
+          int stage = s.stageOf(r), first = s.firstRankOf(stage);
+          int group = s.replicasOf(stage);
+          bool all = true;
+          for (int q = first; q < first + group && all; ++q)
+            all = pc[q] < s.programs[q].size() &&
+                  s.programs[q][pc[q]].op == Op::AllReduce;
+          if (!all)
+            break;
+          for (int q = first; q < first + group; ++q)
+            begin = std::max(begin, clock[q]);
+          // A ring all-reduce moves 2 (g - 1) / g of the gradients.
+          finish =
+              begin + opts.allReduce +
+              costs.transfer(2.0 * double(inst.bytes) * (group - 1) / group);
+          for (int q = first; q < first + group; ++q) {
+            if (q == r)
+              continue;
+            result.start[q][pc[q]] = begin;
+            result.end[q][pc[q]] = finish;
+            result.rankBusy[q] += finish - begin;
+            clock[q] = finish;
+            ++pc[q];
+          }
+        } else if (inst.op == Op::SendFinish || inst.op == Op::RecvFinish) {
+          int st = pairs.startOf[r][i];
+          int j = st < 0 ? -1 : pairs.partner[r][st];
+          if (j < 0 || result.start[inst.peer][j] == kUnset)
+            break; // the peer has not started its side yet
+          double both =
+              std::max(result.start[r][st], result.start[inst.peer][j]);
+          finish = std::max(clock[r], both + costs.message(inst));
+        } else {
+          finish = begin + costs.compute(r, inst);
+        }
+        result.start[r][i] = begin;
+        result.end[r][i] = finish;
+        if (isBusy(inst.op))
+          result.rankBusy[r] += finish - begin;
+        clock[r] = finish;
+        ++pc[r];
+        progress = true;
+      }
+    }
+  }
+  return deadlock(s, pc);
+}
+
+/// Fewer cores than ranks: one clock for all, and the computing ranks share
+/// the cores equally.
+std::string timeSharedCores(const Schedule &s, const SimulateOptions &opts,
+                            const Costs &costs,
+                            const detail::TransferPairs &pairs,
+                            SimulateResult &result,
+                            std::vector<double> &clock) {
+  constexpr double kUnset = -1;
+  constexpr double kNever = std::numeric_limits<double>::infinity();
+  int p = s.ranks;
+  std::vector<size_t> pc(p, 0);
+  // A rank computes (work left, in milliseconds at full speed), waits until
+  // a known time (a message or an all-reduce in flight), or is free to issue
+  // its next instruction.
+  std::vector<double> work(p, 0), until(p, 0);
+  std::vector<bool> computing(p, false);
+  double now = 0;
+  auto issue = [&](int r) {
+    const Instruction &inst = s.programs[r][pc[r]];
+    size_t i = pc[r];
+    if (inst.op == Op::AllReduce) {
+      // Starts once every replica of the stage is free at its all-reduce.
+      int stage = s.stageOf(r), first = s.firstRankOf(stage);
+      int group = s.replicasOf(stage);
+      for (int q = first; q < first + group; ++q)
+        if (computing[q] || until[q] > now || pc[q] >= s.programs[q].size() ||
+            s.programs[q][pc[q]].op != Op::AllReduce)
+          return false;
+      double finish = now + costs.allReduce(inst, group);
+      for (int q = first; q < first + group; ++q) {
+        result.start[q][pc[q]] = now;
+        result.end[q][pc[q]] = finish;
+        result.rankBusy[q] += finish - now;
+        until[q] = clock[q] = finish;
+        ++pc[q];
+      }
+      return true;
+    }
+    double finish = now;
+    if (inst.op == Op::SendFinish || inst.op == Op::RecvFinish) {
+      int st = pairs.startOf[r][i];
+      int j = st < 0 ? -1 : pairs.partner[r][st];
+      if (j < 0 || result.start[inst.peer][j] == kUnset)
+        return false; // the peer has not started its side yet
+      double both = std::max(result.start[r][st], result.start[inst.peer][j]);
+      finish = std::max(now, both + costs.message(inst));
+    } else if (!isTransfer(inst.op)) {
+      double c = costs.compute(r, inst);
+      if (c > 0) {
+        result.start[r][i] = now;
+        computing[r] = true;
+        work[r] = c;
+        return true;
+      }
+    }
+    result.start[r][i] = now;
+    result.end[r][i] = finish;
+    until[r] = clock[r] = finish;
+    ++pc[r];
+    return true;
+  };
+
+  while (true) {
+    // Issue everything that can start now; a start can free a peer's
+    // finish, so repeat until nothing moves.
+    for (bool progress = true; progress;) {
+      progress = false;
+      for (int r = 0; r < p; ++r)
+        while (!computing[r] && until[r] <= now &&
+               pc[r] < s.programs[r].size() && issue(r))
+          progress = true;
+    }
+    int active = 0;
+    for (int r = 0; r < p; ++r)
+      active += computing[r];
+    double rate = active ? std::min(1.0, double(opts.cores) / active) : 0;
+    double next = kNever;
+    for (int r = 0; r < p; ++r) {
+      if (computing[r])
+        next = std::min(next, now + work[r] / rate);
+      else if (until[r] > now)
+        next = std::min(next, until[r]);
+    }
+    if (next == kNever)
+      break;
+    // Everything due within rounding of the next event ends with it.
+    double due = next + 1e-12 * std::max(1.0, next);
+    for (int r = 0; r < p; ++r) {
+      if (!computing[r])
+        continue;
+      if (now + work[r] / rate <= due) {
+        size_t i = pc[r];
+        result.end[r][i] = next;
+        if (isBusy(s.programs[r][i].op))
+          result.rankBusy[r] += next - result.start[r][i];
+        clock[r] = next;
+        computing[r] = false;
+        ++pc[r];
+      } else {
+        work[r] -= (next - now) * rate;
+      }
+    }
+    now = next;
+  }
+  return deadlock(s, pc);
+}
+
 } // namespace
 
 std::string simulateSchedule(const Schedule &s, const SimulateOptions &opts,
@@ -70,90 +295,14 @@ std::string simulateSchedule(const Schedule &s, const SimulateOptions &opts,
   result.rankBusy.assign(p, 0);
   result.rankEnd.assign(p, 0);
 
-  // A microbatch's own factors, for schedules of unequal microbatches.
-  auto factor = [](const std::vector<double> &factors, int mb) {
-    return mb >= 0 && size_t(mb) < factors.size() ? factors[size_t(mb)] : 1.0;
-  };
-  auto transferTime = [&](double bytes) {
-    double t = opts.latency;
-    if (opts.bandwidth > 0)
-      t += bytes / opts.bandwidth;
-    return t;
-  };
-  auto cost = [&](int r, const Instruction &inst) {
-    if (inst.op == Op::OptimizerStep)
-      return opts.optimizerStep;
-    return s.stage(r, inst.chunk).computeMs(inst.op) *
-           factor(s.microbatchCompute, inst.mb);
-  };
-
-  std::vector<size_t> pc(p, 0);
+  Costs costs{s, opts};
   std::vector<double> clock(p, 0);
-  bool progress = true;
-  while (progress) {
-    progress = false;
-    for (int r = 0; r < p; ++r) {
-      const auto &program = s.programs[r];
-      while (pc[r] < program.size()) {
-        size_t i = pc[r];
-        const Instruction &inst = program[i];
-        double begin = clock[r], finish = clock[r];
-        if (inst.op == Op::AllReduce) {
-          // A collective: it starts when the last replica of the stage gets
-          // there and ends on all of them together.
-          int stage = s.stageOf(r), first = s.firstRankOf(stage);
-          int group = s.replicasOf(stage);
-          bool all = true;
-          for (int q = first; q < first + group && all; ++q)
-            all = pc[q] < s.programs[q].size() &&
-                  s.programs[q][pc[q]].op == Op::AllReduce;
-          if (!all)
-            break;
-          for (int q = first; q < first + group; ++q)
-            begin = std::max(begin, clock[q]);
-          // A ring all-reduce moves 2 (g - 1) / g of the gradients.
-          finish = begin + opts.allReduce +
-                   transferTime(2.0 * double(inst.bytes) * (group - 1) / group);
-          for (int q = first; q < first + group; ++q) {
-            if (q == r)
-              continue;
-            result.start[q][pc[q]] = begin;
-            result.end[q][pc[q]] = finish;
-            result.rankBusy[q] += finish - begin;
-            clock[q] = finish;
-            ++pc[q];
-          }
-        } else if (inst.op == Op::SendFinish || inst.op == Op::RecvFinish) {
-          int st = pairs.startOf[r][i];
-          int j = st < 0 ? -1 : pairs.partner[r][st];
-          if (j < 0 || result.start[inst.peer][j] == kUnset)
-            break; // the peer has not started its side yet
-          double both =
-              std::max(result.start[r][st], result.start[inst.peer][j]);
-          finish =
-              std::max(clock[r],
-                       both + transferTime(double(inst.bytes) *
-                                           factor(s.microbatchBytes, inst.mb)));
-        } else {
-          finish = begin + cost(r, inst);
-        }
-        result.start[r][i] = begin;
-        result.end[r][i] = finish;
-        if (isCompute(inst.op) || inst.op == Op::OptimizerStep ||
-            inst.op == Op::AllReduce)
-          result.rankBusy[r] += finish - begin;
-        clock[r] = finish;
-        ++pc[r];
-        progress = true;
-      }
-    }
-  }
-  for (int r = 0; r < p; ++r)
-    if (pc[r] < s.programs[r].size())
-      return "rank " + std::to_string(r) + ": instruction " +
-             std::to_string(pc[r]) + " (" +
-             describe(s.programs[r][pc[r]], s.chunks) +
-             "): the streams deadlock; run the verifier for details";
+  std::string error =
+      opts.cores > 0 && opts.cores < p
+          ? timeSharedCores(s, opts, costs, pairs, result, clock)
+          : timeOwnCores(s, opts, costs, pairs, result, clock);
+  if (!error.empty())
+    return error;
 
   for (int r = 0; r < p; ++r) {
     result.rankEnd[r] = clock[r];

@@ -39,6 +39,7 @@ constexpr int kFailure = 1;
 struct CostOptions {
   std::string costs; // "F,B,W" or a JSON file
   double latency = 0, bandwidth = 0, optimizer = 0;
+  int64_t cores = 0;
 };
 
 void addCostOptions(cli::ArgParser &parser, CostOptions &opts) {
@@ -48,12 +49,24 @@ void addCostOptions(cli::ArgParser &parser, CostOptions &opts) {
                    "link bandwidth; 0 means transfers cost only the latency");
   parser.addOption("optimizer-ms", &opts.optimizer, "MS",
                    "cost of one optimizer step (default 0)");
+  parser.addOption("cores", &opts.cores, "N",
+                   "cores the ranks share (default a core per rank); with "
+                   "fewer, the ranks computing at a moment share them");
 }
 
 /// Parses "F,B,W" (milliseconds per stage) or reads a cost file:
 /// {"stages":[{"forward_ms":..,"backward_input_ms":..,...}], "latency_ms":..,
 ///  "bandwidth_bytes_per_ms":.., "optimizer_ms":..}.
+std::string checkCores(const CostOptions &opts) {
+  if (opts.cores < 0 || opts.cores > (1 << 20))
+    return "--cores must be from 0 to 1048576, got " +
+           std::to_string(opts.cores);
+  return "";
+}
+
 std::string parseCosts(CostOptions &opts, std::vector<StageInfo> &stages) {
+  if (std::string error = checkCores(opts); !error.empty())
+    return error;
   if (opts.costs.empty())
     return "";
   double f, b, w;
@@ -152,6 +165,7 @@ bool simulate(const std::string &command, const Schedule &schedule,
   options.latency = costs.latency;
   options.bandwidth = costs.bandwidth;
   options.optimizerStep = costs.optimizer;
+  options.cores = int(costs.cores);
   if (std::string error = simulateSchedule(schedule, options, sim);
       !error.empty()) {
     std::cerr << command << ": " << error << "\n";
@@ -338,6 +352,10 @@ int runSimulate(const std::vector<std::string> &args) {
     return *exit;
   if (path.empty()) {
     std::cerr << command << ": missing the schedule file\n";
+    return cli::kUsageError;
+  }
+  if (std::string error = checkCores(costs); !error.empty()) {
+    std::cerr << command << ": " << error << "\n";
     return cli::kUsageError;
   }
   Schedule schedule;

@@ -26,6 +26,9 @@ struct SimulateOptions {
   /// Cost of one OptimizerStep of one chunk, and of one AllReduce.
   double optimizerStep = 0;
   double allReduce = 0;
+  /// Cores the ranks share; 0 (or at least the ranks) means a core each.
+  /// With fewer, the ranks computing at a moment share the cores equally.
+  int cores = 0;
   /// Record the per-instruction timeline (off for sweeps).
   bool recordTimeline = true;
 };

@@ -167,3 +167,78 @@ TEST(Simulator, ReportsDeadlock) {
             "rank 0: instruction 1 (RecvFinish grad mb 0 from rank 1): the "
             "streams deadlock; run the verifier for details");
 }
+
+// With one core, some rank can always compute until the step ends (a blocked
+// rank waits on one that computes), so the step is the sum of all work.
+TEST(Simulator, OneSharedCoreRunsAllTheWorkBackToBack) {
+  SimulateOptions oneCore;
+  oneCore.cores = 1;
+  for (int p = 2; p <= 6; ++p)
+    for (int m = 1; m <= 12; ++m)
+      for (ScheduleKind kind : {ScheduleKind::GPipe, ScheduleKind::OneFOneB,
+                                ScheduleKind::ZeroBubbleH1}) {
+        SimulateResult r = simulate(kind, p, m, 1, oneCore);
+        EXPECT_NEAR(r.stepTime, 3.0 * p * m, 1e-9)
+            << kindName(kind) << " p=" << p << " m=" << m;
+        EXPECT_NEAR(r.busyTime, r.stepTime * p * (1 - r.bubbleFraction), 1e-9);
+      }
+}
+
+// Ranks that compute at the same moment share the cores: two forwards side
+// by side on one core take twice as long.
+TEST(Simulator, ComputingRanksShareTheCores) {
+  SimulateOptions oneCore;
+  oneCore.cores = 1;
+  SimulateResult r = simulate(ScheduleKind::GPipe, 2, 2, 1, oneCore);
+  // F0 alone on rank 0, then F1 on rank 0 beside F0 on rank 1.
+  auto span = [&](int rank, const std::string &name) {
+    for (const TimelineEvent &ev : r.timeline.events)
+      if (ev.rank == rank && ev.name == name)
+        return std::make_pair(ev.start, ev.end);
+    ADD_FAILURE() << "no " << name << " on rank " << rank;
+    return std::make_pair(0.0, 0.0);
+  };
+  EXPECT_EQ(span(0, "F0"), std::make_pair(0.0, 1.0));
+  EXPECT_EQ(span(0, "F1"), std::make_pair(1.0, 3.0));
+  EXPECT_EQ(span(1, "F0"), std::make_pair(1.0, 3.0));
+  EXPECT_NEAR(r.stepTime, 12, 1e-12);
+}
+
+// Fewer cores than ranks can only slow a step, by at most ranks / cores, and
+// never below the work over the cores; as many cores as ranks changes
+// nothing.
+TEST(Simulator, SharedCoresBounds) {
+  for (int p = 2; p <= 6; ++p)
+    for (int m : {1, 3, 4, 8})
+      for (ScheduleKind kind : {ScheduleKind::GPipe, ScheduleKind::OneFOneB,
+                                ScheduleKind::ZeroBubbleH1}) {
+        std::vector<StageInfo> stages(p);
+        for (int s = 0; s < p; ++s) {
+          stages[s].forward = 0.5 + 0.25 * s;
+          stages[s].backwardInput = 1.0 - 0.1 * s;
+          stages[s].backwardWeight = 0.3;
+          stages[s].outputBytes = 1000;
+        }
+        SimulateOptions options;
+        options.latency = 0.01;
+        options.bandwidth = 1e5;
+        SimulateResult own = simulate(kind, p, m, 1, options, stages);
+        options.cores = p;
+        SimulateResult same = simulate(kind, p, m, 1, options, stages);
+        EXPECT_EQ(same.stepTime, own.stepTime);
+        for (int cores = 1; cores < p; ++cores) {
+          options.cores = cores;
+          SimulateResult shared = simulate(kind, p, m, 1, options, stages);
+          SCOPED_TRACE(std::string(kindName(kind)) + " p=" + std::to_string(p) +
+                       " m=" + std::to_string(m) +
+                       " cores=" + std::to_string(cores));
+          double work = 0;
+          for (int s = 0; s < p; ++s)
+            work += m * (stages[s].forward + stages[s].backwardInput +
+                         stages[s].backwardWeight);
+          EXPECT_GE(shared.stepTime, own.stepTime - 1e-9);
+          EXPECT_GE(shared.stepTime, work / cores - 1e-9);
+          EXPECT_LE(shared.stepTime, own.stepTime * p / cores + 1e-9);
+        }
+      }
+}

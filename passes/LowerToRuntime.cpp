@@ -11,7 +11,8 @@
 // segment (and per chunk), profiling brackets, the manifest global. How each
 // op is lowered is looked up in a table that the op families under
 // passes/lowering/ populate (Transfers.cpp, Optimizer.cpp, Views.cpp,
-// Elementwise.cpp, MatmulConv.cpp, PoolNorm.cpp, Losses.cpp).
+// Elementwise.cpp, MatmulConv.cpp, PoolNorm.cpp, Losses.cpp; Fused.cpp for
+// nn.fused regions, whose loops it generates).
 //
 //===----------------------------------------------------------------------===//
 
@@ -19,10 +20,17 @@
 
 #include "dialects/nn/IR/NNOps.h"
 #include "dialects/pipe/IR/PipeOps.h"
+#include "passes/lowering/Fused.h"
 #include "passes/lowering/RuntimeLowering.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/ControlFlow/IR/ControlFlow.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "llvm/ADT/StringMap.h"
@@ -45,6 +53,7 @@ public:
   Lowering(ModuleOp module, bool profile)
       : module(module), profiling(profile), rt(module) {
     populateRuntimeLowerings(table);
+    populateFusedLowerings(table);
   }
 
   LogicalResult run();
@@ -231,8 +240,21 @@ struct LowerToRuntimePass
     : public mlir::dpc::impl::LowerToRuntimePassBase<LowerToRuntimePass> {
   using LowerToRuntimePassBase::LowerToRuntimePassBase;
 
+  // nn.fused regions become kernels built from these and converted to the
+  // LLVM dialect by a nested pipeline (lowering/Fused.cpp).
+  void getDependentDialects(DialectRegistry &registry) const override {
+    LowerToRuntimePassBase::getDependentDialects(registry);
+    registry.insert<arith::ArithDialect, cf::ControlFlowDialect,
+                    func::FuncDialect, math::MathDialect, memref::MemRefDialect,
+                    scf::SCFDialect, vector::VectorDialect>();
+  }
+
   void runOnOperation() override {
-    if (failed(Lowering(getOperation(), profile).run()))
+    if (failed(Lowering(getOperation(), profile).run()) ||
+        failed(lowerFusedKernels(getOperation(),
+                                 [&](OpPassManager &pm, Operation *op) {
+                                   return runPipeline(pm, op);
+                                 })))
       signalPassFailure();
   }
 };

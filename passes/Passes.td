@@ -334,6 +334,25 @@ def BuildSchedulePass : Pass<"dpc-build-schedule", "::mlir::ModuleOp"> {
   ];
 }
 
+def FuseElementwisePass : Pass<"dpc-fuse-elementwise", "::mlir::ModuleOp"> {
+  let summary = "group chains of elementwise ops into nn.fused regions";
+  let description = [{
+    Within each segment function, groups chains of elementwise ops on f32
+    tensors (nn.add, nn.sub, nn.mul and nn.div with operands of the result's
+    shape or broadcast over a run of its dimensions, such as a bias over the
+    last one or a scalar; nn.relu; the functions of UnaryFunctions.def that
+    lowering's loop computes; and their gradients) into `nn.fused` ops of one
+    result, which lower-to-runtime turns into one generated loop instead of
+    one runtime call and one buffer per op. An op joins the group of the op
+    that reads its result only if nothing else reads it: a value that is
+    stashed for the backward pass, sent to another stage, returned or read by
+    any other op stays a buffer of its own. Runs before plan-memory, so the
+    values inside a group get no place in the arena. CPU targets only: the
+    loop runs on the host.
+  }];
+  let dependentDialects = ["::mlir::dpc::nn::NNDialect"];
+}
+
 def PlanMemoryPass : Pass<"dpc-plan-memory", "::mlir::ModuleOp"> {
   let summary = "static arena offsets for every segment's tensors";
   let description = [{

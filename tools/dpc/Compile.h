@@ -31,6 +31,9 @@ struct CompileOptions {
   /// "fp32", or "bf16": convolutions and matmuls read bf16 inputs and
   /// tensors cross stages as bf16; weights and optimizer state stay f32.
   std::string precision = "fp32";
+  /// "on": fuse-elementwise groups chains of elementwise ops into loops
+  /// generated in the rank object; "off": one runtime call per op.
+  std::string fusion = "off";
   std::string loss = "softmax-cross-entropy";
   /// Rows with this label are left out of softmax-cross-entropy and of the
   /// mean (torch's ignore_index), which the runtime then scales per step.

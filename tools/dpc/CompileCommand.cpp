@@ -207,6 +207,8 @@ std::string checkOptions(const CompileOptions &o, const cli::ArgParser &p) {
   }
   if (o.precision == "bf16" && o.target != "cpu")
     return "--precision bf16 needs --target cpu (the CUDA kernels are f32)";
+  if (o.fusion == "on" && o.target != "cpu")
+    return "--fusion on needs --target cpu (the fused loops run on the host)";
   if (!p.given("o"))
     return "missing output directory: give -o DIR";
   return "";
@@ -686,6 +688,8 @@ int compileModel(const CompileOptions &options) {
        [&] { return mlir::dpc::createBuildSchedulePass(schedule); }},
       {"verify-schedule",
        [&] { return mlir::dpc::createVerifySchedulePass(verify); }},
+      {"fuse-elementwise",
+       [] { return mlir::dpc::createFuseElementwisePass(); }},
       {"plan-memory", [&] { return mlir::dpc::createPlanMemoryPass(memory); }},
   };
   // Runs the phases on `m`, calling `after` with each phase's name; false
@@ -699,6 +703,9 @@ int compileModel(const CompileOptions &options) {
         continue;
       if (options.profile.empty() &&
           llvm::StringRef(phase.name) == "apply-profile")
+        continue;
+      if (options.fusion != "on" &&
+          llvm::StringRef(phase.name) == "fuse-elementwise")
         continue;
       current = phase.name;
       mlir::PassManager pm(&context);
@@ -920,6 +927,10 @@ int runCompileCommand(const Args &args) {
               "bf16: convolutions and matmuls in bf16 with f32 accumulation "
               "and f32 master weights, transfers between stages in bf16 "
               "(default fp32)");
+  p.addOption("fusion", oneOf(&o.fusion, {"on", "off"}), "on|off",
+              "on: chains of elementwise ops become one loop generated in "
+              "the rank object instead of a runtime call each (cpu only; "
+              "default off)");
   p.addOption("loss", oneOf(&o.loss, {"softmax-cross-entropy", "mse", "none"}),
               "KIND", "loss appended to the model's output");
   int64_t ignoreIndex = -100;

@@ -1394,4 +1394,53 @@ def NN_AdamUpdateOp : NN_Op<"adam_update",
   let hasVerifier = 1;
 }
 
+//===----------------------------------------------------------------------===//
+// Fused regions
+//===----------------------------------------------------------------------===//
+
+def NN_FusedOp : NN_Op<"fused", [Pure, IsolatedFromAbove, SingleBlock]> {
+  let summary = "elementwise ops computed in one loop";
+  let description = [{
+    A chain of elementwise ops that fuse-elementwise grouped: the body's
+    block arguments are `inputs`, its ops compute on them (every op of the
+    body has the result's shape; inputs may broadcast as the ops allow) and
+    `nn.yield` returns the one value that leaves the group. Lowering makes
+    one loop over the result's elements of it, so the values between the
+    body's ops are never stored (passes/lowering/Fused.cpp).
+
+    ```mlir
+    %y = nn.fused %x, %b : (tensor<16x64xf32>, tensor<64xf32>) -> tensor<16x64xf32> {
+    ^bb0(%a: tensor<16x64xf32>, %c: tensor<64xf32>):
+      %s = nn.add %a, %c : (tensor<16x64xf32>, tensor<64xf32>) -> tensor<16x64xf32>
+      %t = nn.tanh %s : tensor<16x64xf32>
+      nn.yield %t : tensor<16x64xf32>
+    }
+    ```
+  }];
+  let arguments = (ins Variadic<NN_AnyTensor>:$inputs);
+  let results = (outs NN_FloatTensor:$result);
+  let regions = (region SizedRegion<1>:$body);
+  let assemblyFormat = [{
+    $inputs attr-dict `:` functional-type($inputs, results) $body
+  }];
+  let hasVerifier = 1;
+  let extraClassDefinition = [{
+    ::mlir::LogicalResult $cppClass::verify() {
+      ::mlir::Block &block = getBody().front();
+      if (block.getArgumentTypes() != getInputs().getTypes())
+        return emitOpError("expects one block argument of each input's type");
+      auto yield = ::llvm::dyn_cast<YieldOp>(block.getTerminator());
+      if (!yield || yield->getOperandTypes() != getOperation()->getResultTypes())
+        return emitOpError("expects its body to yield the result's type");
+      return ::mlir::success();
+    }
+  }];
+}
+
+def NN_YieldOp : NN_Op<"yield", [Pure, Terminator, HasParent<"FusedOp">]> {
+  let summary = "the value a fused region computes";
+  let arguments = (ins Variadic<NN_AnyTensor>:$values);
+  let assemblyFormat = "$values attr-dict `:` type($values)";
+}
+
 #endif // DPC_DIALECTS_NN_IR_NNOPS_TD

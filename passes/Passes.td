@@ -241,6 +241,38 @@ def InsertStashPass : Pass<"dpc-insert-stash", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::dpc::pipe::PipeDialect"];
 }
 
+def RecomputePass : Pass<"dpc-recompute", "::mlir::ModuleOp"> {
+  let summary = "recompute a stage's forward in its backward instead of "
+                "keeping its activations";
+  let description = [{
+    Activation recomputation: on each chosen stage, the forward values its
+    backward reads are computed again at the start of the stage's backward,
+    from the stage's inputs (received activations, the data, parameters),
+    instead of being kept per microbatch in flight. The pass clones the
+    forward ops those values depend on right before the stage's first
+    backward op and rewires the backward reads to the clones; run before
+    `insert-stash`, which then stashes only what the clones and the
+    gradients read from the forward: the stage's inputs and the results of
+    ops that are not recomputed.
+
+    Recomputed are the `nn` ops without memory effects of the stage's
+    forward, losses excepted. `nn.dropout` is among them: its mask is drawn
+    from the seed, step, microbatch and `mask_id`, so the clone draws the
+    forward's mask. `nn.batch_norm_stats` is not: it updates the running
+    statistics, which must happen once, so its small result is stashed.
+    Clones carry `pipe.recomputed`, so that costs and traces can tell them
+    from the gradient ops. The module gets `pipe.recompute`, the stages
+    recomputed. An inference module is left as it is.
+  }];
+  let dependentDialects = ["::mlir::dpc::pipe::PipeDialect"];
+  let options = [
+    Option<"all", "all", "bool", /*default=*/"false",
+           "Recompute every stage">,
+    ListOption<"stages", "stages", "int64_t",
+               "The stages to recompute (with all unset)">,
+  ];
+}
+
 def OutlineStagesPass : Pass<"dpc-outline-stages", "::mlir::ModuleOp"> {
   let summary = "split @main into per-stage segment functions";
   let description = [{

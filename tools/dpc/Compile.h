@@ -46,6 +46,10 @@ struct CompileOptions {
   double eps = 1e-8;
   double weightDecay = 0.0;
   double memoryLimit = 0;
+  /// Activation recomputation: "none", "all" (every stage keeps only its
+  /// inputs per microbatch in flight and recomputes its forward in the
+  /// backward), or "auto" (the stages over `memoryLimit` without it).
+  std::string recompute = "none";
   double bandwidth = 1e9;
   /// A cluster description to plan on instead of `devices` equal ones.
   std::string cluster;

@@ -23,6 +23,7 @@
 
 #include "dpc/runtime/Safetensors.h"
 #include "dpc/schedule/Schedule.h"
+#include "dpc/schedule/Verifier.h"
 #include "dpc/support/CommandLine.h"
 #include "dpc/support/OutputDirectory.h"
 
@@ -207,6 +208,13 @@ std::string checkOptions(const CompileOptions &o, const cli::ArgParser &p) {
   }
   if (o.precision == "bf16" && o.target != "cpu")
     return "--precision bf16 needs --target cpu (the CUDA kernels are f32)";
+  if (o.recompute != "none" && o.inference)
+    return "--recompute applies to training builds, not --inference";
+  if (o.recompute != "none" && !o.seqBuckets.empty())
+    return "--recompute does not combine with --seq-buckets yet";
+  if (o.recompute == "auto" && !(o.memoryLimit > 0))
+    return "--recompute auto needs --memory-limit: it recomputes the stages "
+           "that would not fit without";
   if (o.fusion == "on" && o.target != "cpu")
     return "--fusion on needs --target cpu (the fused loops run on the host)";
   if (!p.given("o"))
@@ -538,7 +546,51 @@ bool completePlan(mlir::ModuleOp module, const fs::path &planPath,
     plan["predicted"]["planned_peak_bytes"] =
         *std::max_element(peaks.asArrayRef().begin(), peaks.asArrayRef().end());
   }
+  if (auto recomputed = module->getAttrOfType<mlir::DenseI64ArrayAttr>(
+          mlir::dpc::pipe::PipeDialect::kRecomputeAttrName))
+    for (int64_t stage : recomputed.asArrayRef())
+      if (stage < int64_t(plan["stages"].size()))
+        plan["stages"][stage]["recompute"] = true;
   return writeText(planPath, plan.dump(2) + "\n");
+}
+
+/// `--recompute auto`: the stages to recompute are those of every rank
+/// whose peak without recomputation exceeds `limit`, the peak the verifier
+/// holds against --memory-limit (parameters with their gradients and
+/// optimizer state, stash slots of the microbatches in flight, transfer
+/// buffers). Found by running the phases up to build-schedule on a copy of
+/// `module` with no stage recomputed (`runPhases` writes the schedule to
+/// `schedulePath`). All chunks of such a rank are recomputed. Nothing when
+/// a phase fails (it has said why).
+std::optional<std::vector<int64_t>> stagesOverLimit(
+    mlir::ModuleOp module, double limit, const std::string &schedulePath,
+    const std::function<bool(mlir::ModuleOp,
+                             const std::function<bool(llvm::StringRef)> &)>
+        &runPhases) {
+  mlir::OwningOpRef<mlir::ModuleOp> probe = module.clone();
+  bool scheduled = false;
+  runPhases(*probe, [&](llvm::StringRef phase) {
+    scheduled |= phase == "build-schedule";
+    return !scheduled;
+  });
+  if (!scheduled)
+    return std::nullopt;
+  dpc::schedule::Schedule streams;
+  if (std::string error =
+          dpc::schedule::readScheduleFile(schedulePath, streams);
+      !error.empty()) {
+    std::cerr << "dpc compile: --recompute auto: " << error << "\n";
+    return std::nullopt;
+  }
+  dpc::schedule::VerifyResult verified = dpc::schedule::verifySchedule(streams);
+  std::vector<int64_t> stages;
+  for (auto [rank, stats] : llvm::enumerate(verified.ranks))
+    if (double(stats.peakMemoryBytes) > limit)
+      for (int chunk = 0; chunk < streams.chunks; ++chunk)
+        stages.push_back(streams.virtualStage(rank, chunk));
+  llvm::sort(stages);
+  stages.erase(std::unique(stages.begin(), stages.end()), stages.end());
+  return stages;
 }
 
 } // namespace
@@ -664,6 +716,13 @@ int compileModel(const CompileOptions &options) {
   mlir::dpc::VerifySchedulePassOptions verify;
   verify.scheduleFile = schedule.scheduleOutput;
   verify.memoryLimit = options.memoryLimit;
+  mlir::dpc::RecomputePassOptions recompute;
+  recompute.all = options.recompute == "all";
+  // The planner prices every stage without recomputation, so with it the
+  // cuts are planned for time alone and the verifier holds the ranks, their
+  // stashes shrunk by recomputation, to the memory limit.
+  if (options.recompute != "none")
+    partition.memoryLimit = 0;
 
   // DESIGN.md's pipeline, one phase at a time so that each one's IR is kept.
   struct Phase {
@@ -678,6 +737,7 @@ int compileModel(const CompileOptions &options) {
       {"autodiff", [&] { return mlir::dpc::createAutodiffPass(autodiff); }},
       {"insert-send-recv",
        [] { return mlir::dpc::createInsertSendRecvPass(); }},
+      {"recompute", [&] { return mlir::dpc::createRecomputePass(recompute); }},
       {"insert-stash", [] { return mlir::dpc::createInsertStashPass(); }},
       // Again, for the gradient and optimizer ops autodiff added.
       {"annotate-costs", [] { return mlir::dpc::createAnnotateCostsPass(); }},
@@ -704,6 +764,9 @@ int compileModel(const CompileOptions &options) {
       if (options.profile.empty() &&
           llvm::StringRef(phase.name) == "apply-profile")
         continue;
+      if (options.recompute == "none" &&
+          llvm::StringRef(phase.name) == "recompute")
+        continue;
       if (options.fusion != "on" &&
           llvm::StringRef(phase.name) == "fuse-elementwise")
         continue;
@@ -726,6 +789,16 @@ int compileModel(const CompileOptions &options) {
     measuredCosts.batch = buckets.shapes[buckets.primary].batch;
     measuredCosts.length = buckets.shapes[buckets.primary].length;
   }
+  // The pass options refer to the list.
+  std::vector<int64_t> recomputedStages;
+  if (options.recompute == "auto") {
+    std::optional<std::vector<int64_t>> stages = stagesOverLimit(
+        *module, options.memoryLimit, schedule.scheduleOutput, runPhases);
+    if (!stages)
+      return cli::kUsageError;
+    recomputedStages = *stages;
+    recompute.stages = recomputedStages;
+  }
   if (!runPhases(*module, [&](llvm::StringRef phase) {
         phaseIR.emplace_back(phase.str(), printIR(*module));
         if (bucketed && phase == "partition-stages") {
@@ -735,8 +808,14 @@ int compileModel(const CompileOptions &options) {
         if (bucketed && phase == "build-schedule")
           buckets.costs[buckets.primary] = mlir::dpc::collectStageInfo(*module);
         return true;
-      }))
+      })) {
+    if (options.recompute != "none" &&
+        llvm::StringRef(current) == "verify-schedule")
+      std::cerr << "dpc compile: --memory-limit is too low even with "
+                   "--recompute "
+                << options.recompute << " (above)\n";
     return cli::kUsageError;
+  }
   if (bucketed) {
     // Every other bucket: the primary one's partition, op by op, then the
     // same passes; its schedule only feeds plan-memory and the verifier.
@@ -958,6 +1037,12 @@ int runCompileCommand(const Args &args) {
   p.addOption("weight-decay", &o.weightDecay, "X", "weight decay (default 0)");
   p.addByteCountOption("memory-limit", &o.memoryLimit,
                        "memory per device the plan must fit");
+  p.addOption("recompute", oneOf(&o.recompute, {"none", "all", "auto"}),
+              "none|all|auto",
+              "activation recomputation: all stages keep only their inputs "
+              "per microbatch in flight and recompute their forward in the "
+              "backward; auto recomputes the stages whose rank would exceed "
+              "--memory-limit without it (default none)");
   p.addOption("bandwidth", &o.bandwidth, "BYTES/S",
               "bandwidth between devices for planning (default 1e9)");
   p.addOption("cluster", &o.cluster, "FILE",

@@ -53,6 +53,14 @@ def Pipe_Dialect : Dialect {
     /// or "fp32" otherwise.
     static constexpr ::llvm::StringLiteral kPrecisionAttrName =
         "pipe.precision";
+    /// On the module: the stages whose backward recomputes their forward
+    /// (dpc compile --recompute), in increasing order.
+    static constexpr ::llvm::StringLiteral kRecomputeAttrName =
+        "pipe.recompute";
+    /// On a forward op cloned into a backward by the recompute pass (a unit
+    /// attribute).
+    static constexpr ::llvm::StringLiteral kRecomputedAttrName =
+        "pipe.recomputed";
     /// On an argument of @main (a unit attribute): the labels, which the
     /// last stage reads. Every other argument is a data input of the first
     /// stage, of any element type (images, token ids).

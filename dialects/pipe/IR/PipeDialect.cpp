@@ -100,6 +100,21 @@ LogicalResult PipeDialect::verifyOperationAttribute(Operation *op,
              << "' to be an array of positive counts on a module";
     return success();
   }
+  if (attr.getName() == kRecomputeAttrName) {
+    auto stages = dyn_cast<DenseI64ArrayAttr>(attr.getValue());
+    if (!isa<ModuleOp>(op) || !stages ||
+        llvm::any_of(stages.asArrayRef(), [](int64_t s) { return s < 0; }))
+      return op->emitError("expects '")
+             << kRecomputeAttrName
+             << "' to be an array of stage numbers on a module";
+    return success();
+  }
+  if (attr.getName() == kRecomputedAttrName) {
+    if (!isa<UnitAttr>(attr.getValue()))
+      return op->emitError("expects '")
+             << kRecomputedAttrName << "' to be a unit attribute";
+    return success();
+  }
   return op->emitError("unknown pipe dialect attribute '")
          << attr.getName().getValue() << "'";
 }

@@ -24,6 +24,7 @@
 #include "dpc/planner/PlanJson.h"
 #include "dpc/runtime/Adapt.h"
 #include "dpc/runtime/Heartbeat.h"
+#include "dpc/schedule/Simulator.h"
 #include "dpc/schedule/Timeline.h"
 #include "dpc/support/CommandLine.h"
 #include "dpc/support/WriteFile.h"
@@ -598,13 +599,42 @@ double median(std::vector<double> values) {
   return n % 2 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
 }
 
+/// The cores the ranks of a job on this machine share, when its ranks'
+/// threads outnumber them; 0 when each rank has cores of its own (or the
+/// ranks run on the hosts of a host file).
+int sharedCores(const LaunchOptions &options, int ranks) {
+  long cores = ::sysconf(_SC_NPROCESSORS_ONLN);
+  const char *threadsText = std::getenv("OMP_NUM_THREADS");
+  long threads = threadsText ? std::max(1L, std::atol(threadsText)) : 1;
+  if (!options.hostfile.empty() || cores <= 0 || ranks * threads <= cores)
+    return 0;
+  return int(std::max(1L, cores / threads));
+}
+
+/// The step OUT/schedule.json takes with its ranks sharing `cores`, or
+/// nothing when it cannot be simulated.
+std::optional<double> simulateOnCores(const std::string &schedulePath,
+                                      int cores) {
+  schedule::Schedule s;
+  if (!schedule::readScheduleFile(schedulePath, s).empty())
+    return std::nullopt;
+  schedule::SimulateOptions options;
+  options.cores = cores;
+  options.recordTimeline = false;
+  schedule::SimulateResult result;
+  if (!schedule::simulateSchedule(s, options, result).empty())
+    return std::nullopt;
+  return result.stepTime;
+}
+
 /// Reads the step times the last stage wrote to `summaryPath`, prints the
 /// measured step time beside plan.json's prediction and records both in
 /// plan.json as "measured". The first step pays for warm-up (first touches
 /// of memory, kernel setup), so the median leaves it out when there are
-/// others.
+/// others. Ranks that share `cores` (non-zero) are predicted by simulating
+/// the build's schedule on them; plan.json's prediction gives each a core.
 std::string recordStepTime(const std::string &summaryPath,
-                           const std::string &planPath) {
+                           const std::string &planPath, int cores) {
   std::ifstream in(summaryPath);
   if (!in)
     return ""; // ranks that are not dpc's write no summary
@@ -625,12 +655,25 @@ std::string recordStepTime(const std::string &summaryPath,
   if (!plan)
     return plan.error();
   std::optional<double> predicted = plan->simulatedStepMs;
+  std::optional<double> corePerRank;
+  if (cores > 0 && predicted) {
+    std::string dir = planPath.substr(0, planPath.find_last_of('/') + 1);
+    if (std::optional<double> shared =
+            simulateOnCores(dir + "schedule.json", cores)) {
+      corePerRank = predicted;
+      predicted = shared;
+    }
+  }
 
   nlohmann::ordered_json record;
   record["step_ms"] = measured;
   if (predicted && *predicted > 0) {
     record["predicted_step_ms"] = *predicted;
     record["ratio"] = measured / *predicted;
+  }
+  if (corePerRank) {
+    record["cores"] = cores;
+    record["core_per_rank_step_ms"] = *corePerRank;
   }
   record["steps"] = stepMs.size();
   int64_t samplesPerStep = summary.value("samples_per_step", int64_t(0));
@@ -642,8 +685,15 @@ std::string recordStepTime(const std::string &summaryPath,
   if (!updated)
     return updated.error();
 
-  char line[160];
-  if (record.contains("ratio"))
+  char line[200];
+  if (record.contains("ratio") && corePerRank)
+    std::snprintf(line, sizeof(line),
+                  "step time: measured %.3g ms, predicted %.3g ms on %d "
+                  "shared core%s (%.3gx the prediction; %.3g ms with a core "
+                  "per rank)",
+                  measured, *predicted, cores, cores == 1 ? "" : "s",
+                  measured / *predicted, *corePerRank);
+  else if (record.contains("ratio"))
     std::snprintf(line, sizeof(line),
                   "step time: measured %.3g ms, predicted %.3g ms (%.3gx the "
                   "prediction)",
@@ -716,11 +766,26 @@ std::vector<std::string> mpirunCommand(const std::string &mpirun,
   // that unless told.
   if (cores > 0 && ranks > cores)
     argv.push_back("--oversubscribe");
-  // Open MPI binds each rank of a small job to one core, which suits one
-  // thread; a rank with more threads must not be bound.
   argv.push_back("-x");
   argv.push_back("OMP_NUM_THREADS");
-  if (threads != 1) {
+  if (hostfile.empty() && cores > 0 && ranks * threads <= cores) {
+    // The ranks' threads fit the machine: each rank gets cores of its own,
+    // as many as its threads, so no rank's threads run on another's cores.
+    argv.push_back("--map-by");
+    argv.push_back("slot:PE=" + std::to_string(threads));
+    argv.push_back("--bind-to");
+    argv.push_back("core");
+  } else if (hostfile.empty()) {
+    // More threads than cores: nothing is bound (the kernel shares the
+    // cores, as the simulator's --cores assumes), and OpenMP threads with
+    // nothing to do sleep instead of spinning on a core another rank needs.
+    argv.push_back("-x");
+    argv.push_back("OMP_WAIT_POLICY");
+    argv.push_back("--bind-to");
+    argv.push_back("none");
+  } else if (threads != 1) {
+    // Hosts of a host file: Open MPI binds each rank of a small job to one
+    // core, which suits one thread; a rank with more must not be bound.
     argv.push_back("--bind-to");
     argv.push_back("none");
   }
@@ -880,7 +945,8 @@ int runMpirun(const LaunchOptions &options, const RankOptions &rankOptions,
       error = mergeTraces(trace, ranks);
     if (!summaryPath.empty()) {
       if (error.empty())
-        error = recordStepTime(summaryPath, planPath);
+        error =
+            recordStepTime(summaryPath, planPath, sharedCores(options, ranks));
       ::unlink(summaryPath.c_str());
     }
     return error.empty() ? 0 : fail(error);
@@ -1037,6 +1103,8 @@ int launchOnce(const LaunchOptions &options, const std::string &givenOutDir,
                              : std::max<long>(1, cores > 0 ? cores / ranks : 1);
   if (!userThreads)
     ::setenv("OMP_NUM_THREADS", std::to_string(threads).c_str(), 1);
+  if (options.hostfile.empty() && cores > 0 && ranks * threads > cores)
+    ::setenv("OMP_WAIT_POLICY", "passive", /*overwrite=*/0);
   std::vector<std::string> argv = mpirunCommand(
       mpirunPath,
       options.hostfile.empty() ? "" : absolutePath(options.hostfile), ranks,

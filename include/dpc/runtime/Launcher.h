@@ -121,7 +121,10 @@ std::string mpirunAppfile(const LaunchJob &job);
 
 /// mpirun's command line up to `--app` (the appfile follows): tagged output,
 /// the host file, --oversubscribe past `cores` ranks, OMP_NUM_THREADS
-/// exported, and no core binding for ranks of several threads.
+/// exported. On one machine each rank is bound to `threads` cores of its own
+/// when the ranks' threads fit its `cores`; when they do not, nothing is
+/// bound and OMP_WAIT_POLICY is exported (the launcher makes it passive). On
+/// the hosts of a host file, ranks of several threads are not bound.
 std::vector<std::string> mpirunCommand(const std::string &mpirun,
                                        const std::string &hostfile, int ranks,
                                        long cores, long threads);

@@ -187,10 +187,23 @@ TEST(Launcher, MpirunAppfile) {
 }
 
 TEST(Launcher, MpirunCommand) {
+  // Threads that fit the cores: each rank on cores of its own.
   EXPECT_EQ(mpirunCommand("/usr/bin/mpirun", "", 2, 4, 2),
-            (std::vector<std::string>{"/usr/bin/mpirun", "--tag-output", "-x",
-                                      "OMP_NUM_THREADS", "--bind-to", "none",
-                                      "--app"}));
+            (std::vector<std::string>{
+                "/usr/bin/mpirun", "--tag-output", "-x", "OMP_NUM_THREADS",
+                "--map-by", "slot:PE=2", "--bind-to", "core", "--app"}));
+  EXPECT_EQ(mpirunCommand("mpirun", "", 2, 2, 1)[5], "slot:PE=1");
+  // More threads than cores: shared, and idle OpenMP threads sleep.
+  EXPECT_EQ(
+      mpirunCommand("mpirun", "", 4, 2, 1),
+      (std::vector<std::string>{
+          "mpirun", "--tag-output", "--oversubscribe", "-x", "OMP_NUM_THREADS",
+          "-x", "OMP_WAIT_POLICY", "--bind-to", "none", "--app"}));
+  EXPECT_EQ(mpirunCommand("mpirun", "", 2, 2, 2)[5], "OMP_WAIT_POLICY");
+  EXPECT_EQ(mpirunCommand("mpirun", "/h", 2, 4, 2),
+            (std::vector<std::string>{"mpirun", "--tag-output", "--hostfile",
+                                      "/h", "-x", "OMP_NUM_THREADS",
+                                      "--bind-to", "none", "--app"}));
   EXPECT_EQ(mpirunCommand("mpirun", "/h", 8, 4, 1),
             (std::vector<std::string>{"mpirun", "--tag-output", "--hostfile",
                                       "/h", "--oversubscribe", "-x",

@@ -11,7 +11,9 @@ others), and prints the step time plan.json predicted beside the one
 --repeat N, the median of N runs and their range). Two predictions: the
 simulator's (`simulated_step_ms`: the per-op costs, analytic or measured,
 through the real instruction streams; `dpc run` compares with this one) and
-the planner's (`step_ms`, its own cost model over the same node costs). The trace
+the planner's (`step_ms`, its own cost model over the same node costs); with
+more ranks than cores, the simulated step is the one `dpc run` reports, the
+schedule simulated with the ranks sharing the cores (`--cores`). The trace
 splits the measured step per rank into compute (forward, backward,
 optimizer, loads) and the rest (waiting for messages, MPI, the launcher's
 bookkeeping), next to the compute the simulator predicted for that rank,
@@ -95,7 +97,12 @@ def simulate_measured(dpc_schedule, out, events, work):
     path = os.path.join(work, "measured-costs.schedule.json")
     with open(path, "w") as f:
         json.dump(schedule, f)
-    text = run([dpc_schedule, "simulate", path, "--optimizer-ms", str(optimizer)])
+    # Ranks beyond the cores share them, as in the run.
+    cores = os.cpu_count() or 0
+    shared = (["--cores", str(cores)]
+              if 0 < cores < schedule["ranks"] else [])
+    text = run([dpc_schedule, "simulate", path, "--optimizer-ms", str(optimizer)]
+               + shared)
     return float(text.split("step ")[1].split(" ms")[0])
 
 
@@ -163,7 +170,10 @@ def main():
                                  simulate_measured(dpc_schedule, out, events, work)))
                 runs.sort(key=lambda r: r[0])
                 step, actual, replayed = runs[len(runs) // 2]
-                simulated = plan["predicted"]["simulated_step_ms"]
+                # dpc run's prediction: plan.json's, or with more ranks than
+                # cores the schedule simulated on the shared cores.
+                simulated = plan["measured"].get(
+                    "predicted_step_ms", plan["predicted"]["simulated_step_ms"])
                 planner = plan["predicted"]["step_ms"]
                 predicted = predicted_compute(os.path.join(out, "timeline.json"),
                                               stages)

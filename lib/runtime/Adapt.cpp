@@ -123,12 +123,20 @@ std::string adaptClusterJson(const std::vector<double> &speeds,
                        {"speed", speeds[d]},
                        {"description", "the slot of the first launch's rank " +
                                            std::to_string(d)}});
+  // An innermost level of one device a group pins every device to its rank:
+  // the planner then keeps the file's order and moves only the cuts. A
+  // rank's cores, and whatever else runs on them, stay where they are when
+  // the ranks are launched again; a plan that put another rank on a slow
+  // slot would not make it faster.
   nlohmann::ordered_json cluster = {
       {"format", "dpc-cluster"},
       {"version", 1},
-      {"description", "dpc run --adapt: the devices at their measured speeds"},
+      {"description", "dpc run --adapt: the devices at their measured speeds, "
+                      "each on its rank"},
       {"devices", std::move(devices)},
-      {"bandwidth", bandwidth}};
+      {"levels",
+       {{{"size", 1}, {"bandwidth", bandwidth}},
+        {{"size", speeds.size()}, {"bandwidth", bandwidth}}}}};
   return cluster.dump(2) + "\n";
 }
 

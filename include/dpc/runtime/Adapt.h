@@ -68,7 +68,9 @@ std::vector<double> slowedSpeeds(std::vector<double> speeds,
                                  const std::vector<double> &slowdowns);
 
 /// The cluster file of a re-plan (docs/PLANNER.md's schema): device d named
-/// "slotD" at `speeds[d]`, on one flat level of `bandwidth`.
+/// "slotD" at `speeds[d]`, every link at `bandwidth`, and the devices pinned
+/// to their ranks (groups of one device inside one group of all), so that
+/// the planner moves the cuts and keeps device d on rank d.
 std::string adaptClusterJson(const std::vector<double> &speeds,
                              double bandwidth);
 

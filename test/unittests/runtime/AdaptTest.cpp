@@ -45,7 +45,11 @@ TEST(Adapt, ClusterFileNamesTheSlots) {
   ASSERT_EQ(c["devices"].size(), 2u);
   EXPECT_EQ(c["devices"][1]["name"], "slot1");
   EXPECT_EQ(c["devices"][1]["speed"], 0.25);
-  EXPECT_EQ(c["bandwidth"], 5e9);
+  // Groups of one device: the planner keeps device d on rank d.
+  ASSERT_EQ(c["levels"].size(), 2u);
+  EXPECT_EQ(c["levels"][0]["size"], 1);
+  EXPECT_EQ(c["levels"][1]["size"], 2);
+  EXPECT_EQ(c["levels"][1]["bandwidth"], 5e9);
 }
 
 TEST(Adapt, ReplanOptionsFoldDevicesAndBandwidthIntoTheCluster) {

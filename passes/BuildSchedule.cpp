@@ -80,6 +80,11 @@ struct BuildSchedulePass
     }
     options.microbatches = microbatches;
     options.verticalSync = verticalSync;
+    if (!schedule::parseReduce(reduce, options.reduce)) {
+      module.emitError("unknown reduce '")
+          << reduce << "' (allreduce or preduce)";
+      return signalPassFailure();
+    }
 
     std::map<int64_t, llvm::StringMap<func::FuncOp>> stages =
         segmentsByStage(module);

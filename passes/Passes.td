@@ -357,6 +357,8 @@ def BuildSchedulePass : Pass<"dpc-build-schedule", "::mlir::ModuleOp"> {
            "Microbatches per minibatch">,
     Option<"verticalSync", "vertical-sync", "bool", /*default=*/"false",
            "PipeDream: every stage uses the weight version stage 0 used">,
+    Option<"reduce", "reduce", "std::string", /*default=*/"\"allreduce\"",
+           "How replicas reduce their gradients: allreduce or preduce">,
     Option<"scheduleOutput", "schedule-output", "std::string",
            /*default=*/"\"\"", "Write schedule.json to this file">,
     Option<"traceOutput", "trace-output", "std::string", /*default=*/"\"\"",

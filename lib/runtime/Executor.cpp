@@ -316,14 +316,23 @@ void Executor::Impl::run(int64_t step, size_t index, const Instruction &i) {
     params.checkNoRestore(at);
     // One step updates every chunk of the rank.
     params.beginUpdate();
-    for (int chunk = 0; chunk < manifest.chunks; ++chunk)
-      callSegment(Phase::Optimizer, segments.optimizer, -1, chunk);
+    // A partial reduce's other replicas take replica 0's weights instead.
+    if (!partialReduce || partialReduce->leads())
+      for (int chunk = 0; chunk < manifest.chunks; ++chunk)
+        callSegment(Phase::Optimizer, segments.optimizer, -1, chunk);
+    if (partialReduce)
+      partialReduceWeights(step);
     params.endUpdate();
     trace(schedule::EventKind::Optimizer, "opt", start, -1);
     break;
   case Op::AllReduce:
-    allReduceGradients();
-    trace(schedule::EventKind::AllReduce, "allreduce", start, -1);
+    if (sched.reduce == schedule::ReduceMode::PartialReduce) {
+      partialReduceGradients(step);
+      trace(schedule::EventKind::AllReduce, "preduce", start, -1);
+    } else {
+      allReduceGradients();
+      trace(schedule::EventKind::AllReduce, "allreduce", start, -1);
+    }
     break;
   case Op::StashWeights:
     memory.peakWeightVersions =
@@ -372,6 +381,11 @@ void Executor::Impl::run(int64_t step, size_t index, const Instruction &i) {
   case Op::AllReduce:
     stepTimes.waitMs += nowMs() - start;
     break;
+  case Op::OptimizerStep:
+    // Waiting for replica 0's weights.
+    if (partialReduce && !partialReduce->leads())
+      stepTimes.waitMs += nowMs() - start;
+    break;
   default:
     break;
   }
@@ -384,6 +398,44 @@ void Executor::Impl::run(int64_t step, size_t index, const Instruction &i) {
 void Executor::Impl::allReduceGradients() {
   bool onDevice = replicaDeviceComm != nullptr;
   params.sumGradients(onDevice ? *replicaDeviceComm : *replicaComm, onDevice);
+}
+
+/// A partial reduce's round: replica 0 sums the gradients and losses that
+/// are ready into its own (PartialReduce.h); another replica sends its own.
+void Executor::Impl::partialReduceGradients(int64_t step) {
+  if (!partialReduce)
+    throw Error("the schedule was compiled with --reduce preduce, but the "
+                "partial reduce was not started");
+  std::vector<float> gradient = params.hostGradients();
+  std::vector<float> stepLosses(losses.size(), 0.0f);
+  for (size_t mb = 0; mb < losses.size(); ++mb)
+    if (losses[mb])
+      stepLosses[mb] = float(*losses[mb]);
+  StepTimes times = stepTimes;
+  times.stepMs = nowMs() - stepStartMs;
+  if (!partialReduce->leads()) {
+    partialReduce->sendGradient(step, gradient, stepLosses, times);
+    return;
+  }
+  round = partialReduce->reduce(step, gradient, stepLosses, times,
+                                step + 1 == endStep);
+  params.setGradients(gradient);
+  for (size_t mb = 0; mb < losses.size(); ++mb)
+    losses[mb] = double(stepLosses[mb]);
+}
+
+/// After the update: replica 0 sends its weights to the replicas its round
+/// took; another replica adopts them and goes on after that round.
+void Executor::Impl::partialReduceWeights(int64_t step) {
+  if (partialReduce->leads()) {
+    partialReduce->sendWeights(round, params.hostValues(), step + 1 == endStep);
+    return;
+  }
+  std::vector<float> weights;
+  next = partialReduce->receiveWeights(weights) + 1;
+  params.setValues(weights);
+  // Its own gradient went to replica 0; no optimizer ran to clear it.
+  params.clearGradients();
 }
 
 /// The step's per-microbatch losses on every replica of the last stage:
@@ -416,7 +468,8 @@ double Executor::Impl::trainStep(int64_t step) {
   losses.assign(size_t(sched.microbatches), std::nullopt);
   params.startWindow();
   stepTimes = StepTimes();
-  double stepStart = nowMs();
+  next = step + 1;
+  double stepStart = stepStartMs = nowMs();
   const std::vector<Instruction> &program = sched.programs[size_t(rank)];
   for (size_t k = 0; k < program.size(); ++k) {
     setActivity(step, program[k], sched.chunks);
@@ -427,7 +480,8 @@ double Executor::Impl::trainStep(int64_t step) {
   // reported at the step it happened in.
   device.synchronize();
   stepTimes.stepMs = nowMs() - stepStart;
-  if (replicaComm && manifest.isLastStage())
+  // A partial reduce's losses went with the gradients.
+  if (replicaComm && manifest.isLastStage() && !partialReduce)
     gatherLosses();
   double loss = 0;
   for (const std::optional<double> &l : losses)
@@ -634,6 +688,29 @@ double Executor::runStep(int64_t step, const StepPlan &plan) {
 }
 
 const StepTimes &Executor::stepTimes() const { return impl->stepTimes; }
+
+int ReduceRound::members() const {
+  int n = 0;
+  for (int64_t s : steps)
+    n += s >= 0;
+  return n;
+}
+
+void Executor::startPartialReduce(double graceMs, int64_t firstStep,
+                                  int64_t endStep) {
+  Impl &s = *impl;
+  if (s.sched.reduce != schedule::ReduceMode::PartialReduce || !s.replicaComm)
+    throw Error("a partial reduce needs a replicated stage compiled with "
+                "--reduce preduce");
+  s.partialReduce = std::make_unique<PartialReduce>(
+      *s.replicaComm, s.params.totalCount(), size_t(s.sched.microbatches),
+      s.params.totalCount(), graceMs, firstStep);
+  s.endStep = endStep;
+}
+
+int64_t Executor::nextStep() const { return impl->next; }
+
+const ReduceRound &Executor::lastRound() const { return impl->round; }
 
 double Executor::predictedComputeMs() const {
   const Impl &s = *impl;

@@ -17,6 +17,7 @@
 #include "Buffers.h"
 #include "OpProfile.h"
 #include "ParamStore.h"
+#include "PartialReduce.h"
 #include "Shapes.h"
 #include "Transfers.h"
 
@@ -137,6 +138,12 @@ struct Executor::Impl : dpc_context {
   // The current (or last) training step's compute and wait (StepMonitor.h).
   StepTimes stepTimes;
   double forwardDelayMs = 0;
+  double stepStartMs = 0;
+  /// --reduce preduce: the rounds, the last one replica 0 ran, where this
+  /// rank goes on, and the step that ends the run.
+  std::unique_ptr<PartialReduce> partialReduce;
+  ReduceRound round;
+  int64_t next = 0, endStep = 0;
   /// Training steps run so far: the first one's op times (oneDNN's
   /// primitive creation, cold caches) are left out once a second one runs.
   int64_t trainingStepsRun = 0;
@@ -205,6 +212,9 @@ struct Executor::Impl : dpc_context {
   void recvFinish(const schedule::Instruction &i, const std::string &at);
   void run(int64_t step, size_t index, const schedule::Instruction &i);
   void allReduceGradients();
+  /// --reduce preduce's AllReduce and OptimizerStep.
+  void partialReduceGradients(int64_t step);
+  void partialReduceWeights(int64_t step);
   void gatherLosses();
   double trainStep(int64_t step);
   /// dpc_report_output during evaluation: keeps the output (predictions)

@@ -87,10 +87,39 @@ void ParamStore::adamStep(int64_t id, float lr, float beta1, float beta2,
                   AdamStep(lr, beta1, beta2, eps, weightDecay, updates));
 }
 
-void ParamStore::sumGradients(Communicator &comm, bool onDevice) {
+size_t ParamStore::totalCount() const {
   size_t total = 0;
   for (const ParamState &p : params)
     total += p.count;
+  return total;
+}
+
+void ParamStore::flatten(Buffer ParamState::*which, float *out,
+                         bool onDevice) const {
+  size_t offset = 0;
+  for (const ParamState &p : params) {
+    if (onDevice)
+      device.copy(out + offset, (p.*which).floats(), p.bytes());
+    else
+      device.copyToHost(out + offset, (p.*which).floats(), p.bytes());
+    offset += p.count;
+  }
+}
+
+void ParamStore::unflatten(Buffer ParamState::*which, const float *in,
+                           bool onDevice) {
+  size_t offset = 0;
+  for (ParamState &p : params) {
+    if (onDevice)
+      device.copy((p.*which).floats(), in + offset, p.bytes());
+    else
+      device.copyFromHost((p.*which).floats(), in + offset, p.bytes());
+    offset += p.count;
+  }
+}
+
+void ParamStore::sumGradients(Communicator &comm, bool onDevice) {
+  size_t total = totalCount();
   Buffer deviceSum;
   float *sum;
   if (onDevice) {
@@ -100,23 +129,34 @@ void ParamStore::sumGradients(Communicator &comm, bool onDevice) {
     reduceBuffer.resize(total);
     sum = reduceBuffer.data();
   }
-  size_t offset = 0;
-  for (const ParamState &p : params) {
-    if (onDevice)
-      device.copy(sum + offset, p.grad.floats(), p.bytes());
-    else
-      device.copyToHost(sum + offset, p.grad.floats(), p.bytes());
-    offset += p.count;
-  }
+  flatten(&ParamState::grad, sum, onDevice);
   comm.allreduceSum(sum, total);
-  offset = 0;
-  for (ParamState &p : params) {
-    if (onDevice)
-      device.copy(p.grad.floats(), sum + offset, p.bytes());
-    else
-      device.copyFromHost(p.grad.floats(), sum + offset, p.bytes());
-    offset += p.count;
-  }
+  unflatten(&ParamState::grad, sum, onDevice);
+}
+
+std::vector<float> ParamStore::hostGradients() const {
+  std::vector<float> all(totalCount());
+  flatten(&ParamState::grad, all.data(), /*onDevice=*/false);
+  return all;
+}
+
+void ParamStore::setGradients(const std::vector<float> &all) {
+  unflatten(&ParamState::grad, all.data(), /*onDevice=*/false);
+}
+
+void ParamStore::clearGradients() {
+  for (ParamState &p : params)
+    device.memset(p.grad.data(), 0, p.bytes());
+}
+
+std::vector<float> ParamStore::hostValues() const {
+  std::vector<float> all(totalCount());
+  flatten(&ParamState::value, all.data(), /*onDevice=*/false);
+  return all;
+}
+
+void ParamStore::setValues(const std::vector<float> &all) {
+  unflatten(&ParamState::value, all.data(), /*onDevice=*/false);
 }
 
 //===----------------------------------------------------------------------===//

@@ -71,6 +71,15 @@ public:
   /// memory.
   void sumGradients(Communicator &comm, bool onDevice);
 
+  /// Every parameter's gradient accumulator or value, one after the other
+  /// in manifest order, in host memory: what a partial reduce sends.
+  size_t totalCount() const;
+  std::vector<float> hostGradients() const;
+  void setGradients(const std::vector<float> &all);
+  void clearGradients();
+  std::vector<float> hostValues() const;
+  void setValues(const std::vector<float> &all);
+
   //===--- Weight versions ------------------------------------------------===//
 
   /// A step starts from the live weights as version 0.
@@ -110,6 +119,11 @@ public:
                                 const std::string &fileName);
 
 private:
+  /// Copies `which` of every parameter to `out` (device memory when
+  /// `onDevice`, else host memory), and back.
+  void flatten(Buffer ParamState::*which, float *out, bool onDevice) const;
+  void unflatten(Buffer ParamState::*which, const float *in, bool onDevice);
+
   const RankManifest &manifest;
   Device &device;
   BufferPool &pool;

@@ -249,6 +249,79 @@ int64_t bootId() {
   return int64_t(std::hash<std::string>()(id) | 1);
 }
 
+/// Replica 0's tally of a partial reduce's rounds (--reduce preduce).
+struct PartialReduceTally {
+  int64_t rounds = 0;
+  /// Per replica: gradients the rounds took, and how many of them late.
+  std::vector<int64_t> taken, late;
+  /// Replica shares of a minibatch the rounds trained on.
+  int64_t shares = 0;
+
+  void add(const ReduceRound &round) {
+    taken.resize(round.steps.size());
+    late.resize(round.steps.size());
+    ++rounds;
+    for (size_t j = 0; j < round.steps.size(); ++j)
+      if (round.steps[j] >= 0) {
+        ++taken[j];
+        late[j] += round.steps[j] < round.step;
+        ++shares;
+      }
+  }
+};
+
+/// FNV-1a over the bytes of every parameter of the rank.
+uint64_t weightsDigest(const Executor &exec) {
+  uint64_t hash = 1469598103934665603ull;
+  for (const ManifestParam &p : exec.manifest().params)
+    for (float v : exec.param(p.id)) {
+      unsigned char bytes[sizeof v];
+      std::memcpy(bytes, &v, sizeof v);
+      for (unsigned char b : bytes)
+        hash = (hash ^ b) * 1099511628211ull;
+    }
+  return hash;
+}
+
+/// The end of a partial reduce: every replica must hold replica 0's
+/// weights (the last round took every replica's gradient and sent them all
+/// the same weights); replica 0 prints what the rounds took.
+void reportPartialReduce(Communicator &comm, const Executor &exec,
+                         const PartialReduceTally &tally,
+                         int64_t samplesPerStep, bool reports,
+                         std::optional<MetricsWriter> &metrics) {
+  std::vector<std::vector<int64_t>> all =
+      gatherInts(comm, 0, {int64_t(weightsDigest(exec))});
+  if (comm.rank() != 0)
+    return;
+  for (size_t j = 1; j < all.size(); ++j)
+    if (all[j][0] != all[0][0])
+      throw Error("partial reduce: replica " + std::to_string(j) +
+                  " ends with other weights than replica 0");
+  int replicas = int(all.size());
+  double trained =
+      double(tally.shares) / double(replicas) * double(samplesPerStep);
+  std::string line =
+      "partial reduce: " + std::to_string(tally.rounds) + " rounds";
+  for (int j = 1; j < replicas && j < int(tally.taken.size()); ++j)
+    line += "; replica " + std::to_string(j) + "'s gradient in " +
+            std::to_string(tally.taken[j]) + " (" +
+            std::to_string(tally.late[j]) + " one step late)";
+  char tail[160];
+  std::snprintf(tail, sizeof tail,
+                "; %.0f samples trained (%.1f%% of the steps' minibatches); "
+                "every replica ends with replica 0's weights",
+                trained,
+                100.0 * double(tally.shares) /
+                    double(std::max<int64_t>(1, tally.rounds * replicas)));
+  printLine(line + tail);
+  if (reports && metrics)
+    metrics->write({{"preduce_rounds", tally.rounds},
+                    {"preduce_taken", tally.taken},
+                    {"preduce_late", tally.late},
+                    {"trained_samples", trained}});
+}
+
 /// The steady-clock time every rank's trace counts from, so that `dpc run`
 /// can lay the ranks' traces side by side. All ranks leave a barrier
 /// together, to within the barrier's polling, which on a loaded machine can
@@ -635,6 +708,17 @@ int runRank(int argc, char **argv, Communicator &comm) {
 
   if (!opts.trace.empty())
     exec.enableTrace(traceOrigin(comm));
+  // --reduce preduce: replica 0 runs every step's round; another replica
+  // may skip steps (exec.nextStep()) and sends its times with its gradient.
+  const bool partial =
+      schedule.reduce == dpc::schedule::ReduceMode::PartialReduce;
+  PartialReduceTally tally;
+  // --adapt's end-of-step broadcast would count steps a replica skips.
+  if (partial && opts.adapt)
+    throw Error("--adapt cannot re-partition a build compiled with --reduce "
+                "preduce");
+  if (partial)
+    exec.startPartialReduce(opts.reduceGraceMs, firstStep, totalSteps);
   double startMs = Executor::nowMs();
   std::vector<double> stepEnds; // seconds since startMs
   ProgressMeter meter(totalSteps, samplesPerStep, 0.0);
@@ -711,8 +795,15 @@ int runRank(int argc, char **argv, Communicator &comm) {
     } else {
       loss = exec.runStep(step);
     }
-    std::vector<StepTimes> times =
-        gatherStepTimes(comm, reporter, exec.stepTimes());
+    std::vector<StepTimes> times;
+    if (!partial)
+      times = gatherStepTimes(comm, reporter, exec.stepTimes());
+    else if (firstReplica) {
+      // Replica 0's own, with the round's wait; the others' as they sent them.
+      times = exec.lastRound().times;
+      times[0] = exec.stepTimes();
+      tally.add(exec.lastRound());
+    }
     // The last stage stops the job on a NaN or infinite loss (diverged
     // training, corrupt weights): nothing later can be trusted.
     if (reports && !std::isfinite(loss) && !opts.allowNonfiniteLoss)
@@ -747,6 +838,8 @@ int runRank(int argc, char **argv, Communicator &comm) {
           record["plan_ms"] = std::round(planned->planMs * 1e3) / 1e3;
           record["step_ms"] = std::round(exec.stepTimes().stepMs * 1e3) / 1e3;
         }
+        if (partial)
+          record["reduced_steps"] = exec.lastRound().steps;
         metrics->write(std::move(record));
       }
       std::vector<double> compute;
@@ -823,9 +916,13 @@ int runRank(int argc, char **argv, Communicator &comm) {
     if (!opts.checkpointDir.empty() && opts.checkpointEvery > 0 &&
         (step + 1) % opts.checkpointEvery == 0 && step + 1 < totalSteps)
       saveCheckpoint(step + 1);
+    if (partial)
+      step = exec.nextStep() - 1;
   }
   if (!opts.checkpointDir.empty() && stoppedAfter < 0)
     saveCheckpoint(totalSteps);
+  if (partial)
+    reportPartialReduce(comm, exec, tally, samplesPerStep, reports, metrics);
   if (reports && !opts.summary.empty())
     writeSummary(opts.summary, stepEnds, firstStep, schedule, samplesPerStep);
   if (totalSteps > firstStep)

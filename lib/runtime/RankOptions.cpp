@@ -87,6 +87,17 @@ std::vector<RankOptionInfo> makeTable() {
            return "";
          return "--slow-threshold expects a ratio above 1";
        }},
+      {"reduce-grace", "MS",
+       "builds compiled with --reduce preduce: how long replica 0's round "
+       "waits for a replica's gradient before the replica joins a later "
+       "round (docs/RUNTIME.md)",
+       "1", &O::reduceGraceMs, /*negatable=*/false, /*forwarded=*/true,
+       /*training=*/true,
+       [](const O &o) -> std::string {
+         if (o.reduceGraceMs >= 0 && o.reduceGraceMs <= 1e7)
+           return "";
+         return "--reduce-grace expects milliseconds, at least 0";
+       }},
       {"test-forward-delay", "RANK:FROM_STEP:MS",
        "for tests of the step monitor: rank RANK sleeps MS ms before each "
        "Forward from step FROM_STEP (counted from 1) on",

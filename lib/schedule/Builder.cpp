@@ -615,6 +615,10 @@ std::string buildSchedule(const BuildOptions &options, Schedule &schedule) {
     for (int r : options.replicas)
       schedule.ranks += r;
   }
+  schedule.reduce = options.reduce;
+  if (options.reduce != ReduceMode::AllReduce)
+    if (std::string problem = schedule.checkLayout(); !problem.empty())
+      return problem;
   if (options.stageInfo.size() == numVs)
     schedule.stages = options.stageInfo;
   else

@@ -166,6 +166,19 @@ double StageInfo::computeMs(Op op) const {
   }
 }
 
+const char *reduceName(ReduceMode mode) {
+  return mode == ReduceMode::PartialReduce ? "preduce" : "allreduce";
+}
+
+bool parseReduce(const std::string &name, ReduceMode &mode) {
+  for (ReduceMode m : {ReduceMode::AllReduce, ReduceMode::PartialReduce})
+    if (name == reduceName(m)) {
+      mode = m;
+      return true;
+    }
+  return false;
+}
+
 bool Schedule::hasReplicas() const {
   for (int r : replicas)
     if (r != 1)
@@ -204,6 +217,13 @@ std::string Schedule::checkLayout() const {
            std::to_string(stages) + " stages of " + std::to_string(chunks) +
            " chunks need more message tags than the " +
            std::to_string(kScheduleTagLimit) + " the runtime has";
+  // A replica that falls behind skips steps (docs/RUNTIME.md), which the
+  // other stages of a pipeline, waiting for its microbatches, cannot do.
+  if (reduce == ReduceMode::PartialReduce &&
+      (replicas.size() != 1 || replicas[0] < 2))
+    return "preduce needs one pipeline stage with replicas (--replicas R, "
+           "R > 1): a replica that falls behind skips steps, which the "
+           "stages it would feed cannot";
   if (replicas.empty())
     return "";
   int64_t total = 0;
@@ -242,6 +262,8 @@ std::string toJson(const Schedule &schedule, int indent) {
   root["chunks"] = schedule.chunks;
   if (schedule.hasReplicas())
     root["replicas"] = schedule.replicas;
+  if (schedule.reduce != ReduceMode::AllReduce)
+    root["reduce"] = reduceName(schedule.reduce);
   root["vertical_sync"] = schedule.verticalSync;
   json stages = json::array();
   for (size_t vs = 0; vs < schedule.stages.size(); ++vs) {
@@ -381,6 +403,9 @@ std::string fromJson(const std::string &text, Schedule &schedule) {
         return "\"replicas\" must list the ranks of every stage, got " +
                std::to_string(r);
     }
+    std::string reduce = get<std::string>(root, "reduce", "allreduce");
+    if (!parseReduce(reduce, schedule.reduce))
+      return "unknown reduce '" + reduce + "' (allreduce or preduce)";
     schedule.verticalSync = get<bool>(root, "vertical_sync", false);
     if (std::string problem = schedule.checkLayout(); !problem.empty())
       return problem;

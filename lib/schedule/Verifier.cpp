@@ -249,12 +249,12 @@ void Verifier::replayRank(int r) {
     }
     return true;
   };
+  const double limit = options.memoryLimitOf(r);
   auto track = [&](double delta, int i) {
     memory += delta;
     if (memory > peak)
       peak = memory;
-    if (options.memoryLimit > 0 && memory > options.memoryLimit &&
-        overIndex < 0) {
+    if (limit > 0 && memory > limit && overIndex < 0) {
       overIndex = i;
       overMemory = memory;
     }
@@ -563,7 +563,7 @@ void Verifier::replayRank(int r) {
     report(ViolationKind::MemoryLimit, r, overIndex,
            "memory reaches " + formatBytes(overMemory) + " (peak " +
                formatBytes(peak) + ", parameters " + formatBytes(params) +
-               "), over the limit of " + formatBytes(options.memoryLimit));
+               "), over the limit of " + formatBytes(limit));
   }
 }
 
@@ -624,11 +624,25 @@ void Verifier::runTogether(CommModel model) {
     return pc[q] < size(q) && s.programs[q][pc[q]].op == Op::AllReduce &&
            s.programs[q][pc[q]].chunk == chunk;
   };
+  // How many AllReduces each rank has passed.
+  std::vector<int> reduces(p, 0);
+  bool partial = s.reduce == ReduceMode::PartialReduce;
   // An all-reduce completes when every replica of the stage has reached
-  // one of the same chunk; it then moves them all past it.
+  // one of the same chunk; it then moves them all past it. A partial reduce
+  // (docs/SCHEDULES.md) never waits on replica 0, which folds in whichever
+  // gradients are there (a late one belongs to an earlier step, which the
+  // one-step replay counts as done), and makes another replica wait only
+  // until replica 0 has passed the same reduce: its weights come back then.
   auto reduce = [&](int r) {
     int stage = s.stageOf(r), first = s.firstRankOf(stage);
     int chunk = s.programs[r][pc[r]].chunk;
+    if (partial) {
+      if (r != first && reduces[first] <= reduces[r])
+        return false;
+      ++reduces[r];
+      ++pc[r];
+      return true;
+    }
     for (int q = first; q < first + s.replicasOf(stage); ++q)
       if (!atAllReduce(q, chunk))
         return false;
@@ -686,6 +700,23 @@ void Verifier::runTogether(CommModel model) {
       continue;
     int i = pc[r];
     const Instruction &inst = s.programs[r][i];
+    if (inst.op == Op::AllReduce && partial) {
+      int q = s.firstRankOf(s.stageOf(r));
+      std::string where = pc[q] < size(q) ? "is blocked at instruction " +
+                                                std::to_string(pc[q]) + " (" +
+                                                text(q, pc[q]) + ")"
+                                          : std::string("has finished");
+      report(ViolationKind::Deadlock, r, i,
+             std::string("deadlock with ") + commModelName(model) +
+                 " transfers: the partial reduce waits for replica 0 (rank " +
+                 std::to_string(q) +
+                 ") to send the weights of its round, "
+                 "but rank " +
+                 std::to_string(q) + " " + where);
+      if (pc[q] < size(q))
+        relate(q, pc[q], "rank " + std::to_string(q) + " is blocked here");
+      return;
+    }
     if (inst.op == Op::AllReduce) {
       int stage = s.stageOf(r), first = s.firstRankOf(stage);
       for (int q = first; q < first + s.replicasOf(stage); ++q) {

@@ -27,6 +27,8 @@ struct CompileOptions {
   std::string schedule = "1f1b";
   int64_t virtualStages = 1;
   bool verticalSync = false;
+  /// How the replicas reduce: "allreduce" or "preduce".
+  std::string reduce = "allreduce";
   std::string target = "cpu";
   /// "fp32", or "bf16": convolutions and matmuls read bf16 inputs and
   /// tensors cross stages as bf16; weights and optimizer state stay f32.

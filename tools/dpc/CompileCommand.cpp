@@ -145,6 +145,11 @@ std::string checkOptions(const CompileOptions &o, const cli::ArgParser &p) {
              "per rank (gpipe, 1f1b, zb-h1), not " +
              o.schedule;
   }
+  if (o.reduce == "preduce" &&
+      (o.replicas.size() != 1 || o.replicas.front() < 2))
+    return "--reduce preduce needs one replicated stage (--replicas R with "
+           "R > 1): a replica that falls behind skips steps, which other "
+           "stages cannot";
   if (o.schedule == "interleaved" && p.given("devices"))
     return "--schedule interleaved needs --stages (ranks), not --devices";
   if (p.given("cluster")) {
@@ -177,9 +182,9 @@ std::string checkOptions(const CompileOptions &o, const cli::ArgParser &p) {
     return "--ignore-index applies to --loss softmax-cross-entropy";
   if (o.inference) {
     for (const char *training :
-         {"devices", "replicas", "schedule", "virtual-stages", "vertical-sync",
-          "loss", "ignore-index", "optimizer", "lr", "momentum", "betas", "eps",
-          "weight-decay"})
+         {"devices", "replicas", "reduce", "schedule", "virtual-stages",
+          "vertical-sync", "loss", "ignore-index", "optimizer", "lr",
+          "momentum", "betas", "eps", "weight-decay"})
       if (p.given(training))
         return std::string("--inference builds a forward pass only; --") +
                training + " applies to training";
@@ -709,6 +714,7 @@ int compileModel(const CompileOptions &options) {
   schedule.schedule = options.schedule;
   schedule.microbatches = options.microbatches;
   schedule.verticalSync = options.verticalSync;
+  schedule.reduce = options.reduce;
   schedule.scheduleOutput = (out.path() / "schedule.json").string();
   schedule.traceOutput = (out.path() / "timeline.json").string();
   mlir::dpc::PlanMemoryPassOptions memory;
@@ -1000,6 +1006,11 @@ int runCompileCommand(const Args &args) {
   p.addFlag("vertical-sync", &o.verticalSync,
             "pipedream: every stage uses stage 0's weight version of a "
             "microbatch");
+  p.addOption("reduce", oneOf(&o.reduce, {"allreduce", "preduce"}),
+              "allreduce|preduce",
+              "how replicas sum gradients: allreduce waits for every one; "
+              "preduce (one replicated stage) lets a late replica join a "
+              "later round, see docs/RUNTIME.md (default allreduce)");
   p.addOption("target", oneOf(&o.target, {"cpu", "cuda"}), "cpu|cuda",
               "backend (default cpu)");
   p.addOption("precision", oneOf(&o.precision, {"fp32", "bf16"}), "fp32|bf16",

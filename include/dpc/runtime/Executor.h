@@ -102,6 +102,18 @@ struct StepPlan {
   std::vector<PlannedMicrobatch> microbatches;
 };
 
+/// One round of a partial reduce (--reduce preduce, docs/RUNTIME.md), as
+/// replica 0 ran it: per replica, the step whose gradient it applied (-1:
+/// none; a step before `step` is a stale gradient) and that step's compute
+/// and wait.
+struct ReduceRound {
+  int64_t step = 0;
+  std::vector<int64_t> steps;
+  std::vector<StepTimes> times;
+  /// How many gradients the round took.
+  int members() const;
+};
+
 class Executor {
 public:
   /// Checks the schedule against the manifest: one stage per rank, the
@@ -207,6 +219,19 @@ public:
   /// For tests of the step monitor: sleep `ms` before every Forward of a
   /// training step, inside its compute time, as a slowed device would.
   void setForwardDelay(double ms);
+
+  /// A schedule compiled with --reduce preduce: the stage's replicas
+  /// reduce in rounds led by replica 0 (docs/RUNTIME.md) over the steps
+  /// [firstStep, endStep); a round waits `graceMs` for gradients that are
+  /// not due. Call before the first step; without it such a schedule's
+  /// AllReduce is an error.
+  void startPartialReduce(double graceMs, int64_t firstStep, int64_t endStep);
+  /// The step this rank trains next: the one after the last, or for a
+  /// replica that fell behind in a partial reduce, the one after the round
+  /// its gradient went into.
+  int64_t nextStep() const;
+  /// Replica 0 of a partial reduce: the last round.
+  const ReduceRound &lastRound() const;
 
   const MemoryStats &memoryStats() const;
   /// What the schedule's verifier promised for this rank (computed once, when

@@ -40,6 +40,8 @@ struct RankOptions {
   int64_t checkpointEvery = 0;
   std::string transport;
   double slowThreshold = 0;
+  /// --reduce preduce: replica 0's grace period for late gradients.
+  double reduceGraceMs = 0;
   /// RANK:FROM_STEP:MS; parseForwardDelay reads it.
   std::string testForwardDelay;
   /// RANK:FROM_STEP:SECONDS; parseInterference reads it.

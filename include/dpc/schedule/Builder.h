@@ -33,6 +33,8 @@ struct BuildOptions {
   /// with more than one splits its microbatches round-robin over them and
   /// all-reduces the gradients before the update; synchronous kinds only.
   std::vector<int> replicas;
+  /// How the replicas reduce; preduce needs one stage with replicas.
+  ReduceMode reduce = ReduceMode::AllReduce;
   /// Per virtual stage (stages * virtualStages entries), or one entry used
   /// for all, or empty for unit costs and zero sizes.
   std::vector<StageInfo> stageInfo;

@@ -36,6 +36,25 @@ bool parseKind(const std::string &name, ScheduleKind &kind);
 /// backward.
 bool isSynchronous(ScheduleKind kind);
 
+/// How a replicated stage's AllReduce combines its replicas' gradients.
+enum class ReduceMode {
+  /// Every replica's gradient of the step, summed over all of them; the
+  /// replicas wait for each other.
+  AllReduce,
+  /// Partial reduce (SD-Pipe's straggler tolerance): replica 0 sums the
+  /// gradients that are ready, a late replica joins a later round with a
+  /// gradient at most kPartialReduceStaleness steps old and adopts replica
+  /// 0's weights. Only a job of one replicated stage (docs/RUNTIME.md).
+  PartialReduce,
+};
+
+/// "allreduce", "preduce".
+const char *reduceName(ReduceMode mode);
+bool parseReduce(const std::string &name, ReduceMode &mode);
+
+/// Partial reduce: how many rounds old a gradient may be when it is applied.
+constexpr int kPartialReduceStaleness = 1;
+
 enum class Op : uint8_t {
   /// Read microbatch `mb` (inputs on the first stage, labels on the last).
   LoadMicrobatch,
@@ -159,6 +178,8 @@ struct Schedule {
   int chunks = 1;
   /// Ranks per pipeline stage; empty when every stage has one rank.
   std::vector<int> replicas;
+  /// How replicated stages reduce their gradients.
+  ReduceMode reduce = ReduceMode::AllReduce;
   bool verticalSync = false;
   /// numVirtualStages() entries, indexed by virtual stage.
   std::vector<StageInfo> stages;

@@ -77,7 +77,8 @@ std::vector<std::string> roundTrip(const std::vector<std::string> &given) {
 // here, or this fails).
 TEST(RankOptions, ForwardedOptionsRoundTrip) {
   std::vector<std::string> args = roundTrip(
-      words("--data synthetic:64 --eval-data npy:x.npy,y.npy --steps 3 "
+      words("--data synthetic:64 --reduce-grace 2.5 "
+            "--eval-data npy:x.npy,y.npy --steps 3 "
             "--seed -7 --metrics m.jsonl --trace t.json --op-times ops.json "
             "--predictions p.npy --checkpoint-dir ckpt --checkpoint-every 2 "
             "--transport mpi --slow-threshold 2.25 --test-forward-delay "
@@ -158,6 +159,8 @@ TEST(RankOptions, RefusesBadValues) {
             "--interfere expects RANK:FROM_STEP:SECONDS, not '1:5:0'");
   EXPECT_EQ(problem({"--interfere", "-1:5:2"}),
             "--interfere expects RANK:FROM_STEP:SECONDS, not '-1:5:2'");
+  EXPECT_EQ(problem({"--reduce-grace", "-1"}),
+            "--reduce-grace expects milliseconds, at least 0");
   EXPECT_EQ(problem({"--resume"}), "--resume needs --checkpoint-dir");
   EXPECT_EQ(problem({"--adapt", "--adapt-threshold", "1"}),
             "--adapt-threshold expects a ratio above 1");

@@ -373,3 +373,90 @@ TEST(Verifier, ReplicaLayoutMustAddUp) {
   EXPECT_EQ(r.violations.front().message,
             "the replicas per stage add up to 4 ranks, not 3");
 }
+
+namespace {
+
+/// One stage on two ranks (data parallelism), reducing with `mode`.
+Schedule buildDataParallel(ReduceMode mode) {
+  BuildOptions options;
+  options.kind = ScheduleKind::OneFOneB;
+  options.stages = 1;
+  options.microbatches = 4;
+  options.replicas = {2};
+  options.reduce = mode;
+  Schedule schedule;
+  EXPECT_EQ(buildSchedule(options, schedule), "");
+  return schedule;
+}
+
+int findAllReduce(const Schedule &s, int rank) {
+  return find(s, rank,
+              [](const Instruction &i) { return i.op == Op::AllReduce; });
+}
+
+} // namespace
+
+TEST(Verifier, PartialReduceNeedsOneReplicatedStage) {
+  BuildOptions options;
+  options.kind = ScheduleKind::OneFOneB;
+  options.stages = 2;
+  options.microbatches = 4;
+  options.replicas = {2, 1};
+  options.reduce = ReduceMode::PartialReduce;
+  Schedule schedule;
+  EXPECT_EQ(buildSchedule(options, schedule),
+            "preduce needs one pipeline stage with replicas (--replicas R, R "
+            "> 1): a replica that falls behind skips steps, which the stages "
+            "it would feed cannot");
+  // A schedule file that claims it anyway.
+  Schedule s = buildReplicated(4);
+  s.reduce = ReduceMode::PartialReduce;
+  VerifyResult r = verifySchedule(s);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.violations.front().kind, ViolationKind::Malformed);
+  // And schedule.json keeps the mode.
+  Schedule parsed;
+  ASSERT_EQ(
+      fromJson(toJson(buildDataParallel(ReduceMode::PartialReduce)), parsed),
+      "");
+  EXPECT_EQ(parsed.reduce, ReduceMode::PartialReduce);
+  ASSERT_EQ(fromJson(toJson(buildDataParallel(ReduceMode::AllReduce)), parsed),
+            "");
+  EXPECT_EQ(parsed.reduce, ReduceMode::AllReduce);
+}
+
+// Replica 0 of a partial reduce never waits for the others: a replica that
+// has not reached its reduce (here: never does) blocks an all-reduce but
+// not a partial one, where only the update count is wrong.
+TEST(Verifier, PartialReduceLeaderDoesNotWait) {
+  for (ReduceMode mode : {ReduceMode::AllReduce, ReduceMode::PartialReduce}) {
+    Schedule s = buildDataParallel(mode);
+    ASSERT_TRUE(verifySchedule(s).ok()) << reduceName(mode);
+    s.programs[1].erase(s.programs[1].begin() + findAllReduce(s, 1));
+    VerifyResult r = verifySchedule(s);
+    EXPECT_NE(findKind(r, ViolationKind::OptimizerCount), nullptr);
+    const Violation *dead = findKind(r, ViolationKind::Deadlock);
+    if (mode == ReduceMode::AllReduce) {
+      ASSERT_NE(dead, nullptr);
+      EXPECT_EQ(dead->rank, 0);
+    } else {
+      EXPECT_EQ(dead, nullptr) << dead->format();
+    }
+  }
+}
+
+// The other replicas wait for replica 0's round: its weights come back
+// then.
+TEST(Verifier, PartialReduceReplicaWaitsForTheRound) {
+  Schedule s = buildDataParallel(ReduceMode::PartialReduce);
+  s.programs[0].erase(s.programs[0].begin() + findAllReduce(s, 0));
+  VerifyResult r = verifySchedule(s);
+  const Violation *dead = findKind(r, ViolationKind::Deadlock);
+  ASSERT_NE(dead, nullptr);
+  EXPECT_EQ(dead->rank, 1);
+  EXPECT_NE(dead->message.find("the partial reduce waits for replica 0 "
+                               "(rank 0) to send the weights of its round, "
+                               "but rank 0 has finished"),
+            std::string::npos)
+      << dead->format();
+}

@@ -106,6 +106,8 @@ def dpc_compile(dpc, onnx_path, out_dir, stages, microbatches, args):
                "--schedule", args.schedule, "--lr", str(args.lr),
                "--momentum", str(args.momentum),
                "--precision", args.precision]
+    if args.fusion:
+        command += ["--fusion", args.fusion]
     started = time.perf_counter()
     result = subprocess.run(command, capture_output=True, text=True)
     seconds = time.perf_counter() - started
@@ -389,6 +391,10 @@ def main():
     parser.add_argument("--precision", choices=["fp32", "bf16"],
                         default="fp32",
                         help="dpc compile --precision (PyTorch stays fp32)")
+    parser.add_argument("--fusion", choices=["on", "off"],
+                        help="dpc compile --fusion (elementwise chains as "
+                             "generated loops; dpc's default when not given: "
+                             "on for the CPU)")
     parser.add_argument("--target", choices=["cpu", "cuda"], default="cpu",
                         help="train both sides on the CPU (default) or the "
                              "GPU")

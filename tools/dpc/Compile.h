@@ -34,7 +34,9 @@ struct CompileOptions {
   /// tensors cross stages as bf16; weights and optimizer state stay f32.
   std::string precision = "fp32";
   /// "on": fuse-elementwise groups chains of elementwise ops into loops
-  /// generated in the rank object; "off": one runtime call per op.
+  /// generated in the rank object; "off": one runtime call per op. dpc
+  /// compile's default is on for the CPU target, off for CUDA (the loops
+  /// run on the host).
   std::string fusion = "off";
   std::string loss = "softmax-cross-entropy";
   /// Rows with this label are left out of softmax-cross-entropy and of the

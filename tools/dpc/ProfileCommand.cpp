@@ -160,6 +160,8 @@ int measure(CompileOptions compile, const fs::path &dir, int64_t steps,
 
 int runProfileCommand(const Args &args) {
   CompileOptions compile;
+  // A profile times each op, which compile's planner prices one by one.
+  compile.fusion = "off";
   std::string output, target = "cpu", grid;
   int64_t steps = 20, ignoreIndex = -100;
   cli::ArgParser p("dpc profile",

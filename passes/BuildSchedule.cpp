@@ -119,7 +119,8 @@ struct BuildSchedulePass
       options.replicas.assign(replicas.asArrayRef().begin(),
                               replicas.asArrayRef().end());
     }
-    options.stageInfo = collectStageInfo(module);
+    options.stageInfo = collectStageInfo(
+        module, options.kind == schedule::ScheduleKind::ZeroBubbleH1);
 
     schedule::Schedule built;
     if (std::string error = schedule::buildSchedule(options, built);
@@ -171,7 +172,8 @@ struct BuildSchedulePass
 
 } // namespace
 
-std::vector<schedule::StageInfo> mlir::dpc::collectStageInfo(ModuleOp module) {
+std::vector<schedule::StageInfo>
+mlir::dpc::collectStageInfo(ModuleOp module, bool splitBackward) {
   std::vector<schedule::StageInfo> infos;
   for (auto &[stage, segments] : segmentsByStage(module)) {
     schedule::StageInfo info;
@@ -181,6 +183,7 @@ std::vector<schedule::StageInfo> mlir::dpc::collectStageInfo(ModuleOp module) {
     llvm::StringSet<> params, stashes;
     int64_t paramBytes = 0, stateTensors = 0;
     for (auto &entry : segments) {
+      bool stashesCount = splitBackward || entry.first() != "backward_input";
       entry.second.walk([&](Operation *op) {
         if (auto param = dyn_cast<nn::ParamOp>(op)) {
           if (params.insert(param.getName()).second)
@@ -188,7 +191,7 @@ std::vector<schedule::StageInfo> mlir::dpc::collectStageInfo(ModuleOp module) {
         } else if (auto update = dyn_cast<nn::OptimizerUpdateOpInterface>(op)) {
           stateTensors = std::max(stateTensors, update.getNumStateTensors());
         } else if (auto stash = dyn_cast<pipe::StashOp>(op)) {
-          if (stashes.insert(stash.getKey()).second)
+          if (stashesCount && stashes.insert(stash.getKey()).second)
             info.activationBytes += nn::getSizeInBytes(stash.getValue());
         } else if (auto send = dyn_cast<pipe::SendOp>(op)) {
           if (send.getPeerAttr().getInt() > stage)

@@ -19,8 +19,12 @@
 namespace mlir::dpc {
 
 /// One entry per (virtual) stage of the outlined segments of `module`, in
-/// stage order.
-std::vector<::dpc::schedule::StageInfo> collectStageInfo(ModuleOp module);
+/// stage order. The values the backward-input half stashes for the weight
+/// half count as stashed bytes only with `splitBackward` (a schedule that
+/// runs the halves, zb-h1): the others run the whole backward, which
+/// stashes nothing.
+std::vector<::dpc::schedule::StageInfo>
+collectStageInfo(ModuleOp module, bool splitBackward = true);
 
 } // namespace mlir::dpc
 

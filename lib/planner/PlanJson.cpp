@@ -169,6 +169,27 @@ Expected<PlanSummary> readPlanSummary(const std::string &text,
           limit.dump());
     summary.memoryLimitBytes = limit.get<double>();
   }
+  if (plan->contains("stages") && (*plan)["stages"].is_array())
+    for (const auto &stage : (*plan)["stages"]) {
+      if (!stage.is_object() || !stage.contains("planned_peak_bytes") ||
+          !stage.contains("ranks"))
+        continue;
+      const auto &peak = stage["planned_peak_bytes"];
+      const auto &ranks = stage["ranks"];
+      if (!peak.is_number_integer() || !ranks.is_array())
+        continue;
+      for (const auto &rank : ranks) {
+        if (!rank.is_number_integer() || rank.get<int64_t>() < 0 ||
+            rank.get<int64_t>() > INT32_MAX)
+          return Expected<PlanSummary>::failure(
+              name + ": a stage's \"ranks\" must hold rank numbers, got " +
+              ranks.dump());
+        size_t r = size_t(rank.get<int64_t>());
+        if (summary.plannedPeakBytes.size() <= r)
+          summary.plannedPeakBytes.resize(r + 1, 0);
+        summary.plannedPeakBytes[r] = peak.get<int64_t>();
+      }
+    }
   return summary;
 }
 

@@ -15,6 +15,8 @@ BufferPool::~BufferPool() {
 
 void *BufferPool::get(size_t bytes) {
   bytes = alignBytes(std::max<size_t>(bytes, 1));
+  if (meter)
+    meter->add(int64_t(bytes));
   auto it = freeList.find(bytes);
   if (it == freeList.end())
     return device.allocate(bytes);
@@ -24,7 +26,10 @@ void *BufferPool::get(size_t bytes) {
 }
 
 void BufferPool::put(void *p, size_t bytes) {
-  freeList.emplace(alignBytes(std::max<size_t>(bytes, 1)), p);
+  bytes = alignBytes(std::max<size_t>(bytes, 1));
+  if (meter)
+    meter->remove(int64_t(bytes));
+  freeList.emplace(bytes, p);
 }
 
 Scratch::~Scratch() {
@@ -41,6 +46,9 @@ void *Scratch::alloc(size_t bytes) {
   }
   void *p = static_cast<uint8_t *>(blockList.back().first) + used;
   used += bytes;
+  taken += bytes;
+  if (meter)
+    meter->add(int64_t(bytes));
   return p;
 }
 
@@ -54,7 +62,10 @@ void Scratch::reset() {
     blockList.clear();
     blockList.emplace_back(device.allocate(total), total);
   }
+  if (meter)
+    meter->remove(int64_t(taken));
   used = 0;
+  taken = 0;
 }
 
 const void *downloadFrom(Device &device, const void *src, size_t bytes,

@@ -15,6 +15,7 @@
 #include "dpc/runtime/Device.h"
 #include "dpc/runtime/Manifest.h"
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <map>
@@ -32,11 +33,33 @@ inline size_t alignBytes(size_t n) {
   return (n + kBufferAlign - 1) / kBufferAlign * kBufferAlign;
 }
 
+/// Bytes of device memory in use and the most at once: what the buffer
+/// pool has handed out (parameters with their gradients and optimizer
+/// state, stash slots, transfer packs, loaded data) plus what dpc_alloc has
+/// given the running segment. Buffers the pool keeps for reuse and the
+/// scratch block's unused rest are not in use. This is what dpc compile's
+/// plan-memory predicts per rank (plan.json's planned_peak_bytes).
+class MemoryMeter {
+public:
+  void add(int64_t bytes) {
+    live += bytes;
+    peak = std::max(peak, live);
+  }
+  void remove(int64_t bytes) { live -= bytes; }
+  int64_t bytes() const { return live; }
+  int64_t peakBytes() const { return peak; }
+
+private:
+  int64_t live = 0, peak = 0;
+};
+
 /// Freed buffers by rounded size; a request of a size seen before takes
-/// one of them instead of allocating.
+/// one of them instead of allocating. With a meter, what is handed out
+/// counts as in use until it is given back.
 class BufferPool {
 public:
-  explicit BufferPool(Device &device) : device(device) {}
+  explicit BufferPool(Device &device, MemoryMeter *meter = nullptr)
+      : device(device), meter(meter) {}
   ~BufferPool();
   BufferPool(const BufferPool &) = delete;
   BufferPool &operator=(const BufferPool &) = delete;
@@ -48,6 +71,7 @@ public:
 
 private:
   Device &device;
+  MemoryMeter *meter;
   std::multimap<size_t, void *> freeList;
 };
 
@@ -86,10 +110,12 @@ private:
 
 /// dpc_alloc memory: a bump allocator reset after every segment. When a
 /// segment overflows the first block, the next reset merges the blocks into
-/// one, so from the second microbatch on a segment allocates nothing.
+/// one, so from the second microbatch on a segment allocates nothing. With
+/// a meter, what the segment took counts as in use until the reset.
 class Scratch {
 public:
-  explicit Scratch(Device &device) : device(device) {}
+  explicit Scratch(Device &device, MemoryMeter *meter = nullptr)
+      : device(device), meter(meter) {}
   ~Scratch();
   Scratch(const Scratch &) = delete;
   Scratch &operator=(const Scratch &) = delete;
@@ -101,8 +127,11 @@ public:
 
 private:
   Device &device;
+  MemoryMeter *meter;
   std::vector<std::pair<void *, size_t>> blockList;
   size_t used = 0;
+  /// Bytes handed out since the reset, over every block.
+  size_t taken = 0;
 };
 
 /// Fills `bytes` bytes of device memory at `dst` by calling `fill` with host

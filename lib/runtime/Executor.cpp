@@ -731,7 +731,10 @@ double Executor::predictedComputeMs() const {
 
 void Executor::setForwardDelay(double ms) { impl->forwardDelayMs = ms; }
 
-const MemoryStats &Executor::memoryStats() const { return impl->memory; }
+const MemoryStats &Executor::memoryStats() const {
+  impl->memory.peakBytes = impl->meter.peakBytes();
+  return impl->memory;
+}
 const schedule::RankStats &Executor::promisedMemory() const {
   return impl->promised;
 }

@@ -79,8 +79,10 @@ struct Executor::Impl : dpc_context {
   std::unique_ptr<Device> ownedDevice;
   Device &device;
   std::unique_ptr<Device> host;
-  BufferPool pool{device}, hostPool{*host};
-  Scratch scratch{device};
+  /// Device memory in use (MemoryStats::peakBytes).
+  MemoryMeter meter;
+  BufferPool pool{device, &meter}, hostPool{*host};
+  Scratch scratch{device, &meter};
   std::vector<uint8_t> upStaging, downStaging, labelStaging;
   ParamStore params{manifest, device, pool};
   Transfers transfers{device, pool, hostPool, comm};

@@ -86,18 +86,23 @@ bool fileExists(const std::string &path) {
   return ::stat(path.c_str(), &st) == 0;
 }
 
-// The per-rank memory limit the build was compiled under (plan.json's
-// "memory_limit_bytes"), which bounds every planned step; 0 for none.
-double compiledMemoryLimit(const std::string &dir) {
+// What the build's plan.json says (nothing without one).
+dpc::planner::PlanSummary compiledPlan(const std::string &dir) {
   std::string path = resolve(dir, "plan.json");
   if (!fileExists(path))
-    return 0;
+    return {};
   std::string text;
   dpc::planner::Expected<dpc::planner::PlanSummary> plan =
       dpc::planner::loadPlanSummary(path, text);
   if (!plan)
     throw Error(plan.error());
-  return plan->memoryLimitBytes.value_or(0);
+  return *plan;
+}
+
+// The per-rank memory limit the build was compiled under (plan.json's
+// "memory_limit_bytes"), which bounds every planned step; 0 for none.
+double compiledMemoryLimit(const std::string &dir) {
+  return compiledPlan(dir).memoryLimitBytes.value_or(0);
 }
 
 // Creates `dir` when missing (not its parents) and checks that this rank
@@ -380,17 +385,21 @@ void writeAdaptRequest(const std::string &path, const AdaptDecision &decision,
 
 /// Every rank's measured peaks against what the schedule's verifier promised
 /// for it, gathered on the last stage: a metrics record per rank and one
-/// line. The two must agree; a difference is printed as such.
+/// line. The two must agree; a difference is printed as such. The line ends
+/// with each rank's peak device memory in use beside plan-memory's
+/// prediction (`predictedPeaks`, per rank; empty without plan.json).
 void reportMemory(Communicator &comm, const Executor &exec, bool reports,
-                  std::optional<MetricsWriter> &metrics) {
+                  std::optional<MetricsWriter> &metrics,
+                  const std::vector<int64_t> &predictedPeaks) {
   const dpc::schedule::RankStats &promised = exec.promisedMemory();
   const MemoryStats &measured = exec.memoryStats();
   // Gathered where the report is printed: the last stage's first replica.
   const dpc::schedule::Schedule &sched = exec.schedule();
-  std::vector<std::vector<int64_t>> all = gatherInts(
-      comm, sched.firstRankOf(sched.numStages() - 1),
-      {measured.peakStashes, promised.peakStashes, measured.peakWeightVersions,
-       promised.peakWeightVersions, measured.peakStashBytes});
+  std::vector<std::vector<int64_t>> all =
+      gatherInts(comm, sched.firstRankOf(sched.numStages() - 1),
+                 {measured.peakStashes, promised.peakStashes,
+                  measured.peakWeightVersions, promised.peakWeightVersions,
+                  measured.peakStashBytes, measured.peakBytes});
   if (!reports)
     return;
   std::string stashes, versions;
@@ -403,25 +412,43 @@ void reportMemory(Communicator &comm, const Executor &exec, bool reports,
     versions += " " + std::to_string(v[2]);
     asPromised &= v[0] == v[1] && v[2] == v[3];
     if (metrics)
-      metrics->write({{"rank", rank},
-                      {"peak_stashes", v[0]},
-                      {"promised_stashes", v[1]},
-                      {"peak_weight_versions", v[2]},
-                      {"promised_weight_versions", v[3]},
-                      {"peak_stash_bytes", v[4]}});
+      metrics->write(
+          {{"rank", rank},
+           {"peak_stashes", v[0]},
+           {"promised_stashes", v[1]},
+           {"peak_weight_versions", v[2]},
+           {"promised_weight_versions", v[3]},
+           {"peak_stash_bytes", v[4]},
+           {"peak_bytes", v[5]},
+           {"predicted_peak_bytes",
+            rank < predictedPeaks.size() ? predictedPeaks[rank] : 0}});
+  }
+  // Device memory in use at its peak against plan-memory's prediction, at
+  // the end of the line.
+  std::string peaks = "; peak memory per rank (measured/predicted):";
+  for (size_t rank = 0; rank < all.size(); ++rank) {
+    char text[96];
+    double measuredMiB = double(all[rank][5]) / (1 << 20);
+    if (rank < predictedPeaks.size() && predictedPeaks[rank] > 0)
+      std::snprintf(text, sizeof text, " %.2f/%.2f MiB (%+.1f%%)", measuredMiB,
+                    double(predictedPeaks[rank]) / (1 << 20),
+                    100.0 * (double(all[rank][5]) / predictedPeaks[rank] - 1));
+    else
+      std::snprintf(text, sizeof text, " %.2f MiB", measuredMiB);
+    peaks += text;
   }
   std::string line = "peak stashed microbatches per rank:" + stashes;
   if (versioned)
     line += "; weight versions:" + versions;
   if (asPromised) {
-    printLine(line + " (as the schedule promised)");
+    printLine(line + " (as the schedule promised)" + peaks);
     return;
   }
   std::string promisedText;
   for (const std::vector<int64_t> &v : all)
     promisedText += " " + std::to_string(v[1]) + "/" + std::to_string(v[3]);
   printLine(line + " (the schedule promised stashes/versions" + promisedText +
-            ")");
+            ")" + peaks);
 }
 
 /// The outputs of an inference build for `samples` samples, as kept by
@@ -926,7 +953,8 @@ int runRank(int argc, char **argv, Communicator &comm) {
   if (reports && !opts.summary.empty())
     writeSummary(opts.summary, stepEnds, firstStep, schedule, samplesPerStep);
   if (totalSteps > firstStep)
-    reportMemory(comm, exec, reports, metrics);
+    reportMemory(comm, exec, reports, metrics,
+                 compiledPlan(dir).plannedPeakBytes);
 
   // A job stopped for a re-partition evaluates in its continuation.
   int64_t evalMicrobatches = sizes[1] / m.microbatchSize;

@@ -15,6 +15,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace dpc::planner {
 
@@ -31,6 +32,9 @@ struct PlanSummary {
   std::optional<double> simulatedStepMs;
   /// `dpc compile --memory-limit` per rank, in bytes.
   std::optional<double> memoryLimitBytes;
+  /// Per rank, the peak memory plan-memory predicts (the stages'
+  /// "planned_peak_bytes"); empty when the plan has none.
+  std::vector<int64_t> plannedPeakBytes;
 };
 Expected<PlanSummary> readPlanSummary(const std::string &text,
                                       const std::string &name);

@@ -84,6 +84,11 @@ struct MemoryStats {
   int peakWeightVersions = 1;
   /// Most bytes in stash slots at once.
   int64_t peakStashBytes = 0;
+  /// Most bytes of device memory in use at once: parameters with their
+  /// gradients and optimizer state, stash slots, transfer and data buffers,
+  /// and the running segment's scratch (what plan.json's
+  /// planned_peak_bytes predicts).
+  int64_t peakBytes = 0;
 };
 
 /// One microbatch of a step planned at run time (variable-length builds):

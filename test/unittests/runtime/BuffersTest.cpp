@@ -69,6 +69,32 @@ TEST(Scratch, AlignsAndMergesOverflowedBlocks) {
   EXPECT_EQ(scratch.blocks(), 1u);
 }
 
+// What plan-memory predicts is memory in use: buffers the pool has handed
+// out and the running segment's scratch, not what either keeps for reuse.
+TEST(MemoryMeter, CountsWhatIsInUseNotWhatIsKept) {
+  StagingDevice device;
+  MemoryMeter meter;
+  BufferPool pool(device, &meter);
+  Scratch scratch(device, &meter);
+  {
+    Buffer a(pool, 100); // 128 bytes, rounded
+    Buffer b(pool, 64);
+    EXPECT_EQ(meter.bytes(), 192);
+  }
+  EXPECT_EQ(meter.bytes(), 0);
+  EXPECT_EQ(pool.idle(), 2u);
+  Buffer c(pool, 128); // recycled, in use again
+  EXPECT_EQ(meter.bytes(), 128);
+  scratch.alloc(1000); // 1024; the 1 MiB block is not in use
+  scratch.alloc(size_t(2) << 20);
+  EXPECT_EQ(meter.bytes(), 128 + 1024 + (int64_t(2) << 20));
+  scratch.reset();
+  EXPECT_EQ(meter.bytes(), 128);
+  scratch.alloc(64);
+  EXPECT_EQ(meter.bytes(), 192);
+  EXPECT_EQ(meter.peakBytes(), 128 + 1024 + (int64_t(2) << 20));
+}
+
 TEST(HostStaging, CopiesOnlyWhenTheHostCannotRead) {
   std::unique_ptr<Device> host = createHostDevice();
   StagingDevice staged;

@@ -825,6 +825,29 @@ SrunCommand srunCommand(const LaunchJob &job) {
 
 namespace {
 
+/// Runs `argv` (srun, or dpc compile) from `directory` ("": here) with its
+/// output passed through and waits for it; returns its wait status, or -1
+/// when it could not be started.
+int runProgram(const std::vector<std::string> &argv,
+               const std::string &directory) {
+  std::vector<char *> cargv;
+  for (const std::string &a : argv)
+    cargv.push_back(const_cast<char *>(a.c_str()));
+  cargv.push_back(nullptr);
+  std::cout.flush();
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    if (!directory.empty() && ::chdir(directory.c_str()) != 0)
+      ::_exit(127);
+    ::execv(cargv[0], cargv.data());
+    ::_exit(127);
+  }
+  int status = 0;
+  if (pid < 0 || ::waitpid(pid, &status, 0) < 0)
+    return -1;
+  return status;
+}
+
 /// `--launcher srun`: writes OUT/.dpc-srun.conf (and OUT/.dpc-srun.hosts),
 /// prints the command and the files, then runs it where srun exists.
 int runSrun(const LaunchJob &job, bool npCheck) {
@@ -852,17 +875,8 @@ int runSrun(const LaunchJob &job, bool npCheck) {
     ::setenv("SLURM_HOSTFILE", command.hostsPath.c_str(), 1);
   std::vector<std::string> argv = command.argv;
   argv[0] = srun;
-  std::vector<char *> cargv;
-  for (std::string &a : argv)
-    cargv.push_back(a.data());
-  cargv.push_back(nullptr);
-  pid_t pid = ::fork();
-  if (pid == 0) {
-    ::execv(srun.c_str(), cargv.data());
-    ::_exit(127);
-  }
-  int status = 0;
-  if (pid < 0 || ::waitpid(pid, &status, 0) < 0)
+  int status = runProgram(argv, "");
+  if (status == -1)
     return fail(std::string("cannot run srun: ") + std::strerror(errno));
   if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
     return 0;
@@ -1121,28 +1135,6 @@ int launchOnce(const LaunchOptions &options, const std::string &givenOutDir,
                    planPath, onStdout);
 }
 
-/// Runs `argv` (dpc compile) from `directory` with the output passed
-/// through; returns its exit code, or -1 when it could not run.
-int runProgram(const std::vector<std::string> &argv,
-               const std::string &directory) {
-  std::vector<char *> cargv;
-  for (const std::string &a : argv)
-    cargv.push_back(const_cast<char *>(a.c_str()));
-  cargv.push_back(nullptr);
-  std::cout.flush();
-  pid_t pid = ::fork();
-  if (pid == 0) {
-    if (!directory.empty() && ::chdir(directory.c_str()) != 0)
-      ::_exit(127);
-    ::execv(cargv[0], cargv.data());
-    ::_exit(127);
-  }
-  int status = 0;
-  if (pid < 0 || ::waitpid(pid, &status, 0) < 0)
-    return -1;
-  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
-
 std::string formatSpeeds(const std::vector<double> &speeds) {
   std::string text;
   char one[32];
@@ -1263,7 +1255,7 @@ int launchAdaptive(const LaunchOptions &options, const RankOptions &given) {
     argv.insert(argv.end(), kept.begin(), kept.end());
     argv.insert(argv.end(), {"--cluster", clusterPath, "-o", roundDir});
     int compiled = runProgram(argv, record.directory);
-    if (compiled != 0)
+    if (compiled == -1 || !WIFEXITED(compiled) || WEXITSTATUS(compiled) != 0)
       return fail("re-partition " + std::to_string(round) + ": '" +
                   joinCommand(argv) + "' failed; the checkpoint of step " +
                   std::to_string(request.stoppedAfter) + " is in " +

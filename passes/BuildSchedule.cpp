@@ -175,11 +175,16 @@ struct BuildSchedulePass
 std::vector<schedule::StageInfo>
 mlir::dpc::collectStageInfo(ModuleOp module, bool splitBackward) {
   std::vector<schedule::StageInfo> infos;
+  auto speeds = module->getAttrOfType<DenseF64ArrayAttr>(
+      pipe::PipeDialect::kStageSpeedsAttrName);
   for (auto &[stage, segments] : segmentsByStage(module)) {
     schedule::StageInfo info;
-    info.forward = segmentMs(segments.lookup("forward"));
-    info.backwardInput = segmentMs(segments.lookup("backward_input"));
-    info.backwardWeight = segmentMs(segments.lookup("backward_weight"));
+    // A stage on a device of another speed than the costs' (--cluster)
+    // computes in its costs over that speed.
+    double speed = speeds && stage < int64_t(speeds.size()) ? speeds[stage] : 1;
+    info.forward = segmentMs(segments.lookup("forward")) / speed;
+    info.backwardInput = segmentMs(segments.lookup("backward_input")) / speed;
+    info.backwardWeight = segmentMs(segments.lookup("backward_weight")) / speed;
     llvm::StringSet<> params, stashes;
     int64_t paramBytes = 0, stateTensors = 0;
     for (auto &entry : segments) {

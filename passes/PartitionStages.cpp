@@ -139,6 +139,8 @@ struct PartitionStagesPass
       return signalPassFailure();
     if (failed(applyPlan(module, main, *sg, result->plan)))
       return signalPassFailure();
+    if (!result->rankDevices.empty())
+      setDevices(module, result->plan, options->devices, result->rankDevices);
     if (!planOutput.empty() &&
         failed(writePlan(module, *sg, *result, *options)))
       return signalPassFailure();
@@ -347,6 +349,30 @@ struct PartitionStagesPass
       }
     }
     return success();
+  }
+
+  /// A plan on a cluster: each stage's speed (its slowest replica's) and
+  /// each rank's device memory, for the schedule's costs and memory checks.
+  void setDevices(ModuleOp module, const planner::Plan &plan,
+                  const std::vector<planner::Device> &devices,
+                  const std::vector<int> &rankDevices) {
+    SmallVector<double> speeds;
+    SmallVector<int64_t> memory;
+    size_t rank = 0;
+    for (const planner::StagePlan &stagePlan : plan.stages) {
+      double speed = 0;
+      for (int k = 0; k < stagePlan.replicas; ++k, ++rank) {
+        const planner::Device &device = devices[rankDevices[rank]];
+        speed = k == 0 ? device.speed : std::min(speed, device.speed);
+        memory.push_back(int64_t(device.memoryBytes));
+      }
+      speeds.push_back(speed);
+    }
+    Builder b(module.getContext());
+    module->setAttr(pipe::PipeDialect::kStageSpeedsAttrName,
+                    b.getDenseF64ArrayAttr(speeds));
+    module->setAttr(pipe::PipeDialect::kRankMemoryAttrName,
+                    b.getDenseI64ArrayAttr(memory));
   }
 
   LogicalResult writePlan(ModuleOp module, const StageGraph &sg,

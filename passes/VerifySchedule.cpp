@@ -96,6 +96,11 @@ struct VerifySchedulePass
 
     schedule::VerifyOptions options;
     options.memoryLimit = memoryLimit;
+    // A build planned on a cluster holds each rank to its device's memory.
+    if (auto perRank = module->getAttrOfType<DenseI64ArrayAttr>(
+            pipe::PipeDialect::kRankMemoryAttrName))
+      for (int64_t bytes : perRank.asArrayRef())
+        options.rankMemoryLimits.push_back(double(bytes));
     schedule::VerifyResult result = schedule::verifySchedule(streams, options);
     for (const schedule::Violation &violation : result.violations)
       report(module, program, violation);

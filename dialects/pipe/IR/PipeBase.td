@@ -44,6 +44,17 @@ def Pipe_Dialect : Dialect {
         "pipe.microbatch_size";
     /// On the module: replicas (data-parallel ranks) of each stage.
     static constexpr ::llvm::StringLiteral kReplicasAttrName = "pipe.replicas";
+    /// On the module of a build planned on a cluster (dpc compile --cluster):
+    /// each stage's speed, its slowest replica's device's relative to the
+    /// costs' device. The schedule divides the stage's compute costs by it;
+    /// absent means 1.
+    static constexpr ::llvm::StringLiteral kStageSpeedsAttrName =
+        "pipe.stage_speeds";
+    /// On the module of a build planned on a cluster: each rank's device
+    /// memory in bytes (0: no limit), to which verify-schedule holds the
+    /// rank's peak.
+    static constexpr ::llvm::StringLiteral kRankMemoryAttrName =
+        "pipe.rank_memory_bytes";
     /// On the module (a unit attribute): a forward-only build. @main returns
     /// the model's outputs, with no loss first, and nothing is trained.
     static constexpr ::llvm::StringLiteral kInferenceAttrName =

@@ -8,6 +8,8 @@
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/BuiltinOps.h"
 
+#include <cmath>
+
 using namespace mlir;
 using namespace mlir::dpc::pipe;
 
@@ -98,6 +100,25 @@ LogicalResult PipeDialect::verifyOperationAttribute(Operation *op,
       return op->emitError("expects '")
              << kReplicasAttrName
              << "' to be an array of positive counts on a module";
+    return success();
+  }
+  if (attr.getName() == kStageSpeedsAttrName) {
+    auto speeds = dyn_cast<DenseF64ArrayAttr>(attr.getValue());
+    if (!isa<ModuleOp>(op) || !speeds ||
+        llvm::any_of(speeds.asArrayRef(),
+                     [](double s) { return !(s > 0) || !std::isfinite(s); }))
+      return op->emitError("expects '")
+             << kStageSpeedsAttrName
+             << "' to be an array of positive finite speeds on a module";
+    return success();
+  }
+  if (attr.getName() == kRankMemoryAttrName) {
+    auto bytes = dyn_cast<DenseI64ArrayAttr>(attr.getValue());
+    if (!isa<ModuleOp>(op) || !bytes ||
+        llvm::any_of(bytes.asArrayRef(), [](int64_t b) { return b < 0; }))
+      return op->emitError("expects '")
+             << kRankMemoryAttrName
+             << "' to be an array of non-negative byte counts on a module";
     return success();
   }
   if (attr.getName() == kRecomputeAttrName) {

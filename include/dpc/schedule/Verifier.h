@@ -83,6 +83,17 @@ struct VerifyOptions {
   bool checkNonBlocking = true;
   /// Per-rank peak memory limit in bytes; 0 = none.
   double memoryLimit = 0;
+  /// Each rank's own limit (its device's memory, dpc compile --cluster);
+  /// absent or 0 = none. A rank is held to the smaller of both.
+  std::vector<double> rankMemoryLimits;
+  double memoryLimitOf(int rank) const {
+    double own = rank >= 0 && size_t(rank) < rankMemoryLimits.size()
+                     ? rankMemoryLimits[size_t(rank)]
+                     : 0;
+    if (own > 0 && (memoryLimit <= 0 || own < memoryLimit))
+      return own;
+    return memoryLimit;
+  }
 };
 
 struct RankStats {

@@ -130,3 +130,21 @@ module attributes {pipe.inference = 1 : i64} {
 func.func @inference_on_a_function() attributes {pipe.inference} {
   return
 }
+
+// -----
+
+// expected-error @+1 {{expects 'pipe.stage_speeds' to be an array of positive finite speeds on a module}}
+module attributes {pipe.stage_speeds = array<f64: 1.0, 0.0>} {
+}
+
+// -----
+
+// expected-error @+1 {{expects 'pipe.stage_speeds' to be an array of positive finite speeds on a module}}
+module attributes {pipe.stage_speeds = array<i64: 1, 2>} {
+}
+
+// -----
+
+// expected-error @+1 {{expects 'pipe.rank_memory_bytes' to be an array of non-negative byte counts on a module}}
+module attributes {pipe.rank_memory_bytes = array<i64: 1000, -1>} {
+}

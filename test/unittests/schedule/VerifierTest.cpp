@@ -197,6 +197,21 @@ TEST(Verifier, MemoryLimit) {
             "rank 0: instruction 11 (Stash mb 2): memory reaches 1.28 KiB "
             "(peak 1.39 KiB, parameters 1000 B), over the limit of 1.27 KiB");
   EXPECT_EQ(over.violations[1].rank, 1);
+
+  // Each rank held to its own device's memory (a cluster), and to the
+  // smaller of that and the global limit.
+  VerifyOptions perRank;
+  perRank.rankMemoryLimits = {0, 0, 0, 1000 + 100};
+  VerifyResult last = verifySchedule(s, perRank);
+  ASSERT_EQ(last.violations.size(), 1u);
+  EXPECT_EQ(last.violations[0].rank, 3);
+  EXPECT_EQ(last.violations[0].format(),
+            "rank 3: instruction 5 (RecvStart act mb 1 from rank 2): memory "
+            "reaches 1.08 KiB (peak 1.08 KiB, parameters 1000 B), over the "
+            "limit of 1.07 KiB");
+  perRank.memoryLimit = 1300;
+  perRank.rankMemoryLimits = {1e9, 0, 0, 1e9};
+  EXPECT_EQ(verifySchedule(s, perRank).violations.size(), 2u);
 }
 
 TEST(Verifier, OptimizerStepCounts) {

@@ -9,7 +9,9 @@
 // proportions of their analytic times; the halves of the backward scale as
 // the whole does. Ops of nodes the profile did not measure (and ops of no
 // node) keep their analytic time scaled by what was measured: the ratio of
-// measured to analytic time over the measured nodes, per direction.
+// measured to analytic time over the measured nodes, per direction. A
+// forward op computed again in a backward (`pipe.recomputed`) costs what
+// its forward op costs.
 //
 // A token model profiled at several shapes (`dpc profile --seq-buckets`)
 // is priced at the shape given by the `batch` and `length` options: the
@@ -50,6 +52,9 @@ struct CostedOp {
   /// The whole backward: its ops define a node's analytic backward time;
   /// the two halves repeat them.
   bool wholeBackward = false;
+  /// A forward op run again in a backward (pipe.recomputed): priced as its
+  /// forward op, without taking a share of the node's forward time.
+  bool recomputed = false;
   double analyticMs = 0;
 };
 
@@ -65,7 +70,7 @@ scaleToMeasured(const std::vector<CostedOp> &ops,
   };
   std::map<std::string, Sums> sums;
   for (const CostedOp &op : ops) {
-    if (op.node.empty())
+    if (op.node.empty() || op.recomputed)
       continue;
     Sums &s = sums[op.node];
     if (op.direction == Direction::Forward) {
@@ -99,7 +104,7 @@ scaleToMeasured(const std::vector<CostedOp> &ops,
   std::vector<double> times;
   times.reserve(ops.size());
   for (const CostedOp &op : ops) {
-    bool forward = op.direction == Direction::Forward;
+    bool forward = op.direction == Direction::Forward || op.recomputed;
     double calibrated =
         op.analyticMs * (forward ? forwardRatio : backwardRatio);
     auto it = op.node.empty() ? measured.end() : measured.find(op.node);
@@ -155,6 +160,7 @@ struct ApplyProfilePass
           entry.node = node.str();
         entry.direction = direction;
         entry.wholeBackward = name == "backward";
+        entry.recomputed = op->hasAttr(pipe::PipeDialect::kRecomputedAttrName);
         entry.analyticMs = time.getValueAsDouble();
         ops.push_back(std::move(entry));
         costed.push_back(op);

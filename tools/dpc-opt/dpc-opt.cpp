@@ -1,13 +1,15 @@
 //===- dpc-opt.cpp - Pass driver for dpc dialects and passes --------------===//
 //
 // mlir-opt with the dialects a dpc module may contain (builtin, func, arith,
-// tensor, nn, pipe) and the dpc passes, for pass development and lit tests.
+// tensor, nn, pipe), the dpc passes and dpc compile's pipeline
+// (--dpc-pipeline), for pass development and lit tests.
 //
 //===----------------------------------------------------------------------===//
 
 #include "dialects/nn/IR/NNDialect.h"
 #include "dialects/pipe/IR/PipeDialect.h"
 #include "passes/Passes.h"
+#include "passes/Pipeline.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -25,6 +27,7 @@ int main(int argc, char **argv) {
   mlir::registerCSEPass();
   mlir::registerSymbolDCEPass();
   mlir::dpc::registerDPCPasses();
+  mlir::dpc::registerPipeline();
   return mlir::asMainReturnCode(
       mlir::MlirOptMain(argc, argv, "dpc pass driver\n", registry));
 }

@@ -19,6 +19,7 @@
 #include "dialects/pipe/IR/PipeOps.h"
 #include "frontends/onnx/OnnxImporter.h"
 #include "passes/Passes.h"
+#include "passes/Pipeline.h"
 #include "passes/StageInfo.h"
 
 #include "dpc/runtime/Safetensors.h"
@@ -35,7 +36,6 @@
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
-#include "mlir/Transforms/Passes.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/raw_ostream.h"
@@ -674,111 +674,48 @@ int compileModel(const CompileOptions &options) {
     (*module)->setAttr(mlir::dpc::pipe::PipeDialect::kPrecisionAttrName,
                        mlir::StringAttr::get(&context, "bf16"));
 
-  mlir::dpc::PartitionStagesPassOptions partition;
-  // With a cluster, --stages is optional: without it the planner picks.
-  partition.stages = options.devices > 0 ? 0
-                     : !options.cluster.empty()
-                         ? options.stages
-                         : std::max<int64_t>(options.stages, 1);
-  partition.devices = options.devices;
-  partition.cluster = options.cluster;
-  partition.replicas = options.replicas;
-  partition.schedule = options.schedule;
-  partition.microbatches = options.microbatches;
-  partition.virtualStages = options.virtualStages;
-  partition.bandwidth = options.bandwidth;
-  partition.memoryLimit = options.memoryLimit;
-  partition.planOutput = (out.path() / "plan.json").string();
-  partition.graphOutput = options.graphOutput;
-  partition.profile = options.profile;
-  partition.optimizer = options.optimizer;
-  mlir::dpc::AutodiffPassOptions autodiff;
-  autodiff.loss = options.loss;
-  autodiff.hasIgnoreIndex = options.ignoreIndex.has_value();
-  autodiff.ignoreIndex = options.ignoreIndex.value_or(-100);
-  // PipeDream updates after every microbatch, so each microbatch's loss is
-  // its own mean; the synchronous kinds sum M microbatches into one update.
-  autodiff.microbatches =
-      options.schedule == "pipedream" ? 1 : options.microbatches;
-  autodiff.optimizer = options.optimizer;
-  autodiff.lr = options.lr;
-  autodiff.momentum = options.momentum;
-  autodiff.beta1 = options.beta1;
-  autodiff.beta2 = options.beta2;
-  autodiff.eps = options.eps;
-  autodiff.weightDecay = options.weightDecay;
-  // Measured times price the schedule too, not only the partition.
-  mlir::dpc::ApplyProfilePassOptions measuredCosts;
-  measuredCosts.profile = options.profile;
-  mlir::dpc::BuildSchedulePassOptions schedule;
-  schedule.schedule = options.schedule;
-  schedule.microbatches = options.microbatches;
-  schedule.verticalSync = options.verticalSync;
-  schedule.reduce = options.reduce;
-  schedule.scheduleOutput = (out.path() / "schedule.json").string();
-  schedule.traceOutput = (out.path() / "timeline.json").string();
-  mlir::dpc::PlanMemoryPassOptions memory;
-  memory.scheduleFile = schedule.scheduleOutput;
-  mlir::dpc::VerifySchedulePassOptions verify;
-  verify.scheduleFile = schedule.scheduleOutput;
-  verify.memoryLimit = options.memoryLimit;
-  mlir::dpc::RecomputePassOptions recompute;
-  recompute.all = options.recompute == "all";
-  // The planner prices every stage without recomputation, so with it the
-  // cuts are planned for time alone and the verifier holds the ranks, their
-  // stashes shrunk by recomputation, to the memory limit.
-  if (options.recompute != "none")
-    partition.memoryLimit = 0;
-
-  // DESIGN.md's pipeline, one phase at a time so that each one's IR is kept.
-  struct Phase {
-    const char *name;
-    std::function<std::unique_ptr<mlir::Pass>()> create;
-  } phases[] = {
-      // Folds, for example, a weight's transpose into its matmul.
-      {"canonicalize", [] { return mlir::createCanonicalizerPass(); }},
-      {"annotate-costs", [] { return mlir::dpc::createAnnotateCostsPass(); }},
-      {"partition-stages",
-       [&] { return mlir::dpc::createPartitionStagesPass(partition); }},
-      {"autodiff", [&] { return mlir::dpc::createAutodiffPass(autodiff); }},
-      {"insert-send-recv",
-       [] { return mlir::dpc::createInsertSendRecvPass(); }},
-      {"recompute", [&] { return mlir::dpc::createRecomputePass(recompute); }},
-      {"insert-stash", [] { return mlir::dpc::createInsertStashPass(); }},
-      // Again, for the gradient and optimizer ops autodiff added.
-      {"annotate-costs", [] { return mlir::dpc::createAnnotateCostsPass(); }},
-      {"outline-stages", [] { return mlir::dpc::createOutlineStagesPass(); }},
-      {"apply-profile",
-       [&] { return mlir::dpc::createApplyProfilePass(measuredCosts); }},
-      {"build-schedule",
-       [&] { return mlir::dpc::createBuildSchedulePass(schedule); }},
-      {"verify-schedule",
-       [&] { return mlir::dpc::createVerifySchedulePass(verify); }},
-      {"fuse-elementwise",
-       [] { return mlir::dpc::createFuseElementwisePass(); }},
-      {"plan-memory", [&] { return mlir::dpc::createPlanMemoryPass(memory); }},
-  };
-  // Runs the phases on `m`, calling `after` with each phase's name; false
-  // when a pass or `after` failed, in phase `current`.
-  const char *current = "";
+  // DESIGN.md's pipeline (passes/Pipeline.h, which dpc-opt --dpc-pipeline
+  // runs too), one pass at a time so that each one's IR is kept.
+  mlir::dpc::PipelineOptions pipeline;
+  pipeline.stages = options.stages;
+  pipeline.devices = options.devices;
+  pipeline.cluster = options.cluster;
+  pipeline.replicas = options.replicas;
+  pipeline.bandwidth = options.bandwidth;
+  pipeline.memoryLimit = options.memoryLimit;
+  pipeline.profile = options.profile;
+  pipeline.planOutput = (out.path() / "plan.json").string();
+  pipeline.graphOutput = options.graphOutput;
+  pipeline.inference = options.inference;
+  pipeline.loss = options.loss;
+  pipeline.hasIgnoreIndex = options.ignoreIndex.has_value();
+  pipeline.ignoreIndex = options.ignoreIndex.value_or(-100);
+  pipeline.optimizer = options.optimizer;
+  pipeline.lr = options.lr;
+  pipeline.momentum = options.momentum;
+  pipeline.beta1 = options.beta1;
+  pipeline.beta2 = options.beta2;
+  pipeline.eps = options.eps;
+  pipeline.weightDecay = options.weightDecay;
+  pipeline.recompute = options.recompute;
+  pipeline.schedule = options.schedule;
+  pipeline.microbatches = options.microbatches;
+  pipeline.virtualStages = options.virtualStages;
+  pipeline.reduce = options.reduce;
+  pipeline.verticalSync = options.verticalSync;
+  pipeline.scheduleOutput = (out.path() / "schedule.json").string();
+  pipeline.traceOutput = (out.path() / "timeline.json").string();
+  pipeline.fusion = options.fusion == "on";
+  // Runs the pipeline on `m`, calling `after` with each pass's name; false
+  // when a pass or `after` failed, in pass `current`.
+  std::string current;
   auto runPhases = [&](mlir::ModuleOp m,
                        const std::function<bool(llvm::StringRef)> &after) {
-    for (const Phase &phase : phases) {
-      // An inference build has nothing to differentiate.
-      if (options.inference && llvm::StringRef(phase.name) == "autodiff")
-        continue;
-      if (options.profile.empty() &&
-          llvm::StringRef(phase.name) == "apply-profile")
-        continue;
-      if (options.recompute == "none" &&
-          llvm::StringRef(phase.name) == "recompute")
-        continue;
-      if (options.fusion != "on" &&
-          llvm::StringRef(phase.name) == "fuse-elementwise")
-        continue;
+    for (mlir::dpc::PipelinePass &phase :
+         mlir::dpc::buildPipelinePasses(pipeline)) {
       current = phase.name;
       mlir::PassManager pm(&context);
-      pm.addPass(phase.create());
+      pm.addPass(std::move(phase.pass));
       if (mlir::failed(pm.run(m)) || !after(phase.name))
         return false;
     }
@@ -792,18 +729,15 @@ int compileModel(const CompileOptions &options) {
   // stages than ops, logits the loss cannot take, an unreadable profile,
   // a plan over the memory limit) and says what and where: bad input.
   if (bucketed) {
-    measuredCosts.batch = buckets.shapes[buckets.primary].batch;
-    measuredCosts.length = buckets.shapes[buckets.primary].length;
+    pipeline.profileBatch = buckets.shapes[buckets.primary].batch;
+    pipeline.profileLength = buckets.shapes[buckets.primary].length;
   }
-  // The pass options refer to the list.
-  std::vector<int64_t> recomputedStages;
   if (options.recompute == "auto") {
     std::optional<std::vector<int64_t>> stages = stagesOverLimit(
-        *module, options.memoryLimit, schedule.scheduleOutput, runPhases);
+        *module, options.memoryLimit, pipeline.scheduleOutput, runPhases);
     if (!stages)
       return cli::kUsageError;
-    recomputedStages = *stages;
-    recompute.stages = recomputedStages;
+    pipeline.recomputeStages = *stages;
   }
   if (!runPhases(*module, [&](llvm::StringRef phase) {
         phaseIR.emplace_back(phase.str(), printIR(*module));
@@ -825,35 +759,33 @@ int compileModel(const CompileOptions &options) {
   if (bucketed) {
     // Every other bucket: the primary one's partition, op by op, then the
     // same passes; its schedule only feeds plan-memory and the verifier.
-    partition.fixedStages = forwardStage;
+    pipeline.fixedStages = forwardStage;
     int64_t chunks = mlir::dpc::pipe::getNumChunks(*module);
-    partition.stages = (*module)
-                           ->getAttrOfType<mlir::IntegerAttr>(
-                               mlir::dpc::pipe::PipeDialect::kNumStagesAttrName)
-                           .getInt() /
-                       chunks;
-    partition.devices = 0;
-    partition.replicas = {};
+    pipeline.stages = (*module)
+                          ->getAttrOfType<mlir::IntegerAttr>(
+                              mlir::dpc::pipe::PipeDialect::kNumStagesAttrName)
+                          .getInt() /
+                      chunks;
+    pipeline.devices = 0;
+    pipeline.replicas = llvm::ArrayRef<int64_t>();
     if (auto replicas = (*module)->getAttrOfType<mlir::DenseI64ArrayAttr>(
             mlir::dpc::pipe::PipeDialect::kReplicasAttrName);
         replicas &&
         llvm::any_of(replicas.asArrayRef(), [](int64_t r) { return r > 1; }))
-      partition.replicas = replicas.asArrayRef();
-    partition.planOutput = "";
-    partition.graphOutput = "";
-    partition.profile = "";
+      pipeline.replicas = replicas.asArrayRef();
+    // The pipeline gives partition-stages no profile for a fixed partition.
+    pipeline.planOutput = "";
+    pipeline.graphOutput = "";
     fs::path scratch = out.path() / "buckets";
     fs::create_directories(scratch);
-    schedule.scheduleOutput = (scratch / "schedule.json").string();
-    schedule.traceOutput = "";
-    memory.scheduleFile = schedule.scheduleOutput;
-    verify.scheduleFile = schedule.scheduleOutput;
+    pipeline.scheduleOutput = (scratch / "schedule.json").string();
+    pipeline.traceOutput = "";
     for (auto [k, shape] : llvm::enumerate(buckets.shapes)) {
       if (k == buckets.primary)
         continue;
       mlir::ModuleOp m = *buckets.modules[k];
-      measuredCosts.batch = shape.batch;
-      measuredCosts.length = shape.length;
+      pipeline.profileBatch = shape.batch;
+      pipeline.profileLength = shape.length;
       bool compared = false, differ = false;
       bool ok = runPhases(m, [&](llvm::StringRef phase) {
         if (phase == "annotate-costs" && !compared) {

@@ -3,7 +3,8 @@
 what dpc run --adapt wins back.
 
     run.py [--model deep-mlp|lenet5|...] [--microbatch-size 64]
-           [--steps 600] [--from-step 40] [--adapt-interval 50] [--work DIR]
+           [--steps 600] [--from-step 40] [--adapt-interval 50]
+           [--compile-options OPTIONS] [--work DIR]
 
 Compiles a model into 2 stages and trains it
 four times on synthetic data, one thread a rank: alone, alone with
@@ -100,6 +101,8 @@ def main():
     parser.add_argument("--steps", type=int, default=600)
     parser.add_argument("--from-step", type=int, default=40)
     parser.add_argument("--adapt-interval", type=int, default=50)
+    parser.add_argument("--compile-options", default="",
+                        help="more dpc compile options, e.g. '--fusion off'")
     parser.add_argument("--work", default=None)
     args = parser.parse_args()
     work = args.work or tempfile.mkdtemp(prefix="dpc-interference-")
@@ -113,7 +116,8 @@ def main():
     out = os.path.join(work, "out")
     sh(["dpc", "compile", os.path.join(work, args.model + ".onnx"), "-o", out,
         "--stages", "2", "--microbatches", "4",
-        "--microbatch-size", str(args.microbatch_size)])
+        "--microbatch-size", str(args.microbatch_size)]
+       + args.compile_options.split())
     env = dict(os.environ, OMP_NUM_THREADS="1")
     print(f"{args.model}, 2 stages, 4 x {args.microbatch_size} samples a "
           f"step, {args.steps} steps; load average "

@@ -694,6 +694,13 @@ void Verifier::runTogether(CommModel model) {
   if (free || !required)
     return;
 
+  // Where rank q stands, for a message about a rank waiting for it.
+  auto whereIs = [&](int q) {
+    return pc[q] < size(q)
+               ? "is blocked at instruction " + std::to_string(pc[q]) + " (" +
+                     text(q, pc[q]) + ")"
+               : std::string("has finished");
+  };
   // Report the first stuck rank and whom it waits for.
   for (int r = 0; r < p; ++r) {
     if (pc[r] == size(r))
@@ -702,17 +709,11 @@ void Verifier::runTogether(CommModel model) {
     const Instruction &inst = s.programs[r][i];
     if (inst.op == Op::AllReduce && partial) {
       int q = s.firstRankOf(s.stageOf(r));
-      std::string where = pc[q] < size(q) ? "is blocked at instruction " +
-                                                std::to_string(pc[q]) + " (" +
-                                                text(q, pc[q]) + ")"
-                                          : std::string("has finished");
       report(ViolationKind::Deadlock, r, i,
              std::string("deadlock with ") + commModelName(model) +
                  " transfers: the partial reduce waits for replica 0 (rank " +
-                 std::to_string(q) +
-                 ") to send the weights of its round, "
-                 "but rank " +
-                 std::to_string(q) + " " + where);
+                 std::to_string(q) + ") to send the weights of its round, " +
+                 "but rank " + std::to_string(q) + " " + whereIs(q));
       if (pc[q] < size(q))
         relate(q, pc[q], "rank " + std::to_string(q) + " is blocked here");
       return;
@@ -722,16 +723,11 @@ void Verifier::runTogether(CommModel model) {
       for (int q = first; q < first + s.replicasOf(stage); ++q) {
         if (atAllReduce(q, inst.chunk))
           continue;
-        std::string where =
-            pc[q] < size(q) ? "is blocked at instruction " +
-                                  std::to_string(pc[q]) + " (" +
-                                  text(q, pc[q]) + ")"
-                            : std::string("has finished");
         report(ViolationKind::Deadlock, r, i,
                std::string("deadlock with ") + commModelName(model) +
                    " transfers: the all-reduce of stage " +
                    std::to_string(stage) + " waits for its replica on rank " +
-                   std::to_string(q) + ", which " + where);
+                   std::to_string(q) + ", which " + whereIs(q));
         if (pc[q] < size(q))
           relate(q, pc[q], "rank " + std::to_string(q) + " is blocked here");
         return;

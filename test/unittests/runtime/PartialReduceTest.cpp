@@ -10,6 +10,7 @@
 #include "lib/runtime/PartialReduce.h"
 
 #include "test/unittests/runtime/ErrorOf.h"
+#include "test/unittests/runtime/MessagesOnly.h"
 
 #include "dpc/runtime/Error.h"
 
@@ -32,7 +33,7 @@ using Mailboxes =
 
 /// One rank of the fake network: sends are delivered at once; a receive
 /// completes when its message is there.
-class FakeCommunicator : public Communicator {
+class FakeCommunicator : public MessagesOnlyCommunicator {
 public:
   FakeCommunicator(Mailboxes &boxes, int rank, int size)
       : boxes(boxes), me(rank), ranks(size) {}
@@ -73,12 +74,6 @@ public:
     receives.erase(it);
     r.id = -1;
     return true;
-  }
-  void allreduceSum(float *, size_t) override {}
-  void barrier() override {}
-  std::unique_ptr<Communicator> split(int, int) override { return nullptr; }
-  [[noreturn]] void abort(const std::string &message, int) override {
-    throw Error(message);
   }
 
 private:

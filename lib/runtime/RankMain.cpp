@@ -261,16 +261,21 @@ struct PartialReduceTally {
   std::vector<int64_t> taken, late;
   /// Replica shares of a minibatch the rounds trained on.
   int64_t shares = 0;
+  /// Per replica: the compute of its last step a round took, for the step
+  /// monitor, which a round without the replica would otherwise feed 0.
+  std::vector<double> lastCompute;
 
   void add(const ReduceRound &round) {
     taken.resize(round.steps.size());
     late.resize(round.steps.size());
+    lastCompute.resize(round.steps.size());
     ++rounds;
     for (size_t j = 0; j < round.steps.size(); ++j)
       if (round.steps[j] >= 0) {
         ++taken[j];
         late[j] += round.steps[j] < round.step;
         ++shares;
+        lastCompute[j] = round.times[j].computeMs;
       }
   }
 };
@@ -872,6 +877,8 @@ int runRank(int argc, char **argv, Communicator &comm) {
       std::vector<double> compute;
       for (const StepTimes &t : times)
         compute.push_back(t.computeMs);
+      if (partial)
+        compute = tally.lastCompute;
       // The first step pays for warm-up; the monitor starts after it.
       for (const SlowdownEvent &e : step == firstStep
                                         ? std::vector<SlowdownEvent>()

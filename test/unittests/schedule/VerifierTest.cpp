@@ -435,9 +435,16 @@ TEST(Verifier, PartialReduceNeedsOneReplicatedStage) {
       fromJson(toJson(buildDataParallel(ReduceMode::PartialReduce)), parsed),
       "");
   EXPECT_EQ(parsed.reduce, ReduceMode::PartialReduce);
-  ASSERT_EQ(fromJson(toJson(buildDataParallel(ReduceMode::AllReduce)), parsed),
-            "");
+  std::string all = toJson(buildDataParallel(ReduceMode::AllReduce));
+  EXPECT_EQ(all.find("\"reduce\""), std::string::npos)
+      << "written only for preduce";
+  ASSERT_EQ(fromJson(all, parsed), "");
   EXPECT_EQ(parsed.reduce, ReduceMode::AllReduce);
+  std::string partial = toJson(buildDataParallel(ReduceMode::PartialReduce));
+  size_t at = partial.find("\"preduce\"");
+  ASSERT_NE(at, std::string::npos);
+  EXPECT_EQ(fromJson(partial.replace(at, 9, "\"sometimes\""), parsed),
+            "unknown reduce 'sometimes' (allreduce or preduce)");
 }
 
 // Replica 0 of a partial reduce never waits for the others: a replica that

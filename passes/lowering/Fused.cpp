@@ -63,6 +63,10 @@ bool isFusibleFunction(int64_t code) {
   case DPC_UNARY_ABS:
   case DPC_UNARY_RECIPROCAL:
   case DPC_UNARY_LEAKY_RELU:
+  case DPC_UNARY_SOFTPLUS:
+  case DPC_UNARY_SOFTSIGN:
+  case DPC_UNARY_HARD_SWISH:
+  case DPC_UNARY_HARD_SIGMOID:
     return true;
   default:
     return false;
@@ -90,6 +94,9 @@ struct Arithmetic {
   Value neg(Value x) { return b.create<arith::NegFOp>(loc, x); }
   Value abs(Value x) { return b.create<math::AbsFOp>(loc, x); }
   Value exp(Value x) { return b.create<math::ExpOp>(loc, x); }
+  // fmaxf and fminf: the other operand where one is NaN.
+  Value max(Value x, Value y) { return b.create<arith::MaxNumFOp>(loc, x, y); }
+  Value min(Value x, Value y) { return b.create<arith::MinNumFOp>(loc, x, y); }
   Value cmp(arith::CmpFPredicate predicate, Value x, Value y) {
     return b.create<arith::CmpFOp>(loc, predicate, x, y);
   }
@@ -131,6 +138,14 @@ struct Arithmetic {
       return div(c(1), x);
     case DPC_UNARY_LEAKY_RELU:
       return ifPositive(x, x, mul(c(p[0]), x));
+    case DPC_UNARY_SOFTPLUS:
+      return add(max(x, c(0)), b.create<math::Log1pOp>(loc, exp(neg(abs(x)))));
+    case DPC_UNARY_SOFTSIGN:
+      return div(x, add(c(1), abs(x)));
+    case DPC_UNARY_HARD_SWISH:
+      return div(mul(x, min(max(add(x, c(3)), c(0)), c(6))), c(6));
+    case DPC_UNARY_HARD_SIGMOID:
+      return max(c(0), min(c(1), add(mul(c(p[0]), x), c(p[1]))));
     }
     llvm_unreachable("not a fusible function");
   }
@@ -158,6 +173,23 @@ struct Arithmetic {
       return mul(mul(neg(g), s), s);
     case DPC_UNARY_LEAKY_RELU:
       return ifPositive(s, g, mul(c(p[0]), g));
+    case DPC_UNARY_SOFTPLUS:
+      return mul(g, sigmoid(s));
+    case DPC_UNARY_SOFTSIGN: {
+      Value d = add(c(1), abs(s));
+      return div(g, mul(d, d));
+    }
+    case DPC_UNARY_HARD_SWISH:
+      return select(cmp(arith::CmpFPredicate::OLT, s, c(-3)), c(0),
+                    select(cmp(arith::CmpFPredicate::OLE, s, c(3)),
+                           mul(g, add(div(s, c(3)), c(0.5))), g));
+    case DPC_UNARY_HARD_SIGMOID: {
+      Value t = add(mul(c(p[0]), s), c(p[1]));
+      Value inside =
+          b.create<arith::AndIOp>(loc, cmp(arith::CmpFPredicate::OGT, t, c(0)),
+                                  cmp(arith::CmpFPredicate::OLT, t, c(1)));
+      return select(inside, mul(g, c(p[0])), c(0));
+    }
     }
     llvm_unreachable("not a fusible gradient");
   }

@@ -64,15 +64,10 @@ struct InsertStashPass
     if (module->hasAttr(pipe::PipeDialect::kInferenceAttrName))
       return;
     Block &body = main.getBody().front();
-    SmallVector<Operation *> losses = nn::getLosses(body);
-    if (losses.size() != 1) {
-      main.emitError("expects one loss (nn.softmax_cross_entropy or "
-                     "nn.mse_loss) marking the end of the forward pass (run "
-                     "--dpc-autodiff first), got ")
-          << losses.size();
+    FailureOr<Operation *> lossOr = getForwardLoss(main);
+    if (failed(lossOr))
       return signalPassFailure();
-    }
-    Operation *loss = losses.front();
+    Operation *loss = *lossOr;
 
     llvm::DenseSet<Operation *> backward;
     for (Operation *op = loss->getNextNode(); op != body.getTerminator();

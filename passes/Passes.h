@@ -4,6 +4,7 @@
 #define DPC_PASSES_PASSES_H
 
 #include "dialects/nn/IR/NNDialect.h"
+#include "dialects/nn/IR/NNOps.h"
 #include "dialects/pipe/IR/PipeDialect.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -25,6 +26,19 @@ inline FailureOr<func::FuncOp> getMainFunc(ModuleOp module) {
   if (!main || main.isExternal() || !main.getBody().hasOneBlock())
     return module.emitError("expects a single-block function @main");
   return main;
+}
+
+/// The loss that ends the forward pass of a training step's @main (what
+/// autodiff appended). Otherwise emits "expects one loss ..." on `main` and
+/// fails.
+inline FailureOr<Operation *> getForwardLoss(func::FuncOp main) {
+  SmallVector<Operation *> losses = nn::getLosses(main.getBody().front());
+  if (losses.size() != 1)
+    return main.emitError("expects one loss (nn.softmax_cross_entropy or "
+                          "nn.mse_loss) marking the end of the forward pass "
+                          "(run --dpc-autodiff first), got ")
+           << losses.size();
+  return losses.front();
 }
 
 } // namespace mlir::dpc

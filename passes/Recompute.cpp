@@ -130,24 +130,18 @@ struct RecomputePass
       chosen.insert(s);
     }
 
-    Block &body = main.getBody().front();
-    SmallVector<Operation *> losses = nn::getLosses(body);
-    if (losses.size() != 1) {
-      main.emitError("expects one loss (nn.softmax_cross_entropy or "
-                     "nn.mse_loss) marking the end of the forward pass (run "
-                     "--dpc-autodiff first), got ")
-          << losses.size();
+    FailureOr<Operation *> loss = getForwardLoss(main);
+    if (failed(loss))
       return signalPassFailure();
-    }
     llvm::DenseSet<Operation *> forward;
     SmallVector<Operation *> backward;
     bool inBackward = false;
-    for (Operation &op : body.without_terminator()) {
+    for (Operation &op : main.getBody().front().without_terminator()) {
       if (inBackward)
         backward.push_back(&op);
       else
         forward.insert(&op);
-      inBackward |= &op == losses.front();
+      inBackward |= &op == *loss;
     }
 
     for (int64_t stage : chosen)

@@ -9,10 +9,12 @@ run and a partial-reduce run (--reduce preduce) of the same build.
       under the all-reduce; some round applies replica 1's gradient of the
       step before (a late gradient in a later round) and none an older one
       (staleness at most 1); the last round takes every replica
-  check_preduce.py epoch ALLREDUCE PREDUCE
-      the test accuracies are within 1 point, and the partial reduce
-      trains at least 1.1 times the samples a second (samples trained over
-      the training time)
+  check_preduce.py epoch ALLREDUCE PREDUCE [ALLREDUCE PREDUCE ...]
+      one pair per seed: the test accuracies are within 1 point on
+      average over the pairs (one epoch's accuracy varies by 1-2 points
+      from seed to seed, so a single pair cannot tell), and in every pair
+      the partial reduce trains at least 1.1 times the samples a second
+      (samples trained over the training time)
 Prints one line per check, "ok" or what is wrong.
 """
 import json
@@ -29,26 +31,37 @@ def records(path):
         return [json.loads(line) for line in f]
 
 
-def epoch(allreduce, preduce):
-    a, p = records(allreduce), records(preduce)
-    acc = [[r["eval_accuracy"] for r in x if "eval_accuracy" in r][-1]
-           for x in (a, p)]
-    print(f"accuracy: {'ok' if abs(acc[0] - acc[1]) <= 0.01 else 'off'} "
-          f"(allreduce {acc[0]:.4f}, preduce {acc[1]:.4f})")
-    last = [[r for r in x if "step" in r][-1] for x in (a, p)]
-    trained = [last[0]["samples"],
-               [r["trained_samples"] for r in p if "trained_samples" in r][0]]
-    rate = [n / r["time_s"] for n, r in zip(trained, last)]
-    print(f"throughput: {'ok' if rate[1] >= 1.1 * rate[0] else 'low'} "
-          f"(allreduce {rate[0]:.0f} samples/s, preduce {rate[1]:.0f}, "
-          f"{rate[1] / rate[0]:.2f}x)")
+def epoch(pairs):
+    diffs, slow = [], []
+    for allreduce, preduce in pairs:
+        a, p = records(allreduce), records(preduce)
+        acc = [[r["eval_accuracy"] for r in x if "eval_accuracy" in r][-1]
+               for x in (a, p)]
+        last = [[r for r in x if "step" in r][-1] for x in (a, p)]
+        trained = [last[0]["samples"],
+                   [r["trained_samples"] for r in p
+                    if "trained_samples" in r][0]]
+        rate = [n / r["time_s"] for n, r in zip(trained, last)]
+        diffs.append(acc[1] - acc[0])
+        if rate[1] < 1.1 * rate[0]:
+            slow.append(preduce)
+        print(f"{preduce}: allreduce {acc[0]:.4f} at {rate[0]:.0f} samples/s, "
+              f"preduce {acc[1]:.4f} at {rate[1]:.0f} ({rate[1] / rate[0]:.2f}x)")
+    mean = sum(diffs) / len(diffs)
+    print(f"accuracy: {'ok' if abs(mean) <= 0.01 else 'off'} "
+          f"(preduce - allreduce {100 * mean:+.2f} points on average over "
+          f"{len(diffs)}, {100 * min(diffs):+.2f} to {100 * max(diffs):+.2f})")
+    print("throughput: ok" if not slow else
+          f"throughput: below 1.1x in {', '.join(slow)}")
 
 
 def main():
-    mode, allreduce, preduce = sys.argv[1:4]
+    mode = sys.argv[1]
     if mode == "epoch":
-        epoch(allreduce, preduce)
+        files = sys.argv[2:]
+        epoch(list(zip(files[0::2], files[1::2])))
         return
+    allreduce, preduce = sys.argv[2:4]
     a, p = steps(allreduce), steps(preduce)
     if len(a) != len(p) or not a:
         print(f"step counts differ: {len(a)} and {len(p)}")

@@ -599,18 +599,6 @@ double median(std::vector<double> values) {
   return n % 2 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
 }
 
-/// The cores the ranks of a job on this machine share, when its ranks'
-/// threads outnumber them; 0 when each rank has cores of its own (or the
-/// ranks run on the hosts of a host file).
-int sharedCores(const LaunchOptions &options, int ranks) {
-  long cores = ::sysconf(_SC_NPROCESSORS_ONLN);
-  const char *threadsText = std::getenv("OMP_NUM_THREADS");
-  long threads = threadsText ? std::max(1L, std::atol(threadsText)) : 1;
-  if (!options.hostfile.empty() || cores <= 0 || ranks * threads <= cores)
-    return 0;
-  return int(std::max(1L, cores / threads));
-}
-
 /// The step OUT/schedule.json takes with its ranks sharing `cores`, or
 /// nothing when it cannot be simulated.
 std::optional<double> simulateOnCores(const std::string &schedulePath,
@@ -754,6 +742,12 @@ std::string mpirunAppfile(const LaunchJob &job) {
   return appfile.str();
 }
 
+bool threadsFitCores(const std::string &hostfile, int ranks, long cores,
+                     long threads) {
+  return hostfile.empty() && cores > 0 && threads > 0 &&
+         ranks * threads <= cores;
+}
+
 std::vector<std::string> mpirunCommand(const std::string &mpirun,
                                        const std::string &hostfile, int ranks,
                                        long cores, long threads) {
@@ -768,7 +762,7 @@ std::vector<std::string> mpirunCommand(const std::string &mpirun,
     argv.push_back("--oversubscribe");
   argv.push_back("-x");
   argv.push_back("OMP_NUM_THREADS");
-  if (hostfile.empty() && cores > 0 && ranks * threads <= cores) {
+  if (threadsFitCores(hostfile, ranks, cores, threads)) {
     // The ranks' threads fit the machine: each rank gets cores of its own,
     // as many as its threads, so no rank's threads run on another's cores.
     argv.push_back("--map-by");
@@ -908,11 +902,12 @@ std::string checkPrograms(const LaunchJob &job, const std::string &outDir,
 /// Called with every line the ranks write to stdout.
 using StdoutHook = std::function<void(int, const std::string &)>;
 
-/// Runs the job under mpirun and reports how it ended.
+/// Runs the job under mpirun and reports how it ended; `sharedCores` (0:
+/// none) are the cores its ranks share, for the step-time prediction.
 int runMpirun(const LaunchOptions &options, const RankOptions &rankOptions,
               std::vector<std::string> argv, const LaunchJob &job,
               const std::string &summaryPath, const std::string &planPath,
-              const StdoutHook &onStdout) {
+              int sharedCores, const StdoutHook &onStdout) {
   // The rewritten appfile: absolute programs, forwarded options.
   char tempPath[] = "/tmp/dpc-run-appfile-XXXXXX";
   int fd = ::mkstemp(tempPath);
@@ -959,8 +954,7 @@ int runMpirun(const LaunchOptions &options, const RankOptions &rankOptions,
       error = mergeTraces(trace, ranks);
     if (!summaryPath.empty()) {
       if (error.empty())
-        error =
-            recordStepTime(summaryPath, planPath, sharedCores(options, ranks));
+        error = recordStepTime(summaryPath, planPath, sharedCores);
       ::unlink(summaryPath.c_str());
     }
     return error.empty() ? 0 : fail(error);
@@ -1117,8 +1111,15 @@ int launchOnce(const LaunchOptions &options, const std::string &givenOutDir,
                              : std::max<long>(1, cores > 0 ? cores / ranks : 1);
   if (!userThreads)
     ::setenv("OMP_NUM_THREADS", std::to_string(threads).c_str(), 1);
-  if (options.hostfile.empty() && cores > 0 && ranks * threads > cores)
+  // Ranks whose threads outnumber this machine's cores share them: idle
+  // OpenMP threads sleep (mpirunCommand exports it), and the step is
+  // predicted on the shared cores.
+  int sharedCores = 0;
+  if (options.hostfile.empty() &&
+      !threadsFitCores(options.hostfile, ranks, cores, threads)) {
     ::setenv("OMP_WAIT_POLICY", "passive", /*overwrite=*/0);
+    sharedCores = int(std::max(1L, cores / std::max(1L, threads)));
+  }
   std::vector<std::string> argv = mpirunCommand(
       mpirunPath,
       options.hostfile.empty() ? "" : absolutePath(options.hostfile), ranks,
@@ -1132,7 +1133,7 @@ int launchOnce(const LaunchOptions &options, const std::string &givenOutDir,
     return 0;
   }
   return runMpirun(options, rankOptions, std::move(argv), job, summaryPath,
-                   planPath, onStdout);
+                   planPath, sharedCores, onStdout);
 }
 
 std::string formatSpeeds(const std::vector<double> &speeds) {

@@ -66,9 +66,10 @@ struct Costs {
   double message(const Instruction &inst) const {
     return transfer(double(inst.bytes) * factor(s.microbatchBytes, inst.mb));
   }
-  /// A ring all-reduce moves 2 (g - 1) / g of the gradients.
-  double allReduce(const Instruction &inst, int group) const {
-    return opts.allReduce +
+  /// When an all-reduce of a stage of `group` replicas that starts at
+  /// `begin` ends: a ring all-reduce moves 2 (g - 1) / g of the gradients.
+  double allReduceEnd(double begin, const Instruction &inst, int group) const {
+    return begin + opts.allReduce +
            transfer(2.0 * double(inst.bytes) * (group - 1) / group);
   }
   double compute(int r, const Instruction &inst) const {
@@ -94,8 +95,8 @@ std::string deadlock(const Schedule &s, const std::vector<size_t> &pc) {
 }
 
 /// A core per rank: each rank on its own clock.
-std::string timeOwnCores(const Schedule &s, const SimulateOptions &opts,
-                         const Costs &costs, const detail::TransferPairs &pairs,
+std::string timeOwnCores(const Schedule &s, const Costs &costs,
+                         const detail::TransferPairs &pairs,
                          SimulateResult &result, std::vector<double> &clock) {
   constexpr double kUnset = -1;
   int p = s.ranks;
@@ -122,10 +123,7 @@ std::string timeOwnCores(const Schedule &s, const SimulateOptions &opts,
             break;
           for (int q = first; q < first + group; ++q)
             begin = std::max(begin, clock[q]);
-          // A ring all-reduce moves 2 (g - 1) / g of the gradients.
-          finish =
-              begin + opts.allReduce +
-              costs.transfer(2.0 * double(inst.bytes) * (group - 1) / group);
+          finish = costs.allReduceEnd(begin, inst, group);
           for (int q = first; q < first + group; ++q) {
             if (q == r)
               continue;
@@ -161,8 +159,7 @@ std::string timeOwnCores(const Schedule &s, const SimulateOptions &opts,
 
 /// Fewer cores than ranks: one clock for all, and the computing ranks share
 /// the cores equally.
-std::string timeSharedCores(const Schedule &s, const SimulateOptions &opts,
-                            const Costs &costs,
+std::string timeSharedCores(const Schedule &s, int cores, const Costs &costs,
                             const detail::TransferPairs &pairs,
                             SimulateResult &result,
                             std::vector<double> &clock) {
@@ -187,7 +184,7 @@ std::string timeSharedCores(const Schedule &s, const SimulateOptions &opts,
         if (computing[q] || until[q] > now || pc[q] >= s.programs[q].size() ||
             s.programs[q][pc[q]].op != Op::AllReduce)
           return false;
-      double finish = now + costs.allReduce(inst, group);
+      double finish = costs.allReduceEnd(now, inst, group);
       for (int q = first; q < first + group; ++q) {
         result.start[q][pc[q]] = now;
         result.end[q][pc[q]] = finish;
@@ -234,7 +231,7 @@ std::string timeSharedCores(const Schedule &s, const SimulateOptions &opts,
     int active = 0;
     for (int r = 0; r < p; ++r)
       active += computing[r];
-    double rate = active ? std::min(1.0, double(opts.cores) / active) : 0;
+    double rate = active ? std::min(1.0, double(cores) / active) : 0;
     double next = kNever;
     for (int r = 0; r < p; ++r) {
       if (computing[r])
@@ -299,8 +296,8 @@ std::string simulateSchedule(const Schedule &s, const SimulateOptions &opts,
   std::vector<double> clock(p, 0);
   std::string error =
       opts.cores > 0 && opts.cores < p
-          ? timeSharedCores(s, opts, costs, pairs, result, clock)
-          : timeOwnCores(s, opts, costs, pairs, result, clock);
+          ? timeSharedCores(s, opts.cores, costs, pairs, result, clock)
+          : timeOwnCores(s, costs, pairs, result, clock);
   if (!error.empty())
     return error;
 

@@ -119,6 +119,11 @@ struct LaunchJob {
 /// its arguments and `rankArgs`.
 std::string mpirunAppfile(const LaunchJob &job);
 
+/// Whether ranks of `threads` threads each fit this machine's `cores`, each
+/// rank on cores of its own; never for the hosts of a host file.
+bool threadsFitCores(const std::string &hostfile, int ranks, long cores,
+                     long threads);
+
 /// mpirun's command line up to `--app` (the appfile follows): tagged output,
 /// the host file, --oversubscribe past `cores` ranks, OMP_NUM_THREADS
 /// exported. On one machine each rank is bound to `threads` cores of its own

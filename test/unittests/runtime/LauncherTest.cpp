@@ -200,6 +200,11 @@ TEST(Launcher, MpirunCommand) {
           "mpirun", "--tag-output", "--oversubscribe", "-x", "OMP_NUM_THREADS",
           "-x", "OMP_WAIT_POLICY", "--bind-to", "none", "--app"}));
   EXPECT_EQ(mpirunCommand("mpirun", "", 2, 2, 2)[5], "OMP_WAIT_POLICY");
+  // A thread count that is no count (OMP_NUM_THREADS=0) binds nothing.
+  EXPECT_FALSE(threadsFitCores("", 2, 4, 0));
+  EXPECT_EQ(mpirunCommand("mpirun", "", 2, 4, 0)[5], "OMP_WAIT_POLICY");
+  EXPECT_TRUE(threadsFitCores("", 2, 4, 2));
+  EXPECT_FALSE(threadsFitCores("/h", 2, 4, 2));
   EXPECT_EQ(mpirunCommand("mpirun", "/h", 2, 4, 2),
             (std::vector<std::string>{"mpirun", "--tag-output", "--hostfile",
                                       "/h", "-x", "OMP_NUM_THREADS",

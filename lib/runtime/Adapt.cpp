@@ -39,8 +39,7 @@ std::string readAdaptRequest(const std::string &path, AdaptRequest &request) {
   if (std::string problem = readJsonObject(path, doc); !problem.empty())
     return problem;
   try {
-    request.stoppedAfter = doc.at("stopped_after").get<int64_t>();
-    request.stoppedAtS = doc.at("stopped_at_s").get<double>();
+    request.decidedAfter = doc.at("decided_after").get<int64_t>();
     request.rank = doc.at("rank").get<int>();
     request.stage = doc.at("stage").get<int>();
     request.slowdown = doc.at("slowdown").get<double>();
@@ -49,9 +48,24 @@ std::string readAdaptRequest(const std::string &path, AdaptRequest &request) {
   } catch (const nlohmann::json::exception &e) {
     return path + ": not a re-partition request: " + e.what();
   }
-  if (request.stoppedAfter < 1 || request.slowdowns.empty() ||
+  if (request.decidedAfter < 1 || request.slowdowns.empty() ||
       request.rank < 0 || size_t(request.rank) >= request.slowdowns.size())
     return path + ": not a re-partition request";
+  return "";
+}
+
+std::string readAdaptStop(const std::string &path, AdaptStop &stop) {
+  nlohmann::json doc;
+  if (std::string problem = readJsonObject(path, doc); !problem.empty())
+    return problem;
+  try {
+    stop.stoppedAfter = doc.at("stopped_after").get<int64_t>();
+    stop.stoppedAtS = doc.at("stopped_at_s").get<double>();
+  } catch (const nlohmann::json::exception &e) {
+    return path + ": not a re-partition stop: " + e.what();
+  }
+  if (stop.stoppedAfter < 1)
+    return path + ": not a re-partition stop";
   return "";
 }
 

@@ -43,6 +43,7 @@
 #include <sstream>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <thread>
 #include <unistd.h>
 
 namespace dpc::runtime {
@@ -1160,10 +1161,28 @@ std::string stageNodeCounts(const std::string &planPath) {
   return text;
 }
 
+/// Prints one whole line (a re-plan prints while the ranks' output is
+/// passed through).
+void printAdaptLine(const std::string &line) {
+  std::cout << line + "\n" << std::flush;
+}
+
+/// A re-partition's next layout, planned and compiled while the ranks of the
+/// current one train on.
+struct NextLayout {
+  std::string dir, planPath;
+  std::vector<double> speeds;
+  std::vector<int> rankDevices;
+  /// Why it could not be made ("" when it was, or not asked for).
+  std::string problem;
+};
+
 /// `dpc run --adapt` (docs/RUNTIME.md, "Re-partitioning"): launches the
-/// build; whenever its ranks stop for a re-partition, plans again on a
-/// cluster of the measured speeds, compiles into ADAPT_DIR/N and launches
-/// that build resuming from the checkpoint, until a job ends on its own.
+/// build; whenever its last stage asks for a re-partition, plans again on a
+/// cluster of the measured speeds and compiles into ADAPT_DIR/N while the
+/// ranks train on, tells them when it is ready, and once they have stopped
+/// launches that build resuming from their checkpoint, until a job ends on
+/// its own.
 int launchAdaptive(const LaunchOptions &options, const RankOptions &given) {
   if (options.launcher != "mpirun")
     return fail("--adapt relaunches the ranks itself, under mpirun; drop "
@@ -1190,7 +1209,8 @@ int launchAdaptive(const LaunchOptions &options, const RankOptions &given) {
   if (!isDirectory(adaptDir))
     return fail(adaptDir + ": cannot create it: " + std::strerror(errno));
   const std::string requestPath = adaptDir + "/request.json";
-  ::unlink(requestPath.c_str());
+  const std::string readyPath = adaptReadyPath(requestPath);
+  const std::string stopPath = adaptStopPath(requestPath);
 
   RankOptions current = given;
   current.adaptRequest = requestPath;
@@ -1206,11 +1226,6 @@ int launchAdaptive(const LaunchOptions &options, const RankOptions &given) {
   if (given.isGiven("interfere"))
     interference = parseInterference(given.interfere);
   std::optional<Watchdog::Clock::time_point> interferenceStarted;
-  StdoutHook onStdout = [&](int, const std::string &line) {
-    if (!interferenceStarted &&
-        line.rfind("interference: a CPU-bound process", 0) == 0)
-      interferenceStarted = Watchdog::Clock::now();
-  };
 
   std::string planPath = outDir + "/plan.json";
   std::string text;
@@ -1228,59 +1243,108 @@ int launchAdaptive(const LaunchOptions &options, const RankOptions &given) {
   const std::string dpcPath = executablePath();
 
   for (int round = 1;; ++round) {
+    for (const std::string &path : {requestPath, readyPath, stopPath})
+      ::unlink(path.c_str());
+    // Plans and compiles the next layout on a thread of its own once the
+    // last stage has asked (its line follows the request file), while the
+    // ranks train on; creating `readyPath` tells them to stop.
+    NextLayout next;
+    std::thread replan;
+    bool asked = false;
+    auto prepareNext = [&] {
+      auto started = Watchdog::Clock::now();
+      AdaptRequest request;
+      if (std::string problem = readAdaptRequest(requestPath, request);
+          !problem.empty()) {
+        next.problem = problem;
+        return;
+      }
+      next.speeds = slowedSpeeds(speeds, rankDevices, request.slowdowns);
+      next.dir = adaptDir + "/" + std::to_string(round);
+      next.planPath = next.dir + "/plan.json";
+      std::string clusterPath =
+          adaptDir + "/cluster-" + std::to_string(round) + ".json";
+      std::string error;
+      if (!support::writeAtomically(
+              clusterPath, adaptClusterJson(next.speeds, bandwidth), error)) {
+        next.problem = error;
+        return;
+      }
+      printAdaptLine("adapt: re-partition " + std::to_string(round) +
+                     " (asked after step " +
+                     std::to_string(request.decidedAfter) +
+                     "): planning again on devices of speeds " +
+                     formatSpeeds(next.speeds) + " (" + clusterPath + ")");
+      std::vector<std::string> argv = {dpcPath, "compile", record.model};
+      argv.insert(argv.end(), kept.begin(), kept.end());
+      argv.insert(argv.end(), {"--cluster", clusterPath, "-o", next.dir});
+      int compiled = runProgram(argv, record.directory);
+      if (compiled == -1 || !WIFEXITED(compiled) ||
+          WEXITSTATUS(compiled) != 0) {
+        next.problem = "'" + joinCommand(argv) + "' failed";
+        return;
+      }
+      if (std::string problem =
+              readRankDevices(next.planPath, next.rankDevices);
+          !problem.empty()) {
+        next.problem = problem;
+        return;
+      }
+      double compileS =
+          std::chrono::duration<double>(Watchdog::Clock::now() - started)
+              .count();
+      char line[256];
+      std::snprintf(line, sizeof line,
+                    "adapt: compiled %s in %.2f s while training went on: "
+                    "nodes per stage %s -> %s",
+                    next.dir.c_str(), compileS,
+                    stageNodeCounts(planPath).c_str(),
+                    stageNodeCounts(next.planPath).c_str());
+      printAdaptLine(line);
+      if (!support::writeAtomically(readyPath, next.dir + "\n", error)) {
+        next.problem = error;
+        return;
+      }
+    };
+    StdoutHook onStdout = [&](int, const std::string &line) {
+      if (!interferenceStarted &&
+          line.rfind("interference: a CPU-bound process", 0) == 0)
+        interferenceStarted = Watchdog::Clock::now();
+      if (!asked && line.rfind("adapt: stage ", 0) == 0) {
+        asked = true;
+        replan = std::thread(prepareNext);
+      }
+    };
     int status = launchOnce(options, outDir, current, onStdout);
-    if (status != 0 || !isRegularFile(requestPath))
+    if (replan.joinable())
+      replan.join();
+    if (status != 0)
       return status;
-    AdaptRequest request;
-    if (std::string problem = readAdaptRequest(requestPath, request);
-        !problem.empty())
+    if (!isRegularFile(stopPath)) {
+      // The job ended on its own; a re-plan that failed left it in its
+      // layout.
+      if (!next.problem.empty())
+        printAdaptLine("adapt: re-partition " + std::to_string(round) +
+                       " not made: " + next.problem +
+                       "; the job trained on in its layout");
+      return status;
+    }
+    AdaptStop stop;
+    if (std::string problem = readAdaptStop(stopPath, stop); !problem.empty())
       return fail(problem);
-    ::unlink(requestPath.c_str());
-    auto started = Watchdog::Clock::now();
-
-    // Plan again on the devices at their measured speeds.
-    speeds = slowedSpeeds(speeds, rankDevices, request.slowdowns);
-    std::string roundDir = adaptDir + "/" + std::to_string(round);
-    std::string clusterPath =
-        adaptDir + "/cluster-" + std::to_string(round) + ".json";
-    std::string error;
-    if (!support::writeAtomically(clusterPath,
-                                  adaptClusterJson(speeds, bandwidth), error))
-      return fail(error);
-    std::cout << "adapt: re-partition " << round << " after step "
-              << request.stoppedAfter << ": planning again on devices of "
-              << "speeds " << formatSpeeds(speeds) << " (" << clusterPath
-              << ")\n"
-              << std::flush;
-    std::vector<std::string> argv = {dpcPath, "compile", record.model};
-    argv.insert(argv.end(), kept.begin(), kept.end());
-    argv.insert(argv.end(), {"--cluster", clusterPath, "-o", roundDir});
-    int compiled = runProgram(argv, record.directory);
-    if (compiled == -1 || !WIFEXITED(compiled) || WEXITSTATUS(compiled) != 0)
-      return fail("re-partition " + std::to_string(round) + ": '" +
-                  joinCommand(argv) + "' failed; the checkpoint of step " +
-                  std::to_string(request.stoppedAfter) + " is in " +
-                  current.checkpointDir);
-    std::string newPlan = roundDir + "/plan.json";
-    std::vector<int> newDevices;
-    if (std::string problem = readRankDevices(newPlan, newDevices);
-        !problem.empty())
-      return fail(problem);
-    double compileS =
-        std::chrono::duration<double>(Watchdog::Clock::now() - started).count();
-    char line[256];
-    std::snprintf(line, sizeof line,
-                  "adapt: compiled %s in %.2f s: nodes per stage %s -> %s",
-                  roundDir.c_str(), compileS, stageNodeCounts(planPath).c_str(),
-                  stageNodeCounts(newPlan).c_str());
-    std::cout << line << "\n" << std::flush;
+    if (!asked || !next.problem.empty())
+      return fail("re-partition " + std::to_string(round) + ": " +
+                  (asked ? next.problem : "stopped without a request"));
+    speeds = next.speeds;
+    std::string roundDir = next.dir;
+    std::string newPlan = next.planPath;
+    std::vector<int> newDevices = next.rankDevices;
 
     // The new layout resumes from the checkpoint at the next step.
     current.resume = true;
     current.given.insert("resume");
     char resumed[64];
-    std::snprintf(resumed, sizeof resumed, "%d:%.6f", round,
-                  request.stoppedAtS);
+    std::snprintf(resumed, sizeof resumed, "%d:%.6f", round, stop.stoppedAtS);
     current.adaptResumed = resumed;
     current.given.insert("adapt-resumed");
     if (given.isGiven("test-forward-delay")) {
@@ -1296,11 +1360,11 @@ int launchAdaptive(const LaunchOptions &options, const RankOptions &given) {
         left -= std::chrono::duration<double>(Watchdog::Clock::now() -
                                               *interferenceStarted)
                     .count();
-        from = request.stoppedAfter + 1;
+        from = stop.stoppedAfter + 1;
       }
       char value[96];
       std::snprintf(value, sizeof value, "%d:%lld:%.3f", interference->rank,
-                    (long long)std::max(from, request.stoppedAfter + 1), left);
+                    (long long)std::max(from, stop.stoppedAfter + 1), left);
       current.interfere = left >= 1e-3 ? onDevicesRank(value, newDevices) : "";
       if (current.interfere.empty())
         current.given.erase("interfere");

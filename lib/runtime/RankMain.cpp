@@ -11,6 +11,7 @@
 
 #include "dpc/planner/PlanJson.h"
 #include "dpc/runtime/Abi.h"
+#include "dpc/runtime/Adapt.h"
 #include "dpc/runtime/Data.h"
 #include "dpc/runtime/Device.h"
 #include "dpc/runtime/Error.h"
@@ -371,20 +372,31 @@ double epochSeconds() {
       .count();
 }
 
-/// What the last stage tells `dpc run --adapt` when the ranks stop for a
-/// re-partition (docs/RUNTIME.md): after which step, for which rank, every
-/// rank's slowdown against the calibrated plan, and when (for the
-/// downtime).
+/// What the last stage tells `dpc run --adapt` when its trigger decides
+/// (docs/RUNTIME.md): after which step, for which rank, and every rank's
+/// slowdown against the calibrated plan. The ranks train on while the
+/// launcher compiles the new layout.
 void writeAdaptRequest(const std::string &path, const AdaptDecision &decision,
                        const std::vector<double> &slowdowns,
-                       int64_t stoppedAfter, int stage) {
-  nlohmann::ordered_json request = {
-      {"stopped_after", stoppedAfter}, {"stopped_at_s", epochSeconds()},
-      {"rank", decision.rank},         {"stage", stage},
-      {"slowdown", decision.slowdown}, {"since_step", decision.sinceStep},
-      {"slowdowns", slowdowns}};
+                       int64_t decidedAfter, int stage) {
+  nlohmann::ordered_json request = {{"decided_after", decidedAfter},
+                                    {"rank", decision.rank},
+                                    {"stage", stage},
+                                    {"slowdown", decision.slowdown},
+                                    {"since_step", decision.sinceStep},
+                                    {"slowdowns", slowdowns}};
   std::string error;
   if (!dpc::support::writeAtomically(path, request.dump() + "\n", error))
+    throw Error(error);
+}
+
+/// And when the ranks stop for it: after which step, and when (the start of
+/// the downtime).
+void writeAdaptStop(const std::string &path, int64_t stoppedAfter) {
+  nlohmann::ordered_json stop = {{"stopped_after", stoppedAfter},
+                                 {"stopped_at_s", epochSeconds()}};
+  std::string error;
+  if (!dpc::support::writeAtomically(path, stop.dump() + "\n", error))
     throw Error(error);
 }
 
@@ -776,7 +788,12 @@ int runRank(int argc, char **argv, Communicator &comm) {
   if (reports && opts.adapt)
     trigger.emplace(opts.adaptThreshold, opts.adaptWindow, opts.adaptInterval,
                     firstStep);
-  int64_t stoppedAfter = -1;
+  // The step after which the trigger decided, and after which the ranks
+  // stopped: once the launcher has the new layout ready (its file exists),
+  // at the end of the step that sees it.
+  int64_t decidedAfter = -1, stoppedAfter = -1;
+  const std::string readyPath =
+      opts.adapt ? adaptReadyPath(opts.adaptRequest) : std::string();
   // A job that continues a re-partition reports its downtime: from the old
   // layout's stop to this layout's first step.
   std::optional<std::pair<int64_t, double>> resumed;
@@ -890,7 +907,7 @@ int runRank(int argc, char **argv, Communicator &comm) {
         std::snprintf(line, sizeof line,
                       "adapt: re-partition %lld: the new layout's first step "
                       "started %.2f s after the old one stopped at step %lld "
-                      "(checkpoint, re-plan, compile, launch, load) and took "
+                      "(checkpoint, launch, load) and took "
                       "%.1f ms",
                       (long long)resumed->first, downtimeS,
                       (long long)firstStep, stepEnds.front() * 1000);
@@ -911,9 +928,14 @@ int runRank(int argc, char **argv, Communicator &comm) {
         decision = trigger->add(step + 1, slowdowns);
       }
       if (decision) {
-        stoppedAfter = step + 1;
-        writeAdaptRequest(opts.adaptRequest, *decision, slowdowns, stoppedAfter,
+        decidedAfter = step + 1;
+        writeAdaptRequest(opts.adaptRequest, *decision, slowdowns, decidedAfter,
                           schedule.stageOf(decision->rank));
+      } else if (decidedAfter > 0 && stoppedAfter < 0 &&
+                 step + 1 < totalSteps &&
+                 ::access(readyPath.c_str(), F_OK) == 0) {
+        stoppedAfter = step + 1;
+        writeAdaptStop(adaptStopPath(opts.adaptRequest), stoppedAfter);
       }
       Progress progress = meter.update(step + 1, loss, now);
       // Every step of a short run; about one line a second of a long one.
@@ -930,11 +952,19 @@ int runRank(int argc, char **argv, Communicator &comm) {
         char line[256];
         std::snprintf(line, sizeof line,
                       "adapt: stage %d (rank %d) has computed over %gx its "
-                      "share since step %lld (%.1fx now); stopping after step "
-                      "%lld to re-partition",
+                      "share since step %lld (%.1fx now); training on while "
+                      "the new layout compiles",
                       schedule.stageOf(decision->rank), decision->rank,
                       opts.adaptThreshold, (long long)decision->sinceStep,
-                      decision->slowdown, (long long)stoppedAfter);
+                      decision->slowdown);
+        printLine(line);
+      }
+      if (stoppedAfter == step + 1) {
+        char line[160];
+        std::snprintf(line, sizeof line,
+                      "adapt: the new layout is ready; stopping after step "
+                      "%lld to re-partition (decided after step %lld)",
+                      (long long)stoppedAfter, (long long)decidedAfter);
         printLine(line);
       }
     }

@@ -2,12 +2,14 @@
 //
 // `dpc run --adapt` re-partitions a job whose stage stays slower than the
 // plan (docs/RUNTIME.md, "Re-partitioning"). The ranks decide when
-// (StepMonitor.h's AdaptTrigger on the last stage), stop together at a step
-// boundary, write a checkpoint (parameters and optimizer state under their
-// model names) and the request read here; the launcher then plans again on a
-// cluster whose devices run at the measured speeds, compiles the model again
-// with the options `dpc compile` recorded in OUT/compile.json, and launches
-// the new rank executables resuming from the checkpoint at the same step.
+// (StepMonitor.h's AdaptTrigger on the last stage) and write the request read
+// here; while they train on, the launcher plans again on a cluster whose
+// devices run at the measured speeds and compiles the model again with the
+// options `dpc compile` recorded in OUT/compile.json. Once that build is
+// ready the ranks stop together at a step boundary with a checkpoint
+// (parameters and optimizer state under their model names), and the
+// launcher starts the new rank executables resuming from it at the next
+// step.
 //
 // These are the launcher's pieces, plain C++ for the unit tests
 // (test/unittests/runtime/AdaptTest.cpp).
@@ -23,12 +25,11 @@
 
 namespace dpc::runtime {
 
-/// What the last stage wrote when the ranks stopped (RankMain).
+/// What the last stage writes when its trigger decides (RankMain): the ranks
+/// then train on in their layout while the launcher compiles the next one.
 struct AdaptRequest {
-  /// The last step run (from 1); the checkpoint is of it.
-  int64_t stoppedAfter = 0;
-  /// When the trigger fired, in seconds since the epoch.
-  double stoppedAtS = 0;
+  /// The step (from 1) after which the trigger decided.
+  int64_t decidedAfter = 0;
   /// The rank it fired for, its stage, its slowdown and since when.
   int rank = 0, stage = 0;
   double slowdown = 1;
@@ -38,6 +39,35 @@ struct AdaptRequest {
 };
 /// Reads it; returns "" or what is wrong, naming the file.
 std::string readAdaptRequest(const std::string &path, AdaptRequest &request);
+
+/// What the last stage writes when the ranks stop for the re-partition, once
+/// the launcher has said the new layout is ready (adaptReadyPath).
+struct AdaptStop {
+  /// The last step run (from 1); the checkpoint is of it.
+  int64_t stoppedAfter = 0;
+  /// When the ranks decided to stop, in seconds since the epoch (the start of
+  /// the downtime).
+  double stoppedAtS = 0;
+};
+std::string readAdaptStop(const std::string &path, AdaptStop &stop);
+
+/// The files beside the request (OUT.adapt/request.json): the launcher
+/// creates "ready" once the new layout is compiled, and the last stage
+/// writes "stopped.json" when the ranks stop for it. Inline: the rank main,
+/// which does not link the launcher, names them too.
+inline std::string besideAdaptRequest(const std::string &requestPath,
+                                      const char *name) {
+  size_t slash = requestPath.rfind('/');
+  return (slash == std::string::npos ? std::string()
+                                     : requestPath.substr(0, slash + 1)) +
+         name;
+}
+inline std::string adaptReadyPath(const std::string &requestPath) {
+  return besideAdaptRequest(requestPath, "ready");
+}
+inline std::string adaptStopPath(const std::string &requestPath) {
+  return besideAdaptRequest(requestPath, "stopped.json");
+}
 
 /// OUT/compile.json, which `dpc compile` writes.
 struct CompileRecord {

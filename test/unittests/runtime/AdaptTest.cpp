@@ -80,18 +80,31 @@ TEST(Adapt, TestOptionsFollowTheirDevice) {
 
 TEST(Adapt, ReadsTheRequestAndTheRecord) {
   std::string path = writeTemp(
-      R"({"stopped_after": 32, "stopped_at_s": 1.5e9, "rank": 1, "stage": 1,
-          "slowdown": 9.5, "since_step": 21, "slowdowns": [1.0, 9.5]})");
+      R"({"decided_after": 32, "rank": 1, "stage": 1, "slowdown": 9.5,
+          "since_step": 21, "slowdowns": [1.0, 9.5]})");
   AdaptRequest request;
   EXPECT_EQ(readAdaptRequest(path, request), "");
-  EXPECT_EQ(request.stoppedAfter, 32);
+  EXPECT_EQ(request.decidedAfter, 32);
   EXPECT_EQ(request.sinceStep, 21);
   EXPECT_THAT(request.slowdowns, ::testing::ElementsAre(1.0, 9.5));
   std::remove(path.c_str());
 
-  path = writeTemp(R"({"stopped_after": 32, "rank": 1})");
+  path = writeTemp(R"({"decided_after": 32, "rank": 1})");
   EXPECT_THAT(readAdaptRequest(path, request),
               HasSubstr("not a re-partition request"));
+  std::remove(path.c_str());
+
+  // The stop comes later, in a file of its own.
+  path = writeTemp(R"({"stopped_after": 40, "stopped_at_s": 1.5e9})");
+  AdaptStop stop;
+  EXPECT_EQ(readAdaptStop(path, stop), "");
+  EXPECT_EQ(stop.stoppedAfter, 40);
+  EXPECT_EQ(stop.stoppedAtS, 1.5e9);
+  EXPECT_THAT(readAdaptRequest(path, request),
+              HasSubstr("not a re-partition request"));
+  std::remove(path.c_str());
+  path = writeTemp(R"({"stopped_after": 0, "stopped_at_s": 1.5e9})");
+  EXPECT_THAT(readAdaptStop(path, stop), HasSubstr("not a re-partition stop"));
   std::remove(path.c_str());
 
   path = writeTemp(R"({"format": "dpc-compile", "model": "/m.onnx",
@@ -103,6 +116,13 @@ TEST(Adapt, ReadsTheRequestAndTheRecord) {
   std::remove(path.c_str());
   EXPECT_THAT(readCompileRecord("/nonexistent/compile.json", record),
               HasSubstr("/nonexistent/compile.json: "));
+}
+
+TEST(Adapt, TheLaunchersFilesLieBesideTheRequest) {
+  EXPECT_EQ(adaptReadyPath("/w/out.adapt/request.json"), "/w/out.adapt/ready");
+  EXPECT_EQ(adaptStopPath("/w/out.adapt/request.json"),
+            "/w/out.adapt/stopped.json");
+  EXPECT_EQ(adaptReadyPath("request.json"), "ready");
 }
 
 TEST(Adapt, RankDevicesOfAPlanOnTheSlots) {

@@ -13,6 +13,10 @@
 // forward op computed again in a backward (`pipe.recomputed`) costs what
 // its forward op costs.
 //
+// A profile that measured messages (`dpc profile --message-ranks`) gives
+// the module the latency measured with the job's ranks
+// (pipe.message_latency_ms), which build-schedule charges every transfer.
+//
 // A token model profiled at several shapes (`dpc profile --seq-buckets`)
 // is priced at the shape given by the `batch` and `length` options: the
 // measured times there, or the fit over the measured shapes
@@ -22,6 +26,8 @@
 
 #include "passes/Passes.h"
 
+#include "dialects/pipe/IR/PipeOps.h"
+
 #include "dpc/planner/Profile.h"
 
 #include "mlir/IR/Builders.h"
@@ -29,6 +35,7 @@
 
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -179,6 +186,36 @@ struct ApplyProfilePass
       fields.set("time_ms", b.getF64FloatAttr(ms));
       op->setAttr("nn.cost", fields.getDictionary(&getContext()));
     }
+
+    // The message latency measured with as many ranks as this job's.
+    planner::Expected<planner::MessageLatencies> messages =
+        planner::loadMessageLatencies(profile);
+    if (!messages) {
+      module.emitError("cannot read the profile: ") << messages.error();
+      return signalPassFailure();
+    }
+    if (!messages->empty())
+      module->setAttr(pipe::PipeDialect::kMessageLatencyAttrName,
+                      b.getF64FloatAttr(planner::messageLatencyFor(
+                          *messages, ranks(module))));
+  }
+
+  // The ranks of the outlined module: a rank per stage (per chunks of
+  // stages, with model chunks), or the stages' replicas.
+  static int ranks(ModuleOp module) {
+    if (auto replicas = module->getAttrOfType<DenseI64ArrayAttr>(
+            pipe::PipeDialect::kReplicasAttrName)) {
+      int64_t sum = 0;
+      for (int64_t r : replicas.asArrayRef())
+        sum += r;
+      return int(sum);
+    }
+    std::set<int64_t> stages;
+    for (auto func : module.getOps<func::FuncOp>())
+      if (std::optional<int64_t> stage = pipe::getStage(func))
+        stages.insert(*stage);
+    return int(std::max<int64_t>(1, int64_t(stages.size()) /
+                                        pipe::getNumChunks(module)));
   }
 
   // The node times to apply: the profile's graph, or its measured shapes

@@ -129,7 +129,12 @@ struct BuildSchedulePass
           << schedule << " schedule: " << error;
       return signalPassFailure();
     }
+    // apply-profile's measured message latency, charged to every transfer.
+    if (auto latency = module->getAttrOfType<FloatAttr>(
+            pipe::PipeDialect::kMessageLatencyAttrName))
+      built.messageLatency = latency.getValueAsDouble();
     schedule::SimulateOptions simulateOptions;
+    simulateOptions.latency = built.messageLatency;
     simulateOptions.recordTimeline = !traceOutput.empty();
     schedule::SimulateResult simulated;
     if (std::string error =

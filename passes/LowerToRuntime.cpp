@@ -36,6 +36,8 @@
 #include "llvm/ADT/StringMap.h"
 
 #include <map>
+#include <string>
+#include <vector>
 
 namespace mlir::dpc {
 #define GEN_PASS_DEF_LOWERTORUNTIMEPASS
@@ -71,11 +73,54 @@ private:
            !isa<nn::ParamOp, nn::ReshapeOp, nn::OptimizerUpdateOpInterface>(op);
   }
 
+  // The nodes a timed call of `op` is for, each with its part of the call's
+  // time: the op's own node, or for a fused region the nodes of its ops in
+  // the proportions of their analytic costs (equal parts without any).
+  static std::vector<std::pair<std::string, double>>
+  profiledNodes(Operation *op);
+
   ModuleOp module;
   bool profiling;
   RuntimeLowering rt;
   RuntimeLoweringTable table;
 };
+
+std::vector<std::pair<std::string, double>>
+Lowering::profiledNodes(Operation *op) {
+  auto nodeOf = [](Operation *op) {
+    auto node = op->getAttrOfType<StringAttr>("nn.node");
+    return node ? node.str() : op->getName().getStringRef().str();
+  };
+  auto fused = dyn_cast<nn::FusedOp>(op);
+  if (!fused)
+    return {{nodeOf(op), 1.0}};
+  std::vector<std::pair<std::string, double>> nodes;
+  std::vector<int64_t> counts;
+  double total = 0;
+  for (Operation &member : fused.getBody().front().without_terminator()) {
+    double ms = 0;
+    if (auto cost = member.getAttrOfType<DictionaryAttr>("nn.cost"))
+      if (auto time = dyn_cast_or_null<FloatAttr>(cost.get("time_ms")))
+        ms = time.getValueAsDouble();
+    std::string node = nodeOf(&member);
+    auto it =
+        llvm::find_if(nodes, [&](const auto &n) { return n.first == node; });
+    if (it == nodes.end()) {
+      nodes.push_back({node, 0.0});
+      counts.push_back(0);
+      it = std::prev(nodes.end());
+    }
+    it->second += ms;
+    ++counts[it - nodes.begin()];
+    total += ms;
+  }
+  int64_t ops = 0;
+  for (int64_t count : counts)
+    ops += count;
+  for (auto [entry, count] : llvm::zip(nodes, counts))
+    entry.second = total > 0 ? entry.second / total : double(count) / ops;
+  return nodes;
+}
 
 LogicalResult Lowering::lowerOp(Operation *op) {
   rt.loc = op->getLoc();
@@ -104,20 +149,20 @@ LogicalResult Lowering::lowerSegment(func::FuncOp func, LLVM::LLVMFuncOp target,
   bool timed = profiling && (segment == "forward" || segment == "backward");
   if (func) {
     for (Operation &op : func.getBody().front().without_terminator()) {
-      std::optional<int64_t> id;
+      SmallVector<int64_t> ids;
       if (timed && isKernel(&op)) {
-        auto node = op.getAttrOfType<StringAttr>("nn.node");
-        id = rt.manifest.profile.size();
-        rt.manifest.profile.push_back(
-            {*id, node ? node.str() : op.getName().getStringRef().str(),
-             segment.str()});
         rt.loc = op.getLoc();
-        rt.callVoid("dpc_profile_begin", {rt.context, rt.i64(*id)});
+        for (const auto &[node, share] : profiledNodes(&op)) {
+          ids.push_back(rt.manifest.profile.size());
+          rt.manifest.profile.push_back(
+              {ids.back(), node, segment.str(), share});
+          rt.callVoid("dpc_profile_begin", {rt.context, rt.i64(ids.back())});
+        }
       }
       if (failed(lowerOp(&op)))
         return failure();
-      if (id)
-        rt.callVoid("dpc_profile_end", {rt.context, rt.i64(*id)});
+      for (int64_t id : ids)
+        rt.callVoid("dpc_profile_end", {rt.context, rt.i64(id)});
     }
   }
   rt.builder.create<LLVM::ReturnOp>(target.getLoc(), ValueRange());

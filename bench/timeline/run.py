@@ -30,7 +30,10 @@ Usage: /usr/bin/python3 bench/timeline/run.py [--dpc build/bin/dpc]
 
 `dpc profile` runs one rank; it is run with OMP_NUM_THREADS=1, what each of
 the two ranks gets on a 2-core machine, unless OMP_NUM_THREADS is set (the
-ranks of more stages than cores share them).
+ranks of more stages than cores share them). It times the build fused as
+`dpc compile` fuses it, and measures the latency of a message between stages
+at each --stages count (`--message-ranks`), which the simulated step charges
+every transfer; sim@measured keeps transfers free.
 Timings on a busy machine are noisy: the header prints the load average.
 """
 import argparse
@@ -101,8 +104,9 @@ def simulate_measured(dpc_schedule, out, events, work):
     cores = os.cpu_count() or 0
     shared = (["--cores", str(cores)]
               if 0 < cores < schedule["ranks"] else [])
-    text = run([dpc_schedule, "simulate", path, "--optimizer-ms", str(optimizer)]
-               + shared)
+    # Free transfers: not the latency the profile measured.
+    text = run([dpc_schedule, "simulate", path, "--optimizer-ms", str(optimizer),
+                "--latency", "0"] + shared)
     return float(text.split("step ")[1].split(" ms")[0])
 
 
@@ -146,8 +150,11 @@ def main():
         if "profile" in args.costs.split(","):
             env = dict(os.environ)
             env.setdefault("OMP_NUM_THREADS", "1")
-            run([dpc, "profile", onnx, "-o", profile, "--microbatches", "4"], env)
-        data = ("fashion-mnist:" + DATA if model in ("lenet5", "mlp")
+            # Messages are measured at the stage counts compiled below.
+            run([dpc, "profile", onnx, "-o", profile, "--microbatches", "4",
+                 "--message-ranks", args.stages], env)
+        data = ("fashion-mnist:" + DATA
+                if model in ("lenet5", "mlp", "resnet", "resnet18")
                 else "synthetic")
         cells = [(int(st), sc, c) for st in args.stages.split(",")
                  for sc in args.schedules.split(",")

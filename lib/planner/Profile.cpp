@@ -279,7 +279,8 @@ Expected<Graph> parseJsonProfile(const std::string &text,
 }
 
 std::string writeJsonProfile(const Graph &graph,
-                             const std::vector<MeasuredShape> &shapes) {
+                             const std::vector<MeasuredShape> &shapes,
+                             const MessageLatencies &messages) {
   nlohmann::json nodes = nlohmann::json::array();
   nlohmann::json edges = nlohmann::json::array();
   for (NodeId v = 0; v < graph.size(); ++v) {
@@ -314,6 +315,12 @@ std::string writeJsonProfile(const Graph &graph,
                       {"nodes", std::move(times)}});
     }
     doc["shapes"] = std::move(list);
+  }
+  if (!messages.empty()) {
+    nlohmann::json latencies = nlohmann::json::object();
+    for (const auto &[ranks, ms] : messages)
+      latencies[std::to_string(ranks)] = ms;
+    doc["message_latency_ms"] = std::move(latencies);
   }
   return doc.dump(2) + "\n";
 }
@@ -357,25 +364,39 @@ Expected<Graph> loadProfile(const std::string &path) {
   return parsePipeDreamProfile(*text, path);
 }
 
+namespace {
+
+// A profile.json's document for its optional sections: null for a
+// graph.txt, which has none.
+Expected<nlohmann::json> sectionsOf(const std::string &text,
+                                    const std::string &source) {
+  if (!isJson(text))
+    return nlohmann::json();
+  nlohmann::json doc = nlohmann::json::parse(text, nullptr,
+                                             /*allow_exceptions=*/false);
+  if (doc.is_discarded() || !doc.is_object())
+    return Expected<nlohmann::json>::failure(source + ": not a JSON object");
+  return doc;
+}
+
+} // namespace
+
 Expected<std::vector<MeasuredShape>>
 parseProfileShapes(const std::string &text, const std::string &source) {
   using Result = Expected<std::vector<MeasuredShape>>;
   std::vector<MeasuredShape> shapes;
-  if (!isJson(text))
-    return shapes;
-  nlohmann::json doc = nlohmann::json::parse(text, nullptr,
-                                             /*allow_exceptions=*/false);
-  if (doc.is_discarded() || !doc.is_object())
-    return Result::failure(source + ": not a JSON object");
-  if (!doc.contains("shapes"))
+  Expected<nlohmann::json> doc = sectionsOf(text, source);
+  if (!doc)
+    return Result::failure(doc.error());
+  if (!doc->contains("shapes"))
     return shapes;
   auto fail = [&](const std::string &why) {
     return Result::failure(source + ": " + why);
   };
-  if (!doc["shapes"].is_array())
+  if (!(*doc)["shapes"].is_array())
     return fail("\"shapes\" must be an array");
-  for (size_t i = 0; i < doc["shapes"].size(); ++i) {
-    const nlohmann::json &j = doc["shapes"][i];
+  for (size_t i = 0; i < (*doc)["shapes"].size(); ++i) {
+    const nlohmann::json &j = (*doc)["shapes"][i];
     std::string where = "shapes[" + std::to_string(i) + "]";
     if (!j.is_object())
       return fail(where + " is not an object");
@@ -427,6 +448,47 @@ loadProfileShapes(const std::string &path) {
   if (!text)
     return Expected<std::vector<MeasuredShape>>::failure(text.error());
   return parseProfileShapes(*text, path);
+}
+
+Expected<MessageLatencies> parseMessageLatencies(const std::string &text,
+                                                 const std::string &source) {
+  using Result = Expected<MessageLatencies>;
+  MessageLatencies messages;
+  Expected<nlohmann::json> doc = sectionsOf(text, source);
+  if (!doc)
+    return Result::failure(doc.error());
+  if (!doc->contains("message_latency_ms"))
+    return messages;
+  const nlohmann::json &latencies = (*doc)["message_latency_ms"];
+  if (!latencies.is_object())
+    return Result::failure(source + ": message_latency_ms: expected an "
+                                    "object of milliseconds by rank count");
+  for (const auto &[key, value] : latencies.items()) {
+    int64_t ranks = 0;
+    if (!cli::parseInteger(key, ranks) || ranks < 1 || ranks > (1 << 20))
+      return Result::failure(source + ": message_latency_ms: '" + key +
+                             "' is not a rank count");
+    if (!value.is_number() || !std::isfinite(value.get<double>()) ||
+        value.get<double>() < 0)
+      return Result::failure(source + ": message_latency_ms: " + key +
+                             ": expected milliseconds >= 0");
+    messages[int(ranks)] = value.get<double>();
+  }
+  return messages;
+}
+
+Expected<MessageLatencies> loadMessageLatencies(const std::string &path) {
+  Expected<std::string> text = readProfileText(path);
+  if (!text)
+    return Expected<MessageLatencies>::failure(text.error());
+  return parseMessageLatencies(*text, path);
+}
+
+double messageLatencyFor(const MessageLatencies &messages, int ranks) {
+  if (messages.empty())
+    return 0;
+  auto above = messages.upper_bound(ranks);
+  return above == messages.begin() ? above->second : std::prev(above)->second;
 }
 
 namespace {

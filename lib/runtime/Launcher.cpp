@@ -609,6 +609,7 @@ std::optional<double> simulateOnCores(const std::string &schedulePath,
     return std::nullopt;
   schedule::SimulateOptions options;
   options.cores = cores;
+  options.latency = s.messageLatency;
   options.recordTimeline = false;
   schedule::SimulateResult result;
   if (!schedule::simulateSchedule(s, options, result).empty())

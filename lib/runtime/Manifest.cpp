@@ -586,6 +586,8 @@ RankManifest parseManifest(const std::string &text, const std::string &name) {
       op.id = r.integer(ops[i], path, "id", 0);
       op.node = r.string(ops[i], path, "node");
       op.phase = r.string(ops[i], path, "phase");
+      if (ops[i].contains("share"))
+        op.share = r.number(ops[i], path, "share");
       if (op.id != static_cast<int64_t>(i))
         r.fail(path + "id", "expected ids 0, 1, ... in order");
       m.profile.push_back(op);
@@ -697,8 +699,12 @@ std::string writeManifest(const RankManifest &m) {
                {"segments", m.segments}};
   if (!m.profile.empty()) {
     json ops = json::array();
-    for (const ManifestProfileOp &op : m.profile)
-      ops.push_back({{"id", op.id}, {"node", op.node}, {"phase", op.phase}});
+    for (const ManifestProfileOp &op : m.profile) {
+      json entry = {{"id", op.id}, {"node", op.node}, {"phase", op.phase}};
+      if (op.share != 1)
+        entry["share"] = op.share;
+      ops.push_back(std::move(entry));
+    }
     root["profile"] = std::move(ops);
   }
   if (m.inference)

@@ -43,12 +43,17 @@ std::string OpProfile::json(int rank) const {
       std::nth_element(t.callMs.begin(), middle, t.callMs.end());
       median = *middle;
     }
-    list.push_back({{"id", op.id},
-                    {"node", op.node},
-                    {"phase", op.phase},
-                    {"calls", t.calls},
-                    {"total_ms", t.totalMs},
-                    {"median_ms", median}});
+    // A fused region's entry times the whole call; its node's part is
+    // `share` of it.
+    nlohmann::ordered_json entry = {{"id", op.id},
+                                    {"node", op.node},
+                                    {"phase", op.phase},
+                                    {"calls", t.calls},
+                                    {"total_ms", t.totalMs * op.share},
+                                    {"median_ms", median * op.share}};
+    if (op.share != 1)
+      entry["share"] = op.share;
+    list.push_back(std::move(entry));
   }
   nlohmann::ordered_json root = {{"format", "dpc-op-times"},
                                  {"version", 1},

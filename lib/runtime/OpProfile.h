@@ -33,7 +33,9 @@ public:
   void clear() { times.clear(); }
 
   /// {"format": "dpc-op-times", "version": 1, "rank": R, "ops": [{"id",
-  /// "node", "phase", "calls", "total_ms", "median_ms"}, ...]}.
+  /// "node", "phase", "calls", "total_ms", "median_ms"}, ...]}; the times
+  /// of an entry with a share (a fused region's node) are that share of
+  /// the call's, and the entry says "share".
   std::string json(int rank) const;
 
 private:

@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cmath>
 #include <fstream>
 #include <limits>
 #include <sstream>
@@ -265,6 +266,8 @@ std::string toJson(const Schedule &schedule, int indent) {
   if (schedule.reduce != ReduceMode::AllReduce)
     root["reduce"] = reduceName(schedule.reduce);
   root["vertical_sync"] = schedule.verticalSync;
+  if (schedule.messageLatency > 0)
+    root["message_latency_ms"] = schedule.messageLatency;
   json stages = json::array();
   for (size_t vs = 0; vs < schedule.stages.size(); ++vs) {
     const StageInfo &s = schedule.stages[vs];
@@ -407,6 +410,10 @@ std::string fromJson(const std::string &text, Schedule &schedule) {
     if (!parseReduce(reduce, schedule.reduce))
       return "unknown reduce '" + reduce + "' (allreduce or preduce)";
     schedule.verticalSync = get<bool>(root, "vertical_sync", false);
+    schedule.messageLatency = get<double>(root, "message_latency_ms", 0.0);
+    if (!(schedule.messageLatency >= 0) ||
+        !std::isfinite(schedule.messageLatency))
+      return "\"message_latency_ms\" must be milliseconds >= 0";
     if (std::string problem = schedule.checkLayout(); !problem.empty())
       return problem;
     schedule.stages.assign(schedule.numVirtualStages(), StageInfo());

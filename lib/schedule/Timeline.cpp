@@ -8,7 +8,10 @@
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <iterator>
+#include <map>
 #include <sstream>
+#include <tuple>
 
 namespace dpc::schedule {
 
@@ -216,6 +219,70 @@ int countSteps(const Timeline &timeline) {
     if (!ends.empty())
       steps = steps < 0 ? int(ends.size()) : std::min(steps, int(ends.size()));
   return steps < 0 ? 1 : steps;
+}
+
+double messageLatency(const Timeline &measured) {
+  // Per rank, its compute spans in order of start.
+  std::vector<std::vector<std::pair<double, double>>> compute(
+      size_t(std::max(measured.ranks, 0)));
+  // The sends and receives of each (sender, receiver, payload, microbatch),
+  // in order.
+  std::map<std::tuple<int, int, std::string, int>,
+           std::pair<std::vector<const TimelineEvent *>,
+                     std::vector<const TimelineEvent *>>>
+      messages;
+  std::vector<const TimelineEvent *> events;
+  for (const TimelineEvent &ev : measured.events)
+    events.push_back(&ev);
+  std::stable_sort(events.begin(), events.end(),
+                   [](auto *a, auto *b) { return a->start < b->start; });
+  for (const TimelineEvent *ev : events) {
+    if (ev->rank < 0 || ev->rank >= measured.ranks)
+      continue;
+    if (ev->kind != EventKind::Send && ev->kind != EventKind::Recv) {
+      if (ev->kind != EventKind::Other)
+        compute[ev->rank].push_back({ev->start, ev->end});
+      continue;
+    }
+    // "send act mb3": the payload is the second word.
+    std::istringstream words(ev->name);
+    std::string verb, payload;
+    words >> verb >> payload;
+    bool forward = payload == "act";
+    bool sending = ev->kind == EventKind::Send;
+    int peer = ev->rank + ((forward == sending) ? 1 : -1);
+    int from = sending ? ev->rank : peer, to = sending ? peer : ev->rank;
+    auto &pair = messages[{from, to, payload, ev->mb}];
+    (sending ? pair.first : pair.second).push_back(ev);
+  }
+  // Whether `rank` computed during (begin, end).
+  auto computed = [&](int rank, double begin, double end) {
+    const auto &spans = compute[rank];
+    auto it =
+        std::lower_bound(spans.begin(), spans.end(), std::make_pair(end, end));
+    // Spans of one rank do not overlap: the last one to start before `end`
+    // ends the latest.
+    return it != spans.begin() && std::prev(it)->second > begin;
+  };
+  std::vector<double> latencies;
+  for (const auto &[key, pair] : messages) {
+    const auto &[sends, receives] = pair;
+    for (size_t k = 1; k < std::min(sends.size(), receives.size()); ++k) {
+      const TimelineEvent &send = *sends[k], &receive = *receives[k];
+      double begin = std::max(send.start, receive.start);
+      if (receive.end < begin || computed(receive.rank, begin, receive.end))
+        continue;
+      latencies.push_back(receive.end - begin);
+    }
+  }
+  if (latencies.empty())
+    return -1;
+  std::sort(latencies.begin(), latencies.end());
+  size_t kept = latencies.size() - latencies.size() / 20;
+  double sum = 0;
+  for (size_t i = 0; i < kept; ++i)
+    sum += latencies[i];
+  return sum / double(kept);
 }
 
 Timeline selectSteps(const Timeline &timeline, int first, int last) {

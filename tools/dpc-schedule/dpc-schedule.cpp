@@ -44,7 +44,8 @@ struct CostOptions {
 
 void addCostOptions(cli::ArgParser &parser, CostOptions &opts) {
   parser.addOption("latency", &opts.latency, "MS",
-                   "per-transfer latency in milliseconds (default 0)");
+                   "per-transfer latency in milliseconds (default 0; "
+                   "simulate: the schedule's message_latency_ms)");
   parser.addOption("bandwidth", &opts.bandwidth, "BYTES_PER_MS",
                    "link bandwidth; 0 means transfers cost only the latency");
   parser.addOption("optimizer-ms", &opts.optimizer, "MS",
@@ -369,6 +370,9 @@ int runSimulate(const std::vector<std::string> &args) {
   VerifyResult vr = verifySchedule(schedule, verify);
   if (!report(command, path + ": ", vr))
     return kFailure;
+  // A build from a profile records the message latency it measured.
+  if (!parser.given("latency"))
+    costs.latency = schedule.messageLatency;
   SimulateResult sim;
   if (!simulate(command, schedule, costs, sim))
     return kFailure;

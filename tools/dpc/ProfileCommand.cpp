@@ -3,13 +3,18 @@
 // `dpc profile model.onnx -o profile.json` measures each model node's
 // forward and backward time on a backend, the role of PipeDream's profiler:
 // it compiles a one-stage timing build (every kernel call bracketed, see
-// lower-to-runtime's `profile` option), trains it for a few steps on
+// lower-to-runtime's `profile` option; fused as dpc compile fuses, a fused
+// region's time shared among its ops' nodes), trains it for a few steps on
 // synthetic data under `dpc run`, and writes the planner's graph of the
 // model with the measured times in dpc's profile.json format, which
 // `dpc plan --profile` and `dpc compile --profile` read. With
 // --seq-buckets it measures a token model at each shape bucket (or at the
 // --grid's shapes), one timing build per shape, and writes every shape's
-// node times under "shapes"; the graph is the longest bucket's.
+// node times under "shapes"; the graph is the longest bucket's. It also
+// trains a 1F1B build of the model on 2 stages (--message-ranks) with
+// `dpc run --trace` and writes how long a message between stages took
+// (schedule::messageLatency) under "message_latency_ms", which
+// `dpc compile --profile` charges every transfer of its schedule.
 //
 //===----------------------------------------------------------------------===//
 
@@ -18,6 +23,7 @@
 #include "Compile.h"
 
 #include "dpc/planner/Profile.h"
+#include "dpc/schedule/Timeline.h"
 #include "dpc/support/CommandLine.h"
 #include "dpc/support/WriteFile.h"
 
@@ -48,6 +54,30 @@ struct ScratchDirectory {
     fs::remove_all(path, ec);
   }
 };
+
+// Trains `build` `steps` steps on synthetic data with `dpc run` (this very
+// executable) and the options `extra`; `what` names the run in errors.
+int train(const std::string &build, int64_t steps,
+          const std::vector<std::string> &extra, const std::string &what) {
+  std::string self = llvm::sys::fs::getMainExecutable(
+      nullptr, reinterpret_cast<void *>(&runProfileCommand));
+  std::string stepsArg = std::to_string(steps);
+  llvm::SmallVector<llvm::StringRef> run = {self,        "run",      build,
+                                            "--steps",   stepsArg,   "--data",
+                                            "synthetic", "--no-eval"};
+  run.append(extra.begin(), extra.end());
+  // The rank's progress lines would only be noise here; errors still show.
+  std::optional<llvm::StringRef> redirects[] = {
+      std::nullopt, llvm::StringRef(""), std::nullopt};
+  std::string message;
+  if (llvm::sys::ExecuteAndWait(self, run, std::nullopt, redirects, 0, 0,
+                                &message) != 0) {
+    std::cerr << "dpc profile: " << what << " failed"
+              << (message.empty() ? "" : ": " + message) << "\n";
+    return 1;
+  }
+  return 0;
+}
 
 // Milliseconds per microbatch of each node, by phase, from the op times the
 // rank wrote: an op runs once per microbatch, so its median call (its mean
@@ -110,26 +140,10 @@ int measure(CompileOptions compile, const fs::path &dir, int64_t steps,
   if (int rc = compileModel(compile))
     return rc;
 
-  // Train the timing build with `dpc run`, from this very executable.
-  std::string self = llvm::sys::fs::getMainExecutable(
-      nullptr, reinterpret_cast<void *>(&runProfileCommand));
   fs::path opTimes = dir / "optimes.json";
-  std::string stepsArg = std::to_string(steps);
-  std::string buildArg = compile.outDir, opTimesArg = opTimes.string();
-  llvm::SmallVector<llvm::StringRef> run = {
-      self,     "run",       buildArg,    "--steps",    stepsArg,
-      "--data", "synthetic", "--no-eval", "--op-times", opTimesArg};
-  // The rank's progress lines would only be noise here; errors still show.
-  std::optional<llvm::StringRef> redirects[] = {
-      std::nullopt, llvm::StringRef(""), std::nullopt};
-  std::string message;
-  int status = llvm::sys::ExecuteAndWait(self, run, std::nullopt, redirects, 0,
-                                         0, &message);
-  if (status != 0) {
-    std::cerr << "dpc profile: the timing run failed"
-              << (message.empty() ? "" : ": " + message) << "\n";
-    return 1;
-  }
+  if (int rc = train(compile.outDir, steps, {"--op-times", opTimes.string()},
+                     "the timing run"))
+    return rc;
 
   std::map<std::string, std::pair<double, double>> measured;
   std::string error;
@@ -156,14 +170,42 @@ int measure(CompileOptions compile, const fs::path &dir, int64_t steps,
   return 0;
 }
 
+// The mean latency of a message between stages (schedule::messageLatency)
+// of `compile`'s model on `ranks` stages of a 1F1B build, trained `steps`
+// steps on synthetic data under `dpc run --trace` in `dir`.
+int measureMessages(CompileOptions compile, const fs::path &dir, int64_t steps,
+                    int ranks, double &latency) {
+  compile.outDir = (dir / ("messages" + std::to_string(ranks))).string();
+  compile.stages = ranks;
+  compile.schedule = "1f1b";
+  if (int rc = compileModel(compile))
+    return rc;
+  std::string traceArg = compile.outDir + ".trace.json";
+  if (int rc = train(compile.outDir, steps, {"--trace", traceArg},
+                     "the run on " + std::to_string(ranks) + " stages"))
+    return rc;
+  schedule::Timeline trace;
+  if (std::string error = schedule::readChromeTraceFile(traceArg, trace);
+      !error.empty()) {
+    std::cerr << "dpc profile: " << error << "\n";
+    return 1;
+  }
+  latency = schedule::messageLatency(trace);
+  if (latency < 0) {
+    std::cerr << "dpc profile: the run on " << ranks
+              << " stages waited for no message\n";
+    return 1;
+  }
+  return 0;
+}
+
 } // namespace
 
 int runProfileCommand(const Args &args) {
   CompileOptions compile;
-  // A profile times each op, which compile's planner prices one by one.
-  compile.fusion = "off";
   std::string output, target = "cpu", grid;
   int64_t steps = 20, ignoreIndex = -100;
+  std::vector<int64_t> messageRanks = {2};
   cli::ArgParser p("dpc profile",
                    "measure each op's forward and backward time on a backend",
                    "dpc profile MODEL -o profile.json [options]");
@@ -188,6 +230,14 @@ int runProfileCommand(const Args &args) {
               "longest bucket's); dpc compile fits the others");
   p.addOption("ignore-index", &ignoreIndex, "N",
               "label value the loss leaves out, as for dpc compile");
+  p.addCountListOption(
+      "message-ranks", &messageRanks, "N1,N2,...",
+      "also measure the latency of a message between stages, on N stages "
+      "of a 1F1B build for each N (default 2; 1 measures none)");
+  p.addOption("fusion", &compile.fusion, "on|off",
+              "time the build as dpc compile --fusion makes it (default on "
+              "for the CPU): a fused region's time is shared among its ops' "
+              "nodes");
   if (std::optional<int> exit = p.parseOrExit(args))
     return *exit;
   if (output.empty()) {
@@ -207,6 +257,15 @@ int runProfileCommand(const Args &args) {
   if (p.given("ignore-index"))
     compile.ignoreIndex = ignoreIndex;
   compile.target = target;
+  // Time the kernels the build will run: with fusion, a fused region is one
+  // call, whose time goes to the nodes of its ops.
+  if (!p.given("fusion"))
+    compile.fusion = "on";
+  else if (compile.fusion != "on" && compile.fusion != "off") {
+    std::cerr << "dpc profile: --fusion expects on or off, got '"
+              << compile.fusion << "'\n";
+    return cli::kUsageError;
+  }
 
   // The shapes to measure: one (the model's), or the shape buckets.
   std::vector<ShapeBucket> shapes;
@@ -289,9 +348,28 @@ int runProfileCommand(const Args &args) {
     fs::remove_all(dir, ec);
   }
 
+  // Messages, at the longest bucket's shape for a token model.
+  planner::MessageLatencies messages;
+  for (int64_t ranks : messageRanks) {
+    if (ranks < 2)
+      continue;
+    CompileOptions at = compile;
+    if (!shapes.empty()) {
+      at.microbatchSize = shapes.front().batch;
+      at.sequenceLength = shapes.front().length;
+    }
+    double latency = 0;
+    if (int rc = measureMessages(at, scratch.path, steps, int(ranks), latency))
+      return rc;
+    std::printf("dpc profile: a message between %lld stages: %.4f ms\n",
+                (long long)ranks, latency);
+    messages[int(ranks)] = latency;
+  }
+
   std::string error;
   if (!support::writeAtomically(
-          output, planner::writeJsonProfile(graph, measured), error)) {
+          output, planner::writeJsonProfile(graph, measured, messages),
+          error)) {
     std::cerr << "dpc profile: " << error << "\n";
     return 1;
   }

@@ -64,6 +64,11 @@ def Pipe_Dialect : Dialect {
     /// or "fp32" otherwise.
     static constexpr ::llvm::StringLiteral kPrecisionAttrName =
         "pipe.precision";
+    /// On the module of a build priced by a profile that measured messages
+    /// (apply-profile): milliseconds a message between ranks takes once both
+    /// sides started it, which build-schedule charges every transfer.
+    static constexpr ::llvm::StringLiteral kMessageLatencyAttrName =
+        "pipe.message_latency_ms";
     /// On the module: the stages whose backward recomputes their forward
     /// (dpc compile --recompute), in increasing order.
     static constexpr ::llvm::StringLiteral kRecomputeAttrName =

@@ -73,7 +73,8 @@ LogicalResult PipeDialect::verifyOperationAttribute(Operation *op,
     return success();
   }
   if (attr.getName() == "pipe.predicted_step_ms" ||
-      attr.getName() == "pipe.predicted_bubble") {
+      attr.getName() == "pipe.predicted_bubble" ||
+      attr.getName() == kMessageLatencyAttrName) {
     auto value = dyn_cast<FloatAttr>(attr.getValue());
     if (!isa<ModuleOp>(op) || !value || value.getValueAsDouble() < 0)
       return op->emitError("expects '")

@@ -46,10 +46,26 @@ struct MeasuredShape {
   std::map<std::string, NodeTimes> nodes;
 };
 
+/// Milliseconds a message between pipeline stages took, by the number of
+/// ranks of the job it was measured in (`dpc profile --message-ranks`).
+using MessageLatencies = std::map<int, double>;
+
 /// Serialises `graph` as profile.json (round-trips through parseJsonProfile),
-/// with the measured shapes under "shapes" when there are any.
+/// with the measured shapes under "shapes" when there are any and the
+/// message latencies under "message_latency_ms" ({"2": ms, ...}) when
+/// there are any.
 std::string writeJsonProfile(const Graph &graph,
-                             const std::vector<MeasuredShape> &shapes = {});
+                             const std::vector<MeasuredShape> &shapes = {},
+                             const MessageLatencies &messages = {});
+
+/// The "message_latency_ms" of a profile.json: empty when it has none.
+Expected<MessageLatencies> parseMessageLatencies(const std::string &text,
+                                                 const std::string &source);
+Expected<MessageLatencies> loadMessageLatencies(const std::string &path);
+
+/// The latency to charge a job of `ranks` ranks: the one measured with the
+/// most ranks not above `ranks`, else with the fewest; 0 when none was.
+double messageLatencyFor(const MessageLatencies &messages, int ranks);
 
 /// The "shapes" of a profile.json: empty when it has none (a graph.txt or a
 /// profile of one shape). Errors name the shape and node index.

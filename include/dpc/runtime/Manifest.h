@@ -69,11 +69,14 @@ struct ManifestStash {
 };
 
 /// An op a profiling build times: the model node it belongs to and whether
-/// it is forward or backward work.
+/// it is forward or backward work. A fused region (nn.fused) is one call for
+/// the nodes of its ops: it has an entry per node, each timing the whole
+/// call, and `share` is the part of the call's time that is that node's.
 struct ManifestProfileOp {
   int64_t id = 0;
   std::string node;
   std::string phase;
+  double share = 1;
 };
 
 /// The optimizer of a training build's updates, which decides the state the

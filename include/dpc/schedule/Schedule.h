@@ -181,6 +181,10 @@ struct Schedule {
   /// How replicated stages reduce their gradients.
   ReduceMode reduce = ReduceMode::AllReduce;
   bool verticalSync = false;
+  /// Milliseconds a message between ranks takes once both sides have
+  /// started it, as `dpc profile` measured it (0: not measured); simulating
+  /// the schedule charges it to every transfer (SimulateOptions::latency).
+  double messageLatency = 0;
   /// numVirtualStages() entries, indexed by virtual stage.
   std::vector<StageInfo> stages;
   /// Microbatches of different sizes (variable-length sequences, planned per

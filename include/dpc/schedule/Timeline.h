@@ -78,6 +78,16 @@ int countSteps(const Timeline &timeline);
 /// earliest starts at 0.
 Timeline selectSteps(const Timeline &timeline, int first, int last);
 
+/// The mean latency of the messages of a measured pipeline (one rank per
+/// stage and one chunk: activations go from rank r to r + 1, gradients back
+/// to r - 1; the k-th send of a payload and microbatch pairs with the
+/// receiver's k-th receive of it): from the later of the send's and the
+/// receive's start to the receive's end, over the messages during which
+/// the receiver computed nothing, so that only waiting is timed. The first
+/// message of each payload and microbatch (warm-up) and the slowest 5%
+/// (preemptions) are left out. -1 when no message qualifies.
+double messageLatency(const Timeline &measured);
+
 struct SvgOptions {
   /// Pixels per millisecond; 0 picks a width of about 1200 pixels.
   double scale = 0;

@@ -148,3 +148,9 @@ module attributes {pipe.stage_speeds = array<i64: 1, 2>} {
 // expected-error @+1 {{expects 'pipe.rank_memory_bytes' to be an array of non-negative byte counts on a module}}
 module attributes {pipe.rank_memory_bytes = array<i64: 1000, -1>} {
 }
+
+// -----
+
+// expected-error @+1 {{expects 'pipe.message_latency_ms' to be a non-negative float on a module}}
+module attributes {pipe.message_latency_ms = -1.0 : f64} {
+}

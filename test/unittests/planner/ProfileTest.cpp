@@ -300,3 +300,40 @@ TEST(ShapeCostsTest, FewShapesScaleWithTheNearestShapesTokens) {
 }
 
 } // namespace
+
+// The message latencies dpc profile measured by rank count survive the
+// round trip; a job is charged the one measured with the most ranks not
+// above its own, else the fewest.
+TEST(ProfileMessagesTest, RoundTripAndPick) {
+  Graph graph;
+  graph.addNode({"fc", "", 1.0, 2.0, 0, 0, false});
+  std::string text = writeJsonProfile(graph, {}, {{2, 0.25}, {4, 0.5}});
+  Expected<MessageLatencies> back = parseMessageLatencies(text, "p.json");
+  ASSERT_TRUE(back) << back.error();
+  EXPECT_EQ(*back, (MessageLatencies{{2, 0.25}, {4, 0.5}}));
+  EXPECT_TRUE(parseJsonProfile(text, "p.json"));
+  EXPECT_EQ(messageLatencyFor(*back, 1), 0.25);
+  EXPECT_EQ(messageLatencyFor(*back, 2), 0.25);
+  EXPECT_EQ(messageLatencyFor(*back, 3), 0.25);
+  EXPECT_EQ(messageLatencyFor(*back, 4), 0.5);
+  EXPECT_EQ(messageLatencyFor(*back, 16), 0.5);
+  EXPECT_EQ(messageLatencyFor({}, 4), 0.0);
+
+  Expected<MessageLatencies> none =
+      parseMessageLatencies(writeJsonProfile(graph), "p.json");
+  ASSERT_TRUE(none);
+  EXPECT_TRUE(none->empty());
+  auto error = [](const std::string &latencies) {
+    Expected<MessageLatencies> m = parseMessageLatencies(
+        "{\"message_latency_ms\": " + latencies + "}", "p.json");
+    return m ? std::string() : m.error();
+  };
+  EXPECT_EQ(error("[1]"), "p.json: message_latency_ms: expected an object of "
+                          "milliseconds by rank count");
+  EXPECT_EQ(error("{\"two\": 1}"),
+            "p.json: message_latency_ms: 'two' is not a rank count");
+  EXPECT_EQ(error("{\"0\": 1}"),
+            "p.json: message_latency_ms: '0' is not a rank count");
+  EXPECT_EQ(error("{\"2\": -1}"),
+            "p.json: message_latency_ms: 2: expected milliseconds >= 0");
+}

@@ -28,7 +28,7 @@ auto fields(const ManifestStash &s) {
   return std::tie(s.key, s.name, s.stage, s.bytes);
 }
 auto fields(const ManifestProfileOp &op) {
-  return std::tie(op.id, op.node, op.phase);
+  return std::tie(op.id, op.node, op.phase, op.share);
 }
 auto fields(const BucketStageCost &c) {
   return std::tie(c.forward, c.backwardInput, c.backwardWeight,
@@ -103,7 +103,9 @@ RankManifest firstRank() {
   m.bf16 = true;
   m.segments = {"forward", "backward", "backward_input", "backward_weight",
                 "optimizer"};
-  m.profile = {{0, "/conv1/Conv", "forward"}, {1, "/conv1/Conv", "backward"}};
+  m.profile = {{0, "/conv1/Conv", "forward"},
+               {1, "/conv1/Conv", "backward"},
+               {2, "/relu/Relu", "forward", 0.375}};
   return m;
 }
 

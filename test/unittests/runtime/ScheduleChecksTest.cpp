@@ -246,4 +246,25 @@ TEST(OpProfile, TimesEveryCallAndTakesTheMedian) {
   EXPECT_EQ(j["ops"][0]["median_ms"], 0);
 }
 
+// A fused region's call is timed once per node of its ops; each entry
+// reports its share of the call.
+TEST(OpProfile, FusedRegionsShareTheirCall) {
+  std::vector<ManifestProfileOp> ops = {{0, "bias", "forward", 0.25},
+                                        {1, "act", "forward", 0.75}};
+  OpProfile profile(ops);
+  for (double ms : {4.0, 8.0}) {
+    profile.begin(0, 10);
+    profile.begin(1, 10);
+    profile.end(0, 10 + ms);
+    profile.end(1, 10 + ms);
+  }
+  nlohmann::json j = nlohmann::json::parse(profile.json(0));
+  EXPECT_DOUBLE_EQ(j["ops"][0]["total_ms"].get<double>(), 3.0);
+  EXPECT_DOUBLE_EQ(j["ops"][0]["median_ms"].get<double>(), 2.0);
+  EXPECT_DOUBLE_EQ(j["ops"][0]["share"].get<double>(), 0.25);
+  EXPECT_DOUBLE_EQ(j["ops"][1]["total_ms"].get<double>(), 9.0);
+  EXPECT_DOUBLE_EQ(j["ops"][1]["median_ms"].get<double>(), 6.0);
+  EXPECT_EQ(j["ops"][1]["calls"], 2);
+}
+
 } // namespace

@@ -40,6 +40,23 @@ TEST(ScheduleJson, RoundTripsEveryKind) {
   }
 }
 
+// A measured message latency is kept; a schedule without one writes none.
+TEST(ScheduleJson, MessageLatency) {
+  Schedule s;
+  s.ranks = 2;
+  s.stages.assign(2, StageInfo());
+  s.programs.resize(2);
+  EXPECT_EQ(toJson(s).find("message_latency_ms"), std::string::npos);
+  s.messageLatency = 0.125;
+  Schedule back;
+  ASSERT_EQ(fromJson(toJson(s), back), "");
+  EXPECT_EQ(back.messageLatency, 0.125);
+  EXPECT_EQ(fromJson(R"({"ranks":1,"microbatches":1,)"
+                     R"("message_latency_ms":-1})",
+                     back),
+            "\"message_latency_ms\" must be milliseconds >= 0");
+}
+
 TEST(ScheduleJson, CompactInstructionForm) {
   Schedule s;
   s.ranks = 2;

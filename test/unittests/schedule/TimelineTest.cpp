@@ -175,3 +175,44 @@ TEST(Timeline, Steps) {
   ASSERT_EQ(selectSteps(predicted, 1, 1).events.size(), 1u);
   EXPECT_DOUBLE_EQ(selectSteps(predicted, 1, 1).events[0].start, 0);
 }
+
+// A message's latency runs from the later of its send's and receive's start
+// to the receive's end, over messages the receiver only waited for; the
+// first of each payload and microbatch is warm-up.
+TEST(Timeline, MessageLatency) {
+  Timeline tl;
+  tl.ranks = 2;
+  auto add = [&](int rank, EventKind kind, const std::string &name,
+                 double start, double end, int mb) {
+    tl.events.push_back({rank, kind, name, start, end, mb, 0});
+  };
+  for (int step = 0; step < 3; ++step) {
+    double t = 10.0 * step;
+    // Rank 1 waits from t + 0.5 for an activation sent at t + 1: 0.25 ms.
+    add(0, EventKind::Forward, "F0", t, t + 1, 0);
+    add(0, EventKind::Send, "send act mb0", t + 1, t + 1.5, 0);
+    add(1, EventKind::Recv, "recv act mb0", t + 0.5, t + 1.25, 0);
+    add(1, EventKind::Forward, "F0", t + 1.25, t + 2, 0);
+    // The gradient back: rank 0 posted its receive at t + 3, after the send
+    // at t + 2.5: 0.5 ms from t + 3.
+    add(1, EventKind::Backward, "B0", t + 2, t + 2.5, 0);
+    add(1, EventKind::Send, "send grad mb0", t + 2.5, t + 2.75, 0);
+    add(0, EventKind::Recv, "recv grad mb0", t + 3, t + 3.5, 0);
+    // Rank 0 computes while this one arrives: not timed.
+    add(0, EventKind::Forward, "F1", t + 3.5, t + 5, 1);
+    add(0, EventKind::Send, "send act mb1", t + 5, t + 5.25, 1);
+    add(1, EventKind::Recv, "recv act mb1", t + 4, t + 6, 1);
+    add(1, EventKind::Load, "load mb1", t + 5.5, t + 5.75, 1);
+  }
+  // Two steps after warm-up, two messages each: 0.25 and 0.5.
+  EXPECT_DOUBLE_EQ(messageLatency(tl), 0.375);
+
+  // Without a message the receiver only waited for, none.
+  Timeline busy;
+  busy.ranks = 2;
+  for (const TimelineEvent &ev : tl.events)
+    if (ev.name == "send act mb1" || ev.name == "recv act mb1" ||
+        ev.name == "load mb1")
+      busy.events.push_back(ev);
+  EXPECT_EQ(messageLatency(busy), -1);
+}

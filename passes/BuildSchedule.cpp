@@ -15,6 +15,7 @@
 #include "dialects/pipe/IR/PipeOps.h"
 
 #include "dpc/schedule/Builder.h"
+#include "dpc/schedule/Choose.h"
 #include "dpc/schedule/Simulator.h"
 #include "dpc/schedule/Timeline.h"
 
@@ -70,7 +71,9 @@ struct BuildSchedulePass
   void runOnOperation() override {
     ModuleOp module = getOperation();
     schedule::BuildOptions options;
-    if (!schedule::parseKind(schedule, options.kind)) {
+    // auto: the kind is chosen below, once the stages' costs are known.
+    bool chooseKind = schedule == "auto";
+    if (!chooseKind && !schedule::parseKind(schedule, options.kind)) {
       module.emitError("unknown schedule '") << schedule << "'";
       return signalPassFailure();
     }
@@ -118,6 +121,25 @@ struct BuildSchedulePass
       }
       options.replicas.assign(replicas.asArrayRef().begin(),
                               replicas.asArrayRef().end());
+    }
+    if (chooseKind) {
+      // Of the kinds auto chooses among, the one with the shortest
+      // simulated step that fits the memory limits.
+      std::vector<schedule::BuildOptions> candidates;
+      for (schedule::ScheduleKind kind : schedule::autoScheduleKinds()) {
+        candidates.push_back(options);
+        candidates.back().kind = kind;
+        candidates.back().stageInfo = collectStageInfo(
+            module, kind == schedule::ScheduleKind::ZeroBubbleH1);
+      }
+      std::string error;
+      int chosen = schedule::chooseFastestSchedule(
+          candidates, memoryLimitsOf(module, memoryLimit), error);
+      if (chosen < 0) {
+        module.emitError(error);
+        return signalPassFailure();
+      }
+      options.kind = candidates[chosen].kind;
     }
     options.stageInfo = collectStageInfo(
         module, options.kind == schedule::ScheduleKind::ZeroBubbleH1);
@@ -176,6 +198,17 @@ struct BuildSchedulePass
 };
 
 } // namespace
+
+schedule::VerifyOptions mlir::dpc::memoryLimitsOf(ModuleOp module,
+                                                  double memoryLimit) {
+  schedule::VerifyOptions options;
+  options.memoryLimit = memoryLimit;
+  if (auto perRank = module->getAttrOfType<DenseI64ArrayAttr>(
+          pipe::PipeDialect::kRankMemoryAttrName))
+    for (int64_t bytes : perRank.asArrayRef())
+      options.rankMemoryLimits.push_back(double(bytes));
+  return options;
+}
 
 std::vector<schedule::StageInfo>
 mlir::dpc::collectStageInfo(ModuleOp module, bool splitBackward) {

@@ -273,8 +273,9 @@ struct PartitionStagesPass
              << optimizer << "'; expected sgd or adam";
     std::string kind = schedule;
     // Interleaved and zero-bubble are synchronous like 1F1B and keep the
-    // same activations in flight per stage.
-    if (kind == "interleaved" || kind == "zb-h1")
+    // same activations in flight per stage; auto picks 1f1b or zb-h1 after
+    // the partition.
+    if (kind == "interleaved" || kind == "zb-h1" || kind == "auto")
       kind = "1f1b";
     if (!planner::parseScheduleKind(kind, options.cost.schedule))
       return module.emitError("unknown schedule '") << schedule << "'";

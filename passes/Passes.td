@@ -339,6 +339,9 @@ def BuildSchedulePass : Pass<"dpc-build-schedule", "::mlir::ModuleOp"> {
     transfer sizes) builds the instruction stream of every rank for the
     chosen schedule with lib/schedule, simulates it, and writes it as
     schedule.json to `schedule-output`; `verify-schedule` then checks it.
+    With `schedule=auto` it builds and simulates 1f1b and zb-h1 and keeps
+    zb-h1 when its step is more than 2% shorter and every rank fits
+    `memory-limit` (and a cluster's per-rank memory), else 1f1b.
     The simulated step time and bubble fraction are attached to the module
     as `pipe.predicted_step_ms` and `pipe.predicted_bubble`, and with
     `trace-output` the predicted timeline is written as a Chrome trace (one
@@ -352,11 +355,15 @@ def BuildSchedulePass : Pass<"dpc-build-schedule", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::dpc::pipe::PipeDialect"];
   let options = [
     Option<"schedule", "schedule", "std::string", /*default=*/"\"1f1b\"",
-           "gpipe, 1f1b, pipedream, interleaved or zb-h1">,
+           "gpipe, 1f1b, pipedream, interleaved, zb-h1, or auto (1f1b or "
+           "zb-h1, whichever simulates the shorter step within the memory "
+           "limit)">,
     Option<"microbatches", "microbatches", "int64_t", /*default=*/"1",
            "Microbatches per minibatch">,
     Option<"verticalSync", "vertical-sync", "bool", /*default=*/"false",
            "PipeDream: every stage uses the weight version stage 0 used">,
+    Option<"memoryLimit", "memory-limit", "double", /*default=*/"0",
+           "auto: bytes per rank the chosen kind must fit (0: no limit)">,
     Option<"reduce", "reduce", "std::string", /*default=*/"\"allreduce\"",
            "How replicas reduce their gradients: allreduce or preduce">,
     Option<"scheduleOutput", "schedule-output", "std::string",

@@ -100,6 +100,7 @@ mlir::dpc::buildPipelinePasses(const PipelineOptions &o) {
   schedule.microbatches = o.microbatches;
   schedule.verticalSync = o.verticalSync;
   schedule.reduce = o.reduce;
+  schedule.memoryLimit = o.memoryLimit;
   schedule.scheduleOutput = o.scheduleOutput;
   schedule.traceOutput = o.traceOutput;
   add(createBuildSchedulePass(schedule));

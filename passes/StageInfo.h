@@ -11,6 +11,7 @@
 #define DPC_PASSES_STAGEINFO_H
 
 #include "dpc/schedule/Schedule.h"
+#include "dpc/schedule/Verifier.h"
 
 #include "mlir/IR/BuiltinOps.h"
 
@@ -25,6 +26,12 @@ namespace mlir::dpc {
 /// stashes nothing.
 std::vector<::dpc::schedule::StageInfo>
 collectStageInfo(ModuleOp module, bool splitBackward = true);
+
+/// The memory limits a rank of `module` is held to: `memoryLimit` (dpc
+/// compile --memory-limit; 0 for none) and, for a build planned on a
+/// cluster, each rank's device memory (`pipe.rank_memory_bytes`).
+::dpc::schedule::VerifyOptions memoryLimitsOf(ModuleOp module,
+                                              double memoryLimit);
 
 } // namespace mlir::dpc
 

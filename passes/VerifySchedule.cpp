@@ -12,6 +12,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "passes/Passes.h"
+#include "passes/StageInfo.h"
 
 #include "dialects/pipe/IR/PipeOps.h"
 
@@ -94,13 +95,7 @@ struct VerifySchedulePass
       return signalPassFailure();
     }
 
-    schedule::VerifyOptions options;
-    options.memoryLimit = memoryLimit;
-    // A build planned on a cluster holds each rank to its device's memory.
-    if (auto perRank = module->getAttrOfType<DenseI64ArrayAttr>(
-            pipe::PipeDialect::kRankMemoryAttrName))
-      for (int64_t bytes : perRank.asArrayRef())
-        options.rankMemoryLimits.push_back(double(bytes));
+    schedule::VerifyOptions options = memoryLimitsOf(module, memoryLimit);
     schedule::VerifyResult result = schedule::verifySchedule(streams, options);
     for (const schedule::Violation &violation : result.violations)
       report(module, program, violation);

@@ -515,11 +515,11 @@ nlohmann::ordered_json compileRecord(const CompileOptions &options) {
 }
 
 // Adds what the later phases know beside the planner's figures in
-// plan.json: whether the build is forward-only, the schedule simulation's
-// step time and bubbles (per-op costs through the real instruction streams)
-// and plan-memory's peak per rank.
+// plan.json: whether the build is forward-only, the schedule kind built,
+// the schedule simulation's step time and bubbles (per-op costs through the
+// real instruction streams) and plan-memory's peak per rank.
 bool completePlan(mlir::ModuleOp module, const fs::path &planPath,
-                  bool inference) {
+                  const fs::path &schedulePath, bool inference) {
   auto step = module->getAttrOfType<mlir::FloatAttr>("pipe.predicted_step_ms");
   auto bubble = module->getAttrOfType<mlir::FloatAttr>("pipe.predicted_bubble");
   auto peaks =
@@ -536,6 +536,13 @@ bool completePlan(mlir::ModuleOp module, const fs::path &planPath,
   }
   if (inference)
     plan["inference"] = true;
+  // The kind build-schedule built (--schedule auto's choice; the planner
+  // plans zb-h1 and interleaved as 1f1b).
+  std::ifstream streams(schedulePath);
+  nlohmann::json built = nlohmann::json::parse(streams, nullptr, false);
+  if (!built.is_discarded() && built.contains("kind") &&
+      plan.contains("schedule"))
+    plan["schedule"]["kind"] = built["kind"];
   if (simulated) {
     plan["predicted"]["simulated_step_ms"] = step.getValueAsDouble();
     plan["predicted"]["simulated_bubble_fraction"] = bubble.getValueAsDouble();
@@ -823,7 +830,8 @@ int compileModel(const CompileOptions &options) {
     fs::remove_all(scratch);
   }
 
-  if (!completePlan(*module, out.path() / "plan.json", options.inference))
+  if (!completePlan(*module, out.path() / "plan.json",
+                    out.path() / "schedule.json", options.inference))
     return 1;
   if (!options.profileBuild)
     if (!writeText(out.path() / "compile.json",
@@ -929,9 +937,12 @@ int runCompileCommand(const Args &args) {
   p.addOption("microbatch-size", &o.microbatchSize, "B",
               "re-specialise the batch dimension to B samples");
   p.addOption("schedule",
-              oneOf(&o.schedule,
-                    {"gpipe", "1f1b", "pipedream", "interleaved", "zb-h1"}),
-              "KIND", "pipeline schedule (default 1f1b)");
+              oneOf(&o.schedule, {"gpipe", "1f1b", "pipedream", "interleaved",
+                                  "zb-h1", "auto"}),
+              "KIND",
+              "pipeline schedule; auto: 1f1b or zb-h1, whichever the "
+              "simulator predicts faster within the memory limit (default "
+              "1f1b)");
   p.addOption("virtual-stages", &o.virtualStages, "V",
               "model chunks per rank for --schedule interleaved "
               "(default 2)");

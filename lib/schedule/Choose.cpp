@@ -1,0 +1,63 @@
+//===- Choose.cpp - The schedule kind with the shortest step --------------===//
+
+#include "dpc/schedule/Choose.h"
+
+#include "dpc/schedule/Simulator.h"
+
+namespace dpc::schedule {
+
+std::vector<ScheduleKind> autoScheduleKinds() {
+  return {ScheduleKind::OneFOneB, ScheduleKind::ZeroBubbleH1};
+}
+
+namespace {
+
+// Whether every rank's verified peak fits its limit.
+bool fitsMemory(const Schedule &schedule, const VerifyOptions &memory) {
+  VerifyResult verified = verifySchedule(schedule);
+  for (size_t rank = 0; rank < verified.ranks.size(); ++rank) {
+    double limit = memory.memoryLimitOf(int(rank));
+    if (limit > 0 && double(verified.ranks[rank].peakMemoryBytes) > limit)
+      return false;
+  }
+  return true;
+}
+
+} // namespace
+
+int chooseFastestSchedule(const std::vector<BuildOptions> &candidates,
+                          const VerifyOptions &memory, std::string &error) {
+  int chosen = -1;
+  bool chosenFits = false;
+  double chosenStep = 0;
+  for (size_t k = 0; k < candidates.size(); ++k) {
+    const BuildOptions &options = candidates[k];
+    Schedule built;
+    if (error = buildSchedule(options, built); !error.empty()) {
+      error = "cannot build the " + std::string(kindName(options.kind)) +
+              " schedule: " + error;
+      return -1;
+    }
+    SimulateOptions simulate;
+    simulate.recordTimeline = false;
+    SimulateResult simulated;
+    if (error = simulateSchedule(built, simulate, simulated); !error.empty()) {
+      error = "cannot simulate the " + std::string(kindName(options.kind)) +
+              " schedule: " + error;
+      return -1;
+    }
+    bool fits = fitsMemory(built, memory);
+    if (chosen < 0 || (fits && !chosenFits) ||
+        (fits &&
+         simulated.stepTime < chosenStep * (1 - kAutoScheduleMinGain))) {
+      chosen = int(k);
+      chosenFits = fits;
+      chosenStep = simulated.stepTime;
+    }
+  }
+  if (chosen < 0)
+    error = "no schedule kind to choose from";
+  return chosen;
+}
+
+} // namespace dpc::schedule

@@ -20,6 +20,10 @@ For every model (LeNet-5 and the MLP of test/e2e/oracle/oracle.py), minibatch
   5. for T = 2 also runs dpc with --stages 2 (2 ranks x 1 thread) for
      reference.
 
+dpc compiles with `--schedule auto` unless --schedule says otherwise: the
+schedule is dpc's to choose, and auto keeps 1f1b on one stage and takes
+zb-h1 on two stages where the simulator predicts it faster.
+
 The sequence models (`--models tiny-gpt,lstm-lm`: oracle.py's GPT-like
 decoder and LSTM language model) read windows of character tokens of
 oracle/text.py's text, one starting at every token, with next-token labels
@@ -306,6 +310,8 @@ def measure(name, microbatches, microbatch_size, threads, work, dpc, args,
         out2 = os.path.join(export_dir, "s2")
         shutil.rmtree(out2, ignore_errors=True)
         dpc_compile(dpc, onnx_path, out2, 2, microbatches, args)
+        with open(os.path.join(out2, "schedule.json")) as f:
+            row["kind_2st"] = json.load(f)["kind"]  # auto's choice
         row["dpc_2st"], _, _, _ = dpc_train(dpc, out2, data, total_steps,
                                             args.warmup, 1, True, args)
     row["load"] = max(row["load"], load_avg1())
@@ -323,6 +329,7 @@ def format_table(rows):
         ("torch_full", "torch full/s", "{:.0f}"),
         ("ratio_full", "dpc/torch full", "{:.2f}"),
         ("dpc_2st", "dpc 2st/s", "{:.0f}"),
+        ("kind_2st", "2st kind", "{}"),
         ("dpc_tokens", "dpc tok/s", "{:.0f}"),
         ("torch_tokens", "torch mb tok/s", "{:.0f}"),
         ("dpc_wall", "dpc wall/s", "{:.0f}"),
@@ -369,7 +376,10 @@ def main():
                         help="untimed steps before them (default 20)")
     parser.add_argument("--quick", action="store_true",
                         help="smoke run: 4x16 only, 20 timed steps after 5")
-    parser.add_argument("--schedule", default="1f1b")
+    parser.add_argument("--schedule", default="auto",
+                        help="dpc compile --schedule (default auto: 1f1b "
+                             "on one stage, zb-h1 on two where the "
+                             "simulator finds it faster)")
     parser.add_argument("--lr", type=float, default=0.05)
     parser.add_argument("--momentum", type=float, default=0.9)
     parser.add_argument("--data", default=oracle.DEFAULT_DATA,
@@ -477,7 +487,7 @@ def main():
           "file's time_s; torch mb/s: PyTorch eager accumulating M "
           "microbatches per step; torch full/s: PyTorch on the M*B samples "
           "at once; dpc 2st/s: dpc --stages 2, 2 ranks x 1 thread (cuda: "
-          "2 ranks on the GPUs); dpc "
+          "2 ranks on the GPUs); 2st kind: the schedule it ran; dpc "
           "wall/s: all steps over `dpc run`'s wall clock (launch "
           "included); compile s: `dpc compile --stages 1`; loss diff: "
           f"largest relative difference of a step's loss over the first "

@@ -122,6 +122,11 @@ struct BuildSchedulePass
       options.replicas.assign(replicas.asArrayRef().begin(),
                               replicas.asArrayRef().end());
     }
+    // apply-profile's measured message latency, charged to every transfer.
+    double latency = 0;
+    if (auto measured = module->getAttrOfType<FloatAttr>(
+            pipe::PipeDialect::kMessageLatencyAttrName))
+      latency = measured.getValueAsDouble();
     if (chooseKind) {
       // Of the kinds auto chooses among, the one with the shortest
       // simulated step that fits the memory limits.
@@ -134,7 +139,7 @@ struct BuildSchedulePass
       }
       std::string error;
       int chosen = schedule::chooseFastestSchedule(
-          candidates, memoryLimitsOf(module, memoryLimit), error);
+          candidates, latency, memoryLimitsOf(module, memoryLimit), error);
       if (chosen < 0) {
         module.emitError(error);
         return signalPassFailure();
@@ -151,10 +156,7 @@ struct BuildSchedulePass
           << schedule << " schedule: " << error;
       return signalPassFailure();
     }
-    // apply-profile's measured message latency, charged to every transfer.
-    if (auto latency = module->getAttrOfType<FloatAttr>(
-            pipe::PipeDialect::kMessageLatencyAttrName))
-      built.messageLatency = latency.getValueAsDouble();
+    built.messageLatency = latency;
     schedule::SimulateOptions simulateOptions;
     simulateOptions.latency = built.messageLatency;
     simulateOptions.recordTimeline = !traceOutput.empty();

@@ -28,14 +28,16 @@ std::vector<ScheduleKind> autoScheduleKinds();
 constexpr double kAutoScheduleMinGain = 0.02;
 
 /// Builds every candidate (the options of one kind each, in order of
-/// preference), simulates it, and returns the index of the one with the
-/// shortest step among those whose every rank's peak memory fits `memory`'s
-/// limits, a later one winning only by more than kAutoScheduleMinGain.
-/// When none fits, returns 0, the first, whose memory verify-schedule then
-/// reports. Returns -1 with `error` set when a candidate cannot be built or
-/// simulated.
+/// preference), simulates it with `messageLatency` milliseconds charged to
+/// every transfer (as build-schedule's prediction), and returns the index of
+/// the one with the shortest step among those whose every rank's peak memory
+/// fits `memory`'s limits, a later one winning only by more than
+/// kAutoScheduleMinGain. When none fits, returns 0, the first, whose memory
+/// verify-schedule then reports. Returns -1 with `error` set when a candidate
+/// cannot be built or simulated.
 int chooseFastestSchedule(const std::vector<BuildOptions> &candidates,
-                          const VerifyOptions &memory, std::string &error);
+                          double messageLatency, const VerifyOptions &memory,
+                          std::string &error);
 
 } // namespace dpc::schedule
 

@@ -37,6 +37,14 @@ static double ioBytes(Operation *op) {
   return bytes;
 }
 
+// The direct kernel's multiply-adds a convolution's algorithm costs, as a
+// share: Winograd's F(4x4, 3x3) took a median 0.49x the direct time over
+// the layers select-conv-algorithm gives it on one thread (0.3-1.0x), 0.61x
+// on two (docs/ARCHITECTURE.md).
+static double convAlgorithmShare(StringRef algorithm) {
+  return algorithm == "winograd" ? 0.5 : 1.0;
+}
+
 std::optional<OpWork> mlir::dpc::estimateWork(Operation *op) {
   // Parameter reads do no work and stay on their stage.
   if (!isa_and_nonnull<nn::NNDialect>(op->getDialect()) || isa<nn::ParamOp>(op))
@@ -56,7 +64,8 @@ std::optional<OpWork> mlir::dpc::estimateWork(Operation *op) {
         auto filter = cast<RankedTensorType>(conv.getFilter().getType());
         ArrayRef<int64_t> f = filter.getShape();
         // Each output element is a dot product over C/groups x KH x KW.
-        double macs = elementsOf(conv.getResult()) * f[1] * f[2] * f[3];
+        double macs = elementsOf(conv.getResult()) * f[1] * f[2] * f[3] *
+                      convAlgorithmShare(conv.getAlgorithm());
         work.flops =
             2 * macs + (conv.getBias() ? elementsOf(conv.getResult()) : 0);
         // Input and filter gradients are each as large as the forward.
@@ -240,7 +249,11 @@ std::optional<OpWork> mlir::dpc::estimateWork(Operation *op) {
             isa<nn::Conv2dGradInputOp>(op) ? op->getOperand(1).getType()
                                            : op->getResult(0).getType());
         ArrayRef<int64_t> f = filterType.getShape();
-        work.flops = 2 * elementsOf(grad) * f[1] * f[2] * f[3];
+        work.flops = 2 * elementsOf(grad) * f[1] * f[2] * f[3] *
+                     convAlgorithmShare(
+                         isa<nn::Conv2dGradInputOp>(op)
+                             ? cast<nn::Conv2dGradInputOp>(op).getAlgorithm()
+                             : cast<nn::Conv2dGradFilterOp>(op).getAlgorithm());
       })
       .Case<nn::MatmulGradLhsOp, nn::MatmulGradRhsOp>([&](Operation *) {
         // result_grad (.. M x N) contracted with an operand over N or M:

@@ -69,6 +69,41 @@ def AutodiffPass : Pass<"dpc-autodiff", "::mlir::ModuleOp"> {
   ];
 }
 
+def SelectConvAlgorithmPass
+    : Pass<"dpc-select-conv-algorithm", "::mlir::ModuleOp"> {
+  let summary = "choose how each convolution is computed: direct or Winograd";
+  let description = [{
+    Sets `algorithm` on every `nn.conv2d`. Winograd's F(4x4, 3x3) computes a
+    3x3, stride-1, undilated, ungrouped f32 convolution padded by 0 or 1 on
+    every side from 4x4 output tiles with fewer multiplications than the
+    direct kernel, at the cost of transforming each tile in and out; it
+    pays once a layer has enough channels and output positions.
+    `algorithm` is
+
+    - `auto`: Winograd where it applies and pays (at least 64 input and
+      output channels and an output of at least 7x7, 32 and 8x8, or 16 and
+      16x16; the rule and the measurements behind it are in
+      docs/ARCHITECTURE.md), direct elsewhere and in a bf16 build (the
+      Winograd kernels are f32);
+    - `winograd`: Winograd wherever it applies (an error in a bf16 build);
+    - `direct`: direct everywhere.
+
+    Runs before annotate-costs, which prices each convolution by its
+    algorithm, and before autodiff, which gives a convolution's gradients
+    its algorithm.
+
+    ```mlir
+    %y = nn.conv2d %x, %w {algorithm = "winograd", pads = array<i64: 1, 1, 1, 1>}
+        : (tensor<16x64x28x28xf32>, tensor<64x64x3x3xf32>) -> tensor<16x64x28x28xf32>
+    ```
+  }];
+  let dependentDialects = ["::mlir::dpc::nn::NNDialect"];
+  let options = [
+    Option<"algorithm", "algorithm", "std::string", /*default=*/"\"auto\"",
+           "auto, winograd or direct">,
+  ];
+}
+
 def AnnotateCostsPass : Pass<"dpc-annotate-costs", "::mlir::ModuleOp"> {
   let summary = "attach analytic forward/backward costs to every nn op";
   let description = [{

@@ -2,8 +2,9 @@
 //
 // DESIGN.md's pipeline as built: each pass with the options it takes from
 // PipelineOptions, and the passes a build leaves out (autodiff for
-// inference, recompute unless asked for, apply-profile without a profile,
-// fuse-elementwise unless asked for).
+// inference, select-conv-algorithm for direct convolutions, recompute
+// unless asked for, apply-profile without a profile, fuse-elementwise
+// unless asked for).
 //
 //===----------------------------------------------------------------------===//
 
@@ -30,6 +31,13 @@ mlir::dpc::buildPipelinePasses(const PipelineOptions &o) {
 
   // Folds, for example, a weight's transpose into its matmul.
   add(createCanonicalizerPass());
+  // Before the costs, which price a convolution by its algorithm, and
+  // autodiff, which gives the gradients their convolution's.
+  if (o.convAlgorithm != "direct") {
+    SelectConvAlgorithmPassOptions convolutions;
+    convolutions.algorithm = o.convAlgorithm;
+    add(createSelectConvAlgorithmPass(convolutions));
+  }
   add(createAnnotateCostsPass());
 
   PartitionStagesPassOptions partition;

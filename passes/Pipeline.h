@@ -24,6 +24,13 @@ namespace mlir::dpc {
 
 /// The options of `--dpc-pipeline`, named and defaulted as dpc compile's.
 struct PipelineOptions : public PassPipelineOptions<PipelineOptions> {
+  // How convolutions run (select-conv-algorithm, before the costs).
+  Option<std::string> convAlgorithm{
+      *this, "conv-algorithm",
+      llvm::cl::desc("auto, winograd or direct (direct: the pass is left "
+                     "out)"),
+      llvm::cl::init("direct")};
+
   // Partitioning (partition-stages).
   Option<int64_t> stages{
       *this, "stages",

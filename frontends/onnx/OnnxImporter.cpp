@@ -714,12 +714,12 @@ LogicalResult Importer::importConv(const onnx::NodeProto &node) {
   }
   auto type = tensorType(
       *shape, cast<RankedTensorType>(input->getType()).getElementType());
-  Value result =
-      builder.create<nn::Conv2dOp>(locOf(node), type, *input, *filter, bias,
-                                   builder.getDenseI64ArrayAttr(strides),
-                                   builder.getDenseI64ArrayAttr(*pads),
-                                   builder.getDenseI64ArrayAttr(dilations),
-                                   builder.getI64IntegerAttr(groups));
+  Value result = builder.create<nn::Conv2dOp>(
+      locOf(node), type, *input, *filter, bias,
+      builder.getDenseI64ArrayAttr(strides),
+      builder.getDenseI64ArrayAttr(*pads),
+      builder.getDenseI64ArrayAttr(dilations),
+      builder.getI64IntegerAttr(groups), builder.getStringAttr("direct"));
   return define(node, result);
 }
 

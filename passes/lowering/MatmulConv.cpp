@@ -28,6 +28,14 @@ SmallVector<int64_t> convParams(ArrayRef<int64_t> strides,
   return params;
 }
 
+// The ABI kernel of a convolution pass: its _winograd form for that
+// algorithm (f32 only: select-conv-algorithm leaves a bf16 build direct),
+// else the precision's.
+std::string convKernel(const RuntimeLowering &rt, StringRef name,
+                       StringRef algorithm) {
+  return algorithm == "winograd" ? (name + "_winograd").str() : rt.kernel(name);
+}
+
 // The dimensions of a (batched) matmul as the forward op sees them.
 struct MatmulDims {
   int64_t batch, m, n, k, aStride, bStride;
@@ -55,7 +63,7 @@ void lowering::populateMatmulConvLowerings(RuntimeLoweringTable &table) {
   table.add<nn::Conv2dOp>([](nn::Conv2dOp conv, RuntimeLowering &rt) {
     Value y = rt.alloc(conv);
     rt.callVoid(
-        rt.kernel("dpc_conv2d"),
+        convKernel(rt, "dpc_conv2d", conv.getAlgorithm()),
         {rt.ptrOf(conv.getInput()), rt.shape(conv.getInput()),
          rt.ptrOf(conv.getFilter()), rt.shape(conv.getFilter()),
          conv.getBias() ? rt.ptrOf(conv.getBias()) : rt.nullPtr(), y,
@@ -68,7 +76,7 @@ void lowering::populateMatmulConvLowerings(RuntimeLoweringTable &table) {
       [](nn::Conv2dGradInputOp grad, RuntimeLowering &rt) {
         Value dx = rt.alloc(grad);
         rt.callVoid(
-            rt.kernel("dpc_conv2d_grad_input"),
+            convKernel(rt, "dpc_conv2d_grad_input", grad.getAlgorithm()),
             {rt.ptrOf(grad.getResultGrad()), rt.shape(grad.getResultGrad()),
              rt.ptrOf(grad.getFilter()), rt.shape(grad.getFilter()), dx,
              rt.shape(grad),
@@ -80,7 +88,7 @@ void lowering::populateMatmulConvLowerings(RuntimeLoweringTable &table) {
       [](nn::Conv2dGradFilterOp grad, RuntimeLowering &rt) {
         Value dw = rt.alloc(grad);
         rt.callVoid(
-            rt.kernel("dpc_conv2d_grad_filter"),
+            convKernel(rt, "dpc_conv2d_grad_filter", grad.getAlgorithm()),
             {rt.ptrOf(grad.getResultGrad()), rt.shape(grad.getResultGrad()),
              rt.ptrOf(grad.getInput()), rt.shape(grad.getInput()), dw,
              rt.shape(grad),

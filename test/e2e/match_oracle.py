@@ -3,7 +3,8 @@ loss with PyTorch's.
 
 Usage: match_oracle.py ORACLE_DIR WORK_DIR [--models lenet5,mlp]
        [--stages 1,2,4,2+1] [--schedules gpipe,1f1b] [--steps 20]
-       [--target cpu|cuda] [--rtol 1e-4] [--weights [--weights-rtol X]]
+       [--target cpu|cuda] [--rtol 1e-4]
+       [--weights [--weights-rtol X] [--weights-noise-factor F]]
        [--bandwidth BYTES/S] [--compile-options "..."] [--run-options "..."]
        [--label NAME]
 
@@ -77,6 +78,9 @@ def main():
     parser.add_argument("--weights-rtol", type=float, default=None,
                         help="tolerance of the trained weights (default: "
                         "--rtol)")
+    parser.add_argument("--weights-noise-factor", type=float, default=None,
+                        help="compare_weights.py --noise-factor (default: "
+                        "its own)")
     args = parser.parse_args()
 
     failures = 0
@@ -154,7 +158,9 @@ def main():
                         checkpoints,
                         os.path.join(args.oracle_dir, model + ".final.safetensors"),
                         "--rtol", str(args.weights_rtol or args.rtol),
-                        "--ties", str(args.weight_ties)])
+                        "--ties", str(args.weight_ties)] +
+                        (["--noise-factor", str(args.weights_noise_factor)]
+                         if args.weights_noise_factor else []))
                     if log.strip():
                         verdict += "; " + log.strip().splitlines()[-1]
                 print(f"{name}: {'ok' if code == 0 else 'MISMATCH'}: {verdict}")

@@ -38,6 +38,11 @@ struct CompileOptions {
   /// compile's default is on for the CPU target, off for CUDA (the loops
   /// run on the host).
   std::string fusion = "off";
+  /// How convolutions run (select-conv-algorithm): "auto" (Winograd where
+  /// it pays, dpc compile's default for the CPU target), "winograd" (where
+  /// it applies) or "direct" (the default for CUDA, whose kernels are
+  /// cuDNN's own choice).
+  std::string convAlgorithm = "direct";
   std::string loss = "softmax-cross-entropy";
   /// Rows with this label are left out of softmax-cross-entropy and of the
   /// mean (torch's ignore_index), which the runtime then scales per step.

@@ -222,6 +222,12 @@ std::string checkOptions(const CompileOptions &o, const cli::ArgParser &p) {
            "that would not fit without";
   if (o.fusion == "on" && o.target != "cpu")
     return "--fusion on needs --target cpu (the fused loops run on the host)";
+  if (o.convAlgorithm == "winograd" && o.target != "cpu")
+    return "--conv-algorithm winograd needs --target cpu (the CUDA "
+           "convolutions are cuDNN's)";
+  if (o.convAlgorithm == "winograd" && o.precision == "bf16")
+    return "--conv-algorithm winograd computes in f32; --precision bf16 "
+           "runs direct bf16 convolutions";
   if (!p.given("o"))
     return "missing output directory: give -o DIR";
   return "";
@@ -713,6 +719,7 @@ int compileModel(const CompileOptions &options) {
   pipeline.scheduleOutput = (out.path() / "schedule.json").string();
   pipeline.traceOutput = (out.path() / "timeline.json").string();
   pipeline.fusion = options.fusion == "on";
+  pipeline.convAlgorithm = options.convAlgorithm;
   // Runs the pipeline on `m`, calling `after` with each pass's name; false
   // when a pass or `after` failed, in pass `current`.
   std::string current;
@@ -964,6 +971,13 @@ int runCompileCommand(const Args &args) {
               "on: chains of elementwise ops become one loop generated in "
               "the rank object instead of a runtime call each (default "
               "on for --target cpu; cuda: off)");
+  p.addOption("conv-algorithm",
+              oneOf(&o.convAlgorithm, {"auto", "winograd", "direct"}),
+              "auto|winograd|direct",
+              "how convolutions run: winograd computes 3x3, stride-1 f32 "
+              "layers from 4x4 tiles with fewer multiplications; auto picks "
+              "it where it pays (default auto for --target cpu in fp32; "
+              "direct for bf16 and cuda)");
   p.addOption("loss", oneOf(&o.loss, {"softmax-cross-entropy", "mse", "none"}),
               "KIND", "loss appended to the model's output");
   int64_t ignoreIndex = -100;
@@ -1054,6 +1068,10 @@ int runCompileCommand(const Args &args) {
   // (bench/training/README.md measures it).
   if (!p.given("fusion"))
     o.fusion = o.target == "cpu" ? "on" : "off";
+  // Winograd where it pays, on the CPU in f32 (select-conv-algorithm
+  // leaves a bf16 build direct).
+  if (!p.given("conv-algorithm") || o.target != "cpu")
+    o.convAlgorithm = o.target == "cpu" ? "auto" : "direct";
   return compileModel(o);
 }
 

@@ -151,20 +151,24 @@ ConvDescs convDescs(const ConvGeometry &g) {
   return d;
 }
 
-dnnl::convolution_forward::primitive_desc forwardDesc(const ConvDescs &d,
-                                                      bool bias) {
+dnnl::convolution_forward::primitive_desc
+forwardDesc(const ConvDescs &d, bool bias, dnnl::algorithm algorithm) {
   using fwd = dnnl::convolution_forward;
   auto desc =
-      bias ? fwd::desc(dnnl::prop_kind::forward_training,
-                       dnnl::algorithm::convolution_direct, d.src, d.weights,
-                       d.bias, d.dst, d.strides, d.dilates, d.padL, d.padR)
-           : fwd::desc(dnnl::prop_kind::forward_training,
-                       dnnl::algorithm::convolution_direct, d.src, d.weights,
-                       d.dst, d.strides, d.dilates, d.padL, d.padR);
+      bias ? fwd::desc(dnnl::prop_kind::forward_training, algorithm, d.src,
+                       d.weights, d.bias, d.dst, d.strides, d.dilates, d.padL,
+                       d.padR)
+           : fwd::desc(dnnl::prop_kind::forward_training, algorithm, d.src,
+                       d.weights, d.dst, d.strides, d.dilates, d.padL, d.padR);
   return fwd::primitive_desc(desc, engine());
 }
 
 enum class ConvKind : int64_t { Forward, ForwardBias, Data, Weights };
+
+/// How a convolution is computed: the direct kernels, or Winograd's
+/// F(4x4, 3x3) (the _winograd ABI kernels, f32 only; select-conv-algorithm
+/// gives them the 3x3, stride-1 layers where they pay).
+enum class ConvAlgorithm : int64_t { Direct, Winograd };
 
 /// What a convolution or matrix product reads its operands as. Bf16 reads
 /// the inputs (source, weights, output gradient) as bfloat16 and writes
@@ -212,35 +216,17 @@ ConvDescs hintLayouts(const ConvDescs &d, Precision precision) {
   return h;
 }
 
-/// Primitives by kind and geometry: the same shapes recur every microbatch,
-/// and creating a oneDNN primitive costs far more than running a small one.
-/// Kernels run on the executor's thread; the lock only guards against a
-/// future caller that is not.
-ConvPrimitive &convPrimitive(ConvKind kind, Precision precision,
-                             const ConvGeometry &g) {
-  static std::mutex mutex;
-  static std::map<std::vector<int64_t>, ConvPrimitive> cache;
-  std::vector<int64_t> key = {int64_t(kind), int64_t(precision),
-                              g.n,           g.c,
-                              g.h,           g.w,
-                              g.o,           g.kh,
-                              g.kw,          g.oh,
-                              g.ow,          g.sh,
-                              g.sw,          g.pt,
-                              g.pl,          g.pb,
-                              g.pr,          g.dh,
-                              g.dw,          g.groups};
-  std::lock_guard<std::mutex> lock(mutex);
-  auto it = cache.find(key);
-  if (it != cache.end())
-    return it->second;
+/// The primitive for `kind` computed by `algorithm`.
+ConvPrimitive createConvPrimitive(ConvKind kind, Precision precision,
+                                  dnnl::algorithm algorithm,
+                                  const ConvGeometry &g) {
   ConvDescs d = anyLayouts(convDescs(g), kind, precision);
   ConvDescs hint = hintLayouts(d, precision);
   ConvPrimitive cp;
   switch (kind) {
   case ConvKind::Forward:
   case ConvKind::ForwardBias: {
-    auto pd = forwardDesc(d, kind == ConvKind::ForwardBias);
+    auto pd = forwardDesc(d, kind == ConvKind::ForwardBias, algorithm);
     cp.prim = dnnl::convolution_forward(pd);
     cp.layouts = {{DNNL_ARG_SRC, pd.src_desc()},
                   {DNNL_ARG_WEIGHTS, pd.weights_desc()},
@@ -249,9 +235,9 @@ ConvPrimitive &convPrimitive(ConvKind kind, Precision precision,
   }
   case ConvKind::Data: {
     using bwd = dnnl::convolution_backward_data;
-    bwd::desc desc(dnnl::algorithm::convolution_direct, d.src, d.weights, d.dst,
-                   d.strides, d.dilates, d.padL, d.padR);
-    bwd::primitive_desc pd(desc, engine(), forwardDesc(hint, false));
+    bwd::desc desc(algorithm, d.src, d.weights, d.dst, d.strides, d.dilates,
+                   d.padL, d.padR);
+    bwd::primitive_desc pd(desc, engine(), forwardDesc(hint, false, algorithm));
     cp.prim = bwd(pd);
     cp.layouts = {{DNNL_ARG_DIFF_DST, pd.diff_dst_desc()},
                   {DNNL_ARG_WEIGHTS, pd.weights_desc()},
@@ -260,15 +246,84 @@ ConvPrimitive &convPrimitive(ConvKind kind, Precision precision,
   }
   case ConvKind::Weights: {
     using bwd = dnnl::convolution_backward_weights;
-    bwd::desc desc(dnnl::algorithm::convolution_direct, d.src, d.weights, d.dst,
-                   d.strides, d.dilates, d.padL, d.padR);
-    bwd::primitive_desc pd(desc, engine(), forwardDesc(hint, false));
+    bwd::desc desc(algorithm, d.src, d.weights, d.dst, d.strides, d.dilates,
+                   d.padL, d.padR);
+    bwd::primitive_desc pd(desc, engine(), forwardDesc(hint, false, algorithm));
     cp.prim = bwd(pd);
     cp.layouts = {{DNNL_ARG_DIFF_DST, pd.diff_dst_desc()},
                   {DNNL_ARG_SRC, pd.src_desc()},
                   {DNNL_ARG_DIFF_WEIGHTS, pd.diff_weights_desc()}};
     break;
   }
+  }
+  return cp;
+}
+
+/// Whether oneDNN's Winograd kernels compute `g` right: a 3x3 filter, unit
+/// strides and dilations, one group, and the same pad of 0 or 1 on every
+/// side. With uneven pads its input gradient is wrong (oneDNN 2.6; see
+/// WinogradKernelTest), and larger pads it refuses; the verifier allows
+/// neither, and the ABI runs such a call on the direct kernels.
+bool winogradTakes(const ConvGeometry &g) {
+  bool evenPads = g.pt == g.pb && g.pl == g.pr && g.pt == g.pl && g.pt <= 1;
+  return g.kh == 3 && g.kw == 3 && g.sh == 1 && g.sw == 1 && g.dh == 1 &&
+         g.dw == 1 && g.groups == 1 && evenPads;
+}
+
+/// Primitives by kind, algorithm and geometry: the same shapes recur every
+/// microbatch, and creating a oneDNN primitive costs far more than running
+/// a small one. Where this oneDNN has no Winograd kernel for the CPU (it
+/// has them for AVX-512), the Winograd entry holds the direct primitive,
+/// after one warning per process; so does one that winogradTakes refuses.
+/// Kernels run on the executor's thread; the lock only guards against a future
+/// caller that is not.
+ConvPrimitive &convPrimitive(ConvKind kind, Precision precision,
+                             ConvAlgorithm algorithm, const ConvGeometry &g) {
+  static std::mutex mutex;
+  static std::map<std::vector<int64_t>, ConvPrimitive> cache;
+  std::vector<int64_t> key = {int64_t(kind),
+                              int64_t(precision),
+                              int64_t(algorithm),
+                              g.n,
+                              g.c,
+                              g.h,
+                              g.w,
+                              g.o,
+                              g.kh,
+                              g.kw,
+                              g.oh,
+                              g.ow,
+                              g.sh,
+                              g.sw,
+                              g.pt,
+                              g.pl,
+                              g.pb,
+                              g.pr,
+                              g.dh,
+                              g.dw,
+                              g.groups};
+  std::lock_guard<std::mutex> lock(mutex);
+  auto it = cache.find(key);
+  if (it != cache.end())
+    return it->second;
+  ConvPrimitive cp;
+  if (algorithm == ConvAlgorithm::Winograd && winogradTakes(g)) {
+    try {
+      cp = createConvPrimitive(kind, precision,
+                               dnnl::algorithm::convolution_winograd, g);
+    } catch (const dnnl::error &) {
+      static bool warned = false;
+      if (!warned)
+        std::fprintf(stderr,
+                     "warning: oneDNN has no Winograd convolution for this "
+                     "CPU; running the direct kernels instead\n");
+      warned = true;
+      cp = createConvPrimitive(kind, precision,
+                               dnnl::algorithm::convolution_direct, g);
+    }
+  } else {
+    cp = createConvPrimitive(kind, precision,
+                             dnnl::algorithm::convolution_direct, g);
   }
   return cache.emplace(std::move(key), std::move(cp)).first->second;
 }
@@ -286,9 +341,10 @@ struct ConvArg {
 };
 
 void runConv(const char *kernel, ConvKind kind, Precision precision,
-             const ConvGeometry &g, const std::vector<ConvArg> &args) {
+             ConvAlgorithm algorithm, const ConvGeometry &g,
+             const std::vector<ConvArg> &args) {
   try {
-    ConvPrimitive &cp = convPrimitive(kind, precision, g);
+    ConvPrimitive &cp = convPrimitive(kind, precision, algorithm, g);
     std::unordered_map<int, dnnl::memory> exec;
     std::vector<int> outputs;
     for (const ConvArg &arg : args) {
@@ -527,10 +583,10 @@ Precision effective(Precision precision) {
                                                       : Precision::F32;
 }
 
-void conv2d(const char *kernel, Precision precision, const float *x,
-            const int64_t *x_shape, const float *w, const int64_t *w_shape,
-            const float *bias, float *y, const int64_t *y_shape,
-            const int64_t *params) {
+void conv2d(const char *kernel, Precision precision, ConvAlgorithm algorithm,
+            const float *x, const int64_t *x_shape, const float *w,
+            const int64_t *w_shape, const float *bias, float *y,
+            const int64_t *y_shape, const int64_t *params) {
   ConvGeometry g = convGeometry(kernel, x_shape, w_shape, y_shape, params);
   ConvDescs d = convDescs(g);
   std::vector<ConvArg> args = {{DNNL_ARG_SRC, d.src, x},
@@ -539,28 +595,30 @@ void conv2d(const char *kernel, Precision precision, const float *x,
   if (bias)
     args.push_back({DNNL_ARG_BIAS, d.bias, bias});
   runConv(kernel, bias ? ConvKind::ForwardBias : ConvKind::Forward,
-          effective(precision), g, args);
+          effective(precision), algorithm, g, args);
 }
 
-void conv2dGradInput(const char *kernel, Precision precision, const float *dy,
+void conv2dGradInput(const char *kernel, Precision precision,
+                     ConvAlgorithm algorithm, const float *dy,
                      const int64_t *dy_shape, const float *w,
                      const int64_t *w_shape, float *dx, const int64_t *dx_shape,
                      const int64_t *params) {
   ConvGeometry g = convGeometry(kernel, dx_shape, w_shape, dy_shape, params);
   ConvDescs d = convDescs(g);
-  runConv(kernel, ConvKind::Data, effective(precision), g,
+  runConv(kernel, ConvKind::Data, effective(precision), algorithm, g,
           {{DNNL_ARG_DIFF_DST, d.dst, dy},
            {DNNL_ARG_WEIGHTS, d.weights, w},
            {DNNL_ARG_DIFF_SRC, d.src, dx, /*output=*/true}});
 }
 
-void conv2dGradFilter(const char *kernel, Precision precision, const float *dy,
+void conv2dGradFilter(const char *kernel, Precision precision,
+                      ConvAlgorithm algorithm, const float *dy,
                       const int64_t *dy_shape, const float *x,
                       const int64_t *x_shape, float *dw,
                       const int64_t *dw_shape, const int64_t *params) {
   ConvGeometry g = convGeometry(kernel, x_shape, dw_shape, dy_shape, params);
   ConvDescs d = convDescs(g);
-  runConv(kernel, ConvKind::Weights, effective(precision), g,
+  runConv(kernel, ConvKind::Weights, effective(precision), algorithm, g,
           {{DNNL_ARG_DIFF_DST, d.dst, dy},
            {DNNL_ARG_SRC, d.src, x},
            {DNNL_ARG_DIFF_WEIGHTS, d.weights, dw, /*output=*/true}});
@@ -674,45 +732,74 @@ extern "C" {
 void dpc_conv2d(const float *x, const int64_t *x_shape, const float *w,
                 const int64_t *w_shape, const float *bias, float *y,
                 const int64_t *y_shape, const int64_t *params) {
-  conv2d("dpc_conv2d", Precision::F32, x, x_shape, w, w_shape, bias, y, y_shape,
-         params);
+  conv2d("dpc_conv2d", Precision::F32, ConvAlgorithm::Direct, x, x_shape, w,
+         w_shape, bias, y, y_shape, params);
 }
 
 void dpc_conv2d_bf16(const float *x, const int64_t *x_shape, const float *w,
                      const int64_t *w_shape, const float *bias, float *y,
                      const int64_t *y_shape, const int64_t *params) {
-  conv2d("dpc_conv2d_bf16", Precision::Bf16, x, x_shape, w, w_shape, bias, y,
-         y_shape, params);
+  conv2d("dpc_conv2d_bf16", Precision::Bf16, ConvAlgorithm::Direct, x, x_shape,
+         w, w_shape, bias, y, y_shape, params);
 }
 
 void dpc_conv2d_grad_input(const float *dy, const int64_t *dy_shape,
                            const float *w, const int64_t *w_shape, float *dx,
                            const int64_t *dx_shape, const int64_t *params) {
-  conv2dGradInput("dpc_conv2d_grad_input", Precision::F32, dy, dy_shape, w,
-                  w_shape, dx, dx_shape, params);
+  conv2dGradInput("dpc_conv2d_grad_input", Precision::F32,
+                  ConvAlgorithm::Direct, dy, dy_shape, w, w_shape, dx, dx_shape,
+                  params);
 }
 
 void dpc_conv2d_grad_input_bf16(const float *dy, const int64_t *dy_shape,
                                 const float *w, const int64_t *w_shape,
                                 float *dx, const int64_t *dx_shape,
                                 const int64_t *params) {
-  conv2dGradInput("dpc_conv2d_grad_input_bf16", Precision::Bf16, dy, dy_shape,
-                  w, w_shape, dx, dx_shape, params);
+  conv2dGradInput("dpc_conv2d_grad_input_bf16", Precision::Bf16,
+                  ConvAlgorithm::Direct, dy, dy_shape, w, w_shape, dx, dx_shape,
+                  params);
 }
 
 void dpc_conv2d_grad_filter(const float *dy, const int64_t *dy_shape,
                             const float *x, const int64_t *x_shape, float *dw,
                             const int64_t *dw_shape, const int64_t *params) {
-  conv2dGradFilter("dpc_conv2d_grad_filter", Precision::F32, dy, dy_shape, x,
-                   x_shape, dw, dw_shape, params);
+  conv2dGradFilter("dpc_conv2d_grad_filter", Precision::F32,
+                   ConvAlgorithm::Direct, dy, dy_shape, x, x_shape, dw,
+                   dw_shape, params);
 }
 
 void dpc_conv2d_grad_filter_bf16(const float *dy, const int64_t *dy_shape,
                                  const float *x, const int64_t *x_shape,
                                  float *dw, const int64_t *dw_shape,
                                  const int64_t *params) {
-  conv2dGradFilter("dpc_conv2d_grad_filter_bf16", Precision::Bf16, dy, dy_shape,
-                   x, x_shape, dw, dw_shape, params);
+  conv2dGradFilter("dpc_conv2d_grad_filter_bf16", Precision::Bf16,
+                   ConvAlgorithm::Direct, dy, dy_shape, x, x_shape, dw,
+                   dw_shape, params);
+}
+
+void dpc_conv2d_winograd(const float *x, const int64_t *x_shape, const float *w,
+                         const int64_t *w_shape, const float *bias, float *y,
+                         const int64_t *y_shape, const int64_t *params) {
+  conv2d("dpc_conv2d_winograd", Precision::F32, ConvAlgorithm::Winograd, x,
+         x_shape, w, w_shape, bias, y, y_shape, params);
+}
+
+void dpc_conv2d_grad_input_winograd(const float *dy, const int64_t *dy_shape,
+                                    const float *w, const int64_t *w_shape,
+                                    float *dx, const int64_t *dx_shape,
+                                    const int64_t *params) {
+  conv2dGradInput("dpc_conv2d_grad_input_winograd", Precision::F32,
+                  ConvAlgorithm::Winograd, dy, dy_shape, w, w_shape, dx,
+                  dx_shape, params);
+}
+
+void dpc_conv2d_grad_filter_winograd(const float *dy, const int64_t *dy_shape,
+                                     const float *x, const int64_t *x_shape,
+                                     float *dw, const int64_t *dw_shape,
+                                     const int64_t *params) {
+  conv2dGradFilter("dpc_conv2d_grad_filter_winograd", Precision::F32,
+                   ConvAlgorithm::Winograd, dy, dy_shape, x, x_shape, dw,
+                   dw_shape, params);
 }
 
 void dpc_conv2d_grad_bias(const float *dy, const int64_t *dy_shape, float *db) {

@@ -30,11 +30,11 @@ void Conv2dOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
   if (needed[0])
     grads[0] = b.create<Conv2dGradInputOp>(
         loc, getInput().getType(), dy, getFilter(), getStridesAttr(),
-        getPadsAttr(), getDilationsAttr(), getGroupsAttr());
+        getPadsAttr(), getDilationsAttr(), getGroupsAttr(), getAlgorithmAttr());
   if (needed[1])
     grads[1] = b.create<Conv2dGradFilterOp>(
         loc, getFilter().getType(), dy, getInput(), getStridesAttr(),
-        getPadsAttr(), getDilationsAttr(), getGroupsAttr());
+        getPadsAttr(), getDilationsAttr(), getGroupsAttr(), getAlgorithmAttr());
   if (getBias() && needed[2])
     grads[2] = b.create<Conv2dGradBiasOp>(loc, getBias().getType(), dy);
 }

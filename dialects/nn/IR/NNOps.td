@@ -46,12 +46,17 @@ def NN_ParamOp : NN_Op<"param", [MemoryEffects<[MemRead]>]> {
 //===----------------------------------------------------------------------===//
 
 // Attributes shared by conv2d and its gradients. Pads are in ONNX order:
-// [top, left, bottom, right].
+// [top, left, bottom, right]. `algorithm` is how the backend computes the
+// convolution: `direct` (the default) or `winograd` (F(4x4, 3x3) tiles: a
+// 3x3 filter, stride 1, no dilation, one group, f32), which
+// select-conv-algorithm picks where it pays and autodiff carries to the
+// gradients.
 defvar NN_Conv2dAttrs = (ins
   DefaultValuedAttr<DenseI64ArrayAttr, "{1, 1}">:$strides,
   DefaultValuedAttr<DenseI64ArrayAttr, "{0, 0, 0, 0}">:$pads,
   DefaultValuedAttr<DenseI64ArrayAttr, "{1, 1}">:$dilations,
-  DefaultValuedAttr<I64Attr, "1">:$groups);
+  DefaultValuedAttr<I64Attr, "1">:$groups,
+  DefaultValuedStrAttr<StrAttr, "direct">:$algorithm);
 
 def NN_Conv2dOp : NN_Op<"conv2d", [Pure,
     DeclareOpInterfaceMethods<NN_GradientOpInterface>]> {

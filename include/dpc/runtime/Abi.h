@@ -176,6 +176,24 @@ void dpc_conv2d_grad_filter_bf16(const float *dy, const int64_t *dy_shape,
                                  const float *x, const int64_t *x_shape,
                                  float *dw, const int64_t *dw_shape,
                                  const int64_t *params);
+/* The same computed by Winograd's F(4x4, 3x3) (dpc compile
+ * --conv-algorithm, select-conv-algorithm): f32, a 3x3 filter, strides and
+ * dilations of 1, one group, the same pad of 0 or 1 on every side. Results
+ * differ from the direct kernels' by float rounding of the tile
+ * transforms. Other convolutions run on the direct kernels, and so does
+ * every one, after a warning, where the target has no Winograd kernel. */
+void dpc_conv2d_winograd(const float *x, const int64_t *x_shape, const float *w,
+                         const int64_t *w_shape,
+                         const float *bias /* nullable */, float *y,
+                         const int64_t *y_shape, const int64_t *params);
+void dpc_conv2d_grad_input_winograd(const float *dy, const int64_t *dy_shape,
+                                    const float *w, const int64_t *w_shape,
+                                    float *dx, const int64_t *dx_shape,
+                                    const int64_t *params);
+void dpc_conv2d_grad_filter_winograd(const float *dy, const int64_t *dy_shape,
+                                     const float *x, const int64_t *x_shape,
+                                     float *dw, const int64_t *dw_shape,
+                                     const int64_t *params);
 /* Sums dy (N, C, H, W) over N, H, W into db (C). batch_norm's bias gradient
  * calls it too, with the spatial dimensions folded into H and W = 1. */
 void dpc_conv2d_grad_bias(const float *dy, const int64_t *dy_shape, float *db);

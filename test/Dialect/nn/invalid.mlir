@@ -88,6 +88,62 @@ func.func @conv_mixed_types(%x: tensor<1x1x8x8xf32>, %w: tensor<1x1x3x3xf16>) {
 
 // -----
 
+func.func @conv_unknown_algorithm(%x: tensor<1x1x8x8xf32>, %w: tensor<1x1x3x3xf32>) {
+  // expected-error @+1 {{'nn.conv2d' op expects algorithm 'direct' or 'winograd', got 'fft'}}
+  %y = nn.conv2d %x, %w {algorithm = "fft"} : (tensor<1x1x8x8xf32>, tensor<1x1x3x3xf32>) -> tensor<1x1x6x6xf32>
+  return
+}
+
+// -----
+
+func.func @conv_winograd_5x5(%x: tensor<1x1x28x28xf32>, %w: tensor<6x1x5x5xf32>) {
+  // expected-error @+1 {{'nn.conv2d' op winograd needs a 3x3 filter, strides and dilations of 1, one group and pads all 0 or all 1, got filter 6x1x5x5, strides 1x1, dilations 1x1, groups 1, pads 0x0x0x0}}
+  %y = nn.conv2d %x, %w {algorithm = "winograd"} : (tensor<1x1x28x28xf32>, tensor<6x1x5x5xf32>) -> tensor<1x6x24x24xf32>
+  return
+}
+
+// -----
+
+func.func @conv_winograd_strided(%x: tensor<1x1x8x8xf32>, %w: tensor<1x1x3x3xf32>) {
+  // expected-error @+1 {{winograd needs a 3x3 filter, strides and dilations of 1, one group and pads all 0 or all 1, got filter 1x1x3x3, strides 2x2}}
+  %y = nn.conv2d %x, %w {algorithm = "winograd", strides = array<i64: 2, 2>} : (tensor<1x1x8x8xf32>, tensor<1x1x3x3xf32>) -> tensor<1x1x3x3xf32>
+  return
+}
+
+// -----
+
+func.func @conv_winograd_grouped(%x: tensor<1x4x8x8xf32>, %w: tensor<4x2x3x3xf32>) {
+  // expected-error @+1 {{groups 2}}
+  %y = nn.conv2d %x, %w {algorithm = "winograd", groups = 2} : (tensor<1x4x8x8xf32>, tensor<4x2x3x3xf32>) -> tensor<1x4x6x6xf32>
+  return
+}
+
+// -----
+
+func.func @conv_winograd_uneven_pads(%x: tensor<1x1x8x8xf32>, %w: tensor<1x1x3x3xf32>) {
+  // expected-error @+1 {{groups 1, pads 1x0x0x1}}
+  %y = nn.conv2d %x, %w {algorithm = "winograd", pads = array<i64: 1, 0, 0, 1>} : (tensor<1x1x8x8xf32>, tensor<1x1x3x3xf32>) -> tensor<1x1x7x7xf32>
+  return
+}
+
+// -----
+
+func.func @conv_winograd_f16(%x: tensor<1x1x8x8xf16>, %w: tensor<1x1x3x3xf16>) {
+  // expected-error @+1 {{'nn.conv2d' op winograd needs f32, got 'f16'}}
+  %y = nn.conv2d %x, %w {algorithm = "winograd"} : (tensor<1x1x8x8xf16>, tensor<1x1x3x3xf16>) -> tensor<1x1x6x6xf16>
+  return
+}
+
+// -----
+
+func.func @conv_grad_filter_winograd_dilated(%dy: tensor<1x1x4x4xf32>, %x: tensor<1x1x8x8xf32>) {
+  // expected-error @+1 {{'nn.conv2d_grad_filter' op winograd needs a 3x3 filter, strides and dilations of 1, one group and pads all 0 or all 1, got filter 1x1x3x3, strides 1x1, dilations 2x2}}
+  %dw = nn.conv2d_grad_filter %dy, %x {algorithm = "winograd", dilations = array<i64: 2, 2>} : (tensor<1x1x4x4xf32>, tensor<1x1x8x8xf32>) -> tensor<1x1x3x3xf32>
+  return
+}
+
+// -----
+
 func.func @conv_grad_input(%dy: tensor<1x6x24x24xf32>, %w: tensor<6x1x5x5xf32>) {
   // expected-error @+1 {{'nn.conv2d_grad_input' op expects result_grad (the forward result's shape) of shape 1x6x23x23, got 1x6x24x24}}
   %dx = nn.conv2d_grad_input %dy, %w : (tensor<1x6x24x24xf32>, tensor<6x1x5x5xf32>) -> tensor<1x1x27x27xf32>

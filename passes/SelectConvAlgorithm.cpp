@@ -1,0 +1,122 @@
+//===- SelectConvAlgorithm.cpp - Direct or Winograd per convolution -------===//
+//
+// Sets each nn.conv2d's `algorithm`. The decision (chooseAlgorithm) reads
+// only the convolution's geometry; the pass reads it off each op and writes
+// the answer back. Autodiff later copies a convolution's algorithm to its
+// input and filter gradients, so one layer runs one algorithm in all three
+// of its passes: the rule compares the three passes' times together.
+//
+//===----------------------------------------------------------------------===//
+
+#include "passes/Passes.h"
+
+#include "dialects/nn/IR/NNOps.h"
+#include "dialects/nn/IR/ShapeInference.h"
+#include "dialects/pipe/IR/PipeOps.h"
+
+#include "llvm/ADT/STLExtras.h"
+
+namespace mlir::dpc {
+#define GEN_PASS_DEF_SELECTCONVALGORITHMPASS
+#include "passes/Passes.h.inc"
+} // namespace mlir::dpc
+
+using namespace mlir;
+using namespace mlir::dpc;
+
+namespace {
+
+// What the decision needs of a convolution.
+struct ConvGeometry {
+  int64_t channels, filters, kernelH, kernelW, outputH, outputW, groups;
+  bool unitStrides, unitDilations, samePads, f32;
+};
+
+// Whether the backend's Winograd F(4x4, 3x3) kernels compute this
+// convolution: oneDNN's take the same pad of 0 or 1 on every side (the
+// 'valid' and 'same' layers of real models), as the op's verifier holds.
+bool winogradApplies(const ConvGeometry &g) {
+  return g.kernelH == 3 && g.kernelW == 3 && g.unitStrides && g.unitDilations &&
+         g.groups == 1 && g.samePads && g.f32;
+}
+
+// Whether it is faster than the direct kernel over the layer's forward,
+// input-gradient and filter-gradient passes together. Measured with
+// oneDNN 2.6 on AVX-512 (docs/ARCHITECTURE.md), batch 16: from 64 channels
+// in and out, Winograd takes 0.3-0.75x the direct time at 7x7 outputs and
+// larger, from 32 channels at 8x8 (at 7x7 it is 1.03x on one thread and
+// 1.19x on two), from 16 channels at 16x16; at 4x4, where one tile covers
+// the image, it loses at batch 16 and wins at batch 64, and is left out.
+bool winogradPays(const ConvGeometry &g) {
+  int64_t channels = std::min(g.channels, g.filters);
+  int64_t side = std::min(g.outputH, g.outputW);
+  return (channels >= 64 && side >= 7) || (channels >= 32 && side >= 8) ||
+         (channels >= 16 && side >= 16);
+}
+
+enum class Mode { Auto, Winograd, Direct };
+
+StringRef chooseAlgorithm(const ConvGeometry &g, Mode mode) {
+  if (mode == Mode::Direct || !winogradApplies(g))
+    return "direct";
+  if (mode == Mode::Winograd || winogradPays(g))
+    return "winograd";
+  return "direct";
+}
+
+ConvGeometry geometryOf(nn::Conv2dOp conv) {
+  ArrayRef<int64_t> filter = nn::shapeOf(conv.getFilter());
+  ArrayRef<int64_t> result = nn::shapeOf(conv.getResult());
+  auto isOnes = [](ArrayRef<int64_t> values) {
+    return llvm::all_of(values, [](int64_t v) { return v == 1; });
+  };
+  return {filter[1] * conv.getGroups(),
+          filter[0],
+          filter[2],
+          filter[3],
+          result[2],
+          result[3],
+          conv.getGroups(),
+          isOnes(conv.getStrides()),
+          isOnes(conv.getDilations()),
+          llvm::all_equal(conv.getPads()) && conv.getPads()[0] <= 1,
+          cast<RankedTensorType>(conv.getResult().getType())
+              .getElementType()
+              .isF32()};
+}
+
+struct SelectConvAlgorithmPass
+    : public mlir::dpc::impl::SelectConvAlgorithmPassBase<
+          SelectConvAlgorithmPass> {
+  using SelectConvAlgorithmPassBase::SelectConvAlgorithmPassBase;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    std::optional<Mode> mode =
+        llvm::StringSwitch<std::optional<Mode>>(algorithm)
+            .Case("auto", Mode::Auto)
+            .Case("winograd", Mode::Winograd)
+            .Case("direct", Mode::Direct)
+            .Default(std::nullopt);
+    if (!mode) {
+      module.emitError("select-conv-algorithm: unknown algorithm '")
+          << algorithm << "'; expected auto, winograd or direct";
+      return signalPassFailure();
+    }
+    // A bf16 build runs its convolutions in bf16, which the Winograd
+    // kernels do not.
+    if (pipe::isBf16(module)) {
+      if (*mode == Mode::Winograd) {
+        module.emitError("select-conv-algorithm: winograd convolutions are "
+                         "f32; a bf16 build runs direct bf16 convolutions");
+        return signalPassFailure();
+      }
+      mode = Mode::Direct;
+    }
+    module.walk([&](nn::Conv2dOp conv) {
+      conv.setAlgorithm(chooseAlgorithm(geometryOf(conv), *mode));
+    });
+  }
+};
+
+} // namespace

@@ -238,6 +238,9 @@ int runProfileCommand(const Args &args) {
               "time the build as dpc compile --fusion makes it (default on "
               "for the CPU): a fused region's time is shared among its ops' "
               "nodes");
+  p.addOption("conv-algorithm", &compile.convAlgorithm, "auto|winograd|direct",
+              "time the convolutions as dpc compile --conv-algorithm runs "
+              "them (default auto, as dpc compile's for the CPU)");
   if (std::optional<int> exit = p.parseOrExit(args))
     return *exit;
   if (output.empty()) {
@@ -264,6 +267,18 @@ int runProfileCommand(const Args &args) {
   else if (compile.fusion != "on" && compile.fusion != "off") {
     std::cerr << "dpc profile: --fusion expects on or off, got '"
               << compile.fusion << "'\n";
+    return cli::kUsageError;
+  }
+  // And the convolutions by the algorithms the build will choose: a
+  // Winograd layer takes about half the direct time.
+  if (!p.given("conv-algorithm"))
+    compile.convAlgorithm = "auto";
+  else if (compile.convAlgorithm != "auto" &&
+           compile.convAlgorithm != "winograd" &&
+           compile.convAlgorithm != "direct") {
+    std::cerr << "dpc profile: --conv-algorithm expects auto, winograd or "
+                 "direct, got '"
+              << compile.convAlgorithm << "'\n";
     return cli::kUsageError;
   }
 

@@ -294,6 +294,18 @@ Dataset Dataset::fromFloats(std::vector<int64_t> sampleShape,
   return d;
 }
 
+Dataset Dataset::labelsOnly(std::vector<int64_t> sampleShape,
+                            std::vector<int64_t> labels, int64_t numClasses,
+                            std::vector<int64_t> labelShape) {
+  Dataset d = shaped(std::move(sampleShape), numClasses);
+  d.withInputs = false;
+  int64_t labelElements = product(labelShape);
+  int64_t samples =
+      labelElements > 0 ? int64_t(labels.size()) / labelElements : 0;
+  d.setLabels(std::move(labels), std::move(labelShape), d.elements * samples);
+  return d;
+}
+
 Dataset Dataset::fromInts(std::vector<int64_t> sampleShape,
                           std::vector<int64_t> inputs,
                           std::vector<int64_t> labels, int64_t numClasses,
@@ -350,6 +362,8 @@ int64_t Dataset::label(int64_t index) const {
 
 void Dataset::gatherInputs(const std::vector<int64_t> &indices,
                            float *out) const {
+  if (!withInputs)
+    throw Error("dataset: loaded without its inputs");
   if (integer)
     throw Error("dataset: the inputs are integer token ids, not floats");
   for (int64_t index : indices) {
@@ -370,6 +384,8 @@ void Dataset::gatherInputs(const std::vector<int64_t> &indices,
 
 void Dataset::gatherIntInputs(const std::vector<int64_t> &indices,
                               int64_t *out) const {
+  if (!withInputs)
+    throw Error("dataset: loaded without its inputs");
   if (!integer)
     throw Error("dataset: the inputs are floats, not integer token ids");
   for (int64_t index : indices) {
@@ -1117,7 +1133,8 @@ static Dataset loadText(const DataSpec &spec, Split split,
 }
 
 static Dataset makeSynthetic(const DataSpec &spec, Split split,
-                             const ModelDataShape &model, uint64_t seed) {
+                             const ModelDataShape &model, uint64_t seed,
+                             bool readsInputs) {
   if (model.sampleShape.empty() ||
       (model.numClasses <= 0 && !model.floatLabels))
     throw Error(spec.text + ": synthetic data needs the model's input shape "
@@ -1146,6 +1163,17 @@ static Dataset makeSynthetic(const DataSpec &spec, Split split,
                              std::move(labels), model.numClasses,
                              model.labelShape);
   }
+  if (!readsInputs && !model.floatLabels) {
+    // The labels follow the inputs' draws in the stream: skip those (a
+    // rank that reads labels only, 65536 MNIST-sized samples being 51M
+    // draws and 200 MB).
+    random.skip(uint64_t(count * elements));
+    std::vector<int64_t> labels(
+        static_cast<size_t>(count * product(model.labelShape)));
+    draw(labels);
+    return Dataset::labelsOnly(model.sampleShape, std::move(labels),
+                               model.numClasses, model.labelShape);
+  }
   std::vector<float> inputs(static_cast<size_t>(count * elements));
   for (float &x : inputs)
     x = random.unitFloat();
@@ -1166,7 +1194,8 @@ static Dataset makeSynthetic(const DataSpec &spec, Split split,
 }
 
 Dataset loadDataset(const DataSpec &spec, Split split,
-                    const ModelDataShape &model, uint64_t seed) {
+                    const ModelDataShape &model, uint64_t seed,
+                    bool readsInputs) {
   if (model.floatLabels &&
       (spec.kind == DataSpec::Kind::Idx || spec.kind == DataSpec::Kind::Text))
     throw InputError(spec.text +
@@ -1185,7 +1214,7 @@ Dataset loadDataset(const DataSpec &spec, Split split,
     data = loadText(spec, split, model);
     break;
   case DataSpec::Kind::Synthetic:
-    data = makeSynthetic(spec, split, model, seed);
+    data = makeSynthetic(spec, split, model, seed, readsInputs);
     break;
   }
   if (data.size() == 0)

@@ -38,6 +38,9 @@ public:
   /// Uniform float in [0, 1) with 24 random bits, exactly representable.
   float unitFloat() { return static_cast<float>(next() >> 40) * 0x1p-24f; }
 
+  /// Moves past `n` draws without computing them: the state only counts.
+  void skip(uint64_t n) { state += n * 0x9e3779b97f4a7c15ULL; }
+
 private:
   uint64_t state;
 };

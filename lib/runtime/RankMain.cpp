@@ -647,13 +647,18 @@ int runRank(int argc, char **argv, Communicator &comm) {
   bool plansSteps = !m.buckets.empty();
   std::optional<Dataset> train, test;
   DataSpec trainSpec = parseDataSpec(opts.data);
+  // Only the first stage gathers inputs (a planning middle stage reads the
+  // lengths, which synthetic data does not have).
+  bool readsInputs = m.isFirstStage() || plansSteps;
   if (readsData || plansSteps)
-    train = loadDataset(trainSpec, Split::Train, model, uint64_t(opts.seed));
+    train = loadDataset(trainSpec, Split::Train, model, uint64_t(opts.seed),
+                        readsInputs);
   if (readsData) {
     if (opts.eval) {
       DataSpec evalSpec =
           opts.evalData.empty() ? trainSpec : parseDataSpec(opts.evalData);
-      test = loadDataset(evalSpec, Split::Test, model, uint64_t(opts.seed));
+      test = loadDataset(evalSpec, Split::Test, model, uint64_t(opts.seed),
+                         readsInputs);
     }
   }
   // The middle stages learn the dataset sizes from the first stage; the last

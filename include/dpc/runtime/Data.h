@@ -114,6 +114,12 @@ public:
                                   std::vector<float> inputs,
                                   std::vector<float> targets,
                                   std::vector<int64_t> targetShape);
+  /// Labels without inputs, for a rank that reads only labels (the last
+  /// stage): gatherInputs() and gatherIntInputs() throw.
+  static Dataset labelsOnly(std::vector<int64_t> sampleShape,
+                            std::vector<int64_t> labels, int64_t numClasses,
+                            std::vector<int64_t> labelShape = {});
+  bool hasInputs() const { return withInputs; }
   /// Inputs without labels; label() and gatherLabels() then throw.
   static Dataset unlabelled(std::vector<int64_t> sampleShape,
                             std::vector<float> inputs);
@@ -172,6 +178,7 @@ private:
   int64_t elements = 0;
   int64_t count = 0;
   bool labelled = true;
+  bool withInputs = true;
   int64_t classes = 0;
   std::vector<uint8_t> bytePixels; // IDX data, scaled by 1/255 on gather
   std::vector<float> floatInputs;  // npy and synthetic data
@@ -271,8 +278,13 @@ struct ModelDataShape {
 /// IDX datasets and the part of a text. A text that cannot serve the model
 /// (missing, too short, a model without token ids, a vocabulary above its
 /// class count) throws InputError.
+///
+/// `readsInputs` false: the caller gathers only labels, and synthetic data
+/// of float inputs and class labels leaves its inputs out (the labels are
+/// the same; a skipped draw costs nothing). Other data loads whole.
 Dataset loadDataset(const DataSpec &spec, Split split,
-                    const ModelDataShape &model, uint64_t seed = 0);
+                    const ModelDataShape &model, uint64_t seed = 0,
+                    bool readsInputs = true);
 
 } // namespace dpc::runtime
 

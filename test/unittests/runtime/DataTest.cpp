@@ -602,6 +602,36 @@ TEST(Dataset, SyntheticIsSeededAndShaped) {
               HasSubstr("synthetic data needs the model's input shape"));
 }
 
+// A rank that reads labels only (the last stage) gets the labels of the
+// whole data set without generating its inputs, which it cannot gather.
+TEST(Dataset, SyntheticWithoutInputsHasTheSameLabels) {
+  ModelDataShape model{{1, 4, 4}, 5};
+  DataSpec spec = parseDataSpec("synthetic:64");
+  for (Split split : {Split::Train, Split::Test}) {
+    Dataset whole = loadDataset(spec, split, model, 7);
+    Dataset labels = loadDataset(spec, split, model, 7, /*readsInputs=*/false);
+    EXPECT_TRUE(whole.hasInputs());
+    EXPECT_FALSE(labels.hasInputs());
+    ASSERT_EQ(labels.size(), 64);
+    EXPECT_EQ(labels.sampleShape(), model.sampleShape);
+    std::vector<int64_t> all(64);
+    for (int i = 0; i < 64; ++i)
+      all[size_t(i)] = i;
+    std::vector<int64_t> a(64), b(64);
+    whole.gatherLabels(all, a.data());
+    labels.gatherLabels(all, b.data());
+    EXPECT_EQ(a, b);
+    std::vector<float> x(16);
+    EXPECT_THAT(errorOf([&] { labels.gatherInputs({0}, x.data()); }),
+                HasSubstr("without its inputs"));
+  }
+  // Float targets (--loss mse) load whole either way.
+  ModelDataShape mse{{3}, 0};
+  mse.floatLabels = true;
+  mse.labelShape = {2};
+  EXPECT_TRUE(loadDataset(spec, Split::Train, mse, 7, false).hasInputs());
+}
+
 // The installed Fashion-MNIST (Debian dataset-fashion-mnist) loads with the
 // sizes and first labels the dataset documents.
 TEST(Dataset, FashionMnistWhenInstalled) {

@@ -41,6 +41,8 @@ public:
   /// Moves past `n` draws without computing them: the state only counts.
   void skip(uint64_t n) { state += n * 0x9e3779b97f4a7c15ULL; }
 
+  uint64_t position() const { return state; }
+
 private:
   uint64_t state;
 };

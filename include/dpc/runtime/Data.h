@@ -114,6 +114,13 @@ public:
                                   std::vector<float> inputs,
                                   std::vector<float> targets,
                                   std::vector<int64_t> targetShape);
+  /// Float inputs computed as they are gathered: element j of sample i is
+  /// the (i * sampleElements() + j + 1)-th SplitMix64 unit float after
+  /// `stream` (synthetic data), which costs no memory and no time up front.
+  static Dataset fromFloatStream(std::vector<int64_t> sampleShape,
+                                 uint64_t stream, std::vector<int64_t> labels,
+                                 int64_t numClasses,
+                                 std::vector<int64_t> labelShape = {});
   /// Labels without inputs, for a rank that reads only labels (the last
   /// stage): gatherInputs() and gatherIntInputs() throw.
   static Dataset labelsOnly(std::vector<int64_t> sampleShape,
@@ -182,6 +189,7 @@ private:
   int64_t classes = 0;
   std::vector<uint8_t> bytePixels; // IDX data, scaled by 1/255 on gather
   std::vector<float> floatInputs;  // npy and synthetic data
+  std::optional<uint64_t> inputStream; // fromFloatStream
   std::vector<int64_t> intInputs;  // token ids (npy, synthetic)
   bool integer = false;
   std::vector<int64_t> labelDims;

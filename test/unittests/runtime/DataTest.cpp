@@ -2,6 +2,7 @@
 
 #include "dpc/runtime/Data.h"
 #include "dpc/runtime/Error.h"
+#include "lib/runtime/Random.h"
 
 #include "test/unittests/runtime/ErrorOf.h"
 
@@ -600,6 +601,38 @@ TEST(Dataset, SyntheticIsSeededAndShaped) {
     EXPECT_LT(a.label(i), 3);
   EXPECT_THAT(errorOf([&] { loadDataset(spec, Split::Train, {}); }),
               HasSubstr("synthetic data needs the model's input shape"));
+}
+
+// Synthetic float inputs are computed as they are gathered, in any order,
+// and are the values drawn one after the other from the train split's
+// stream, as the data set generated them up front before.
+TEST(Dataset, SyntheticInputsAreTheStreamsDraws) {
+  ModelDataShape model{{3, 7}, 4};
+  const int64_t count = 40, elements = 21;
+  Dataset data =
+      loadDataset(parseDataSpec("synthetic:40"), Split::Train, model, 11);
+  detail::SplitMix64 random(detail::mixSeed(11, 0x7261696e));
+  std::vector<float> expected(static_cast<size_t>(count * elements));
+  for (float &x : expected)
+    x = random.unitFloat();
+  std::vector<int64_t> expectedLabels(static_cast<size_t>(count));
+  for (int64_t &y : expectedLabels)
+    y = int64_t(random.below(4));
+  std::vector<int64_t> order(static_cast<size_t>(count));
+  for (int64_t i = 0; i < count; ++i)
+    order[size_t(i)] = (i * 17 + 5) % count;
+  std::vector<float> x(static_cast<size_t>(count * elements));
+  std::vector<int64_t> y(static_cast<size_t>(count));
+  data.gatherInputs(order, x.data());
+  data.gatherLabels(order, y.data());
+  for (int64_t i = 0; i < count; ++i) {
+    int64_t sample = order[size_t(i)];
+    EXPECT_EQ(y[size_t(i)], expectedLabels[size_t(sample)]) << sample;
+    for (int64_t j = 0; j < elements; ++j)
+      ASSERT_EQ(x[size_t(i * elements + j)],
+                expected[size_t(sample * elements + j)])
+          << sample << ", " << j;
+  }
 }
 
 // A rank that reads labels only (the last stage) gets the labels of the

@@ -14,7 +14,7 @@
 #include "dialects/nn/IR/ShapeInference.h"
 #include "dialects/pipe/IR/PipeOps.h"
 
-#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringSwitch.h"
 
 namespace mlir::dpc {
 #define GEN_PASS_DEF_SELECTCONVALGORITHMPASS
@@ -26,19 +26,13 @@ using namespace mlir::dpc;
 
 namespace {
 
-// What the decision needs of a convolution.
+// What the decision needs of a convolution: its sizes, and whether the
+// backend's Winograd kernels compute it at all (nn::winogradFits' attributes,
+// the same the op's verifier holds, in f32).
 struct ConvGeometry {
-  int64_t channels, filters, kernelH, kernelW, outputH, outputW, groups;
-  bool unitStrides, unitDilations, samePads, f32;
+  int64_t channels, filters, outputH, outputW;
+  bool winogradApplies;
 };
-
-// Whether the backend's Winograd F(4x4, 3x3) kernels compute this
-// convolution: oneDNN's take the same pad of 0 or 1 on every side (the
-// 'valid' and 'same' layers of real models), as the op's verifier holds.
-bool winogradApplies(const ConvGeometry &g) {
-  return g.kernelH == 3 && g.kernelW == 3 && g.unitStrides && g.unitDilations &&
-         g.groups == 1 && g.samePads && g.f32;
-}
 
 // Whether it is faster than the direct kernel over the layer's forward,
 // input-gradient and filter-gradient passes together. Measured with
@@ -57,7 +51,7 @@ bool winogradPays(const ConvGeometry &g) {
 enum class Mode { Auto, Winograd, Direct };
 
 StringRef chooseAlgorithm(const ConvGeometry &g, Mode mode) {
-  if (mode == Mode::Direct || !winogradApplies(g))
+  if (mode == Mode::Direct || !g.winogradApplies)
     return "direct";
   if (mode == Mode::Winograd || winogradPays(g))
     return "winograd";
@@ -67,22 +61,12 @@ StringRef chooseAlgorithm(const ConvGeometry &g, Mode mode) {
 ConvGeometry geometryOf(nn::Conv2dOp conv) {
   ArrayRef<int64_t> filter = nn::shapeOf(conv.getFilter());
   ArrayRef<int64_t> result = nn::shapeOf(conv.getResult());
-  auto isOnes = [](ArrayRef<int64_t> values) {
-    return llvm::all_of(values, [](int64_t v) { return v == 1; });
-  };
-  return {filter[1] * conv.getGroups(),
-          filter[0],
-          filter[2],
-          filter[3],
-          result[2],
-          result[3],
-          conv.getGroups(),
-          isOnes(conv.getStrides()),
-          isOnes(conv.getDilations()),
-          llvm::all_equal(conv.getPads()) && conv.getPads()[0] <= 1,
-          cast<RankedTensorType>(conv.getResult().getType())
-              .getElementType()
-              .isF32()};
+  bool f32 = cast<RankedTensorType>(conv.getResult().getType())
+                 .getElementType()
+                 .isF32();
+  return {filter[1] * conv.getGroups(), filter[0], result[2], result[3],
+          f32 && nn::winogradFits(filter, conv.getStrides(), conv.getPads(),
+                                  conv.getDilations(), conv.getGroups())};
 }
 
 struct SelectConvAlgorithmPass

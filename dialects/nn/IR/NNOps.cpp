@@ -60,10 +60,9 @@ LogicalResult ParamOp::verify() {
 // Convolution
 //===----------------------------------------------------------------------===//
 
-/// Checks `algorithm` against what the convolution is: Winograd's F(4x4,
-/// 3x3) tiles need a 3x3 filter, unit strides and dilations, one group, the
-/// same pad of 0 or 1 on every side ('valid' or 'same') and f32: what the
-/// CPU backend's Winograd kernels compute right.
+/// Checks `algorithm` against what the convolution is: Winograd needs
+/// winogradFits' attributes and f32, what the CPU backend's Winograd kernels
+/// compute right.
 template <typename ConvOp>
 static LogicalResult verifyConvAlgorithm(ConvOp op, ArrayRef<int64_t> filter,
                                          Type elementType) {
@@ -73,14 +72,9 @@ static LogicalResult verifyConvAlgorithm(ConvOp op, ArrayRef<int64_t> filter,
   if (algorithm != "winograd")
     return op.emitOpError("expects algorithm 'direct' or 'winograd', got '")
            << algorithm << "'";
-  auto isOnes = [](ArrayRef<int64_t> values) {
-    return llvm::all_of(values, [](int64_t v) { return v == 1; });
-  };
   ArrayRef<int64_t> pads = op.getPads();
-  bool samePads = llvm::all_equal(pads) && !pads.empty() && pads[0] <= 1;
-  if (filter.size() != 4 || filter[2] != 3 || filter[3] != 3 ||
-      !isOnes(op.getStrides()) || !isOnes(op.getDilations()) ||
-      op.getGroups() != 1 || !samePads)
+  if (!winogradFits(filter, op.getStrides(), pads, op.getDilations(),
+                    op.getGroups()))
     return op.emitOpError("winograd needs a 3x3 filter, strides and "
                           "dilations of 1, one group and pads all 0 or all "
                           "1, got filter ")

@@ -123,6 +123,17 @@ FailureOr<Shape> inferConv2dShape(ArrayRef<int64_t> input,
   return result;
 }
 
+bool winogradFits(ArrayRef<int64_t> filter, ArrayRef<int64_t> strides,
+                  ArrayRef<int64_t> pads, ArrayRef<int64_t> dilations,
+                  int64_t groups) {
+  auto isOnes = [](ArrayRef<int64_t> values) {
+    return llvm::all_of(values, [](int64_t v) { return v == 1; });
+  };
+  bool samePads = !pads.empty() && llvm::all_equal(pads) && pads[0] <= 1;
+  return filter.size() == 4 && filter[2] == 3 && filter[3] == 3 &&
+         isOnes(strides) && isOnes(dilations) && groups == 1 && samePads;
+}
+
 FailureOr<Shape> inferPool2dShape(ArrayRef<int64_t> input,
                                   ArrayRef<int64_t> kernel,
                                   ArrayRef<int64_t> strides,

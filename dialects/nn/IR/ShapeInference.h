@@ -33,6 +33,15 @@ FailureOr<Shape> inferConv2dShape(ArrayRef<int64_t> input,
                                   ArrayRef<int64_t> dilations, int64_t groups,
                                   EmitErrorFn emitError);
 
+/// Whether Winograd's F(4x4, 3x3) tiles compute a convolution of these
+/// attributes as the CPU backend's kernels do it right: a 3x3 `filter`
+/// (O C KH KW), unit strides and dilations, one group and the same pad of 0
+/// or 1 on every side. The `winograd` algorithm's verifier and
+/// select-conv-algorithm both ask this (the element type, f32, apart).
+bool winogradFits(ArrayRef<int64_t> filter, ArrayRef<int64_t> strides,
+                  ArrayRef<int64_t> pads, ArrayRef<int64_t> dilations,
+                  int64_t groups);
+
 /// Result shape of 2-D pooling of `input` (N C H W).
 FailureOr<Shape> inferPool2dShape(ArrayRef<int64_t> input,
                                   ArrayRef<int64_t> kernel,

@@ -15,7 +15,9 @@
 //
 // A profile that measured messages (`dpc profile --message-ranks`) gives
 // the module the latency measured with the job's ranks
-// (pipe.message_latency_ms), which build-schedule charges every transfer.
+// (pipe.message_latency_ms), which build-schedule charges every transfer,
+// and where those ranks shared the profiling machine's cores, how long a
+// rank waiting for a message took to resume (pipe.wake_latency_ms).
 //
 // A token model profiled at several shapes (`dpc profile --seq-buckets`)
 // is priced at the shape given by the `batch` and `length` options: the
@@ -187,17 +189,23 @@ struct ApplyProfilePass
       op->setAttr("nn.cost", fields.getDictionary(&getContext()));
     }
 
-    // The message latency measured with as many ranks as this job's.
-    planner::Expected<planner::MessageLatencies> messages =
-        planner::loadMessageLatencies(profile);
-    if (!messages) {
-      module.emitError("cannot read the profile: ") << messages.error();
-      return signalPassFailure();
+    // The message and wake-up latencies measured with as many ranks as
+    // this job's.
+    for (auto [section, attrName] :
+         {std::pair{planner::kMessageLatencySection,
+                    pipe::PipeDialect::kMessageLatencyAttrName},
+          std::pair{planner::kWakeLatencySection,
+                    pipe::PipeDialect::kWakeLatencyAttrName}}) {
+      planner::Expected<planner::MessageLatencies> latencies =
+          planner::loadMessageLatencies(profile, section);
+      if (!latencies) {
+        module.emitError("cannot read the profile: ") << latencies.error();
+        return signalPassFailure();
+      }
+      if (!latencies->empty())
+        module->setAttr(attrName, b.getF64FloatAttr(planner::messageLatencyFor(
+                                      *latencies, ranks(module))));
     }
-    if (!messages->empty())
-      module->setAttr(pipe::PipeDialect::kMessageLatencyAttrName,
-                      b.getF64FloatAttr(planner::messageLatencyFor(
-                          *messages, ranks(module))));
   }
 
   // The ranks of the outlined module: a rank per stage (per chunks of

@@ -122,11 +122,22 @@ struct BuildSchedulePass
       options.replicas.assign(replicas.asArrayRef().begin(),
                               replicas.asArrayRef().end());
     }
-    // apply-profile's measured message latency, charged to every transfer.
-    double latency = 0;
+    if (cores < 0) {
+      module.emitError("expects cores >= 0, got ") << cores;
+      return signalPassFailure();
+    }
+    // The machine the step is predicted on: apply-profile's measured
+    // message latency, charged to every transfer, and the cores the ranks
+    // share, where a rank waiting for a message wakes after the measured
+    // wake-up latency.
+    schedule::SimulateOptions machine;
+    machine.cores = int(cores);
     if (auto measured = module->getAttrOfType<FloatAttr>(
             pipe::PipeDialect::kMessageLatencyAttrName))
-      latency = measured.getValueAsDouble();
+      machine.latency = measured.getValueAsDouble();
+    if (auto measured = module->getAttrOfType<FloatAttr>(
+            pipe::PipeDialect::kWakeLatencyAttrName))
+      machine.wakeLatency = measured.getValueAsDouble();
     if (chooseKind) {
       // Of the kinds auto chooses among, the one with the shortest
       // simulated step that fits the memory limits.
@@ -139,7 +150,7 @@ struct BuildSchedulePass
       }
       std::string error;
       int chosen = schedule::chooseFastestSchedule(
-          candidates, latency, memoryLimitsOf(module, memoryLimit), error);
+          candidates, machine, memoryLimitsOf(module, memoryLimit), error);
       if (chosen < 0) {
         module.emitError(error);
         return signalPassFailure();
@@ -156,9 +167,10 @@ struct BuildSchedulePass
           << schedule << " schedule: " << error;
       return signalPassFailure();
     }
-    built.messageLatency = latency;
-    schedule::SimulateOptions simulateOptions;
-    simulateOptions.latency = built.messageLatency;
+    built.messageLatency = machine.latency;
+    built.cores = machine.cores;
+    built.wakeLatency = machine.wakeLatency;
+    schedule::SimulateOptions simulateOptions = machine;
     simulateOptions.recordTimeline = !traceOutput.empty();
     schedule::SimulateResult simulated;
     if (std::string error =

@@ -377,6 +377,11 @@ def BuildSchedulePass : Pass<"dpc-build-schedule", "::mlir::ModuleOp"> {
     With `schedule=auto` it builds and simulates 1f1b and zb-h1 and keeps
     zb-h1 when its step is more than 2% shorter and every rank fits
     `memory-limit` (and a cluster's per-rank memory), else 1f1b.
+    The simulation charges every transfer the module's
+    `pipe.message_latency_ms` and, with fewer `cores` than ranks, shares
+    the cores among the ranks computing at a moment and lets a rank that
+    waits for a message resume no sooner than `pipe.wake_latency_ms` after
+    the transfer starts; schedule.json records the cores and latencies.
     The simulated step time and bubble fraction are attached to the module
     as `pipe.predicted_step_ms` and `pipe.predicted_bubble`, and with
     `trace-output` the predicted timeline is written as a Chrome trace (one
@@ -401,6 +406,9 @@ def BuildSchedulePass : Pass<"dpc-build-schedule", "::mlir::ModuleOp"> {
            "auto: bytes per rank the chosen kind must fit (0: no limit)">,
     Option<"reduce", "reduce", "std::string", /*default=*/"\"allreduce\"",
            "How replicas reduce their gradients: allreduce or preduce">,
+    Option<"cores", "cores", "int64_t", /*default=*/"0",
+           "Cores the ranks share on one machine (0: a core per rank); with "
+           "fewer than the ranks the simulation shares them">,
     Option<"scheduleOutput", "schedule-output", "std::string",
            /*default=*/"\"\"", "Write schedule.json to this file">,
     Option<"traceOutput", "trace-output", "std::string", /*default=*/"\"\"",

@@ -109,6 +109,7 @@ mlir::dpc::buildPipelinePasses(const PipelineOptions &o) {
   schedule.verticalSync = o.verticalSync;
   schedule.reduce = o.reduce;
   schedule.memoryLimit = o.memoryLimit;
+  schedule.cores = o.cores;
   schedule.scheduleOutput = o.scheduleOutput;
   schedule.traceOutput = o.traceOutput;
   add(createBuildSchedulePass(schedule));

@@ -124,6 +124,11 @@ struct PipelineOptions : public PassPipelineOptions<PipelineOptions> {
       *this, "vertical-sync",
       llvm::cl::desc("PipeDream: stage 0's weight version everywhere"),
       llvm::cl::init(false)};
+  Option<int64_t> cores{
+      *this, "cores",
+      llvm::cl::desc("Cores the ranks share on one machine (0: a core per "
+                     "rank)"),
+      llvm::cl::init(0)};
   Option<std::string> scheduleOutput{
       *this, "schedule-output",
       llvm::cl::desc("schedule.json, which build-schedule writes and the "

@@ -18,6 +18,8 @@ path = [config.dpc_tools_dir, config.llvm_tools_dir, config.environment.get("PAT
 config.environment["PATH"] = os.pathsep.join(path)
 config.substitutions.append(("%python", config.python_executable))
 config.substitutions.append(("%profiles", os.path.join(config.dpc_src_root, "examples", "profiles")))
+# This machine's online cores, dpc compile's default --cores.
+config.substitutions.append(("%cores", str(os.sysconf("SC_NPROCESSORS_ONLN"))))
 
 if config.dpc_enable_compiler:
     config.available_features.add("compiler")

@@ -12,8 +12,9 @@ others), and prints the step time plan.json predicted beside the one
 simulator's (`simulated_step_ms`: the per-op costs, analytic or measured,
 through the real instruction streams; `dpc run` compares with this one) and
 the planner's (`step_ms`, its own cost model over the same node costs); with
-more ranks than cores, the simulated step is the one `dpc run` reports, the
-schedule simulated with the ranks sharing the cores (`--cores`). The trace
+more ranks than cores, the simulated step shares the cores among the ranks
+(dpc compile's `--cores`, this machine's count) and charges a rank waiting
+for a message the wake-up latency the profile measured. The trace
 splits the measured step per rank into compute (forward, backward,
 optimizer, loads) and the rest (waiting for messages, MPI, the launcher's
 bookkeeping), next to the compute the simulator predicted for that rank,
@@ -33,7 +34,8 @@ the two ranks gets on a 2-core machine, unless OMP_NUM_THREADS is set (the
 ranks of more stages than cores share them). It times the build fused as
 `dpc compile` fuses it, and measures the latency of a message between stages
 at each --stages count (`--message-ranks`), which the simulated step charges
-every transfer; sim@measured keeps transfers free.
+every transfer, and where those ranks share the cores the wake-up latency;
+sim@measured keeps transfers free and wakes at once.
 Timings on a busy machine are noisy: the header prints the load average.
 """
 import argparse
@@ -103,10 +105,10 @@ def simulate_measured(dpc_schedule, out, events, work):
     # Ranks beyond the cores share them, as in the run.
     cores = os.cpu_count() or 0
     shared = (["--cores", str(cores)]
-              if 0 < cores < schedule["ranks"] else [])
-    # Free transfers: not the latency the profile measured.
+              if 0 < cores < schedule["ranks"] else ["--cores", "0"])
+    # Free transfers: not the latencies the profile measured.
     text = run([dpc_schedule, "simulate", path, "--optimizer-ms", str(optimizer),
-                "--latency", "0"] + shared)
+                "--latency", "0", "--wake-latency", "0"] + shared)
     return float(text.split("step ")[1].split(" ms")[0])
 
 

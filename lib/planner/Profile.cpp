@@ -280,7 +280,8 @@ Expected<Graph> parseJsonProfile(const std::string &text,
 
 std::string writeJsonProfile(const Graph &graph,
                              const std::vector<MeasuredShape> &shapes,
-                             const MessageLatencies &messages) {
+                             const MessageLatencies &messages,
+                             const MessageLatencies &wakes) {
   nlohmann::json nodes = nlohmann::json::array();
   nlohmann::json edges = nlohmann::json::array();
   for (NodeId v = 0; v < graph.size(); ++v) {
@@ -316,11 +317,14 @@ std::string writeJsonProfile(const Graph &graph,
     }
     doc["shapes"] = std::move(list);
   }
-  if (!messages.empty()) {
+  for (auto [section, table] : {std::pair{kMessageLatencySection, &messages},
+                                std::pair{kWakeLatencySection, &wakes}}) {
+    if (table->empty())
+      continue;
     nlohmann::json latencies = nlohmann::json::object();
-    for (const auto &[ranks, ms] : messages)
+    for (const auto &[ranks, ms] : *table)
       latencies[std::to_string(ranks)] = ms;
-    doc["message_latency_ms"] = std::move(latencies);
+    doc[section] = std::move(latencies);
   }
   return doc.dump(2) + "\n";
 }
@@ -451,37 +455,38 @@ loadProfileShapes(const std::string &path) {
 }
 
 Expected<MessageLatencies> parseMessageLatencies(const std::string &text,
-                                                 const std::string &source) {
+                                                 const std::string &source,
+                                                 const char *section) {
   using Result = Expected<MessageLatencies>;
   MessageLatencies messages;
   Expected<nlohmann::json> doc = sectionsOf(text, source);
   if (!doc)
     return Result::failure(doc.error());
-  if (!doc->contains("message_latency_ms"))
+  if (!doc->contains(section))
     return messages;
-  const nlohmann::json &latencies = (*doc)["message_latency_ms"];
+  const nlohmann::json &latencies = (*doc)[section];
+  std::string where = source + ": " + section + ": ";
   if (!latencies.is_object())
-    return Result::failure(source + ": message_latency_ms: expected an "
-                                    "object of milliseconds by rank count");
+    return Result::failure(where + "expected an object of milliseconds by "
+                                   "rank count");
   for (const auto &[key, value] : latencies.items()) {
     int64_t ranks = 0;
     if (!cli::parseInteger(key, ranks) || ranks < 1 || ranks > (1 << 20))
-      return Result::failure(source + ": message_latency_ms: '" + key +
-                             "' is not a rank count");
+      return Result::failure(where + "'" + key + "' is not a rank count");
     if (!value.is_number() || !std::isfinite(value.get<double>()) ||
         value.get<double>() < 0)
-      return Result::failure(source + ": message_latency_ms: " + key +
-                             ": expected milliseconds >= 0");
+      return Result::failure(where + key + ": expected milliseconds >= 0");
     messages[int(ranks)] = value.get<double>();
   }
   return messages;
 }
 
-Expected<MessageLatencies> loadMessageLatencies(const std::string &path) {
+Expected<MessageLatencies> loadMessageLatencies(const std::string &path,
+                                                const char *section) {
   Expected<std::string> text = readProfileText(path);
   if (!text)
     return Expected<MessageLatencies>::failure(text.error());
-  return parseMessageLatencies(*text, path);
+  return parseMessageLatencies(*text, path, section);
 }
 
 double messageLatencyFor(const MessageLatencies &messages, int ranks) {

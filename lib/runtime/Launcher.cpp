@@ -600,16 +600,17 @@ double median(std::vector<double> values) {
   return n % 2 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
 }
 
-/// The step OUT/schedule.json takes with its ranks sharing `cores`, or
-/// nothing when it cannot be simulated.
-std::optional<double> simulateOnCores(const std::string &schedulePath,
-                                      int cores) {
-  schedule::Schedule s;
-  if (!schedule::readScheduleFile(schedulePath, s).empty())
-    return std::nullopt;
-  schedule::SimulateOptions options;
+/// The cores a schedule's ranks share when predicted on `cores` (0: a core
+/// each).
+int sharing(const schedule::Schedule &s, int cores) {
+  return cores > 0 && cores < s.ranks ? cores : 0;
+}
+
+/// The step `s` takes on the machine it was built for, its ranks sharing
+/// `cores` instead, or nothing when it cannot be simulated.
+std::optional<double> simulateOnCores(const schedule::Schedule &s, int cores) {
+  schedule::SimulateOptions options = schedule::recordedMachine(s);
   options.cores = cores;
-  options.latency = s.messageLatency;
   options.recordTimeline = false;
   schedule::SimulateResult result;
   if (!schedule::simulateSchedule(s, options, result).empty())
@@ -621,8 +622,10 @@ std::optional<double> simulateOnCores(const std::string &schedulePath,
 /// measured step time beside plan.json's prediction and records both in
 /// plan.json as "measured". The first step pays for warm-up (first touches
 /// of memory, kernel setup), so the median leaves it out when there are
-/// others. Ranks that share `cores` (non-zero) are predicted by simulating
-/// the build's schedule on them; plan.json's prediction gives each a core.
+/// others. plan.json's prediction holds when the build predicted the ranks
+/// on the cores they share here (`cores`, 0: a core each; schedule.json's
+/// "cores"); otherwise the build's schedule is simulated on these, and
+/// ranks that share them are also reported with a core each.
 std::string recordStepTime(const std::string &summaryPath,
                            const std::string &planPath, int cores) {
   std::ifstream in(summaryPath);
@@ -646,12 +649,20 @@ std::string recordStepTime(const std::string &summaryPath,
     return plan.error();
   std::optional<double> predicted = plan->simulatedStepMs;
   std::optional<double> corePerRank;
-  if (cores > 0 && predicted) {
-    std::string dir = planPath.substr(0, planPath.find_last_of('/') + 1);
-    if (std::optional<double> shared =
-            simulateOnCores(dir + "schedule.json", cores)) {
-      corePerRank = predicted;
-      predicted = shared;
+  std::string dir = planPath.substr(0, planPath.find_last_of('/') + 1);
+  schedule::Schedule built;
+  if (predicted &&
+      schedule::readScheduleFile(dir + "schedule.json", built).empty()) {
+    int assumed = sharing(built, built.cores), here = sharing(built, cores);
+    std::optional<double> own =
+        assumed == 0 ? predicted : simulateOnCores(built, 0);
+    std::optional<double> onHere = here == assumed ? predicted
+                                   : here == 0     ? own
+                                               : simulateOnCores(built, here);
+    if (onHere && (here == 0 || own)) {
+      predicted = onHere;
+      if (here > 0)
+        corePerRank = own;
     }
   }
 
@@ -748,6 +759,19 @@ bool threadsFitCores(const std::string &hostfile, int ranks, long cores,
                      long threads) {
   return hostfile.empty() && cores > 0 && threads > 0 &&
          ranks * threads <= cores;
+}
+
+long threadsPerRank(int ranks, long cores) {
+  if (const char *user = std::getenv("OMP_NUM_THREADS"))
+    return std::atol(user);
+  return std::max<long>(1, cores > 0 ? cores / ranks : 1);
+}
+
+int sharedCores(const std::string &hostfile, int ranks, long cores,
+                long threads) {
+  if (!hostfile.empty() || threadsFitCores(hostfile, ranks, cores, threads))
+    return 0;
+  return int(std::max(1L, cores / std::max(1L, threads)));
 }
 
 std::vector<std::string> mpirunCommand(const std::string &mpirun,
@@ -904,12 +928,12 @@ std::string checkPrograms(const LaunchJob &job, const std::string &outDir,
 /// Called with every line the ranks write to stdout.
 using StdoutHook = std::function<void(int, const std::string &)>;
 
-/// Runs the job under mpirun and reports how it ended; `sharedCores` (0:
+/// Runs the job under mpirun and reports how it ended; `shared` (0:
 /// none) are the cores its ranks share, for the step-time prediction.
 int runMpirun(const LaunchOptions &options, const RankOptions &rankOptions,
               std::vector<std::string> argv, const LaunchJob &job,
               const std::string &summaryPath, const std::string &planPath,
-              int sharedCores, const StdoutHook &onStdout) {
+              int shared, const StdoutHook &onStdout) {
   // The rewritten appfile: absolute programs, forwarded options.
   char tempPath[] = "/tmp/dpc-run-appfile-XXXXXX";
   int fd = ::mkstemp(tempPath);
@@ -956,7 +980,7 @@ int runMpirun(const LaunchOptions &options, const RankOptions &rankOptions,
       error = mergeTraces(trace, ranks);
     if (!summaryPath.empty()) {
       if (error.empty())
-        error = recordStepTime(summaryPath, planPath, sharedCores);
+        error = recordStepTime(summaryPath, planPath, shared);
       ::unlink(summaryPath.c_str());
     }
     return error.empty() ? 0 : fail(error);
@@ -1106,22 +1130,15 @@ int launchOnce(const LaunchOptions &options, const std::string &givenOutDir,
                                   "openmpi-bin)")
                     : options.mpirun + ": not an executable");
   long cores = ::sysconf(_SC_NPROCESSORS_ONLN);
-  // Kernel threads per rank: the user's OMP_NUM_THREADS, or the cores shared
-  // out among the ranks, so that ranks do not fight over cores.
-  const char *userThreads = std::getenv("OMP_NUM_THREADS");
-  long threads = userThreads ? std::atol(userThreads)
-                             : std::max<long>(1, cores > 0 ? cores / ranks : 1);
-  if (!userThreads)
-    ::setenv("OMP_NUM_THREADS", std::to_string(threads).c_str(), 1);
+  // Kernel threads per rank, so that ranks do not fight over cores.
+  long threads = threadsPerRank(ranks, cores);
+  ::setenv("OMP_NUM_THREADS", std::to_string(threads).c_str(), 0);
   // Ranks whose threads outnumber this machine's cores share them: idle
   // OpenMP threads sleep (mpirunCommand exports it), and the step is
   // predicted on the shared cores.
-  int sharedCores = 0;
-  if (options.hostfile.empty() &&
-      !threadsFitCores(options.hostfile, ranks, cores, threads)) {
+  int shared = sharedCores(options.hostfile, ranks, cores, threads);
+  if (shared > 0)
     ::setenv("OMP_WAIT_POLICY", "passive", /*overwrite=*/0);
-    sharedCores = int(std::max(1L, cores / std::max(1L, threads)));
-  }
   std::vector<std::string> argv = mpirunCommand(
       mpirunPath,
       options.hostfile.empty() ? "" : absolutePath(options.hostfile), ranks,
@@ -1135,7 +1152,7 @@ int launchOnce(const LaunchOptions &options, const std::string &givenOutDir,
     return 0;
   }
   return runMpirun(options, rankOptions, std::move(argv), job, summaryPath,
-                   planPath, sharedCores, onStdout);
+                   planPath, shared, onStdout);
 }
 
 std::string formatSpeeds(const std::vector<double> &speeds) {

@@ -26,8 +26,8 @@ bool fitsMemory(const Schedule &schedule, const VerifyOptions &memory) {
 } // namespace
 
 int chooseFastestSchedule(const std::vector<BuildOptions> &candidates,
-                          double messageLatency, const VerifyOptions &memory,
-                          std::string &error) {
+                          const SimulateOptions &machine,
+                          const VerifyOptions &memory, std::string &error) {
   int chosen = -1;
   bool chosenFits = false;
   double chosenStep = 0;
@@ -39,9 +39,7 @@ int chooseFastestSchedule(const std::vector<BuildOptions> &candidates,
               " schedule: " + error;
       return -1;
     }
-    built.messageLatency = messageLatency;
-    SimulateOptions simulate;
-    simulate.latency = messageLatency;
+    SimulateOptions simulate = machine;
     simulate.recordTimeline = false;
     SimulateResult simulated;
     if (error = simulateSchedule(built, simulate, simulated); !error.empty()) {

@@ -268,6 +268,10 @@ std::string toJson(const Schedule &schedule, int indent) {
   root["vertical_sync"] = schedule.verticalSync;
   if (schedule.messageLatency > 0)
     root["message_latency_ms"] = schedule.messageLatency;
+  if (schedule.cores > 0)
+    root["cores"] = schedule.cores;
+  if (schedule.wakeLatency > 0)
+    root["wake_latency_ms"] = schedule.wakeLatency;
   json stages = json::array();
   for (size_t vs = 0; vs < schedule.stages.size(); ++vs) {
     const StageInfo &s = schedule.stages[vs];
@@ -414,6 +418,12 @@ std::string fromJson(const std::string &text, Schedule &schedule) {
     if (!(schedule.messageLatency >= 0) ||
         !std::isfinite(schedule.messageLatency))
       return "\"message_latency_ms\" must be milliseconds >= 0";
+    schedule.cores = get<int>(root, "cores", 0);
+    if (schedule.cores < 0)
+      return "\"cores\" must be a count >= 0";
+    schedule.wakeLatency = get<double>(root, "wake_latency_ms", 0.0);
+    if (!(schedule.wakeLatency >= 0) || !std::isfinite(schedule.wakeLatency))
+      return "\"wake_latency_ms\" must be milliseconds >= 0";
     if (std::string problem = schedule.checkLayout(); !problem.empty())
       return problem;
     schedule.stages.assign(schedule.numVirtualStages(), StageInfo());

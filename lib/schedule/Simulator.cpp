@@ -11,7 +11,9 @@
 // them: a global clock moves from event to event, and while k ranks compute
 // each runs at min(1, cores / k) of its speed, as the kernel's scheduler
 // shares processes that are not bound to a core (dpc run binds none when
-// ranks outnumber cores). Waiting ranks sleep and take no share.
+// ranks outnumber cores). Waiting ranks sleep and take no share, and one
+// that waits for a transfer resumes no sooner than the wake-up latency after
+// the transfer starts: it sleeps on a core that other ranks hold.
 //
 //===----------------------------------------------------------------------===//
 
@@ -65,6 +67,11 @@ struct Costs {
   /// A Send/RecvFinish's message, from the moment both sides started.
   double message(const Instruction &inst) const {
     return transfer(double(inst.bytes) * factor(s.microbatchBytes, inst.mb));
+  }
+  /// When a rank that sleeps on a shared core waiting for a message whose
+  /// transfer started at `both` resumes.
+  double wokenAt(double both, const Instruction &inst) const {
+    return both + std::max(message(inst), opts.wakeLatency);
   }
   /// When an all-reduce of a stage of `group` replicas that starts at
   /// `begin` ends: a ring all-reduce moves 2 (g - 1) / g of the gradients.
@@ -201,7 +208,11 @@ std::string timeSharedCores(const Schedule &s, int cores, const Costs &costs,
       if (j < 0 || result.start[inst.peer][j] == kUnset)
         return false; // the peer has not started its side yet
       double both = std::max(result.start[r][st], result.start[inst.peer][j]);
-      finish = std::max(now, both + costs.message(inst));
+      // A rank that got here before the message (it has been free since
+      // its clock) sleeps until it wakes.
+      finish = clock[r] < both + costs.message(inst)
+                   ? std::max(now, costs.wokenAt(both, inst))
+                   : now;
     } else if (!isTransfer(inst.op)) {
       double c = costs.compute(r, inst);
       if (c > 0) {
@@ -264,6 +275,14 @@ std::string timeSharedCores(const Schedule &s, int cores, const Costs &costs,
 }
 
 } // namespace
+
+SimulateOptions recordedMachine(const Schedule &schedule) {
+  SimulateOptions options;
+  options.latency = schedule.messageLatency;
+  options.cores = schedule.cores;
+  options.wakeLatency = schedule.wakeLatency;
+  return options;
+}
 
 std::string simulateSchedule(const Schedule &s, const SimulateOptions &opts,
                              SimulateResult &result) {

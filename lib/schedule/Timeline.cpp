@@ -221,7 +221,10 @@ int countSteps(const Timeline &timeline) {
   return steps < 0 ? 1 : steps;
 }
 
-double messageLatency(const Timeline &measured) {
+namespace {
+
+/// The times messageLatency averages, in increasing order.
+std::vector<double> waitedMessages(const Timeline &measured) {
   // Per rank, its compute spans in order of start.
   std::vector<std::vector<std::pair<double, double>>> compute(
       size_t(std::max(measured.ranks, 0)));
@@ -275,14 +278,30 @@ double messageLatency(const Timeline &measured) {
       latencies.push_back(receive.end - begin);
     }
   }
-  if (latencies.empty())
-    return -1;
   std::sort(latencies.begin(), latencies.end());
-  size_t kept = latencies.size() - latencies.size() / 20;
+  return latencies;
+}
+
+/// The mean of the first `kept` of `values`; -1 for none.
+double meanOfFirst(const std::vector<double> &values, size_t kept) {
+  if (kept == 0)
+    return -1;
   double sum = 0;
   for (size_t i = 0; i < kept; ++i)
-    sum += latencies[i];
+    sum += values[i];
   return sum / double(kept);
+}
+
+} // namespace
+
+double messageLatency(const Timeline &measured) {
+  std::vector<double> latencies = waitedMessages(measured);
+  return meanOfFirst(latencies, latencies.size() - latencies.size() / 20);
+}
+
+double wakeLatency(const Timeline &measured) {
+  std::vector<double> latencies = waitedMessages(measured);
+  return meanOfFirst(latencies, latencies.size());
 }
 
 Timeline selectSteps(const Timeline &timeline, int first, int last) {

@@ -38,7 +38,7 @@ constexpr int kFailure = 1;
 
 struct CostOptions {
   std::string costs; // "F,B,W" or a JSON file
-  double latency = 0, bandwidth = 0, optimizer = 0;
+  double latency = 0, bandwidth = 0, optimizer = 0, wakeLatency = 0;
   int64_t cores = 0;
 };
 
@@ -51,8 +51,13 @@ void addCostOptions(cli::ArgParser &parser, CostOptions &opts) {
   parser.addOption("optimizer-ms", &opts.optimizer, "MS",
                    "cost of one optimizer step (default 0)");
   parser.addOption("cores", &opts.cores, "N",
-                   "cores the ranks share (default a core per rank); with "
-                   "fewer, the ranks computing at a moment share them");
+                   "cores the ranks share (default a core per rank; "
+                   "simulate: the schedule's cores); with fewer, the ranks "
+                   "computing at a moment share them");
+  parser.addOption("wake-latency", &opts.wakeLatency, "MS",
+                   "with fewer cores than ranks, the least time from a "
+                   "transfer's start until a rank waiting for it resumes "
+                   "(default 0; simulate: the schedule's wake_latency_ms)");
 }
 
 /// Parses "F,B,W" (milliseconds per stage) or reads a cost file:
@@ -62,6 +67,8 @@ std::string checkCores(const CostOptions &opts) {
   if (opts.cores < 0 || opts.cores > (1 << 20))
     return "--cores must be from 0 to 1048576, got " +
            std::to_string(opts.cores);
+  if (!(opts.wakeLatency >= 0) || !std::isfinite(opts.wakeLatency))
+    return "--wake-latency must be milliseconds >= 0";
   return "";
 }
 
@@ -167,6 +174,7 @@ bool simulate(const std::string &command, const Schedule &schedule,
   options.bandwidth = costs.bandwidth;
   options.optimizerStep = costs.optimizer;
   options.cores = int(costs.cores);
+  options.wakeLatency = costs.wakeLatency;
   if (std::string error = simulateSchedule(schedule, options, sim);
       !error.empty()) {
     std::cerr << command << ": " << error << "\n";
@@ -370,9 +378,15 @@ int runSimulate(const std::vector<std::string> &args) {
   VerifyResult vr = verifySchedule(schedule, verify);
   if (!report(command, path + ": ", vr))
     return kFailure;
-  // A build from a profile records the message latency it measured.
+  // A build records the machine it predicted on: the message and wake-up
+  // latencies a profile measured, the cores the ranks share.
+  SimulateOptions recorded = recordedMachine(schedule);
   if (!parser.given("latency"))
-    costs.latency = schedule.messageLatency;
+    costs.latency = recorded.latency;
+  if (!parser.given("cores"))
+    costs.cores = recorded.cores;
+  if (!parser.given("wake-latency"))
+    costs.wakeLatency = recorded.wakeLatency;
   SimulateResult sim;
   if (!simulate(command, schedule, costs, sim))
     return kFailure;

@@ -59,6 +59,11 @@ struct CompileOptions {
   /// inputs per microbatch in flight and recomputes its forward in the
   /// backward), or "auto" (the stages over `memoryLimit` without it).
   std::string recompute = "none";
+  /// The cores the ranks share on the machine they run on, which the
+  /// schedule's prediction (and --schedule auto's choice) shares among
+  /// them when fewer than the ranks; 0: a core per rank. dpc compile's
+  /// default is this machine's count for the CPU target on one machine.
+  int64_t cores = 0;
   double bandwidth = 1e9;
   /// A cluster description to plan on instead of `devices` equal ones.
   std::string cluster;
@@ -84,6 +89,10 @@ struct CompileOptions {
   /// one-shape build binds the token input's second dimension to (0: none).
   int64_t sequenceLength = 0;
 };
+
+/// The cores of this machine that are online (0 when unknown): dpc
+/// compile's default --cores.
+int64_t machineCores();
 
 /// Compiles `options.model` into `options.outDir`; prints diagnostics and
 /// returns the exit code (0, 1, or 2 for bad input).

@@ -49,6 +49,7 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <unistd.h>
 
 namespace fs = std::filesystem;
 
@@ -211,6 +212,9 @@ std::string checkOptions(const CompileOptions &o, const cli::ArgParser &p) {
       return "--seq-buckets binds an ONNX model's input dimensions; give "
              "the model as .onnx";
   }
+  if (o.cores < 0 || o.cores > (1 << 20))
+    return "--cores expects a count from 0 to 1048576, got " +
+           std::to_string(o.cores);
   if (o.precision == "bf16" && o.target != "cpu")
     return "--precision bf16 needs --target cpu (the CUDA kernels are f32)";
   if (o.recompute != "none" && o.inference)
@@ -552,6 +556,9 @@ bool completePlan(mlir::ModuleOp module, const fs::path &planPath,
   if (simulated) {
     plan["predicted"]["simulated_step_ms"] = step.getValueAsDouble();
     plan["predicted"]["simulated_bubble_fraction"] = bubble.getValueAsDouble();
+    // The cores the simulation shared among the ranks (--cores).
+    if (!built.is_discarded() && built.contains("cores"))
+      plan["predicted"]["cores"] = built["cores"];
     // Peaks are per rank; a replicated stage's ranks hold the same.
     auto &stages = plan["stages"];
     for (size_t i = 0; i < stages.size(); ++i) {
@@ -696,6 +703,7 @@ int compileModel(const CompileOptions &options) {
   pipeline.replicas = options.replicas;
   pipeline.bandwidth = options.bandwidth;
   pipeline.memoryLimit = options.memoryLimit;
+  pipeline.cores = options.cores;
   pipeline.profile = options.profile;
   pipeline.planOutput = (out.path() / "plan.json").string();
   pipeline.graphOutput = options.graphOutput;
@@ -924,6 +932,11 @@ int compileModel(const CompileOptions &options) {
   return 0;
 }
 
+int64_t machineCores() {
+  long cores = ::sysconf(_SC_NPROCESSORS_ONLN);
+  return cores > 0 ? cores : 0;
+}
+
 int runCompileCommand(const Args &args) {
   CompileOptions o;
   cli::ArgParser p("dpc compile",
@@ -1013,6 +1026,12 @@ int runCompileCommand(const Args &args) {
               "--memory-limit without it (default none)");
   p.addOption("bandwidth", &o.bandwidth, "BYTES/S",
               "bandwidth between devices for planning (default 1e9)");
+  p.addOption("cores", &o.cores, "N",
+              "cores the ranks share on the machine they run on: the "
+              "predicted step shares them among the ranks computing at a "
+              "moment when there are fewer than the ranks (default this "
+              "machine's count for --target cpu without --cluster; 0: a "
+              "core per rank)");
   p.addOption("cluster", &o.cluster, "FILE",
               "plan on these devices of their own speed and memory "
               "(docs/PLANNER.md) instead of --devices");
@@ -1072,6 +1091,10 @@ int runCompileCommand(const Args &args) {
   // leaves a bf16 build direct).
   if (!p.given("conv-algorithm") || o.target != "cpu")
     o.convAlgorithm = o.target == "cpu" ? "auto" : "direct";
+  // CPU ranks on this machine share its cores (GPUs and a cluster's
+  // devices are each a rank's own).
+  if (!p.given("cores"))
+    o.cores = o.target == "cpu" && o.cluster.empty() ? machineCores() : 0;
   return compileModel(o);
 }
 

@@ -23,6 +23,7 @@
 #include "Compile.h"
 
 #include "dpc/planner/Profile.h"
+#include "dpc/runtime/Launcher.h"
 #include "dpc/schedule/Timeline.h"
 #include "dpc/support/CommandLine.h"
 #include "dpc/support/WriteFile.h"
@@ -45,6 +46,9 @@ namespace fs = std::filesystem;
 
 namespace dpc::tools {
 namespace {
+
+// The most steps a message run trains (models whose step is short).
+constexpr int64_t kMaxMessageSteps = 500;
 
 // Removes the scratch directory however the command ends.
 struct ScratchDirectory {
@@ -172,9 +176,11 @@ int measure(CompileOptions compile, const fs::path &dir, int64_t steps,
 
 // The mean latency of a message between stages (schedule::messageLatency)
 // of `compile`'s model on `ranks` stages of a 1F1B build, trained `steps`
-// steps on synthetic data under `dpc run --trace` in `dir`.
+// steps on synthetic data under `dpc run --trace` in `dir`, and when the
+// ranks share this machine's cores, how long a rank waiting for a message
+// took to resume (schedule::wakeLatency; else `wake` is left alone).
 int measureMessages(CompileOptions compile, const fs::path &dir, int64_t steps,
-                    int ranks, double &latency) {
+                    int ranks, double &latency, std::optional<double> &wake) {
   compile.outDir = (dir / ("messages" + std::to_string(ranks))).string();
   compile.stages = ranks;
   compile.schedule = "1f1b";
@@ -196,6 +202,10 @@ int measureMessages(CompileOptions compile, const fs::path &dir, int64_t steps,
               << " stages waited for no message\n";
     return 1;
   }
+  long cores = machineCores();
+  if (runtime::sharedCores("", ranks, cores,
+                           runtime::threadsPerRank(ranks, cores)) > 0)
+    wake = schedule::wakeLatency(trace);
   return 0;
 }
 
@@ -363,27 +373,55 @@ int runProfileCommand(const Args &args) {
     fs::remove_all(dir, ec);
   }
 
-  // Messages, at the longest bucket's shape for a token model.
-  planner::MessageLatencies messages;
+  // Messages, at the longest bucket's shape for a token model, on the
+  // stages dpc compile --profile plans from the times just measured, for
+  // at least `steps` steps and about kMessageRunMs: the slow messages
+  // that a wake-up on shared cores takes are a few percent of them.
+  constexpr double kMessageRunMs = 1000;
+  double stepMs = 0;
+  for (planner::NodeId id = 0; id < graph.size(); ++id)
+    stepMs += (graph.node(id).forwardMs + graph.node(id).backwardMs) *
+              double(compile.microbatches);
+  int64_t messageSteps = std::max<int64_t>(
+      steps,
+      std::min<int64_t>(kMaxMessageSteps,
+                        int64_t(kMessageRunMs / std::max(stepMs, 1e-3))));
+  std::string error;
+  std::string times = (scratch.path / "times.json").string();
+  if (!support::writeAtomically(
+          times, planner::writeJsonProfile(graph, measured), error)) {
+    std::cerr << "dpc profile: " << error << "\n";
+    return 1;
+  }
+  planner::MessageLatencies messages, wakes;
   for (int64_t ranks : messageRanks) {
     if (ranks < 2)
       continue;
     CompileOptions at = compile;
+    at.profile = times;
+    at.cores = machineCores();
     if (!shapes.empty()) {
       at.microbatchSize = shapes.front().batch;
       at.sequenceLength = shapes.front().length;
     }
     double latency = 0;
-    if (int rc = measureMessages(at, scratch.path, steps, int(ranks), latency))
+    std::optional<double> wake;
+    if (int rc = measureMessages(at, scratch.path, messageSteps, int(ranks),
+                                 latency, wake))
       return rc;
     std::printf("dpc profile: a message between %lld stages: %.4f ms\n",
                 (long long)ranks, latency);
     messages[int(ranks)] = latency;
+    if (wake) {
+      std::printf("dpc profile: %lld ranks share %lld cores: a rank waiting "
+                  "for a message resumed after %.4f ms\n",
+                  (long long)ranks, (long long)machineCores(), *wake);
+      wakes[int(ranks)] = *wake;
+    }
   }
 
-  std::string error;
   if (!support::writeAtomically(
-          output, planner::writeJsonProfile(graph, measured, messages),
+          output, planner::writeJsonProfile(graph, measured, messages, wakes),
           error)) {
     std::cerr << "dpc profile: " << error << "\n";
     return 1;

@@ -69,6 +69,12 @@ def Pipe_Dialect : Dialect {
     /// sides started it, which build-schedule charges every transfer.
     static constexpr ::llvm::StringLiteral kMessageLatencyAttrName =
         "pipe.message_latency_ms";
+    /// On the module of a build priced by a profile whose message run shared
+    /// the cores (apply-profile): milliseconds from a transfer's start until
+    /// a rank waiting for it resumes on the shared cores, which
+    /// build-schedule's simulation charges such a rank (docs/SCHEDULES.md).
+    static constexpr ::llvm::StringLiteral kWakeLatencyAttrName =
+        "pipe.wake_latency_ms";
     /// On the module: the stages whose backward recomputes their forward
     /// (dpc compile --recompute), in increasing order.
     static constexpr ::llvm::StringLiteral kRecomputeAttrName =

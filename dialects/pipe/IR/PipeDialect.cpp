@@ -74,7 +74,8 @@ LogicalResult PipeDialect::verifyOperationAttribute(Operation *op,
   }
   if (attr.getName() == "pipe.predicted_step_ms" ||
       attr.getName() == "pipe.predicted_bubble" ||
-      attr.getName() == kMessageLatencyAttrName) {
+      attr.getName() == kMessageLatencyAttrName ||
+      attr.getName() == kWakeLatencyAttrName) {
     auto value = dyn_cast<FloatAttr>(attr.getValue());
     if (!isa<ModuleOp>(op) || !value || value.getValueAsDouble() < 0)
       return op->emitError("expects '")

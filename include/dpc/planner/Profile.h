@@ -50,18 +50,29 @@ struct MeasuredShape {
 /// ranks of the job it was measured in (`dpc profile --message-ranks`).
 using MessageLatencies = std::map<int, double>;
 
+/// The sections of profile.json that hold MessageLatencies: the latency of
+/// a message ("message_latency_ms"), and for ranks that shared the
+/// profiling machine's cores how long a rank waiting for one took to
+/// resume ("wake_latency_ms", SimulateOptions::wakeLatency).
+inline constexpr const char *kMessageLatencySection = "message_latency_ms";
+inline constexpr const char *kWakeLatencySection = "wake_latency_ms";
+
 /// Serialises `graph` as profile.json (round-trips through parseJsonProfile),
 /// with the measured shapes under "shapes" when there are any and the
-/// message latencies under "message_latency_ms" ({"2": ms, ...}) when
+/// message and wake-up latencies in their sections ({"2": ms, ...}) when
 /// there are any.
 std::string writeJsonProfile(const Graph &graph,
                              const std::vector<MeasuredShape> &shapes = {},
-                             const MessageLatencies &messages = {});
+                             const MessageLatencies &messages = {},
+                             const MessageLatencies &wakes = {});
 
-/// The "message_latency_ms" of a profile.json: empty when it has none.
-Expected<MessageLatencies> parseMessageLatencies(const std::string &text,
-                                                 const std::string &source);
-Expected<MessageLatencies> loadMessageLatencies(const std::string &path);
+/// A section of latencies of a profile.json: empty when it has none.
+Expected<MessageLatencies>
+parseMessageLatencies(const std::string &text, const std::string &source,
+                      const char *section = kMessageLatencySection);
+Expected<MessageLatencies>
+loadMessageLatencies(const std::string &path,
+                     const char *section = kMessageLatencySection);
 
 /// The latency to charge a job of `ranks` ranks: the one measured with the
 /// most ranks not above `ranks`, else with the fewest; 0 when none was.

@@ -124,6 +124,18 @@ std::string mpirunAppfile(const LaunchJob &job);
 bool threadsFitCores(const std::string &hostfile, int ranks, long cores,
                      long threads);
 
+/// The kernel threads `dpc run` gives each of `ranks` ranks on this
+/// machine's `cores`: the user's OMP_NUM_THREADS, or the cores shared out
+/// among the ranks.
+long threadsPerRank(int ranks, long cores);
+
+/// The cores ranks of `threads` threads share when their threads do not fit
+/// this machine's `cores` (one rank's threads count as one), or 0 when each
+/// has cores of its own or they run on the hosts of a host file: what the
+/// simulator's SimulateOptions::cores takes.
+int sharedCores(const std::string &hostfile, int ranks, long cores,
+                long threads);
+
 /// mpirun's command line up to `--app` (the appfile follows): tagged output,
 /// the host file, --oversubscribe past `cores` ranks, OMP_NUM_THREADS
 /// exported. On one machine each rank is bound to `threads` cores of its own

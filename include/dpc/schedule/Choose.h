@@ -12,6 +12,7 @@
 #define DPC_SCHEDULE_CHOOSE_H
 
 #include "dpc/schedule/Builder.h"
+#include "dpc/schedule/Simulator.h"
 #include "dpc/schedule/Verifier.h"
 
 #include <string>
@@ -28,16 +29,17 @@ std::vector<ScheduleKind> autoScheduleKinds();
 constexpr double kAutoScheduleMinGain = 0.02;
 
 /// Builds every candidate (the options of one kind each, in order of
-/// preference), simulates it with `messageLatency` milliseconds charged to
-/// every transfer (as build-schedule's prediction), and returns the index of
+/// preference), simulates it on `machine` (as build-schedule's prediction:
+/// the measured latencies, the cores the ranks share), and returns the
+/// index of
 /// the one with the shortest step among those whose every rank's peak memory
 /// fits `memory`'s limits, a later one winning only by more than
 /// kAutoScheduleMinGain. When none fits, returns 0, the first, whose memory
 /// verify-schedule then reports. Returns -1 with `error` set when a candidate
 /// cannot be built or simulated.
 int chooseFastestSchedule(const std::vector<BuildOptions> &candidates,
-                          double messageLatency, const VerifyOptions &memory,
-                          std::string &error);
+                          const SimulateOptions &machine,
+                          const VerifyOptions &memory, std::string &error);
 
 } // namespace dpc::schedule
 

@@ -185,6 +185,12 @@ struct Schedule {
   /// started it, as `dpc profile` measured it (0: not measured); simulating
   /// the schedule charges it to every transfer (SimulateOptions::latency).
   double messageLatency = 0;
+  /// The cores the build predicted the ranks to share on one machine
+  /// (`dpc compile --cores`; 0: a core per rank), and the wake-up latency
+  /// `dpc profile` measured for its ranks on them (0: not measured); see
+  /// SimulateOptions.
+  int cores = 0;
+  double wakeLatency = 0;
   /// numVirtualStages() entries, indexed by virtual stage.
   std::vector<StageInfo> stages;
   /// Microbatches of different sizes (variable-length sequences, planned per

@@ -29,6 +29,10 @@ struct SimulateOptions {
   /// Cores the ranks share; 0 (or at least the ranks) means a core each.
   /// With fewer, the ranks computing at a moment share the cores equally.
   int cores = 0;
+  /// With fewer cores than ranks: milliseconds from the start of a transfer
+  /// that a rank waiting for it (asleep on a shared core) takes at least to
+  /// resume; `dpc profile` measures it on the ranks sharing the cores.
+  double wakeLatency = 0;
   /// Record the per-instruction timeline (off for sweeps).
   bool recordTimeline = true;
 };
@@ -47,6 +51,10 @@ struct SimulateResult {
   /// Compute spans and transfer spans, ready for the trace writers.
   Timeline timeline;
 };
+
+/// The machine a build predicted `schedule` on, as schedule.json records
+/// it: the measured message and wake-up latencies and the shared cores.
+SimulateOptions recordedMachine(const Schedule &schedule);
 
 /// Simulates the schedule; returns "" or an error (a deadlock, which the
 /// verifier reports in more detail).

@@ -88,6 +88,12 @@ Timeline selectSteps(const Timeline &timeline, int first, int last);
 /// (preemptions) are left out. -1 when no message qualifies.
 double messageLatency(const Timeline &measured);
 
+/// The mean time a rank waiting for a message took to resume, over the
+/// messages messageLatency times, the slowest included: on ranks that share
+/// the cores a sleeping receiver waits for a core, and the slow ones are
+/// that wait (SimulateOptions::wakeLatency). -1 when no message qualifies.
+double wakeLatency(const Timeline &measured);
+
 struct SvgOptions {
   /// Pixels per millisecond; 0 picks a width of about 1200 pixels.
   double scale = 0;

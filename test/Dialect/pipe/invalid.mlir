@@ -154,3 +154,9 @@ module attributes {pipe.rank_memory_bytes = array<i64: 1000, -1>} {
 // expected-error @+1 {{expects 'pipe.message_latency_ms' to be a non-negative float on a module}}
 module attributes {pipe.message_latency_ms = -1.0 : f64} {
 }
+
+// -----
+
+// expected-error @+1 {{expects 'pipe.wake_latency_ms' to be a non-negative float on a module}}
+module attributes {pipe.wake_latency_ms = -1.0 : f64} {
+}

@@ -337,3 +337,25 @@ TEST(ProfileMessagesTest, RoundTripAndPick) {
   EXPECT_EQ(error("{\"2\": -1}"),
             "p.json: message_latency_ms: 2: expected milliseconds >= 0");
 }
+
+// The wake-up latencies of ranks that shared the cores have a section of
+// their own, read and checked as the message latencies are.
+TEST(ProfileMessagesTest, WakeLatencies) {
+  Graph graph;
+  graph.addNode({"fc", "", 1.0, 2.0, 0, 0, false});
+  std::string text = writeJsonProfile(graph, {}, {{2, 0.25}}, {{4, 0.75}});
+  Expected<MessageLatencies> wakes =
+      parseMessageLatencies(text, "p.json", kWakeLatencySection);
+  ASSERT_TRUE(wakes) << wakes.error();
+  EXPECT_EQ(*wakes, (MessageLatencies{{4, 0.75}}));
+  EXPECT_EQ(*parseMessageLatencies(text, "p.json"),
+            (MessageLatencies{{2, 0.25}}));
+  EXPECT_TRUE(parseMessageLatencies(writeJsonProfile(graph, {}, {{2, 0.25}}),
+                                    "p.json", kWakeLatencySection)
+                  ->empty());
+  Expected<MessageLatencies> bad = parseMessageLatencies(
+      R"({"wake_latency_ms": {"4": -1}})", "p.json", kWakeLatencySection);
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(bad.error(),
+            "p.json: wake_latency_ms: 4: expected milliseconds >= 0");
+}

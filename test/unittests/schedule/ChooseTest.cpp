@@ -37,9 +37,9 @@ std::vector<BuildOptions> candidates(int p, int m, double weight = 1) {
 }
 
 ScheduleKind choose(const std::vector<BuildOptions> &all,
-                    VerifyOptions memory = {}, double latency = 0) {
+                    VerifyOptions memory = {}, SimulateOptions machine = {}) {
   std::string error;
-  int chosen = chooseFastestSchedule(all, latency, memory, error);
+  int chosen = chooseFastestSchedule(all, machine, memory, error);
   EXPECT_EQ(error, "");
   EXPECT_GE(chosen, 0);
   return chosen < 0 ? ScheduleKind::Custom : all[chosen].kind;
@@ -88,8 +88,21 @@ TEST(ChooseSchedule, MessagesCostWhatTheyCostInThePrediction) {
   // Weight gradients of 0.2 ms save zb-h1 0.4 ms of 1F1B's 11 (3.6%);
   // 2 ms a message adds 10 ms to both, and 0.4 of 21 is under the 2%.
   std::vector<BuildOptions> all = candidates(2, 4, /*weight=*/0.2);
-  EXPECT_EQ(choose(all, {}, /*latency=*/0), ScheduleKind::ZeroBubbleH1);
-  EXPECT_EQ(choose(all, {}, /*latency=*/2), ScheduleKind::OneFOneB);
+  SimulateOptions machine;
+  EXPECT_EQ(choose(all, {}, machine), ScheduleKind::ZeroBubbleH1);
+  machine.latency = 2;
+  EXPECT_EQ(choose(all, {}, machine), ScheduleKind::OneFOneB);
+}
+
+TEST(ChooseSchedule, RanksSharingTheCoresAsInThePrediction) {
+  // On one core both kinds run all the work back to back: zb-h1 has no
+  // bubble to fill, and 1f1b is kept.
+  std::vector<BuildOptions> all = candidates(2, 4);
+  SimulateOptions machine;
+  machine.cores = 2;
+  EXPECT_EQ(choose(all, {}, machine), ScheduleKind::ZeroBubbleH1);
+  machine.cores = 1;
+  EXPECT_EQ(choose(all, {}, machine), ScheduleKind::OneFOneB);
 }
 
 TEST(ChooseSchedule, OnlyAKindThatFitsTheMemoryLimit) {
@@ -124,7 +137,7 @@ TEST(ChooseSchedule, ABuildErrorIsReported) {
   std::vector<BuildOptions> all = candidates(2, 4);
   all[1].replicas = {1, 2, 3}; // not one entry per stage
   std::string error;
-  EXPECT_EQ(chooseFastestSchedule(all, 0, {}, error), -1);
+  EXPECT_EQ(chooseFastestSchedule(all, {}, {}, error), -1);
   EXPECT_NE(error.find("cannot build the zb-h1 schedule"), std::string::npos)
       << error;
 }

@@ -2,6 +2,7 @@
 
 #include "dpc/schedule/Builder.h"
 #include "dpc/schedule/Schedule.h"
+#include "dpc/schedule/Simulator.h"
 
 #include <gtest/gtest.h>
 
@@ -55,6 +56,32 @@ TEST(ScheduleJson, MessageLatency) {
                      R"("message_latency_ms":-1})",
                      back),
             "\"message_latency_ms\" must be milliseconds >= 0");
+}
+
+// The machine a build predicted on: the cores its ranks share and the
+// wake-up latency there; absent means a core per rank and none.
+TEST(ScheduleJson, CoresAndWakeLatency) {
+  Schedule s;
+  s.ranks = 2;
+  s.stages.assign(2, StageInfo());
+  s.programs.resize(2);
+  EXPECT_EQ(toJson(s).find("cores"), std::string::npos);
+  EXPECT_EQ(toJson(s).find("wake_latency_ms"), std::string::npos);
+  s.cores = 1;
+  s.wakeLatency = 0.25;
+  Schedule back;
+  ASSERT_EQ(fromJson(toJson(s), back), "");
+  EXPECT_EQ(back.cores, 1);
+  EXPECT_EQ(back.wakeLatency, 0.25);
+  SimulateOptions machine = recordedMachine(back);
+  EXPECT_EQ(machine.cores, 1);
+  EXPECT_EQ(machine.wakeLatency, 0.25);
+  EXPECT_EQ(fromJson(R"({"ranks":1,"microbatches":1,"cores":-2})", back),
+            "\"cores\" must be a count >= 0");
+  EXPECT_EQ(fromJson(R"({"ranks":1,"microbatches":1,)"
+                     R"("wake_latency_ms":-1})",
+                     back),
+            "\"wake_latency_ms\" must be milliseconds >= 0");
 }
 
 TEST(ScheduleJson, CompactInstructionForm) {

@@ -242,3 +242,48 @@ TEST(Simulator, SharedCoresBounds) {
         }
       }
 }
+
+// On shared cores a rank that waits for a message sleeps and resumes the
+// wake-up latency after the transfer starts (the transfer's own time when
+// that is longer); with a core per rank the wake-up is not charged.
+TEST(Simulator, AWaitingRankWakesOnSharedCores) {
+  SimulateOptions options;
+  options.cores = 1;
+  options.wakeLatency = 0.5;
+  // gpipe, 2 ranks, 1 microbatch, F = 1 and B + W = 2 on each: all 6 ms of
+  // work on the one core, and each rank waits once for the other while
+  // nothing else computes.
+  EXPECT_NEAR(simulate(ScheduleKind::GPipe, 2, 1, 1, options).stepTime, 7,
+              kExact);
+  options.latency = 0.75;
+  EXPECT_NEAR(simulate(ScheduleKind::GPipe, 2, 1, 1, options).stepTime, 7.5,
+              kExact);
+  options.latency = 0.25;
+  options.cores = 2;
+  EXPECT_NEAR(simulate(ScheduleKind::GPipe, 2, 1, 1, options).stepTime, 6.5,
+              kExact);
+  options.cores = 0;
+  EXPECT_NEAR(simulate(ScheduleKind::GPipe, 2, 1, 1, options).stepTime, 6.5,
+              kExact);
+}
+
+// A rank that gets to its receive after the message arrived does not wait
+// and pays no wake-up.
+TEST(Simulator, ARankThatDidNotWaitDoesNotWake) {
+  SimulateOptions options;
+  options.cores = 1;
+  options.wakeLatency = 0.5;
+  SimulateResult r = simulate(ScheduleKind::GPipe, 2, 2, 1, options);
+  auto start = [&](int rank, const std::string &name) {
+    for (const TimelineEvent &ev : r.timeline.events)
+      if (ev.rank == rank && ev.name == name)
+        return ev.start;
+    ADD_FAILURE() << "no " << name << " on rank " << rank;
+    return -1.0;
+  };
+  // Rank 1 waits for mb 0's activation, sent at 1: it resumes at 1.5. Its
+  // F0 shares the core with rank 0's F1 until 2.5 and ends at 3, after
+  // mb 1's activation came (2.5): F1 starts at once.
+  EXPECT_NEAR(start(1, "F0"), 1.5, kExact);
+  EXPECT_NEAR(start(1, "F1"), 3.0, kExact);
+}

@@ -215,4 +215,24 @@ TEST(Timeline, MessageLatency) {
         ev.name == "load mb1")
       busy.events.push_back(ev);
   EXPECT_EQ(messageLatency(busy), -1);
+  EXPECT_EQ(wakeLatency(busy), -1);
+}
+
+// The wake-up latency is the mean over the same messages, the slowest
+// included: on shared cores they are the sleeping receivers that waited
+// for a core.
+TEST(Timeline, WakeLatencyKeepsTheSlowest) {
+  Timeline tl;
+  tl.ranks = 2;
+  for (int step = 0; step < 21; ++step) {
+    double t = 10.0 * step, took = step == 7 ? 2.25 : 0.25;
+    tl.events.push_back({0, EventKind::Forward, "F0", t, t + 1, 0, 0});
+    tl.events.push_back(
+        {0, EventKind::Send, "send act mb0", t + 1, t + 1.1, 0, 0});
+    tl.events.push_back(
+        {1, EventKind::Recv, "recv act mb0", t + 0.5, t + 1 + took, 0, 0});
+  }
+  // 20 messages after warm-up: messageLatency leaves out the slowest.
+  EXPECT_DOUBLE_EQ(messageLatency(tl), 0.25);
+  EXPECT_DOUBLE_EQ(wakeLatency(tl), (19 * 0.25 + 2.25) / 20);
 }

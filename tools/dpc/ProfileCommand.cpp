@@ -178,7 +178,7 @@ int measure(CompileOptions compile, const fs::path &dir, int64_t steps,
 // of `compile`'s model on `ranks` stages of a 1F1B build, trained `steps`
 // steps on synthetic data under `dpc run --trace` in `dir`, and when the
 // ranks share this machine's cores, how long a rank waiting for a message
-// took to resume (schedule::wakeLatency; else `wake` is left alone).
+// took to resume (schedule::wakeLatency; else `wake` is left empty).
 int measureMessages(CompileOptions compile, const fs::path &dir, int64_t steps,
                     int ranks, double &latency, std::optional<double> &wake) {
   compile.outDir = (dir / ("messages" + std::to_string(ranks))).string();
@@ -409,14 +409,18 @@ int runProfileCommand(const Args &args) {
     if (int rc = measureMessages(at, scratch.path, messageSteps, int(ranks),
                                  latency, wake))
       return rc;
-    std::printf("dpc profile: a message between %lld stages: %.4f ms\n",
-                (long long)ranks, latency);
-    messages[int(ranks)] = latency;
+    // Where the ranks share the cores, a receiver's wait includes its
+    // wake-up, which the simulation charges apart from the transfer's
+    // latency: such a run gives the wake-up only.
     if (wake) {
       std::printf("dpc profile: %lld ranks share %lld cores: a rank waiting "
                   "for a message resumed after %.4f ms\n",
                   (long long)ranks, (long long)machineCores(), *wake);
       wakes[int(ranks)] = *wake;
+    } else {
+      std::printf("dpc profile: a message between %lld stages: %.4f ms\n",
+                  (long long)ranks, latency);
+      messages[int(ranks)] = latency;
     }
   }
 

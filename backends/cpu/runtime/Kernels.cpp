@@ -80,6 +80,124 @@ std::string shapeText(const int64_t *shape, int rank) {
 }
 
 //===----------------------------------------------------------------------===//
+// Per-channel reductions
+//===----------------------------------------------------------------------===//
+
+// The per-channel sums of batch normalization and of a bias gradient
+// accumulate in double, over 16 independent lanes (two vectors of 8): one
+// running sum is a chain of dependent adds, an add's latency per element.
+// Element j of a row goes to lane j mod 16, so a channel's sums are the same
+// bits whatever the thread count. The row loops are built twice, for
+// AVX-512 and the baseline, and the loader picks.
+typedef float Floats8 __attribute__((vector_size(32)));
+typedef double Doubles8 __attribute__((vector_size(64)));
+constexpr int64_t kLanes = 16;
+
+inline __attribute__((always_inline)) Doubles8 widen8(const float *p) {
+  Floats8 f;
+  std::memcpy(&f, p, sizeof f);
+  return __builtin_convertvector(f, Doubles8);
+}
+
+/// Sums of one channel, in kLanes partial sums.
+struct LaneSums {
+  Doubles8 lane[2] = {};
+  double total() const {
+    double sum = 0;
+    for (const Doubles8 &v : lane)
+      for (int l = 0; l < 8; ++l)
+        sum += v[l];
+    return sum;
+  }
+  void add(int64_t l, double v) { lane[l / 8][l % 8] += v; }
+};
+
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
+#define DPC_ROW_CLONES                                                         \
+  __attribute__((target_clones("arch=x86-64-v4", "default")))
+#else
+#define DPC_ROW_CLONES
+#endif
+
+/// acc += p[0, n).
+DPC_ROW_CLONES void addRow(LaneSums &acc, const float *p, int64_t n) {
+  Doubles8 a = acc.lane[0], b = acc.lane[1];
+  int64_t j = 0;
+  for (; j + kLanes <= n; j += kLanes) {
+    a += widen8(p + j);
+    b += widen8(p + j + 8);
+  }
+  acc.lane[0] = a;
+  acc.lane[1] = b;
+  for (int64_t l = 0; j + l < n; ++l)
+    acc.add(l, p[j + l]);
+}
+
+/// acc += (p[j] - mu)^2 over [0, n).
+DPC_ROW_CLONES void addSquaredDeviations(LaneSums &acc, const float *p,
+                                         int64_t n, double mu) {
+  Doubles8 a = acc.lane[0], b = acc.lane[1];
+  int64_t j = 0;
+  for (; j + kLanes <= n; j += kLanes) {
+    Doubles8 da = widen8(p + j) - mu, db = widen8(p + j + 8) - mu;
+    a += da * da;
+    b += db * db;
+  }
+  acc.lane[0] = a;
+  acc.lane[1] = b;
+  for (int64_t l = 0; j + l < n; ++l) {
+    double d = double(p[j + l]) - mu;
+    acc.add(l, d * d);
+  }
+}
+
+/// sumG += g[j] and sumGD += g[j] * (x[j] - mu) over [0, n).
+DPC_ROW_CLONES void addProductsOfDeviations(LaneSums &sumG, LaneSums &sumGD,
+                                            const float *g, const float *x,
+                                            int64_t n, double mu) {
+  Doubles8 ga = sumG.lane[0], gb = sumG.lane[1];
+  Doubles8 da = sumGD.lane[0], db = sumGD.lane[1];
+  int64_t j = 0;
+  for (; j + kLanes <= n; j += kLanes) {
+    Doubles8 g0 = widen8(g + j), g1 = widen8(g + j + 8);
+    ga += g0;
+    gb += g1;
+    da += g0 * (widen8(x + j) - mu);
+    db += g1 * (widen8(x + j + 8) - mu);
+  }
+  sumG.lane[0] = ga;
+  sumG.lane[1] = gb;
+  sumGD.lane[0] = da;
+  sumGD.lane[1] = db;
+  for (int64_t l = 0; j + l < n; ++l) {
+    double gv = g[j + l];
+    sumG.add(l, gv);
+    sumGD.add(l, gv * (double(x[j + l]) - mu));
+  }
+}
+
+/// y = x * a + b over [0, n).
+DPC_ROW_CLONES void affineRow(const float *x, int64_t n, float a, float b,
+                              float *y) {
+  for (int64_t j = 0; j < n; ++j)
+    y[j] = x[j] * a + b;
+}
+
+/// Batch normalization's input gradient over one row, in double:
+/// dx = a * (dy - meanDy - xhat * meanDyXhat), xhat = (x - mu) * invStd.
+DPC_ROW_CLONES void batchNormGradRow(const float *dy, const float *x, int64_t n,
+                                     double mu, double invStd, double a,
+                                     double meanDy, double meanDyXhat,
+                                     float *dx) {
+  for (int64_t j = 0; j < n; ++j) {
+    double xhat = (double(x[j]) - mu) * invStd;
+    dx[j] = float(a * (double(dy[j]) - meanDy - xhat * meanDyXhat));
+  }
+}
+
+#undef DPC_ROW_CLONES
+
+//===----------------------------------------------------------------------===//
 // Convolution through oneDNN
 //===----------------------------------------------------------------------===//
 
@@ -805,13 +923,10 @@ void dpc_conv2d_grad_filter_winograd(const float *dy, const int64_t *dy_shape,
 void dpc_conv2d_grad_bias(const float *dy, const int64_t *dy_shape, float *db) {
   int64_t n = dy_shape[0], c = dy_shape[1], hw = dy_shape[2] * dy_shape[3];
   parallelFor(c, n * c * hw, [&](int64_t ch) {
-    double sum = 0;
-    for (int64_t b = 0; b < n; ++b) {
-      const float *p = dy + (b * c + ch) * hw;
-      for (int64_t k = 0; k < hw; ++k)
-        sum += p[k];
-    }
-    db[ch] = float(sum);
+    LaneSums sum;
+    for (int64_t b = 0; b < n; ++b)
+      addRow(sum, dy + (b * c + ch) * hw, hw);
+    db[ch] = float(sum.total());
   });
 }
 
@@ -1411,18 +1526,16 @@ void dpc_batch_norm_stats(const float *x, int64_t n, int64_t c, int64_t s,
   parallelFor(c, n * c * s, [&](int64_t k) {
     // Two passes over the channel: the mean, then squared deviations from
     // it (no cancellation as in E[x^2] - E[x]^2).
-    double sum = 0;
+    LaneSums sum;
     for (int64_t i = 0; i < n; ++i)
-      for (const float *p = x + (i * c + k) * s, *e = p + s; p < e; ++p)
-        sum += *p;
-    double mu = sum / double(count);
-    double squares = 0;
+      addRow(sum, x + (i * c + k) * s, s);
+    double mu = sum.total() / double(count);
+    LaneSums squares;
     for (int64_t i = 0; i < n; ++i)
-      for (const float *p = x + (i * c + k) * s, *e = p + s; p < e; ++p)
-        squares += (*p - mu) * (*p - mu);
+      addSquaredDeviations(squares, x + (i * c + k) * s, s, mu);
     mean[k] = float(mu);
-    var[k] = float(squares / double(count));
-    double unbiased = squares / double(count - 1);
+    var[k] = float(squares.total() / double(count));
+    double unbiased = squares.total() / double(count - 1);
     running_mean[k] =
         float(momentum * double(running_mean[k]) + (1.0 - momentum) * mu);
     running_var[k] =
@@ -1436,12 +1549,8 @@ void dpc_batch_norm(const float *x, const float *stats, const float *scale,
   parallelFor(c, n * c * s, [&](int64_t k) {
     float invStd = 1.0f / std::sqrt(stats[c + k] + epsilon);
     float a = scale[k] * invStd, b = bias[k] - stats[k] * a;
-    for (int64_t i = 0; i < n; ++i) {
-      const float *in = x + (i * c + k) * s;
-      float *out = y + (i * c + k) * s;
-      for (int64_t j = 0; j < s; ++j)
-        out[j] = in[j] * a + b;
-    }
+    for (int64_t i = 0; i < n; ++i)
+      affineRow(x + (i * c + k) * s, s, a, b, y + (i * c + k) * s);
   });
 }
 
@@ -1455,14 +1564,12 @@ void batchNormGradSums(const float *dy, const float *x, const float *stats,
                        int64_t k, double &sumDy, double &sumDyXhat) {
   double mu = stats[k];
   double invStd = 1.0 / std::sqrt(double(stats[c + k]) + epsilon);
-  sumDy = sumDyXhat = 0;
-  for (int64_t i = 0; i < n; ++i) {
-    const float *g = dy + (i * c + k) * s, *in = x + (i * c + k) * s;
-    for (int64_t j = 0; j < s; ++j) {
-      sumDy += g[j];
-      sumDyXhat += g[j] * (in[j] - mu) * invStd;
-    }
-  }
+  LaneSums dySum, dyDeviation;
+  for (int64_t i = 0; i < n; ++i)
+    addProductsOfDeviations(dySum, dyDeviation, dy + (i * c + k) * s,
+                            x + (i * c + k) * s, s, mu);
+  sumDy = dySum.total();
+  sumDyXhat = dyDeviation.total() * invStd;
 }
 
 } // namespace
@@ -1481,14 +1588,9 @@ void dpc_batch_norm_grad_input(const float *dy, const float *x,
     double invStd = 1.0 / std::sqrt(double(stats[c + k]) + epsilon);
     double meanDy = sumDy / count, meanDyXhat = sumDyXhat / count;
     double a = scale[k] * invStd;
-    for (int64_t i = 0; i < n; ++i) {
-      const float *g = dy + (i * c + k) * s, *in = x + (i * c + k) * s;
-      float *out = dx + (i * c + k) * s;
-      for (int64_t j = 0; j < s; ++j) {
-        double xhat = (in[j] - mu) * invStd;
-        out[j] = float(a * (g[j] - meanDy - xhat * meanDyXhat));
-      }
-    }
+    for (int64_t i = 0; i < n; ++i)
+      batchNormGradRow(dy + (i * c + k) * s, x + (i * c + k) * s, s, mu, invStd,
+                       a, meanDy, meanDyXhat, dx + (i * c + k) * s);
   });
 }
 

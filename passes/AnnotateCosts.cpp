@@ -4,7 +4,9 @@
 // CostModel and the roofline rates given as pass options, and names each
 // such op as a model node (`nn.node`) unless it already has a name. The planner
 // reads forward and gradient times from it; ops without a rule are left alone
-// and cost nothing to the planner.
+// and cost nothing to the planner. In a bf16 build the ops it computes in
+// bf16 reach kBf16Speedup times the peak rate and pay for converting their
+// operands.
 //
 //===----------------------------------------------------------------------===//
 
@@ -12,6 +14,8 @@
 #include "passes/Passes.h"
 
 #include "dialects/nn/IR/NNOps.h"
+#include "dialects/nn/IR/ShapeInference.h"
+#include "dialects/pipe/IR/PipeOps.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -54,6 +58,10 @@ struct AnnotateCostsPass
       return signalPassFailure();
     }
     TargetRates rates{peakGflops * 1e9, memoryGBps * 1e9};
+    // A bf16 build computes its convolutions and matmuls faster.
+    bool bf16 = pipe::isBf16(getOperation());
+    TargetRates bf16Rates{rates.flopsPerSecond * kBf16Speedup,
+                          rates.bytesPerSecond};
     Builder b(&getContext());
     llvm::StringSet<> names;
     getOperation().walk([&](Operation *op) {
@@ -68,12 +76,24 @@ struct AnnotateCostsPass
         return;
       if (!op->hasAttr("nn.node"))
         op->setAttr("nn.node", b.getStringAttr(nodeName(op, index, names)));
+      bool inBf16 = bf16 && computesInBf16(op);
+      const TargetRates &at = inBf16 ? bf16Rates : rates;
+      // A bf16 kernel first converts its f32 operands: read 4 bytes and
+      // write 2 an element; its gradients convert as much again each.
+      double converted = 0;
+      if (inBf16)
+        for (Value operand : op->getOperands())
+          converted += 1.5 * double(nn::getSizeInBytes(operand));
+      double convertMs = 1e3 * converted / rates.bytesPerSecond;
       NamedAttribute fields[] = {
-          b.getNamedAttr("time_ms", b.getF64FloatAttr(rates.milliseconds(
-                                        work->flops, work->bytes))),
+          b.getNamedAttr(
+              "time_ms",
+              b.getF64FloatAttr(at.milliseconds(work->flops, work->bytes) +
+                                convertMs)),
           b.getNamedAttr("grad_time_ms",
-                         b.getF64FloatAttr(rates.milliseconds(
-                             work->gradFlops, work->gradBytes))),
+                         b.getF64FloatAttr(
+                             at.milliseconds(work->gradFlops, work->gradBytes) +
+                             (work->gradFlops > 0 ? 2 * convertMs : 0))),
           b.getNamedAttr("flops", b.getI64IntegerAttr(work->flops)),
           b.getNamedAttr("bytes", b.getI64IntegerAttr(work->bytes)),
           b.getNamedAttr("activation_bytes",

@@ -19,6 +19,9 @@
 // and where those ranks shared the profiling machine's cores, how long a
 // rank waiting for a message took to resume (pipe.wake_latency_ms).
 //
+// The profile must time a build of the module's precision (a bf16 build
+// runs its convolutions and matmuls in bf16: `dpc profile --precision`).
+//
 // A token model profiled at several shapes (`dpc profile --seq-buckets`)
 // is priced at the shape given by the `batch` and `length` options: the
 // measured times there, or the fit over the measured shapes
@@ -146,6 +149,21 @@ struct ApplyProfilePass
         measuredTimes(module);
     if (failed(measured))
       return signalPassFailure();
+    // A bf16 build's convolutions and matmuls take other times than an f32
+    // build's: the profile must time the build's precision.
+    planner::Expected<std::string> precision =
+        planner::loadProfilePrecision(profile);
+    if (!precision) {
+      module.emitError("cannot read the profile: ") << precision.error();
+      return signalPassFailure();
+    }
+    std::string built = pipe::isBf16(module) ? "bf16" : "fp32";
+    if (*precision != built) {
+      module.emitError("the profile times a ")
+          << *precision << " build, but this build is " << built
+          << "; measure it with 'dpc profile --precision " << built << "'";
+      return signalPassFailure();
+    }
 
     std::vector<Operation *> costed;
     std::vector<CostedOp> ops;

@@ -305,3 +305,13 @@ std::optional<OpWork> mlir::dpc::estimateWork(Operation *op) {
     return std::nullopt;
   return work;
 }
+
+bool mlir::dpc::computesInBf16(Operation *op) {
+  if (auto conv = dyn_cast<nn::Conv2dOp>(op))
+    return conv.getAlgorithm() != "winograd";
+  if (auto grad = dyn_cast<nn::Conv2dGradInputOp>(op))
+    return grad.getAlgorithm() != "winograd";
+  if (auto grad = dyn_cast<nn::Conv2dGradFilterOp>(op))
+    return grad.getAlgorithm() != "winograd";
+  return isa<nn::MatmulOp, nn::MatmulGradLhsOp, nn::MatmulGradRhsOp>(op);
+}

@@ -41,6 +41,21 @@ struct TargetRates {
 /// The work of `op`, or nullopt when `op` is not an nn op with a cost rule.
 std::optional<OpWork> estimateWork(Operation *op);
 
+/// Whether a bf16 build (`pipe.precision`) computes `op` in bf16: the
+/// convolutions and matmuls and their gradients, the ops lower-to-runtime
+/// calls the `_bf16` kernels for (a Winograd convolution stays f32).
+bool computesInBf16(Operation *op);
+
+/// How much faster than f32 a bf16 build computes those ops, on their
+/// floating-point work: the analytic model divides their compute bound by
+/// it, and adds reading their f32 operands and writing them as bf16 (6
+/// bytes an element) at the memory rate (a measured profile of the bf16
+/// build replaces both). `dpc profile` of ResNet-18 (4 x 16, one thread,
+/// direct convolutions in both precisions) measured its convolutions at
+/// 0.54x the f32 time, forward and backward together (docs/ARCHITECTURE.md,
+/// "bf16 mixed precision").
+constexpr double kBf16Speedup = 1.85;
+
 } // namespace mlir::dpc
 
 #endif // DPC_PASSES_COSTMODEL_H

@@ -27,11 +27,16 @@ measured is waiting (messages, MPI progress, other processes on the cores).
 Usage: /usr/bin/python3 bench/timeline/run.py [--dpc build/bin/dpc]
        [--models lenet5,mlp] [--stages 2] [--schedules 1f1b,gpipe]
        [--costs analytic,profile] [--steps 300] [--repeat 1] [--keep DIR]
-       [--json FILE]
+       [--json FILE] [--precision fp32|bf16]
 
-`dpc profile` runs one rank; it is run with OMP_NUM_THREADS=1, what each of
-the two ranks gets on a 2-core machine, unless OMP_NUM_THREADS is set (the
-ranks of more stages than cores share them). It times the build fused as
+With --precision bf16 the profile times the bf16 build and every build is
+compiled bf16 (the analytic costs scale the bf16 convolutions and matmuls
+by kBf16Speedup, passes/CostModel.h).
+
+`dpc profile` runs one rank; it and `dpc run` are run with OMP_NUM_THREADS=1,
+what each of the two ranks gets on a 2-core machine (one stage runs one
+thread too), unless OMP_NUM_THREADS is set (the ranks of more stages than
+cores share them). It times the build fused as
 `dpc compile` fuses it, and measures the latency of a message between stages
 at each --stages count (`--message-ranks`), which the simulated step charges
 every transfer, and where those ranks share the cores the wake-up latency;
@@ -130,6 +135,8 @@ def main():
     parser.add_argument("--repeat", type=int, default=1)
     parser.add_argument("--keep", help="keep the compiled outputs and traces here")
     parser.add_argument("--json", help="also write the rows as JSON")
+    parser.add_argument("--precision", choices=["fp32", "bf16"], default="fp32",
+                        help="dpc profile and dpc compile --precision")
     args = parser.parse_args()
 
     work = args.keep or tempfile.mkdtemp(prefix="dpc-timeline-")
@@ -139,7 +146,7 @@ def main():
     with open("/proc/loadavg") as f:
         load = f.read().split()[0]
     print(f"# {os.cpu_count()} cores, load average {load}; {args.steps} steps "
-          f"of 4 microbatches")
+          f"of 4 microbatches; {args.precision}")
     print(f"{'model':9} {'st':2} {'schedule':8} {'costs':8} {'simulated':>9} {'planner':>8} "
           f"{'sim@measured':>12} {'measured':>20} {'ratio':>6} {'/planner':>8}  "
           f"compute per rank, simulated -> measured (ms)")
@@ -149,12 +156,16 @@ def main():
              "--model", model, "--out", work, "--steps", "1"])
         onnx = os.path.join(work, model + ".onnx")
         profile = os.path.join(work, model + ".profile.json")
+        # The profile and the runs take a kernel thread per rank (what each
+        # of two ranks gets on two cores; one stage then runs one thread
+        # too) unless OMP_NUM_THREADS says otherwise.
+        env = dict(os.environ)
+        env.setdefault("OMP_NUM_THREADS", "1")
         if "profile" in args.costs.split(","):
-            env = dict(os.environ)
-            env.setdefault("OMP_NUM_THREADS", "1")
             # Messages are measured at the stage counts compiled below.
             run([dpc, "profile", onnx, "-o", profile, "--microbatches", "4",
-                 "--message-ranks", args.stages], env)
+                 "--message-ranks", args.stages,
+                 "--precision", args.precision], env)
         data = ("fashion-mnist:" + DATA
                 if model in ("lenet5", "mlp", "resnet", "resnet18")
                 else "synthetic")
@@ -166,12 +177,14 @@ def main():
                 trace = out + ".trace.json"
                 run([dpc, "compile", onnx, "-o", out, "--stages", str(stages),
                      "--microbatches", "4", "--schedule", schedule,
-                     "--lr", "0.05", "--momentum", "0.9"]
+                     "--lr", "0.05", "--momentum", "0.9",
+                     "--precision", args.precision]
                     + (["--profile", profile] if costs == "profile" else []))
                 runs = []
                 for _ in range(args.repeat):
                     run([dpc, "run", out, "--data", data,
-                         "--steps", str(args.steps), "--no-eval", "--trace", trace])
+                         "--steps", str(args.steps), "--no-eval", "--trace", trace],
+                        env)
                     plan = json.load(open(os.path.join(out, "plan.json")))
                     events = spans(trace)
                     runs.append((plan["measured"]["step_ms"],
@@ -187,7 +200,7 @@ def main():
                 predicted = predicted_compute(os.path.join(out, "timeline.json"),
                                               stages)
                 row = {"model": model, "stages": stages, "schedule": schedule,
-                       "costs": costs,
+                       "costs": costs, "precision": args.precision,
                        "simulated_step_ms": simulated, "planner_step_ms": planner,
                        "simulated_at_measured_ms": replayed,
                        "measured_step_ms": step,

@@ -279,9 +279,7 @@ Expected<Graph> parseJsonProfile(const std::string &text,
 }
 
 std::string writeJsonProfile(const Graph &graph,
-                             const std::vector<MeasuredShape> &shapes,
-                             const MessageLatencies &messages,
-                             const MessageLatencies &wakes) {
+                             const ProfileSections &sections) {
   nlohmann::json nodes = nlohmann::json::array();
   nlohmann::json edges = nlohmann::json::array();
   for (NodeId v = 0; v < graph.size(); ++v) {
@@ -303,9 +301,11 @@ std::string writeJsonProfile(const Graph &graph,
                         {"version", 1},
                         {"nodes", std::move(nodes)},
                         {"edges", std::move(edges)}};
-  if (!shapes.empty()) {
+  if (!sections.precision.empty() && sections.precision != "fp32")
+    doc["precision"] = sections.precision;
+  if (!sections.shapes.empty()) {
     nlohmann::json list = nlohmann::json::array();
-    for (const MeasuredShape &shape : shapes) {
+    for (const MeasuredShape &shape : sections.shapes) {
       nlohmann::json times = nlohmann::json::array();
       for (const auto &[name, t] : shape.nodes)
         times.push_back({{"name", name},
@@ -317,8 +317,9 @@ std::string writeJsonProfile(const Graph &graph,
     }
     doc["shapes"] = std::move(list);
   }
-  for (auto [section, table] : {std::pair{kMessageLatencySection, &messages},
-                                std::pair{kWakeLatencySection, &wakes}}) {
+  for (auto [section, table] :
+       {std::pair{kMessageLatencySection, &sections.messages},
+        std::pair{kWakeLatencySection, &sections.wakes}}) {
     if (table->empty())
       continue;
     nlohmann::json latencies = nlohmann::json::object();
@@ -479,6 +480,28 @@ Expected<MessageLatencies> parseMessageLatencies(const std::string &text,
     messages[int(ranks)] = value.get<double>();
   }
   return messages;
+}
+
+Expected<std::string> parseProfilePrecision(const std::string &text,
+                                            const std::string &source) {
+  using Result = Expected<std::string>;
+  Expected<nlohmann::json> doc = sectionsOf(text, source);
+  if (!doc)
+    return Result::failure(doc.error());
+  if (!doc->contains("precision"))
+    return std::string("fp32");
+  const nlohmann::json &precision = (*doc)["precision"];
+  if (!precision.is_string() || (precision != "fp32" && precision != "bf16"))
+    return Result::failure(source + ": precision: expected \"fp32\" or "
+                                    "\"bf16\"");
+  return precision.get<std::string>();
+}
+
+Expected<std::string> loadProfilePrecision(const std::string &path) {
+  Expected<std::string> text = readProfileText(path);
+  if (!text)
+    return text;
+  return parseProfilePrecision(*text, path);
 }
 
 Expected<MessageLatencies> loadMessageLatencies(const std::string &path,

@@ -14,7 +14,8 @@
 // trains a 1F1B build of the model on 2 stages (--message-ranks) with
 // `dpc run --trace` and writes how long a message between stages took
 // (schedule::messageLatency) under "message_latency_ms", which
-// `dpc compile --profile` charges every transfer of its schedule.
+// `dpc compile --profile` charges every transfer of its schedule. With
+// --precision bf16 it times a bf16 build, and the profile says so.
 //
 //===----------------------------------------------------------------------===//
 
@@ -248,6 +249,10 @@ int runProfileCommand(const Args &args) {
               "time the build as dpc compile --fusion makes it (default on "
               "for the CPU): a fused region's time is shared among its ops' "
               "nodes");
+  p.addOption("precision", &compile.precision, "fp32|bf16",
+              "time the build as dpc compile --precision makes it (default "
+              "fp32): bf16 runs convolutions and matmuls in bf16; the "
+              "profile records it");
   p.addOption("conv-algorithm", &compile.convAlgorithm, "auto|winograd|direct",
               "time the convolutions as dpc compile --conv-algorithm runs "
               "them (default auto, as dpc compile's for the CPU)");
@@ -277,6 +282,11 @@ int runProfileCommand(const Args &args) {
   else if (compile.fusion != "on" && compile.fusion != "off") {
     std::cerr << "dpc profile: --fusion expects on or off, got '"
               << compile.fusion << "'\n";
+    return cli::kUsageError;
+  }
+  if (compile.precision != "fp32" && compile.precision != "bf16") {
+    std::cerr << "dpc profile: --precision expects fp32 or bf16, got '"
+              << compile.precision << "'\n";
     return cli::kUsageError;
   }
   // And the convolutions by the algorithms the build will choose: a
@@ -388,12 +398,14 @@ int runProfileCommand(const Args &args) {
                         int64_t(kMessageRunMs / std::max(stepMs, 1e-3))));
   std::string error;
   std::string times = (scratch.path / "times.json").string();
+  planner::ProfileSections sections;
+  sections.shapes = measured;
+  sections.precision = compile.precision;
   if (!support::writeAtomically(
-          times, planner::writeJsonProfile(graph, measured), error)) {
+          times, planner::writeJsonProfile(graph, sections), error)) {
     std::cerr << "dpc profile: " << error << "\n";
     return 1;
   }
-  planner::MessageLatencies messages, wakes;
   for (int64_t ranks : messageRanks) {
     if (ranks < 2)
       continue;
@@ -416,17 +428,16 @@ int runProfileCommand(const Args &args) {
       std::printf("dpc profile: %lld ranks share %lld cores: a rank waiting "
                   "for a message resumed after %.4f ms\n",
                   (long long)ranks, (long long)machineCores(), *wake);
-      wakes[int(ranks)] = *wake;
+      sections.wakes[int(ranks)] = *wake;
     } else {
       std::printf("dpc profile: a message between %lld stages: %.4f ms\n",
                   (long long)ranks, latency);
-      messages[int(ranks)] = latency;
+      sections.messages[int(ranks)] = latency;
     }
   }
 
   if (!support::writeAtomically(
-          output, planner::writeJsonProfile(graph, measured, messages, wakes),
-          error)) {
+          output, planner::writeJsonProfile(graph, sections), error)) {
     std::cerr << "dpc profile: " << error << "\n";
     return 1;
   }

@@ -57,14 +57,27 @@ using MessageLatencies = std::map<int, double>;
 inline constexpr const char *kMessageLatencySection = "message_latency_ms";
 inline constexpr const char *kWakeLatencySection = "wake_latency_ms";
 
+/// What a profile.json holds besides the graph (`dpc profile` measures it).
+struct ProfileSections {
+  /// The times of a token model at each measured shape ("shapes").
+  std::vector<MeasuredShape> shapes;
+  /// Message and wake-up latencies by rank count, in their sections.
+  MessageLatencies messages, wakes;
+  /// The precision of the build that was timed ("precision": "bf16"; empty
+  /// or "fp32", written as nothing, for an f32 build).
+  std::string precision;
+};
+
 /// Serialises `graph` as profile.json (round-trips through parseJsonProfile),
-/// with the measured shapes under "shapes" when there are any and the
-/// message and wake-up latencies in their sections ({"2": ms, ...}) when
-/// there are any.
+/// with each of `sections` that is not empty ({"2": ms, ...} for the
+/// latencies).
 std::string writeJsonProfile(const Graph &graph,
-                             const std::vector<MeasuredShape> &shapes = {},
-                             const MessageLatencies &messages = {},
-                             const MessageLatencies &wakes = {});
+                             const ProfileSections &sections = {});
+
+/// The "precision" of a profile.json: "bf16", or "fp32" when it has none.
+Expected<std::string> parseProfilePrecision(const std::string &text,
+                                            const std::string &source);
+Expected<std::string> loadProfilePrecision(const std::string &path);
 
 /// A section of latencies of a profile.json: empty when it has none.
 Expected<MessageLatencies>

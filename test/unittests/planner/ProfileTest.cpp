@@ -181,7 +181,7 @@ TEST(ProfileShapesTest, RoundTrip) {
       {4, 64, {{"attn", {2.0, 4.0}}, {"fc", {0.5, 1.25}}}},
       {8, 16, {{"attn", {0.25, 0.5}}}},
   };
-  std::string text = writeJsonProfile(graph, shapes);
+  std::string text = writeJsonProfile(graph, {shapes});
   Expected<std::vector<MeasuredShape>> back =
       parseProfileShapes(text, "p.json");
   ASSERT_TRUE(back) << back.error();
@@ -307,7 +307,7 @@ TEST(ShapeCostsTest, FewShapesScaleWithTheNearestShapesTokens) {
 TEST(ProfileMessagesTest, RoundTripAndPick) {
   Graph graph;
   graph.addNode({"fc", "", 1.0, 2.0, 0, 0, false});
-  std::string text = writeJsonProfile(graph, {}, {{2, 0.25}, {4, 0.5}});
+  std::string text = writeJsonProfile(graph, {{}, {{2, 0.25}, {4, 0.5}}});
   Expected<MessageLatencies> back = parseMessageLatencies(text, "p.json");
   ASSERT_TRUE(back) << back.error();
   EXPECT_EQ(*back, (MessageLatencies{{2, 0.25}, {4, 0.5}}));
@@ -343,14 +343,14 @@ TEST(ProfileMessagesTest, RoundTripAndPick) {
 TEST(ProfileMessagesTest, WakeLatencies) {
   Graph graph;
   graph.addNode({"fc", "", 1.0, 2.0, 0, 0, false});
-  std::string text = writeJsonProfile(graph, {}, {{2, 0.25}}, {{4, 0.75}});
+  std::string text = writeJsonProfile(graph, {{}, {{2, 0.25}}, {{4, 0.75}}});
   Expected<MessageLatencies> wakes =
       parseMessageLatencies(text, "p.json", kWakeLatencySection);
   ASSERT_TRUE(wakes) << wakes.error();
   EXPECT_EQ(*wakes, (MessageLatencies{{4, 0.75}}));
   EXPECT_EQ(*parseMessageLatencies(text, "p.json"),
             (MessageLatencies{{2, 0.25}}));
-  EXPECT_TRUE(parseMessageLatencies(writeJsonProfile(graph, {}, {{2, 0.25}}),
+  EXPECT_TRUE(parseMessageLatencies(writeJsonProfile(graph, {{}, {{2, 0.25}}}),
                                     "p.json", kWakeLatencySection)
                   ->empty());
   Expected<MessageLatencies> bad = parseMessageLatencies(
@@ -358,4 +358,20 @@ TEST(ProfileMessagesTest, WakeLatencies) {
   ASSERT_FALSE(bad);
   EXPECT_EQ(bad.error(),
             "p.json: wake_latency_ms: 4: expected milliseconds >= 0");
+}
+
+// A profile of a bf16 build says so; one without the field timed f32.
+TEST(ProfilePrecisionTest, RoundTrip) {
+  Graph graph;
+  graph.addNode({"fc", "", 1.0, 2.0, 0, 0, false});
+  ProfileSections bf16;
+  bf16.precision = "bf16";
+  EXPECT_EQ(*parseProfilePrecision(writeJsonProfile(graph, bf16), "p.json"),
+            "bf16");
+  EXPECT_EQ(*parseProfilePrecision(writeJsonProfile(graph), "p.json"), "fp32");
+  EXPECT_EQ(writeJsonProfile(graph).find("precision"), std::string::npos);
+  Expected<std::string> bad =
+      parseProfilePrecision(R"({"precision": "f16"})", "p.json");
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(bad.error(), "p.json: precision: expected \"fp32\" or \"bf16\"");
 }

@@ -12,12 +12,14 @@
 #include "ExecutorImpl.h"
 
 #include "dpc/runtime/Abi.h"
+#include "dpc/runtime/ParamEpochs.h"
 
 using dpc::runtime::AbiError;
 using dpc::runtime::Boundary;
 using dpc::runtime::Executor;
 using dpc::runtime::ManifestStash;
 using dpc::runtime::ManifestTransfer;
+using dpc::runtime::markParamWritten;
 using dpc::runtime::ParamState;
 using dpc::runtime::Phase;
 
@@ -138,7 +140,11 @@ float *dpc_param_state(dpc_context *ctx, int64_t param) {
   return s.guarded("dpc_param_state", [&] {
     if (s.phase != Phase::Forward)
       throw AbiError("called outside the forward segment");
-    return s.params.get(param).value.floats();
+    // The caller writes it next (a running statistic, which no kernel
+    // derives anything from): a new epoch now is as good as after.
+    float *values = s.params.get(param).value.floats();
+    markParamWritten(values);
+    return values;
   });
 }
 

@@ -4,6 +4,7 @@
 
 #include "AbiError.h"
 
+#include "dpc/runtime/ParamEpochs.h"
 #include "dpc/support/CommandLine.h"
 
 #include <algorithm>
@@ -30,8 +31,17 @@ ParamStore::ParamStore(const RankManifest &manifest, Device &device,
       *b = Buffer(pool, p.bytes());
       device.memset(b->data(), 0, p.bytes());
     }
+    markParamWritten(p.value.data());
     index[p.spec->id] = k;
   }
+}
+
+ParamStore::~ParamStore() {
+  for (const ParamState &p : params)
+    forgetParamBuffer(p.value.data());
+  for (const auto &[version, copies] : versions)
+    for (const Buffer &b : copies)
+      forgetParamBuffer(b.data());
 }
 
 ParamState &ParamStore::get(int64_t id) {
@@ -76,6 +86,7 @@ void ParamStore::sgdStep(int64_t id, float lr, float momentum,
   ParamState &p = get(id);
   device.sgdStep(p.value.floats(), p.state[0].floats(), p.grad.floats(),
                  p.count, lr, momentum, weightDecay);
+  markParamWritten(p.value.data());
 }
 
 void ParamStore::adamStep(int64_t id, float lr, float beta1, float beta2,
@@ -85,6 +96,7 @@ void ParamStore::adamStep(int64_t id, float lr, float beta1, float beta2,
   device.adamStep(p.value.floats(), p.state[0].floats(), p.state[1].floats(),
                   p.grad.floats(), p.count,
                   AdamStep(lr, beta1, beta2, eps, weightDecay, updates));
+  markParamWritten(p.value.data());
 }
 
 size_t ParamStore::totalCount() const {
@@ -114,6 +126,8 @@ void ParamStore::unflatten(Buffer ParamState::*which, const float *in,
       device.copy((p.*which).floats(), in + offset, p.bytes());
     else
       device.copyFromHost((p.*which).floats(), in + offset, p.bytes());
+    if (which == &ParamState::value)
+      markParamWritten(p.value.data());
     offset += p.count;
   }
 }
@@ -176,6 +190,7 @@ size_t ParamStore::stashVersion(int version, const std::string &at) {
   for (const ParamState &p : params) {
     it->second.emplace_back(pool, p.bytes());
     device.copy(it->second.back().data(), p.value.data(), p.bytes());
+    markParamWritten(it->second.back().data());
   }
   return versions.size();
 }
@@ -188,9 +203,13 @@ void ParamStore::restoreVersion(int version, const std::string &at) {
 }
 
 void ParamStore::freeVersion(int version, const std::string &at) {
-  if (!versions.erase(version))
+  auto it = versions.find(version);
+  if (it == versions.end())
     throw Error(at + "weight version " + std::to_string(version) +
                 " is not stashed");
+  for (const Buffer &b : it->second)
+    forgetParamBuffer(b.data());
+  versions.erase(it);
 }
 
 void ParamStore::selectVersion(int version, const std::string &at) {
@@ -302,6 +321,7 @@ void ParamStore::load(const TensorFile &file, const std::string &fileName,
   for (ParamState &p : params) {
     copyTensor(file, fileName, p.spec->name, p.spec->shape, device,
                p.value.data());
+    markParamWritten(p.value.data());
     for (size_t k = 0; k < p.state.size(); ++k) {
       if (optimizerState)
         copyTensor(file, fileName, states[k] + "." + p.spec->name,

@@ -5,6 +5,10 @@
 // updates and their count (Adam's step number); checkpoints; the gradient
 // sum over a stage's replicas; and PipeDream's weight versions.
 //
+// Every write to a parameter's value, or to a stashed copy of it, gives the
+// buffer a new epoch (dpc/runtime/ParamEpochs.h), so that kernels may keep
+// what they derive from a weight until it changes.
+//
 // Weight versions are numbered within a step (a window of microbatches that
 // starts from the live weights): version v is the weights after v updates.
 // The live weights are `liveVersion()`; older ones a later Forward or
@@ -44,6 +48,10 @@ public:
   /// Zeroed buffers for every parameter of `manifest` (which must outlive
   /// the store); an inference build keeps no optimizer state.
   ParamStore(const RankManifest &manifest, Device &device, BufferPool &pool);
+  /// Forgets its buffers' epochs (ParamEpochs.h).
+  ~ParamStore();
+  ParamStore(const ParamStore &) = delete;
+  ParamStore &operator=(const ParamStore &) = delete;
 
   /// Throws AbiError when the id is not in the manifest.
   ParamState &get(int64_t id);

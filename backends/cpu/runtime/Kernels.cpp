@@ -18,6 +18,7 @@
 
 #include "dpc/runtime/Abi.h"
 #include "dpc/runtime/Bf16.h"
+#include "dpc/runtime/ParamEpochs.h"
 
 #include "backends/common/Box.h"
 #include "backends/common/ElementwiseMath.h"
@@ -294,15 +295,25 @@ enum class ConvAlgorithm : int64_t { Direct, Winograd };
 /// buffer of the ABI stay float32, converted on the way in.
 enum class Precision : int64_t { F32, Bf16 };
 
+/// A filter in a primitive's layout, reordered from the parameter buffer at
+/// its address when that buffer had `epoch` (dpc/runtime/ParamEpochs.h).
+struct ReorderedWeights {
+  uint64_t epoch = 0;
+  dnnl::memory memory;
+};
+
 /// A convolution primitive with the memory layouts it chose. Primitives are
 /// created for `format_tag::any`, so oneDNN picks its blocked layouts and
 /// direct (not im2col) kernels; the plain NCHW/OIHW buffers of the ABI are
-/// reordered into those layouts and back, through buffers kept here.
+/// reordered into those layouts and back, through buffers kept here. A
+/// filter that is a parameter is reordered once per write of it (once a
+/// step, not every microbatch), and kept by its address.
 struct ConvPrimitive {
   dnnl::primitive prim;
   std::unordered_map<int, dnnl::memory::desc> layouts; // by DNNL_ARG_*
   std::unordered_map<int, dnnl::memory> staging;
   std::unordered_map<int, dnnl::reorder> reorders;
+  std::unordered_map<const void *, ReorderedWeights> weights;
 };
 
 /// The primitive's descriptors for `kind`: in bf16, what the kind reads is
@@ -458,6 +469,24 @@ struct ConvArg {
   bool output = false;
 };
 
+/// The filter `user` (the parameter buffer at `data`, with `epoch`) in the
+/// primitive's layout: reordered when the parameter was written since.
+dnnl::memory &parameterWeights(ConvPrimitive &cp, dnnl::memory &user,
+                               const void *data, uint64_t epoch) {
+  auto [it, fresh] = cp.weights.try_emplace(data);
+  ReorderedWeights &kept = it->second;
+  if (fresh)
+    kept.memory = dnnl::memory(cp.layouts.at(DNNL_ARG_WEIGHTS), engine());
+  if (kept.epoch != epoch) {
+    auto [reorder, created] = cp.reorders.try_emplace(DNNL_ARG_WEIGHTS);
+    if (created)
+      reorder->second = dnnl::reorder(user, kept.memory);
+    reorder->second.execute(stream(), user, kept.memory);
+    kept.epoch = epoch;
+  }
+  return kept.memory;
+}
+
 void runConv(const char *kernel, ConvKind kind, Precision precision,
              ConvAlgorithm algorithm, const ConvGeometry &g,
              const std::vector<ConvArg> &args) {
@@ -471,6 +500,12 @@ void runConv(const char *kernel, ConvKind kind, Precision precision,
       if (layout == cp.layouts.end() || layout->second == arg.plain) {
         exec[arg.id] = user;
         continue;
+      }
+      if (!arg.output && arg.id == DNNL_ARG_WEIGHTS) {
+        if (uint64_t epoch = dpc::runtime::paramEpoch(arg.data)) {
+          exec[arg.id] = parameterWeights(cp, user, arg.data, epoch);
+          continue;
+        }
       }
       auto [staged, created] = cp.staging.try_emplace(arg.id);
       if (created)

@@ -3,9 +3,10 @@
 // Linked into dpc-cpu-kernel-tests beside the conformance suite: the CPU
 // target's device is the host, its kernels stop the run with a message on
 // bad arguments (the CUDA kernels report through their error handler, and
-// write NaN for an embedding index outside the table), and its loops give
-// the same bits at any OpenMP thread count. The CPU kernels take host
-// pointers, so these tests call them on host vectors.
+// write NaN for an embedding index outside the table), its loops give the
+// same bits at any OpenMP thread count, and its convolutions keep a
+// parameter's filter in oneDNN's layout until the parameter is written. The
+// CPU kernels take host pointers, so these tests call them on host vectors.
 //
 //===----------------------------------------------------------------------===//
 
@@ -13,6 +14,7 @@
 
 #include "dpc/runtime/Abi.h"
 #include "dpc/runtime/Device.h"
+#include "dpc/runtime/ParamEpochs.h"
 
 #include <gtest/gtest.h>
 
@@ -132,6 +134,76 @@ TEST(RefusalDeathTest, WhereRefusesShapesThatDoNotBroadcast) {
 // by one thread in the serial order, so a thread count changes no bit.
 // Inputs of [8, 64, 32, 32] (half a million elements) take the threaded
 // paths; the conformance suite checks the values on small cases.
+// A filter that is a parameter buffer is reordered into the primitive's
+// layout once per epoch: a write the runtime did not mark goes unseen (which
+// shows the kept filter is what runs), a marked one is seen, and a buffer
+// that is no parameter is read afresh every call. Each kernel that reads a
+// filter: direct, bf16 and Winograd, forward and input gradient.
+TEST(ConvFilters, AParameterFilterIsReorderedOncePerWrite) {
+  using Kernel = std::function<void(const float *w, float *out)>;
+  int64_t x_shape[4] = {2, 16, 8, 8}, w_shape[4] = {16, 16, 3, 3};
+  int64_t params[9] = {1, 1, 1, 1, 1, 1, 1, 1, 1};
+  Floats x = randomFloats(2 * 16 * 8 * 8, 61);
+  size_t outputs = x.size();
+  std::vector<std::pair<const char *, Kernel>> kernels = {
+      {"dpc_conv2d",
+       [&](const float *w, float *y) {
+         dpc_conv2d(x.data(), x_shape, w, w_shape, nullptr, y, x_shape, params);
+       }},
+      {"dpc_conv2d_bf16",
+       [&](const float *w, float *y) {
+         dpc_conv2d_bf16(x.data(), x_shape, w, w_shape, nullptr, y, x_shape,
+                         params);
+       }},
+      {"dpc_conv2d_winograd",
+       [&](const float *w, float *y) {
+         dpc_conv2d_winograd(x.data(), x_shape, w, w_shape, nullptr, y, x_shape,
+                             params);
+       }},
+      {"dpc_conv2d_grad_input",
+       [&](const float *w, float *dx) {
+         dpc_conv2d_grad_input(x.data(), x_shape, w, w_shape, dx, x_shape,
+                               params);
+       }},
+      {"dpc_conv2d_grad_input_bf16",
+       [&](const float *w, float *dx) {
+         dpc_conv2d_grad_input_bf16(x.data(), x_shape, w, w_shape, dx, x_shape,
+                                    params);
+       }},
+      {"dpc_conv2d_grad_input_winograd", [&](const float *w, float *dx) {
+         dpc_conv2d_grad_input_winograd(x.data(), x_shape, w, w_shape, dx,
+                                        x_shape, params);
+       }}};
+  for (auto &[name, kernel] : kernels) {
+    SCOPED_TRACE(name);
+    Floats w = randomFloats(16 * 16 * 9, 62);
+    dpc::runtime::markParamWritten(w.data());
+    Floats kept(outputs), fresh(outputs);
+    kernel(w.data(), kept.data());
+    Floats copy = w;
+    kernel(copy.data(), fresh.data());
+    EXPECT_EQ(kept, fresh);
+
+    for (float &v : w)
+      v *= -2.0f;
+    copy = w;
+    kernel(w.data(), kept.data());
+    kernel(copy.data(), fresh.data());
+    EXPECT_NE(kept, fresh) << "an unmarked write of the filter was seen";
+    dpc::runtime::markParamWritten(w.data());
+    kernel(w.data(), kept.data());
+    EXPECT_EQ(kept, fresh) << "a marked write of the filter was not seen";
+
+    dpc::runtime::forgetParamBuffer(w.data());
+    for (float &v : w)
+      v += 1.0f;
+    copy = w;
+    kernel(w.data(), kept.data());
+    kernel(copy.data(), fresh.data());
+    EXPECT_EQ(kept, fresh) << "a forgotten buffer was not read afresh";
+  }
+}
+
 TEST(Threads, ResultsDoNotDependOnTheThreadCount) {
   const int64_t n = 8, c = 64, h = 32, w = 32, count = n * c * h * w;
   const int64_t shape[4] = {n, c, h, w}, pooled[4] = {n, c, 16, 16};

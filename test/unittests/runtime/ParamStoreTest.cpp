@@ -2,13 +2,16 @@
 //
 // The parameter store without a schedule: SGD and Adam updates against
 // torch's formulas, checkpoints written and read back (and refused),
-// PipeDream's weight versions and their errors, and the replicas' gradient
-// sum, on the host and on a device the host may not read.
+// PipeDream's weight versions and their errors, the replicas' gradient sum,
+// and the epochs every write gives a parameter buffer, on the host and on a
+// device the host may not read.
 //
 //===----------------------------------------------------------------------===//
 
 #include "lib/runtime/ParamStore.h"
 #include "lib/runtime/AbiError.h"
+
+#include "dpc/runtime/ParamEpochs.h"
 
 #include "test/unittests/runtime/ErrorOf.h"
 #include "test/unittests/runtime/StagingDevice.h"
@@ -288,6 +291,54 @@ TEST_P(ParamStoreTest, WeightVersionsServeWhatRestoreSelected) {
   store.startWindow();
   EXPECT_EQ(store.liveVersion(), 0);
   EXPECT_EQ(store.stashVersion(0, "s: "), 1u);
+}
+
+// Kernels keep what they derive from a weight by its buffer's epoch: every
+// write of a value, or of a stashed copy, must give the buffer a new one,
+// and a released buffer must have none.
+TEST_P(ParamStoreTest, EveryWriteGivesTheBufferANewEpoch) {
+  RankManifest m = paramManifest();
+  const void *w, *copy;
+  uint64_t last;
+  {
+    ParamStore store(m, device(), pool);
+    w = store.served(0);
+    auto advanced = [&](const void *buffer) {
+      uint64_t now = paramEpoch(buffer);
+      bool newer = now > last;
+      last = now;
+      return newer;
+    };
+    last = paramEpoch(w);
+    EXPECT_NE(last, 0u) << "a fresh store's values have no epoch";
+    EXPECT_NE(paramEpoch(store.served(5)), 0u);
+    EXPECT_NE(paramEpoch(store.served(5)), last);
+    store.load(weights(), "w", false);
+    EXPECT_TRUE(advanced(w)) << "load";
+    accumulate(store, 1);
+    EXPECT_FALSE(advanced(w)) << "a gradient is not a write of the value";
+    store.beginUpdate();
+    store.sgdStep(0, 1.0f, 0, 0);
+    store.endUpdate();
+    EXPECT_TRUE(advanced(w)) << "sgdStep";
+    store.setValues(store.hostValues());
+    EXPECT_TRUE(advanced(w)) << "setValues";
+
+    store.startWindow();
+    store.stashVersion(0, "s: ");
+    store.restoreVersion(0, "r: ");
+    store.selectVersion(0, "b: ");
+    copy = store.served(0);
+    store.unselect();
+    EXPECT_NE(copy, w);
+    EXPECT_NE(paramEpoch(copy), 0u) << "a stashed copy has no epoch";
+    EXPECT_NE(paramEpoch(copy), paramEpoch(w));
+    store.freeVersion(0, "f: ");
+    EXPECT_EQ(paramEpoch(copy), 0u) << "a freed copy keeps its epoch";
+  }
+  EXPECT_EQ(paramEpoch(w), 0u) << "a destroyed store's values keep epochs";
+  int local = 0;
+  EXPECT_EQ(paramEpoch(&local), 0u);
 }
 
 TEST_P(ParamStoreTest, GradientSumGoesOutAndBackInOneMessage) {

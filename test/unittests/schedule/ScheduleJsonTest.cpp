@@ -41,12 +41,22 @@ TEST(ScheduleJson, RoundTripsEveryKind) {
   }
 }
 
-// A measured message latency is kept; a schedule without one writes none.
-TEST(ScheduleJson, MessageLatency) {
+namespace {
+
+// Two ranks with no instructions, for the header's fields.
+Schedule twoEmptyRanks() {
   Schedule s;
   s.ranks = 2;
   s.stages.assign(2, StageInfo());
   s.programs.resize(2);
+  return s;
+}
+
+} // namespace
+
+// A measured message latency is kept; a schedule without one writes none.
+TEST(ScheduleJson, MessageLatency) {
+  Schedule s = twoEmptyRanks();
   EXPECT_EQ(toJson(s).find("message_latency_ms"), std::string::npos);
   s.messageLatency = 0.125;
   Schedule back;
@@ -61,10 +71,7 @@ TEST(ScheduleJson, MessageLatency) {
 // The machine a build predicted on: the cores its ranks share and the
 // wake-up latency there; absent means a core per rank and none.
 TEST(ScheduleJson, CoresAndWakeLatency) {
-  Schedule s;
-  s.ranks = 2;
-  s.stages.assign(2, StageInfo());
-  s.programs.resize(2);
+  Schedule s = twoEmptyRanks();
   EXPECT_EQ(toJson(s).find("cores"), std::string::npos);
   EXPECT_EQ(toJson(s).find("wake_latency_ms"), std::string::npos);
   s.cores = 1;
@@ -85,10 +92,7 @@ TEST(ScheduleJson, CoresAndWakeLatency) {
 }
 
 TEST(ScheduleJson, CompactInstructionForm) {
-  Schedule s;
-  s.ranks = 2;
-  s.stages.assign(2, StageInfo());
-  s.programs.resize(2);
+  Schedule s = twoEmptyRanks();
   s.programs[0].push_back(Instruction::transfer(
       Op::SendStart, Payload::Activation, 3, 0, 1, 12, 4096));
   std::string json = toJson(s);

@@ -247,24 +247,20 @@ TEST(Simulator, SharedCoresBounds) {
 // wake-up latency after the transfer starts (the transfer's own time when
 // that is longer); with a core per rank the wake-up is not charged.
 TEST(Simulator, AWaitingRankWakesOnSharedCores) {
-  SimulateOptions options;
-  options.cores = 1;
-  options.wakeLatency = 0.5;
   // gpipe, 2 ranks, 1 microbatch, F = 1 and B + W = 2 on each: all 6 ms of
-  // work on the one core, and each rank waits once for the other while
+  // work on one core, and each rank waits once for the other while
   // nothing else computes.
-  EXPECT_NEAR(simulate(ScheduleKind::GPipe, 2, 1, 1, options).stepTime, 7,
-              kExact);
-  options.latency = 0.75;
-  EXPECT_NEAR(simulate(ScheduleKind::GPipe, 2, 1, 1, options).stepTime, 7.5,
-              kExact);
-  options.latency = 0.25;
-  options.cores = 2;
-  EXPECT_NEAR(simulate(ScheduleKind::GPipe, 2, 1, 1, options).stepTime, 6.5,
-              kExact);
-  options.cores = 0;
-  EXPECT_NEAR(simulate(ScheduleKind::GPipe, 2, 1, 1, options).stepTime, 6.5,
-              kExact);
+  auto step = [](int cores, double latency) {
+    SimulateOptions options;
+    options.cores = cores;
+    options.latency = latency;
+    options.wakeLatency = 0.5;
+    return simulate(ScheduleKind::GPipe, 2, 1, 1, options).stepTime;
+  };
+  EXPECT_NEAR(step(1, 0), 7, kExact);
+  EXPECT_NEAR(step(1, 0.75), 7.5, kExact);
+  EXPECT_NEAR(step(2, 0.25), 6.5, kExact);
+  EXPECT_NEAR(step(0, 0.25), 6.5, kExact);
 }
 
 // A rank that gets to its receive after the message arrived does not wait

@@ -4,7 +4,9 @@
 // only the convolution's geometry; the pass reads it off each op and writes
 // the answer back. Autodiff later copies a convolution's algorithm to its
 // input and filter gradients, so one layer runs one algorithm in all three
-// of its passes: the rule compares the three passes' times together.
+// of its passes: the rules compare the three passes' times together. A bf16
+// build runs the layers Winograd does not take in bf16, so its rule
+// compares f32 Winograd with the bf16 direct kernels instead.
 //
 //===----------------------------------------------------------------------===//
 
@@ -48,14 +50,27 @@ bool winogradPays(const ConvGeometry &g) {
          (channels >= 16 && side >= 16);
 }
 
+// Whether f32 Winograd is faster than bf16 direct convolution over the
+// three passes, where bf16's dot products do twice f32's multiply-adds a
+// cycle (AVX512-BF16). Measured with oneDNN 2.6, batch 16 (docs/
+// ARCHITECTURE.md): from 64 channels at 20x20 outputs and larger, Winograd
+// takes 0.78-0.90x the bf16 time on one and two threads; at 14x14 it takes
+// 1.13-1.18x, and with 32 channels it wins at 28x28 on two threads only.
+bool winogradBeatsBf16(const ConvGeometry &g) {
+  int64_t channels = std::min(g.channels, g.filters);
+  int64_t side = std::min(g.outputH, g.outputW);
+  return channels >= 64 && side >= 20;
+}
+
 enum class Mode { Auto, Winograd, Direct };
 
-StringRef chooseAlgorithm(const ConvGeometry &g, Mode mode) {
+StringRef chooseAlgorithm(const ConvGeometry &g, Mode mode, bool bf16) {
   if (mode == Mode::Direct || !g.winogradApplies)
     return "direct";
-  if (mode == Mode::Winograd || winogradPays(g))
+  if (mode == Mode::Winograd)
     return "winograd";
-  return "direct";
+  return (bf16 ? winogradBeatsBf16(g) : winogradPays(g)) ? "winograd"
+                                                         : "direct";
 }
 
 ConvGeometry geometryOf(nn::Conv2dOp conv) {
@@ -87,18 +102,17 @@ struct SelectConvAlgorithmPass
           << algorithm << "'; expected auto, winograd or direct";
       return signalPassFailure();
     }
-    // A bf16 build runs its convolutions in bf16, which the Winograd
-    // kernels do not.
-    if (pipe::isBf16(module)) {
-      if (*mode == Mode::Winograd) {
-        module.emitError("select-conv-algorithm: winograd convolutions are "
-                         "f32; a bf16 build runs direct bf16 convolutions");
-        return signalPassFailure();
-      }
-      mode = Mode::Direct;
+    // A bf16 build gives f32 Winograd only to the layers where it beats
+    // bf16; forcing it on every layer would undo the build's precision.
+    bool bf16 = pipe::isBf16(module);
+    if (bf16 && *mode == Mode::Winograd) {
+      module.emitError("select-conv-algorithm: winograd convolutions are "
+                       "f32; a bf16 build takes them only where auto finds "
+                       "them faster than bf16");
+      return signalPassFailure();
     }
     module.walk([&](nn::Conv2dOp conv) {
-      conv.setAlgorithm(chooseAlgorithm(geometryOf(conv), *mode));
+      conv.setAlgorithm(chooseAlgorithm(geometryOf(conv), *mode, bf16));
     });
   }
 };

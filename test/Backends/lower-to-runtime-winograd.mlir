@@ -1,9 +1,13 @@
 // RUN: dpc-opt %s --dpc-lower-to-runtime | FileCheck %s
 // RUN: sed 's/algorithm = "winograd", //' %s | dpc-opt --dpc-lower-to-runtime | FileCheck %s --check-prefix=DIRECT
+// RUN: sed 's/pipe.num_stages = 1 : i64/&, pipe.precision = "bf16"/' %s | dpc-opt --dpc-lower-to-runtime | FileCheck %s
+// RUN: sed -e 's/pipe.num_stages = 1 : i64/&, pipe.precision = "bf16"/' -e 's/algorithm = "winograd", //' %s | dpc-opt --dpc-lower-to-runtime | FileCheck %s --check-prefix=BF16
 
 // Convolutions that select-conv-algorithm gave Winograd call the _winograd
 // kernels, forward, input gradient and filter gradient; the same module
-// without the attribute calls the direct ones.
+// without the attribute calls the direct ones. In a bf16 build too a
+// Winograd layer calls the (f32) _winograd kernels, and a direct one the
+// _bf16 kernels.
 module attributes {pipe.num_stages = 1 : i64} {
   func.func @stage0_forward() attributes {pipe.segment = "forward", pipe.stage = 0 : i64} {
     %x = pipe.input 0 : tensor<2x32x8x8xf32>
@@ -36,3 +40,8 @@ module attributes {pipe.num_stages = 1 : i64} {
 // DIRECT: llvm.call @dpc_conv2d(
 // DIRECT: llvm.call @dpc_conv2d_grad_input(
 // DIRECT: llvm.call @dpc_conv2d_grad_filter(
+
+// BF16-NOT: winograd
+// BF16: llvm.call @dpc_conv2d_bf16(
+// BF16: llvm.call @dpc_conv2d_grad_input_bf16(
+// BF16: llvm.call @dpc_conv2d_grad_filter_bf16(

@@ -231,7 +231,7 @@ std::string checkOptions(const CompileOptions &o, const cli::ArgParser &p) {
            "convolutions are cuDNN's)";
   if (o.convAlgorithm == "winograd" && o.precision == "bf16")
     return "--conv-algorithm winograd computes in f32; --precision bf16 "
-           "runs direct bf16 convolutions";
+           "takes it only where auto finds it faster than bf16";
   if (!p.given("o"))
     return "missing output directory: give -o DIR";
   return "";
@@ -989,8 +989,8 @@ int runCompileCommand(const Args &args) {
               "auto|winograd|direct",
               "how convolutions run: winograd computes 3x3, stride-1 f32 "
               "layers from 4x4 tiles with fewer multiplications; auto picks "
-              "it where it pays (default auto for --target cpu in fp32; "
-              "direct for bf16 and cuda)");
+              "it where it pays, in a bf16 build where it beats bf16 "
+              "(default auto for --target cpu; direct for cuda)");
   p.addOption("loss", oneOf(&o.loss, {"softmax-cross-entropy", "mse", "none"}),
               "KIND", "loss appended to the model's output");
   int64_t ignoreIndex = -100;

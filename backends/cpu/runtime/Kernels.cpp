@@ -19,6 +19,7 @@
 #include "dpc/runtime/Abi.h"
 #include "dpc/runtime/Bf16.h"
 #include "dpc/runtime/ParamEpochs.h"
+#include "dpc/support/TargetClones.h"
 
 #include "backends/common/Box.h"
 #include "backends/common/ElementwiseMath.h"
@@ -113,15 +114,8 @@ struct LaneSums {
   void add(int64_t l, double v) { lane[l / 8][l % 8] += v; }
 };
 
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
-#define DPC_ROW_CLONES                                                         \
-  __attribute__((target_clones("arch=x86-64-v4", "default")))
-#else
-#define DPC_ROW_CLONES
-#endif
-
 /// acc += p[0, n).
-DPC_ROW_CLONES void addRow(LaneSums &acc, const float *p, int64_t n) {
+DPC_AVX512_CLONES void addRow(LaneSums &acc, const float *p, int64_t n) {
   Doubles8 a = acc.lane[0], b = acc.lane[1];
   int64_t j = 0;
   for (; j + kLanes <= n; j += kLanes) {
@@ -135,8 +129,8 @@ DPC_ROW_CLONES void addRow(LaneSums &acc, const float *p, int64_t n) {
 }
 
 /// acc += (p[j] - mu)^2 over [0, n).
-DPC_ROW_CLONES void addSquaredDeviations(LaneSums &acc, const float *p,
-                                         int64_t n, double mu) {
+DPC_AVX512_CLONES void addSquaredDeviations(LaneSums &acc, const float *p,
+                                            int64_t n, double mu) {
   Doubles8 a = acc.lane[0], b = acc.lane[1];
   int64_t j = 0;
   for (; j + kLanes <= n; j += kLanes) {
@@ -153,9 +147,9 @@ DPC_ROW_CLONES void addSquaredDeviations(LaneSums &acc, const float *p,
 }
 
 /// sumG += g[j] and sumGD += g[j] * (x[j] - mu) over [0, n).
-DPC_ROW_CLONES void addProductsOfDeviations(LaneSums &sumG, LaneSums &sumGD,
-                                            const float *g, const float *x,
-                                            int64_t n, double mu) {
+DPC_AVX512_CLONES void addProductsOfDeviations(LaneSums &sumG, LaneSums &sumGD,
+                                               const float *g, const float *x,
+                                               int64_t n, double mu) {
   Doubles8 ga = sumG.lane[0], gb = sumG.lane[1];
   Doubles8 da = sumGD.lane[0], db = sumGD.lane[1];
   int64_t j = 0;
@@ -178,25 +172,23 @@ DPC_ROW_CLONES void addProductsOfDeviations(LaneSums &sumG, LaneSums &sumGD,
 }
 
 /// y = x * a + b over [0, n).
-DPC_ROW_CLONES void affineRow(const float *x, int64_t n, float a, float b,
-                              float *y) {
+DPC_AVX512_CLONES void affineRow(const float *x, int64_t n, float a, float b,
+                                 float *y) {
   for (int64_t j = 0; j < n; ++j)
     y[j] = x[j] * a + b;
 }
 
 /// Batch normalization's input gradient over one row, in double:
 /// dx = a * (dy - meanDy - xhat * meanDyXhat), xhat = (x - mu) * invStd.
-DPC_ROW_CLONES void batchNormGradRow(const float *dy, const float *x, int64_t n,
-                                     double mu, double invStd, double a,
-                                     double meanDy, double meanDyXhat,
-                                     float *dx) {
+DPC_AVX512_CLONES void batchNormGradRow(const float *dy, const float *x,
+                                        int64_t n, double mu, double invStd,
+                                        double a, double meanDy,
+                                        double meanDyXhat, float *dx) {
   for (int64_t j = 0; j < n; ++j) {
     double xhat = (double(x[j]) - mu) * invStd;
     dx[j] = float(a * (double(dy[j]) - meanDy - xhat * meanDyXhat));
   }
 }
-
-#undef DPC_ROW_CLONES
 
 //===----------------------------------------------------------------------===//
 // Convolution through oneDNN
@@ -469,6 +461,16 @@ struct ConvArg {
   bool output = false;
 };
 
+/// Runs the primitive's reorder `key` from `from` into `to`, created on first
+/// use: every call of a key reorders between the same two layouts.
+void runReorder(ConvPrimitive &cp, int key, dnnl::memory &from,
+                dnnl::memory &to) {
+  auto [reorder, created] = cp.reorders.try_emplace(key);
+  if (created)
+    reorder->second = dnnl::reorder(from, to);
+  reorder->second.execute(stream(), from, to);
+}
+
 /// The filter `user` (the parameter buffer at `data`, with `epoch`) in the
 /// primitive's layout: reordered when the parameter was written since.
 dnnl::memory &parameterWeights(ConvPrimitive &cp, dnnl::memory &user,
@@ -478,10 +480,7 @@ dnnl::memory &parameterWeights(ConvPrimitive &cp, dnnl::memory &user,
   if (fresh)
     kept.memory = dnnl::memory(cp.layouts.at(DNNL_ARG_WEIGHTS), engine());
   if (kept.epoch != epoch) {
-    auto [reorder, created] = cp.reorders.try_emplace(DNNL_ARG_WEIGHTS);
-    if (created)
-      reorder->second = dnnl::reorder(user, kept.memory);
-    reorder->second.execute(stream(), user, kept.memory);
+    runReorder(cp, DNNL_ARG_WEIGHTS, user, kept.memory);
     kept.epoch = epoch;
   }
   return kept.memory;
@@ -513,10 +512,7 @@ void runConv(const char *kernel, ConvKind kind, Precision precision,
       if (arg.output) {
         outputs.push_back(arg.id);
       } else {
-        auto [reorder, fresh] = cp.reorders.try_emplace(arg.id);
-        if (fresh)
-          reorder->second = dnnl::reorder(user, staged->second);
-        reorder->second.execute(stream(), user, staged->second);
+        runReorder(cp, arg.id, user, staged->second);
       }
       exec[arg.id] = staged->second;
     }
@@ -527,10 +523,7 @@ void runConv(const char *kernel, ConvKind kind, Precision precision,
                         [&](const ConvArg &a) { return a.id == id; });
       dnnl::memory user = mem(arg.plain, arg.data);
       // Reorders back to the plain layout are keyed apart from the inputs'.
-      auto [reorder, fresh] = cp.reorders.try_emplace(-id - 1);
-      if (fresh)
-        reorder->second = dnnl::reorder(cp.staging.at(id), user);
-      reorder->second.execute(stream(), cp.staging.at(id), user);
+      runReorder(cp, -id - 1, cp.staging.at(id), user);
     }
     stream().wait();
   } catch (const dnnl::error &e) {
@@ -1568,9 +1561,10 @@ void dpc_batch_norm_stats(const float *x, int64_t n, int64_t c, int64_t s,
     LaneSums squares;
     for (int64_t i = 0; i < n; ++i)
       addSquaredDeviations(squares, x + (i * c + k) * s, s, mu);
+    double squared = squares.total();
     mean[k] = float(mu);
-    var[k] = float(squares.total() / double(count));
-    double unbiased = squares.total() / double(count - 1);
+    var[k] = float(squared / double(count));
+    double unbiased = squared / double(count - 1);
     running_mean[k] =
         float(momentum * double(running_mean[k]) + (1.0 - momentum) * mu);
     running_var[k] =

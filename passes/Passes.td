@@ -437,6 +437,36 @@ def FuseElementwisePass : Pass<"dpc-fuse-elementwise", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::dpc::nn::NNDialect"];
 }
 
+def PropagateLayoutsPass
+    : Pass<"dpc-propagate-layouts", "::mlir::ModuleOp"> {
+  let summary = "keep CPU activations channel-blocked between convolutions";
+  let description = [{
+    oneDNN's convolutions compute on channel-blocked activations (nChw16c:
+    N, C/16, H, W, 16 in memory); handed plain NCHW buffers, a convolution
+    reorders its inputs into that layout and its output back on every call.
+    Within each segment function this pass makes the result of every
+    convolution and convolution input gradient with a multiple of 16
+    channels blocked (`nn.layout = "nChw16c"` on the op), and so the result
+    of every batch normalization, batch-norm input gradient and same-shape
+    elementwise op (nn.fused included) one of whose activation operands is
+    blocked. Convolutions, their filter and bias gradients, batch-norm
+    statistics and gradients and `pipe.stash` read either layout; a
+    `pipe.restore` yields the layout its key was stashed in. Every other op
+    reads plain values: where it reads a blocked one, and where a follower's
+    operands disagree, an `nn.relayout` converts the value once for all its
+    later readers in the function. Values are unchanged; lower-to-runtime
+    tells each kernel its operands' layouts. CPU targets only; runs after
+    fuse-elementwise and before plan-memory.
+
+    ```mlir
+    %y = nn.conv2d %x, %w {nn.layout = "nChw16c", pads = array<i64: 1, 1, 1, 1>}
+        : (tensor<16x64x28x28xf32>, tensor<64x64x3x3xf32>) -> tensor<16x64x28x28xf32>
+    %p = nn.relayout %y : tensor<16x64x28x28xf32>
+    ```
+  }];
+  let dependentDialects = ["::mlir::dpc::nn::NNDialect"];
+}
+
 def PlanMemoryPass : Pass<"dpc-plan-memory", "::mlir::ModuleOp"> {
   let summary = "static arena offsets for every segment's tensors";
   let description = [{

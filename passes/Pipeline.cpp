@@ -119,6 +119,8 @@ mlir::dpc::buildPipelinePasses(const PipelineOptions &o) {
   add(createVerifySchedulePass(verify));
   if (o.fusion)
     add(createFuseElementwisePass());
+  if (o.blockedLayouts)
+    add(createPropagateLayoutsPass());
   PlanMemoryPassOptions memory;
   memory.scheduleFile = o.scheduleOutput;
   add(createPlanMemoryPass(memory));

@@ -140,6 +140,11 @@ struct PipelineOptions : public PassPipelineOptions<PipelineOptions> {
       *this, "fusion",
       llvm::cl::desc("Fuse chains of elementwise ops (fuse-elementwise)"),
       llvm::cl::init(false)};
+  Option<bool> blockedLayouts{
+      *this, "blocked-layouts",
+      llvm::cl::desc("Keep activations channel-blocked between convolutions "
+                     "(propagate-layouts; CPU)"),
+      llvm::cl::init(false)};
 };
 
 /// One pass of the pipeline and its name: its argument less "dpc-", as

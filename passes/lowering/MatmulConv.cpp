@@ -10,6 +10,7 @@
 
 #include "dialects/nn/IR/NNOps.h"
 #include "dialects/nn/IR/ShapeInference.h"
+#include "dpc/runtime/Abi.h"
 
 using namespace mlir;
 using namespace mlir::dpc;
@@ -17,14 +18,17 @@ using namespace mlir::dpc::lowering;
 
 namespace {
 
-// Window attributes in the order the ABI's `params` arrays use.
-SmallVector<int64_t> convParams(ArrayRef<int64_t> strides,
-                                ArrayRef<int64_t> pads,
-                                ArrayRef<int64_t> dilations, int64_t groups) {
-  SmallVector<int64_t> params(strides);
-  params.append(pads.begin(), pads.end());
-  params.append(dilations.begin(), dilations.end());
-  params.push_back(groups);
+// Window attributes in the order the ABI's `params` arrays use, then which
+// activations are channel-blocked: `x` the input side (x or dx), `y` the
+// output side (y or dy).
+template <typename ConvLikeOp>
+SmallVector<int64_t> convParams(ConvLikeOp op, Value x, Value y) {
+  SmallVector<int64_t> params(op.getStrides());
+  params.append(op.getPads().begin(), op.getPads().end());
+  params.append(op.getDilations().begin(), op.getDilations().end());
+  params.push_back(op.getGroups());
+  params.push_back((nn::isChannelBlocked(x) ? DPC_CONV_BLOCKED_X : 0) |
+                   (nn::isChannelBlocked(y) ? DPC_CONV_BLOCKED_Y : 0));
   return params;
 }
 
@@ -68,8 +72,7 @@ void lowering::populateMatmulConvLowerings(RuntimeLoweringTable &table) {
          rt.ptrOf(conv.getFilter()), rt.shape(conv.getFilter()),
          conv.getBias() ? rt.ptrOf(conv.getBias()) : rt.nullPtr(), y,
          rt.shape(conv),
-         rt.constArray(convParams(conv.getStrides(), conv.getPads(),
-                                  conv.getDilations(), conv.getGroups()))});
+         rt.constArray(convParams(conv, conv.getInput(), conv.getResult()))});
     rt.define(conv, y);
   });
   table.add<nn::Conv2dGradInputOp>(
@@ -80,8 +83,8 @@ void lowering::populateMatmulConvLowerings(RuntimeLoweringTable &table) {
             {rt.ptrOf(grad.getResultGrad()), rt.shape(grad.getResultGrad()),
              rt.ptrOf(grad.getFilter()), rt.shape(grad.getFilter()), dx,
              rt.shape(grad),
-             rt.constArray(convParams(grad.getStrides(), grad.getPads(),
-                                      grad.getDilations(), grad.getGroups()))});
+             rt.constArray(
+                 convParams(grad, grad.getResult(), grad.getResultGrad()))});
         rt.define(grad, dx);
       });
   table.add<nn::Conv2dGradFilterOp>(
@@ -92,15 +95,23 @@ void lowering::populateMatmulConvLowerings(RuntimeLoweringTable &table) {
             {rt.ptrOf(grad.getResultGrad()), rt.shape(grad.getResultGrad()),
              rt.ptrOf(grad.getInput()), rt.shape(grad.getInput()), dw,
              rt.shape(grad),
-             rt.constArray(convParams(grad.getStrides(), grad.getPads(),
-                                      grad.getDilations(), grad.getGroups()))});
+             rt.constArray(
+                 convParams(grad, grad.getInput(), grad.getResultGrad()))});
         rt.define(grad, dw);
       });
   table.add<nn::Conv2dGradBiasOp>([](nn::Conv2dGradBiasOp grad,
                                      RuntimeLowering &rt) {
     Value db = rt.alloc(grad);
-    rt.callVoid("dpc_conv2d_grad_bias", {rt.ptrOf(grad.getResultGrad()),
-                                         rt.shape(grad.getResultGrad()), db});
+    Value dy = grad.getResultGrad();
+    if (nn::isChannelBlocked(dy)) {
+      // The same per-channel sums as batch normalization's bias gradient.
+      ArrayRef<int64_t> shape = shapeOf(dy);
+      rt.callVoid("dpc_batch_norm_grad_bias",
+                  {rt.ptrOf(dy), rt.i64(shape[0]), rt.i64(shape[1]),
+                   rt.i64(shape[2] * shape[3]), rt.i64(nn::kChannelBlock), db});
+    } else {
+      rt.callVoid("dpc_conv2d_grad_bias", {rt.ptrOf(dy), rt.shape(dy), db});
+    }
     rt.define(grad, db);
   });
   table.add<nn::MatmulOp>([](nn::MatmulOp mm, RuntimeLowering &rt) {

@@ -10,6 +10,7 @@
 
 #include "dialects/nn/IR/NNOps.h"
 #include "dialects/nn/IR/ShapeInference.h"
+#include "dpc/runtime/Abi.h"
 
 using namespace mlir;
 using namespace mlir::dpc;
@@ -49,6 +50,14 @@ struct ChannelDims {
 
 ChannelDims channelDims(ArrayRef<int64_t> shape) {
   return {shape[0], shape[1], nn::getNumElements(shape.drop_front(2))};
+}
+
+// Batch normalization's `block`: its activations are all plain or all
+// channel-blocked (propagate-layouts), as `x` is.
+int64_t channelBlock(Value x) {
+  static_assert(nn::kChannelBlock == DPC_CHANNEL_BLOCK,
+                "the compiler's channel block is the kernels'");
+  return nn::isChannelBlocked(x) ? nn::kChannelBlock : 1;
 }
 
 // Window attributes in the order the ABI's `params` arrays use.
@@ -156,7 +165,8 @@ void lowering::populatePoolNormLowerings(RuntimeLoweringTable &table) {
     Value training = rt.call("dpc_training", rt.i64Type, {rt.context});
     rt.callVoid("dpc_batch_norm_stats",
                 {rt.ptrOf(stats.getInput()), rt.i64(d.n), rt.i64(d.c),
-                 rt.i64(d.s), running[0], running[1],
+                 rt.i64(d.s), rt.i64(channelBlock(stats.getInput())),
+                 running[0], running[1],
                  rt.f32(stats.getMomentum().convertToFloat()), training, out});
     rt.define(stats, out);
   });
@@ -167,6 +177,7 @@ void lowering::populatePoolNormLowerings(RuntimeLoweringTable &table) {
                 {rt.ptrOf(norm.getInput()), rt.ptrOf(norm.getStats()),
                  rt.ptrOf(norm.getScale()), rt.ptrOf(norm.getBias()),
                  rt.i64(d.n), rt.i64(d.c), rt.i64(d.s),
+                 rt.i64(channelBlock(norm.getInput())),
                  rt.f32(norm.getEpsilon().convertToFloat()), y});
     rt.define(norm, y);
   });
@@ -178,6 +189,7 @@ void lowering::populatePoolNormLowerings(RuntimeLoweringTable &table) {
                     {rt.ptrOf(grad.getResultGrad()), rt.ptrOf(grad.getInput()),
                      rt.ptrOf(grad.getStats()), rt.ptrOf(grad.getScale()),
                      rt.i64(d.n), rt.i64(d.c), rt.i64(d.s),
+                     rt.i64(channelBlock(grad.getInput())),
                      rt.f32(grad.getEpsilon().convertToFloat()), dx});
         rt.define(grad, dx);
       });
@@ -188,17 +200,18 @@ void lowering::populatePoolNormLowerings(RuntimeLoweringTable &table) {
         rt.callVoid("dpc_batch_norm_grad_scale",
                     {rt.ptrOf(grad.getResultGrad()), rt.ptrOf(grad.getInput()),
                      rt.ptrOf(grad.getStats()), rt.i64(d.n), rt.i64(d.c),
-                     rt.i64(d.s), rt.f32(grad.getEpsilon().convertToFloat()),
-                     dscale});
+                     rt.i64(d.s), rt.i64(channelBlock(grad.getInput())),
+                     rt.f32(grad.getEpsilon().convertToFloat()), dscale});
         rt.define(grad, dscale);
       });
   table.add<nn::BatchNormGradBiasOp>(
       [](nn::BatchNormGradBiasOp grad, RuntimeLowering &rt) {
         ChannelDims d = channelDims(shapeOf(grad.getResultGrad()));
         Value dbias = rt.alloc(grad);
-        rt.callVoid("dpc_conv2d_grad_bias",
-                    {rt.ptrOf(grad.getResultGrad()),
-                     rt.constArray({d.n, d.c, d.s, 1}), dbias});
+        rt.callVoid("dpc_batch_norm_grad_bias",
+                    {rt.ptrOf(grad.getResultGrad()), rt.i64(d.n), rt.i64(d.c),
+                     rt.i64(d.s), rt.i64(channelBlock(grad.getResultGrad())),
+                     dbias});
         rt.define(grad, dbias);
       });
   table.add<nn::LayerNormOp>([](nn::LayerNormOp norm, RuntimeLowering &rt) {

@@ -2,7 +2,8 @@
 //
 // Ops that move elements without arithmetic (but for the sums of
 // sum_to_shape and the scale of broadcast_to): a reshape aliases its input,
-// the others copy into a new buffer with the layout kernels.
+// the others copy into a new buffer with the layout kernels, as a relayout
+// does between an activation's plain and channel-blocked layouts.
 //
 //===----------------------------------------------------------------------===//
 
@@ -31,6 +32,13 @@ LogicalResult expectI64Indices(Operation *op, Value indices) {
 void lowering::populateViewLowerings(RuntimeLoweringTable &table) {
   table.add<nn::ReshapeOp>([](nn::ReshapeOp reshape, RuntimeLowering &rt) {
     rt.define(reshape, rt.ptrOf(reshape.getInput()));
+  });
+  table.add<nn::RelayoutOp>([](nn::RelayoutOp relayout, RuntimeLowering &rt) {
+    Value y = rt.alloc(relayout);
+    rt.callVoid("dpc_relayout",
+                {rt.ptrOf(relayout.getInput()), rt.shape(relayout),
+                 rt.i64(nn::isChannelBlocked(relayout.getResult())), y});
+    rt.define(relayout, y);
   });
   table.add<nn::SumToShapeOp>([](nn::SumToShapeOp sum, RuntimeLowering &rt) {
     size_t rank = shapeOf(sum.getInput()).size();

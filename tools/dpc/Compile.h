@@ -43,6 +43,10 @@ struct CompileOptions {
   /// it applies) or "direct" (the default for CUDA, whose kernels are
   /// cuDNN's own choice).
   std::string convAlgorithm = "direct";
+  /// "blocked": propagate-layouts keeps activations channel-blocked between
+  /// convolutions (dpc compile's default for the CPU target); "plain": every
+  /// kernel reads NCHW (CUDA's only layout).
+  std::string activationLayout = "plain";
   std::string loss = "softmax-cross-entropy";
   /// Rows with this label are left out of softmax-cross-entropy and of the
   /// mean (torch's ignore_index), which the runtime then scales per step.

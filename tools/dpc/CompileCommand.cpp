@@ -226,6 +226,9 @@ std::string checkOptions(const CompileOptions &o, const cli::ArgParser &p) {
            "that would not fit without";
   if (o.fusion == "on" && o.target != "cpu")
     return "--fusion on needs --target cpu (the fused loops run on the host)";
+  if (o.activationLayout == "blocked" && o.target != "cpu")
+    return "--activation-layout blocked needs --target cpu (the CUDA kernels "
+           "read NCHW)";
   if (o.convAlgorithm == "winograd" && o.target != "cpu")
     return "--conv-algorithm winograd needs --target cpu (the CUDA "
            "convolutions are cuDNN's)";
@@ -727,6 +730,7 @@ int compileModel(const CompileOptions &options) {
   pipeline.scheduleOutput = (out.path() / "schedule.json").string();
   pipeline.traceOutput = (out.path() / "timeline.json").string();
   pipeline.fusion = options.fusion == "on";
+  pipeline.blockedLayouts = options.activationLayout == "blocked";
   pipeline.convAlgorithm = options.convAlgorithm;
   // Runs the pipeline on `m`, calling `after` with each pass's name; false
   // when a pass or `after` failed, in pass `current`.
@@ -984,6 +988,12 @@ int runCompileCommand(const Args &args) {
               "on: chains of elementwise ops become one loop generated in "
               "the rank object instead of a runtime call each (default "
               "on for --target cpu; cuda: off)");
+  p.addOption("activation-layout",
+              oneOf(&o.activationLayout, {"blocked", "plain"}), "blocked|plain",
+              "blocked: activations stay in oneDNN's channel-blocked layout "
+              "from one convolution to the next, through batch norms and "
+              "elementwise ops, instead of being reordered by every "
+              "convolution (default blocked for --target cpu; cuda: plain)");
   p.addOption("conv-algorithm",
               oneOf(&o.convAlgorithm, {"auto", "winograd", "direct"}),
               "auto|winograd|direct",
@@ -1089,6 +1099,9 @@ int runCompileCommand(const Args &args) {
     o.fusion = o.target == "cpu" ? "on" : "off";
   // Winograd where it pays, on the CPU in f32 (select-conv-algorithm
   // leaves a bf16 build direct).
+  // Channel-blocked activations where oneDNN's kernels read them.
+  if (!p.given("activation-layout"))
+    o.activationLayout = o.target == "cpu" ? "blocked" : "plain";
   if (!p.given("conv-algorithm") || o.target != "cpu")
     o.convAlgorithm = o.target == "cpu" ? "auto" : "direct";
   // CPU ranks on this machine share its cores (GPUs and a cluster's

@@ -253,6 +253,9 @@ int runProfileCommand(const Args &args) {
               "time the build as dpc compile --precision makes it (default "
               "fp32): bf16 runs convolutions and matmuls in bf16; the "
               "profile records it");
+  p.addOption("activation-layout", &compile.activationLayout, "blocked|plain",
+              "time the build as dpc compile --activation-layout makes it "
+              "(default blocked, as dpc compile's for the CPU)");
   p.addOption("conv-algorithm", &compile.convAlgorithm, "auto|winograd|direct",
               "time the convolutions as dpc compile --conv-algorithm runs "
               "them (default auto, as dpc compile's for the CPU)");
@@ -287,6 +290,16 @@ int runProfileCommand(const Args &args) {
   if (compile.precision != "fp32" && compile.precision != "bf16") {
     std::cerr << "dpc profile: --precision expects fp32 or bf16, got '"
               << compile.precision << "'\n";
+    return cli::kUsageError;
+  }
+  // In the layouts the build's kernels will read.
+  if (!p.given("activation-layout"))
+    compile.activationLayout = "blocked";
+  else if (compile.activationLayout != "blocked" &&
+           compile.activationLayout != "plain") {
+    std::cerr << "dpc profile: --activation-layout expects blocked or plain, "
+                 "got '"
+              << compile.activationLayout << "'\n";
     return cli::kUsageError;
   }
   // And the convolutions by the algorithms the build will choose: a

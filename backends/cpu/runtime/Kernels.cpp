@@ -81,6 +81,15 @@ std::string shapeText(const int64_t *shape, int rank) {
   return s + "]";
 }
 
+/// Fails unless `block` is 1 (plain) or DPC_CHANNEL_BLOCK with `c` a
+/// multiple of it.
+void checkChannelBlock(const char *kernel, int64_t c, int64_t block) {
+  if (block == 1 || (block == DPC_CHANNEL_BLOCK && c % block == 0))
+    return;
+  fail(kernel, "channel block " + std::to_string(block) + " for " +
+                   std::to_string(c) + " channels");
+}
+
 //===----------------------------------------------------------------------===//
 // Per-channel reductions
 //===----------------------------------------------------------------------===//
@@ -190,6 +199,110 @@ DPC_AVX512_CLONES void batchNormGradRow(const float *dy, const float *x,
   }
 }
 
+// Channel-blocked (nChw16c) activations: one image's block of 16 channels
+// is s vectors of 16, one lane per channel, so a block's per-channel sums
+// and updates run on the lanes directly. A channel's values are summed in
+// order over n and s, each on its own lane.
+static_assert(DPC_CHANNEL_BLOCK == kLanes, "a channel block is one lane set");
+typedef float Floats16 __attribute__((vector_size(64)));
+
+inline __attribute__((always_inline)) Floats16 load16(const float *p) {
+  Floats16 v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+
+/// The 16 channels of a block, one lane each, in double.
+struct BlockLanes {
+  Doubles8 lo = {}, hi = {};
+  double operator[](int64_t l) const { return l < 8 ? lo[l] : hi[l - 8]; }
+};
+
+/// One lane per channel of `values` (16 doubles).
+inline BlockLanes blockLanes(const double *values) {
+  BlockLanes v;
+  for (int l = 0; l < 8; ++l) {
+    v.lo[l] = values[l];
+    v.hi[l] = values[l + 8];
+  }
+  return v;
+}
+
+/// acc += the s vectors at p.
+DPC_AVX512_CLONES void addBlockRow(BlockLanes &acc, const float *p, int64_t s) {
+  Doubles8 lo = acc.lo, hi = acc.hi;
+  for (int64_t j = 0; j < s; ++j, p += kLanes) {
+    lo += widen8(p);
+    hi += widen8(p + 8);
+  }
+  acc.lo = lo;
+  acc.hi = hi;
+}
+
+/// The per-channel sums over n images of block cb of blocked x (`blocks`
+/// blocks of s vectors per image).
+BlockLanes blockSums(const float *x, int64_t n, int64_t blocks, int64_t cb,
+                     int64_t s) {
+  BlockLanes sum;
+  for (int64_t i = 0; i < n; ++i)
+    addBlockRow(sum, x + (i * blocks + cb) * s * kLanes, s);
+  return sum;
+}
+
+/// acc += (p - mu)^2 over the s vectors at p.
+DPC_AVX512_CLONES void addBlockSquaredDeviations(BlockLanes &acc,
+                                                 const float *p, int64_t s,
+                                                 const BlockLanes &mu) {
+  Doubles8 lo = acc.lo, hi = acc.hi;
+  for (int64_t j = 0; j < s; ++j, p += kLanes) {
+    Doubles8 dl = widen8(p) - mu.lo, dh = widen8(p + 8) - mu.hi;
+    lo += dl * dl;
+    hi += dh * dh;
+  }
+  acc.lo = lo;
+  acc.hi = hi;
+}
+
+/// sumG += g and sumGD += g * (x - mu) over the s vectors at g and x.
+DPC_AVX512_CLONES void addBlockProductsOfDeviations(BlockLanes &sumG,
+                                                    BlockLanes &sumGD,
+                                                    const float *g,
+                                                    const float *x, int64_t s,
+                                                    const BlockLanes &mu) {
+  for (int64_t j = 0; j < s; ++j, g += kLanes, x += kLanes) {
+    Doubles8 gl = widen8(g), gh = widen8(g + 8);
+    sumG.lo += gl;
+    sumG.hi += gh;
+    sumGD.lo += gl * (widen8(x) - mu.lo);
+    sumGD.hi += gh * (widen8(x + 8) - mu.hi);
+  }
+}
+
+/// y = x * a + b over the s vectors at x, a and b (16 floats) one lane per
+/// channel.
+DPC_AVX512_CLONES void affineBlockRow(const float *x, int64_t s, const float *a,
+                                      const float *b, float *y) {
+  Floats16 va = load16(a), vb = load16(b);
+  for (int64_t j = 0; j < s; ++j, x += kLanes, y += kLanes) {
+    Floats16 v = load16(x) * va + vb;
+    std::memcpy(y, &v, sizeof v);
+  }
+}
+
+/// batchNormGradRow over the s vectors at dy and x, the coefficients one
+/// lane per channel.
+DPC_AVX512_CLONES void
+batchNormGradBlockRow(const float *dy, const float *x, int64_t s,
+                      const double *mu, const double *invStd, const double *a,
+                      const double *meanDy, const double *meanDyXhat,
+                      float *dx) {
+  for (int64_t j = 0; j < s; ++j, dy += kLanes, x += kLanes, dx += kLanes)
+    for (int64_t l = 0; l < kLanes; ++l) {
+      double xhat = (double(x[l]) - mu[l]) * invStd[l];
+      dx[l] = float(a[l] * (double(dy[l]) - meanDy[l] - xhat * meanDyXhat[l]));
+    }
+}
+
 //===----------------------------------------------------------------------===//
 // Convolution through oneDNN
 //===----------------------------------------------------------------------===//
@@ -199,15 +312,24 @@ struct ConvGeometry {
   int64_t o, kh, kw;  // filter
   int64_t oh, ow;     // output
   int64_t sh, sw, pt, pl, pb, pr, dh, dw, groups;
+  // Which activations the caller's buffers hold channel-blocked
+  // (dpc_conv_layouts); the primitive does not depend on it.
+  int64_t layouts;
 };
 
 ConvGeometry convGeometry(const char *kernel, const int64_t *x,
                           const int64_t *w, const int64_t *y,
                           const int64_t *p) {
-  ConvGeometry g{x[0], x[1], x[2], x[3], w[0], w[2], w[3], y[2], y[3],
-                 p[0], p[1], p[2], p[3], p[4], p[5], p[6], p[7], p[8]};
+  ConvGeometry g{x[0], x[1], x[2], x[3], w[0], w[2], w[3], y[2], y[3], p[0],
+                 p[1], p[2], p[3], p[4], p[5], p[6], p[7], p[8], p[9]};
   std::string shapes = "input " + shapeText(x, 4) + ", filter " +
                        shapeText(w, 4) + ", output " + shapeText(y, 4);
+  bool blockedX = g.layouts & DPC_CONV_BLOCKED_X;
+  bool blockedY = g.layouts & DPC_CONV_BLOCKED_Y;
+  if ((g.layouts & ~int64_t(DPC_CONV_BLOCKED_X | DPC_CONV_BLOCKED_Y)) ||
+      (blockedX && g.c % DPC_CHANNEL_BLOCK) ||
+      (blockedY && g.o % DPC_CHANNEL_BLOCK))
+    fail(kernel, shapes + ": bad layouts " + std::to_string(g.layouts));
   if (g.groups < 1 || g.c % g.groups || g.o % g.groups ||
       w[1] * g.groups != g.c)
     fail(kernel, shapes + ": filter channels do not match " +
@@ -243,10 +365,19 @@ struct ConvDescs {
   dims strides, dilates, padL, padR;
 };
 
+/// The descriptors of the caller's buffers: NCHW activations, or nChw16c
+/// where g.layouts says, and OIHW filters.
 ConvDescs convDescs(const ConvGeometry &g) {
   ConvDescs d;
-  d.src = {{g.n, g.c, g.h, g.w}, dt::f32, tag::nchw};
-  d.dst = {{g.n, g.o, g.oh, g.ow}, dt::f32, tag::nchw};
+  auto activation = [](bool blocked) {
+    return blocked ? tag::nChw16c : tag::nchw;
+  };
+  d.src = {{g.n, g.c, g.h, g.w},
+           dt::f32,
+           activation(g.layouts & DPC_CONV_BLOCKED_X)};
+  d.dst = {{g.n, g.o, g.oh, g.ow},
+           dt::f32,
+           activation(g.layouts & DPC_CONV_BLOCKED_Y)};
   // OIHW with O = G * (O/G) is goihw in memory.
   d.weights = g.groups == 1 ? dnnl::memory::desc({g.o, g.c, g.kh, g.kw},
                                                  dt::f32, tag::oihw)
@@ -453,13 +584,21 @@ dnnl::memory mem(const dnnl::memory::desc &d, const void *p) {
   return dnnl::memory(d, engine(), const_cast<void *>(p));
 }
 
-/// One buffer of a convolution call, in the ABI's plain layout.
+/// One buffer of a convolution call, in the caller's layout: the ABI's plain
+/// one, or channel-blocked where the call's `layouts` say.
 struct ConvArg {
   int id; // DNNL_ARG_*
-  dnnl::memory::desc plain;
+  dnnl::memory::desc user;
   const void *data;
   bool output = false;
 };
+
+/// The key of the reorder between the caller's buffer of argument `id` and
+/// the primitive's: one per argument, direction and caller's layout.
+int reorderKey(const ConvArg &arg) {
+  bool blocked = arg.user.data.format_desc.blocking.inner_nblks > 0;
+  return (arg.id * 2 + int(arg.output)) * 2 + int(blocked);
+}
 
 /// Runs the primitive's reorder `key` from `from` into `to`, created on first
 /// use: every call of a key reorders between the same two layouts.
@@ -471,16 +610,17 @@ void runReorder(ConvPrimitive &cp, int key, dnnl::memory &from,
   reorder->second.execute(stream(), from, to);
 }
 
-/// The filter `user` (the parameter buffer at `data`, with `epoch`) in the
+/// The filter `user` (the parameter buffer of `arg`, with `epoch`) in the
 /// primitive's layout: reordered when the parameter was written since.
-dnnl::memory &parameterWeights(ConvPrimitive &cp, dnnl::memory &user,
-                               const void *data, uint64_t epoch) {
+dnnl::memory &parameterWeights(ConvPrimitive &cp, const ConvArg &arg,
+                               dnnl::memory &user, uint64_t epoch) {
+  const void *data = arg.data;
   auto [it, fresh] = cp.weights.try_emplace(data);
   ReorderedWeights &kept = it->second;
   if (fresh)
     kept.memory = dnnl::memory(cp.layouts.at(DNNL_ARG_WEIGHTS), engine());
   if (kept.epoch != epoch) {
-    runReorder(cp, DNNL_ARG_WEIGHTS, user, kept.memory);
+    runReorder(cp, reorderKey(arg), user, kept.memory);
     kept.epoch = epoch;
   }
   return kept.memory;
@@ -494,15 +634,15 @@ void runConv(const char *kernel, ConvKind kind, Precision precision,
     std::unordered_map<int, dnnl::memory> exec;
     std::vector<int> outputs;
     for (const ConvArg &arg : args) {
-      dnnl::memory user = mem(arg.plain, arg.data);
+      dnnl::memory user = mem(arg.user, arg.data);
       auto layout = cp.layouts.find(arg.id);
-      if (layout == cp.layouts.end() || layout->second == arg.plain) {
+      if (layout == cp.layouts.end() || layout->second == arg.user) {
         exec[arg.id] = user;
         continue;
       }
       if (!arg.output && arg.id == DNNL_ARG_WEIGHTS) {
         if (uint64_t epoch = dpc::runtime::paramEpoch(arg.data)) {
-          exec[arg.id] = parameterWeights(cp, user, arg.data, epoch);
+          exec[arg.id] = parameterWeights(cp, arg, user, epoch);
           continue;
         }
       }
@@ -512,7 +652,7 @@ void runConv(const char *kernel, ConvKind kind, Precision precision,
       if (arg.output) {
         outputs.push_back(arg.id);
       } else {
-        runReorder(cp, arg.id, user, staged->second);
+        runReorder(cp, reorderKey(arg), user, staged->second);
       }
       exec[arg.id] = staged->second;
     }
@@ -521,9 +661,8 @@ void runConv(const char *kernel, ConvKind kind, Precision precision,
       const ConvArg &arg =
           *std::find_if(args.begin(), args.end(),
                         [&](const ConvArg &a) { return a.id == id; });
-      dnnl::memory user = mem(arg.plain, arg.data);
-      // Reorders back to the plain layout are keyed apart from the inputs'.
-      runReorder(cp, -id - 1, cp.staging.at(id), user);
+      dnnl::memory user = mem(arg.user, arg.data);
+      runReorder(cp, reorderKey(arg), cp.staging.at(id), user);
     }
     stream().wait();
   } catch (const dnnl::error &e) {
@@ -946,6 +1085,33 @@ void dpc_conv2d_grad_filter_winograd(const float *dy, const int64_t *dy_shape,
   conv2dGradFilter("dpc_conv2d_grad_filter_winograd", Precision::F32,
                    ConvAlgorithm::Winograd, dy, dy_shape, x, x_shape, dw,
                    dw_shape, params);
+}
+
+void dpc_relayout(const float *x, const int64_t *shape, int64_t to_blocked,
+                  float *y) {
+  static std::mutex mutex;
+  static std::map<std::vector<int64_t>, dnnl::reorder> cache;
+  if (shape[1] % DPC_CHANNEL_BLOCK)
+    fail("dpc_relayout", shapeText(shape, 4) + " has channels that are not " +
+                             "a multiple of the block");
+  dims d = {shape[0], shape[1], shape[2], shape[3]};
+  dnnl::memory::desc plain(d, dt::f32, tag::nchw),
+      blocked(d, dt::f32, tag::nChw16c);
+  const dnnl::memory::desc &from = to_blocked ? plain : blocked;
+  const dnnl::memory::desc &to = to_blocked ? blocked : plain;
+  dnnl::memory src = mem(from, x), dst = mem(to, y);
+  try {
+    std::lock_guard<std::mutex> lock(mutex);
+    std::vector<int64_t> key = {shape[0], shape[1], shape[2], shape[3],
+                                to_blocked};
+    auto [it, created] = cache.try_emplace(key);
+    if (created)
+      it->second = dnnl::reorder(src, dst);
+    it->second.execute(stream(), src, dst);
+    stream().wait();
+  } catch (const dnnl::error &e) {
+    fail("dpc_relayout", std::string("oneDNN: ") + e.what());
+  }
 }
 
 void dpc_conv2d_grad_bias(const float *dy, const int64_t *dy_shape, float *db) {
@@ -1538,9 +1704,11 @@ void dpc_global_avg_pool_grad(const float *dy, int64_t planes, int64_t size,
 }
 
 void dpc_batch_norm_stats(const float *x, int64_t n, int64_t c, int64_t s,
-                          float *running_mean, float *running_var,
-                          float momentum, int64_t training, float *stats) {
+                          int64_t block, float *running_mean,
+                          float *running_var, float momentum, int64_t training,
+                          float *stats) {
   float *mean = stats, *var = stats + c;
+  checkChannelBlock("dpc_batch_norm_stats", c, block);
   if (!training) {
     std::copy(running_mean, running_mean + c, mean);
     std::copy(running_var, running_var + c, var);
@@ -1551,17 +1719,9 @@ void dpc_batch_norm_stats(const float *x, int64_t n, int64_t c, int64_t s,
     fail("dpc_batch_norm_stats",
          "training needs more than one value per channel, got " +
              std::to_string(count));
-  parallelFor(c, n * c * s, [&](int64_t k) {
-    // Two passes over the channel: the mean, then squared deviations from
-    // it (no cancellation as in E[x^2] - E[x]^2).
-    LaneSums sum;
-    for (int64_t i = 0; i < n; ++i)
-      addRow(sum, x + (i * c + k) * s, s);
-    double mu = sum.total() / double(count);
-    LaneSums squares;
-    for (int64_t i = 0; i < n; ++i)
-      addSquaredDeviations(squares, x + (i * c + k) * s, s, mu);
-    double squared = squares.total();
+  // Two passes over a channel: the mean, then squared deviations from it (no
+  // cancellation as in E[x^2] - E[x]^2).
+  auto finish = [&](int64_t k, double mu, double squared) {
     mean[k] = float(mu);
     var[k] = float(squared / double(count));
     double unbiased = squared / double(count - 1);
@@ -1569,17 +1729,63 @@ void dpc_batch_norm_stats(const float *x, int64_t n, int64_t c, int64_t s,
         float(momentum * double(running_mean[k]) + (1.0 - momentum) * mu);
     running_var[k] =
         float(momentum * double(running_var[k]) + (1.0 - momentum) * unbiased);
+  };
+  if (block == 1) {
+    parallelFor(c, n * c * s, [&](int64_t k) {
+      LaneSums sum;
+      for (int64_t i = 0; i < n; ++i)
+        addRow(sum, x + (i * c + k) * s, s);
+      double mu = sum.total() / double(count);
+      LaneSums squares;
+      for (int64_t i = 0; i < n; ++i)
+        addSquaredDeviations(squares, x + (i * c + k) * s, s, mu);
+      finish(k, mu, squares.total());
+    });
+    return;
+  }
+  int64_t blocks = c / block;
+  parallelFor(blocks, n * c * s, [&](int64_t cb) {
+    BlockLanes sum = blockSums(x, n, blocks, cb, s);
+    double mu[kLanes];
+    for (int64_t l = 0; l < kLanes; ++l)
+      mu[l] = sum[l] / double(count);
+    BlockLanes squares;
+    for (int64_t i = 0; i < n; ++i)
+      addBlockSquaredDeviations(squares, x + (i * blocks + cb) * s * block, s,
+                                blockLanes(mu));
+    for (int64_t l = 0; l < kLanes; ++l)
+      finish(cb * block + l, mu[l], squares[l]);
   });
 }
 
 void dpc_batch_norm(const float *x, const float *stats, const float *scale,
                     const float *bias, int64_t n, int64_t c, int64_t s,
-                    float epsilon, float *y) {
-  parallelFor(c, n * c * s, [&](int64_t k) {
+                    int64_t block, float epsilon, float *y) {
+  checkChannelBlock("dpc_batch_norm", c, block);
+  // y = x * a + b per channel, a and b computed in float.
+  auto coefficients = [&](int64_t k, float &a, float &b) {
     float invStd = 1.0f / std::sqrt(stats[c + k] + epsilon);
-    float a = scale[k] * invStd, b = bias[k] - stats[k] * a;
-    for (int64_t i = 0; i < n; ++i)
-      affineRow(x + (i * c + k) * s, s, a, b, y + (i * c + k) * s);
+    a = scale[k] * invStd;
+    b = bias[k] - stats[k] * a;
+  };
+  if (block == 1) {
+    parallelFor(c, n * c * s, [&](int64_t k) {
+      float a, b;
+      coefficients(k, a, b);
+      for (int64_t i = 0; i < n; ++i)
+        affineRow(x + (i * c + k) * s, s, a, b, y + (i * c + k) * s);
+    });
+    return;
+  }
+  int64_t blocks = c / block;
+  parallelFor(blocks, n * c * s, [&](int64_t cb) {
+    float a[kLanes], b[kLanes];
+    for (int64_t l = 0; l < kLanes; ++l)
+      coefficients(cb * block + l, a[l], b[l]);
+    for (int64_t i = 0; i < n; ++i) {
+      int64_t offset = (i * blocks + cb) * s * block;
+      affineBlockRow(x + offset, s, a, b, y + offset);
+    }
   });
 }
 
@@ -1587,18 +1793,58 @@ void dpc_batch_norm(const float *x, const float *stats, const float *scale,
 
 namespace {
 
-/// Per channel: sum of dy and sum of dy * xhat over n and s.
-void batchNormGradSums(const float *dy, const float *x, const float *stats,
-                       int64_t n, int64_t c, int64_t s, float epsilon,
-                       int64_t k, double &sumDy, double &sumDyXhat) {
-  double mu = stats[k];
+/// Batch normalization's backward sums of channel k, by the statistics in
+/// `stats` (2 x c): sum of dy and sum of dy * xhat over n and s, and the
+/// mean and 1/std they were taken with.
+struct BatchNormGradSums {
+  double sumDy, sumDyXhat, mu, invStd;
+};
+
+BatchNormGradSums gradSums(const float *stats, int64_t c, float epsilon,
+                           int64_t k, double sumDy, double sumDyDeviation) {
   double invStd = 1.0 / std::sqrt(double(stats[c + k]) + epsilon);
-  LaneSums dySum, dyDeviation;
-  for (int64_t i = 0; i < n; ++i)
-    addProductsOfDeviations(dySum, dyDeviation, dy + (i * c + k) * s,
-                            x + (i * c + k) * s, s, mu);
-  sumDy = dySum.total();
-  sumDyXhat = dyDeviation.total() * invStd;
+  return {sumDy, sumDyDeviation * invStd, double(stats[k]), invStd};
+}
+
+/// Calls each(k, sums) for the channels [k, k + block) of dy and x, with
+/// their sums (`block` of them: 1 for plain tensors, one call per channel;
+/// DPC_CHANNEL_BLOCK for blocked ones, one call per block), on the kernel
+/// threads.
+template <typename Each>
+void forEachBlockGradSums(const char *kernel, const float *dy, const float *x,
+                          const float *stats, int64_t n, int64_t c, int64_t s,
+                          int64_t block, float epsilon, Each each) {
+  checkChannelBlock(kernel, c, block);
+  if (block == 1) {
+    parallelFor(c, n * c * s, [&](int64_t k) {
+      LaneSums dySum, dyDeviation;
+      double mu = stats[k];
+      for (int64_t i = 0; i < n; ++i)
+        addProductsOfDeviations(dySum, dyDeviation, dy + (i * c + k) * s,
+                                x + (i * c + k) * s, s, mu);
+      BatchNormGradSums sums =
+          gradSums(stats, c, epsilon, k, dySum.total(), dyDeviation.total());
+      each(k, &sums);
+    });
+    return;
+  }
+  int64_t blocks = c / block;
+  parallelFor(blocks, n * c * s, [&](int64_t cb) {
+    double mu[kLanes];
+    for (int64_t l = 0; l < kLanes; ++l)
+      mu[l] = stats[cb * block + l];
+    BlockLanes dySum, dyDeviation;
+    for (int64_t i = 0; i < n; ++i) {
+      int64_t offset = (i * blocks + cb) * s * block;
+      addBlockProductsOfDeviations(dySum, dyDeviation, dy + offset, x + offset,
+                                   s, blockLanes(mu));
+    }
+    BatchNormGradSums sums[kLanes];
+    for (int64_t l = 0; l < kLanes; ++l)
+      sums[l] =
+          gradSums(stats, c, epsilon, cb * block + l, dySum[l], dyDeviation[l]);
+    each(cb * block, sums);
+  });
 }
 
 } // namespace
@@ -1607,29 +1853,62 @@ extern "C" {
 
 void dpc_batch_norm_grad_input(const float *dy, const float *x,
                                const float *stats, const float *scale,
-                               int64_t n, int64_t c, int64_t s, float epsilon,
-                               float *dx) {
+                               int64_t n, int64_t c, int64_t s, int64_t block,
+                               float epsilon, float *dx) {
   double count = double(n * s);
-  parallelFor(c, n * c * s, [&](int64_t k) {
-    double sumDy, sumDyXhat;
-    batchNormGradSums(dy, x, stats, n, c, s, epsilon, k, sumDy, sumDyXhat);
-    double mu = stats[k];
-    double invStd = 1.0 / std::sqrt(double(stats[c + k]) + epsilon);
-    double meanDy = sumDy / count, meanDyXhat = sumDyXhat / count;
-    double a = scale[k] * invStd;
-    for (int64_t i = 0; i < n; ++i)
-      batchNormGradRow(dy + (i * c + k) * s, x + (i * c + k) * s, s, mu, invStd,
-                       a, meanDy, meanDyXhat, dx + (i * c + k) * s);
-  });
+  // dx = a * (dy - meanDy - xhat * meanDyXhat) over each channel's values.
+  forEachBlockGradSums(
+      "dpc_batch_norm_grad_input", dy, x, stats, n, c, s, block, epsilon,
+      [&](int64_t first, const BatchNormGradSums *sums) {
+        double mu[kLanes], invStd[kLanes], a[kLanes], meanDy[kLanes],
+            meanDyXhat[kLanes];
+        for (int64_t l = 0; l < block; ++l) {
+          mu[l] = sums[l].mu;
+          invStd[l] = sums[l].invStd;
+          a[l] = scale[first + l] * sums[l].invStd;
+          meanDy[l] = sums[l].sumDy / count;
+          meanDyXhat[l] = sums[l].sumDyXhat / count;
+        }
+        for (int64_t i = 0; i < n; ++i) {
+          if (block == 1) {
+            int64_t offset = (i * c + first) * s;
+            batchNormGradRow(dy + offset, x + offset, s, mu[0], invStd[0], a[0],
+                             meanDy[0], meanDyXhat[0], dx + offset);
+          } else {
+            // (i * c + first) * s is also where block first / 16 starts.
+            int64_t offset = (i * c + first) * s;
+            batchNormGradBlockRow(dy + offset, x + offset, s, mu, invStd, a,
+                                  meanDy, meanDyXhat, dx + offset);
+          }
+        }
+      });
 }
 
 void dpc_batch_norm_grad_scale(const float *dy, const float *x,
                                const float *stats, int64_t n, int64_t c,
-                               int64_t s, float epsilon, float *dscale) {
-  parallelFor(c, n * c * s, [&](int64_t k) {
-    double sumDy, sumDyXhat;
-    batchNormGradSums(dy, x, stats, n, c, s, epsilon, k, sumDy, sumDyXhat);
-    dscale[k] = float(sumDyXhat);
+                               int64_t s, int64_t block, float epsilon,
+                               float *dscale) {
+  forEachBlockGradSums("dpc_batch_norm_grad_scale", dy, x, stats, n, c, s,
+                       block, epsilon,
+                       [&](int64_t first, const BatchNormGradSums *sums) {
+                         for (int64_t l = 0; l < block; ++l)
+                           dscale[first + l] = float(sums[l].sumDyXhat);
+                       });
+}
+
+void dpc_batch_norm_grad_bias(const float *dy, int64_t n, int64_t c, int64_t s,
+                              int64_t block, float *dbias) {
+  checkChannelBlock("dpc_batch_norm_grad_bias", c, block);
+  if (block == 1) {
+    int64_t shape[4] = {n, c, s, 1};
+    dpc_conv2d_grad_bias(dy, shape, dbias);
+    return;
+  }
+  int64_t blocks = c / block;
+  parallelFor(blocks, n * c * s, [&](int64_t cb) {
+    BlockLanes sum = blockSums(dy, n, blocks, cb, s);
+    for (int64_t l = 0; l < kLanes; ++l)
+      dbias[cb * block + l] = float(sum[l]);
   });
 }
 

@@ -220,6 +220,9 @@ ConvPlan &getPlan(ConvKind kind, const int64_t *xs, const int64_t *ws,
          " do not match with groups " + std::to_string(groups));
   if (padTop < 0 || padLeft < 0 || padBottom < 0 || padRight < 0)
     fail(std::string(what) + ": negative padding");
+  if (p[9] != 0)
+    fail(std::string(what) + ": channel-blocked activations (layouts " +
+         std::to_string(p[9]) + ") are a CPU layout");
 
   auto plan = std::make_unique<ConvPlan>();
   plan->kind = kind;

@@ -1452,9 +1452,19 @@ static unsigned channelBlocks(int64_t c) {
   return unsigned(std::max<int64_t>(1, std::min<int64_t>(c, 1 << 16)));
 }
 
+// The CUDA kernels keep activations plain: propagate-layouts blocks them on
+// the CPU only.
+static void checkPlain(const char *kernel, int64_t block) {
+  if (block != 1)
+    fail(std::string(kernel) + ": channel block " + std::to_string(block) +
+         " (CUDA activations are plain)");
+}
+
 void dpc_batch_norm_stats(const float *x, int64_t n, int64_t c, int64_t s,
-                          float *running_mean, float *running_var,
-                          float momentum, int64_t training, float *stats) {
+                          int64_t block, float *running_mean,
+                          float *running_var, float momentum, int64_t training,
+                          float *stats) {
+  checkPlain("dpc_batch_norm_stats", block);
   if (c <= 0)
     return;
   if (!training) {
@@ -1478,7 +1488,8 @@ void dpc_batch_norm_stats(const float *x, int64_t n, int64_t c, int64_t s,
 
 void dpc_batch_norm(const float *x, const float *stats, const float *scale,
                     const float *bias, int64_t n, int64_t c, int64_t s,
-                    float epsilon, float *y) {
+                    int64_t block, float epsilon, float *y) {
+  checkPlain("dpc_batch_norm", block);
   int64_t count = n * c * s;
   if (count <= 0)
     return;
@@ -1489,8 +1500,9 @@ void dpc_batch_norm(const float *x, const float *stats, const float *scale,
 
 void dpc_batch_norm_grad_input(const float *dy, const float *x,
                                const float *stats, const float *scale,
-                               int64_t n, int64_t c, int64_t s, float epsilon,
-                               float *dx) {
+                               int64_t n, int64_t c, int64_t s, int64_t block,
+                               float epsilon, float *dx) {
+  checkPlain("dpc_batch_norm_grad_input", block);
   int64_t count = n * c * s;
   if (count <= 0)
     return;
@@ -1507,7 +1519,9 @@ void dpc_batch_norm_grad_input(const float *dy, const float *x,
 
 void dpc_batch_norm_grad_scale(const float *dy, const float *x,
                                const float *stats, int64_t n, int64_t c,
-                               int64_t s, float epsilon, float *dscale) {
+                               int64_t s, int64_t block, float epsilon,
+                               float *dscale) {
+  checkPlain("dpc_batch_norm_grad_scale", block);
   if (c <= 0)
     return;
   float *sums = static_cast<float *>(
@@ -1518,6 +1532,13 @@ void dpc_batch_norm_grad_scale(const float *dy, const float *x,
   check(cudaMemcpyAsync(dscale, sums + c, size_t(c) * sizeof(float),
                         cudaMemcpyDeviceToDevice, stream()),
         "dpc_batch_norm_grad_scale: copying the sums");
+}
+
+void dpc_batch_norm_grad_bias(const float *dy, int64_t n, int64_t c,
+                              int64_t s, int64_t block, float *dbias) {
+  checkPlain("dpc_batch_norm_grad_bias", block);
+  int64_t shape[4] = {n, c, s, 1};
+  dpc_conv2d_grad_bias(dy, shape, dbias);
 }
 
 static void checkLayerNormSizes(const char *kernel, int64_t rows,

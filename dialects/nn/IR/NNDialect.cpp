@@ -27,6 +27,20 @@ LogicalResult NNDialect::verifyOperationAttribute(Operation *op,
       return op->emitError("expects 'nn.node' to be a non-empty string");
     return success();
   }
+  if (attr.getName() == kLayoutAttrName) {
+    auto name = dyn_cast<StringAttr>(attr.getValue());
+    if (!name || name.getValue() != kChannelBlocked)
+      return op->emitError("expects '")
+             << kLayoutAttrName << "' to be \"" << kChannelBlocked << "\"";
+    if (op->getNumResults() != 1 ||
+        !canBeChannelBlocked(op->getResult(0).getType()))
+      return op->emitError("expects '")
+             << kLayoutAttrName
+             << "' on an op of one 4-D f32 result whose channels are a "
+                "multiple of "
+             << kChannelBlock;
+    return success();
+  }
   if (attr.getName() != "nn.cost")
     return op->emitError("unknown nn dialect attribute '")
            << attr.getName().getValue() << "'";

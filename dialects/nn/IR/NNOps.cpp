@@ -482,6 +482,29 @@ LogicalResult LayerNormGradScaleOp::verify() {
 // Reshape
 //===----------------------------------------------------------------------===//
 
+bool mlir::dpc::nn::isChannelBlocked(Value tensor) {
+  Operation *op = tensor.getDefiningOp();
+  if (!op)
+    return false;
+  auto layout = op->getAttrOfType<StringAttr>(kLayoutAttrName);
+  return layout && layout.getValue() == kChannelBlocked;
+}
+
+bool mlir::dpc::nn::canBeChannelBlocked(Type type) {
+  auto tensor = dyn_cast<RankedTensorType>(type);
+  return tensor && tensor.hasStaticShape() && tensor.getRank() == 4 &&
+         tensor.getElementType().isF32() &&
+         tensor.getDimSize(1) % kChannelBlock == 0;
+}
+
+LogicalResult RelayoutOp::verify() {
+  if (!canBeChannelBlocked(getType()))
+    return emitOpError("expects a 4-D f32 tensor whose channels are a "
+                       "multiple of ")
+           << kChannelBlock << ", got " << getType();
+  return success();
+}
+
 LogicalResult ReshapeOp::verify() {
   int64_t in = getNumElements(shapeOf(getInput()));
   int64_t out = getNumElements(shapeOf(getResult()));

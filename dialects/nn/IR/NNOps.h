@@ -37,6 +37,21 @@ SmallVector<NamedAttribute> unaryParameters(UnaryFunctionOpInterface op);
 /// names none.
 std::array<float, 2> unaryParameterValues(UnaryFunctionOpInterface op);
 
+/// The discardable attribute that marks an op's results channel-blocked
+/// (propagate-layouts), and its one value.
+constexpr StringLiteral kLayoutAttrName = "nn.layout";
+constexpr StringLiteral kChannelBlocked = "nChw16c";
+/// Channels per block of a channel-blocked tensor.
+constexpr int64_t kChannelBlock = 16;
+
+/// Whether `tensor` is channel-blocked in memory: its defining op carries
+/// kLayoutAttrName. Block arguments and everything else are plain.
+bool isChannelBlocked(Value tensor);
+
+/// Whether `type` can be channel-blocked: a 4-D f32 tensor whose channels
+/// (dimension 1) are a multiple of kChannelBlock.
+bool canBeChannelBlocked(Type type);
+
 /// Whether `op` is a loss autodiff appends (`nn.softmax_cross_entropy`,
 /// `nn.mse_loss`): in a training module, the op that ends the forward pass.
 bool isLoss(Operation *op);

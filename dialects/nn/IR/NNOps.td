@@ -838,6 +838,26 @@ def NN_LayerNormGradScaleOp : NN_Op<"layer_norm_grad_scale", [Pure]> {
 // Shape
 //===----------------------------------------------------------------------===//
 
+def NN_RelayoutOp : NN_Op<"relayout", [Pure, SameOperandsAndResultType]> {
+  let summary = "moves an activation between memory layouts";
+  let description = [{
+    Yields `input` unchanged; only where its elements lie in memory changes.
+    A value is channel-blocked when the op that defines it carries
+    `nn.layout = "nChw16c"` (N, C/16, H, W, 16 in memory), else plain; a
+    relayout's own `nn.layout` says which its result is. propagate-layouts
+    inserts it, in CPU builds, between the kernels that take blocked
+    activations and those that take plain ones.
+
+    ```mlir
+    %b = nn.relayout %x {nn.layout = "nChw16c"} : tensor<16x64x28x28xf32>
+    ```
+  }];
+  let arguments = (ins NN_FloatTensor:$input);
+  let results = (outs NN_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
 def NN_ReshapeOp : NN_Op<"reshape", [Pure,
     DeclareOpInterfaceMethods<NN_GradientOpInterface>]> {
   let summary = "reinterprets a tensor with another shape";

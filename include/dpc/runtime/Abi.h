@@ -150,8 +150,25 @@ void dpc_profile_end(dpc_context *ctx, int64_t op);
  * kernel. Outputs are overwritten, never accumulated into.
  *===------------------------------------------------------------------------===*/
 
+/* Activations a CPU build keeps channel-blocked (propagate-layouts): an
+ * (N, C, H, W) tensor stored as (N, C/16, H, W, 16), oneDNN's nChw16c, C a
+ * multiple of 16. Values are unchanged; only where they are in memory. */
+#define DPC_CHANNEL_BLOCK 16
+/* Converts x (N, C, H, W; C a multiple of DPC_CHANNEL_BLOCK) from plain to
+ * channel-blocked (to_blocked = 1) or back (0) into y. */
+void dpc_relayout(const float *x, const int64_t *shape, int64_t to_blocked,
+                  float *y);
+
 /* conv2d params: stride_h, stride_w, pad_top, pad_left, pad_bottom,
- * pad_right, dilation_h, dilation_w, groups. Shapes are NCHW / OIHW. */
+ * pad_right, dilation_h, dilation_w, groups, layouts. Shapes are NCHW /
+ * OIHW; `layouts` says which activations are channel-blocked: bit 0
+ * (DPC_CONV_BLOCKED_X) the input side (x, or dx), bit 1
+ * (DPC_CONV_BLOCKED_Y) the output side (y, or dy). The CPU takes both; the
+ * CUDA kernels take 0 only. */
+enum dpc_conv_layouts {
+  DPC_CONV_BLOCKED_X = 1,
+  DPC_CONV_BLOCKED_Y = 2,
+};
 void dpc_conv2d(const float *x, const int64_t *x_shape, const float *w,
                 const int64_t *w_shape, const float *bias /* nullable */,
                 float *y, const int64_t *y_shape, const int64_t *params);
@@ -194,8 +211,7 @@ void dpc_conv2d_grad_filter_winograd(const float *dy, const int64_t *dy_shape,
                                      const float *x, const int64_t *x_shape,
                                      float *dw, const int64_t *dw_shape,
                                      const int64_t *params);
-/* Sums dy (N, C, H, W) over N, H, W into db (C). batch_norm's bias gradient
- * calls it too, with the spatial dimensions folded into H and W = 1. */
+/* Sums dy (N, C, H, W) over N, H, W into db (C). */
 void dpc_conv2d_grad_bias(const float *dy, const int64_t *dy_shape, float *db);
 
 /* batch independent products y[b] = op(a[b]) x op(b[b]), op = transpose when
@@ -366,8 +382,9 @@ void dpc_global_avg_pool_grad(const float *dy, int64_t planes, int64_t size,
                               float *dx);
 
 /* Batch normalization of x viewed as (n, c, s): c channels, s the product
- * of the spatial dimensions. `stats` is 2 x c: the mean row, then the
- * biased variance row.
+ * of the spatial dimensions; with `block` DPC_CHANNEL_BLOCK rather than 1,
+ * x, y, dy and dx are channel-blocked, (n, c/block, s, block) in memory.
+ * `stats` is 2 x c: the mean row, then the biased variance row.
  * dpc_batch_norm_stats, training: stats = the statistics of x over n and s;
  *   running_* = momentum * running_* + (1 - momentum) * batch, with the
  *   unbiased variance for running_var. Not training: stats = the running
@@ -375,20 +392,25 @@ void dpc_global_avg_pool_grad(const float *dy, int64_t planes, int64_t size,
  * dpc_batch_norm: y = scale * (x - mean) / sqrt(var + epsilon) + bias.
  * dpc_batch_norm_grad_input: dx of training-mode batch normalization, the
  *   statistics being those of x.
- * dpc_batch_norm_grad_scale: dscale = sum over n and s of dy * xhat. */
+ * dpc_batch_norm_grad_scale: dscale = sum over n and s of dy * xhat.
+ * dpc_batch_norm_grad_bias: dbias = sum over n and s of dy. */
 void dpc_batch_norm_stats(const float *x, int64_t n, int64_t c, int64_t s,
-                          float *running_mean, float *running_var,
-                          float momentum, int64_t training, float *stats);
+                          int64_t block, float *running_mean,
+                          float *running_var, float momentum, int64_t training,
+                          float *stats);
 void dpc_batch_norm(const float *x, const float *stats, const float *scale,
                     const float *bias, int64_t n, int64_t c, int64_t s,
-                    float epsilon, float *y);
+                    int64_t block, float epsilon, float *y);
 void dpc_batch_norm_grad_input(const float *dy, const float *x,
                                const float *stats, const float *scale,
-                               int64_t n, int64_t c, int64_t s, float epsilon,
-                               float *dx);
+                               int64_t n, int64_t c, int64_t s, int64_t block,
+                               float epsilon, float *dx);
 void dpc_batch_norm_grad_scale(const float *dy, const float *x,
                                const float *stats, int64_t n, int64_t c,
-                               int64_t s, float epsilon, float *dscale);
+                               int64_t s, int64_t block, float epsilon,
+                               float *dscale);
+void dpc_batch_norm_grad_bias(const float *dy, int64_t n, int64_t c, int64_t s,
+                              int64_t block, float *dbias);
 
 /* Layer normalization of x viewed as rows x size: each row is normalized
  * by its own mean and biased variance. `scale` and `bias` (size each) may

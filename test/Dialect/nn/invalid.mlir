@@ -603,3 +603,27 @@ func.func @grad_missing_beta(%dy: tensor<4xf32>, %x: tensor<4xf32>) -> tensor<4x
   %y = nn.hard_sigmoid_grad %dy, %x {alpha = 0.2 : f32} : tensor<4xf32>
   return %y : tensor<4xf32>
 }
+
+// -----
+
+func.func @relayout_channels(%x: tensor<2x6x4x4xf32>) -> tensor<2x6x4x4xf32> {
+  // expected-error @+1 {{'nn.relayout' op expects a 4-D f32 tensor whose channels are a multiple of 16, got 'tensor<2x6x4x4xf32>'}}
+  %y = nn.relayout %x : tensor<2x6x4x4xf32>
+  return %y : tensor<2x6x4x4xf32>
+}
+
+// -----
+
+func.func @layout_unknown(%x: tensor<2x16x4x4xf32>) -> tensor<2x16x4x4xf32> {
+  // expected-error @+1 {{expects 'nn.layout' to be "nChw16c"}}
+  %y = nn.relayout %x {nn.layout = "nhwc"} : tensor<2x16x4x4xf32>
+  return %y : tensor<2x16x4x4xf32>
+}
+
+// -----
+
+func.func @layout_on_a_matrix(%x: tensor<16x16xf32>) -> tensor<16x16xf32> {
+  // expected-error @+1 {{expects 'nn.layout' on an op of one 4-D f32 result whose channels are a multiple of 16}}
+  %y = nn.relu %x {nn.layout = "nChw16c"} : tensor<16x16xf32>
+  return %y : tensor<16x16xf32>
+}

@@ -90,3 +90,16 @@ func.func @embedding(%tokens: tensor<4x16xi64>, %next: tensor<4x16xi64>) {
   %loss = nn.softmax_cross_entropy %e, %next {scale = 0.015625 : f32} : (tensor<4x16x32xf32>, tensor<4x16xi64>) -> tensor<f32>
   return
 }
+
+// A relayout (propagate-layouts) moves a CPU activation into oneDNN's
+// channel-blocked layout and back; `nn.layout` marks the blocked result.
+// CHECK-LABEL: func.func @relayout
+func.func @relayout(%x: tensor<2x32x4x4xf32>) -> tensor<2x32x4x4xf32> {
+  // CHECK: %[[B:.*]] = nn.relayout %{{.*}} {nn.layout = "nChw16c"} : tensor<2x32x4x4xf32>
+  %b = nn.relayout %x {nn.layout = "nChw16c"} : tensor<2x32x4x4xf32>
+  // CHECK: %[[R:.*]] = nn.relu %[[B]] {nn.layout = "nChw16c"} : tensor<2x32x4x4xf32>
+  %r = nn.relu %b {nn.layout = "nChw16c"} : tensor<2x32x4x4xf32>
+  // CHECK: nn.relayout %[[R]] : tensor<2x32x4x4xf32>
+  %p = nn.relayout %r : tensor<2x32x4x4xf32>
+  return %p : tensor<2x32x4x4xf32>
+}

@@ -955,8 +955,8 @@ TEST_F(BatchNorm, StatisticsUpdateTheRunningOnesLikeTorch) {
   Floats x = randomFloats(size_t(n * c * s), 41, -2, 3);
   Buffer<float> dX(x), runningMean(Floats{0.5f, -1.0f}),
       runningVar(Floats{2.0f, 0.25f}), stats(size_t(2 * c));
-  dpc_batch_norm_stats(dX.get(), n, c, s, runningMean.get(), runningVar.get(),
-                       0.9f, 1, stats.get());
+  dpc_batch_norm_stats(dX.get(), n, c, s, 1, runningMean.get(),
+                       runningVar.get(), 0.9f, 1, stats.get());
   Doubles want(size_t(2 * c)), wantMean(2), wantVar(2);
   for (int64_t k = 0; k < c; ++k) {
     auto [mean, squares] = channelMoments(x, n, c, s, k);
@@ -973,8 +973,8 @@ TEST_F(BatchNorm, StatisticsUpdateTheRunningOnesLikeTorch) {
 
   // Evaluation normalizes with the running statistics and leaves them be.
   Floats before = runningMean.host();
-  dpc_batch_norm_stats(dX.get(), n, c, s, runningMean.get(), runningVar.get(),
-                       0.9f, 0, stats.get());
+  dpc_batch_norm_stats(dX.get(), n, c, s, 1, runningMean.get(),
+                       runningVar.get(), 0.9f, 0, stats.get());
   EXPECT_EQ(runningMean.host(), before);
   expectClose(stats.host(), {wantMean[0], wantMean[1], wantVar[0], wantVar[1]},
               Check::BatchNormStats);
@@ -989,16 +989,15 @@ TEST_F(BatchNorm, ForwardAndGradientsMatchFiniteDifferences) {
   Buffer<float> dX(x), dScale(scale), dBias(bias), dDy(dy),
       runningMean(Floats(2, 0.0f)), runningVar(Floats(2, 1.0f)), stats(4),
       dY(x.size()), dDx(x.size()), dDscale(2), dDbias(2);
-  dpc_batch_norm_stats(dX.get(), n, c, s, runningMean.get(), runningVar.get(),
-                       0.9f, 1, stats.get());
-  dpc_batch_norm(dX.get(), stats.get(), dScale.get(), dBias.get(), n, c, s,
+  dpc_batch_norm_stats(dX.get(), n, c, s, 1, runningMean.get(),
+                       runningVar.get(), 0.9f, 1, stats.get());
+  dpc_batch_norm(dX.get(), stats.get(), dScale.get(), dBias.get(), n, c, s, 1,
                  epsilon, dY.get());
   dpc_batch_norm_grad_input(dDy.get(), dX.get(), stats.get(), dScale.get(), n,
-                            c, s, epsilon, dDx.get());
-  dpc_batch_norm_grad_scale(dDy.get(), dX.get(), stats.get(), n, c, s, epsilon,
-                            dDscale.get());
-  int64_t folded[4] = {n, c, s, 1};
-  dpc_conv2d_grad_bias(dDy.get(), folded, dDbias.get());
+                            c, s, 1, epsilon, dDx.get());
+  dpc_batch_norm_grad_scale(dDy.get(), dX.get(), stats.get(), n, c, s, 1,
+                            epsilon, dDscale.get());
+  dpc_batch_norm_grad_bias(dDy.get(), n, c, s, 1, dDbias.get());
 
   Doubles xd = toDoubles(x), sd = toDoubles(scale), bd = toDoubles(bias);
   expectClose(dY.host(), batchNorm(xd, sd, bd, n, c, s, epsilon),
@@ -1051,16 +1050,15 @@ TEST_F(BatchNorm, TrainingAndEvaluationMatchReference) {
   Buffer<float> dX(x), dDy(dy), dScale(scale), dBias(bias), dRunMean(runMean),
       dRunVar(runVar), dStats(stats.size()), dY(x.size()), dDx(x.size()),
       dDscale(channels), dDbias(channels);
-  dpc_batch_norm_stats(dX.get(), n, c, s, dRunMean.get(), dRunVar.get(),
+  dpc_batch_norm_stats(dX.get(), n, c, s, 1, dRunMean.get(), dRunVar.get(),
                        momentum, 1, dStats.get());
-  dpc_batch_norm(dX.get(), dStats.get(), dScale.get(), dBias.get(), n, c, s,
+  dpc_batch_norm(dX.get(), dStats.get(), dScale.get(), dBias.get(), n, c, s, 1,
                  epsilon, dY.get());
   dpc_batch_norm_grad_input(dDy.get(), dX.get(), dStats.get(), dScale.get(), n,
-                            c, s, epsilon, dDx.get());
-  dpc_batch_norm_grad_scale(dDy.get(), dX.get(), dStats.get(), n, c, s, epsilon,
-                            dDscale.get());
-  Shape folded = {n, c, s, 1};
-  dpc_conv2d_grad_bias(dDy.get(), folded.data(), dDbias.get());
+                            c, s, 1, epsilon, dDx.get());
+  dpc_batch_norm_grad_scale(dDy.get(), dX.get(), dStats.get(), n, c, s, 1,
+                            epsilon, dDscale.get());
+  dpc_batch_norm_grad_bias(dDy.get(), n, c, s, 1, dDbias.get());
   expectClose(dStats.host(), stats, Check::BatchNormStats);
   expectClose(dRunMean.host(), newMean, Check::BatchNormStats);
   expectClose(dRunVar.host(), newVar, Check::BatchNormStats);
@@ -1073,7 +1071,7 @@ TEST_F(BatchNorm, TrainingAndEvaluationMatchReference) {
   expectClose(dDbias.host(), dbias, Check::BatchNormGradWeights);
 
   // Evaluation: the running statistics, unchanged.
-  dpc_batch_norm_stats(dX.get(), n, c, s, dRunMean.get(), dRunVar.get(),
+  dpc_batch_norm_stats(dX.get(), n, c, s, 1, dRunMean.get(), dRunVar.get(),
                        momentum, 0, dStats.get());
   Doubles running(newMean);
   running.insert(running.end(), newVar.begin(), newVar.end());

@@ -142,7 +142,7 @@ TEST(RefusalDeathTest, WhereRefusesShapesThatDoNotBroadcast) {
 TEST(ConvFilters, AParameterFilterIsReorderedOncePerWrite) {
   using Kernel = std::function<void(const float *w, float *out)>;
   int64_t x_shape[4] = {2, 16, 8, 8}, w_shape[4] = {16, 16, 3, 3};
-  int64_t params[9] = {1, 1, 1, 1, 1, 1, 1, 1, 1};
+  int64_t params[10] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 0};
   Floats x = randomFloats(2 * 16 * 8 * 8, 61);
   size_t outputs = x.size();
   std::vector<std::pair<const char *, Kernel>> kernels = {
@@ -267,22 +267,22 @@ TEST(Threads, ResultsDoNotDependOnTheThreadCount) {
         [&](float *y) { dpc_conv2d_grad_bias(dy.data(), shape, y); });
     Floats stats(size_t(2 * c)), runMean(size_t(c), 0.0f),
         runVar(size_t(c), 1.0f);
-    dpc_batch_norm_stats(x.data(), n, c, h * w, runMean.data(), runVar.data(),
-                         0.9f, 1, stats.data());
+    dpc_batch_norm_stats(x.data(), n, c, h * w, 1, runMean.data(),
+                         runVar.data(), 0.9f, 1, stats.data());
     out.push_back(stats);
     out.push_back(runMean);
     out.push_back(runVar);
     add(all, [&](float *y) {
       dpc_batch_norm(x.data(), stats.data(), scale.data(), bias.data(), n, c,
-                     h * w, 1e-5f, y);
+                     h * w, 1, 1e-5f, y);
     });
     add(all, [&](float *y) {
       dpc_batch_norm_grad_input(dy.data(), x.data(), stats.data(), scale.data(),
-                                n, c, h * w, 1e-5f, y);
+                                n, c, h * w, 1, 1e-5f, y);
     });
     add(size_t(c), [&](float *y) {
       dpc_batch_norm_grad_scale(dy.data(), x.data(), stats.data(), n, c, h * w,
-                                1e-5f, y);
+                                1, 1e-5f, y);
     });
     return out;
   };

@@ -148,7 +148,7 @@ inline void expectClose(const Floats &actual, const Doubles &expected,
 struct ConvConfig {
   const char *name;
   Shape x, w;
-  int64_t params[9];
+  int64_t params[10];
 
   int64_t groups() const { return params[8]; }
   Shape y() const {

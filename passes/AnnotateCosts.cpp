@@ -4,9 +4,11 @@
 // CostModel and the roofline rates given as pass options, and names each
 // such op as a model node (`nn.node`) unless it already has a name. The planner
 // reads forward and gradient times from it; ops without a rule are left alone
-// and cost nothing to the planner. In a bf16 build the ops it computes in
-// bf16 reach kBf16Speedup times the peak rate and pay for converting their
-// operands.
+// and cost nothing to the planner. Each kernel call also pays the fixed
+// cost this machine measured for it (`call_ms`, kOneDnnCallMs or
+// kLoopCallMs), and the kernels measured far from the peak are priced as
+// measured (CostModel.h). In a bf16 build the ops it computes in bf16 reach
+// kBf16Speedup times the peak rate and pay for converting their operands.
 //
 //===----------------------------------------------------------------------===//
 
@@ -86,14 +88,14 @@ struct AnnotateCostsPass
           converted += 1.5 * double(nn::getSizeInBytes(operand));
       double convertMs = 1e3 * converted / rates.bytesPerSecond;
       NamedAttribute fields[] = {
+          b.getNamedAttr("time_ms",
+                         b.getF64FloatAttr(estimateMs(*work, at) + convertMs)),
           b.getNamedAttr(
-              "time_ms",
-              b.getF64FloatAttr(at.milliseconds(work->flops, work->bytes) +
-                                convertMs)),
-          b.getNamedAttr("grad_time_ms",
-                         b.getF64FloatAttr(
-                             at.milliseconds(work->gradFlops, work->gradBytes) +
-                             (work->gradFlops > 0 ? 2 * convertMs : 0))),
+              "grad_time_ms",
+              b.getF64FloatAttr(estimateMs(*work, at, /*gradient=*/true) +
+                                (work->gradFlops > 0 ? 2 * convertMs : 0))),
+          // The fixed part of time_ms, which apply-profile does not scale.
+          b.getNamedAttr("call_ms", b.getF64FloatAttr(work->callMs)),
           b.getNamedAttr("flops", b.getI64IntegerAttr(work->flops)),
           b.getNamedAttr("bytes", b.getI64IntegerAttr(work->bytes)),
           b.getNamedAttr("activation_bytes",

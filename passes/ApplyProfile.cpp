@@ -9,7 +9,9 @@
 // proportions of their analytic times; the halves of the backward scale as
 // the whole does. Ops of nodes the profile did not measure (and ops of no
 // node) keep their analytic time scaled by what was measured: the ratio of
-// measured to analytic time over the measured nodes, per direction. A
+// measured to analytic time over the measured nodes, per direction, taken
+// and applied without the fixed cost of a kernel call (`call_ms`), which
+// the measured times already hold and which stays as it is. A
 // forward op computed again in a backward (`pipe.recomputed`) costs what
 // its forward op costs.
 //
@@ -38,6 +40,7 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
 
+#include <algorithm>
 #include <map>
 #include <optional>
 #include <set>
@@ -68,6 +71,8 @@ struct CostedOp {
   /// forward op, without taking a share of the node's forward time.
   bool recomputed = false;
   double analyticMs = 0;
+  /// The fixed cost of the op's kernel call within analyticMs.
+  double callMs = 0;
 };
 
 // New times for `ops` from the measured node times (see the file comment).
@@ -108,17 +113,33 @@ scaleToMeasured(const std::vector<CostedOp> &ops,
       analyticBackward += s.backward;
     }
   }
-  double forwardRatio =
-      analyticForward > 0 ? measuredForward / analyticForward : 1.0;
+  // The calls' fixed cost is in both the measured and the analytic sums;
+  // the ratio compares what is left.
+  double forwardCalls = 0, backwardCalls = 0;
+  for (const CostedOp &op : ops) {
+    if (op.node.empty() || op.recomputed || !measured.count(op.node))
+      continue;
+    if (op.direction == Direction::Forward)
+      forwardCalls += op.callMs;
+    else if (op.direction == Direction::Backward && op.wholeBackward)
+      backwardCalls += op.callMs;
+  }
+  auto ratio = [](double measured, double analytic, double calls) {
+    return analytic > calls
+               ? std::max(0.0, measured - calls) / (analytic - calls)
+               : 1.0;
+  };
+  double forwardRatio = ratio(measuredForward, analyticForward, forwardCalls);
   double backwardRatio =
-      analyticBackward > 0 ? measuredBackward / analyticBackward : 1.0;
+      ratio(measuredBackward, analyticBackward, backwardCalls);
 
   std::vector<double> times;
   times.reserve(ops.size());
   for (const CostedOp &op : ops) {
     bool forward = op.direction == Direction::Forward || op.recomputed;
-    double calibrated =
-        op.analyticMs * (forward ? forwardRatio : backwardRatio);
+    double call = std::min(op.callMs, op.analyticMs);
+    double calibrated = call + (op.analyticMs - call) *
+                                   (forward ? forwardRatio : backwardRatio);
     auto it = op.node.empty() ? measured.end() : measured.find(op.node);
     auto sum = sums.find(op.node);
     if (it == measured.end() || op.direction == Direction::Other ||
@@ -189,6 +210,8 @@ struct ApplyProfilePass
         entry.wholeBackward = name == "backward";
         entry.recomputed = op->hasAttr(pipe::PipeDialect::kRecomputedAttrName);
         entry.analyticMs = time.getValueAsDouble();
+        if (auto call = dyn_cast_or_null<FloatAttr>(cost.get("call_ms")))
+          entry.callMs = call.getValueAsDouble();
         ops.push_back(std::move(entry));
         costed.push_back(op);
       });

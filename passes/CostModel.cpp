@@ -12,6 +12,7 @@
 #include "dialects/nn/IR/NNOps.h"
 #include "dialects/nn/IR/ShapeInference.h"
 
+#include "mlir/IR/TypeUtilities.h"
 #include "llvm/ADT/TypeSwitch.h"
 
 #include <algorithm>
@@ -37,6 +38,23 @@ static double ioBytes(Operation *op) {
   return bytes;
 }
 
+// How many times its flops' time a convolution writing `channels` channels
+// takes: oneDNN computes them in whole blocks.
+static double channelBlockShare(int64_t channels) {
+  int64_t blocked = (channels + kConvChannelBlock - 1) / kConvChannelBlock *
+                    kConvChannelBlock;
+  return channels > 0 ? double(blocked) / double(channels) : 1.0;
+}
+
+// Whether `op`'s kernel is a oneDNN primitive or its sgemm, whose calls cost
+// kOneDnnCallMs; the other kernels are the runtime's own loops.
+static bool callsOneDnn(Operation *op) {
+  return isa<nn::Conv2dOp, nn::Conv2dGradInputOp, nn::Conv2dGradFilterOp,
+             nn::MatmulOp, nn::MatmulGradLhsOp, nn::MatmulGradRhsOp,
+             nn::LayerNormOp, nn::LayerNormGradInputOp,
+             nn::LayerNormGradScaleOp, nn::LstmOp, nn::LstmGradOp>(op);
+}
+
 // The direct kernel's multiply-adds a convolution's algorithm costs, as a
 // share: Winograd's F(4x4, 3x3) took a median 0.49x the direct time over
 // the layers select-conv-algorithm gives it on one thread (0.3-1.0x), 0.61x
@@ -52,6 +70,7 @@ std::optional<OpWork> mlir::dpc::estimateWork(Operation *op) {
 
   OpWork work;
   work.bytes = ioBytes(op);
+  work.callMs = callsOneDnn(op) ? kOneDnnCallMs : kLoopCallMs;
   for (Value v : op->getResults())
     work.activationBytes += nn::getSizeInBytes(v);
   for (Value v : op->getOperands())
@@ -72,6 +91,16 @@ std::optional<OpWork> mlir::dpc::estimateWork(Operation *op) {
         work.gradFlops =
             4 * macs + (conv.getBias() ? elementsOf(conv.getResult()) : 0);
         work.gradBytes = 2 * work.bytes;
+        // The input gradient writes the input's channels, the filter
+        // gradient the output's; each is half the gradients' flops. A model
+        // input gets no gradient: both halves are priced as the filter's.
+        work.computeScale = channelBlockShare(f[0]);
+        work.gradComputeScale =
+            isa<BlockArgument>(conv.getInput())
+                ? work.computeScale
+                : (channelBlockShare(nn::shapeOf(conv.getInput())[1]) +
+                   work.computeScale) /
+                      2;
       })
       .Case([&](nn::MatmulOp matmul) {
         auto lhs = cast<RankedTensorType>(matmul.getLhs().getType());
@@ -88,6 +117,9 @@ std::optional<OpWork> mlir::dpc::estimateWork(Operation *op) {
         work.flops = compares;
         work.gradFlops = compares;
         work.gradBytes = work.bytes + nn::getSizeInBytes(pool.getInput());
+        // The gradient visits the same windows again.
+        work.loopMs = compares * kMaxPoolWindowMs;
+        work.gradLoopMs = work.loopMs;
       })
       .Case([&](nn::AvgPool2dOp pool) {
         ArrayRef<int64_t> kernel = pool.getKernelShape();
@@ -225,6 +257,7 @@ std::optional<OpWork> mlir::dpc::estimateWork(Operation *op) {
       .Case([&](nn::ReshapeOp) {
         // A view: no kernel runs, forward or backward.
         work.bytes = 0;
+        work.callMs = 0;
       })
       .Case([&](nn::SoftmaxCrossEntropyOp loss) {
         // max, exp, sum, log per row; the gradient is softmax minus one-hot.
@@ -249,6 +282,11 @@ std::optional<OpWork> mlir::dpc::estimateWork(Operation *op) {
             isa<nn::Conv2dGradInputOp>(op) ? op->getOperand(1).getType()
                                            : op->getResult(0).getType());
         ArrayRef<int64_t> f = filterType.getShape();
+        // The channels the kernel writes: the input's, or the filter's
+        // output channels.
+        work.computeScale = channelBlockShare(
+            isa<nn::Conv2dGradInputOp>(op) ? nn::shapeOf(op->getResult(0))[1]
+                                           : f[0]);
         work.flops = 2 * elementsOf(grad) * f[1] * f[2] * f[3] *
                      convAlgorithmShare(
                          isa<nn::Conv2dGradInputOp>(op)
@@ -284,9 +322,14 @@ std::optional<OpWork> mlir::dpc::estimateWork(Operation *op) {
       })
       .Case<nn::BatchNormGradInputOp, nn::BatchNormGradScaleOp>(
           [&](Operation *) { work.flops = 4 * elementsOf(op->getOperand(0)); })
-      .Case<nn::Conv2dGradBiasOp, nn::ReluGradOp, nn::MaxPool2dGradOp,
-            nn::SoftmaxCrossEntropyGradOp, nn::AvgPool2dGradOp,
-            nn::GlobalAvgPoolGradOp, nn::BatchNormGradBiasOp>(
+      .Case([&](nn::MaxPool2dGradOp grad) {
+        work.flops = elementsOf(grad.getResultGrad());
+        ArrayRef<int64_t> kernel = grad.getKernelShape();
+        work.loopMs = work.flops * kernel[0] * kernel[1] * kMaxPoolWindowMs;
+      })
+      .Case<nn::Conv2dGradBiasOp, nn::ReluGradOp, nn::SoftmaxCrossEntropyGradOp,
+            nn::AvgPool2dGradOp, nn::GlobalAvgPoolGradOp,
+            nn::BatchNormGradBiasOp>(
           [&](Operation *) { work.flops = elementsOf(op->getOperand(0)); })
       .Case([&](nn::SgdUpdateOp update) {
         // Weight decay, momentum and the step: a few flops per element,
@@ -303,7 +346,24 @@ std::optional<OpWork> mlir::dpc::estimateWork(Operation *op) {
       .Default([&](Operation *) { known = false; });
   if (!known)
     return std::nullopt;
+  // A forward op's gradient makes at most a kernel call per float operand
+  // that is not a model input (those get no gradient).
+  if (work.gradFlops > 0 || work.gradBytes > 0)
+    for (Value v : op->getOperands())
+      if (!isa<BlockArgument>(v) &&
+          isa<FloatType>(getElementTypeOrSelf(v.getType())))
+        work.gradCallMs += work.callMs;
   return work;
+}
+
+double mlir::dpc::estimateMs(const OpWork &work, const TargetRates &rates,
+                             bool gradient) {
+  double bound =
+      gradient ? rates.milliseconds(work.gradFlops * work.gradComputeScale,
+                                    work.gradBytes)
+               : rates.milliseconds(work.flops * work.computeScale, work.bytes);
+  double loop = gradient ? work.gradLoopMs : work.loopMs;
+  return std::max(bound, loop) + (gradient ? work.gradCallMs : work.callMs);
 }
 
 bool mlir::dpc::computesInBf16(Operation *op) {

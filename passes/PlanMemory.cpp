@@ -12,6 +12,7 @@
 #include "dialects/nn/IR/NNOps.h"
 #include "dialects/nn/IR/ShapeInference.h"
 #include "dialects/pipe/IR/PipeOps.h"
+#include "passes/lowering/RuntimeLowering.h"
 
 #include "dpc/schedule/Schedule.h"
 #include "dpc/schedule/Verifier.h"
@@ -101,11 +102,12 @@ std::vector<int64_t> planArena(const std::vector<Interval> &intervals,
 }
 
 // Ops whose results lower-to-runtime writes into scratch memory; the others
-// read runtime-owned buffers or alias their input.
+// read runtime-owned buffers, alias their input or add into a gradient
+// accumulator.
 bool allocates(Operation *op) {
   return isa<nn::NNDialect>(op->getDialect()) &&
          !isa<nn::ParamOp, nn::ReshapeOp, nn::OptimizerUpdateOpInterface>(op) &&
-         op->getNumResults() == 1;
+         op->getNumResults() == 1 && !lowering::accumulatedByKernel(op);
 }
 
 int64_t planSegment(func::FuncOp func) {

@@ -159,6 +159,16 @@ void dpc_grad_accumulate(dpc_context *ctx, int64_t param, const float *grad) {
   });
 }
 
+float *dpc_grad_accumulator(dpc_context *ctx, int64_t param) {
+  Executor::Impl &s = state(ctx);
+  return s.guarded("dpc_grad_accumulator", [&] {
+    s.requireSegment();
+    if (s.evaluating)
+      throw AbiError("called during a forward-only pass");
+    return s.params.get(param).grad.floats();
+  });
+}
+
 void dpc_sgd_step(dpc_context *ctx, int64_t param, float lr, float momentum,
                   float weight_decay) {
   Executor::Impl &s = state(ctx);

@@ -10,6 +10,7 @@
 
 #include "dialects/nn/IR/NNOps.h"
 #include "dialects/nn/IR/ShapeInference.h"
+#include "dialects/pipe/IR/PipeOps.h"
 #include "dpc/runtime/Abi.h"
 
 using namespace mlir;
@@ -22,13 +23,15 @@ namespace {
 // activations are channel-blocked: `x` the input side (x or dx), `y` the
 // output side (y or dy).
 template <typename ConvLikeOp>
-SmallVector<int64_t> convParams(ConvLikeOp op, Value x, Value y) {
+SmallVector<int64_t> convParams(ConvLikeOp op, Value x, Value y,
+                                bool accumulate = false) {
   SmallVector<int64_t> params(op.getStrides());
   params.append(op.getPads().begin(), op.getPads().end());
   params.append(op.getDilations().begin(), op.getDilations().end());
   params.push_back(op.getGroups());
   params.push_back((nn::isChannelBlocked(x) ? DPC_CONV_BLOCKED_X : 0) |
-                   (nn::isChannelBlocked(y) ? DPC_CONV_BLOCKED_Y : 0));
+                   (nn::isChannelBlocked(y) ? DPC_CONV_BLOCKED_Y : 0) |
+                   (accumulate ? DPC_CONV_ACCUMULATE_DW : 0));
   return params;
 }
 
@@ -87,18 +90,27 @@ void lowering::populateMatmulConvLowerings(RuntimeLoweringTable &table) {
                  convParams(grad, grad.getResult(), grad.getResultGrad()))});
         rt.define(grad, dx);
       });
-  table.add<nn::Conv2dGradFilterOp>(
-      [](nn::Conv2dGradFilterOp grad, RuntimeLowering &rt) {
-        Value dw = rt.alloc(grad);
-        rt.callVoid(
-            convKernel(rt, "dpc_conv2d_grad_filter", grad.getAlgorithm()),
-            {rt.ptrOf(grad.getResultGrad()), rt.shape(grad.getResultGrad()),
-             rt.ptrOf(grad.getInput()), rt.shape(grad.getInput()), dw,
-             rt.shape(grad),
-             rt.constArray(
-                 convParams(grad, grad.getInput(), grad.getResultGrad()))});
-        rt.define(grad, dw);
-      });
+  table.add<nn::Conv2dGradFilterOp>([](nn::Conv2dGradFilterOp grad,
+                                       RuntimeLowering &rt) {
+    // Into its parameter's gradient accumulator, or a buffer.
+    Value dw;
+    auto acc = cast_or_null<pipe::AccumulateGradOp>(accumulatedByKernel(grad));
+    if (acc) {
+      auto read = acc.getParam().getDefiningOp<nn::ParamOp>();
+      int64_t id = rt.manifest.paramId(read.getName(), read.getResult());
+      dw =
+          rt.call("dpc_grad_accumulator", rt.ptrType, {rt.context, rt.i64(id)});
+    } else {
+      dw = rt.alloc(grad);
+    }
+    rt.callVoid(convKernel(rt, "dpc_conv2d_grad_filter", grad.getAlgorithm()),
+                {rt.ptrOf(grad.getResultGrad()), rt.shape(grad.getResultGrad()),
+                 rt.ptrOf(grad.getInput()), rt.shape(grad.getInput()), dw,
+                 rt.shape(grad),
+                 rt.constArray(convParams(grad, grad.getInput(),
+                                          grad.getResultGrad(), bool(acc)))});
+    rt.define(grad, dw);
+  });
   table.add<nn::Conv2dGradBiasOp>([](nn::Conv2dGradBiasOp grad,
                                      RuntimeLowering &rt) {
     Value db = rt.alloc(grad);

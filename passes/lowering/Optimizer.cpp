@@ -36,9 +36,24 @@ void lowerUpdate(nn::AdamUpdateOp update, Value id, RuntimeLowering &rt) {
 
 } // namespace
 
+Operation *lowering::accumulatedByKernel(Operation *op) {
+  if (!isa<nn::Conv2dGradFilterOp>(op) || !op->getResult(0).hasOneUse())
+    return nullptr;
+  Operation *user = *op->getResult(0).getUsers().begin();
+  auto acc = dyn_cast<pipe::AccumulateGradOp>(user);
+  if (!acc || acc->getBlock() != op->getBlock() ||
+      !acc.getParam().getDefiningOp<nn::ParamOp>())
+    return nullptr;
+  return acc;
+}
+
 void lowering::populateOptimizerLowerings(RuntimeLoweringTable &table) {
   table.add<pipe::AccumulateGradOp>(
       [](pipe::AccumulateGradOp acc, RuntimeLowering &rt) {
+        // Its gradient's kernel has added it already.
+        if (Operation *grad = acc.getGrad().getDefiningOp();
+            grad && accumulatedByKernel(grad) == acc)
+          return;
         auto read = acc.getParam().getDefiningOp<nn::ParamOp>();
         int64_t id = rt.manifest.paramId(read.getName(), read.getResult());
         rt.callVoid("dpc_grad_accumulate",

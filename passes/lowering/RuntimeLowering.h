@@ -185,6 +185,14 @@ private:
   std::vector<std::pair<bool (*)(Operation *), OpLowering>> byInterface;
 };
 
+/// The pipe.accumulate_grad that `op`'s kernel does itself, or null: a
+/// filter gradient (nn.conv2d_grad_filter) whose one use is the
+/// accumulation of its parameter's gradient adds into the accumulator
+/// (dpc_grad_accumulator, DPC_CONV_ACCUMULATE_DW) instead of writing a
+/// buffer, so the accumulation lowers to nothing and plan-memory gives the
+/// gradient no place.
+Operation *accumulatedByKernel(Operation *op);
+
 /// Parameters, data and labels, transfers, stashes and reports: the
 /// context functions of the ABI (Transfers.cpp).
 void populateTransferLowerings(RuntimeLoweringTable &table);

@@ -44,3 +44,25 @@ func.func @stage0_backward() attributes {pipe.segment = "backward", pipe.stage =
   %r = nn.reshape %c : (tensor<20xf32>) -> tensor<4x5xf32>
   return
 }
+
+// A filter gradient whose one reader accumulates it is added into the
+// parameter's accumulator by its kernel: it gets no place. One that is also
+// stashed does.
+// CHECK-LABEL: func.func @stage0_backward_weight()
+// CHECK-SAME: pipe.arena_bytes = 320 : i64
+func.func @stage0_backward_weight() attributes {pipe.segment = "backward_weight", pipe.stage = 0 : i64} {
+  %x = pipe.input 0 : tensor<1x2x4x4xf32>
+  %dy = pipe.restore key "dy" : tensor<1x4x4x4xf32>
+  %w = nn.param "w" : tensor<4x2x3x3xf32>
+  %v = nn.param "v" : tensor<4x2x3x3xf32>
+  // CHECK: nn.conv2d_grad_filter
+  // CHECK-NOT: pipe.offset
+  // CHECK-SAME: -> tensor<4x2x3x3xf32>
+  %dw = nn.conv2d_grad_filter %dy, %x {pads = array<i64: 1, 1, 1, 1>} : (tensor<1x4x4x4xf32>, tensor<1x2x4x4xf32>) -> tensor<4x2x3x3xf32>
+  pipe.accumulate_grad %w, %dw : tensor<4x2x3x3xf32>
+  // CHECK: nn.conv2d_grad_filter %{{.*}}, %{{.*}} {pads = array<i64: 1, 1, 1, 1>, pipe.offset = 0 : i64}
+  %dv = nn.conv2d_grad_filter %dy, %x {pads = array<i64: 1, 1, 1, 1>} : (tensor<1x4x4x4xf32>, tensor<1x2x4x4xf32>) -> tensor<4x2x3x3xf32>
+  pipe.accumulate_grad %v, %dv : tensor<4x2x3x3xf32>
+  pipe.stash %dv key "dv" : tensor<4x2x3x3xf32>
+  return
+}

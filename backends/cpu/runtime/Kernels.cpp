@@ -326,7 +326,8 @@ ConvGeometry convGeometry(const char *kernel, const int64_t *x,
                        shapeText(w, 4) + ", output " + shapeText(y, 4);
   bool blockedX = g.layouts & DPC_CONV_BLOCKED_X;
   bool blockedY = g.layouts & DPC_CONV_BLOCKED_Y;
-  if ((g.layouts & ~int64_t(DPC_CONV_BLOCKED_X | DPC_CONV_BLOCKED_Y)) ||
+  if ((g.layouts & ~int64_t(DPC_CONV_BLOCKED_X | DPC_CONV_BLOCKED_Y |
+                            DPC_CONV_ACCUMULATE_DW)) ||
       (blockedX && g.c % DPC_CHANNEL_BLOCK) ||
       (blockedY && g.o % DPC_CHANNEL_BLOCK))
     fail(kernel, shapes + ": bad layouts " + std::to_string(g.layouts));
@@ -591,22 +592,34 @@ struct ConvArg {
   dnnl::memory::desc user;
   const void *data;
   bool output = false;
+  // An output added to what the caller's buffer holds.
+  bool accumulate = false;
 };
 
 /// The key of the reorder between the caller's buffer of argument `id` and
-/// the primitive's: one per argument, direction and caller's layout.
+/// the primitive's: one per argument, direction, caller's layout and
+/// whether it adds.
 int reorderKey(const ConvArg &arg) {
   bool blocked = arg.user.data.format_desc.blocking.inner_nblks > 0;
-  return (arg.id * 2 + int(arg.output)) * 2 + int(blocked);
+  return ((arg.id * 2 + int(arg.output)) * 2 + int(blocked)) * 2 +
+         int(arg.accumulate);
 }
 
-/// Runs the primitive's reorder `key` from `from` into `to`, created on first
-/// use: every call of a key reorders between the same two layouts.
+/// Runs the primitive's reorder `key` from `from` into `to` (adding to what
+/// `to` holds with `accumulate`), created on first use: every call of a key
+/// reorders between the same two layouts.
 void runReorder(ConvPrimitive &cp, int key, dnnl::memory &from,
-                dnnl::memory &to) {
+                dnnl::memory &to, bool accumulate = false) {
   auto [reorder, created] = cp.reorders.try_emplace(key);
-  if (created)
-    reorder->second = dnnl::reorder(from, to);
+  if (created) {
+    dnnl::primitive_attr attr;
+    if (accumulate) {
+      dnnl::post_ops ops;
+      ops.append_sum(1.0f);
+      attr.set_post_ops(ops);
+    }
+    reorder->second = dnnl::reorder(from, to, attr);
+  }
   reorder->second.execute(stream(), from, to);
 }
 
@@ -636,7 +649,9 @@ void runConv(const char *kernel, ConvKind kind, Precision precision,
     for (const ConvArg &arg : args) {
       dnnl::memory user = mem(arg.user, arg.data);
       auto layout = cp.layouts.find(arg.id);
-      if (layout == cp.layouts.end() || layout->second == arg.user) {
+      // An adding output always goes through the primitive's own buffer.
+      if (layout == cp.layouts.end() ||
+          (layout->second == arg.user && !arg.accumulate)) {
         exec[arg.id] = user;
         continue;
       }
@@ -662,7 +677,7 @@ void runConv(const char *kernel, ConvKind kind, Precision precision,
           *std::find_if(args.begin(), args.end(),
                         [&](const ConvArg &a) { return a.id == id; });
       dnnl::memory user = mem(arg.user, arg.data);
-      runReorder(cp, reorderKey(arg), cp.staging.at(id), user);
+      runReorder(cp, reorderKey(arg), cp.staging.at(id), user, arg.accumulate);
     }
     stream().wait();
   } catch (const dnnl::error &e) {
@@ -868,11 +883,18 @@ Precision effective(Precision precision) {
                                                       : Precision::F32;
 }
 
+/// Only a filter gradient adds to its output (DPC_CONV_ACCUMULATE_DW).
+void refuseAccumulate(const char *kernel, const ConvGeometry &g) {
+  if (g.layouts & DPC_CONV_ACCUMULATE_DW)
+    fail(kernel, "only a filter gradient accumulates");
+}
+
 void conv2d(const char *kernel, Precision precision, ConvAlgorithm algorithm,
             const float *x, const int64_t *x_shape, const float *w,
             const int64_t *w_shape, const float *bias, float *y,
             const int64_t *y_shape, const int64_t *params) {
   ConvGeometry g = convGeometry(kernel, x_shape, w_shape, y_shape, params);
+  refuseAccumulate(kernel, g);
   ConvDescs d = convDescs(g);
   std::vector<ConvArg> args = {{DNNL_ARG_SRC, d.src, x},
                                {DNNL_ARG_WEIGHTS, d.weights, w},
@@ -889,6 +911,7 @@ void conv2dGradInput(const char *kernel, Precision precision,
                      const int64_t *w_shape, float *dx, const int64_t *dx_shape,
                      const int64_t *params) {
   ConvGeometry g = convGeometry(kernel, dx_shape, w_shape, dy_shape, params);
+  refuseAccumulate(kernel, g);
   ConvDescs d = convDescs(g);
   runConv(kernel, ConvKind::Data, effective(precision), algorithm, g,
           {{DNNL_ARG_DIFF_DST, d.dst, dy},
@@ -903,10 +926,12 @@ void conv2dGradFilter(const char *kernel, Precision precision,
                       const int64_t *dw_shape, const int64_t *params) {
   ConvGeometry g = convGeometry(kernel, x_shape, dw_shape, dy_shape, params);
   ConvDescs d = convDescs(g);
-  runConv(kernel, ConvKind::Weights, effective(precision), algorithm, g,
-          {{DNNL_ARG_DIFF_DST, d.dst, dy},
-           {DNNL_ARG_SRC, d.src, x},
-           {DNNL_ARG_DIFF_WEIGHTS, d.weights, dw, /*output=*/true}});
+  bool accumulate = g.layouts & DPC_CONV_ACCUMULATE_DW;
+  runConv(
+      kernel, ConvKind::Weights, effective(precision), algorithm, g,
+      {{DNNL_ARG_DIFF_DST, d.dst, dy},
+       {DNNL_ARG_SRC, d.src, x},
+       {DNNL_ARG_DIFF_WEIGHTS, d.weights, dw, /*output=*/true, accumulate}});
 }
 
 /// A bf16 x bf16 -> f32 product y = op(a) op(b) (+ y with `sum`), on

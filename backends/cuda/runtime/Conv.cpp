@@ -200,6 +200,11 @@ Cache &cache() {
 /// (NCHW / OIHW), whichever of them the call computes.
 ConvPlan &getPlan(ConvKind kind, const int64_t *xs, const int64_t *ws,
                   const int64_t *ys, const int64_t *p) {
+  int64_t allowed = kind == ConvKind::GradFilter ? DPC_CONV_ACCUMULATE_DW : 0;
+  if (p[9] & ~allowed)
+    fail(std::string(kindName(kind)) + ": layouts " + std::to_string(p[9]) +
+         " (channel-blocked activations are a CPU layout; only a filter "
+         "gradient accumulates)");
   std::vector<int64_t> key{int64_t(kind)};
   key.insert(key.end(), xs, xs + 4);
   key.insert(key.end(), ws, ws + 4);
@@ -220,9 +225,6 @@ ConvPlan &getPlan(ConvKind kind, const int64_t *xs, const int64_t *ws,
          " do not match with groups " + std::to_string(groups));
   if (padTop < 0 || padLeft < 0 || padBottom < 0 || padRight < 0)
     fail(std::string(what) + ": negative padding");
-  if (p[9] != 0)
-    fail(std::string(what) + ": channel-blocked activations (layouts " +
-         std::to_string(p[9]) + ") are a CPU layout");
 
   auto plan = std::make_unique<ConvPlan>();
   plan->kind = kind;
@@ -380,6 +382,10 @@ void dpc_conv2d_grad_filter(const float *dy, const int64_t *dy_shape,
   int64_t dwCount = dw_shape[0] * dw_shape[1] * dw_shape[2] * dw_shape[3];
   if (dwCount == 0)
     return;
+  // Accumulating: dw += the gradient, cuDNN's beta of 1.
+  bool accumulate = params[9] & DPC_CONV_ACCUMULATE_DW;
+  if (x_shape[0] == 0 && accumulate)
+    return;
   if (x_shape[0] == 0) {
     check(cudaMemsetAsync(dw, 0, size_t(dwCount) * sizeof(float), stream()),
           "dpc_conv2d_grad_filter: clearing for an empty batch");
@@ -389,10 +395,10 @@ void dpc_conv2d_grad_filter(const float *dy, const int64_t *dy_shape,
       getPlan(ConvKind::GradFilter, x_shape, dw_shape, dy_shape, params);
   const float *input = paddedInput(plan, x);
   execute(plan, [&](int algo, void *workspace, size_t bytes) {
-    return cudnnConvolutionBackwardFilter(cudnn(), &kOne, plan.x, input, plan.y,
-                                          dy, plan.conv,
-                                          cudnnConvolutionBwdFilterAlgo_t(algo),
-                                          workspace, bytes, &kZero, plan.w, dw);
+    return cudnnConvolutionBackwardFilter(
+        cudnn(), &kOne, plan.x, input, plan.y, dy, plan.conv,
+        cudnnConvolutionBwdFilterAlgo_t(algo), workspace, bytes,
+        accumulate ? &kOne : &kZero, plan.w, dw);
   });
 }
 

@@ -102,6 +102,11 @@ float *dpc_param_state(dpc_context *ctx, int64_t param);
 /* Adds `grad` (the parameter's element count) to the parameter's gradient
  * accumulator; the optimizer step consumes and clears it. */
 void dpc_grad_accumulate(dpc_context *ctx, int64_t param, const float *grad);
+/* The parameter's gradient accumulator itself, for a kernel that adds its
+ * gradient there directly (a filter gradient with DPC_CONV_ACCUMULATE_DW)
+ * instead of writing a buffer that dpc_grad_accumulate then adds. Same
+ * segments as dpc_grad_accumulate. */
+float *dpc_grad_accumulator(dpc_context *ctx, int64_t param);
 
 /* One torch.optim.SGD step on `param` from its accumulated gradient g:
  * g += weight_decay * p; v = momentum * v + g; p -= lr * v; then the
@@ -163,11 +168,15 @@ void dpc_relayout(const float *x, const int64_t *shape, int64_t to_blocked,
  * pad_right, dilation_h, dilation_w, groups, layouts. Shapes are NCHW /
  * OIHW; `layouts` says which activations are channel-blocked: bit 0
  * (DPC_CONV_BLOCKED_X) the input side (x, or dx), bit 1
- * (DPC_CONV_BLOCKED_Y) the output side (y, or dy). The CPU takes both; the
- * CUDA kernels take 0 only. */
+ * (DPC_CONV_BLOCKED_Y) the output side (y, or dy); and bit 2
+ * (DPC_CONV_ACCUMULATE_DW, filter gradients only) that dw is added to what
+ * the buffer holds (a gradient accumulator, dpc_grad_accumulator) rather
+ * than overwritten. The CPU takes every bit; the CUDA kernels take the
+ * last only. */
 enum dpc_conv_layouts {
   DPC_CONV_BLOCKED_X = 1,
   DPC_CONV_BLOCKED_Y = 2,
+  DPC_CONV_ACCUMULATE_DW = 4,
 };
 void dpc_conv2d(const float *x, const int64_t *x_shape, const float *w,
                 const int64_t *w_shape, const float *bias /* nullable */,

@@ -4,7 +4,8 @@
 // propagate-layouts leaves them in a CPU build: dpc_relayout, the
 // convolutions' `layouts` and batch normalization's `block`. On the same
 // values, each gives what it gives on plain tensors: the convolutions the
-// same bits (the same primitive, fed the same values), batch normalization
+// same bits (the same primitive, fed the same values; a filter gradient
+// added into its buffer too), batch normalization
 // to within the rounding of its double sums, which add a channel's values
 // in another order.
 //
@@ -164,6 +165,12 @@ TEST_P(BlockedConv, EveryLayoutGivesThePlainBits) {
       EXPECT_EQ(by ? relayout(y2, ys, false) : y2, y);
       EXPECT_EQ(bx ? relayout(dx2, xs, false) : dx2, dx);
       EXPECT_EQ(dw2, dw);
+      // Adding into dw itself (DPC_CONV_ACCUMULATE_DW) doubles it exactly.
+      params[9] = layouts | DPC_CONV_ACCUMULATE_DW;
+      k.gradFilter(dyIn.data(), ys.data(), xIn.data(), xs.data(), dw2.data(),
+                   ws.data(), params);
+      for (size_t i = 0; i < dw.size(); ++i)
+        ASSERT_EQ(dw2[i], 2 * dw[i]) << "accumulated element " << i;
     }
   }
 }

@@ -191,6 +191,28 @@ TEST_P(Conv, GradFilterAndBias) {
   expectClose(dDb.host(), convGradBias(dy, ys), Check::ConvGradBias);
 }
 
+// With DPC_CONV_ACCUMULATE_DW the filter gradient adds to what dw holds
+// (a parameter's gradient accumulator): twice onto a start value gives
+// start + 2 * gradient, as two dpc_grad_accumulate calls would.
+TEST_P(Conv, GradFilterAccumulates) {
+  ConvConfig c = GetParam();
+  c.params[9] = DPC_CONV_ACCUMULATE_DW;
+  Shape ys = c.y();
+  Floats dy = randomFloats(countOf(ys), 6), x = randomFloats(countOf(c.x), 7);
+  Floats start = randomFloats(countOf(c.w), 10);
+  Buffer<float> dDy(dy), dX(x), dDw(start);
+  for (int call = 0; call < 2; ++call)
+    dpc_conv2d_grad_filter(dDy.get(), ys.data(), dX.get(), c.x.data(),
+                           dDw.get(), c.w.data(), c.params);
+  Doubles absSums;
+  Doubles want = convGradFilter(c, dy, x, &absSums);
+  for (size_t i = 0; i < want.size(); ++i) {
+    want[i] = start[i] + 2 * want[i];
+    absSums[i] = std::fabs(start[i]) + 2 * absSums[i];
+  }
+  expectClose(dDw.host(), want, Check::ConvGradFilter, &absSums);
+}
+
 TEST_P(Conv, RepeatedCallsGiveTheSameResult) {
   // The second call hits the primitive (descriptor) cache.
   const ConvConfig &c = GetParam();

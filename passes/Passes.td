@@ -480,9 +480,9 @@ def PlanMemoryPass : Pass<"dpc-plan-memory", "::mlir::ModuleOp"> {
 
     With `schedule`, the rank's peak memory is the schedule verifier's peak
     (parameters with their gradient and optimizer state, weight versions,
-    stash slots for the microbatches in flight, in-flight transfer buffers)
-    plus its largest arena; the module gets `pipe.peak_memory`, one entry per
-    stage.
+    stash slots for the microbatches in flight, transfer buffers) with each
+    compute instruction's segment arena counted while it runs; the module
+    gets `pipe.peak_memory`, one entry per stage.
   }];
   let dependentDialects = ["::mlir::dpc::pipe::PipeDialect"];
   let options = [

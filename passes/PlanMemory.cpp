@@ -145,19 +145,39 @@ int64_t planSegment(func::FuncOp func) {
   return arenaBytes;
 }
 
+// The segment function a schedule instruction calls, if any.
+std::optional<StringRef> segmentOf(schedule::Op op) {
+  switch (op) {
+  case schedule::Op::Forward:
+    return StringRef("forward");
+  case schedule::Op::Backward:
+    return StringRef("backward");
+  case schedule::Op::BackwardInput:
+    return StringRef("backward_input");
+  case schedule::Op::BackwardWeight:
+    return StringRef("backward_weight");
+  case schedule::Op::OptimizerStep:
+    return StringRef("optimizer");
+  default:
+    return std::nullopt;
+  }
+}
+
 struct PlanMemoryPass
     : public mlir::dpc::impl::PlanMemoryPassBase<PlanMemoryPass> {
   using PlanMemoryPassBase::PlanMemoryPassBase;
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    std::map<int64_t, int64_t> largestArena; // per stage
+    // Per stage, each segment's arena.
+    std::map<int64_t, std::map<std::string, int64_t>> arenas;
     for (auto func : module.getOps<func::FuncOp>()) {
       std::optional<int64_t> stage = pipe::getStage(func);
-      if (!stage || !func->hasAttr(pipe::PipeDialect::kSegmentAttrName))
+      auto segment =
+          func->getAttrOfType<StringAttr>(pipe::PipeDialect::kSegmentAttrName);
+      if (!stage || !segment)
         continue;
-      int64_t arena = planSegment(func);
-      largestArena[*stage] = std::max(largestArena[*stage], arena);
+      arenas[*stage][segment.str()] = planSegment(func);
     }
     if (scheduleFile.empty())
       return;
@@ -168,22 +188,29 @@ struct PlanMemoryPass
       module.emitError("cannot read the schedule: ") << error;
       return signalPassFailure();
     }
-    schedule::VerifyResult verified = schedule::verifySchedule(streams);
-    if (streams.numVirtualStages() != int(largestArena.size())) {
+    if (streams.numVirtualStages() != int(arenas.size())) {
       module.emitError("the schedule has ")
-          << streams.numVirtualStages() << " stages, the IR "
-          << largestArena.size();
+          << streams.numVirtualStages() << " stages, the IR " << arenas.size();
       return signalPassFailure();
     }
-    // A rank runs one segment at a time, whichever chunk it belongs to.
+    // Each compute instruction runs its segment in that segment's arena,
+    // which the rank's peak counts while it runs.
+    schedule::VerifyOptions options;
+    options.computeScratchBytes = [&](int rank,
+                                      const schedule::Instruction &inst) {
+      std::optional<StringRef> segment = segmentOf(inst.op);
+      if (!segment)
+        return 0.0;
+      const std::map<std::string, int64_t> &stage =
+          arenas[streams.virtualStage(rank, inst.chunk)];
+      auto it = stage.find(segment->str());
+      return it == stage.end() ? 0.0 : double(it->second);
+    };
+    schedule::VerifyResult verified =
+        schedule::verifySchedule(streams, options);
     SmallVector<int64_t> peaks;
-    for (auto [rank, stats] : llvm::enumerate(verified.ranks)) {
-      int64_t arena = 0;
-      for (int chunk = 0; chunk < streams.chunks; ++chunk)
-        arena = std::max(arena,
-                         largestArena[streams.virtualStage(rank, chunk)]);
-      peaks.push_back(stats.peakMemoryBytes + arena);
-    }
+    for (const schedule::RankStats &stats : verified.ranks)
+      peaks.push_back(stats.peakMemoryBytes);
     module->setAttr("pipe.peak_memory",
                     Builder(&getContext()).getDenseI64ArrayAttr(peaks));
   }

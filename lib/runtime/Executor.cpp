@@ -292,6 +292,7 @@ void Executor::Impl::run(int64_t step, size_t index, const Instruction &i) {
       throw Error(at + "microbatch " + std::to_string(i.mb) +
                   " was not loaded (no LoadMicrobatch before it)");
     compute(schedule::EventKind::Forward, Phase::Forward, segments.forward);
+    transfers.releaseReceived(i.mb, manifest.virtualStage(i.chunk));
     if (manifest.virtualStage(i.chunk) == lastStage() && manifest.labelsShape &&
         !losses[size_t(i.mb)])
       throw Error(at + "the last stage's forward did not call "

@@ -122,8 +122,10 @@ public:
   Finished recvFinish(const std::map<Boundary, PackLayout> &layouts, int tag,
                       int mb, const std::string &at);
 
-  /// The backward of `stage` for microbatch mb is over: its received packs
-  /// go.
+  /// The segment of `stage` that reads what microbatch mb received has run
+  /// (the forward its activations, whose later needs the IR stashes; the
+  /// backward, or a split one's weight half, its output gradient): its
+  /// received packs go.
   void releaseReceived(int mb, int stage);
 
   /// What is left over at the end of a step, or "": a message in flight or

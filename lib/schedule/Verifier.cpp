@@ -225,6 +225,11 @@ void Verifier::replayRank(int r) {
   bool replicated = s.replicasOf(s.stageOf(r)) > 1;
   // Outstanding transfers: (send?, peer, tag) -> Start indices.
   std::map<std::tuple<bool, int, int>, std::vector<int>> open;
+  // Received buffers, by (chunk, mb): the runtime keeps what a microbatch
+  // received until the compute that reads it has run (the forward its
+  // activations; the backward its output gradient, which both halves of a
+  // split backward read).
+  std::map<std::pair<int, int>, double> held;
 
   double memory = 0;
   for (int c = 0; c < v; ++c)
@@ -258,6 +263,34 @@ void Verifier::replayRank(int r) {
       overIndex = i;
       overMemory = memory;
     }
+  };
+  // A compute instruction's scratch, live while it runs.
+  auto runScratch = [&](int i) {
+    if (!options.computeScratchBytes)
+      return;
+    double scratch = options.computeScratchBytes(r, program[i]);
+    track(scratch, i);
+    memory -= scratch;
+  };
+
+  // A send's pack is filled by the compute that produces it (dpc_send), so
+  // it counts from that compute (the forward for activations, the backward
+  // or its input half for gradients) to its SendFinish.
+  std::map<std::tuple<int, int, int>, double> sendBytes; // (what, c, mb)
+  for (const Instruction &in : program)
+    if (in.op == Op::SendStart)
+      sendBytes[{int(in.what), in.chunk, in.mb}] += double(in.bytes);
+  auto fillSends = [&](Payload what, int c, int mb, int i) {
+    auto it = sendBytes.find({int(what), c, mb});
+    if (it != sendBytes.end())
+      track(it->second, i);
+  };
+  auto releaseReceived = [&](int c, int mb, int i) {
+    auto it = held.find({c, mb});
+    if (it == held.end())
+      return;
+    track(-it->second, i);
+    held.erase(it);
   };
 
   for (int i = 0; i < static_cast<int>(program.size()); ++i) {
@@ -311,6 +344,9 @@ void Verifier::replayRank(int r) {
         return;
       restoredVersion[c] = -1;
       forwardDone[c][mb] = true;
+      fillSends(Payload::Activation, c, mb, i);
+      runScratch(i);
+      releaseReceived(c, mb, i);
       break;
     }
     case Op::Backward:
@@ -339,9 +375,12 @@ void Verifier::replayRank(int r) {
         return;
       restoredVersion[c] = -1;
       inputGradDone[c][mb] = true;
+      fillSends(Payload::Gradient, c, mb, i);
+      runScratch(i);
       if (inst.op == Op::Backward) {
         weightGradDone[c][mb] = true;
         ++backwardsSinceUpdate;
+        releaseReceived(c, mb, i);
       }
       break;
     }
@@ -358,6 +397,8 @@ void Verifier::replayRank(int r) {
                         " after its stash was freed");
       weightGradDone[c][mb] = true;
       ++backwardsSinceUpdate;
+      runScratch(i);
+      releaseReceived(c, mb, i);
       break;
     case Op::Stash:
       if (!forwardDone[c][mb])
@@ -440,7 +481,8 @@ void Verifier::replayRank(int r) {
                     "sends the gradient of " + mbText(mb) +
                         " before its backward");
       open[{send, inst.peer, inst.tag}].push_back(i);
-      track(static_cast<double>(inst.bytes), i);
+      if (!send) // A send's pack counts from the compute that filled it.
+        track(static_cast<double>(inst.bytes), i);
       break;
     }
     case Op::SendFinish:
@@ -456,9 +498,12 @@ void Verifier::replayRank(int r) {
       it->second.erase(it->second.begin());
       if (it->second.empty())
         open.erase(it);
-      track(-static_cast<double>(program[start].bytes), i);
-      if (!send)
+      if (send) {
+        track(-static_cast<double>(program[start].bytes), i);
+      } else {
         received.insert({int(inst.what), mb, c});
+        held[{c, mb}] += static_cast<double>(program[start].bytes);
+      }
       break;
     }
     case Op::AllReduce: {
@@ -475,6 +520,7 @@ void Verifier::replayRank(int r) {
     }
     case Op::OptimizerStep: {
       ++optimizerSteps;
+      runScratch(i);
       if (sync) {
         for (int chunk = 0; chunk < v; ++chunk) {
           int missing = -1;

@@ -14,6 +14,7 @@
 #include "dpc/schedule/Schedule.h"
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -86,6 +87,10 @@ struct VerifyOptions {
   /// Each rank's own limit (its device's memory, dpc compile --cluster);
   /// absent or 0 = none. A rank is held to the smaller of both.
   std::vector<double> rankMemoryLimits;
+  /// Scratch memory a compute instruction uses while it runs (plan-memory:
+  /// its segment's arena), by rank; absent = none. It counts toward the
+  /// peak at that instruction only.
+  std::function<double(int rank, const Instruction &)> computeScratchBytes;
   double memoryLimitOf(int rank) const {
     double own = rank >= 0 && size_t(rank) < rankMemoryLimits.size()
                      ? rankMemoryLimits[size_t(rank)]

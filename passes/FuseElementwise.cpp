@@ -117,13 +117,7 @@ void fuse(ArrayRef<Operation *> ops) {
 }
 
 void fuseSegment(func::FuncOp func) {
-  Block &block = func.getBody().front();
-  std::vector<Operation *> ops;
-  DenseMap<Operation *, int64_t> position;
-  for (Operation &op : block) {
-    position[&op] = ops.size();
-    ops.push_back(&op);
-  }
+  auto [ops, position] = indexSegment(func);
   std::vector<Node> nodes(ops.size());
   for (auto [index, op] : llvm::enumerate(ops)) {
     Node &node = nodes[index];

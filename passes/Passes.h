@@ -10,6 +10,8 @@
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Pass/Pass.h"
 
+#include <vector>
+
 namespace mlir::dpc {
 
 #define GEN_PASS_DECL
@@ -26,6 +28,22 @@ inline FailureOr<func::FuncOp> getMainFunc(ModuleOp module) {
   if (!main || main.isExternal() || !main.getBody().hasOneBlock())
     return module.emitError("expects a single-block function @main");
   return main;
+}
+
+/// The ops of a single-block segment function in order, and each op's
+/// position among them: what the passes that plan over a segment's ops by
+/// index (fuse-elementwise, propagate-layouts) read it into.
+struct SegmentOps {
+  std::vector<Operation *> ops;
+  DenseMap<Operation *, int64_t> position;
+};
+inline SegmentOps indexSegment(func::FuncOp func) {
+  SegmentOps segment;
+  for (Operation &op : func.getBody().front()) {
+    segment.position[&op] = int64_t(segment.ops.size());
+    segment.ops.push_back(&op);
+  }
+  return segment;
 }
 
 /// The loss that ends the forward pass of a training step's @main (what

@@ -210,13 +210,7 @@ int64_t stageOf(func::FuncOp func) {
 using StashLayouts = std::map<std::pair<int64_t, std::string>, bool>;
 
 void propagateSegment(func::FuncOp func, StashLayouts &stashed) {
-  Block &block = func.getBody().front();
-  std::vector<Operation *> ops;
-  DenseMap<Operation *, int64_t> position;
-  for (Operation &op : block) {
-    position[&op] = ops.size();
-    ops.push_back(&op);
-  }
+  auto [ops, position] = indexSegment(func);
   int64_t stage = stageOf(func);
   std::vector<Node> nodes;
   nodes.reserve(ops.size());

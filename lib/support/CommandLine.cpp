@@ -11,6 +11,21 @@
 
 namespace dpc::cli {
 
+std::function<std::string(const std::string &)>
+oneOf(std::string *out, std::vector<std::string> choices) {
+  std::sort(choices.begin(), choices.end());
+  return [out, choices](const std::string &value) -> std::string {
+    if (std::find(choices.begin(), choices.end(), value) != choices.end()) {
+      *out = value;
+      return "";
+    }
+    std::string list;
+    for (const std::string &choice : choices)
+      list += (list.empty() ? "" : "|") + choice;
+    return "expects one of " + list + ", got '" + value + "'";
+  };
+}
+
 ArgParser::ArgParser(std::string command, std::string summary,
                      std::string usage)
     : command(std::move(command)), summary(std::move(summary)),

@@ -56,20 +56,7 @@ namespace fs = std::filesystem;
 namespace dpc::tools {
 namespace {
 
-// An option that must take one of `choices`.
-std::function<std::string(const std::string &)>
-oneOf(std::string *out, std::set<std::string> choices) {
-  return [out, choices](const std::string &value) -> std::string {
-    if (choices.count(value)) {
-      *out = value;
-      return "";
-    }
-    std::string list;
-    for (const std::string &choice : choices)
-      list += (list.empty() ? "" : "|") + choice;
-    return "expects one of " + list + ", got '" + value + "'";
-  };
-}
+using cli::oneOf;
 
 // The largest microbatch size a build accepts. The runtime moves a
 // microbatch's activations between stages as one MPI message, whose size is

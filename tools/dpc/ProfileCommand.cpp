@@ -245,20 +245,26 @@ int runProfileCommand(const Args &args) {
       "message-ranks", &messageRanks, "N1,N2,...",
       "also measure the latency of a message between stages, on N stages "
       "of a 1F1B build for each N (default 2; 1 measures none)");
-  p.addOption("fusion", &compile.fusion, "on|off",
+  p.addOption("fusion", cli::oneOf(&compile.fusion, {"on", "off"}), "on|off",
               "time the build as dpc compile --fusion makes it (default on "
               "for the CPU): a fused region's time is shared among its ops' "
               "nodes");
-  p.addOption("precision", &compile.precision, "fp32|bf16",
+  p.addOption("precision", cli::oneOf(&compile.precision, {"fp32", "bf16"}),
+              "fp32|bf16",
               "time the build as dpc compile --precision makes it (default "
               "fp32): bf16 runs convolutions and matmuls in bf16; the "
               "profile records it");
-  p.addOption("activation-layout", &compile.activationLayout, "blocked|plain",
+  p.addOption("activation-layout",
+              cli::oneOf(&compile.activationLayout, {"blocked", "plain"}),
+              "blocked|plain",
               "time the build as dpc compile --activation-layout makes it "
               "(default blocked, as dpc compile's for the CPU)");
-  p.addOption("conv-algorithm", &compile.convAlgorithm, "auto|winograd|direct",
-              "time the convolutions as dpc compile --conv-algorithm runs "
-              "them (default auto, as dpc compile's for the CPU)");
+  p.addOption(
+      "conv-algorithm",
+      cli::oneOf(&compile.convAlgorithm, {"auto", "winograd", "direct"}),
+      "auto|winograd|direct",
+      "time the convolutions as dpc compile --conv-algorithm runs "
+      "them (default auto, as dpc compile's for the CPU)");
   if (std::optional<int> exit = p.parseOrExit(args))
     return *exit;
   if (output.empty()) {
@@ -282,38 +288,13 @@ int runProfileCommand(const Args &args) {
   // call, whose time goes to the nodes of its ops.
   if (!p.given("fusion"))
     compile.fusion = "on";
-  else if (compile.fusion != "on" && compile.fusion != "off") {
-    std::cerr << "dpc profile: --fusion expects on or off, got '"
-              << compile.fusion << "'\n";
-    return cli::kUsageError;
-  }
-  if (compile.precision != "fp32" && compile.precision != "bf16") {
-    std::cerr << "dpc profile: --precision expects fp32 or bf16, got '"
-              << compile.precision << "'\n";
-    return cli::kUsageError;
-  }
   // In the layouts the build's kernels will read.
   if (!p.given("activation-layout"))
     compile.activationLayout = "blocked";
-  else if (compile.activationLayout != "blocked" &&
-           compile.activationLayout != "plain") {
-    std::cerr << "dpc profile: --activation-layout expects blocked or plain, "
-                 "got '"
-              << compile.activationLayout << "'\n";
-    return cli::kUsageError;
-  }
   // And the convolutions by the algorithms the build will choose: a
   // Winograd layer takes about half the direct time.
   if (!p.given("conv-algorithm"))
     compile.convAlgorithm = "auto";
-  else if (compile.convAlgorithm != "auto" &&
-           compile.convAlgorithm != "winograd" &&
-           compile.convAlgorithm != "direct") {
-    std::cerr << "dpc profile: --conv-algorithm expects auto, winograd or "
-                 "direct, got '"
-              << compile.convAlgorithm << "'\n";
-    return cli::kUsageError;
-  }
 
   // The shapes to measure: one (the model's), or the shape buckets.
   std::vector<ShapeBucket> shapes;

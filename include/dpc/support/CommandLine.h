@@ -22,6 +22,11 @@ namespace dpc::cli {
 /// Exit code for a usage error (bad flag, missing argument, bad value).
 constexpr int kUsageError = 2;
 
+/// A value check for ArgParser::addOption: the option must take one of
+/// `choices`, which it then stores in `out`.
+std::function<std::string(const std::string &)>
+oneOf(std::string *out, std::vector<std::string> choices);
+
 class ArgParser {
 public:
   /// `command` is what the user typed ("dpc plan"); `summary` one line on what

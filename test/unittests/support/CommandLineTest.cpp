@@ -43,6 +43,23 @@ TEST(CommandLine, ParsesBothSpellingsAndPositionals) {
   EXPECT_FALSE(parser.given("name"));
 }
 
+TEST(CommandLine, OneOfTakesAChoiceAndListsThemWhenRefusing) {
+  std::string kind = "unset";
+  ArgParser parser("dpc test", "a test command", "dpc test");
+  parser.addOption("kind", dpc::cli::oneOf(&kind, {"plain", "blocked"}),
+                   "plain|blocked", "a kind");
+  ASSERT_EQ(parser.parse({"--kind", "blocked"}), ArgParser::Result::Ok)
+      << parser.error();
+  EXPECT_EQ(kind, "blocked");
+  ArgParser again("dpc test", "a test command", "dpc test");
+  again.addOption("kind", dpc::cli::oneOf(&kind, {"plain", "blocked"}),
+                  "plain|blocked", "a kind");
+  EXPECT_EQ(again.parse({"--kind", "nhwc"}), ArgParser::Result::Error);
+  EXPECT_EQ(again.error(), "dpc test: option '--kind' expects one of "
+                           "blocked|plain, got 'nhwc'");
+  EXPECT_EQ(kind, "blocked");
+}
+
 TEST(CommandLine, RejectsUnknownOptionWithItsName) {
   Parsed p;
   ArgParser parser = makeParser(p);

@@ -145,8 +145,8 @@ struct BuildSchedulePass
       for (schedule::ScheduleKind kind : schedule::autoScheduleKinds()) {
         candidates.push_back(options);
         candidates.back().kind = kind;
-        candidates.back().stageInfo = collectStageInfo(
-            module, kind == schedule::ScheduleKind::ZeroBubbleH1);
+        candidates.back().stageInfo =
+            collectStageInfo(module, schedule::splitsBackward(kind));
       }
       std::string error;
       int chosen = schedule::chooseFastestSchedule(
@@ -157,8 +157,8 @@ struct BuildSchedulePass
       }
       options.kind = candidates[chosen].kind;
     }
-    options.stageInfo = collectStageInfo(
-        module, options.kind == schedule::ScheduleKind::ZeroBubbleH1);
+    options.stageInfo =
+        collectStageInfo(module, schedule::splitsBackward(options.kind));
 
     schedule::Schedule built;
     if (std::string error = schedule::buildSchedule(options, built);
@@ -172,6 +172,8 @@ struct BuildSchedulePass
     built.wakeLatency = machine.wakeLatency;
     schedule::SimulateOptions simulateOptions = machine;
     simulateOptions.recordTimeline = !traceOutput.empty();
+    // The runtime runs the steps back to back: predict a long run's step.
+    simulateOptions.steps = schedule::kSteadyStateSteps;
     schedule::SimulateResult simulated;
     if (std::string error =
             schedule::simulateSchedule(built, simulateOptions, simulated);
@@ -181,7 +183,7 @@ struct BuildSchedulePass
     }
     Builder b(&getContext());
     module->setAttr("pipe.predicted_step_ms",
-                    b.getF64FloatAttr(simulated.stepTime));
+                    b.getF64FloatAttr(simulated.steadyStepTime));
     module->setAttr("pipe.predicted_bubble",
                     b.getF64FloatAttr(simulated.bubbleFraction));
 
@@ -239,6 +241,9 @@ mlir::dpc::collectStageInfo(ModuleOp module, bool splitBackward) {
     info.backwardWeight = segmentMs(segments.lookup("backward_weight")) / speed;
     llvm::StringSet<> params, stashes;
     int64_t paramBytes = 0, stateTensors = 0;
+    // What the runtime loads for a microbatch: the first stage's input 0 and
+    // the labels, whichever segments read them.
+    int64_t inputBytes = 0, labelBytes = 0;
     for (auto &entry : segments) {
       bool stashesCount = splitBackward || entry.first() != "backward_input";
       entry.second.walk([&](Operation *op) {
@@ -250,6 +255,11 @@ mlir::dpc::collectStageInfo(ModuleOp module, bool splitBackward) {
         } else if (auto stash = dyn_cast<pipe::StashOp>(op)) {
           if (stashesCount && stashes.insert(stash.getKey()).second)
             info.activationBytes += nn::getSizeInBytes(stash.getValue());
+        } else if (auto input = dyn_cast<pipe::InputOp>(op)) {
+          if (stage == 0 && input.getIndex() == 0)
+            inputBytes = nn::getSizeInBytes(input.getResult());
+        } else if (auto labels = dyn_cast<pipe::LabelsOp>(op)) {
+          labelBytes = nn::getSizeInBytes(labels.getResult());
         } else if (auto send = dyn_cast<pipe::SendOp>(op)) {
           if (send.getPeerAttr().getInt() > stage)
             // What travels: bf16 for f32 values in a bf16 build.
@@ -258,6 +268,7 @@ mlir::dpc::collectStageInfo(ModuleOp module, bool splitBackward) {
         }
       });
     }
+    info.inputBytes = inputBytes + labelBytes;
     // Weights, their gradient accumulators and the optimizer's state
     // (which the runtime keeps for every parameter of a training stage)
     // stay resident.

@@ -272,10 +272,11 @@ struct PartitionStagesPass
       return module.emitError("unknown optimizer '")
              << optimizer << "'; expected sgd or adam";
     std::string kind = schedule;
-    // Interleaved and zero-bubble are synchronous like 1F1B and keep the
-    // same activations in flight per stage; auto picks 1f1b or zb-h1 after
-    // the partition.
-    if (kind == "interleaved" || kind == "zb-h1" || kind == "auto")
+    // Interleaved and zero-bubble are synchronous like 1F1B and are planned
+    // as 1F1B (zb-2p keeps more in flight, which the schedule's verified
+    // peak then judges); auto picks 1f1b, zb-h1 or zb-2p after the partition.
+    if (kind == "interleaved" || kind == "zb-h1" || kind == "zb-2p" ||
+        kind == "auto")
       kind = "1f1b";
     if (!planner::parseScheduleKind(kind, options.cost.schedule))
       return module.emitError("unknown schedule '") << schedule << "'";

@@ -374,15 +374,17 @@ def BuildSchedulePass : Pass<"dpc-build-schedule", "::mlir::ModuleOp"> {
     transfer sizes) builds the instruction stream of every rank for the
     chosen schedule with lib/schedule, simulates it, and writes it as
     schedule.json to `schedule-output`; `verify-schedule` then checks it.
-    With `schedule=auto` it builds and simulates 1f1b and zb-h1 and keeps
-    zb-h1 when its step is more than 2% shorter and every rank fits
-    `memory-limit` (and a cluster's per-rank memory), else 1f1b.
+    With `schedule=auto` it builds and simulates 1f1b, zb-h1 and zb-2p and
+    keeps a later one only when its step is more than 2% shorter than the
+    kept one's and every rank fits `memory-limit` (and a cluster's per-rank
+    memory). Steps are simulated back to back, as the runtime runs them.
     The simulation charges every transfer the module's
     `pipe.message_latency_ms` and, with fewer `cores` than ranks, shares
     the cores among the ranks computing at a moment and lets a rank that
     waits for a message resume no sooner than `pipe.wake_latency_ms` after
     the transfer starts; schedule.json records the cores and latencies.
-    The simulated step time and bubble fraction are attached to the module
+    The simulated step time (a step of a long run: the period of
+    back-to-back steps) and the bubble fraction are attached to the module
     as `pipe.predicted_step_ms` and `pipe.predicted_bubble`, and with
     `trace-output` the predicted timeline is written as a Chrome trace (one
     track per rank).
@@ -395,9 +397,9 @@ def BuildSchedulePass : Pass<"dpc-build-schedule", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::dpc::pipe::PipeDialect"];
   let options = [
     Option<"schedule", "schedule", "std::string", /*default=*/"\"1f1b\"",
-           "gpipe, 1f1b, pipedream, interleaved, zb-h1, or auto (1f1b or "
-           "zb-h1, whichever simulates the shorter step within the memory "
-           "limit)">,
+           "gpipe, 1f1b, pipedream, interleaved, zb-h1, zb-2p, or auto "
+           "(1f1b, zb-h1 or zb-2p, whichever simulates the shorter step "
+           "within the memory limit)">,
     Option<"microbatches", "microbatches", "int64_t", /*default=*/"1",
            "Microbatches per minibatch">,
     Option<"verticalSync", "vertical-sync", "bool", /*default=*/"false",

@@ -114,7 +114,8 @@ def simulate_measured(dpc_schedule, out, events, work):
     # Free transfers: not the latencies the profile measured.
     text = run([dpc_schedule, "simulate", path, "--optimizer-ms", str(optimizer),
                 "--latency", "0", "--wake-latency", "0"] + shared)
-    return float(text.split("step ")[1].split(" ms")[0])
+    # A step of a long run (steps back to back), as plan.json predicts.
+    return float(text.split("back to back ")[1].split(" ms")[0])
 
 
 def predicted_compute(timeline, ranks):

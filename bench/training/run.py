@@ -22,7 +22,7 @@ For every model (LeNet-5 and the MLP of test/e2e/oracle/oracle.py), minibatch
 
 dpc compiles with `--schedule auto` unless --schedule says otherwise: the
 schedule is dpc's to choose, and auto keeps 1f1b on one stage and takes
-zb-h1 on two stages where the simulator predicts it faster.
+zb-h1 or zb-2p on two stages where the simulator predicts it faster.
 
 The sequence models (`--models tiny-gpt,lstm-lm`: oracle.py's GPT-like
 decoder and LSTM language model) read windows of character tokens of
@@ -378,8 +378,8 @@ def main():
                         help="smoke run: 4x16 only, 20 timed steps after 5")
     parser.add_argument("--schedule", default="auto",
                         help="dpc compile --schedule (default auto: 1f1b "
-                             "on one stage, zb-h1 on two where the "
-                             "simulator finds it faster)")
+                             "on one stage, zb-h1 or zb-2p on two where "
+                             "the simulator finds it faster)")
     parser.add_argument("--lr", type=float, default=0.05)
     parser.add_argument("--momentum", type=float, default=0.9)
     parser.add_argument("--data", default=oracle.DEFAULT_DATA,

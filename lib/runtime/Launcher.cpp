@@ -612,10 +612,11 @@ std::optional<double> simulateOnCores(const schedule::Schedule &s, int cores) {
   schedule::SimulateOptions options = schedule::recordedMachine(s);
   options.cores = cores;
   options.recordTimeline = false;
+  options.steps = schedule::kSteadyStateSteps;
   schedule::SimulateResult result;
   if (!schedule::simulateSchedule(s, options, result).empty())
     return std::nullopt;
-  return result.stepTime;
+  return result.steadyStepTime;
 }
 
 /// Reads the step times the last stage wrote to `summaryPath`, prints the

@@ -526,6 +526,59 @@ void lowerLog(Schedule &schedule, const EventRun &run) {
     schedule.programs[r] = ranks[r].finish();
 }
 
+/// Zero bubble under 2p microbatches (zb-2p): instead of a fixed pattern,
+/// the order comes from running the stages' costs. Whenever a rank is idle
+/// it takes, in this preference, the input gradient of its oldest
+/// microbatch whose output gradient has arrived (the critical path back to
+/// the first stage); the forward of its next microbatch, while it holds the
+/// activations of fewer than 2p microbatches (a forward runs, its weight
+/// gradient frees them); else the weight gradient of its oldest microbatch
+/// whose input gradient ran. The weight gradients so fill whatever a rank
+/// would otherwise wait for, and the last stages end the step with theirs,
+/// which covers the first stage's last weight gradient, update and next
+/// forward in the runtime's back-to-back steps. The price is memory: up to
+/// 2p microbatches a rank, against zb-h1's p.
+std::string zeroBubble2POrder(Schedule &schedule) {
+  EventRun run(schedule);
+  int limit = 2 * schedule.numStages();
+  struct Progress {
+    std::vector<int> share;
+    size_t forwards = 0, inputs = 0, weights = 0;
+  };
+  std::vector<Progress> ranks(schedule.ranks);
+  std::vector<size_t> expected(schedule.ranks);
+  for (int r = 0; r < schedule.ranks; ++r) {
+    ranks[r].share = shareOf(schedule, r);
+    expected[r] = 3 * ranks[r].share.size();
+  }
+  Policy policy = [&](int r, Work &w) {
+    Progress &rank = ranks[r];
+    if (rank.inputs < rank.forwards) {
+      Work input{Op::BackwardInput, rank.share[rank.inputs], 0};
+      if (run.ready(r, input)) {
+        w = input;
+        ++rank.inputs;
+        return true;
+      }
+    }
+    if (rank.forwards < rank.share.size() &&
+        int(rank.forwards - rank.weights) < limit &&
+        run.ready(r, fwd(rank.share[rank.forwards]))) {
+      w = fwd(rank.share[rank.forwards++]);
+      return true;
+    }
+    if (rank.weights < rank.inputs) {
+      w = {Op::BackwardWeight, rank.share[rank.weights++], 0};
+      return true;
+    }
+    return false;
+  };
+  if (std::string error = run.run(policy, expected); !error.empty())
+    return error;
+  lowerLog(schedule, run);
+  return "";
+}
+
 } // namespace
 
 std::string lowerSchedule(Schedule &schedule, const Order &order) {
@@ -569,7 +622,7 @@ std::string buildSchedule(const BuildOptions &options, Schedule &schedule) {
                   [](int r) { return r > 1; });
   if (replicated && !isSynchronous(options.kind))
     return std::string("replicated stages need a synchronous schedule "
-                       "(gpipe, 1f1b, zb-h1), not ") +
+                       "(gpipe, 1f1b, zb-h1, zb-2p), not ") +
            kindName(options.kind);
   if (replicated && v > 1)
     return "replicated stages cannot be combined with virtual stages";
@@ -653,6 +706,8 @@ std::string buildSchedule(const BuildOptions &options, Schedule &schedule) {
   case ScheduleKind::ZeroBubbleH1:
     order = zeroBubbleOrder(schedule);
     break;
+  case ScheduleKind::ZeroBubble2P:
+    return zeroBubble2POrder(schedule);
   case ScheduleKind::Custom:
     break;
   }

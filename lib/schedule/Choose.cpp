@@ -7,7 +7,8 @@
 namespace dpc::schedule {
 
 std::vector<ScheduleKind> autoScheduleKinds() {
-  return {ScheduleKind::OneFOneB, ScheduleKind::ZeroBubbleH1};
+  return {ScheduleKind::OneFOneB, ScheduleKind::ZeroBubbleH1,
+          ScheduleKind::ZeroBubble2P};
 }
 
 namespace {
@@ -41,6 +42,7 @@ int chooseFastestSchedule(const std::vector<BuildOptions> &candidates,
     }
     SimulateOptions simulate = machine;
     simulate.recordTimeline = false;
+    simulate.steps = kSteadyStateSteps;
     SimulateResult simulated;
     if (error = simulateSchedule(built, simulate, simulated); !error.empty()) {
       error = "cannot simulate the " + std::string(kindName(options.kind)) +
@@ -50,10 +52,10 @@ int chooseFastestSchedule(const std::vector<BuildOptions> &candidates,
     bool fits = fitsMemory(built, memory);
     if (chosen < 0 || (fits && !chosenFits) ||
         (fits &&
-         simulated.stepTime < chosenStep * (1 - kAutoScheduleMinGain))) {
+         simulated.steadyStepTime < chosenStep * (1 - kAutoScheduleMinGain))) {
       chosen = int(k);
       chosenFits = fits;
-      chosenStep = simulated.stepTime;
+      chosenStep = simulated.steadyStepTime;
     }
   }
   if (chosen < 0)

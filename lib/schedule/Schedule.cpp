@@ -58,6 +58,7 @@ const KindNames kKinds[] = {
     {ScheduleKind::PipeDream, "pipedream"},
     {ScheduleKind::Interleaved, "interleaved"},
     {ScheduleKind::ZeroBubbleH1, "zb-h1"},
+    {ScheduleKind::ZeroBubble2P, "zb-2p"},
     {ScheduleKind::Custom, "custom"},
 };
 
@@ -82,6 +83,11 @@ bool parseKind(const std::string &name, ScheduleKind &kind) {
 
 bool isSynchronous(ScheduleKind kind) {
   return kind != ScheduleKind::PipeDream && kind != ScheduleKind::Custom;
+}
+
+bool splitsBackward(ScheduleKind kind) {
+  return kind == ScheduleKind::ZeroBubbleH1 ||
+         kind == ScheduleKind::ZeroBubble2P;
 }
 
 const char *opName(Op op) { return names(op).name; }
@@ -284,7 +290,8 @@ std::string toJson(const Schedule &schedule, int indent) {
                       {"param_bytes", s.paramBytes},
                       {"weight_bytes", s.weightBytes},
                       {"activation_bytes", s.activationBytes},
-                      {"output_bytes", s.outputBytes}});
+                      {"output_bytes", s.outputBytes},
+                      {"input_bytes", s.inputBytes}});
   }
   root["stages"] = std::move(stages);
   json programs = json::array();
@@ -446,6 +453,7 @@ std::string fromJson(const std::string &text, Schedule &schedule) {
         info.weightBytes = get<int64_t>(s, "weight_bytes", 0);
         info.activationBytes = get<int64_t>(s, "activation_bytes", 0);
         info.outputBytes = get<int64_t>(s, "output_bytes", 0);
+        info.inputBytes = get<int64_t>(s, "input_bytes", 0);
       }
     }
     if (!root.contains("programs") || !root["programs"].is_array())

@@ -274,6 +274,36 @@ std::string timeSharedCores(const Schedule &s, int cores, const Costs &costs,
   return deadlock(s, pc);
 }
 
+/// The period of `steps` back-to-back copies of every rank's stream.
+std::string timeSteadyState(const Schedule &s, const SimulateOptions &opts,
+                            double &period) {
+  Schedule repeated = s;
+  for (int r = 0; r < s.ranks; ++r)
+    for (int k = 1; k < opts.steps; ++k)
+      repeated.programs[r].insert(repeated.programs[r].end(),
+                                  s.programs[r].begin(), s.programs[r].end());
+  SimulateOptions once = opts;
+  once.steps = 1;
+  once.recordTimeline = false;
+  SimulateResult result;
+  if (std::string error = simulateSchedule(repeated, once, result);
+      !error.empty())
+    return error;
+  // When every rank has finished step k: the latest end among the k-th
+  // copies of the streams.
+  auto endOf = [&](int k) {
+    double end = 0;
+    for (int r = 0; r < s.ranks; ++r) {
+      size_t n = s.programs[r].size();
+      for (size_t i = size_t(k) * n; i < size_t(k + 1) * n; ++i)
+        end = std::max(end, result.end[r][i]);
+    }
+    return end;
+  };
+  period = (endOf(opts.steps - 1) - endOf(0)) / (opts.steps - 1);
+  return "";
+}
+
 } // namespace
 
 SimulateOptions recordedMachine(const Schedule &schedule) {
@@ -325,6 +355,11 @@ std::string simulateSchedule(const Schedule &s, const SimulateOptions &opts,
     result.stepTime = std::max(result.stepTime, clock[r]);
     result.busyTime += result.rankBusy[r];
   }
+  result.steadyStepTime = result.stepTime;
+  if (opts.steps > 1)
+    if (std::string error = timeSteadyState(s, opts, result.steadyStepTime);
+        !error.empty())
+      return error;
   double total = result.stepTime * p;
   result.bubbleFraction = total > 0 ? (total - result.busyTime) / total : 0;
 

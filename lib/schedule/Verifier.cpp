@@ -235,6 +235,16 @@ void Verifier::replayRank(int r) {
   for (int c = 0; c < v; ++c)
     memory += s.stage(r, c).paramBytes;
   double peak = memory;
+  // Loaded data, by (chunk, mb): the runtime keeps a microbatch's inputs or
+  // labels until its backward (Backward, or BackwardWeight) has run.
+  std::map<std::pair<int, int>, double> loadedBytes;
+  auto releaseLoaded = [&](int c, int mb) {
+    auto it = loadedBytes.find({c, mb});
+    if (it == loadedBytes.end())
+      return;
+    memory -= it->second;
+    loadedBytes.erase(it);
+  };
   int overIndex = -1;
   double overMemory = 0;
   int optimizerSteps = 0;
@@ -320,6 +330,10 @@ void Verifier::replayRank(int r) {
     switch (inst.op) {
     case Op::LoadMicrobatch:
       loaded[mb] = true;
+      if (double bytes = double(s.stage(r, c).inputBytes); bytes > 0) {
+        loadedBytes[{c, mb}] = bytes;
+        track(bytes, i);
+      }
       break;
     case Op::Forward: {
       if (forwardDone[c][mb])
@@ -381,6 +395,7 @@ void Verifier::replayRank(int r) {
         weightGradDone[c][mb] = true;
         ++backwardsSinceUpdate;
         releaseReceived(c, mb, i);
+        releaseLoaded(c, mb);
       }
       break;
     }
@@ -399,6 +414,7 @@ void Verifier::replayRank(int r) {
       ++backwardsSinceUpdate;
       runScratch(i);
       releaseReceived(c, mb, i);
+      releaseLoaded(c, mb);
       break;
     case Op::Stash:
       if (!forwardDone[c][mb])

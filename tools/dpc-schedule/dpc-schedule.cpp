@@ -153,8 +153,9 @@ void printSummary(const Schedule &s, const VerifyResult &vr,
   std::printf("deadlock-free: blocking %s, non-blocking %s\n",
               vr.blockingDeadlockFree ? "yes" : "no",
               vr.nonBlockingDeadlockFree ? "yes" : "no");
-  std::printf("step %.6g ms, bubble fraction %.4f\n", sim.stepTime,
-              sim.bubbleFraction);
+  std::printf("step %.6g ms, bubble fraction %.4f; back to back %.6g ms a "
+              "step\n",
+              sim.stepTime, sim.bubbleFraction, sim.steadyStepTime);
   for (int r = 0; r < s.ranks; ++r)
     std::printf("rank %d: busy %.6g ms, peak memory %s, stashes %d, weight "
                 "versions %d, optimizer steps %d\n",
@@ -175,6 +176,7 @@ bool simulate(const std::string &command, const Schedule &schedule,
   options.optimizerStep = costs.optimizer;
   options.cores = int(costs.cores);
   options.wakeLatency = costs.wakeLatency;
+  options.steps = kSteadyStateSteps;
   if (std::string error = simulateSchedule(schedule, options, sim);
       !error.empty()) {
     std::cerr << command << ": " << error << "\n";
@@ -247,7 +249,7 @@ int runBuild(const std::vector<std::string> &args) {
   parser.addOption("microbatches", &microbatches, "M",
                    "microbatches per minibatch (pipedream: the window)");
   parser.addOption("schedule", &kindText, "KIND",
-                   "gpipe, 1f1b, pipedream, interleaved or zb-h1");
+                   "gpipe, 1f1b, pipedream, interleaved, zb-h1 or zb-2p");
   parser.addOption("virtual-stages", &virtualStages, "V",
                    "model chunks per rank (interleaved)");
   parser.addFlag("vertical-sync", &verticalSync,
@@ -277,7 +279,8 @@ int runBuild(const std::vector<std::string> &args) {
   if (!parseKind(kindText, options.kind) ||
       options.kind == ScheduleKind::Custom) {
     std::cerr << command << ": unknown schedule '" << kindText
-              << "' (expects gpipe, 1f1b, pipedream, interleaved or zb-h1)\n";
+              << "' (expects gpipe, 1f1b, pipedream, interleaved, zb-h1 or "
+                 "zb-2p)\n";
     return cli::kUsageError;
   }
   options.stages = static_cast<int>(stages);

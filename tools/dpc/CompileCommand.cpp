@@ -130,7 +130,7 @@ std::string checkOptions(const CompileOptions &o, const cli::ArgParser &p) {
              " stages but --stages is " + std::to_string(o.stages);
     if (o.schedule == "pipedream" || o.schedule == "interleaved")
       return "--replicas needs a synchronous schedule with one model chunk "
-             "per rank (gpipe, 1f1b, zb-h1), not " +
+             "per rank (gpipe, 1f1b, zb-h1, zb-2p), not " +
              o.schedule;
   }
   if (o.reduce == "preduce" &&
@@ -537,7 +537,7 @@ bool completePlan(mlir::ModuleOp module, const fs::path &planPath,
   if (inference)
     plan["inference"] = true;
   // The kind build-schedule built (--schedule auto's choice; the planner
-  // plans zb-h1 and interleaved as 1f1b).
+  // plans zb-h1, zb-2p and interleaved as 1f1b).
   std::ifstream streams(schedulePath);
   nlohmann::json built = nlohmann::json::parse(streams, nullptr, false);
   if (!built.is_discarded() && built.contains("kind") &&
@@ -949,9 +949,9 @@ int runCompileCommand(const Args &args) {
               "re-specialise the batch dimension to B samples");
   p.addOption("schedule",
               oneOf(&o.schedule, {"gpipe", "1f1b", "pipedream", "interleaved",
-                                  "zb-h1", "auto"}),
+                                  "zb-h1", "zb-2p", "auto"}),
               "KIND",
-              "pipeline schedule; auto: 1f1b or zb-h1, whichever the "
+              "pipeline schedule; auto: 1f1b, zb-h1 or zb-2p, whichever the "
               "simulator predicts faster within the memory limit (default "
               "1f1b)");
   p.addOption("virtual-stages", &o.virtualStages, "V",

@@ -1,10 +1,10 @@
 //===- Builder.h - Pipeline schedule builders -------------------*- C++ -*-===//
 //
 // Builds the per-rank instruction streams of gpipe, 1f1b, pipedream,
-// interleaved and zb-h1. Each builder only decides the order of the compute
-// work on every rank; one shared lowering then adds the transfers, stashes,
-// weight versions and optimizer steps, so that every kind obeys the same
-// communication discipline (see docs/SCHEDULES.md).
+// interleaved, zb-h1 and zb-2p. Each builder only decides the order of the
+// compute work on every rank; one shared lowering then adds the transfers,
+// stashes, weight versions and optimizer steps, so that every kind obeys the
+// same communication discipline (see docs/SCHEDULES.md).
 //
 //===----------------------------------------------------------------------===//
 

@@ -23,18 +23,25 @@ enum class ScheduleKind {
   PipeDream,
   Interleaved,
   ZeroBubbleH1,
+  /// Zero bubble with the activations of up to 2p microbatches per rank,
+  /// ordered from the stages' costs (Builder.cpp).
+  ZeroBubble2P,
   /// A hand-written or externally produced stream: only the structural,
   /// deadlock and memory checks apply, not the per-kind update counts.
   Custom,
 };
 
-/// "gpipe", "1f1b", "pipedream", "interleaved", "zb-h1", "custom".
+/// "gpipe", "1f1b", "pipedream", "interleaved", "zb-h1", "zb-2p",
+/// "custom".
 const char *kindName(ScheduleKind kind);
 /// Parses a kind name; returns false for an unknown one.
 bool parseKind(const std::string &name, ScheduleKind &kind);
 /// Synchronous kinds update once per minibatch; pipedream after every
 /// backward.
 bool isSynchronous(ScheduleKind kind);
+/// Whether the kind splits each backward into BackwardInput and a deferred
+/// BackwardWeight (zb-h1, zb-2p).
+bool splitsBackward(ScheduleKind kind);
 
 /// How a replicated stage's AllReduce combines its replicas' gradients.
 enum class ReduceMode {
@@ -155,6 +162,10 @@ struct StageInfo {
   int64_t activationBytes = 0;
   /// The activation sent to the next stage (and its gradient sent back).
   int64_t outputBytes = 0;
+  /// The data one microbatch loads on this stage (the inputs on the first,
+  /// the labels on the last), held from its LoadMicrobatch until its
+  /// backward (Backward, or BackwardWeight) has run.
+  int64_t inputBytes = 0;
 
   /// Milliseconds a compute op (Forward, Backward, BackwardInput,
   /// BackwardWeight) takes on this stage; 0 for any other op.

@@ -35,11 +35,25 @@ struct SimulateOptions {
   double wakeLatency = 0;
   /// Record the per-instruction timeline (off for sweeps).
   bool recordTimeline = true;
+  /// Also time this many steps back to back, as the runtime runs them (no
+  /// barrier between steps: a rank starts its next step's stream when it
+  /// finishes this one's), for SimulateResult::steadyStepTime.
+  int steps = 1;
 };
+
+/// The steps SimulateOptions::steps takes where a prediction is compared
+/// with measured steps: the first is the transient, three more give the
+/// period.
+constexpr int kSteadyStateSteps = 4;
 
 struct SimulateResult {
   /// Time when the last rank finishes its stream.
   double stepTime = 0;
+  /// With SimulateOptions::steps > 1: the time between the ends of the
+  /// first and the last of the back-to-back steps over the steps between,
+  /// the step time of a long run (a rank's next step overlaps its peers'
+  /// tails of this one). stepTime otherwise.
+  double steadyStepTime = 0;
   /// Sum over ranks of time spent computing (F, B, W, optimizer, allreduce).
   double busyTime = 0;
   /// idle / (ranks * stepTime), idle = ranks * stepTime - busyTime.

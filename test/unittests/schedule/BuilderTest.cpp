@@ -38,8 +38,9 @@ std::string firstViolation(const VerifyResult &result) {
 }
 
 const ScheduleKind kAllKinds[] = {
-    ScheduleKind::GPipe, ScheduleKind::OneFOneB, ScheduleKind::PipeDream,
-    ScheduleKind::Interleaved, ScheduleKind::ZeroBubbleH1};
+    ScheduleKind::GPipe,        ScheduleKind::OneFOneB,
+    ScheduleKind::PipeDream,    ScheduleKind::Interleaved,
+    ScheduleKind::ZeroBubbleH1, ScheduleKind::ZeroBubble2P};
 
 } // namespace
 
@@ -179,6 +180,8 @@ TEST(Builder, StashDepth) {
       VerifyResult gpipe = verifySchedule(build(ScheduleKind::GPipe, p, m));
       VerifyResult oneF = verifySchedule(build(ScheduleKind::OneFOneB, p, m));
       VerifyResult zb = verifySchedule(build(ScheduleKind::ZeroBubbleH1, p, m));
+      VerifyResult zb2p =
+          verifySchedule(build(ScheduleKind::ZeroBubble2P, p, m));
       int oneFPeak = 0;
       for (int s = 0; s < p; ++s) {
         EXPECT_EQ(gpipe.ranks[s].peakStashes, m) << "p=" << p << " s=" << s;
@@ -190,6 +193,11 @@ TEST(Builder, StashDepth) {
       // exceeds 1F1B's peak (its first rank's).
       for (int s = 0; s < p; ++s)
         EXPECT_EQ(zb.ranks[s].peakStashes, std::min(m, p))
+            << "p=" << p << " m=" << m << " s=" << s;
+      // zb-2p runs forwards ahead while it holds fewer than 2p; with equal
+      // costs every rank gets there.
+      for (int s = 0; s < p; ++s)
+        EXPECT_EQ(zb2p.ranks[s].peakStashes, std::min(m, 2 * p))
             << "p=" << p << " m=" << m << " s=" << s;
       EXPECT_EQ(oneFPeak, std::min(m, p));
     }
@@ -282,8 +290,9 @@ Schedule buildReplicated(ScheduleKind kind, std::vector<int> replicas,
 }
 
 TEST(Builder, ReplicasSplitMicrobatchesAndAllReduce) {
-  for (ScheduleKind kind : {ScheduleKind::GPipe, ScheduleKind::OneFOneB,
-                            ScheduleKind::ZeroBubbleH1}) {
+  for (ScheduleKind kind :
+       {ScheduleKind::GPipe, ScheduleKind::OneFOneB, ScheduleKind::ZeroBubbleH1,
+        ScheduleKind::ZeroBubble2P}) {
     for (auto [replicas, m] :
          {std::pair(std::vector<int>{2, 1}, 4), std::pair(std::vector<int>{1, 3}, 6),
           std::pair(std::vector<int>{2, 1, 3}, 7),
@@ -359,7 +368,7 @@ TEST(Builder, ReplicasNeedASynchronousSchedule) {
   Schedule s;
   EXPECT_EQ(buildSchedule(o, s),
             "replicated stages need a synchronous schedule (gpipe, 1f1b, "
-            "zb-h1), not pipedream");
+            "zb-h1, zb-2p), not pipedream");
   o.kind = ScheduleKind::Interleaved;
   o.virtualStages = 2;
   EXPECT_EQ(buildSchedule(o, s),

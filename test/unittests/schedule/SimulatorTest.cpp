@@ -6,7 +6,10 @@
 //   interleaved (m a multiple of p): (p - 1) / (v m + p - 1)
 //   zb-h1 (m >= p):                  (p - 1) / (3 m + p - 1)
 // The last is zero bubble's (p - 1)(F + B - W) idle time per rank over a
-// step of 3m + p - 1, about a third of 1F1B's 3(p - 1).
+// step of 3m + p - 1, about a third of 1F1B's 3(p - 1). Back to back (the
+// steady state of a long run) those kinds take as long a step as alone;
+// zb-2p, whose last ranks end a step with the weight gradients that cover
+// the first rank's update and next forward, takes 3m: no bubble.
 //
 //===----------------------------------------------------------------------===//
 
@@ -92,6 +95,30 @@ TEST(Simulator, ZeroBubbleH1IsAboutAThirdOfOneFOneB) {
         EXPECT_NEAR(zb.bubbleFraction / oneF, 1.0 / 3, 0.04);
     }
   }
+}
+
+TEST(Simulator, ZeroBubble2PHasNoBubbleBackToBack) {
+  SimulateOptions backToBack;
+  backToBack.steps = kSteadyStateSteps;
+  for (int p = 2; p <= 8; ++p) {
+    for (int m = 2 * p - 1; m <= 4 * p; ++m) {
+      SCOPED_TRACE("p=" + std::to_string(p) + " m=" + std::to_string(m));
+      SimulateResult zb2p =
+          simulate(ScheduleKind::ZeroBubble2P, p, m, 1, backToBack);
+      SimulateResult zb =
+          simulate(ScheduleKind::ZeroBubbleH1, p, m, 1, backToBack);
+      SimulateResult oneF =
+          simulate(ScheduleKind::OneFOneB, p, m, 1, backToBack);
+      EXPECT_NEAR(zb2p.steadyStepTime, 3.0 * m, kExact);
+      // Alone, a step still waits for the pipeline to fill.
+      EXPECT_NEAR(zb2p.stepTime, zb.stepTime, kExact);
+      EXPECT_NEAR(zb.steadyStepTime, zb.stepTime, kExact);
+      EXPECT_NEAR(oneF.steadyStepTime, oneF.stepTime, kExact);
+    }
+  }
+  // Without steps the steady step is the one step's.
+  SimulateResult once = simulate(ScheduleKind::ZeroBubble2P, 2, 4);
+  EXPECT_EQ(once.steadyStepTime, once.stepTime);
 }
 
 TEST(Simulator, LatencyAndBandwidth) {

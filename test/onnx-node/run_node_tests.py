@@ -59,9 +59,11 @@ def data_sets(test_dir):
 
 
 def first_line(text):
+    """The first line that says something (Open MPI frames its messages in
+    lines of dashes)."""
     for line in text.splitlines():
         line = line.strip()
-        if line:
+        if line and line.strip("-"):
             return line
     return "(no message)"
 

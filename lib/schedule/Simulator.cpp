@@ -300,7 +300,11 @@ std::string timeSteadyState(const Schedule &s, const SimulateOptions &opts,
     }
     return end;
   };
-  period = (endOf(opts.steps - 1) - endOf(0)) / (opts.steps - 1);
+  // Between the ends of the second and the second-to-last step, when there
+  // are steps between them.
+  bool inner = opts.steps >= 4;
+  int first = inner ? 1 : 0, last = inner ? opts.steps - 2 : opts.steps - 1;
+  period = (endOf(last) - endOf(first)) / (last - first);
   return "";
 }
 

@@ -42,17 +42,19 @@ struct SimulateOptions {
 };
 
 /// The steps SimulateOptions::steps takes where a prediction is compared
-/// with measured steps: the first is the transient, three more give the
-/// period.
-constexpr int kSteadyStateSteps = 4;
+/// with measured steps. The first and the last are not typical: the first
+/// fills the pipeline, and on shared cores its last ranks compete with the
+/// next step's first; the last has no next step to compete with. The mean
+/// of the three periods between the four others is the prediction.
+constexpr int kSteadyStateSteps = 6;
 
 struct SimulateResult {
   /// Time when the last rank finishes its stream.
   double stepTime = 0;
-  /// With SimulateOptions::steps > 1: the time between the ends of the
-  /// first and the last of the back-to-back steps over the steps between,
-  /// the step time of a long run (a rank's next step overlaps its peers'
-  /// tails of this one). stepTime otherwise.
+  /// With SimulateOptions::steps > 1: the mean time between the ends of
+  /// consecutive back-to-back steps, the first and the last left out: the
+  /// step time of a long run (a rank's next step overlaps its peers' tails
+  /// of this one). stepTime otherwise.
   double steadyStepTime = 0;
   /// Sum over ranks of time spent computing (F, B, W, optimizer, allreduce).
   double busyTime = 0;

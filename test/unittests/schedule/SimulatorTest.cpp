@@ -121,6 +121,27 @@ TEST(Simulator, ZeroBubble2PHasNoBubbleBackToBack) {
   EXPECT_EQ(once.steadyStepTime, once.stepTime);
 }
 
+// Back to back on shared cores a step takes at least its work over the
+// cores; the first step, which competes with the second for the cores, and
+// the last, which does not, stay out of the period.
+TEST(Simulator, BackToBackStepsOnSharedCoresTakeTheirWork) {
+  SimulateOptions shared;
+  shared.cores = 2;
+  shared.steps = kSteadyStateSteps;
+  for (ScheduleKind kind : {ScheduleKind::OneFOneB, ScheduleKind::ZeroBubbleH1,
+                            ScheduleKind::ZeroBubble2P})
+    for (int p = 3; p <= 6; ++p)
+      for (int m = p; m <= 3 * p; ++m) {
+        SCOPED_TRACE(std::string(kindName(kind)) + " p=" + std::to_string(p) +
+                     " m=" + std::to_string(m));
+        SimulateResult r = simulate(kind, p, m, 1, shared);
+        EXPECT_GE(r.steadyStepTime, 3.0 * p * m / 2 - 1e-9);
+      }
+  // zb-2p on 4 ranks and 2 cores: the cores never idle.
+  SimulateResult zb2p = simulate(ScheduleKind::ZeroBubble2P, 4, 8, 1, shared);
+  EXPECT_NEAR(zb2p.steadyStepTime, 48, kExact);
+}
+
 TEST(Simulator, LatencyAndBandwidth) {
   // gpipe p=2 m=1: F on rank 0, transfer, F and B on rank 1, transfer, B on
   // rank 0: 1 + t + 1 + 2 + t + 2.

@@ -79,7 +79,8 @@ ConvGeometry geometryOf(nn::Conv2dOp conv) {
   bool f32 = cast<RankedTensorType>(conv.getResult().getType())
                  .getElementType()
                  .isF32();
-  return {filter[1] * conv.getGroups(), filter[0], result[2], result[3],
+  return {filter[1] * int64_t(conv.getGroups()), filter[0], result[2],
+          result[3],
           f32 && nn::winogradFits(filter, conv.getStrides(), conv.getPads(),
                                   conv.getDilations(), conv.getGroups())};
 }

@@ -295,6 +295,17 @@ void Verifier::replayRank(int r) {
     if (it != sendBytes.end())
       track(it->second, i);
   };
+  // Likewise a stash slot: the forward writes the saved tensors into it, so
+  // it counts from that forward (alongside its scratch), not from the Stash.
+  std::map<std::pair<int, int>, double> stashBytes; // (c, mb)
+  for (const Instruction &in : program)
+    if (in.op == Op::Stash)
+      stashBytes[{in.chunk, in.mb}] = double(in.bytes);
+  auto fillStash = [&](int c, int mb, int i) {
+    auto it = stashBytes.find({c, mb});
+    if (it != stashBytes.end())
+      track(it->second, i);
+  };
   auto releaseReceived = [&](int c, int mb, int i) {
     auto it = held.find({c, mb});
     if (it == held.end())
@@ -359,6 +370,7 @@ void Verifier::replayRank(int r) {
       restoredVersion[c] = -1;
       forwardDone[c][mb] = true;
       fillSends(Payload::Activation, c, mb, i);
+      fillStash(c, mb, i);
       runScratch(i);
       releaseReceived(c, mb, i);
       break;
@@ -426,7 +438,7 @@ void Verifier::replayRank(int r) {
       stashes[{c, mb}] = i;
       stats.peakStashes =
           std::max(stats.peakStashes, static_cast<int>(stashes.size()));
-      track(static_cast<double>(inst.bytes), i);
+      // Its bytes counted from the forward that filled it.
       break;
     case Op::Restore:
       if (!stashes.count({c, mb}))

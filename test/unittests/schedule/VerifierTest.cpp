@@ -186,8 +186,8 @@ TEST(Verifier, MemoryLimit) {
   // pack its forward fills, and one gradient receive posted early; rank 3,
   // the last, one stash, a received activation and the gradient pack its
   // backward fills. (A received buffer counts until the compute that reads
-  // it, a send's pack from the compute that fills it: the runtime's
-  // lifetimes.)
+  // it, a send's pack and a stash slot from the compute that fills it: the
+  // runtime's lifetimes.)
   EXPECT_EQ(r.ranks[0].peakMemoryBytes, 1000 + 4 * 100 + 3 * 10);
   EXPECT_EQ(r.ranks[3].peakMemoryBytes, 1000 + 1 * 100 + 2 * 10);
 
@@ -198,7 +198,7 @@ TEST(Verifier, MemoryLimit) {
   EXPECT_EQ(over.violations[0].kind, ViolationKind::MemoryLimit);
   EXPECT_EQ(over.violations[0].rank, 0);
   EXPECT_EQ(over.violations[0].format(),
-            "rank 0: instruction 11 (Stash mb 2): memory reaches 1.29 KiB "
+            "rank 0: instruction 10 (Forward mb 2): memory reaches 1.29 KiB "
             "(peak 1.40 KiB, parameters 1000 B), over the limit of 1.27 KiB");
   EXPECT_EQ(over.violations[1].rank, 1);
 
@@ -210,9 +210,8 @@ TEST(Verifier, MemoryLimit) {
   ASSERT_EQ(last.violations.size(), 1u);
   EXPECT_EQ(last.violations[0].rank, 3);
   EXPECT_EQ(last.violations[0].format(),
-            "rank 3: instruction 5 (RecvStart act mb 1 from rank 2): memory "
-            "reaches 1.08 KiB (peak 1.09 KiB, parameters 1000 B), over the "
-            "limit of 1.07 KiB");
+            "rank 3: instruction 3 (Forward mb 0): memory reaches 1.08 KiB "
+            "(peak 1.09 KiB, parameters 1000 B), over the limit of 1.07 KiB");
   perRank.memoryLimit = 1300;
   perRank.rankMemoryLimits = {1e9, 0, 0, 1e9};
   EXPECT_EQ(verifySchedule(s, perRank).violations.size(), 2u);

@@ -6,7 +6,7 @@
 Reads the per-rank records `dpc run --metrics` writes at the end of
 training ({"rank": r, "peak_bytes": measured, "predicted_peak_bytes":
 plan-memory's prediction, ...}) and prints one line per rank, "rank R:
-within 10%" or "rank R: measured M, predicted P (+x%)", then exits 1 when
+within 10%" (the rtol) or "rank R: measured M, predicted P (+x%)", then exits 1 when
 any rank is off by more than rtol, 2 when there are no records.
 """
 import argparse

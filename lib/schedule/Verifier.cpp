@@ -238,13 +238,6 @@ void Verifier::replayRank(int r) {
   // Loaded data, by (chunk, mb): the runtime keeps a microbatch's inputs or
   // labels until its backward (Backward, or BackwardWeight) has run.
   std::map<std::pair<int, int>, double> loadedBytes;
-  auto releaseLoaded = [&](int c, int mb) {
-    auto it = loadedBytes.find({c, mb});
-    if (it == loadedBytes.end())
-      return;
-    memory -= it->second;
-    loadedBytes.erase(it);
-  };
   int overIndex = -1;
   double overMemory = 0;
   int optimizerSteps = 0;
@@ -283,35 +276,31 @@ void Verifier::replayRank(int r) {
     memory -= scratch;
   };
 
-  // A send's pack is filled by the compute that produces it (dpc_send), so
-  // it counts from that compute (the forward for activations, the backward
-  // or its input half for gradients) to its SendFinish.
-  std::map<std::tuple<int, int, int>, double> sendBytes; // (what, c, mb)
-  for (const Instruction &in : program)
+  // Buffers a compute fills count from that compute, alongside its scratch:
+  // the forward writes its activation's send packs (dpc_send) and its stash
+  // slot, the backward (or its input half) its gradient's send packs. A pack
+  // lives to its SendFinish, a slot to its Free.
+  std::map<std::tuple<bool, int, int>, double> filled; // (forward?, c, mb)
+  for (const Instruction &in : program) {
     if (in.op == Op::SendStart)
-      sendBytes[{int(in.what), in.chunk, in.mb}] += double(in.bytes);
-  auto fillSends = [&](Payload what, int c, int mb, int i) {
-    auto it = sendBytes.find({int(what), c, mb});
-    if (it != sendBytes.end())
+      filled[{in.what == Payload::Activation, in.chunk, in.mb}] +=
+          double(in.bytes);
+    else if (in.op == Op::Stash)
+      filled[{true, in.chunk, in.mb}] += double(in.bytes);
+  }
+  auto fill = [&](bool forward, int c, int mb, int i) {
+    auto it = filled.find({forward, c, mb});
+    if (it != filled.end())
       track(it->second, i);
   };
-  // Likewise a stash slot: the forward writes the saved tensors into it, so
-  // it counts from that forward (alongside its scratch), not from the Stash.
-  std::map<std::pair<int, int>, double> stashBytes; // (c, mb)
-  for (const Instruction &in : program)
-    if (in.op == Op::Stash)
-      stashBytes[{in.chunk, in.mb}] = double(in.bytes);
-  auto fillStash = [&](int c, int mb, int i) {
-    auto it = stashBytes.find({c, mb});
-    if (it != stashBytes.end())
-      track(it->second, i);
-  };
-  auto releaseReceived = [&](int c, int mb, int i) {
-    auto it = held.find({c, mb});
-    if (it == held.end())
+  // Received or loaded bytes of (c, mb) that the runtime releases at i.
+  auto release = [&](std::map<std::pair<int, int>, double> &bytes, int c,
+                     int mb, int i) {
+    auto it = bytes.find({c, mb});
+    if (it == bytes.end())
       return;
     track(-it->second, i);
-    held.erase(it);
+    bytes.erase(it);
   };
 
   for (int i = 0; i < static_cast<int>(program.size()); ++i) {
@@ -369,10 +358,9 @@ void Verifier::replayRank(int r) {
         return;
       restoredVersion[c] = -1;
       forwardDone[c][mb] = true;
-      fillSends(Payload::Activation, c, mb, i);
-      fillStash(c, mb, i);
+      fill(/*forward=*/true, c, mb, i);
       runScratch(i);
-      releaseReceived(c, mb, i);
+      release(held, c, mb, i);
       break;
     }
     case Op::Backward:
@@ -401,13 +389,13 @@ void Verifier::replayRank(int r) {
         return;
       restoredVersion[c] = -1;
       inputGradDone[c][mb] = true;
-      fillSends(Payload::Gradient, c, mb, i);
+      fill(/*forward=*/false, c, mb, i);
       runScratch(i);
       if (inst.op == Op::Backward) {
         weightGradDone[c][mb] = true;
         ++backwardsSinceUpdate;
-        releaseReceived(c, mb, i);
-        releaseLoaded(c, mb);
+        release(held, c, mb, i);
+        release(loadedBytes, c, mb, i);
       }
       break;
     }
@@ -425,8 +413,8 @@ void Verifier::replayRank(int r) {
       weightGradDone[c][mb] = true;
       ++backwardsSinceUpdate;
       runScratch(i);
-      releaseReceived(c, mb, i);
-      releaseLoaded(c, mb);
+      release(held, c, mb, i);
+      release(loadedBytes, c, mb, i);
       break;
     case Op::Stash:
       if (!forwardDone[c][mb])

@@ -97,7 +97,7 @@ void lowering::populateMatmulConvLowerings(RuntimeLoweringTable &table) {
     auto acc = cast_or_null<pipe::AccumulateGradOp>(accumulatedByKernel(grad));
     if (acc) {
       auto read = acc.getParam().getDefiningOp<nn::ParamOp>();
-      int64_t id = rt.manifest.paramId(read.getName(), read.getResult());
+      int64_t id = rt.manifest.paramId(read);
       dw =
           rt.call("dpc_grad_accumulator", rt.ptrType, {rt.context, rt.i64(id)});
     } else {

@@ -55,7 +55,7 @@ void lowering::populateOptimizerLowerings(RuntimeLoweringTable &table) {
             grad && accumulatedByKernel(grad) == acc)
           return;
         auto read = acc.getParam().getDefiningOp<nn::ParamOp>();
-        int64_t id = rt.manifest.paramId(read.getName(), read.getResult());
+        int64_t id = rt.manifest.paramId(read);
         rt.callVoid("dpc_grad_accumulate",
                     {rt.context, rt.i64(id), rt.ptrOf(acc.getGrad())});
       });
@@ -79,7 +79,7 @@ void lowering::populateOptimizerLowerings(RuntimeLoweringTable &table) {
                  << runtime::optimizerName(*rt.manifest.optimizer) << " and "
                  << runtime::optimizerName(kind);
         rt.manifest.optimizer = kind;
-        int64_t id = rt.manifest.paramId(read.getName(), read.getResult());
+        int64_t id = rt.manifest.paramId(read);
         lowerUpdate(update, rt.i64(id), rt);
         return success();
       });

@@ -156,7 +156,7 @@ void lowering::populatePoolNormLowerings(RuntimeLoweringTable &table) {
     SmallVector<Value, 2> running;
     for (Value operand : {stats.getRunningMean(), stats.getRunningVar()}) {
       auto read = operand.getDefiningOp<nn::ParamOp>();
-      int64_t id = rt.manifest.paramId(read.getName(), read.getResult());
+      int64_t id = rt.manifest.paramId(read);
       running.push_back(
           rt.call("dpc_param_state", rt.ptrType, {rt.context, rt.i64(id)}));
     }

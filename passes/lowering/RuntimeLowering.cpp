@@ -26,8 +26,9 @@ int64_t lowering::dtypeCode(Value value) {
 // RankManifestBuilder
 //===----------------------------------------------------------------------===//
 
-int64_t RankManifestBuilder::paramId(StringRef name, Value read) {
-  auto [it, inserted] = params.insert({name.str(), shapeOf(read).vec()});
+int64_t RankManifestBuilder::paramId(nn::ParamOp read) {
+  auto [it, inserted] =
+      params.insert({read.getName().str(), shapeOf(read.getResult()).vec()});
   return std::distance(params.begin(), it);
 }
 

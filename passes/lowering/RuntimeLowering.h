@@ -14,6 +14,7 @@
 #ifndef DPC_PASSES_LOWERING_RUNTIMELOWERING_H
 #define DPC_PASSES_LOWERING_RUNTIMELOWERING_H
 
+#include "dialects/nn/IR/NNOps.h"
 #include "dialects/nn/IR/ShapeInference.h"
 #include "dpc/runtime/Manifest.h"
 
@@ -81,8 +82,8 @@ struct RankManifestBuilder {
   // Profiled ops: (node, phase) per id.
   std::vector<runtime::ManifestProfileOp> profile;
 
-  /// The id of parameter `name`, read as `read`; new names get the next.
-  int64_t paramId(StringRef name, Value read);
+  /// The id of the parameter `read` reads; new names get the next.
+  int64_t paramId(nn::ParamOp read);
   /// The id of stash key `key`, stashed by `stage`; new keys get the next.
   int64_t stashId(StringRef key, Value value, int64_t stage);
   /// Takes the microbatch size from a data tensor's leading dimension,

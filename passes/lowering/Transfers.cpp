@@ -20,7 +20,7 @@ using namespace mlir::dpc::lowering;
 
 void lowering::populateTransferLowerings(RuntimeLoweringTable &table) {
   table.add<nn::ParamOp>([](nn::ParamOp read, RuntimeLowering &rt) {
-    int64_t id = rt.manifest.paramId(read.getName(), read.getResult());
+    int64_t id = rt.manifest.paramId(read);
     rt.define(read, rt.call("dpc_param", rt.ptrType, {rt.context, rt.i64(id)}));
   });
   table.add<pipe::InputOp>([](pipe::InputOp input, RuntimeLowering &rt) {

@@ -253,8 +253,12 @@ mlir::dpc::collectStageInfo(ModuleOp module, bool splitBackward) {
         } else if (auto update = dyn_cast<nn::OptimizerUpdateOpInterface>(op)) {
           stateTensors = std::max(stateTensors, update.getNumStateTensors());
         } else if (auto stash = dyn_cast<pipe::StashOp>(op)) {
-          if (stashesCount && stashes.insert(stash.getKey()).second)
-            info.activationBytes += nn::getSizeInBytes(stash.getValue());
+          if (stashesCount && stashes.insert(stash.getKey()).second) {
+            int64_t bytes = nn::getSizeInBytes(stash.getValue());
+            info.activationBytes += bytes;
+            if (entry.first() == "backward_input")
+              info.backwardStashBytes += bytes;
+          }
         } else if (auto input = dyn_cast<pipe::InputOp>(op)) {
           if (stage == 0 && input.getIndex() == 0)
             inputBytes = nn::getSizeInBytes(input.getResult());

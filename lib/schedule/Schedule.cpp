@@ -290,6 +290,7 @@ std::string toJson(const Schedule &schedule, int indent) {
                       {"param_bytes", s.paramBytes},
                       {"weight_bytes", s.weightBytes},
                       {"activation_bytes", s.activationBytes},
+                      {"backward_stash_bytes", s.backwardStashBytes},
                       {"output_bytes", s.outputBytes},
                       {"input_bytes", s.inputBytes}});
   }
@@ -452,6 +453,12 @@ std::string fromJson(const std::string &text, Schedule &schedule) {
         info.paramBytes = get<int64_t>(s, "param_bytes", 0);
         info.weightBytes = get<int64_t>(s, "weight_bytes", 0);
         info.activationBytes = get<int64_t>(s, "activation_bytes", 0);
+        info.backwardStashBytes = get<int64_t>(s, "backward_stash_bytes", 0);
+        if (info.backwardStashBytes < 0 ||
+            info.backwardStashBytes > info.activationBytes)
+          return "stage " + std::to_string(id) +
+                 ": \"backward_stash_bytes\" must be between 0 and its "
+                 "\"activation_bytes\"";
         info.outputBytes = get<int64_t>(s, "output_bytes", 0);
         info.inputBytes = get<int64_t>(s, "input_bytes", 0);
       }

@@ -278,15 +278,27 @@ void Verifier::replayRank(int r) {
 
   // Buffers a compute fills count from that compute, alongside its scratch:
   // the forward writes its activation's send packs (dpc_send) and its stash
-  // slot, the backward (or its input half) its gradient's send packs. A pack
-  // lives to its SendFinish, a slot to its Free.
+  // slot, the backward (or its input half) its gradient's send packs; a
+  // split backward's input half also writes what it saves for its weight
+  // half into the slot. A pack lives to its SendFinish, a slot to its Free.
   std::map<std::tuple<bool, int, int>, double> filled; // (forward?, c, mb)
+  std::set<std::pair<int, int>> splitBackward;         // (c, mb)
+  for (const Instruction &in : program)
+    if (in.op == Op::BackwardInput)
+      splitBackward.insert({in.chunk, in.mb});
   for (const Instruction &in : program) {
-    if (in.op == Op::SendStart)
+    if (in.op == Op::SendStart) {
       filled[{in.what == Payload::Activation, in.chunk, in.mb}] +=
           double(in.bytes);
-    else if (in.op == Op::Stash)
-      filled[{true, in.chunk, in.mb}] += double(in.bytes);
+    } else if (in.op == Op::Stash) {
+      double later =
+          splitBackward.count({in.chunk, in.mb})
+              ? std::clamp(double(s.stage(r, in.chunk).backwardStashBytes), 0.0,
+                           double(in.bytes))
+              : 0.0;
+      filled[{true, in.chunk, in.mb}] += double(in.bytes) - later;
+      filled[{false, in.chunk, in.mb}] += later;
+    }
   }
   auto fill = [&](bool forward, int c, int mb, int i) {
     auto it = filled.find({forward, c, mb});

@@ -104,6 +104,7 @@ std::string parseCosts(CostOptions &opts, std::vector<StageInfo> &stages) {
       info.paramBytes = s.value("param_bytes", int64_t(0));
       info.weightBytes = s.value("weight_bytes", int64_t(0));
       info.activationBytes = s.value("activation_bytes", int64_t(0));
+      info.backwardStashBytes = s.value("backward_stash_bytes", int64_t(0));
       info.outputBytes = s.value("output_bytes", int64_t(0));
       stages.push_back(info);
     }

@@ -158,8 +158,12 @@ struct StageInfo {
   int64_t paramBytes = 0;
   /// One extra weight version (PipeDream's StashWeights).
   int64_t weightBytes = 0;
-  /// Saved tensors of one microbatch's forward (Stash).
+  /// Saved tensors of one microbatch (its Stash slot, freed by Free).
   int64_t activationBytes = 0;
+  /// Of activationBytes, what a split backward's input half saves for its
+  /// weight half (zero-bubble kinds): filled by BackwardInput, not by the
+  /// Forward.
+  int64_t backwardStashBytes = 0;
   /// The activation sent to the next stage (and its gradient sent back).
   int64_t outputBytes = 0;
   /// The data one microbatch loads on this stage (the inputs on the first,

@@ -23,6 +23,7 @@ TEST(ScheduleJson, RoundTripsEveryKind) {
     info.paramBytes = 123;
     info.weightBytes = 45;
     info.activationBytes = 67;
+    info.backwardStashBytes = 23;
     info.outputBytes = 89;
     o.stageInfo = {info};
     Schedule s;
@@ -37,6 +38,7 @@ TEST(ScheduleJson, RoundTripsEveryKind) {
     ASSERT_EQ(back.stages.size(), s.stages.size());
     EXPECT_EQ(back.stages.back().forward, 1.5);
     EXPECT_EQ(back.stages.back().outputBytes, 89);
+    EXPECT_EQ(back.stages.back().backwardStashBytes, 23);
     EXPECT_EQ(back.programs, s.programs) << kindName(kind);
   }
 }
@@ -89,6 +91,23 @@ TEST(ScheduleJson, CoresAndWakeLatency) {
                      R"("wake_latency_ms":-1})",
                      back),
             "\"wake_latency_ms\" must be milliseconds >= 0");
+}
+
+// What a split backward saves is part of the stage's slot.
+TEST(ScheduleJson, BackwardStashBytesArePartOfTheSlot) {
+  Schedule back;
+  EXPECT_EQ(fromJson(R"({"ranks":1,"microbatches":1,"stages":[{"id":0,)"
+                     R"("activation_bytes":10,"backward_stash_bytes":11}]})",
+                     back),
+            "stage 0: \"backward_stash_bytes\" must be between 0 and its "
+            "\"activation_bytes\"");
+  EXPECT_EQ(
+      fromJson(
+          R"({"ranks":1,"microbatches":1,"stages":[{"id":0,)"
+          R"("activation_bytes":10,"backward_stash_bytes":4}],"programs":[{"instructions":[]}]})",
+          back),
+      "");
+  EXPECT_EQ(back.stages[0].backwardStashBytes, 4);
 }
 
 TEST(ScheduleJson, CompactInstructionForm) {

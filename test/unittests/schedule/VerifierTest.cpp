@@ -485,3 +485,49 @@ TEST(Verifier, PartialReduceReplicaWaitsForTheRound) {
             std::string::npos)
       << dead->format();
 }
+
+// A zero-bubble stage's slot holds what its forward saves and what its
+// backward's input half saves for the weight half; the second part counts
+// from the BackwardInput that fills it, as the runtime allocates it.
+TEST(Verifier, SplitBackwardFillsItsPartOfTheSlotLater) {
+  BuildOptions o;
+  o.kind = ScheduleKind::ZeroBubbleH1;
+  o.stages = 2;
+  o.microbatches = 4;
+  StageInfo info;
+  info.paramBytes = 1000;
+  info.activationBytes = 100;
+  o.stageInfo = {info};
+  Schedule whole;
+  ASSERT_EQ(buildSchedule(o, whole), "");
+  o.stageInfo[0].backwardStashBytes = 60;
+  Schedule split;
+  ASSERT_EQ(buildSchedule(o, split), "");
+  VerifyResult a = verifySchedule(whole), b = verifySchedule(split);
+  ASSERT_TRUE(a.ok());
+  ASSERT_TRUE(b.ok());
+  // Rank 0 runs F0 F1 B0 W0 F2 B1 ...: two whole slots at F1, against two
+  // forward parts (80) at F1 and one whole slot and a forward part at B0.
+  EXPECT_EQ(a.ranks[0].peakMemoryBytes, 1000 + 2 * 100);
+  EXPECT_EQ(b.ranks[0].peakMemoryBytes, 1000 + 100 + 40);
+  // Rank 1 runs F0 B0 F1 B1 W0 ...: two whole slots after B1 either way.
+  EXPECT_EQ(a.ranks[1].peakMemoryBytes, 1000 + 2 * 100);
+  EXPECT_EQ(b.ranks[1].peakMemoryBytes, 1000 + 2 * 100);
+
+  VerifyOptions limit;
+  limit.memoryLimit = 1100;
+  VerifyResult over = verifySchedule(split, limit);
+  ASSERT_EQ(over.violations.size(), 2u);
+  EXPECT_EQ(over.violations[0].rank, 0);
+  EXPECT_EQ(split.programs[0][size_t(over.violations[0].index)].op,
+            Op::BackwardInput);
+  EXPECT_EQ(over.violations[1].rank, 1);
+  EXPECT_EQ(split.programs[1][size_t(over.violations[1].index)].op,
+            Op::Forward);
+
+  // 1F1B's backward is whole: the slot counts from the forward.
+  o.kind = ScheduleKind::OneFOneB;
+  Schedule oneF;
+  ASSERT_EQ(buildSchedule(o, oneF), "");
+  EXPECT_EQ(verifySchedule(oneF).ranks[0].peakMemoryBytes, 1000 + 2 * 100);
+}

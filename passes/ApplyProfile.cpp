@@ -19,7 +19,13 @@
 // the module the latency measured with the job's ranks
 // (pipe.message_latency_ms), which build-schedule charges every transfer,
 // and where those ranks shared the profiling machine's cores, how long a
-// rank waiting for a message took to resume (pipe.wake_latency_ms).
+// rank waiting for a message took to resume (pipe.wake_latency_ms). Where
+// its run on several stages gave each rank a core, the ranks computed
+// longer (or shorter) than the profile's kernels timed alone: the caches,
+// the memory and the clock are shared. A job of more than one rank takes
+// the factor measured with the most ranks not above its own (else the
+// fewest) on every cost (pipe.compute_factor); a job of one rank runs as
+// the profile did.
 //
 // The profile must time a build of the module's precision (a bf16 build
 // runs its convolutions and matmuls in bf16: `dpc profile --precision`).
@@ -224,9 +230,21 @@ struct ApplyProfilePass
 
     std::vector<double> times = scaleToMeasured(ops, *measured);
     Builder b(&getContext());
+    planner::Expected<planner::MessageLatencies> factors =
+        planner::loadMessageLatencies(profile, planner::kComputeFactorSection);
+    if (!factors) {
+      module.emitError("cannot read the profile: ") << factors.error();
+      return signalPassFailure();
+    }
+    double factor = 1;
+    if (!factors->empty() && ranks(module) > 1) {
+      factor = planner::messageLatencyFor(*factors, ranks(module));
+      module->setAttr(pipe::PipeDialect::kComputeFactorAttrName,
+                      b.getF64FloatAttr(factor));
+    }
     for (auto [op, ms] : llvm::zip(costed, times)) {
       NamedAttrList fields(op->getAttrOfType<DictionaryAttr>("nn.cost"));
-      fields.set("time_ms", b.getF64FloatAttr(ms));
+      fields.set("time_ms", b.getF64FloatAttr(ms * factor));
       op->setAttr("nn.cost", fields.getDictionary(&getContext()));
     }
 

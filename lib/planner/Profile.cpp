@@ -319,7 +319,8 @@ std::string writeJsonProfile(const Graph &graph,
   }
   for (auto [section, table] :
        {std::pair{kMessageLatencySection, &sections.messages},
-        std::pair{kWakeLatencySection, &sections.wakes}}) {
+        std::pair{kWakeLatencySection, &sections.wakes},
+        std::pair{kComputeFactorSection, &sections.computeFactors}}) {
     if (table->empty())
       continue;
     nlohmann::json latencies = nlohmann::json::object();
@@ -474,9 +475,12 @@ Expected<MessageLatencies> parseMessageLatencies(const std::string &text,
     int64_t ranks = 0;
     if (!cli::parseInteger(key, ranks) || ranks < 1 || ranks > (1 << 20))
       return Result::failure(where + "'" + key + "' is not a rank count");
+    bool factor = std::string(section) == kComputeFactorSection;
     if (!value.is_number() || !std::isfinite(value.get<double>()) ||
-        value.get<double>() < 0)
-      return Result::failure(where + key + ": expected milliseconds >= 0");
+        value.get<double>() < 0 || (factor && value.get<double>() <= 0))
+      return Result::failure(where + key +
+                             (factor ? ": expected a factor > 0"
+                                     : ": expected milliseconds >= 0"));
     messages[int(ranks)] = value.get<double>();
   }
   return messages;

@@ -304,6 +304,38 @@ double wakeLatency(const Timeline &measured) {
   return meanOfFirst(latencies, latencies.size());
 }
 
+double computeFactor(const Timeline &measured, const Schedule &priced) {
+  Timeline later = selectSteps(measured, 2, countSteps(measured));
+  double spans = 0, costs = 0;
+  for (const TimelineEvent &ev : later.events) {
+    Op op;
+    switch (ev.kind) {
+    case EventKind::Forward:
+      op = Op::Forward;
+      break;
+    case EventKind::Backward:
+      op = Op::Backward;
+      break;
+    case EventKind::BackwardInput:
+      op = Op::BackwardInput;
+      break;
+    case EventKind::BackwardWeight:
+      op = Op::BackwardWeight;
+      break;
+    default:
+      continue;
+    }
+    if (ev.rank < 0 || ev.rank >= priced.ranks)
+      continue;
+    int stage = priced.virtualStage(ev.rank, std::max(ev.chunk, 0));
+    if (stage < 0 || stage >= int(priced.stages.size()))
+      continue;
+    spans += ev.end - ev.start;
+    costs += priced.stages[size_t(stage)].computeMs(op);
+  }
+  return costs > 0 ? spans / costs : -1;
+}
+
 Timeline selectSteps(const Timeline &timeline, int first, int last) {
   std::vector<std::vector<double>> ends = optimizerEnds(timeline);
   Timeline window;

@@ -14,8 +14,11 @@
 // trains a 1F1B build of the model on 2 stages (--message-ranks) with
 // `dpc run --trace` and writes how long a message between stages took
 // (schedule::messageLatency) under "message_latency_ms", which
-// `dpc compile --profile` charges every transfer of its schedule. With
-// --precision bf16 it times a bf16 build, and the profile says so.
+// `dpc compile --profile` charges every transfer of its schedule, and,
+// where each of those ranks had a core, how long they computed against the
+// measured times (schedule::computeFactor) under "compute_factor", which
+// apply-profile charges a job of several ranks. With --precision bf16 it
+// times a bf16 build, and the profile says so.
 //
 //===----------------------------------------------------------------------===//
 
@@ -181,7 +184,8 @@ int measure(CompileOptions compile, const fs::path &dir, int64_t steps,
 // ranks share this machine's cores, how long a rank waiting for a message
 // took to resume (schedule::wakeLatency; else `wake` is left empty).
 int measureMessages(CompileOptions compile, const fs::path &dir, int64_t steps,
-                    int ranks, double &latency, std::optional<double> &wake) {
+                    int ranks, double &latency, std::optional<double> &wake,
+                    std::optional<double> &factor) {
   compile.outDir = (dir / ("messages" + std::to_string(ranks))).string();
   compile.stages = ranks;
   compile.schedule = "1f1b";
@@ -205,8 +209,22 @@ int measureMessages(CompileOptions compile, const fs::path &dir, int64_t steps,
   }
   long cores = machineCores();
   if (runtime::sharedCores("", ranks, cores,
-                           runtime::threadsPerRank(ranks, cores)) > 0)
+                           runtime::threadsPerRank(ranks, cores)) > 0) {
     wake = schedule::wakeLatency(trace);
+    return 0;
+  }
+  // With a core each, how the ranks' compute compares with the times the
+  // run was priced at (its stages' costs are the profile's); on shared
+  // cores the spans hold the sharing, which the simulator models itself.
+  schedule::Schedule priced;
+  if (std::string error =
+          schedule::readScheduleFile(compile.outDir + "/schedule.json", priced);
+      !error.empty()) {
+    std::cerr << "dpc profile: " << error << "\n";
+    return 1;
+  }
+  if (double f = schedule::computeFactor(trace, priced); f > 0)
+    factor = f;
   return 0;
 }
 
@@ -411,10 +429,16 @@ int runProfileCommand(const Args &args) {
       at.sequenceLength = shapes.front().length;
     }
     double latency = 0;
-    std::optional<double> wake;
+    std::optional<double> wake, factor;
     if (int rc = measureMessages(at, scratch.path, messageSteps, int(ranks),
-                                 latency, wake))
+                                 latency, wake, factor))
       return rc;
+    if (factor) {
+      std::printf("dpc profile: on %lld stages with a core each the ranks "
+                  "computed %.3fx the profiled times\n",
+                  (long long)ranks, *factor);
+      sections.computeFactors[int(ranks)] = *factor;
+    }
     // Where the ranks share the cores, a receiver's wait includes its
     // wake-up, which the simulation charges apart from the transfer's
     // latency: such a run gives the wake-up only.

@@ -75,6 +75,12 @@ def Pipe_Dialect : Dialect {
     /// build-schedule's simulation charges such a rank (docs/SCHEDULES.md).
     static constexpr ::llvm::StringLiteral kWakeLatencyAttrName =
         "pipe.wake_latency_ms";
+    /// On the module of a build priced by a profile whose run on several
+    /// stages gave each rank a core (apply-profile): the factor by which
+    /// those ranks computed longer than the profiled times, which every
+    /// cost of the build carries.
+    static constexpr ::llvm::StringLiteral kComputeFactorAttrName =
+        "pipe.compute_factor";
     /// On the module: the stages whose backward recomputes their forward
     /// (dpc compile --recompute), in increasing order.
     static constexpr ::llvm::StringLiteral kRecomputeAttrName =

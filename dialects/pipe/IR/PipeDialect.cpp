@@ -83,6 +83,14 @@ LogicalResult PipeDialect::verifyOperationAttribute(Operation *op,
              << "' to be a non-negative float on a module";
     return success();
   }
+  if (attr.getName() == kComputeFactorAttrName) {
+    auto value = dyn_cast<FloatAttr>(attr.getValue());
+    if (!isa<ModuleOp>(op) || !value || !(value.getValueAsDouble() > 0))
+      return op->emitError("expects '")
+             << attr.getName().getValue()
+             << "' to be a positive float on a module";
+    return success();
+  }
   if (attr.getName() == kSegmentAttrName) {
     auto segment = dyn_cast<StringAttr>(attr.getValue());
     if (!segment ||

@@ -56,13 +56,19 @@ using MessageLatencies = std::map<int, double>;
 /// resume ("wake_latency_ms", SimulateOptions::wakeLatency).
 inline constexpr const char *kMessageLatencySection = "message_latency_ms";
 inline constexpr const char *kWakeLatencySection = "wake_latency_ms";
+/// The same table of factors: how long ranks with a core each computed in
+/// the profile's run on that many stages against the profile's times
+/// (schedule::computeFactor), which apply-profile charges a job of as many
+/// ranks ("compute_factor").
+inline constexpr const char *kComputeFactorSection = "compute_factor";
 
 /// What a profile.json holds besides the graph (`dpc profile` measures it).
 struct ProfileSections {
   /// The times of a token model at each measured shape ("shapes").
   std::vector<MeasuredShape> shapes;
-  /// Message and wake-up latencies by rank count, in their sections.
-  MessageLatencies messages, wakes;
+  /// Message and wake-up latencies, and compute factors, by rank count, in
+  /// their sections.
+  MessageLatencies messages, wakes, computeFactors;
   /// The precision of the build that was timed ("precision": "bf16"; empty
   /// or "fp32", written as nothing, for an f32 build).
   std::string precision;

@@ -11,6 +11,8 @@
 #ifndef DPC_SCHEDULE_TIMELINE_H
 #define DPC_SCHEDULE_TIMELINE_H
 
+#include "dpc/schedule/Schedule.h"
+
 #include <string>
 #include <vector>
 
@@ -93,6 +95,15 @@ double messageLatency(const Timeline &measured);
 /// the cores a sleeping receiver waits for a core, and the slow ones are
 /// that wait (SimulateOptions::wakeLatency). -1 when no message qualifies.
 double wakeLatency(const Timeline &measured);
+
+/// How long a measured run's ranks computed against what `priced` (the
+/// schedule they ran) charges for it: the summed spans of its Forward,
+/// Backward, BackwardInput and BackwardWeight after the first step (warm-up),
+/// over the summed stage costs of the same computes. Ranks that share no
+/// cores and compute side by side contend for the cache, the memory and the
+/// clock, which timing the kernels of one rank alone does not see. -1 when
+/// no compute after the first step is priced.
+double computeFactor(const Timeline &measured, const Schedule &priced);
 
 struct SvgOptions {
   /// Pixels per millisecond; 0 picks a width of about 1200 pixels.

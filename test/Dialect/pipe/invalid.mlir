@@ -160,3 +160,9 @@ module attributes {pipe.message_latency_ms = -1.0 : f64} {
 // expected-error @+1 {{expects 'pipe.wake_latency_ms' to be a non-negative float on a module}}
 module attributes {pipe.wake_latency_ms = -1.0 : f64} {
 }
+
+// -----
+
+// expected-error @+1 {{expects 'pipe.compute_factor' to be a positive float on a module}}
+module attributes {pipe.compute_factor = 0.0 : f64} {
+}

@@ -360,6 +360,27 @@ TEST(ProfileMessagesTest, WakeLatencies) {
             "p.json: wake_latency_ms: 4: expected milliseconds >= 0");
 }
 
+// The compute factors of the profile's runs on several stages have a
+// section of their own; a factor must be positive.
+TEST(ProfileMessagesTest, ComputeFactors) {
+  Graph graph;
+  graph.addNode({"fc", "", 1.0, 2.0, 0, 0, false});
+  ProfileSections sections;
+  sections.messages = {{2, 0.25}};
+  sections.computeFactors = {{2, 1.125}};
+  std::string text = writeJsonProfile(graph, sections);
+  Expected<MessageLatencies> factors =
+      parseMessageLatencies(text, "p.json", kComputeFactorSection);
+  ASSERT_TRUE(factors) << factors.error();
+  EXPECT_EQ(*factors, (MessageLatencies{{2, 1.125}}));
+  EXPECT_EQ(*parseMessageLatencies(text, "p.json"),
+            (MessageLatencies{{2, 0.25}}));
+  Expected<MessageLatencies> zero = parseMessageLatencies(
+      R"({"compute_factor": {"2": 0}})", "p.json", kComputeFactorSection);
+  ASSERT_FALSE(zero);
+  EXPECT_EQ(zero.error(), "p.json: compute_factor: 2: expected a factor > 0");
+}
+
 // A profile of a bf16 build says so; one without the field timed f32.
 TEST(ProfilePrecisionTest, RoundTrip) {
   Graph graph;

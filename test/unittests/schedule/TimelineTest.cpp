@@ -236,3 +236,47 @@ TEST(Timeline, WakeLatencyKeepsTheSlowest) {
   EXPECT_DOUBLE_EQ(messageLatency(tl), 0.25);
   EXPECT_DOUBLE_EQ(wakeLatency(tl), (19 * 0.25 + 2.25) / 20);
 }
+
+// Two ranks of a 1F1B schedule that compute 1.5x its costs after a slow
+// first step: the first step is left out, transfers and the optimizer do
+// not count.
+TEST(Timeline, ComputeFactorComparesSpansWithTheScheduleCosts) {
+  BuildOptions o;
+  o.kind = ScheduleKind::OneFOneB;
+  o.stages = 2;
+  o.microbatches = 2;
+  StageInfo info;
+  info.forward = 1.0;
+  info.backwardInput = 1.0;
+  info.backwardWeight = 2.0;
+  o.stageInfo = {info};
+  Schedule priced;
+  ASSERT_EQ(buildSchedule(o, priced), "");
+
+  Timeline tl;
+  tl.ranks = 2;
+  for (int step = 0; step < 3; ++step) {
+    double stretch = step == 0 ? 3.0 : 1.5, t = 100.0 * step;
+    for (int rank = 0; rank < 2; ++rank) {
+      double at = t;
+      for (int mb = 0; mb < 2; ++mb) {
+        tl.events.push_back(
+            {rank, EventKind::Forward, "F", at, at + 1.0 * stretch, mb, 0});
+        at += 1.0 * stretch;
+        tl.events.push_back({rank, EventKind::Recv, "recv", at, at + 7, mb, 0});
+      }
+      for (int mb = 0; mb < 2; ++mb) {
+        tl.events.push_back(
+            {rank, EventKind::Backward, "B", at, at + 3.0 * stretch, mb, 0});
+        at += 3.0 * stretch;
+      }
+      tl.events.push_back(
+          {rank, EventKind::Optimizer, "opt", at, at + 9, -1, -1});
+    }
+  }
+  EXPECT_DOUBLE_EQ(computeFactor(tl, priced), 1.5);
+
+  // Without a step after the first, nothing is priced.
+  Timeline first = selectSteps(tl, 1, 1);
+  EXPECT_EQ(computeFactor(first, priced), -1);
+}

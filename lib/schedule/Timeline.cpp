@@ -305,9 +305,11 @@ double wakeLatency(const Timeline &measured) {
 }
 
 double computeFactor(const Timeline &measured, const Schedule &priced) {
-  Timeline later = selectSteps(measured, 2, countSteps(measured));
-  double spans = 0, costs = 0;
-  for (const TimelineEvent &ev : later.events) {
+  std::vector<std::vector<double>> ends = optimizerEnds(measured);
+  int steps = countSteps(measured);
+  // Per step: the spans and the costs of its computes, on every rank.
+  std::vector<double> spans(size_t(steps), 0.0), costs(size_t(steps), 0.0);
+  for (const TimelineEvent &ev : measured.events) {
     Op op;
     switch (ev.kind) {
     case EventKind::Forward:
@@ -330,10 +332,26 @@ double computeFactor(const Timeline &measured, const Schedule &priced) {
     int stage = priced.virtualStage(ev.rank, std::max(ev.chunk, 0));
     if (stage < 0 || stage >= int(priced.stages.size()))
       continue;
-    spans += ev.end - ev.start;
-    costs += priced.stages[size_t(stage)].computeMs(op);
+    const std::vector<double> &rankEnds = ends[size_t(ev.rank)];
+    size_t step =
+        size_t(std::upper_bound(rankEnds.begin(), rankEnds.end(), ev.start) -
+               rankEnds.begin());
+    if (step >= size_t(steps))
+      continue;
+    spans[step] += ev.end - ev.start;
+    costs[step] += priced.stages[size_t(stage)].computeMs(op);
   }
-  return costs > 0 ? spans / costs : -1;
+  // The median step after the first: a step another process preempted
+  // moves it little.
+  std::vector<double> ratios;
+  for (size_t step = 1; step < spans.size(); ++step)
+    if (costs[step] > 0)
+      ratios.push_back(spans[step] / costs[step]);
+  if (ratios.empty())
+    return -1;
+  std::nth_element(ratios.begin(), ratios.begin() + ratios.size() / 2,
+                   ratios.end());
+  return ratios[ratios.size() / 2];
 }
 
 Timeline selectSteps(const Timeline &timeline, int first, int last) {

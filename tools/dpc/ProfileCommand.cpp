@@ -433,12 +433,6 @@ int runProfileCommand(const Args &args) {
     if (int rc = measureMessages(at, scratch.path, messageSteps, int(ranks),
                                  latency, wake, factor))
       return rc;
-    if (factor) {
-      std::printf("dpc profile: on %lld stages with a core each the ranks "
-                  "computed %.3fx the profiled times\n",
-                  (long long)ranks, *factor);
-      sections.computeFactors[int(ranks)] = *factor;
-    }
     // Where the ranks share the cores, a receiver's wait includes its
     // wake-up, which the simulation charges apart from the transfer's
     // latency: such a run gives the wake-up only.
@@ -451,6 +445,12 @@ int runProfileCommand(const Args &args) {
       std::printf("dpc profile: a message between %lld stages: %.4f ms\n",
                   (long long)ranks, latency);
       sections.messages[int(ranks)] = latency;
+    }
+    if (factor) {
+      std::printf("dpc profile: on %lld stages with a core each the ranks "
+                  "computed %.3fx the profiled times\n",
+                  (long long)ranks, *factor);
+      sections.computeFactors[int(ranks)] = *factor;
     }
   }
 

@@ -97,12 +97,14 @@ double messageLatency(const Timeline &measured);
 double wakeLatency(const Timeline &measured);
 
 /// How long a measured run's ranks computed against what `priced` (the
-/// schedule they ran) charges for it: the summed spans of its Forward,
-/// Backward, BackwardInput and BackwardWeight after the first step (warm-up),
-/// over the summed stage costs of the same computes. Ranks that share no
-/// cores and compute side by side contend for the cache, the memory and the
-/// clock, which timing the kernels of one rank alone does not see. -1 when
-/// no compute after the first step is priced.
+/// schedule they ran) charges for it: per step, the summed spans of every
+/// rank's Forward, Backward, BackwardInput and BackwardWeight over the
+/// summed stage costs of the same computes; the median over the steps
+/// after the first (warm-up; the median, so that a few preempted steps
+/// hardly move it). Ranks that share no cores and compute side by side
+/// contend for the cache, the memory and the clock, which timing the
+/// kernels of one rank alone does not see. -1 when no compute after the
+/// first step is priced.
 double computeFactor(const Timeline &measured, const Schedule &priced);
 
 struct SvgOptions {

@@ -276,6 +276,19 @@ TEST(Timeline, ComputeFactorComparesSpansWithTheScheduleCosts) {
   }
   EXPECT_DOUBLE_EQ(computeFactor(tl, priced), 1.5);
 
+  // A fourth step preempted to 10x is one step of three: the median stays.
+  size_t before = tl.events.size();
+  for (size_t i = 0; i < before; ++i) {
+    TimelineEvent ev = tl.events[i];
+    if (ev.start < 200.0)
+      continue;
+    double span = ev.end - ev.start;
+    ev.start += 200.0;
+    ev.end = ev.start + 10.0 * span;
+    tl.events.push_back(ev);
+  }
+  EXPECT_DOUBLE_EQ(computeFactor(tl, priced), 1.5);
+
   // Without a step after the first, nothing is priced.
   Timeline first = selectSteps(tl, 1, 1);
   EXPECT_EQ(computeFactor(first, priced), -1);

@@ -85,6 +85,12 @@ def costs(profile_path, rank):
     start = data.index(b'{"buckets":')
     manifest = json.loads(data[start:data.index(b"\0", start)].decode())
     print(f"{len(manifest['buckets'])} buckets")
+    # A job of several ranks carries the profile's compute factor (the one
+    # measured with the most ranks not above its own); the build is on 2.
+    factors = {int(k): v for k, v in profile.get("compute_factor", {}).items()}
+    below = [k for k in factors if k <= 2]
+    factor = (factors[max(below)] if below
+              else factors[min(factors)] if factors else 1.0)
     for bucket in manifest["buckets"]:
         b, l = bucket["batch"], bucket["length"]
         shape = next((s for s in measured
@@ -96,6 +102,8 @@ def costs(profile_path, rank):
             times = [fit(measured, name, b, l) for name in names]
             forward = sum(t[0] for t in times)
             backward = sum(t[1] for t in times)
+        forward *= factor
+        backward *= factor
         # This rank's manifest carries every stage's costs.
         stage_forward = sum(c["forward"] for c in bucket["stage_costs"])
         stage_backward = sum(c["backward_input"] + c["backward_weight"]

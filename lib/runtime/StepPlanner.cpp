@@ -266,6 +266,9 @@ StepPlan StepPlanner::plan(const std::vector<int64_t> &samples,
     if (size_t(s) < fixed.stages.size()) {
       stage.paramBytes = fixed.stages[size_t(s)].paramBytes;
       stage.weightBytes = fixed.stages[size_t(s)].weightBytes;
+      // The longest bucket's inputs and labels, the most a microbatch
+      // loads.
+      stage.inputBytes = fixed.stages[size_t(s)].inputBytes;
     }
     stage.activationBytes = 0;
     stage.outputBytes = 0;

@@ -28,27 +28,6 @@ namespace dpc::schedule {
 
 namespace {
 
-EventKind computeKind(Op op) {
-  switch (op) {
-  case Op::Forward:
-    return EventKind::Forward;
-  case Op::Backward:
-    return EventKind::Backward;
-  case Op::BackwardInput:
-    return EventKind::BackwardInput;
-  case Op::BackwardWeight:
-    return EventKind::BackwardWeight;
-  case Op::OptimizerStep:
-    return EventKind::Optimizer;
-  case Op::AllReduce:
-    return EventKind::AllReduce;
-  case Op::LoadMicrobatch:
-    return EventKind::Load;
-  default:
-    return EventKind::Other;
-  }
-}
-
 /// The time of each kind of instruction.
 struct Costs {
   const Schedule &s;
@@ -389,7 +368,7 @@ std::string simulateSchedule(const Schedule &s, const SimulateOptions &opts,
         ev.name = eventName(ev.kind, inst.mb, inst.chunk, showChunk,
                             payloadName(inst.what));
       } else {
-        ev.kind = computeKind(inst.op);
+        ev.kind = eventKindOf(inst.op);
         if (ev.kind == EventKind::Other || ev.kind == EventKind::Load)
           continue;
         ev.start = result.start[r][i];

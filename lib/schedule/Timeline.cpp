@@ -304,29 +304,40 @@ double wakeLatency(const Timeline &measured) {
   return meanOfFirst(latencies, latencies.size());
 }
 
+EventKind eventKindOf(Op op) {
+  switch (op) {
+  case Op::Forward:
+    return EventKind::Forward;
+  case Op::Backward:
+    return EventKind::Backward;
+  case Op::BackwardInput:
+    return EventKind::BackwardInput;
+  case Op::BackwardWeight:
+    return EventKind::BackwardWeight;
+  case Op::OptimizerStep:
+    return EventKind::Optimizer;
+  case Op::AllReduce:
+    return EventKind::AllReduce;
+  case Op::LoadMicrobatch:
+    return EventKind::Load;
+  default:
+    return EventKind::Other;
+  }
+}
+
 double computeFactor(const Timeline &measured, const Schedule &priced) {
   std::vector<std::vector<double>> ends = optimizerEnds(measured);
   int steps = countSteps(measured);
   // Per step: the spans and the costs of its computes, on every rank.
   std::vector<double> spans(size_t(steps), 0.0), costs(size_t(steps), 0.0);
   for (const TimelineEvent &ev : measured.events) {
-    Op op;
-    switch (ev.kind) {
-    case EventKind::Forward:
-      op = Op::Forward;
-      break;
-    case EventKind::Backward:
-      op = Op::Backward;
-      break;
-    case EventKind::BackwardInput:
-      op = Op::BackwardInput;
-      break;
-    case EventKind::BackwardWeight:
-      op = Op::BackwardWeight;
-      break;
-    default:
+    const Op computes[] = {Op::Forward, Op::Backward, Op::BackwardInput,
+                           Op::BackwardWeight};
+    const Op *op =
+        std::find_if(std::begin(computes), std::end(computes),
+                     [&](Op o) { return eventKindOf(o) == ev.kind; });
+    if (op == std::end(computes))
       continue;
-    }
     if (ev.rank < 0 || ev.rank >= priced.ranks)
       continue;
     int stage = priced.virtualStage(ev.rank, std::max(ev.chunk, 0));
@@ -339,7 +350,7 @@ double computeFactor(const Timeline &measured, const Schedule &priced) {
     if (step >= size_t(steps))
       continue;
     spans[step] += ev.end - ev.start;
-    costs[step] += priced.stages[size_t(stage)].computeMs(op);
+    costs[step] += priced.stages[size_t(stage)].computeMs(*op);
   }
   // The median step after the first: a step another process preempted
   // moves it little.

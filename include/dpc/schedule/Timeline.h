@@ -34,6 +34,9 @@ enum class EventKind {
 const char *eventKindName(EventKind kind); // "forward", "send", ...
 /// The kind eventKindName names; Other for any other text.
 EventKind parseEventKind(const std::string &name);
+/// The kind of span an instruction's work makes (compute, the optimizer,
+/// the all-reduce, a load); Other for the rest.
+EventKind eventKindOf(Op op);
 
 struct TimelineEvent {
   int rank = 0;

@@ -362,6 +362,28 @@ template <typename T> T get(const json &j, const char *key, T fallback) {
   return checked<T>(*it, key);
 }
 
+/// The fields of stage `id` of a "stages" array (schedule.json's, or a
+/// dpc-schedule cost file's) on top of `info`'s defaults; throws BadValue
+/// for a field of the wrong type or range.
+std::string readStage(const json &s, size_t id, StageInfo &info) {
+  info.forward = get<double>(s, "forward_ms", info.forward);
+  info.backwardInput = get<double>(s, "backward_input_ms", info.backwardInput);
+  info.backwardWeight =
+      get<double>(s, "backward_weight_ms", info.backwardWeight);
+  info.paramBytes = get<int64_t>(s, "param_bytes", 0);
+  info.weightBytes = get<int64_t>(s, "weight_bytes", 0);
+  info.activationBytes = get<int64_t>(s, "activation_bytes", 0);
+  info.backwardStashBytes = get<int64_t>(s, "backward_stash_bytes", 0);
+  if (info.backwardStashBytes < 0 ||
+      info.backwardStashBytes > info.activationBytes)
+    return "stage " + std::to_string(id) +
+           ": \"backward_stash_bytes\" must be between 0 and its "
+           "\"activation_bytes\"";
+  info.outputBytes = get<int64_t>(s, "output_bytes", 0);
+  info.inputBytes = get<int64_t>(s, "input_bytes", 0);
+  return "";
+}
+
 std::string parseInstruction(const json &j, Instruction &inst) {
   if (!j.is_object() || !j.contains("op") || !j["op"].is_string())
     return "instruction without an \"op\" string";
@@ -444,23 +466,9 @@ std::string fromJson(const std::string &text, Schedule &schedule) {
         size_t id = get<size_t>(s, "id", i);
         if (id >= schedule.stages.size())
           return "stage id " + std::to_string(id) + " out of range";
-        StageInfo &info = schedule.stages[id];
-        info.forward = get<double>(s, "forward_ms", info.forward);
-        info.backwardInput =
-            get<double>(s, "backward_input_ms", info.backwardInput);
-        info.backwardWeight =
-            get<double>(s, "backward_weight_ms", info.backwardWeight);
-        info.paramBytes = get<int64_t>(s, "param_bytes", 0);
-        info.weightBytes = get<int64_t>(s, "weight_bytes", 0);
-        info.activationBytes = get<int64_t>(s, "activation_bytes", 0);
-        info.backwardStashBytes = get<int64_t>(s, "backward_stash_bytes", 0);
-        if (info.backwardStashBytes < 0 ||
-            info.backwardStashBytes > info.activationBytes)
-          return "stage " + std::to_string(id) +
-                 ": \"backward_stash_bytes\" must be between 0 and its "
-                 "\"activation_bytes\"";
-        info.outputBytes = get<int64_t>(s, "output_bytes", 0);
-        info.inputBytes = get<int64_t>(s, "input_bytes", 0);
+        if (std::string error = readStage(s, id, schedule.stages[id]);
+            !error.empty())
+          return error;
       }
     }
     if (!root.contains("programs") || !root["programs"].is_array())
@@ -497,6 +505,35 @@ std::string fromJson(const std::string &text, Schedule &schedule) {
     return std::string("malformed schedule.json: ") + e.what();
   } catch (const BadValue &e) {
     return e.message;
+  }
+  return "";
+}
+
+std::string stagesFromJson(const std::string &text,
+                           std::vector<StageInfo> &stages) {
+  json root;
+  try {
+    root = json::parse(text);
+  } catch (const json::exception &e) {
+    return std::string("invalid JSON: ") + e.what();
+  }
+  if (!root.is_object() || !root.contains("stages") ||
+      !root["stages"].is_array())
+    return "missing \"stages\" array";
+  stages.clear();
+  try {
+    for (const json &s : root["stages"]) {
+      if (!s.is_object())
+        return "stage " + std::to_string(stages.size()) + " is not an object";
+      StageInfo info;
+      if (std::string error = readStage(s, stages.size(), info); !error.empty())
+        return error;
+      stages.push_back(info);
+    }
+  } catch (const BadValue &e) {
+    return "stage " + std::to_string(stages.size()) + ": " + e.message;
+  } catch (const json::exception &e) {
+    return "stage " + std::to_string(stages.size()) + ": " + e.what();
   }
   return "";
 }

@@ -62,7 +62,8 @@ void addCostOptions(cli::ArgParser &parser, CostOptions &opts) {
 
 /// Parses "F,B,W" (milliseconds per stage) or reads a cost file:
 /// {"stages":[{"forward_ms":..,"backward_input_ms":..,...}], "latency_ms":..,
-///  "bandwidth_bytes_per_ms":.., "optimizer_ms":..}.
+///  "bandwidth_bytes_per_ms":.., "optimizer_ms":..}, whose stages have
+/// schedule.json's fields (stagesFromJson).
 std::string checkCores(const CostOptions &opts) {
   if (opts.cores < 0 || opts.cores > (1 << 20))
     return "--cores must be from 0 to 1048576, got " +
@@ -94,20 +95,12 @@ std::string parseCosts(CostOptions &opts, std::vector<StageInfo> &stages) {
   if (!in)
     return "--costs expects F,B,W or a JSON cost file; cannot open '" +
            opts.costs + "'";
+  std::stringstream text;
+  text << in.rdbuf();
+  if (std::string error = stagesFromJson(text.str(), stages); !error.empty())
+    return opts.costs + ": bad cost file: " + error;
   try {
-    nlohmann::json root = nlohmann::json::parse(in);
-    for (const auto &s : root.at("stages")) {
-      StageInfo info;
-      info.forward = s.value("forward_ms", info.forward);
-      info.backwardInput = s.value("backward_input_ms", info.backwardInput);
-      info.backwardWeight = s.value("backward_weight_ms", info.backwardWeight);
-      info.paramBytes = s.value("param_bytes", int64_t(0));
-      info.weightBytes = s.value("weight_bytes", int64_t(0));
-      info.activationBytes = s.value("activation_bytes", int64_t(0));
-      info.backwardStashBytes = s.value("backward_stash_bytes", int64_t(0));
-      info.outputBytes = s.value("output_bytes", int64_t(0));
-      stages.push_back(info);
-    }
+    nlohmann::json root = nlohmann::json::parse(text.str());
     opts.latency = root.value("latency_ms", opts.latency);
     opts.bandwidth = root.value("bandwidth_bytes_per_ms", opts.bandwidth);
     opts.optimizer = root.value("optimizer_ms", opts.optimizer);

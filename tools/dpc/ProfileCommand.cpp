@@ -182,7 +182,9 @@ int measure(CompileOptions compile, const fs::path &dir, int64_t steps,
 // of `compile`'s model on `ranks` stages of a 1F1B build, trained `steps`
 // steps on synthetic data under `dpc run --trace` in `dir`, and when the
 // ranks share this machine's cores, how long a rank waiting for a message
-// took to resume (schedule::wakeLatency; else `wake` is left empty).
+// took to resume (schedule::wakeLatency; else `wake` is left empty), and
+// when they do not, how long they computed against the profile's times
+// (schedule::computeFactor; else `factor` is left empty).
 int measureMessages(CompileOptions compile, const fs::path &dir, int64_t steps,
                     int ranks, double &latency, std::optional<double> &wake,
                     std::optional<double> &factor) {

@@ -273,6 +273,10 @@ constexpr int64_t kMaxMessageBytes = 2147483647;
 std::string toJson(const Schedule &schedule, int indent = -1);
 std::string fromJson(const std::string &text, Schedule &schedule);
 std::string readScheduleFile(const std::string &path, Schedule &schedule);
+/// The "stages" array of a JSON object, in order, with schedule.json's
+/// stage fields (forward_ms, ..., input_bytes): a dpc-schedule cost file's.
+std::string stagesFromJson(const std::string &text,
+                           std::vector<StageInfo> &stages);
 
 } // namespace dpc::schedule
 

@@ -110,6 +110,31 @@ TEST(ScheduleJson, BackwardStashBytesArePartOfTheSlot) {
   EXPECT_EQ(back.stages[0].backwardStashBytes, 4);
 }
 
+// A dpc-schedule cost file's stages, in order, read as schedule.json's.
+TEST(ScheduleJson, StagesOfACostFile) {
+  std::vector<StageInfo> stages;
+  ASSERT_EQ(stagesFromJson(R"({"stages":[{"forward_ms":2,"input_bytes":8},)"
+                           R"({"activation_bytes":10,)"
+                           R"("backward_stash_bytes":4}],"latency_ms":1})",
+                           stages),
+            "");
+  ASSERT_EQ(stages.size(), 2u);
+  EXPECT_EQ(stages[0].forward, 2.0);
+  EXPECT_EQ(stages[0].backwardInput, 1.0);
+  EXPECT_EQ(stages[0].inputBytes, 8);
+  EXPECT_EQ(stages[1].backwardStashBytes, 4);
+  EXPECT_EQ(stagesFromJson(R"({"stages":[{},{"activation_bytes":1,)"
+                           R"("backward_stash_bytes":2}]})",
+                           stages),
+            "stage 1: \"backward_stash_bytes\" must be between 0 and its "
+            "\"activation_bytes\"");
+  EXPECT_EQ(stagesFromJson(R"({"stages":[{"param_bytes":"many"}]})", stages)
+                .rfind("stage 0: ", 0),
+            0u);
+  EXPECT_EQ(stagesFromJson(R"({"latency_ms":1})", stages),
+            "missing \"stages\" array");
+}
+
 TEST(ScheduleJson, CompactInstructionForm) {
   Schedule s = twoEmptyRanks();
   s.programs[0].push_back(Instruction::transfer(

@@ -330,9 +330,9 @@ double computeFactor(const Timeline &measured, const Schedule &priced) {
   int steps = countSteps(measured);
   // Per step: the spans and the costs of its computes, on every rank.
   std::vector<double> spans(size_t(steps), 0.0), costs(size_t(steps), 0.0);
+  const Op computes[] = {Op::Forward, Op::Backward, Op::BackwardInput,
+                         Op::BackwardWeight};
   for (const TimelineEvent &ev : measured.events) {
-    const Op computes[] = {Op::Forward, Op::Backward, Op::BackwardInput,
-                           Op::BackwardWeight};
     const Op *op =
         std::find_if(std::begin(computes), std::end(computes),
                      [&](Op o) { return eventKindOf(o) == ev.kind; });

@@ -101,6 +101,7 @@ def main():
     args = parser.parse_args()
 
     failures = 0
+    shadowing = args.shadow or args.shadow_weights
     first_run = True
     for model in args.models.split(","):
         oracle = os.path.join(args.oracle_dir, model + ".oracle.json")
@@ -144,7 +145,7 @@ def main():
                     failures += 1
                     continue
                 weights = (args.weights and kind != "pipedream"
-                           and not (args.shadow or args.shadow_weights))
+                           and not shadowing)
                 code, log = run([
                     "dpc", "run", out, "--steps", str(args.steps), "--no-shuffle",
                     "--data", settings["data"],
@@ -167,8 +168,7 @@ def main():
                         failures += 1
                         continue
                 # The invocation's first run is the one shadow.py follows.
-                shadowed = (args.shadow or args.shadow_weights) and \
-                    kind != "pipedream" and first_run
+                shadowed = shadowing and kind != "pipedream" and first_run
                 first_run = False
                 if args.shadow:
                     code, log = 0, f"ran {args.steps} steps"

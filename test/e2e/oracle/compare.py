@@ -2,7 +2,6 @@
 """Compares dpc's per-step losses with the PyTorch oracle's.
 
     compare.py METRICS.jsonl ORACLE.json|REFERENCE.jsonl [--rtol 1e-4]
-               [--steps N]
 
 METRICS.jsonl is what a dpc rank writes with --metrics: one JSON object a
 line; lines with "step" and "loss" are training steps (step counts from 1),
@@ -20,8 +19,6 @@ allowance. Runs in "losses_perturbed" (oracle.py --perturbed-runs: the same
 float32 training from weights moved by one ulp) are further samples of that
 noise, taken into the maximum the same way. Batch normalization on small
 microbatches makes float32 training that noisy (test/e2e/README.md).
-With --steps N only the oracle's first N steps are compared (where later
-steps are checked from dpc's own state instead, shadow.py).
 A second metrics file (REFERENCE.jsonl, another dpc run's --metrics) may
 stand in for the oracle: its steps are then the ones compared.
 Prints a table; exits 0 when all steps agree, 1 when some step differs or
@@ -96,8 +93,6 @@ def main():
     parser.add_argument("metrics")
     parser.add_argument("oracle")
     parser.add_argument("--rtol", type=float, default=1e-4)
-    parser.add_argument("--steps", type=int, default=None,
-                        help="compare only the oracle's first N steps")
     args = parser.parse_args()
 
     dpc = read_metrics(args.metrics)
@@ -107,8 +102,6 @@ def main():
         torch, reference, perturbed = read_oracle(args.oracle)
     if not torch:
         fail_input(f"{args.oracle}: no losses")
-    if args.steps is not None:
-        torch = {k: v for k, v in torch.items() if k < min(torch) + args.steps}
 
     print(f"{'step':>5}  {'torch':>12}  {'dpc':>12}  {'rel err':>9}")
     bad = judged = 0

@@ -862,27 +862,45 @@ def make_optimizer(model, settings):
                            weight_decay=settings["weight_decay"])
 
 
-def train(model, x, y, steps, microbatches, microbatch_size, settings,
-          lengths=None):
-    """Optimizer steps on minibatches of microbatches * microbatch_size
-    samples. With `lengths` (variable-length samples stored padded), each
-    minibatch is cut to its longest sample before the forward pass.
-    A model with batch normalization takes its statistics per microbatch, as
-    a pipeline does, so its gradients are accumulated microbatch by
-    microbatch (each loss scaled by 1/microbatches); any other model gets the
-    same gradients from one pass over the whole minibatch."""
-    minibatch = microbatches * microbatch_size
-    if steps * minibatch > x.shape[0]:
-        sys.exit(f"oracle: {steps} steps of {minibatch} samples need more "
-                 f"than the {x.shape[0]} training samples")
-    model.train()
-    optimizer = make_optimizer(model, settings)
+def minibatch_backward(model, inputs, labels, microbatches):
+    """One minibatch's loss (the mean over it) with its gradients
+    accumulated into the parameters. A model with batch normalization takes
+    its statistics per microbatch, as a pipeline does, so its gradients are
+    accumulated microbatch by microbatch (each loss scaled by
+    1/microbatches); any other model gets the same gradients from one pass
+    over the whole minibatch."""
     ignore_index = getattr(model, "ignore_index", -100)
 
     def loss_fn(logits, labels):  # mean over the whole minibatch
         if is_regression(model):  # and over every output element
             return nn.functional.mse_loss(logits, labels)
         return cross_entropy(logits, labels, ignore_index)
+    if not has_batch_norm(model):
+        loss = loss_fn(model(inputs), labels)
+        loss.backward()
+        return loss.item()
+    loss = 0.0
+    size = inputs.shape[0] // microbatches
+    for k in range(microbatches):
+        part = slice(k * size, (k + 1) * size)
+        scaled = loss_fn(model(inputs[part]), labels[part]) / microbatches
+        scaled.backward()
+        loss += scaled.item()
+    return loss
+
+
+def train(model, x, y, steps, microbatches, microbatch_size, settings,
+          lengths=None):
+    """Optimizer steps on minibatches of microbatches * microbatch_size
+    samples (minibatch_backward). With `lengths` (variable-length samples
+    stored padded), each minibatch is cut to its longest sample before the
+    forward pass."""
+    minibatch = microbatches * microbatch_size
+    if steps * minibatch > x.shape[0]:
+        sys.exit(f"oracle: {steps} steps of {minibatch} samples need more "
+                 f"than the {x.shape[0]} training samples")
+    model.train()
+    optimizer = make_optimizer(model, settings)
     losses = []
     for step in range(steps):
         begin = step * minibatch
@@ -891,19 +909,8 @@ def train(model, x, y, steps, microbatches, microbatch_size, settings,
             longest = int(lengths[begin:begin + minibatch].max())
             inputs, labels = inputs[:, :longest], labels[:, :longest]
         optimizer.zero_grad()
-        if has_batch_norm(model):
-            loss = 0.0
-            for k in range(microbatches):
-                part = slice(k * microbatch_size, (k + 1) * microbatch_size)
-                scaled = loss_fn(model(inputs[part]), labels[part]) / microbatches
-                scaled.backward()
-                loss += scaled.item()
-        else:
-            loss = loss_fn(model(inputs), labels)
-            loss.backward()
-            loss = loss.item()
+        losses.append(minibatch_backward(model, inputs, labels, microbatches))
         optimizer.step()
-        losses.append(loss)
     return losses
 
 

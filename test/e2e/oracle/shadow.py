@@ -57,7 +57,6 @@ agrees, 1 otherwise, 2 on bad input.
 import argparse
 import copy
 import json
-import math
 import os
 import shutil
 import subprocess
@@ -69,22 +68,13 @@ import torch
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import oracle  # noqa: E402
+from compare import read_metrics  # noqa: E402
 from compare_weights import NOISE_FACTOR, read_safetensors  # noqa: E402
 
 
 def fail_input(message):
     print(f"shadow: {message}", file=sys.stderr)
     sys.exit(2)
-
-
-def read_losses(path):
-    losses = {}
-    with open(path) as f:
-        for line in f:
-            record = json.loads(line) if line.strip() else {}
-            if "step" in record and "loss" in record:
-                losses[record["step"]] = record["loss"]
-    return losses
 
 
 def dpc_steps(run_dir, data, steps):
@@ -110,38 +100,34 @@ def dpc_steps(run_dir, data, steps):
             if name.startswith("stage") and name.endswith(".safetensors"):
                 state.update(read_safetensors(os.path.join(checkpoints, name)))
         states.append(state)
-    return states, read_losses(metrics)
+    return states, read_metrics(metrics)
 
 
-def sgd_velocity(state, name, param, settings, step_number):
-    """torch.optim.SGD's new momentum buffer from dpc's old one."""
-    del step_number
-    previous = torch.from_numpy(state.get(
-        "momentum." + name, np.zeros(param.shape, np.float32)).copy()).to(param.dtype)
-    gradient = param.grad + settings["weight_decay"] * param
-    return settings["lr"] * (settings["momentum"] * previous + gradient)
-
-
-def adam_step(state, name, param, settings, step_number):
-    """torch.optim.Adam's step (L2 weight decay, bias-corrected moments)
-    from dpc's moments before update number `step_number`."""
-    def moment(prefix):
-        return torch.from_numpy(state.get(
-            prefix + name, np.zeros(param.shape, np.float32)).copy()).to(param.dtype)
-    beta1, beta2 = settings["betas"]
-    gradient = param.grad + settings["weight_decay"] * param
-    first = beta1 * moment("exp_avg.") + (1 - beta1) * gradient
-    second = beta2 * moment("exp_avg_sq.") + (1 - beta2) * gradient * gradient
-    denominator = (second.sqrt() / math.sqrt(1 - beta2 ** step_number)
-                   + settings["eps"])
-    return settings["lr"] / (1 - beta1 ** step_number) * first / denominator
+def optimizer_from(model, state, settings, step_number):
+    """oracle.py's optimizer for `model`, holding dpc's momentum buffers or
+    Adam moments from `state` as before update number `step_number`."""
+    optimizer = oracle.make_optimizer(model, settings)
+    adam = settings.get("kind") == "adam"
+    # torch's state key: the checkpoint's prefix.
+    kept = ({"exp_avg": "exp_avg", "exp_avg_sq": "exp_avg_sq"} if adam
+            else {"momentum_buffer": "momentum"})
+    for name, param in model.named_parameters():
+        held = {key: torch.from_numpy(state.get(
+                    f"{prefix}.{name}", np.zeros(param.shape, np.float32))
+                    .copy()).to(param.dtype)
+                for key, prefix in kept.items()}
+        if adam:
+            held["step"] = torch.tensor(float(step_number - 1))
+        optimizer.state[param] = held
+    return optimizer
 
 
 def step(model, state, inputs, labels, settings, microbatches, step_number,
          dtype):
     """Training step `step_number` of `model` (in `dtype`) from dpc's
-    `state`: the loss and each tensor's new value, as oracle.train takes it
-    (microbatch by microbatch where batch normalization asks for it)."""
+    `state`, as oracle.train takes it: the loss and each tensor's new value.
+    torch's own optimizer updates in the model's dtype, as dpc's stores it:
+    a float32 weight near 1 moved by 1e-7 keeps only a few bits of it."""
     model = copy.deepcopy(model).to(dtype)
     tensors = oracle.trained_state(model)
     with torch.no_grad():
@@ -150,25 +136,13 @@ def step(model, state, inputs, labels, settings, microbatches, step_number,
                 fail_input(f"dpc's checkpoint has no {name}")
             tensor.copy_(torch.from_numpy(state[name].copy()))
     model.train()
-    model.zero_grad()
+    optimizer = optimizer_from(model, state, settings, step_number)
+    optimizer.zero_grad()
     inputs = inputs.to(dtype) if inputs.is_floating_point() else inputs
-    loss = 0.0
-    parts = microbatches if oracle.has_batch_norm(model) else 1
-    size = inputs.shape[0] // parts
-    for k in range(parts):
-        part = slice(k * size, (k + 1) * size)
-        scaled = oracle.cross_entropy(model(inputs[part]), labels[part]) / parts
-        scaled.backward()
-        loss += scaled.item()
-    update = adam_step if settings.get("kind") == "adam" else sgd_velocity
-    after = {name: t.detach().double().clone() for name, t in tensors.items()}
-    # In the model's own dtype, as an optimizer stores it: a float32 weight
-    # near 1 moved by 1e-7 keeps only a few bits of its update.
-    with torch.no_grad():
-        for name, param in model.named_parameters():
-            after[name] = (param - update(state, name, param, settings,
-                                          step_number)).double()
-    return loss, after
+    loss = oracle.minibatch_backward(model, inputs, labels, microbatches)
+    optimizer.step()
+    return loss, {name: t.detach().double().clone()
+                  for name, t in tensors.items()}
 
 
 def training_data(settings, count):
@@ -259,7 +233,7 @@ def main():
 
     uninterrupted = os.path.join(args.run_dir, "metrics.jsonl")
     if os.path.exists(uninterrupted):
-        whole = read_losses(uninterrupted)
+        whole = read_metrics(uninterrupted)
         for k in range(1, steps + 1):
             if k in whole and k in losses and \
                     abs(whole[k] - losses[k]) > 1e-6 * abs(whole[k]):

@@ -140,15 +140,29 @@ TEST_P(Bf16ConvTest, ForwardAddsTheBiasInF32) {
     GTEST_SKIP() << "no bias in this case";
   Shape ys = c.y();
   Floats x = randomFloats(countOf(c.x), 3), w = randomFloats(countOf(c.w), 4);
-  // A bias bf16 cannot hold exactly: it is added to the f32 sum as is.
-  Floats bias(size_t(c.w[0]), 1.0f + 0x1p-20f), zero(size_t(c.w[0]), 0.0f);
+  // A bias bf16 cannot hold (257.5 rounds to 258 in bf16) is added to the
+  // f32 sum as is. Where the kernel adds it (first or last) moves every
+  // rounding of the sum, so the two runs agree only within the f32 error
+  // bound of a sum of (taps + 1) terms; it stays far below 0.5.
+  const float value = 257.5f;
+  const double bf16Error = 0.5;
+  Floats bias(size_t(c.w[0]), value), zero(size_t(c.w[0]), 0.0f);
   Floats with(countOf(ys)), without(countOf(ys));
   dpc_conv2d_bf16(x.data(), c.x.data(), w.data(), c.w.data(), bias.data(),
                   with.data(), ys.data(), c.params);
   dpc_conv2d_bf16(x.data(), c.x.data(), w.data(), c.w.data(), zero.data(),
                   without.data(), ys.data(), c.params);
-  for (size_t i = 0; i < with.size(); ++i)
-    ASSERT_NEAR(with[i] - without[i], 1.0 + 0x1p-20, 1e-6) << "element " << i;
+  Doubles sums(with.size(), value), taps(with.size(), 1.0);
+  c.forEachTap([&](size_t yi, size_t xi, size_t wi) {
+    sums[yi] += std::abs(double(x[xi]) * w[wi]);
+    taps[yi] += 1.0;
+  });
+  for (size_t i = 0; i < with.size(); ++i) {
+    double bound =
+        2 * (taps[i] + 1) * std::numeric_limits<float>::epsilon() * sums[i];
+    ASSERT_LT(bound, bf16Error / 4) << "sums too large to tell; element " << i;
+    ASSERT_NEAR(with[i] - without[i], value, bound) << "element " << i;
+  }
 }
 
 TEST_P(Bf16ConvTest, GradInput) {

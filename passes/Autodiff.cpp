@@ -21,6 +21,10 @@
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/MapVector.h"
 
+#include <fnmatch.h>
+
+#include <sstream>
+
 namespace mlir::dpc {
 #define GEN_PASS_DEF_AUTODIFFPASS
 #include "passes/Passes.h.inc"
@@ -30,6 +34,25 @@ using namespace mlir;
 using namespace mlir::dpc;
 
 namespace {
+
+/// `no-decay`'s comma-separated glob patterns.
+std::vector<std::string> splitPatterns(const std::string &text) {
+  std::vector<std::string> patterns;
+  std::string pattern;
+  std::istringstream in(text);
+  while (std::getline(in, pattern, ','))
+    if (!pattern.empty())
+      patterns.push_back(pattern);
+  return patterns;
+}
+
+bool matchesAny(StringRef name, const std::vector<std::string> &patterns) {
+  std::string text = name.str();
+  for (const std::string &pattern : patterns)
+    if (fnmatch(pattern.c_str(), text.c_str(), 0) == 0)
+      return true;
+  return false;
+}
 
 // When the forward pass is already partitioned, every op autodiff creates
 // runs on the stage of the forward op it belongs to: gradient ops on the
@@ -112,9 +135,14 @@ struct AutodiffPass : public mlir::dpc::impl::AutodiffPassBase<AutodiffPass> {
     if (loss == "mse" && hasIgnoreIndex)
       return module.emitError("ignore-index applies to the "
                               "softmax-cross-entropy loss, not mse");
-    if (optimizer != "sgd" && optimizer != "adam")
+    if (!(labelSmoothing >= 0 && labelSmoothing < 1))
+      return module.emitError("expects label-smoothing in [0, 1)");
+    if (loss == "mse" && labelSmoothing != 0)
+      return module.emitError("label-smoothing applies to the "
+                              "softmax-cross-entropy loss, not mse");
+    if (optimizer != "sgd" && optimizer != "adam" && optimizer != "adamw")
       return module.emitError("unknown optimizer '")
-             << optimizer << "'; expected sgd or adam";
+             << optimizer << "'; expected sgd, adam or adamw";
     if (microbatches < 1)
       return module.emitError("expects microbatches >= 1");
     if (!(lr > 0) || !(momentum >= 0 && momentum < 1) || !(weightDecay >= 0))
@@ -195,10 +223,11 @@ struct AutodiffPass : public mlir::dpc::impl::AutodiffPassBase<AutodiffPass> {
       lossGrad = builder.create<nn::MseLossGradOp>(loc, logitsType, logits,
                                                    labels, scaleAttr);
     } else {
+      auto smoothing = builder.getF32FloatAttr(labelSmoothing);
       lossValue = builder.create<nn::SoftmaxCrossEntropyOp>(
-          loc, lossType, logits, labels, scaleAttr, ignoreAttr);
+          loc, lossType, logits, labels, scaleAttr, ignoreAttr, smoothing);
       lossGrad = builder.create<nn::SoftmaxCrossEntropyGradOp>(
-          loc, logitsType, logits, labels, scaleAttr, ignoreAttr);
+          loc, logitsType, logits, labels, scaleAttr, ignoreAttr, smoothing);
     }
 
     GradientMap grads(builder, tagger);
@@ -245,17 +274,21 @@ struct AutodiffPass : public mlir::dpc::impl::AutodiffPassBase<AutodiffPass> {
             param.getLoc(), grad.getType(), it->second.second, grad);
     }
     auto f32 = [&](double value) { return builder.getF32FloatAttr(value); };
+    std::vector<std::string> undecayed = splitPatterns(noDecay);
     for (auto &[name, update] : updates) {
       auto [param, grad] = update;
       tagger.follow(param.getOperation());
-      if (optimizer == "adam")
+      double decay = matchesAny(name, undecayed) ? 0.0 : double(weightDecay);
+      if (optimizer == "adam" || optimizer == "adamw") {
+        UnitAttr decoupled =
+            optimizer == "adamw" ? builder.getUnitAttr() : nullptr;
         builder.create<nn::AdamUpdateOp>(param.getLoc(), param.getResult(),
                                          grad, f32(lr), f32(beta1), f32(beta2),
-                                         f32(eps), f32(weightDecay));
-      else
+                                         f32(eps), f32(decay), decoupled);
+      } else {
         builder.create<nn::SgdUpdateOp>(param.getLoc(), param.getResult(), grad,
-                                        f32(lr), f32(momentum),
-                                        f32(weightDecay));
+                                        f32(lr), f32(momentum), f32(decay));
+      }
     }
 
     ret->setOperands({lossValue, logits});

@@ -270,7 +270,7 @@ struct PartitionStagesPass
     if (!planner::parseOptimizerStateFactor(optimizer,
                                             options.cost.optimizerStateFactor))
       return module.emitError("unknown optimizer '")
-             << optimizer << "'; expected sgd or adam";
+             << optimizer << "'; expected sgd, adam or adamw";
     std::string kind = schedule;
     // Interleaved and zero-bubble are synchronous like 1F1B and are planned
     // as 1F1B (zb-2p keeps more in flight, which the schedule's verified

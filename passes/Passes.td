@@ -30,6 +30,11 @@ def AutodiffPass : Pass<"dpc-autodiff", "::mlir::ModuleOp"> {
     their gradients. PipeDream updates after every microbatch, so `dpc
     compile --schedule pipedream` passes `microbatches = 1`.
 
+    `optimizer` is `sgd`, `adam` or `adamw` (`nn.adam_update` with
+    `decoupled`: torch.optim.AdamW's weight decay). Parameters whose name
+    matches one of `no-decay`'s glob patterns update with weight decay 0, as
+    GPT and BERT recipes leave out biases and norms.
+
     `loss` is `softmax-cross-entropy` (`nn.softmax_cross_entropy` on logits
     with an integer class per row) or `mse` (`nn.mse_loss` against a float
     target of the output's shape, whose mean runs over every element, as
@@ -65,7 +70,13 @@ def AutodiffPass : Pass<"dpc-autodiff", "::mlir::ModuleOp"> {
     Option<"eps", "eps", "double", /*default=*/"1e-8",
            "Adam's denominator term">,
     Option<"weightDecay", "weight-decay", "double", /*default=*/"0.0",
-           "Weight decay (L2 penalty added to the gradient)">,
+           "Weight decay (L2 penalty added to the gradient; adamw: decoupled)">,
+    Option<"labelSmoothing", "label-smoothing", "double", /*default=*/"0.0",
+           "softmax-cross-entropy's label smoothing in [0, 1), as torch's "
+           "CrossEntropyLoss(label_smoothing)">,
+    Option<"noDecay", "no-decay", "std::string", /*default=*/"\"\"",
+           "Comma-separated glob patterns (fnmatch) of parameter names that "
+           "get no weight decay, e.g. '*.bias,*norm*'">,
   ];
 }
 

@@ -81,6 +81,8 @@ mlir::dpc::buildPipelinePasses(const PipelineOptions &o) {
     autodiff.beta2 = o.beta2;
     autodiff.eps = o.eps;
     autodiff.weightDecay = o.weightDecay;
+    autodiff.noDecay = o.noDecay;
+    autodiff.labelSmoothing = o.labelSmoothing;
     add(createAutodiffPass(autodiff));
   }
   add(createInsertSendRecvPass());

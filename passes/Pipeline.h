@@ -83,8 +83,9 @@ struct PipelineOptions : public PassPipelineOptions<PipelineOptions> {
   Option<int64_t> ignoreIndex{*this, "ignore-index",
                               llvm::cl::desc("The label left out"),
                               llvm::cl::init(-100)};
-  Option<std::string> optimizer{
-      *this, "optimizer", llvm::cl::desc("sgd or adam"), llvm::cl::init("sgd")};
+  Option<std::string> optimizer{*this, "optimizer",
+                                llvm::cl::desc("sgd, adam or adamw"),
+                                llvm::cl::init("sgd")};
   Option<double> lr{*this, "lr", llvm::cl::desc("Learning rate"),
                     llvm::cl::init(0.01)};
   Option<double> momentum{*this, "momentum", llvm::cl::desc("SGD momentum"),
@@ -98,6 +99,14 @@ struct PipelineOptions : public PassPipelineOptions<PipelineOptions> {
   Option<double> weightDecay{*this, "weight-decay",
                              llvm::cl::desc("Weight decay"),
                              llvm::cl::init(0.0)};
+  Option<double> labelSmoothing{
+      *this, "label-smoothing",
+      llvm::cl::desc("softmax-cross-entropy's label smoothing"),
+      llvm::cl::init(0.0)};
+  Option<std::string> noDecay{
+      *this, "no-decay",
+      llvm::cl::desc("Glob patterns of parameters without weight decay"),
+      llvm::cl::init("")};
   Option<std::string> recompute{
       *this, "recompute",
       llvm::cl::desc("none, all, or auto (the stages of recompute-stages)"),

@@ -66,7 +66,7 @@ bool parseScheduleKind(const std::string &text, ScheduleKind &kind) {
 bool parseOptimizerStateFactor(const std::string &optimizer, double &factor) {
   if (optimizer == "sgd")
     factor = 1;
-  else if (optimizer == "adam")
+  else if (optimizer == "adam" || optimizer == "adamw")
     factor = 2;
   else
     return false;

@@ -315,6 +315,8 @@ void Executor::Impl::run(int64_t step, size_t index, const Instruction &i) {
     break;
   case Op::OptimizerStep:
     params.checkNoRestore(at);
+    if (clipNorm > 0)
+      clipGradients();
     // One step updates every chunk of the rank.
     params.beginUpdate();
     // A partial reduce's other replicas take replica 0's weights instead.

@@ -140,6 +140,7 @@ struct Executor::Impl : dpc_context {
   // The current (or last) training step's compute and wait (StepMonitor.h).
   StepTimes stepTimes;
   double forwardDelayMs = 0;
+  double clipNorm = 0, gradNorm = 0;
   double stepStartMs = 0;
   /// --reduce preduce: the rounds, the last one replica 0 ran, where this
   /// rank goes on, and the step that ends the run.
@@ -214,6 +215,9 @@ struct Executor::Impl : dpc_context {
   void recvFinish(const schedule::Instruction &i, const std::string &at);
   void run(int64_t step, size_t index, const schedule::Instruction &i);
   void allReduceGradients();
+  /// --clip-grad-norm (TrainingRecipe.cpp): the job-wide norm into
+  /// `gradNorm`, and the gradients scaled down to `clipNorm`.
+  void clipGradients();
   /// --reduce preduce's AllReduce and OptimizerStep.
   void partialReduceGradients(int64_t step);
   void partialReduceWeights(int64_t step);

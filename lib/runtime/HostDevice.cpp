@@ -79,6 +79,8 @@ public:
   void adamStep(float *p, float *m, float *v, float *acc, size_t n,
                 const AdamStep &step) override {
     for (size_t k = 0; k < n; ++k) {
+      if (step.decay != 1.0f)
+        p[k] *= step.decay;
       float g = acc[k];
       if (step.weightDecay != 0)
         g += step.weightDecay * p[k];
@@ -98,11 +100,16 @@ public:
 
 } // namespace
 
-AdamStep::AdamStep(float lr, float beta1, float beta2, float eps,
-                   float weightDecay, int64_t step)
+AdamStep::AdamStep(double lr, float beta1, float beta2, float eps,
+                   float weightDecay, int64_t step, bool decoupled)
     : beta1(beta1), beta2(beta2), eps(eps), weightDecay(weightDecay) {
   double t = double(step);
-  stepSize = float(double(lr) / (1.0 - std::pow(double(beta1), t)));
+  // torch.optim.AdamW: param.mul_(1 - lr * weight_decay), in double.
+  if (decoupled) {
+    decay = float(1.0 - lr * double(weightDecay));
+    this->weightDecay = 0.0f;
+  }
+  stepSize = float(lr / (1.0 - std::pow(double(beta1), t)));
   correction2Sqrt = float(std::sqrt(1.0 - std::pow(double(beta2), t)));
 }
 

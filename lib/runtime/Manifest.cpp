@@ -30,16 +30,25 @@ const char *transferKindName(TransferKind kind) {
 }
 
 /// Every optimizer, for parsing names and recognising state tensors.
-constexpr Optimizer kOptimizers[] = {Optimizer::Sgd, Optimizer::Adam};
+constexpr Optimizer kOptimizers[] = {Optimizer::Sgd, Optimizer::Adam,
+                                     Optimizer::AdamW};
 
 const char *optimizerName(Optimizer optimizer) {
-  return optimizer == Optimizer::Adam ? "adam" : "sgd";
+  switch (optimizer) {
+  case Optimizer::Adam:
+    return "adam";
+  case Optimizer::AdamW:
+    return "adamw";
+  case Optimizer::Sgd:
+    break;
+  }
+  return "sgd";
 }
 
 const std::vector<std::string> &optimizerStateNames(Optimizer optimizer) {
   static const std::vector<std::string> sgd = {"momentum"};
   static const std::vector<std::string> adam = {"exp_avg", "exp_avg_sq"};
-  return optimizer == Optimizer::Adam ? adam : sgd;
+  return optimizer == Optimizer::Sgd ? sgd : adam;
 }
 
 bool isOptimizerState(const std::string &tensor) {
@@ -504,7 +513,7 @@ RankManifest parseManifest(const std::string &text, const std::string &name) {
         known = true;
       }
     if (!known)
-      r.fail("optimizer", "expected \"sgd\" or \"adam\"");
+      r.fail("optimizer", "expected \"sgd\", \"adam\" or \"adamw\"");
   }
   if (auto it = root.find("precision"); it != root.end()) {
     std::string name = it->is_string() ? it->get<std::string>() : "";

@@ -11,8 +11,13 @@
 
 namespace dpc::runtime {
 
-MetricsWriter::MetricsWriter(const std::string &path, bool append)
+MetricsWriter::MetricsWriter(const std::string &path, bool append,
+                             const std::string &tensorboardDir)
     : path(path) {
+  if (!tensorboardDir.empty())
+    board = std::make_unique<TensorBoardWriter>(tensorboardDir);
+  if (path.empty())
+    return;
   file = std::fopen(path.c_str(), append ? "a" : "w");
   if (!file)
     throw Error(path + ": cannot open metrics file: " + std::strerror(errno));
@@ -24,6 +29,25 @@ MetricsWriter::~MetricsWriter() {
 }
 
 void MetricsWriter::write(const nlohmann::ordered_json &record) {
+  if (board) {
+    // Every number of the record but the step, at the record's step (the
+    // last step's for records without one: evaluation, memory); a rank's
+    // own record (memory) under "rankN/".
+    if (auto step = record.find("step"); step != record.end())
+      lastStep = step->get<int64_t>();
+    std::string prefix;
+    if (auto rank = record.find("rank");
+        rank != record.end() && rank->is_number_integer())
+      prefix = "rank" + std::to_string(rank->get<int64_t>()) + "/";
+    std::vector<std::pair<std::string, double>> scalars;
+    for (const auto &[key, value] : record.items())
+      if (value.is_number() && key != "step" && key != "rank")
+        scalars.emplace_back(prefix + key, value.get<double>());
+    if (!scalars.empty())
+      board->scalars(lastStep, scalars);
+  }
+  if (!file)
+    return;
   std::string line = record.dump() + "\n";
   if (std::fwrite(line.data(), 1, line.size(), file) != line.size() ||
       std::fflush(file) != 0)

@@ -80,23 +80,65 @@ static void requireOptimizer(const RankManifest &manifest, Optimizer kind) {
                    optimizerName(manifest.optimizer));
 }
 
+double ParamStore::scheduled(float lr) {
+  // beginUpdate counted this update already; the schedule counts from 0.
+  lastLr = lrSchedule.at(double(lr), updates - 1);
+  return *lastLr;
+}
+
 void ParamStore::sgdStep(int64_t id, float lr, float momentum,
                          float weightDecay) {
   requireOptimizer(manifest, Optimizer::Sgd);
   ParamState &p = get(id);
   device.sgdStep(p.value.floats(), p.state[0].floats(), p.grad.floats(),
-                 p.count, lr, momentum, weightDecay);
+                 p.count, float(scheduled(lr)), momentum, weightDecay);
   markParamWritten(p.value.data());
 }
 
 void ParamStore::adamStep(int64_t id, float lr, float beta1, float beta2,
                           float eps, float weightDecay) {
-  requireOptimizer(manifest, Optimizer::Adam);
+  bool decoupled = manifest.optimizer == Optimizer::AdamW;
+  if (!decoupled)
+    requireOptimizer(manifest, Optimizer::Adam);
   ParamState &p = get(id);
   device.adamStep(p.value.floats(), p.state[0].floats(), p.state[1].floats(),
                   p.grad.floats(), p.count,
-                  AdamStep(lr, beta1, beta2, eps, weightDecay, updates));
+                  AdamStep(scheduled(lr), beta1, beta2, eps, weightDecay,
+                           updates, decoupled));
   markParamWritten(p.value.data());
+}
+
+double ParamStore::gradSquaredSum() const {
+  double sum = 0;
+  std::vector<float> staged;
+  for (const ParamState &p : params) {
+    const float *g = p.grad.floats();
+    if (!device.hostAccessible()) {
+      staged.resize(p.count);
+      device.copyToHost(staged.data(), g, p.bytes());
+      g = staged.data();
+    }
+    for (size_t k = 0; k < p.count; ++k)
+      sum += double(g[k]) * double(g[k]);
+  }
+  return sum;
+}
+
+void ParamStore::scaleGradients(float factor) {
+  std::vector<float> staged;
+  for (ParamState &p : params) {
+    float *g = p.grad.floats();
+    if (device.hostAccessible()) {
+      for (size_t k = 0; k < p.count; ++k)
+        g[k] *= factor;
+      continue;
+    }
+    staged.resize(p.count);
+    device.copyToHost(staged.data(), g, p.bytes());
+    for (float &x : staged)
+      x *= factor;
+    device.copyFromHost(g, staged.data(), p.bytes());
+  }
 }
 
 size_t ParamStore::totalCount() const {
@@ -313,7 +355,7 @@ void ParamStore::load(const TensorFile &file, const std::string &fileName,
                   " optimizer; this build trains with " + expected);
     std::optional<int64_t> count =
         metadataCount(file, fileName, "optimizer_updates");
-    if (!count && manifest.optimizer == Optimizer::Adam)
+    if (!count && manifest.optimizer != Optimizer::Sgd)
       throw Error(fileName + ": no \"optimizer_updates\" metadata, which "
                              "Adam's bias correction needs");
     updates = count.value_or(0);

@@ -23,6 +23,7 @@
 #include "Buffers.h"
 
 #include "dpc/runtime/Communicator.h"
+#include "dpc/runtime/LrSchedule.h"
 #include "dpc/runtime/Manifest.h"
 #include "dpc/runtime/Safetensors.h"
 
@@ -63,10 +64,22 @@ public:
 
   void accumulate(ParamState &p, const float *grad);
   /// One update of the parameter, by the manifest's optimizer: throws
-  /// AbiError when it is another or the id is unknown.
+  /// AbiError when it is another or the id is unknown. `lr` is the compiled
+  /// rate, which the schedule turns into the update's; Adam's step is
+  /// AdamW's when the manifest says "adamw".
   void sgdStep(int64_t id, float lr, float momentum, float weightDecay);
   void adamStep(int64_t id, float lr, float beta1, float beta2, float eps,
                 float weightDecay);
+  /// --lr-schedule; constant until set.
+  void setLrSchedule(LrSchedule schedule) { lrSchedule = std::move(schedule); }
+  /// The learning rate of the last update; none before any.
+  std::optional<double> learningRate() const { return lastLr; }
+
+  /// The sum of the squares of every gradient accumulator's elements, in
+  /// double (read in place where the host can, else copied to the host).
+  double gradSquaredSum() const;
+  /// Multiplies every gradient accumulator by `factor`.
+  void scaleGradients(float factor);
   /// An OptimizerStep: `beginUpdate` before its optimizer segments (the
   /// update count is Adam's step number), `endUpdate` after them (the live
   /// weights are one version on).
@@ -137,7 +150,12 @@ private:
   BufferPool &pool;
   std::vector<ParamState> params;
   std::map<int64_t, size_t> index; // manifest id -> params index
+  /// The update's learning rate from the compiled one, by the schedule.
+  double scheduled(float lr);
+
   int64_t updates = 0;
+  LrSchedule lrSchedule;
+  std::optional<double> lastLr;
   int live = 0;
   std::map<int, std::vector<Buffer>> versions;
   std::optional<int> restored;

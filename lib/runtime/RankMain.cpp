@@ -18,6 +18,7 @@
 #include "dpc/runtime/Executor.h"
 #include "dpc/runtime/Heartbeat.h"
 #include "dpc/runtime/Interference.h"
+#include "dpc/runtime/LrSchedule.h"
 #include "dpc/runtime/Manifest.h"
 #include "dpc/runtime/Metrics.h"
 #include "dpc/runtime/MpiCommunicator.h"
@@ -633,6 +634,10 @@ int runRank(int argc, char **argv, Communicator &comm) {
                      "--inference)"};
   const int64_t microbatches = schedule.microbatches;
   const int64_t samplesPerStep = microbatches * m.microbatchSize;
+  LrSchedule lrSchedule;
+  std::string lrProblem; // the option's check parsed it already
+  LrSchedule::parse(opts.lrSchedule, lrSchedule, lrProblem);
+  exec.setTrainingRecipe(lrSchedule, opts.clipGradNorm);
 
   if (opts.isGiven("microbatching") && m.buckets.empty())
     throw UsageError{"--microbatching needs a variable-length build (dpc "
@@ -731,8 +736,8 @@ int runRank(int argc, char **argv, Communicator &comm) {
   const bool firstReplica = schedule.replicaOf(rank) == 0;
   std::optional<MetricsWriter> metrics;
   bool reports = m.isLastStage() && firstReplica;
-  if (reports && !opts.metrics.empty())
-    metrics.emplace(opts.metrics, opts.resume);
+  if (reports && (!opts.metrics.empty() || !opts.tensorboard.empty()))
+    metrics.emplace(opts.metrics, opts.resume, opts.tensorboard);
   std::string layout = dpc::schedule::kindName(schedule.kind);
   if (schedule.hasReplicas())
     layout = std::to_string(schedule.ranks) + " ranks, " + layout;
@@ -881,6 +886,10 @@ int runRank(int argc, char **argv, Communicator &comm) {
             {"time_s", now},
             {"compute_ms", std::move(compute)},
             {"wait_ms", std::move(wait)}};
+        if (std::optional<double> lr = exec.learningRate())
+          record["lr"] = *lr;
+        if (opts.clipGradNorm > 0)
+          record["grad_norm"] = exec.gradNorm();
         if (planned) {
           nlohmann::ordered_json shapes = nlohmann::ordered_json::array();
           for (const StepPlanSummary::Microbatch &mb : planned->microbatches)

@@ -9,6 +9,8 @@
 
 #include "dpc/runtime/RankOptions.h"
 
+#include "dpc/runtime/LrSchedule.h"
+
 #include "dpc/support/CommandLine.h"
 
 #include <charconv>
@@ -71,6 +73,36 @@ std::vector<RankOptionInfo> makeTable() {
        /*training=*/true,
        [](const O &o) {
          return positive(o.checkpointEvery, "checkpoint-every");
+       }},
+      {"tensorboard", "DIR",
+       "also write every step's metrics as TensorBoard scalars to an event "
+       "file in DIR (last stage)",
+       nullptr, &O::tensorboard, /*negatable=*/false, /*forwarded=*/true,
+       /*training=*/true},
+      {"lr-schedule", "SPEC",
+       "learning rate by optimizer update, of the compiled --lr: phases "
+       "KIND[:KEY=VALUE,...] joined by '+', each KIND constant, linear, "
+       "warmup, cosine, step, exponential or onecycle as "
+       "torch.optim.lr_scheduler (e.g. warmup:steps=100+cosine:steps=900,"
+       "min=1e-5; docs/TRAINING.md)",
+       nullptr, &O::lrSchedule, /*negatable=*/false, /*forwarded=*/true,
+       /*training=*/true,
+       [](const O &o) {
+         LrSchedule schedule;
+         std::string problem;
+         LrSchedule::parse(o.lrSchedule, schedule, problem);
+         return problem;
+       }},
+      {"clip-grad-norm", "X",
+       "scale the gradients so that their norm over all parameters of all "
+       "stages is at most X before each update, as "
+       "torch.nn.utils.clip_grad_norm_ (synchronous schedules)",
+       nullptr, &O::clipGradNorm, /*negatable=*/false, /*forwarded=*/true,
+       /*training=*/true,
+       [](const O &o) {
+         return o.clipGradNorm > 0 ? std::string()
+                                   : "--clip-grad-norm expects a positive "
+                                     "norm";
        }},
       {"transport", "T",
        "CUDA builds: how device memory moves between ranks: auto (NCCL, or "

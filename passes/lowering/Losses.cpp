@@ -28,8 +28,21 @@ void lowering::populateLossLowerings(RuntimeLoweringTable &table) {
         // Logits .. x C: every position but the last dimension is a row.
         ArrayRef<int64_t> logits = shapeOf(op.getLogits());
         Value out = rt.alloc(op);
-        if (std::optional<int64_t> ignored = op.getIgnoreIndex()) {
-          rt.manifest.ignoreIndex = *ignored;
+        float smoothing = op.getLabelSmoothing().convertToFloat();
+        std::optional<int64_t> ignoredIndex = op.getIgnoreIndex();
+        if (ignoredIndex)
+          rt.manifest.ignoreIndex = *ignoredIndex;
+        if (smoothing != 0.0f) {
+          Value scale =
+              ignoredIndex ? rt.call("dpc_loss_scale", rt.f32Type, {rt.context})
+                           : rt.f32(op.getScale().convertToFloat());
+          rt.callVoid("dpc_softmax_cross_entropy_smoothed" + suffix,
+                      {rt.ptrOf(op.getLogits()), rt.ptrOf(op.getLabels()),
+                       rt.i64(nn::getNumElements(logits.drop_back())),
+                       rt.i64(logits.back()), rt.i64(ignoredIndex ? 1 : 0),
+                       rt.i64(ignoredIndex.value_or(0)), rt.f32(smoothing),
+                       scale, out});
+        } else if (std::optional<int64_t> ignored = ignoredIndex) {
           rt.callVoid("dpc_softmax_cross_entropy_ignore" + suffix,
                       {rt.ptrOf(op.getLogits()), rt.ptrOf(op.getLabels()),
                        rt.i64(nn::getNumElements(logits.drop_back())),

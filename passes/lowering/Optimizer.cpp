@@ -2,7 +2,9 @@
 //
 // Gradients accumulate per microbatch into the runtime's buffer of each
 // parameter; the optimizer segment's updates then call the runtime's SGD or
-// Adam step, which keeps the optimizer's state beside the parameter.
+// Adam step, which keeps the optimizer's state beside the parameter. AdamW
+// calls the Adam step too: the manifest's optimizer ("adamw") tells the
+// runtime to decouple the weight decay.
 //
 //===----------------------------------------------------------------------===//
 
@@ -71,9 +73,10 @@ void lowering::populateOptimizerLowerings(RuntimeLoweringTable &table) {
           return update.emitOpError(
               "expects its gradient from pipe.accumulated_grad (run "
               "--dpc-outline-stages first)");
-        runtime::Optimizer kind = isa<nn::AdamUpdateOp>(*update)
-                                      ? runtime::Optimizer::Adam
-                                      : runtime::Optimizer::Sgd;
+        runtime::Optimizer kind = runtime::Optimizer::Sgd;
+        if (auto adam = dyn_cast<nn::AdamUpdateOp>(*update))
+          kind = adam.getDecoupled() ? runtime::Optimizer::AdamW
+                                     : runtime::Optimizer::Adam;
         if (rt.manifest.optimizer && *rt.manifest.optimizer != kind)
           return update.emitOpError("mixes optimizers on one stage: ")
                  << runtime::optimizerName(*rt.manifest.optimizer) << " and "

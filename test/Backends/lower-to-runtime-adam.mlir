@@ -24,6 +24,23 @@ module attributes {pipe.num_stages = 1 : i64} {
 
 // -----
 
+// AdamW calls the same step; the manifest's "adamw" decouples the decay.
+module attributes {pipe.num_stages = 1 : i64} {
+  func.func @stage0_optimizer() attributes {pipe.segment = "optimizer", pipe.stage = 0 : i64} {
+    %w = nn.param "w" : tensor<10x32xf32>
+    %gw = pipe.accumulated_grad %w : tensor<10x32xf32>
+    nn.adam_update %w, %gw {lr = 0.001 : f32, weight_decay = 0.1 : f32, decoupled} : tensor<10x32xf32>
+    return
+  }
+}
+
+// CHECK-LABEL: llvm.func @dpc_segment_optimizer(
+// CHECK: llvm.call @dpc_adam_step(
+// CHECK: llvm.mlir.global external constant @dpc_rank_manifest(
+// CHECK-SAME: \22optimizer\22:\22adamw\22
+
+// -----
+
 // One stage keeps one kind of optimizer state.
 module attributes {pipe.num_stages = 1 : i64} {
   func.func @stage0_optimizer() attributes {pipe.segment = "optimizer", pipe.stage = 0 : i64} {

@@ -10,7 +10,7 @@
 // ADAM: %[[G:.*]] = nn.softmax_cross_entropy_grad
 // ADAM-NOT: nn.sgd_update
 // ADAM: nn.adam_update %[[W]], %[[G]] {beta2 = 9.900000e-01 : f32, eps = 9.99999997E-7 : f32, lr = 1.000000e-03 : f32, weight_decay = 0.00999999977 : f32} : tensor<4x3xf32>
-// UNKNOWN: error: unknown optimizer 'rmsprop'; expected sgd or adam
+// UNKNOWN: error: unknown optimizer 'rmsprop'; expected sgd, adam or adamw
 // BETA: error: expects beta1 and beta2 in [0, 1) and eps > 0
 // LOSS: error: unknown loss 'hinge'; expected softmax-cross-entropy or mse
 // MOMENTUM: error: expects lr > 0, momentum in [0, 1) and weight-decay >= 0

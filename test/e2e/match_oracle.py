@@ -41,6 +41,8 @@ import subprocess
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "oracle"))
+import recipe  # noqa: E402
 
 
 def optimizer_options(optimizer):
@@ -48,7 +50,11 @@ def optimizer_options(optimizer):
     options = ["--optimizer", optimizer.get("kind", "sgd"),
                "--lr", str(optimizer["lr"]),
                "--weight-decay", str(optimizer["weight_decay"])]
-    if optimizer.get("kind") == "adam":
+    if optimizer.get("no_decay"):
+        options += ["--no-decay", optimizer["no_decay"]]
+    if optimizer.get("label_smoothing"):
+        options += ["--label-smoothing", str(optimizer["label_smoothing"])]
+    if optimizer.get("kind") in ("adam", "adamw"):
         return options + ["--betas", ",".join(map(str, optimizer["betas"])),
                           "--eps", str(optimizer["eps"])]
     return options + ["--momentum", str(optimizer["momentum"])]
@@ -151,6 +157,7 @@ def main():
                     "--data", settings["data"],
                     "--no-eval", "--metrics", metrics,
                     *(["--checkpoint-dir", checkpoints] if weights else []),
+                    *recipe.run_options(optimizer),
                     *args.run_options.split()])
                 if code != 0:
                     print(f"{name}: run failed\n{log}")
@@ -178,6 +185,15 @@ def main():
                         os.path.join(HERE, "oracle", "compare.py"), metrics,
                         expected, "--rtol", str(args.rtol)])
                 verdict = log.strip().splitlines()[-1] if log.strip() else ""
+                if code == 0 and kind != "pipedream" and recipe.run_options(optimizer):
+                    clip = optimizer.get("clip_grad_norm")
+                    code, log = run([
+                        sys.executable,
+                        os.path.join(HERE, "oracle", "compare_recipe.py"),
+                        metrics, expected, "--rtol", str(args.rtol),
+                        *(["--expect-clip", str(clip)] if clip else [])])
+                    verdict += "; " + (log.strip().splitlines()[-1]
+                                       if log.strip() else "")
                 if code == 0 and shadowed:
                     code, log = run([
                         sys.executable, os.path.join(HERE, "oracle", "shadow.py"),

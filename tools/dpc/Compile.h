@@ -58,6 +58,10 @@ struct CompileOptions {
   double beta1 = 0.9, beta2 = 0.999;
   double eps = 1e-8;
   double weightDecay = 0.0;
+  /// softmax-cross-entropy's label smoothing (torch's label_smoothing).
+  double labelSmoothing = 0.0;
+  /// Comma-separated glob patterns of parameter names without weight decay.
+  std::string noDecay;
   double memoryLimit = 0;
   /// Activation recomputation: "none", "all" (every stage keeps only its
   /// inputs per microbatch in flight and recomputes its forward in the

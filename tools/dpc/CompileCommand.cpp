@@ -160,19 +160,28 @@ std::string checkOptions(const CompileOptions &o, const cli::ArgParser &p) {
     return "--weight-decay expects a non-negative value";
   if (!(o.eps > 0))
     return "--eps expects a positive value";
-  if (o.optimizer == "adam" && p.given("momentum"))
+  if (o.optimizer != "sgd" && p.given("momentum"))
     return "--momentum applies to --optimizer sgd; Adam takes --betas";
-  if (o.optimizer != "adam")
+  if (o.optimizer == "sgd")
     for (const char *adam : {"betas", "eps"})
       if (p.given(adam))
-        return std::string("--") + adam + " applies to --optimizer adam";
+        return std::string("--") + adam +
+               " applies to --optimizer adam or adamw";
+  if (p.given("no-decay") && !p.given("weight-decay"))
+    return "--no-decay names parameters left out of --weight-decay; give "
+           "--weight-decay too";
   if (o.ignoreIndex && o.loss != "softmax-cross-entropy")
     return "--ignore-index applies to --loss softmax-cross-entropy";
+  if (!(o.labelSmoothing >= 0 && o.labelSmoothing < 1))
+    return "--label-smoothing expects a value in [0, 1)";
+  if (p.given("label-smoothing") && o.loss != "softmax-cross-entropy")
+    return "--label-smoothing applies to --loss softmax-cross-entropy";
   if (o.inference) {
     for (const char *training :
          {"devices", "replicas", "reduce", "schedule", "virtual-stages",
-          "vertical-sync", "loss", "ignore-index", "optimizer", "lr",
-          "momentum", "betas", "eps", "weight-decay"})
+          "vertical-sync", "loss", "ignore-index", "label-smoothing",
+          "optimizer", "lr", "momentum", "betas", "eps", "weight-decay",
+          "no-decay"})
       if (p.given(training))
         return std::string("--inference builds a forward pass only; --") +
                training + " applies to training";
@@ -708,6 +717,8 @@ int compileModel(const CompileOptions &options) {
   pipeline.beta2 = options.beta2;
   pipeline.eps = options.eps;
   pipeline.weightDecay = options.weightDecay;
+  pipeline.noDecay = options.noDecay;
+  pipeline.labelSmoothing = options.labelSmoothing;
   pipeline.recompute = options.recompute;
   pipeline.schedule = options.schedule;
   pipeline.microbatches = options.microbatches;
@@ -994,8 +1005,13 @@ int runCompileCommand(const Args &args) {
   p.addOption("ignore-index", &ignoreIndex, "N",
               "softmax-cross-entropy leaves out positions labelled N, "
               "averaging over the minibatch's others (torch's ignore_index)");
-  p.addOption("optimizer", oneOf(&o.optimizer, {"sgd", "adam"}), "sgd|adam",
-              "optimizer (default sgd)");
+  p.addOption("label-smoothing", &o.labelSmoothing, "E",
+              "softmax-cross-entropy's label smoothing in [0, 1) (torch's "
+              "CrossEntropyLoss(label_smoothing=E); default 0)");
+  p.addOption("optimizer", oneOf(&o.optimizer, {"sgd", "adam", "adamw"}),
+              "sgd|adam|adamw",
+              "optimizer (default sgd; adamw: Adam with decoupled weight "
+              "decay, as torch.optim.AdamW)");
   p.addOption("lr", &o.lr, "X", "learning rate (default 0.01)");
   p.addOption("momentum", &o.momentum, "X", "SGD momentum (default 0)");
   p.addOption(
@@ -1013,6 +1029,9 @@ int runCompileCommand(const Args &args) {
       "B1,B2", "Adam's moment decays (default 0.9,0.999)");
   p.addOption("eps", &o.eps, "X", "Adam's denominator term (default 1e-8)");
   p.addOption("weight-decay", &o.weightDecay, "X", "weight decay (default 0)");
+  p.addOption("no-decay", &o.noDecay, "GLOBS",
+              "parameters without weight decay, by name: comma-separated "
+              "glob patterns, e.g. '*.bias,*norm*'");
   p.addByteCountOption("memory-limit", &o.memoryLimit,
                        "memory per device the plan must fit");
   p.addOption("recompute", oneOf(&o.recompute, {"none", "all", "auto"}),

@@ -136,7 +136,8 @@ int runPlanCommand(const Args &args) {
   parser.addOption("objective", &objectiveText, "KIND",
                    "bottleneck or step (default: step for gpipe and 1f1b)");
   parser.addOption("optimizer", &optimizerText, "NAME",
-                   "sgd (one state per parameter, default) or adam (two)");
+                   "sgd (one state per parameter, default), adam or adamw "
+                   "(two)");
   parser.addOption("o", &output, "FILE",
                    "write plan.json here (default: stdout)");
   parser.addFlag("quiet", &quiet, "no summary on stdout when -o is given");
@@ -182,7 +183,7 @@ int runPlanCommand(const Args &args) {
       microbatches > 0 ? static_cast<int>(microbatches) : (synchronous ? 8 : 1);
   if (!parseOptimizerStateFactor(optimizerText, opts.cost.optimizerStateFactor))
     return usage("unknown optimizer '" + optimizerText +
-                 "' (expected sgd or adam)");
+                 "' (expected sgd, adam or adamw)");
   if (objectiveText.empty())
     opts.objective = synchronous ? Objective::Step : Objective::Bottleneck;
   else if (objectiveText == "bottleneck")

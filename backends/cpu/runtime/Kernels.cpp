@@ -2269,7 +2269,8 @@ extern "C" {
 // `ignored` points at the label whose rows are left out, or is null.
 static void crossEntropy(const char *name, const float *logits,
                          const int64_t *labels, int64_t n, int64_t c,
-                         const int64_t *ignored, float scale, float *loss) {
+                         const int64_t *ignored, float scale, float *loss,
+                         double smoothing = 0) {
   double total = 0;
   for (int64_t i = 0; i < n; ++i) {
     const float *row = logits + i * c;
@@ -2284,7 +2285,17 @@ static void crossEntropy(const char *name, const float *logits,
     double sum = 0;
     for (int64_t j = 0; j < c; ++j)
       sum += std::exp(double(row[j]) - m);
-    total += double(m) + std::log(sum) - double(row[labels[i]]);
+    double lse = double(m) + std::log(sum);
+    if (smoothing == 0) {
+      total += lse - double(row[labels[i]]);
+      continue;
+    }
+    // mean_j -log p[j] = lse - mean_j logits[j].
+    double rowSum = 0;
+    for (int64_t j = 0; j < c; ++j)
+      rowSum += double(row[j]);
+    total += (1 - smoothing) * (lse - double(row[labels[i]])) +
+             smoothing * (lse - rowSum / double(c));
   }
   *loss = float(double(scale) * total);
 }
@@ -2292,7 +2303,7 @@ static void crossEntropy(const char *name, const float *logits,
 static void crossEntropyGrad(const char *name, const float *logits,
                              const int64_t *labels, int64_t n, int64_t c,
                              const int64_t *ignored, float scale,
-                             float *dlogits) {
+                             float *dlogits, double smoothing = 0) {
   for (int64_t i = 0; i < n; ++i) {
     const float *row = logits + i * c;
     float *out = dlogits + i * c;
@@ -2308,9 +2319,11 @@ static void crossEntropyGrad(const char *name, const float *logits,
     double sum = 0;
     for (int64_t j = 0; j < c; ++j)
       sum += std::exp(double(row[j]) - m);
+    double hit = 1 - smoothing, spread = smoothing / double(c);
     for (int64_t j = 0; j < c; ++j) {
       double p = std::exp(double(row[j]) - m) / sum;
-      out[j] = float(double(scale) * (p - (j == labels[i] ? 1.0 : 0.0)));
+      double target = (j == labels[i] ? hit : 0.0) + spread;
+      out[j] = float(double(scale) * (p - target));
     }
   }
 }
@@ -2342,6 +2355,26 @@ void dpc_softmax_cross_entropy_ignore_grad(const float *logits,
                                            float scale, float *dlogits) {
   crossEntropyGrad("dpc_softmax_cross_entropy_ignore_grad", logits, labels, n,
                    c, &ignore_index, scale, dlogits);
+}
+
+void dpc_softmax_cross_entropy_smoothed(const float *logits,
+                                        const int64_t *labels, int64_t n,
+                                        int64_t c, int64_t has_ignore,
+                                        int64_t ignore_index, float smoothing,
+                                        float scale, float *loss) {
+  crossEntropy("dpc_softmax_cross_entropy_smoothed", logits, labels, n, c,
+               has_ignore ? &ignore_index : nullptr, scale, loss, smoothing);
+}
+
+void dpc_softmax_cross_entropy_smoothed_grad(const float *logits,
+                                             const int64_t *labels, int64_t n,
+                                             int64_t c, int64_t has_ignore,
+                                             int64_t ignore_index,
+                                             float smoothing, float scale,
+                                             float *dlogits) {
+  crossEntropyGrad("dpc_softmax_cross_entropy_smoothed_grad", logits, labels, n,
+                   c, has_ignore ? &ignore_index : nullptr, scale, dlogits,
+                   smoothing);
 }
 
 void dpc_mse_loss(const float *prediction, const float *target, int64_t n,

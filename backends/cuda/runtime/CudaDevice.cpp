@@ -125,7 +125,7 @@ public:
                 const AdamStep &step) override {
     dpc_cuda_adam_step(p, m, v, acc, int64_t(n), step.beta1, step.beta2,
                        step.eps, step.weightDecay, step.stepSize,
-                       step.correction2Sqrt);
+                       step.correction2Sqrt, step.decay);
   }
 
   void synchronize() override { dpc_cuda_synchronize(); }

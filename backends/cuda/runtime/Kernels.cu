@@ -299,8 +299,10 @@ __global__ void sgdKernel(float *p, float *v, float *acc, int64_t n, float lr,
 __global__ void adamKernel(float *p, float *m, float *v, float *acc, int64_t n,
                            float beta1, float beta2, float eps,
                            float weightDecay, float stepSize,
-                           float correction2Sqrt) {
+                           float correction2Sqrt, float decay) {
   GRID_STRIDE(i, n) {
+    if (decay != 1.0f)
+      p[i] *= decay;
     float g = acc[i] + weightDecay * p[i];
     float mi = m[i] + (1.0f - beta1) * (g - m[i]);
     float vi = beta2 * v[i] + (1.0f - beta2) * g * g;
@@ -727,10 +729,12 @@ __global__ void gatherGradColumns(const float *dy, const int64_t *indices,
 }
 
 // `ignoring`: rows labelled `ignoreIndex` add 0 to the loss and get a 0
-// gradient (torch's ignore_index).
+// gradient (torch's ignore_index). `smoothing`: torch's label_smoothing, a
+// row's loss (1 - e) * nll + e * mean_j -log p[j].
 __global__ void crossEntropyRows(const float *logits, const int64_t *labels,
                                  int64_t n, int64_t c, bool ignoring,
-                                 int64_t ignoreIndex, float *rowLoss) {
+                                 int64_t ignoreIndex, float smoothing,
+                                 float *rowLoss) {
   int lane = threadIdx.x & 31;
   int64_t warps = int64_t(gridDim.x) * (blockDim.x >> 5);
   for (int64_t r = int64_t(blockIdx.x) * (blockDim.x >> 5) + (threadIdx.x >> 5);
@@ -743,12 +747,23 @@ __global__ void crossEntropyRows(const float *logits, const int64_t *labels,
         rowLoss[r] = 0.0f;
       continue;
     }
+    float mean = 0.0f;
+    if (smoothing != 0.0f) {
+      float s = 0.0f;
+      for (int64_t j = lane; j < c; j += 32)
+        s += row[j];
+      mean = warpSum(s) / float(c);
+    }
+    float lse = logf(stats.sum) + stats.max;
     if (lane == 0)
       // An out-of-range label poisons the loss instead of reading past the
       // row; the executor reports a NaN loss.
-      rowLoss[r] = label >= 0 && label < c
-                       ? logf(stats.sum) + stats.max - row[label]
-                       : NAN;
+      rowLoss[r] =
+          label >= 0 && label < c
+              ? (smoothing == 0.0f ? lse - row[label]
+                                   : (1.0f - smoothing) * (lse - row[label]) +
+                                         smoothing * (lse - mean))
+              : NAN;
   }
 }
 
@@ -785,8 +800,8 @@ __global__ void squaredErrorGrad(const float *prediction, const float *target,
 
 __global__ void crossEntropyGrad(const float *logits, const int64_t *labels,
                                  int64_t n, int64_t c, bool ignoring,
-                                 int64_t ignoreIndex, float scale,
-                                 float *dlogits) {
+                                 int64_t ignoreIndex, float smoothing,
+                                 float scale, float *dlogits) {
   int lane = threadIdx.x & 31;
   int64_t warps = int64_t(gridDim.x) * (blockDim.x >> 5);
   for (int64_t r = int64_t(blockIdx.x) * (blockDim.x >> 5) + (threadIdx.x >> 5);
@@ -802,9 +817,10 @@ __global__ void crossEntropyGrad(const float *logits, const int64_t *labels,
     RowStats stats = rowStats(row, c, lane);
     bool valid = label >= 0 && label < c;
     float inverse = 1.0f / stats.sum;
+    float hit = 1.0f - smoothing, spread = smoothing / float(c);
     for (int64_t j = lane; j < c; j += 32) {
       float p = expf(row[j] - stats.max) * inverse;
-      out[j] = valid ? scale * (p - (j == label ? 1.0f : 0.0f)) : NAN;
+      out[j] = valid ? scale * (p - ((j == label ? hit : 0.0f) + spread)) : NAN;
     }
   }
 }
@@ -1665,7 +1681,7 @@ void dpc_lstm_grad(const float *dstates, const float *states, const float *r,
 static void crossEntropy(const char *name, const float *logits,
                          const int64_t *labels, int64_t n, int64_t c,
                          bool ignoring, int64_t ignoreIndex, float scale,
-                         float *loss) {
+                         float *loss, float smoothing = 0.0f) {
   if (n <= 0 || c <= 0) {
     check(cudaMemsetAsync(loss, 0, sizeof(float), stream()), name);
     return;
@@ -1674,7 +1690,7 @@ static void crossEntropy(const char *name, const float *logits,
   float *rowLoss =
       static_cast<float *>(scratch(Scratch::Reduce, size_t(n) * sizeof(float)));
   crossEntropyRows<<<rowBlocks(n), kThreads, 0, stream()>>>(
-      logits, labels, n, c, ignoring, ignoreIndex, rowLoss);
+      logits, labels, n, c, ignoring, ignoreIndex, smoothing, rowLoss);
   checkLaunch("softmax_cross_entropy rows");
   sumScaled<<<1, 1024, 0, stream()>>>(rowLoss, n, scale, loss);
   checkLaunch("softmax_cross_entropy sum");
@@ -1683,11 +1699,11 @@ static void crossEntropy(const char *name, const float *logits,
 static void crossEntropyGradient(const float *logits, const int64_t *labels,
                                  int64_t n, int64_t c, bool ignoring,
                                  int64_t ignoreIndex, float scale,
-                                 float *dlogits) {
+                                 float *dlogits, float smoothing = 0.0f) {
   if (n <= 0 || c <= 0)
     return;
   crossEntropyGrad<<<rowBlocks(n), kThreads, 0, stream()>>>(
-      logits, labels, n, c, ignoring, ignoreIndex, scale, dlogits);
+      logits, labels, n, c, ignoring, ignoreIndex, smoothing, scale, dlogits);
   checkLaunch("softmax_cross_entropy_grad");
 }
 
@@ -1717,6 +1733,25 @@ void dpc_softmax_cross_entropy_ignore_grad(const float *logits,
                                            float scale, float *dlogits) {
   crossEntropyGradient(logits, labels, n, c, true, ignore_index, scale,
                        dlogits);
+}
+
+void dpc_softmax_cross_entropy_smoothed(const float *logits,
+                                        const int64_t *labels, int64_t n,
+                                        int64_t c, int64_t has_ignore,
+                                        int64_t ignore_index, float smoothing,
+                                        float scale, float *loss) {
+  crossEntropy("dpc_softmax_cross_entropy_smoothed", logits, labels, n, c,
+               has_ignore != 0, ignore_index, scale, loss, smoothing);
+}
+
+void dpc_softmax_cross_entropy_smoothed_grad(const float *logits,
+                                             const int64_t *labels, int64_t n,
+                                             int64_t c, int64_t has_ignore,
+                                             int64_t ignore_index,
+                                             float smoothing, float scale,
+                                             float *dlogits) {
+  crossEntropyGradient(logits, labels, n, c, has_ignore != 0, ignore_index,
+                       scale, dlogits, smoothing);
 }
 
 void dpc_mse_loss(const float *prediction, const float *target, int64_t n,
@@ -1759,14 +1794,14 @@ void dpc_cuda_sgd_step(float *p, float *v, float *acc, int64_t n, float lr,
 
 void dpc_cuda_adam_step(float *p, float *m, float *v, float *acc, int64_t n,
                         float beta1, float beta2, float eps, float weight_decay,
-                        float step_size, float correction2_sqrt) {
+                        float step_size, float correction2_sqrt, float decay) {
   if (n <= 0)
     return;
   if (!m || !v)
     fail("dpc_cuda_adam_step: Adam without its moment buffers");
   adamKernel<<<blocksFor(n), kThreads, 0, stream()>>>(
       p, m, v, acc, n, beta1, beta2, eps, weight_decay, step_size,
-      correction2_sqrt);
+      correction2_sqrt, decay);
   checkLaunch("adam_step");
 }
 

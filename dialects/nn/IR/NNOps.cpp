@@ -713,6 +713,10 @@ template <typename LossOp> static LogicalResult verifyLossOperands(LossOp op) {
     return op.emitOpError("expects scale = 1 with ignore_index (the run time "
                           "scales by the step's counted labels), got ")
            << scale;
+  float smoothing = op.getLabelSmoothing().convertToFloat();
+  if (!(smoothing >= 0.0f && smoothing < 1.0f))
+    return op.emitOpError("expects label_smoothing in [0, 1), got ")
+           << smoothing;
   return success();
 }
 

@@ -1284,6 +1284,9 @@ def NN_SoftmaxCrossEntropyOp : NN_Op<"softmax_cross_entropy", [Pure]> {
     read: the scale is then the run time's (`dpc_loss_scale`, 1 / the
     step's counted labels) and the `scale` attribute must stay 1.
 
+    With `label_smoothing` e in [0, 1) (torch's `label_smoothing`), a row's
+    term is `(1 - e) * -log p[label] + e * mean_j -log p[j]`.
+
     ```mlir
     %loss = nn.softmax_cross_entropy %logits, %labels {scale = 0.015625 : f32}
         : (tensor<16x10xf32>, tensor<16xi64>) -> tensor<f32>
@@ -1294,7 +1297,8 @@ def NN_SoftmaxCrossEntropyOp : NN_Op<"softmax_cross_entropy", [Pure]> {
   }];
   let arguments = (ins NN_FloatTensor:$logits, NN_IndexTensor:$labels,
                        DefaultValuedAttr<F32Attr, "1.0f">:$scale,
-                       OptionalAttr<I64Attr>:$ignore_index);
+                       OptionalAttr<I64Attr>:$ignore_index,
+                       DefaultValuedAttr<F32Attr, "0.0f">:$label_smoothing);
   let results = (outs NN_FloatTensor:$loss);
   let assemblyFormat = [{
     $logits `,` $labels attr-dict `:` functional-type(operands, results)
@@ -1307,12 +1311,14 @@ def NN_SoftmaxCrossEntropyGradOp
   let summary = "gradient of softmax_cross_entropy with respect to the logits";
   let description = [{
     Yields `scale * (softmax(logits) - onehot(labels))`, the gradient of the
-    loss of `nn.softmax_cross_entropy` with the same `scale` and
-    `ignore_index` (an ignored row's gradient is 0).
+    loss of `nn.softmax_cross_entropy` with the same `scale`,
+    `ignore_index` (an ignored row's gradient is 0) and `label_smoothing` e
+    (the target is then `(1 - e) * onehot(labels) + e / C`).
   }];
   let arguments = (ins NN_FloatTensor:$logits, NN_IndexTensor:$labels,
                        DefaultValuedAttr<F32Attr, "1.0f">:$scale,
-                       OptionalAttr<I64Attr>:$ignore_index);
+                       OptionalAttr<I64Attr>:$ignore_index,
+                       DefaultValuedAttr<F32Attr, "0.0f">:$label_smoothing);
   let results = (outs NN_FloatTensor:$logits_grad);
   let assemblyFormat = [{
     $logits `,` $labels attr-dict `:` functional-type(operands, results)
@@ -1402,7 +1408,9 @@ def NN_AdamUpdateOp : NN_Op<"adam_update",
     `v = beta2 * v + (1 - beta2) * g * g`,
     `param -= lr * (m / (1 - beta1^t)) / (sqrt(v / (1 - beta2^t)) + eps)`.
     The moments `m` and `v` (zero at first) and `t` are optimizer state the
-    runtime keeps beside the parameter.
+    runtime keeps beside the parameter. With `decoupled`, the weight decay
+    is torch.optim.AdamW's: `param *= 1 - lr * weight_decay` first, and
+    `g = grad`.
 
     ```mlir
     %w = nn.param "fc1.weight" : tensor<10x84xf32>
@@ -1414,7 +1422,8 @@ def NN_AdamUpdateOp : NN_Op<"adam_update",
                        DefaultValuedAttr<F32Attr, "0.9f">:$beta1,
                        DefaultValuedAttr<F32Attr, "0.999f">:$beta2,
                        DefaultValuedAttr<F32Attr, "1.0e-8f">:$eps,
-                       DefaultValuedAttr<F32Attr, "0.0f">:$weight_decay);
+                       DefaultValuedAttr<F32Attr, "0.0f">:$weight_decay,
+                       UnitAttr:$decoupled);
   let assemblyFormat = "$param `,` $grad attr-dict `:` type($param)";
   let hasVerifier = 1;
 }

@@ -39,8 +39,9 @@ struct Topology {
 enum class ScheduleKind { PipeDream, GPipe, OneFOneB };
 const char *scheduleName(ScheduleKind kind);
 bool parseScheduleKind(const std::string &text, ScheduleKind &kind);
-/// The optimizer state per parameter of "sgd" (1: momentum) or "adam" (2:
-/// two moments), as CostOptions::optimizerStateFactor; false otherwise.
+/// The optimizer state per parameter of "sgd" (1: momentum), "adam" or
+/// "adamw" (2: two moments), as CostOptions::optimizerStateFactor; false
+/// otherwise.
 bool parseOptimizerStateFactor(const std::string &optimizer, double &factor);
 
 struct CostOptions {

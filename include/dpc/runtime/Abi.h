@@ -482,6 +482,21 @@ void dpc_softmax_cross_entropy_ignore_grad(const float *logits,
                                            const int64_t *labels, int64_t n,
                                            int64_t c, int64_t ignore_index,
                                            float scale, float *dlogits);
+/* With label smoothing e (torch's CrossEntropyLoss(label_smoothing=e)): a
+ * row's loss is (1 - e) * -log p[label] + e * mean_j -log p[j], its gradient
+ * scale * (p - (1 - e) * onehot(label) - e / c); with `has_ignore`, rows
+ * labelled `ignore_index` add nothing and get a 0 gradient. */
+void dpc_softmax_cross_entropy_smoothed(const float *logits,
+                                        const int64_t *labels, int64_t n,
+                                        int64_t c, int64_t has_ignore,
+                                        int64_t ignore_index, float smoothing,
+                                        float scale, float *loss);
+void dpc_softmax_cross_entropy_smoothed_grad(const float *logits,
+                                             const int64_t *labels, int64_t n,
+                                             int64_t c, int64_t has_ignore,
+                                             int64_t ignore_index,
+                                             float smoothing, float scale,
+                                             float *dlogits);
 
 /* loss = scale * sum_i (prediction[i] - target[i])^2 over n elements
  * (torch's MSELoss with scale = 1/n). */

@@ -41,14 +41,14 @@ void dpc_cuda_sgd_step(float *p, float *v, float *acc, int64_t n, float lr,
 
 /* One torch.optim.Adam step (no AMSGrad) from the accumulated gradient, with
  * the bias corrections of the step number folded into `step_size` (lr / (1 -
- * beta1^t)) and `correction2_sqrt` (sqrt(1 - beta2^t)): g = acc +
+ * beta1^t)) and `correction2_sqrt` (sqrt(1 - beta2^t)): p *= decay (AdamW's
+ * 1 - lr * weight_decay; 1 for Adam); g = acc +
  * weight_decay * p; m += (1 - beta1) * (g - m); v = beta2 * v + (1 - beta2)
  * * g * g; p -= step_size * m / (sqrt(v) / correction2_sqrt + eps); then
  * acc = 0. */
 void dpc_cuda_adam_step(float *p, float *m, float *v, float *acc, int64_t n,
-                        float beta1, float beta2, float eps,
-                        float weight_decay, float step_size,
-                        float correction2_sqrt);
+                        float beta1, float beta2, float eps, float weight_decay,
+                        float step_size, float correction2_sqrt, float decay);
 
 /* A failed CUDA, cuDNN or cuBLAS call, or an unsupported shape, calls the
  * handler with a message ("cuda: ..."). The default prints

@@ -66,14 +66,17 @@ std::optional<Transport> parseTransport(std::string_view text);
 
 /// One Adam update's settings, with the learning rate and the bias
 /// corrections of its step number folded together once per call (in
-/// double) rather than per element.
+/// double) rather than per element. A decoupled step (AdamW) keeps no L2
+/// weight decay: it scales the parameter by `decay` = 1 - lr * weight_decay
+/// before the update instead (1 for Adam).
 struct AdamStep {
   float beta1 = 0.9f, beta2 = 0.999f, eps = 1e-8f, weightDecay = 0.0f;
   /// lr / (1 - beta1^step) and sqrt(1 - beta2^step).
   float stepSize = 0.0f, correction2Sqrt = 1.0f;
+  float decay = 1.0f;
 
-  AdamStep(float lr, float beta1, float beta2, float eps, float weightDecay,
-           int64_t step);
+  AdamStep(double lr, float beta1, float beta2, float eps, float weightDecay,
+           int64_t step, bool decoupled = false);
 };
 
 class Device {
@@ -112,7 +115,8 @@ public:
   virtual void sgdStep(float *p, float *v, float *acc, size_t n, float lr,
                        float momentum, float weightDecay) = 0;
   /// torch.optim.Adam (no AMSGrad) on `n` floats from the accumulated
-  /// gradient, as update number `step` (1 for the first): g = acc +
+  /// gradient, as update number `step` (1 for the first): p *= step.decay
+  /// (AdamW's decoupled weight decay; 1 for Adam); g = acc +
   /// weight_decay * p; m += (1 - beta1) * (g - m); v = beta2 * v + (1 -
   /// beta2) * g * g; p -= lr / (1 - beta1^step) * m / (sqrt(v) /
   /// sqrt(1 - beta2^step) + eps); then acc = 0. The moments start at zero.

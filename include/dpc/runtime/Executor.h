@@ -33,10 +33,13 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 namespace dpc::runtime {
+
+class LrSchedule;
 
 using SegmentFn = void (*)(dpc_context *);
 
@@ -224,6 +227,16 @@ public:
   /// For tests of the step monitor: sleep `ms` before every Forward of a
   /// training step, inside its compute time, as a slowed device would.
   void setForwardDelay(double ms);
+
+  /// The training recipe of the rank options (TrainingRecipe.cpp): each
+  /// update's learning rate by `schedule`, and the gradients clipped to a
+  /// norm of `clipGradNorm` over the whole job before each update (0: not
+  /// clipped). Throws InputError when the schedule cannot clip.
+  void setTrainingRecipe(const LrSchedule &schedule, double clipGradNorm);
+  /// The learning rate of the last update (none before any, or on a rank
+  /// without parameters), and the gradients' norm before the last clip.
+  std::optional<double> learningRate() const;
+  double gradNorm() const;
 
   /// A schedule compiled with --reduce preduce: the stage's replicas
   /// reduce in rounds led by replica 0 (docs/RUNTIME.md) over the steps

@@ -80,14 +80,15 @@ struct ManifestProfileOp {
 };
 
 /// The optimizer of a training build's updates, which decides the state the
-/// runtime keeps beside each parameter.
-enum class Optimizer { Sgd, Adam };
+/// runtime keeps beside each parameter. AdamW keeps Adam's state; its
+/// weight decay is decoupled from the gradient (torch.optim.AdamW).
+enum class Optimizer { Sgd, Adam, AdamW };
 
-/// "sgd" / "adam".
+/// "sgd" / "adam" / "adamw".
 const char *optimizerName(Optimizer optimizer);
 /// The optimizer's per-parameter state tensors, each of the parameter's
 /// shape, by the name a checkpoint stores them under ("NAME.param"): SGD's
-/// "momentum", Adam's "exp_avg" and "exp_avg_sq".
+/// "momentum", Adam's and AdamW's "exp_avg" and "exp_avg_sq".
 const std::vector<std::string> &optimizerStateNames(Optimizer optimizer);
 /// Whether `tensor` of a checkpoint is optimizer state of some optimizer
 /// rather than a parameter.

@@ -5,32 +5,41 @@
 //
 //   {"step":k,"loss":x,"samples":n,"time_s":t}   one per training step; k
 //        counts from 1, n is the samples trained so far, t the seconds since
-//        training started
+//        training started; also "lr", the step's (last) learning rate, and
+//        with --clip-grad-norm "grad_norm", the gradients' norm before the
+//        clip (docs/TRAINING.md)
 //   {"eval_accuracy":a,"eval_samples":n}          after evaluation
 //   {"eval_mse":x,"eval_samples":n}               after evaluation with
 //        float targets (--loss mse), which have no accuracy
 //
 // Each line is flushed as it is written, so a run that dies still leaves the
-// steps it completed.
+// steps it completed. With --tensorboard DIR every number of every record
+// (but the step) is also written as a TensorBoard scalar of that name, at
+// the record's step (TensorBoard.h).
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef DPC_RUNTIME_METRICS_H
 #define DPC_RUNTIME_METRICS_H
 
+#include "dpc/runtime/TensorBoard.h"
+
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
 #include <cstdio>
+#include <memory>
 #include <string>
 
 namespace dpc::runtime {
 
 class MetricsWriter {
 public:
-  /// Opens `path`, truncating it unless `append` (used by --resume). Throws
-  /// Error naming the path when it cannot be opened.
-  explicit MetricsWriter(const std::string &path, bool append = false);
+  /// Opens `path` (none when empty), truncating it unless `append` (used by
+  /// --resume), and with `tensorboardDir` an event file there. Throws Error
+  /// naming the path when it cannot be opened.
+  explicit MetricsWriter(const std::string &path, bool append = false,
+                         const std::string &tensorboardDir = "");
   ~MetricsWriter();
   MetricsWriter(const MetricsWriter &) = delete;
   MetricsWriter &operator=(const MetricsWriter &) = delete;
@@ -43,6 +52,8 @@ public:
 private:
   std::string path;
   std::FILE *file = nullptr;
+  std::unique_ptr<TensorBoardWriter> board;
+  int64_t lastStep = 0;
 };
 
 /// "1h02m", "3m07s", "12s", "--" for an unknown (negative or non-finite)

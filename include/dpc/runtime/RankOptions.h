@@ -38,6 +38,12 @@ struct RankOptions {
   int64_t steps = 0, epochs = 0, seed = 0;
   std::string metrics, trace, opTimes, predictions, checkpointDir;
   int64_t checkpointEvery = 0;
+  /// The training recipe: LrSchedule.h's text, and the global gradient
+  /// norm to clip to (0: no clipping).
+  std::string lrSchedule;
+  double clipGradNorm = 0;
+  /// --tensorboard: the directory of the event file (last stage).
+  std::string tensorboard;
   std::string transport;
   double slowThreshold = 0;
   /// --reduce preduce: replica 0's grace period for late gradients.

@@ -385,6 +385,14 @@ func.func @loss_labels(%l: tensor<16x10xf32>, %y: tensor<8xi64>) {
 
 // -----
 
+func.func @loss_smoothing(%l: tensor<16x10xf32>, %y: tensor<16xi64>) {
+  // expected-error @+1 {{'nn.softmax_cross_entropy_grad' op expects label_smoothing in [0, 1), got 1.000000e+00}}
+  %g = nn.softmax_cross_entropy_grad %l, %y {label_smoothing = 1.0 : f32} : (tensor<16x10xf32>, tensor<16xi64>) -> tensor<16x10xf32>
+  return
+}
+
+// -----
+
 func.func @loss_scalar(%l: tensor<16x10xf32>, %y: tensor<16xi64>) {
   // expected-error @+1 {{'nn.softmax_cross_entropy' op expects a 0-d loss of shape scalar, got 16}}
   %loss = nn.softmax_cross_entropy %l, %y : (tensor<16x10xf32>, tensor<16xi64>) -> tensor<16xf32>

@@ -31,6 +31,7 @@ import onnx.numpy_helper
 import torch
 import torch.nn as nn
 
+import recipe
 import text
 import vision
 
@@ -692,13 +693,14 @@ def is_regression(model):
     return getattr(model, "loss", None) == "mse"
 
 
-def cross_entropy(logits, labels, ignore_index=-100):
+def cross_entropy(logits, labels, ignore_index=-100, label_smoothing=0.0):
     """nn.CrossEntropyLoss's mean over every row: a sample's, or for
     logits [B, T, C] every position's (a token-level loss); rows labelled
     `ignore_index` are left out of the sum and of the count."""
     return nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]),
                                        labels.reshape(-1),
-                                       ignore_index=ignore_index)
+                                       ignore_index=ignore_index,
+                                       label_smoothing=label_smoothing)
 
 
 def exports_for_training(model):
@@ -850,19 +852,22 @@ def export_and_reload(model, name, batch, out_dir, dynamic=False):
 
 
 def make_optimizer(model, settings):
-    """torch.optim.SGD or Adam as `settings` (the oracle's "optimizer")
-    describes it."""
-    if settings["kind"] == "adam":
-        return torch.optim.Adam(model.parameters(), lr=settings["lr"],
-                                betas=tuple(settings["betas"]),
-                                eps=settings["eps"],
-                                weight_decay=settings["weight_decay"])
-    return torch.optim.SGD(model.parameters(), lr=settings["lr"],
+    """torch.optim.SGD, Adam or AdamW as `settings` (the oracle's
+    "optimizer") describes it, with `no_decay`'s parameters in a group
+    without weight decay."""
+    params = recipe.parameter_groups(model, settings)
+    if settings["kind"] in ("adam", "adamw"):
+        kind = torch.optim.AdamW if settings["kind"] == "adamw" else \
+            torch.optim.Adam
+        return kind(params, lr=settings["lr"],
+                    betas=tuple(settings["betas"]), eps=settings["eps"],
+                    weight_decay=settings["weight_decay"])
+    return torch.optim.SGD(params, lr=settings["lr"],
                            momentum=settings["momentum"],
                            weight_decay=settings["weight_decay"])
 
 
-def minibatch_backward(model, inputs, labels, microbatches):
+def minibatch_backward(model, inputs, labels, microbatches, smoothing=0.0):
     """One minibatch's loss (the mean over it) with its gradients
     accumulated into the parameters. A model with batch normalization takes
     its statistics per microbatch, as a pipeline does, so its gradients are
@@ -874,7 +879,7 @@ def minibatch_backward(model, inputs, labels, microbatches):
     def loss_fn(logits, labels):  # mean over the whole minibatch
         if is_regression(model):  # and over every output element
             return nn.functional.mse_loss(logits, labels)
-        return cross_entropy(logits, labels, ignore_index)
+        return cross_entropy(logits, labels, ignore_index, smoothing)
     if not has_batch_norm(model):
         loss = loss_fn(model(inputs), labels)
         loss.backward()
@@ -890,17 +895,24 @@ def minibatch_backward(model, inputs, labels, microbatches):
 
 
 def train(model, x, y, steps, microbatches, microbatch_size, settings,
-          lengths=None):
+          lengths=None, record=None):
     """Optimizer steps on minibatches of microbatches * microbatch_size
     samples (minibatch_backward). With `lengths` (variable-length samples
     stored padded), each minibatch is cut to its longest sample before the
-    forward pass."""
+    forward pass. The settings' "lr_schedule" sets each step's learning rate
+    and "clip_grad_norm" clips the gradients before it; `record`, a dict,
+    gets the steps' "lrs" and "grad_norms"."""
     minibatch = microbatches * microbatch_size
     if steps * minibatch > x.shape[0]:
         sys.exit(f"oracle: {steps} steps of {minibatch} samples need more "
                  f"than the {x.shape[0]} training samples")
     model.train()
     optimizer = make_optimizer(model, settings)
+    rates = recipe.learning_rates(settings.get("lr_schedule", ""),
+                                  settings["lr"], steps)
+    clip = settings.get("clip_grad_norm", 0)
+    record = {} if record is None else record
+    record["lrs"], record["grad_norms"] = rates, []
     losses = []
     for step in range(steps):
         begin = step * minibatch
@@ -909,7 +921,13 @@ def train(model, x, y, steps, microbatches, microbatch_size, settings,
             longest = int(lengths[begin:begin + minibatch].max())
             inputs, labels = inputs[:, :longest], labels[:, :longest]
         optimizer.zero_grad()
-        losses.append(minibatch_backward(model, inputs, labels, microbatches))
+        losses.append(minibatch_backward(model, inputs, labels, microbatches,
+                                         settings.get("label_smoothing", 0.0)))
+        for group in optimizer.param_groups:
+            group["lr"] = rates[step]
+        if clip:
+            record["grad_norms"].append(float(
+                torch.nn.utils.clip_grad_norm_(model.parameters(), clip)))
         optimizer.step()
     return losses
 
@@ -1019,7 +1037,8 @@ def main():
     parser.add_argument("--steps", type=int, default=20)
     parser.add_argument("--microbatches", type=int, default=4)
     parser.add_argument("--microbatch-size", type=int, default=16)
-    parser.add_argument("--optimizer", choices=["sgd", "adam"], default="sgd")
+    parser.add_argument("--optimizer", choices=["sgd", "adam", "adamw"],
+                        default="sgd")
     parser.add_argument("--lr", type=float, default=None,
                         help="default 0.05 for SGD, 0.001 for Adam")
     parser.add_argument("--momentum", type=float, default=0.9,
@@ -1027,6 +1046,17 @@ def main():
     parser.add_argument("--betas", default="0.9,0.999", help="Adam's betas")
     parser.add_argument("--eps", type=float, default=1e-8, help="Adam's eps")
     parser.add_argument("--weight-decay", type=float, default=0.0)
+    parser.add_argument("--no-decay", default="",
+                        help="glob patterns of parameters without weight "
+                        "decay (dpc compile --no-decay)")
+    parser.add_argument("--lr-schedule", default="",
+                        help="dpc run's --lr-schedule, as PyTorch's "
+                        "schedulers (recipe.py)")
+    parser.add_argument("--label-smoothing", type=float, default=0.0,
+                        help="CrossEntropyLoss's label_smoothing (dpc "
+                        "compile --label-smoothing)")
+    parser.add_argument("--clip-grad-norm", type=float, default=0.0,
+                        help="clip_grad_norm_ before every step")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--perturbed-runs", type=int, default=0, metavar="N",
                         help="also train N float32 copies whose initial "
@@ -1048,8 +1078,8 @@ def main():
                         "eval-mode outputs for them (MODEL.predictions.npy)")
     args = parser.parse_args()
 
-    if args.optimizer == "adam":
-        settings = {"kind": "adam",
+    if args.optimizer in ("adam", "adamw"):
+        settings = {"kind": args.optimizer,
                     "lr": 0.001 if args.lr is None else args.lr,
                     "betas": [float(b) for b in args.betas.split(",")],
                     "eps": args.eps, "weight_decay": args.weight_decay}
@@ -1057,6 +1087,12 @@ def main():
         settings = {"kind": "sgd", "lr": 0.05 if args.lr is None else args.lr,
                     "momentum": args.momentum,
                     "weight_decay": args.weight_decay}
+    for key, value in (("no_decay", args.no_decay),
+                       ("lr_schedule", args.lr_schedule),
+                       ("clip_grad_norm", args.clip_grad_norm),
+                       ("label_smoothing", args.label_smoothing)):
+        if value:
+            settings[key] = value
 
     os.makedirs(args.out, exist_ok=True)
     torch.set_num_threads(1)  # reproducible reduction order run to run
@@ -1104,8 +1140,9 @@ def main():
         reference = copy.deepcopy(model).double() if args.reference64 else None
         perturbed = [perturb_by_one_ulp(copy.deepcopy(model), seed)
                      for seed in range(args.perturbed_runs)]
+        trained = {}
         losses = train(model, inputs, labels, args.steps, args.microbatches,
-                       args.microbatch_size, settings, lengths)
+                       args.microbatch_size, settings, lengths, trained)
         write_safetensors(os.path.join(args.out, f"{name}.final.safetensors"),
                           trained_arrays(model))
         if reference is not None:
@@ -1148,6 +1185,9 @@ def main():
             "torch_version": torch.__version__,
             "first_step": 1,
             "losses": losses,
+            **({"lrs": trained["lrs"]} if "lr_schedule" in settings else {}),
+            **({"grad_norms": trained["grad_norms"]}
+               if trained["grad_norms"] else {}),
         }
         if reference is not None:
             result["losses64"] = losses64

@@ -68,6 +68,7 @@ import torch
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import oracle  # noqa: E402
+import recipe  # noqa: E402
 from compare import read_metrics  # noqa: E402
 from compare_weights import NOISE_FACTOR, read_safetensors  # noqa: E402
 
@@ -77,7 +78,7 @@ def fail_input(message):
     sys.exit(2)
 
 
-def dpc_steps(run_dir, data, steps):
+def dpc_steps(run_dir, data, steps, options):
     """dpc's state before each step (the oracle's initial weights for step
     1, then the checkpoint after each step) and its loss at each step."""
     work = run_dir.rstrip("/") + "-shadow"
@@ -89,8 +90,8 @@ def dpc_steps(run_dir, data, steps):
     for k in range(1, steps + 1):
         command = ["dpc", "run", run_dir, "--steps", str(k), "--no-shuffle",
                    "--data", data, "--no-eval", "--metrics", metrics,
-                   "--checkpoint-dir", checkpoints] + (["--resume"] if k > 1
-                                                       else [])
+                   "--checkpoint-dir", checkpoints, *options] + (
+                       ["--resume"] if k > 1 else [])
         result = subprocess.run(command, capture_output=True, text=True)
         if result.returncode != 0:
             fail_input(f"dpc run --steps {k} failed:\n{result.stdout}"
@@ -107,7 +108,7 @@ def optimizer_from(model, state, settings, step_number):
     """oracle.py's optimizer for `model`, holding dpc's momentum buffers or
     Adam moments from `state` as before update number `step_number`."""
     optimizer = oracle.make_optimizer(model, settings)
-    adam = settings.get("kind") == "adam"
+    adam = settings.get("kind") in ("adam", "adamw")
     # torch's state key: the checkpoint's prefix.
     kept = ({"exp_avg": "exp_avg", "exp_avg_sq": "exp_avg_sq"} if adam
             else {"momentum_buffer": "momentum"})
@@ -139,7 +140,15 @@ def step(model, state, inputs, labels, settings, microbatches, step_number,
     optimizer = optimizer_from(model, state, settings, step_number)
     optimizer.zero_grad()
     inputs = inputs.to(dtype) if inputs.is_floating_point() else inputs
-    loss = oracle.minibatch_backward(model, inputs, labels, microbatches)
+    loss = oracle.minibatch_backward(model, inputs, labels, microbatches,
+                                     settings.get("label_smoothing", 0.0))
+    rates = recipe.learning_rates(settings.get("lr_schedule", ""),
+                                  settings["lr"], step_number)
+    for group in optimizer.param_groups:
+        group["lr"] = rates[-1]
+    if settings.get("clip_grad_norm"):
+        torch.nn.utils.clip_grad_norm_(model.parameters(),
+                                       settings["clip_grad_norm"])
     optimizer.step()
     return loss, {name: t.detach().double().clone()
                   for name, t in tensors.items()}
@@ -182,7 +191,8 @@ def main():
                                             settings["initial_weights"]))
     model = oracle.build(args.model)
 
-    states, losses = dpc_steps(args.run_dir, settings["data"], steps)
+    states, losses = dpc_steps(args.run_dir, settings["data"], steps,
+                               recipe.run_options(settings["optimizer"]))
     bad = 0
     before = initial
     for k in range(1, steps + 1):

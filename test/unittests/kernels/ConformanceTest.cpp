@@ -1349,6 +1349,46 @@ TEST_F(SoftmaxCrossEntropy, IgnoredRowsAddNothing) {
   }
 }
 
+// torch's label_smoothing, with and without ignored rows: the kernels'
+// closed form against the cross-entropy with the smoothed target.
+TEST_F(SoftmaxCrossEntropy, LabelSmoothingMatchesTheSmoothedTarget) {
+  const int64_t n = 24, c = 11;
+  Floats logits = randomFloats(size_t(n * c), 31, -6.0f, 6.0f);
+  for (float smoothing : {0.1f, 0.5f}) {
+    for (bool ignoring : {false, true}) {
+      SCOPED_TRACE("smoothing " + std::to_string(smoothing) +
+                   (ignoring ? ", ignoring -100" : ""));
+      const int64_t ignore = ignoring ? -100 : kNoIgnoredLabel;
+      std::vector<int64_t> labels(static_cast<size_t>(n));
+      for (int64_t i = 0; i < n; ++i)
+        labels[size_t(i)] = ignoring && i % 5 == 2 ? ignore : (i * 7 + 3) % c;
+      const float scale = 1.0f / 19;
+      Doubles grad;
+      double loss = softmaxCrossEntropy(logits, labels, n, c, ignore, scale,
+                                        grad, smoothing);
+      Buffer<float> dLogits(logits), dLoss(1), dGrad(logits.size());
+      Buffer<int64_t> dLabels(labels);
+      dpc_softmax_cross_entropy_smoothed(dLogits.get(), dLabels.get(), n, c,
+                                         ignoring, ignore, smoothing, scale,
+                                         dLoss.get());
+      dpc_softmax_cross_entropy_smoothed_grad(dLogits.get(), dLabels.get(), n,
+                                              c, ignoring, ignore, smoothing,
+                                              scale, dGrad.get());
+      expectClose(dLoss.host(), {loss}, Check::Loss);
+      expectClose(dGrad.host(), grad, Check::Loss);
+      // Smoothing moves every target of a counted row by at least e / c, so
+      // the unsmoothed gradient is that far off somewhere.
+      Doubles plainGrad;
+      softmaxCrossEntropy(logits, labels, n, c, ignore, scale, plainGrad);
+      Floats got = dGrad.host();
+      double apart = 0;
+      for (size_t k = 0; k < got.size(); ++k)
+        apart = std::max(apart, std::fabs(got[k] - plainGrad[k]));
+      EXPECT_GT(apart, 0.5 * scale * smoothing / double(c));
+    }
+  }
+}
+
 class MseLoss : public TargetKernelTest {};
 
 TEST_F(MseLoss, LossAndGradientMatchReference) {

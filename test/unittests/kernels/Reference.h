@@ -680,11 +680,13 @@ constexpr int64_t kNoIgnoredLabel = std::numeric_limits<int64_t>::min();
 
 /// scale * sum over the rows not labelled `ignore` of -log softmax(row)[label]
 /// (logits n x c), and its gradient scale * (softmax - onehot) into `grad`
-/// (0 on ignored rows).
+/// (0 on ignored rows). With `smoothing` e, the target of each row is
+/// (1 - e) * onehot + e / c, whose cross-entropy with softmax(row) is the
+/// loss (torch's label_smoothing).
 inline double softmaxCrossEntropy(const Floats &logits,
                                   const std::vector<int64_t> &labels, int64_t n,
                                   int64_t c, int64_t ignore, double scale,
-                                  Doubles &grad) {
+                                  Doubles &grad, double smoothing = 0) {
   double total = 0;
   grad.assign(logits.size(), 0.0);
   for (int64_t i = 0; i < n; ++i) {
@@ -695,10 +697,12 @@ inline double softmaxCrossEntropy(const Floats &logits,
     double m = *std::max_element(row, row + c), sum = 0;
     for (int64_t j = 0; j < c; ++j)
       sum += std::exp(double(row[j]) - m);
-    total += m + std::log(sum) - row[label];
-    for (int64_t j = 0; j < c; ++j)
-      grad[size_t(i * c + j)] =
-          scale * (std::exp(double(row[j]) - m) / sum - (j == label));
+    for (int64_t j = 0; j < c; ++j) {
+      double target = (1 - smoothing) * (j == label) + smoothing / double(c);
+      double logP = double(row[j]) - m - std::log(sum);
+      total -= target * logP;
+      grad[size_t(i * c + j)] = scale * (std::exp(logP) - target);
+    }
   }
   return scale * total;
 }

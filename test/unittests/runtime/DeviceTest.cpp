@@ -114,6 +114,42 @@ TEST(HostDevice, AdamStepIsTorchAdam) {
   EXPECT_EQ(p[3], 0.0f);
 }
 
+// torch.optim.AdamW: the weight decays by lr * weight_decay of itself before
+// the update, and the moments see the plain gradient.
+TEST(HostDevice, DecoupledAdamStepIsTorchAdamW) {
+  std::unique_ptr<Device> d = createHostDevice();
+  const double lr = 0.01;
+  const float beta1 = 0.8f, beta2 = 0.95f, eps = 1e-4f, wd = 0.5f;
+  std::vector<float> p = {1, -2, 3, 0}, m(4, 0), v(4, 0), acc(4);
+  std::vector<double> wantP(p.begin(), p.end()), wantM(4, 0), wantV(4, 0);
+  for (int t = 1; t <= 5; ++t) {
+    std::vector<float> grad = {0.5f * float(t), -1, 0.25f, 0};
+    acc = grad;
+    d->adamStep(p.data(), m.data(), v.data(), acc.data(), 4,
+                AdamStep(lr, beta1, beta2, eps, wd, t, /*decoupled=*/true));
+    for (size_t k = 0; k < 4; ++k) {
+      wantP[k] *= 1 - lr * double(wd);
+      double g = grad[k];
+      wantM[k] = beta1 * wantM[k] + (1 - double(beta1)) * g;
+      wantV[k] = beta2 * wantV[k] + (1 - double(beta2)) * g * g;
+      double mHat = wantM[k] / (1 - std::pow(double(beta1), t));
+      double vHat = wantV[k] / (1 - std::pow(double(beta2), t));
+      wantP[k] -= lr * mHat / (std::sqrt(vHat) + eps);
+      EXPECT_NEAR(p[k], wantP[k], 1e-6) << "step " << t << " element " << k;
+      EXPECT_NEAR(v[k], wantV[k], 1e-6) << "step " << t << " element " << k;
+    }
+  }
+  // The L2 form would have moved it by its decayed gradient instead: after
+  // five steps the two differ by far more than the bound above.
+  std::vector<float> l2 = {1, -2, 3, 0}, m2(4, 0), v2(4, 0);
+  for (int t = 1; t <= 5; ++t) {
+    acc = {0.5f * float(t), -1, 0.25f, 0};
+    d->adamStep(l2.data(), m2.data(), v2.data(), acc.data(), 4,
+                AdamStep(lr, beta1, beta2, eps, wd, t));
+  }
+  EXPECT_GT(std::fabs(l2[2] - p[2]), 1e-3);
+}
+
 TEST(HostDevice, SgdWithoutMomentumLeavesTheBufferAlone) {
   std::unique_ptr<Device> d = createHostDevice();
   std::vector<float> p = {1, 2}, v = {7, 7}, acc = {1, -1};

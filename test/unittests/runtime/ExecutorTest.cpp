@@ -184,8 +184,9 @@ TEST(Manifest, ErrorsNameTheField) {
   EXPECT_EQ(with([](auto &m) { m["inference"] = "yes"; }),
             "rank0: manifest: inference: expected true or false");
   EXPECT_EQ(with([](auto &m) { m["optimizer"] = "adam"; }), "");
-  EXPECT_EQ(with([](auto &m) { m["optimizer"] = "rmsprop"; }),
-            "rank0: manifest: optimizer: expected \"sgd\" or \"adam\"");
+  EXPECT_EQ(
+      with([](auto &m) { m["optimizer"] = "rmsprop"; }),
+      "rank0: manifest: optimizer: expected \"sgd\", \"adam\" or \"adamw\"");
   EXPECT_EQ(with([](auto &m) { m["params"][1]["id"] = 0; }),
             "rank0: manifest: params[1].id: id 0 appears twice");
   EXPECT_EQ(with([](auto &m) { m["sends"][0]["what"] = "grad"; }),

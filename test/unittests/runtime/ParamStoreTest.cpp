@@ -226,6 +226,83 @@ TEST_P(ParamStoreTest, AdamIsTorchAdamAndNeedsItsUpdateCount) {
             "a: not a dpc checkpoint (no \"step\" metadata)");
 }
 
+TEST_P(ParamStoreTest, AdamWDecaysTheWeightApartFromTheMoments) {
+  RankManifest m = paramManifest(Optimizer::AdamW);
+  ParamStore store(m, device(), pool);
+  store.load(weights(), "w", false);
+  std::vector<double> w = {1, 2, 3, 4, 5, 6};
+  TorchAdam adam{0.1, 0.9, 0.99, 1e-3, 0.0, {}, {}};
+  for (int t = 1; t <= 3; ++t) {
+    accumulate(store, 2);
+    store.beginUpdate();
+    store.adamStep(0, 0.1f, 0.9f, 0.99f, 1e-3f, 0.5f);
+    store.endUpdate();
+    for (double &x : w)
+      x *= 1 - double(0.1f) * double(0.5f);
+    adam.step(w, 2.0, t);
+  }
+  std::vector<float> got = store.value(0);
+  for (size_t k = 0; k < 6; ++k)
+    EXPECT_NEAR(got[k], w[k], 1e-5 * std::max(1.0, std::fabs(w[k]))) << k;
+  TensorFile ckpt = store.checkpoint(3);
+  EXPECT_EQ(ckpt.metadata.at("optimizer"), "adamw");
+  EXPECT_EQ(ckpt.tensors.count("exp_avg_sq.b"), 1u);
+  // Adam's state under AdamW's name: an Adam build refuses it.
+  RankManifest plainAdam = paramManifest(Optimizer::Adam);
+  ParamStore other(plainAdam, device(), pool);
+  EXPECT_EQ(errorOf([&] { other.load(ckpt, "a", true); }),
+            "a: written by a run with the adamw optimizer; this build trains "
+            "with adam");
+}
+
+TEST_P(ParamStoreTest, TheScheduleSetsEachUpdatesRateAndResumesWithIt) {
+  RankManifest m = paramManifest();
+  LrSchedule schedule;
+  std::string problem;
+  ASSERT_TRUE(LrSchedule::parse("step:every=2,gamma=0.5", schedule, problem));
+  ParamStore store(m, device(), pool);
+  store.load(weights(), "w", false);
+  store.setLrSchedule(schedule);
+  EXPECT_FALSE(store.learningRate());
+  std::vector<float> w = {1, 2, 3, 4, 5, 6}, v(6, 0.0f);
+  const float rates[] = {0.1f, 0.1f, 0.05f};
+  for (float rate : rates) {
+    accumulate(store, 2);
+    store.beginUpdate();
+    store.sgdStep(0, 0.1f, 0, 0);
+    store.endUpdate();
+    torchSgdStep(w, v, 2.0f, rate, 0, 0);
+    EXPECT_DOUBLE_EQ(*store.learningRate(), double(rate));
+  }
+  EXPECT_EQ(store.value(0), w);
+  // A resumed store counts on from the checkpoint's updates: the fourth
+  // update is still at half the rate, the fifth at a quarter.
+  ParamStore resumed(m, device(), pool);
+  resumed.load(store.checkpoint(3), "c", /*optimizerState=*/true);
+  resumed.setLrSchedule(schedule);
+  for (float rate : {0.05f, 0.025f}) {
+    accumulate(resumed, 2);
+    resumed.beginUpdate();
+    resumed.sgdStep(0, 0.1f, 0, 0);
+    resumed.endUpdate();
+    torchSgdStep(w, v, 2.0f, rate, 0, 0);
+  }
+  EXPECT_EQ(resumed.value(0), w);
+}
+
+TEST_P(ParamStoreTest, GradientNormAndScaleCoverEveryParameter) {
+  RankManifest m = paramManifest();
+  ParamStore store(m, device(), pool);
+  accumulate(store, 2);
+  accumulate(store, 2, /*id=*/5, /*n=*/3);
+  double elements = double(store.totalCount());
+  EXPECT_DOUBLE_EQ(store.gradSquaredSum(), 4 * elements);
+  store.scaleGradients(0.25f);
+  EXPECT_DOUBLE_EQ(store.gradSquaredSum(), 0.25 * elements);
+  for (float g : store.hostGradients())
+    EXPECT_EQ(g, 0.5f);
+}
+
 TEST_P(ParamStoreTest, InferenceKeepsNoOptimizerState) {
   RankManifest m = paramManifest(Optimizer::Adam);
   m.inference = true;

@@ -81,7 +81,9 @@ TEST(RankOptions, ForwardedOptionsRoundTrip) {
             "--eval-data npy:x.npy,y.npy --steps 3 "
             "--seed -7 --metrics m.jsonl --trace t.json --op-times ops.json "
             "--predictions p.npy --checkpoint-dir ckpt --checkpoint-every 2 "
-            "--transport mpi --slow-threshold 2.25 --test-forward-delay "
+            "--lr-schedule warmup:steps=3+cosine:steps=9,min=1e-5 "
+            "--clip-grad-norm 0.75 --tensorboard tb --transport mpi "
+            "--slow-threshold 2.25 --test-forward-delay "
             "1:20:50.5 --interfere 1:10:2.5 --adapt --adapt-threshold 1.25 "
             "--adapt-window 8 --adapt-interval 30 --microbatching sorted "
             "--timeout 1234567.891 "
@@ -155,6 +157,10 @@ TEST(RankOptions, RefusesBadValues) {
             "--slow-threshold expects a ratio above 1");
   EXPECT_EQ(problem({"--test-forward-delay", "1:0:5"}),
             "--test-forward-delay expects RANK:FROM_STEP:MS, not '1:0:5'");
+  EXPECT_EQ(problem({"--lr-schedule", "cosine"}),
+            "--lr-schedule: phase 1 ('cosine'): cosine needs steps=T");
+  EXPECT_EQ(problem({"--clip-grad-norm", "0"}),
+            "--clip-grad-norm expects a positive norm");
   EXPECT_EQ(problem({"--interfere", "1:5:0"}),
             "--interfere expects RANK:FROM_STEP:SECONDS, not '1:5:0'");
   EXPECT_EQ(problem({"--interfere", "-1:5:2"}),

@@ -9,7 +9,9 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "Evaluation.h"
 #include "dpc/planner/PlanJson.h"
+
 #include "dpc/runtime/Abi.h"
 #include "dpc/runtime/Adapt.h"
 #include "dpc/runtime/Data.h"
@@ -659,7 +661,7 @@ int runRank(int argc, char **argv, Communicator &comm) {
     train = loadDataset(trainSpec, Split::Train, model, uint64_t(opts.seed),
                         readsInputs);
   if (readsData) {
-    if (opts.eval) {
+    if (opts.eval || opts.evalEvery > 0) {
       DataSpec evalSpec =
           opts.evalData.empty() ? trainSpec : parseDataSpec(opts.evalData);
       test = loadDataset(evalSpec, Split::Test, model, uint64_t(opts.seed),
@@ -751,13 +753,16 @@ int runRank(int argc, char **argv, Communicator &comm) {
               opts.microbatching + " over " + std::to_string(m.buckets.size()) +
               " buckets");
 
-  auto saveCheckpoint = [&](int64_t stepsDone) {
+  auto saveCheckpointIn = [&](const std::string &into, int64_t stepsDone) {
     if (!firstReplica)
       return;
     ::mkdir(opts.checkpointDir.c_str(), 0777); // may exist already
+    ::mkdir(into.c_str(), 0777);
     setActivity("writes a checkpoint after step " + std::to_string(stepsDone));
-    writeSafetensors(checkpointPath(opts.checkpointDir, m.stage),
-                     exec.checkpoint(stepsDone));
+    writeSafetensors(checkpointPath(into, m.stage), exec.checkpoint(stepsDone));
+  };
+  auto saveCheckpoint = [&](int64_t stepsDone) {
+    saveCheckpointIn(opts.checkpointDir, stepsDone);
   };
 
   if (!opts.trace.empty())
@@ -792,6 +797,25 @@ int runRank(int argc, char **argv, Communicator &comm) {
       monitor.emplace(std::move(predicted), opts.slowThreshold);
     }
   }
+  // --eval-every: every rank evaluates together; with --keep-best the last
+  // stage says whether the loss is the lowest yet, and every stage then
+  // checkpoints into CHECKPOINT_DIR/best.
+  const int64_t evalMicrobatches = sizes[1] / m.microbatchSize;
+  double bestLoss = INFINITY;
+  auto evaluateAfter = [&](int64_t stepsDone) {
+    setActivity("evaluates after step " + std::to_string(stepsDone));
+    EvalReport report = evaluateAndReport(
+        exec, test ? &*test : nullptr, evalMicrobatches, microbatches, reports,
+        metrics ? &*metrics : nullptr, stepsDone, printLine);
+    if (!opts.keepBest)
+      return;
+    std::vector<int64_t> better = {reports && report.loss < bestLoss};
+    broadcastInts(comm, reporter, better);
+    if (!better[0])
+      return;
+    bestLoss = report.loss;
+    saveCheckpointIn(opts.checkpointDir + "/best", stepsDone);
+  };
   // --adapt: the last stage decides from the monitor's slowdowns and every
   // rank learns it at the end of the step, so that all stop together.
   std::optional<AdaptTrigger> trigger;
@@ -994,6 +1018,9 @@ int runRank(int argc, char **argv, Communicator &comm) {
     if (!opts.checkpointDir.empty() && opts.checkpointEvery > 0 &&
         (step + 1) % opts.checkpointEvery == 0 && step + 1 < totalSteps)
       saveCheckpoint(step + 1);
+    if (opts.evalEvery > 0 && (step + 1) % opts.evalEvery == 0 &&
+        evalMicrobatches > 0)
+      evaluateAfter(step + 1);
     if (partial)
       step = exec.nextStep() - 1;
   }
@@ -1008,31 +1035,11 @@ int runRank(int argc, char **argv, Communicator &comm) {
                  compiledPlan(dir).plannedPeakBytes);
 
   // A job stopped for a re-partition evaluates in its continuation.
-  int64_t evalMicrobatches = sizes[1] / m.microbatchSize;
   if (opts.eval && evalMicrobatches > 0 && stoppedAfter < 0) {
     setActivity("evaluates the test data");
-    EvalResult result =
-        exec.evaluate(test ? &*test : nullptr, evalMicrobatches);
-    if (reports && m.floatLabels && result.targets > 0) {
-      // A regression has no classes to be right about: its test loss.
-      double mse = result.squaredError / double(result.targets);
-      char line[128];
-      std::snprintf(line, sizeof line, "test mse %.6f (%lld samples)", mse,
-                    (long long)result.samples);
-      printLine(line);
-      if (metrics)
-        metrics->write({{"eval_mse", mse}, {"eval_samples", result.samples}});
-    } else if (reports && m.labelsShape && m.outputShape &&
-               result.samples > 0) {
-      double accuracy = double(result.correct) / double(result.samples);
-      char line[128];
-      std::snprintf(line, sizeof line, "test accuracy %.4f (%lld/%lld)",
-                    accuracy, (long long)result.correct,
-                    (long long)result.samples);
-      printLine(line);
-      if (metrics)
-        metrics->writeEvalAccuracy(accuracy, result.samples);
-    }
+    evaluateAndReport(exec, test ? &*test : nullptr, evalMicrobatches,
+                      microbatches, reports, metrics ? &*metrics : nullptr,
+                      std::nullopt, printLine);
   }
   if (!opts.trace.empty())
     writeTrace(exec, opts.trace, rank, comm.size());

@@ -74,6 +74,17 @@ std::vector<RankOptionInfo> makeTable() {
        [](const O &o) {
          return positive(o.checkpointEvery, "checkpoint-every");
        }},
+      {"eval-every", "N",
+       "also evaluate the --eval-data every N steps: loss, accuracy for "
+       "classifiers, perplexity for token models (metrics eval_step)",
+       nullptr, &O::evalEvery, /*negatable=*/false, /*forwarded=*/true,
+       /*training=*/true,
+       [](const O &o) { return positive(o.evalEvery, "eval-every"); }},
+      {"keep-best", nullptr,
+       "with --eval-every and --checkpoint-dir: checkpoint the weights of the "
+       "lowest validation loss into CHECKPOINT_DIR/best",
+       nullptr, &O::keepBest, /*negatable=*/false, /*forwarded=*/true,
+       /*training=*/true},
       {"tensorboard", "DIR",
        "also write every step's metrics as TensorBoard scalars to an event "
        "file in DIR (last stage)",
@@ -311,6 +322,9 @@ std::string finishRankOptions(const cli::ArgParser &parser,
         return problem;
   if (options.resume && options.checkpointDir.empty())
     return "--resume needs --checkpoint-dir";
+  if (options.keepBest &&
+      (options.evalEvery <= 0 || options.checkpointDir.empty()))
+    return "--keep-best needs --eval-every and --checkpoint-dir";
   if (!options.adapt)
     for (const char *name :
          {"adapt-threshold", "adapt-window", "adapt-interval"})

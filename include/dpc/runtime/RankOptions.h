@@ -44,6 +44,10 @@ struct RankOptions {
   double clipGradNorm = 0;
   /// --tensorboard: the directory of the event file (last stage).
   std::string tensorboard;
+  /// --eval-every N: evaluate the --eval-data every N steps; --keep-best:
+  /// checkpoint the lowest validation loss's weights into DIR/best.
+  int64_t evalEvery = 0;
+  bool keepBest = false;
   std::string transport;
   double slowThreshold = 0;
   /// --reduce preduce: replica 0's grace period for late gradients.

@@ -82,7 +82,8 @@ TEST(RankOptions, ForwardedOptionsRoundTrip) {
             "--seed -7 --metrics m.jsonl --trace t.json --op-times ops.json "
             "--predictions p.npy --checkpoint-dir ckpt --checkpoint-every 2 "
             "--lr-schedule warmup:steps=3+cosine:steps=9,min=1e-5 "
-            "--clip-grad-norm 0.75 --tensorboard tb --transport mpi "
+            "--clip-grad-norm 0.75 --tensorboard tb --eval-every 5 --keep-best "
+            "--transport mpi "
             "--slow-threshold 2.25 --test-forward-delay "
             "1:20:50.5 --interfere 1:10:2.5 --adapt --adapt-threshold 1.25 "
             "--adapt-window 8 --adapt-interval 30 --microbatching sorted "
@@ -161,6 +162,10 @@ TEST(RankOptions, RefusesBadValues) {
             "--lr-schedule: phase 1 ('cosine'): cosine needs steps=T");
   EXPECT_EQ(problem({"--clip-grad-norm", "0"}),
             "--clip-grad-norm expects a positive norm");
+  EXPECT_EQ(problem({"--eval-every", "0"}),
+            "option '--eval-every' expects a positive integer");
+  EXPECT_EQ(problem({"--keep-best", "--eval-every", "5"}),
+            "--keep-best needs --eval-every and --checkpoint-dir");
   EXPECT_EQ(problem({"--interfere", "1:5:0"}),
             "--interfere expects RANK:FROM_STEP:SECONDS, not '1:5:0'");
   EXPECT_EQ(problem({"--interfere", "-1:5:2"}),

@@ -3,8 +3,8 @@
 #include "dpc/runtime/TensorBoard.h"
 
 #include "dpc/runtime/Error.h"
+#include "dpc/support/Crc32c.h"
 
-#include <array>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -14,20 +14,6 @@
 
 namespace dpc::runtime {
 namespace {
-
-const std::array<uint32_t, 256> &crcTable() {
-  static const std::array<uint32_t, 256> table = [] {
-    std::array<uint32_t, 256> t{};
-    for (uint32_t i = 0; i < 256; ++i) {
-      uint32_t c = i;
-      for (int k = 0; k < 8; ++k)
-        c = c & 1 ? (c >> 1) ^ 0x82F63B78u : c >> 1; // reflected Castagnoli
-      t[i] = c;
-    }
-    return t;
-  }();
-  return table;
-}
 
 // Protocol buffer wire format: a field's key is (number << 3) | wire type.
 void varint(std::string &out, uint64_t value) {
@@ -68,16 +54,8 @@ double now() {
 
 } // namespace
 
-uint32_t crc32c(const void *data, size_t size) {
-  const auto *bytes = static_cast<const uint8_t *>(data);
-  uint32_t c = 0xFFFFFFFFu;
-  for (size_t i = 0; i < size; ++i)
-    c = crcTable()[(c ^ bytes[i]) & 0xFF] ^ (c >> 8);
-  return c ^ 0xFFFFFFFFu;
-}
-
 uint32_t maskedCrc32c(const void *data, size_t size) {
-  uint32_t c = crc32c(data, size);
+  uint32_t c = support::crc32c(data, size);
   return ((c >> 15) | (c << 17)) + 0xA282EAD8u;
 }
 

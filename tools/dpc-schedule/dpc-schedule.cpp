@@ -32,6 +32,9 @@
 using namespace dpc::schedule;
 namespace cli = dpc::cli;
 
+// Curves.cpp.
+int runCurves(const std::vector<std::string> &args);
+
 namespace {
 
 constexpr int kFailure = 1;
@@ -661,6 +664,7 @@ void printHelp(std::ostream &os) {
         "  verify    check a schedule.json\n"
         "  simulate  predict the timeline of a schedule.json\n"
         "  render    draw a predicted or measured Chrome trace as SVG\n"
+        "  curves    draw the training curves of dpc run --metrics files\n"
         "  microbatch  split variable-length sequences into microbatches\n\n"
         "Run 'dpc-schedule <command> --help' for the options of a command.\n";
 }
@@ -686,6 +690,8 @@ int main(int argc, char **argv) {
     return runSimulate(rest);
   if (name == "render")
     return runRender(rest);
+  if (name == "curves")
+    return runCurves(rest);
   if (name == "microbatch")
     return runMicrobatch(rest);
   // `dpc-schedule --stages 4 ...` builds, as the short form.

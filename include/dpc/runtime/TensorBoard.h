@@ -29,9 +29,7 @@
 
 namespace dpc::runtime {
 
-/// CRC-32C (Castagnoli) of `size` bytes, and the masked form TFRecord
-/// stores.
-uint32_t crc32c(const void *data, size_t size);
+/// The masked CRC-32C (dpc/support/Crc32c.h) that TFRecord stores.
 uint32_t maskedCrc32c(const void *data, size_t size);
 
 class TensorBoardWriter {

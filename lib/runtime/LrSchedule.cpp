@@ -53,6 +53,17 @@ bool parseNumber(const std::string &text, double &value) {
          std::isfinite(value);
 }
 
+/// Where each real-valued parameter goes.
+const std::map<std::string, double Phase::*> &realFields() {
+  static const std::map<std::string, double Phase::*> table = {
+      {"factor", &Phase::factor},     {"start", &Phase::start},
+      {"end", &Phase::end},           {"min", &Phase::minimum},
+      {"gamma", &Phase::gamma},       {"max", &Phase::maximum},
+      {"pct", &Phase::pct},           {"div", &Phase::div},
+      {"final-div", &Phase::finalDiv}};
+  return table;
+}
+
 /// "NAME takes steps=T, KEY=..., ...".
 std::string usage(const std::string &name) {
   std::string text = name + " takes steps=T";
@@ -128,24 +139,8 @@ std::string parsePhase(const std::string &text, Phase &p) {
       if (number < 1 || number != std::floor(number))
         return name + "'s " + key + " expects a positive whole number";
       (key == "steps" ? p.steps : p.every) = int64_t(number);
-    } else if (key == "factor") {
-      p.factor = number;
-    } else if (key == "start") {
-      p.start = number;
-    } else if (key == "end") {
-      p.end = number;
-    } else if (key == "min") {
-      p.minimum = number;
-    } else if (key == "gamma") {
-      p.gamma = number;
-    } else if (key == "max") {
-      p.maximum = number;
-    } else if (key == "pct") {
-      p.pct = number;
-    } else if (key == "div") {
-      p.div = number;
-    } else if (key == "final-div") {
-      p.finalDiv = number;
+    } else {
+      p.*realFields().at(key) = number;
     }
   }
   return checkPhase(name, p, given);

@@ -2,6 +2,8 @@
 
 #include "dpc/schedule/Timeline.h"
 
+#include "dpc/support/Svg.h"
+
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -433,21 +435,6 @@ std::string fillColor(EventKind kind, int chunk) {
   return buf;
 }
 
-std::string escape(const std::string &text) {
-  std::string out;
-  for (char c : text) {
-    if (c == '<')
-      out += "&lt;";
-    else if (c == '>')
-      out += "&gt;";
-    else if (c == '&')
-      out += "&amp;";
-    else
-      out += c;
-  }
-  return out;
-}
-
 } // namespace
 
 std::string toSvg(const Timeline &timeline, const SvgOptions &options) {
@@ -477,7 +464,7 @@ std::string toSvg(const Timeline &timeline, const SvgOptions &options) {
   os << "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
   if (!options.title.empty())
     os << "<text x=\"" << left << "\" y=\"22\" font-size=\"15\">"
-       << escape(options.title) << "</text>\n";
+       << support::svgEscaped(options.title) << "</text>\n";
   for (int r = 0; r < ranks; ++r) {
     double y = top + r * rankHeight;
     os << "<text x=\"" << left - 8 << "\" y=\"" << y + row * 0.68
@@ -495,8 +482,9 @@ std::string toSvg(const Timeline &timeline, const SvgOptions &options) {
     double h = transfer ? row * 0.8 : row;
     os << "<rect x=\"" << x << "\" y=\"" << y << "\" width=\"" << w
        << "\" height=\"" << h << "\" fill=\"" << fillColor(ev.kind, ev.chunk)
-       << "\" stroke=\"white\" stroke-width=\"0.6\"><title>" << escape(ev.name)
-       << " [" << ev.start << ", " << ev.end << "] ms</title></rect>\n";
+       << "\" stroke=\"white\" stroke-width=\"0.6\"><title>"
+       << support::svgEscaped(ev.name) << " [" << ev.start << ", " << ev.end
+       << "] ms</title></rect>\n";
     // The microbatch id where it fits; the kind is in the colour.
     std::string label = ev.mb >= 0 ? std::to_string(ev.mb) : "";
     if (ev.kind == EventKind::Optimizer)

@@ -1,6 +1,7 @@
 //===- LineChart.cpp - Line charts as SVG ---------------------------------===//
 
 #include "dpc/support/LineChart.h"
+#include "dpc/support/Svg.h"
 
 #include <algorithm>
 #include <cmath>
@@ -19,21 +20,6 @@ std::string number(double v) {
   char text[32];
   std::snprintf(text, sizeof text, "%.4g", v);
   return text;
-}
-
-std::string escaped(const std::string &text) {
-  std::string out;
-  for (char c : text) {
-    if (c == '<')
-      out += "&lt;";
-    else if (c == '>')
-      out += "&gt;";
-    else if (c == '&')
-      out += "&amp;";
-    else
-      out += c;
-  }
-  return out;
 }
 
 struct Range {
@@ -66,7 +52,7 @@ std::string panelSvg(const ChartPanel &panel, double top) {
   double left = kLeft, right = kWidth - kRight, bottom = top + kPanelHeight;
   std::string out = "<g>\n<text x=\"" + number(left) + "\" y=\"" +
                     number(top - 8) + "\" font-weight=\"bold\">" +
-                    escaped(panel.title) + "</text>\n";
+                    svgEscaped(panel.title) + "</text>\n";
   out += "<rect x=\"" + number(left) + "\" y=\"" + number(top) + "\" width=\"" +
          number(right - left) + "\" height=\"" + number(kPanelHeight) +
          "\" fill=\"none\" stroke=\"#999\"/>\n";
@@ -79,7 +65,7 @@ std::string panelSvg(const ChartPanel &panel, double top) {
          number(x.lo) + "</text>\n";
   out += "<text x=\"" + number(right) + "\" y=\"" + number(bottom + 16) +
          "\" text-anchor=\"end\">" + number(x.hi) + " " +
-         escaped(panel.xLabel) + "</text>\n";
+         svgEscaped(panel.xLabel) + "</text>\n";
   for (size_t k = 0; k < panel.series.size(); ++k) {
     const ChartSeries &s = panel.series[k];
     const char *colour = kColours[k % 5];
@@ -98,11 +84,11 @@ std::string panelSvg(const ChartPanel &panel, double top) {
     }
     if (!s.dots && drawn)
       out += "<polyline fill=\"none\" stroke=\"" + std::string(colour) +
-             "\" points=\"" + points + "\"><title>" + escaped(s.name) + " (" +
-             std::to_string(drawn) + " points)</title></polyline>\n";
+             "\" points=\"" + points + "\"><title>" + svgEscaped(s.name) +
+             " (" + std::to_string(drawn) + " points)</title></polyline>\n";
     out += "<text x=\"" + number(right + 8) + "\" y=\"" +
            number(top + 16 + 16 * double(k)) + "\" fill=\"" + colour + "\">" +
-           escaped(s.name) + "</text>\n";
+           svgEscaped(s.name) + "</text>\n";
   }
   return out + "</g>\n";
 }
@@ -128,7 +114,7 @@ std::string lineChartSvg(const std::string &title,
                     number(kWidth) + "\" height=\"" + number(height) +
                     "\" font-family=\"sans-serif\" font-size=\"12\">\n"
                     "<text x=\"10\" y=\"18\" font-size=\"14\">" +
-                    escaped(title) + "</text>\n";
+                    svgEscaped(title) + "</text>\n";
   for (size_t i = 0; i < drawn.size(); ++i)
     out += panelSvg(*drawn[i], kTop + 20 + double(i) * (kPanelHeight + kGap));
   return out + "</svg>\n";

@@ -2,8 +2,12 @@
 
 #include "Evaluation.h"
 
+#include "dpc/runtime/Error.h"
+#include "dpc/support/WriteFile.h"
+
 #include <cmath>
 #include <cstdio>
+#include <fstream>
 
 namespace dpc::runtime {
 
@@ -63,6 +67,40 @@ evaluateAndReport(Executor &exec, const Dataset *data, int64_t microbatches,
   if (metrics)
     metrics->write(record);
   return report;
+}
+
+static std::string bestPath(const std::string &dir) {
+  return dir + "/best.json";
+}
+
+BestLoss::BestLoss(std::string dir, bool resumed) : dir(std::move(dir)) {
+  if (!resumed)
+    return;
+  std::ifstream in(bestPath(this->dir));
+  if (!in)
+    return;
+  nlohmann::json record = nlohmann::json::parse(in, nullptr, false);
+  if (record.is_discarded() || !record.is_object() ||
+      !record.contains("eval_loss") || !record["eval_loss"].is_number() ||
+      !record.contains("step") || !record["step"].is_number_integer())
+    throw InputError(bestPath(this->dir) +
+                     ": not the record of --keep-best's best loss "
+                     "({\"step\", \"eval_loss\"}); remove it to start over");
+  loss = record["eval_loss"].get<double>();
+  bestStep = record["step"].get<int64_t>();
+}
+
+bool BestLoss::improves(double candidate) const { return candidate < loss; }
+
+void BestLoss::record(int64_t step, double candidate) {
+  loss = candidate;
+  bestStep = step;
+  nlohmann::ordered_json record;
+  record["step"] = step;
+  record["eval_loss"] = candidate;
+  std::string error;
+  if (!support::writeAtomically(bestPath(dir), record.dump() + "\n", error))
+    throw Error(bestPath(dir) + ": " + error);
 }
 
 } // namespace dpc::runtime

@@ -14,8 +14,10 @@
 #include "dpc/runtime/Executor.h"
 #include "dpc/runtime/Metrics.h"
 
+#include <cmath>
 #include <functional>
 #include <optional>
+#include <string>
 
 namespace dpc::runtime {
 
@@ -40,6 +42,29 @@ evaluateAndReport(Executor &exec, const Dataset *data, int64_t microbatches,
                   int64_t trainMicrobatches, bool reports,
                   MetricsWriter *metrics, std::optional<int64_t> afterStep,
                   const std::function<void(const std::string &)> &print);
+
+/// --keep-best's lowest validation loss so far, recorded beside the
+/// checkpoint it kept (DIR/best.json: {"step", "eval_loss"}) so that a
+/// resumed run measures itself against the runs before it, not only its
+/// own evaluations.
+class BestLoss {
+public:
+  /// Reads DIR/best.json when `resumed` and it exists; otherwise no loss is
+  /// best yet. A file that exists but does not parse is an InputError.
+  BestLoss(std::string dir, bool resumed);
+  /// Whether `loss` is lower than every loss recorded so far.
+  bool improves(double loss) const;
+  /// Records `loss` after `step` (the reporting rank, after the stages have
+  /// written their checkpoints into DIR).
+  void record(int64_t step, double loss);
+  /// The step of the best loss, or -1 before the first.
+  int64_t step() const { return bestStep; }
+
+private:
+  std::string dir;
+  double loss = INFINITY;
+  int64_t bestStep = -1;
+};
 
 } // namespace dpc::runtime
 

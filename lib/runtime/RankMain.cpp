@@ -801,7 +801,10 @@ int runRank(int argc, char **argv, Communicator &comm) {
   // stage says whether the loss is the lowest yet, and every stage then
   // checkpoints into CHECKPOINT_DIR/best.
   const int64_t evalMicrobatches = sizes[1] / m.microbatchSize;
-  double bestLoss = INFINITY;
+  const std::string bestDir = opts.checkpointDir + "/best";
+  std::optional<BestLoss> best;
+  if (reports && opts.keepBest)
+    best.emplace(bestDir, opts.resume);
   auto evaluateAfter = [&](int64_t stepsDone) {
     setActivity("evaluates after step " + std::to_string(stepsDone));
     EvalReport report = evaluateAndReport(
@@ -809,12 +812,16 @@ int runRank(int argc, char **argv, Communicator &comm) {
         metrics ? &*metrics : nullptr, stepsDone, printLine);
     if (!opts.keepBest)
       return;
-    std::vector<int64_t> better = {reports && report.loss < bestLoss};
+    std::vector<int64_t> better = {best && best->improves(report.loss)};
     broadcastInts(comm, reporter, better);
     if (!better[0])
       return;
-    bestLoss = report.loss;
-    saveCheckpointIn(opts.checkpointDir + "/best", stepsDone);
+    saveCheckpointIn(bestDir, stepsDone);
+    comm.barrier();
+    if (best) {
+      best->record(stepsDone, report.loss);
+      printLine("kept in " + bestDir + ": the lowest validation loss yet");
+    }
   };
   // --adapt: the last stage decides from the monitor's slowdowns and every
   // rank learns it at the end of the step, so that all stop together.

@@ -13,18 +13,21 @@
 //   job adds the stages' sums, and every rank scales its gradients by
 //   max_norm / (norm + 1e-6) when that is below 1.
 //
-// The all-reduce is the last message of each rank's step: a synchronous
-// schedule has exactly one OptimizerStep per rank, after every transfer of
-// its stream, so each rank's stream up to it completes as the verifier
-// proved, and then every rank reaches it. Schedules that update per
-// microbatch (pipedream) and partial reduces (whose replicas skip steps)
-// have no such point and are refused.
+// Each update all-reduces: a synchronous schedule has one OptimizerStep
+// per rank, after every transfer of its stream; PipeDream has one per
+// microbatch, where every stage's update k then clips microbatch k's
+// gradients by their norm over all stages. Either way the ranks' k-th
+// updates meet, so the schedule is verified again with that meeting
+// (VerifyOptions::updatesMeet) before it runs. Partial reduces, whose
+// replicas skip steps, are refused. (dpc compile builds PipeDream without
+// replicas only.)
 //
 //===----------------------------------------------------------------------===//
 
 #include "ExecutorImpl.h"
 
 #include "dpc/runtime/Error.h"
+#include "dpc/schedule/Verifier.h"
 
 #include <cmath>
 
@@ -34,13 +37,17 @@ void Executor::setTrainingRecipe(const LrSchedule &schedule,
                                  double clipGradNorm) {
   Impl &s = *impl;
   if (clipGradNorm > 0) {
-    if (!schedule::isSynchronous(s.sched.kind))
-      throw InputError("--clip-grad-norm needs a synchronous schedule (one "
-                       "update per step across the pipeline); this build's "
-                       "pipedream updates every stage per microbatch");
     if (s.sched.reduce == schedule::ReduceMode::PartialReduce)
       throw InputError("--clip-grad-norm cannot be combined with --reduce "
                        "preduce, whose replicas skip steps");
+    schedule::VerifyOptions meeting;
+    meeting.checkBlocking = false;
+    meeting.updatesMeet = true;
+    schedule::VerifyResult proof = schedule::verifySchedule(s.sched, meeting);
+    if (!proof.ok())
+      throw InputError("--clip-grad-norm: the schedule cannot all-reduce the "
+                       "gradient norm at every update: " +
+                       proof.violations.front().format());
   }
   s.params.setLrSchedule(schedule);
   s.clipNorm = clipGradNorm;

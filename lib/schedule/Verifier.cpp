@@ -698,8 +698,24 @@ void Verifier::runTogether(CommModel model) {
     return pc[q] < size(q) && s.programs[q][pc[q]].op == Op::AllReduce &&
            s.programs[q][pc[q]].chunk == chunk;
   };
-  // How many AllReduces each rank has passed.
-  std::vector<int> reduces(p, 0);
+  // How many AllReduces and OptimizerSteps each rank has passed.
+  std::vector<int> reduces(p, 0), updates(p, 0);
+  // Whether rank q waits at its update number k (options.updatesMeet).
+  auto atUpdate = [&](int q, int k) {
+    return pc[q] < size(q) && s.programs[q][pc[q]].op == Op::OptimizerStep &&
+           updates[q] == k;
+  };
+  // With updatesMeet, the k-th update of every rank completes together.
+  auto meet = [&](int r) {
+    for (int q = 0; q < p; ++q)
+      if (!atUpdate(q, updates[r]))
+        return false;
+    for (int q = 0; q < p; ++q) {
+      ++pc[q];
+      ++updates[q];
+    }
+    return true;
+  };
   bool partial = s.reduce == ReduceMode::PartialReduce;
   // An all-reduce completes when every replica of the stage has reached
   // one of the same chunk; it then moves them all past it. A partial reduce
@@ -731,6 +747,8 @@ void Verifier::runTogether(CommModel model) {
     const Instruction &inst = s.programs[r][i];
     if (inst.op == Op::AllReduce)
       return reduce(r);
+    if (inst.op == Op::OptimizerStep && options.updatesMeet)
+      return meet(r);
     bool start = inst.op == Op::SendStart || inst.op == Op::RecvStart;
     bool finish = inst.op == Op::SendFinish || inst.op == Op::RecvFinish;
     if (model == CommModel::Blocking && start) {
@@ -807,6 +825,20 @@ void Verifier::runTogether(CommModel model) {
         return;
       }
     }
+    if (inst.op == Op::OptimizerStep && options.updatesMeet) {
+      for (int q = 0; q < p; ++q) {
+        if (atUpdate(q, updates[r]))
+          continue;
+        report(ViolationKind::Deadlock, r, i,
+               std::string("deadlock with ") + commModelName(model) +
+                   " transfers: update " + std::to_string(updates[r] + 1) +
+                   " waits for every rank's gradient norm, but rank " +
+                   std::to_string(q) + " " + whereIs(q));
+        if (pc[q] < size(q))
+          relate(q, pc[q], "rank " + std::to_string(q) + " is blocked here");
+        return;
+      }
+    }
     int q = inst.peer;
     int start = (inst.op == Op::SendFinish || inst.op == Op::RecvFinish)
                     ? startOf[r][i]
@@ -826,6 +858,9 @@ void Verifier::runTogether(CommModel model) {
                text(q, pc[q]) + ")";
       else
         why += ", but rank " + std::to_string(q) + " has finished";
+      if (pc[q] < size(q) && options.updatesMeet &&
+          s.programs[q][pc[q]].op == Op::OptimizerStep)
+        why += ", whose update waits for every rank's gradient norm";
     }
     report(ViolationKind::Deadlock, r, i,
            std::string("deadlock with ") + commModelName(model) +

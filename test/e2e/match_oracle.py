@@ -185,7 +185,7 @@ def main():
                         os.path.join(HERE, "oracle", "compare.py"), metrics,
                         expected, "--rtol", str(args.rtol)])
                 verdict = log.strip().splitlines()[-1] if log.strip() else ""
-                if code == 0 and kind != "pipedream" and recipe.run_options(optimizer):
+                if code == 0 and recipe.run_options(optimizer):
                     clip = optimizer.get("clip_grad_norm")
                     code, log = run([
                         sys.executable,

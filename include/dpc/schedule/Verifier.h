@@ -82,6 +82,10 @@ struct VerifyOptions {
   /// Which communication models must be deadlock-free.
   bool checkBlocking = true;
   bool checkNonBlocking = true;
+  /// Every rank's k-th OptimizerStep meets every other rank's k-th, as the
+  /// all-reduce of the gradient norm does under dpc run --clip-grad-norm:
+  /// none completes before all ranks have reached theirs.
+  bool updatesMeet = false;
   /// Per-rank peak memory limit in bytes; 0 = none.
   double memoryLimit = 0;
   /// Each rank's own limit (its device's memory, dpc compile --cluster);

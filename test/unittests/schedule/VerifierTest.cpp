@@ -531,3 +531,68 @@ TEST(Verifier, SplitBackwardFillsItsPartOfTheSlotLater) {
   ASSERT_EQ(buildSchedule(o, oneF), "");
   EXPECT_EQ(verifySchedule(oneF).ranks[0].peakMemoryBytes, 1000 + 2 * 100);
 }
+
+// dpc run --clip-grad-norm all-reduces the gradient norm at every update:
+// every built kind, PipeDream's update per microbatch included, stays free
+// of deadlock when the ranks' k-th updates must meet.
+TEST(Verifier, UpdatesMeetInEveryBuiltKind) {
+  VerifyOptions meeting;
+  meeting.checkBlocking = false;
+  meeting.updatesMeet = true;
+  for (ScheduleKind kind :
+       {ScheduleKind::GPipe, ScheduleKind::OneFOneB, ScheduleKind::ZeroBubbleH1,
+        ScheduleKind::ZeroBubble2P, ScheduleKind::PipeDream})
+    for (int p : {2, 3, 4})
+      for (int m : {1, 4, 8}) {
+        Schedule s = build(kind, p, m);
+        VerifyResult r = verifySchedule(s, meeting);
+        EXPECT_TRUE(r.ok()) << kindName(kind) << " p=" << p << " m=" << m
+                            << ": " << r.violations.front().format();
+      }
+  BuildOptions vs;
+  vs.kind = ScheduleKind::PipeDream;
+  vs.stages = 4;
+  vs.microbatches = 8;
+  vs.verticalSync = true;
+  Schedule s;
+  ASSERT_EQ(buildSchedule(vs, s), "");
+  EXPECT_TRUE(verifySchedule(s, meeting).ok());
+}
+
+// A PipeDream stream whose last stage starts sending microbatch 0's
+// gradient only after its first update: correct on its own, since stage 0
+// waits for the gradient and the last stage does not wait for stage 0; a
+// deadlock once the first update needs stage 0's norm, which stage 0 has
+// only after that gradient.
+TEST(Verifier, UpdateThatMustMeetDeadlocks) {
+  Schedule s = build(ScheduleKind::PipeDream, 2, 4);
+  auto &last = s.programs[1];
+  int start = find(s, 1, is(Op::SendStart, 0, Payload::Gradient));
+  int update = find(
+      s, 1, [](const Instruction &i) { return i.op == Op::OptimizerStep; });
+  int finish = find(s, 1, is(Op::SendFinish, 0, Payload::Gradient));
+  ASSERT_LT(start, update);
+  ASSERT_LT(update, finish);
+  Instruction sendStart = last[start];
+  last.insert(last.begin() + update + 1, sendStart);
+  last.erase(last.begin() + start);
+  VerifyOptions nonBlocking;
+  nonBlocking.checkBlocking = false;
+  VerifyResult alone = verifySchedule(s, nonBlocking);
+  EXPECT_TRUE(alone.ok()) << alone.violations.front().format();
+
+  VerifyOptions meeting = nonBlocking;
+  meeting.updatesMeet = true;
+  VerifyResult r = verifySchedule(s, meeting);
+  const Violation *v = findKind(r, ViolationKind::Deadlock);
+  ASSERT_NE(v, nullptr);
+  EXPECT_EQ(v->format().find("deadlock with non-blocking transfers"),
+            v->format().find("deadlock"))
+      << v->format();
+  EXPECT_NE(v->message.find("but rank 1 is blocked at instruction " +
+                            std::to_string(update - 1) +
+                            " (OptimizerStep), whose update waits for every "
+                            "rank's gradient norm"),
+            std::string::npos)
+      << v->message;
+}

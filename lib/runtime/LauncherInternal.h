@@ -1,0 +1,124 @@
+//===- LauncherInternal.h - Shared pieces of dpc run's launcher -*- C++ -*-===//
+//
+// Private to lib/runtime. `dpc run`'s launcher (dpc/runtime/Launcher.h) lives
+// in files by concern: Launcher.cpp (the entry points and the small helpers
+// every part uses), LauncherPlacement.cpp (the appfile, host files, rank
+// placement and the program checks), LauncherMonitor.cpp (following the
+// output and the watchdog), LauncherMpirun.cpp, LauncherSrun.cpp,
+// LauncherReport.cpp (the merged trace and the measured step time) and
+// LauncherAdapt.cpp (--adapt's re-partitions). This header declares what
+// more than one of them uses. Nothing outside lib/runtime includes it.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef DPC_LIB_RUNTIME_LAUNCHERINTERNAL_H
+#define DPC_LIB_RUNTIME_LAUNCHERINTERNAL_H
+
+#include "dpc/runtime/Launcher.h"
+
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace dpc::runtime::launcher_detail {
+
+constexpr const char *kCommand = "dpc run";
+/// The ranks' own wait timeout when --timeout is not given
+/// (runtime::Communicator).
+constexpr double kDefaultTimeoutSeconds = 600;
+
+/// Prints "dpc run: MESSAGE" to stderr and returns 1.
+int fail(const std::string &message);
+
+bool isDirectory(const std::string &path);
+bool isRegularFile(const std::string &path);
+std::string absolutePath(const std::string &path);
+/// This program (dpc), which `dpc run --adapt` runs as `dpc compile`.
+std::string executablePath();
+/// Finds `name` on PATH the way execvp would; "" when it is not there.
+std::string findProgram(const std::string &name);
+std::vector<std::string> splitWords(const std::string &line);
+std::string joinCommand(const std::vector<std::string> &argv);
+
+/// Runs `argv` (srun, or dpc compile) from `directory` ("": here) with its
+/// output passed through and waits for it; returns its wait status, or -1
+/// when it could not be started.
+int runProgram(const std::vector<std::string> &argv,
+               const std::string &directory);
+
+/// Called with every line the ranks write to stdout.
+using StdoutHook = std::function<void(int, const std::string &)>;
+
+//===----------------------------------------------------------------------===//
+// Placement (LauncherPlacement.cpp)
+//===----------------------------------------------------------------------===//
+
+/// Every program of the appfile that is a path must be an executable file
+/// and a program (programProblem). `outDir` is as the user gave it.
+std::string checkPrograms(const LaunchJob &job, const std::string &outDir,
+                          const std::string &appfilePath);
+
+//===----------------------------------------------------------------------===//
+// Following the job (LauncherMonitor.cpp)
+//===----------------------------------------------------------------------===//
+
+/// Runs `argv`, following its stdout and stderr; returns its wait status.
+/// When the watchdog says so, ends mpirun (which takes the ranks down,
+/// stopped ones included) and, should that not do, kills it.
+int runAndFollow(const std::vector<std::string> &argv, OutputFollower &out,
+                 Watchdog &watchdog);
+
+//===----------------------------------------------------------------------===//
+// After the run (LauncherReport.cpp)
+//===----------------------------------------------------------------------===//
+
+/// Removes the ranks' trace parts (FILE.rankK).
+void removeTraceParts(const std::string &trace, int ranks);
+
+/// Merges the ranks' traces (FILE.rankK) into one Chrome trace FILE, one
+/// track per rank; the ranks took their time origins together. The parts are
+/// removed either way.
+std::string mergeTraces(const std::string &trace, int ranks);
+
+/// Reads the step times the last stage wrote to `summaryPath`, prints the
+/// measured step time beside plan.json's prediction and records both in
+/// plan.json as "measured". The first step pays for warm-up (first touches
+/// of memory, kernel setup), so the median leaves it out when there are
+/// others. plan.json's prediction holds when the build predicted the ranks
+/// on the cores they share here (`cores`, 0: a core each; schedule.json's
+/// "cores"); otherwise the build's schedule is simulated on these, and
+/// ranks that share them are also reported with a core each.
+std::string recordStepTime(const std::string &summaryPath,
+                           const std::string &planPath, int cores);
+
+//===----------------------------------------------------------------------===//
+// The launch commands
+//===----------------------------------------------------------------------===//
+
+/// `--launcher srun`: writes OUT/.dpc-srun.conf (and OUT/.dpc-srun.hosts),
+/// prints the command and the files, then runs it where srun exists.
+int runSrun(const LaunchJob &job, bool npCheck);
+
+/// Runs the job under mpirun and reports how it ended; `shared` (0:
+/// none) are the cores its ranks share, for the step-time prediction.
+int runMpirun(const LaunchOptions &options, const RankOptions &rankOptions,
+              std::vector<std::string> argv, const LaunchJob &job,
+              const std::string &summaryPath, const std::string &planPath,
+              int shared, const StdoutHook &onStdout);
+
+/// Launches the build in `outDir` once and waits for it (launch() without
+/// --adapt, or one layout with it).
+int launchOnce(const LaunchOptions &options, const std::string &givenOutDir,
+               const RankOptions &rankOptions, const StdoutHook &onStdout);
+
+/// `dpc run --adapt` (docs/RUNTIME.md, "Re-partitioning"): launches the
+/// build; whenever its last stage asks for a re-partition, plans again on a
+/// cluster of the measured speeds and compiles into ADAPT_DIR/N while the
+/// ranks train on, tells them when it is ready, and once they have stopped
+/// launches that build resuming from their checkpoint, until a job ends on
+/// its own.
+int launchAdaptive(const LaunchOptions &options, const RankOptions &given);
+
+} // namespace dpc::runtime::launcher_detail
+
+#endif // DPC_LIB_RUNTIME_LAUNCHERINTERNAL_H

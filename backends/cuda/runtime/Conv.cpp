@@ -17,6 +17,9 @@
 // run the convolution unpadded, and the input gradient is computed on the
 // padded shape and cropped.
 //
+// The bias gradient needs no cuDNN: dpc_conv2d_grad_bias sums dy over all
+// but the channel dimension with launchReduce (Elementwise.cu).
+//
 //===----------------------------------------------------------------------===//
 
 #include "dpc/runtime/CudaKernels.h"
@@ -400,6 +403,11 @@ void dpc_conv2d_grad_filter(const float *dy, const int64_t *dy_shape,
         cudnnConvolutionBwdFilterAlgo_t(algo), workspace, bytes,
         accumulate ? &kOne : &kZero, plan.w, dw);
   });
+}
+
+void dpc_conv2d_grad_bias(const float *dy, const int64_t *dy_shape, float *db) {
+  int64_t bShape[4] = {1, dy_shape[1], 1, 1};
+  launchReduce(dy, planReduce(dy_shape, bShape, 4), db, 1.0f);
 }
 
 } // extern "C"

@@ -95,7 +95,7 @@ GemmStrategy planGemm(int64_t batch, int64_t m, int64_t n, int64_t k,
                       int64_t bStride, bool accumulate);
 
 //===----------------------------------------------------------------------===//
-// Launchers defined in Kernels.cu
+// Launchers defined in Tensor.cu and Elementwise.cu
 //===----------------------------------------------------------------------===//
 
 /// dst (n, c, dh, dw) = src (n, c, sh, sw) shifted by (offH, offW):

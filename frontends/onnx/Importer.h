@@ -193,6 +193,8 @@ private:
   LogicalResult importShape(const onnx::NodeProto &node);
   LogicalResult importGather(const onnx::NodeProto &node);
   LogicalResult importTensorGather(const onnx::NodeProto &node);
+  LogicalResult gatherRows(const onnx::NodeProto &node, Value data,
+                           int64_t axis);
   // The input of a Reshape, Squeeze or Unsqueeze: known at import time, or
   // an activation.
   struct Reshaped {

@@ -342,9 +342,54 @@ LogicalResult Importer::importGather(const onnx::NodeProto &node) {
   return defineHost(node, std::move(result));
 }
 
+// The rows constant gather indices name, negative ones counted from the end
+// of a dimension of `size`.
+static std::vector<int64_t> rowsOf(const HostTensor &indices, int64_t size) {
+  std::vector<int64_t> rows;
+  for (int64_t index : indices.ints)
+    rows.push_back(index < 0 ? index + size : index);
+  return rows;
+}
+
+// Whether `rows` step evenly upwards (one row counts), which a slice reads.
+static bool isArithmeticSequence(const std::vector<int64_t> &rows) {
+  int64_t step = rows.size() > 1 ? rows[1] - rows[0] : 1;
+  for (size_t i = 1; i < rows.size(); ++i)
+    if (rows[i] - rows[i - 1] != step || step < 1)
+      return false;
+  return true;
+}
+
 // Gather of tensors: rows of a float table (an embedding) picked by token
-// ids the model computes or reads, or, with indices known at import time
-// that step evenly (positions 0..T-1, one class token), a slice.
+// ids the model computes or reads; with indices known at import time that
+// step evenly (positions 0..T-1, one class token), a slice; with other
+// indices known at import time (a relative-position bias table read through
+// a constant index map, token types that are all 0), rows along axis 0 by a
+// constant index tensor, as for computed ids.
+// Rows of `data` along axis 0 picked by input 1 as a value: ids the model
+// computes or reads, or a constant index tensor materialized as one.
+LogicalResult Importer::gatherRows(const onnx::NodeProto &node, Value data,
+                                   int64_t axis) {
+  FailureOr<Value> indices = getValue(node, 1);
+  if (failed(indices))
+    return failure();
+  if (!cast<RankedTensorType>(indices->getType())
+           .getElementType()
+           .isInteger(64))
+    return nodeError(node) << "expects int64 indices, got "
+                           << indices->getType();
+  if (axis != 0)
+    return nodeError(node) << "gathers by computed indices along axis 0 "
+                           << "only (an embedding), not axis " << axis;
+  ArrayRef<int64_t> shape = shapeOf(data);
+  nn::Shape result(shapeOf(*indices));
+  result.append(shape.begin() + 1, shape.end());
+  Type element = cast<RankedTensorType>(data.getType()).getElementType();
+  return define(node, builder.create<nn::GatherOp>(locOf(node),
+                                                   tensorType(result, element),
+                                                   data, *indices));
+}
+
 LogicalResult Importer::importTensorGather(const onnx::NodeProto &node) {
   FailureOr<Value> data = getValue(node, 0);
   if (failed(data))
@@ -361,43 +406,28 @@ LogicalResult Importer::importTensorGather(const onnx::NodeProto &node) {
   if (!isa<FloatType>(element))
     return nodeError(node) << "gathers from float tensors only, got "
                            << data->getType();
-  if (!isHost(node.input(1))) {
-    FailureOr<Value> indices = getValue(node, 1);
-    if (failed(indices))
-      return failure();
-    if (!cast<RankedTensorType>(indices->getType())
-             .getElementType()
-             .isInteger(64))
-      return nodeError(node)
-             << "expects int64 indices, got " << indices->getType();
-    if (axis != 0)
-      return nodeError(node) << "gathers by computed indices along axis 0 "
-                             << "only (an embedding), not axis " << axis;
-    nn::Shape result(shapeOf(*indices));
-    result.append(shape.begin() + 1, shape.end());
-    return define(
-        node, builder.create<nn::GatherOp>(
-                  locOf(node), tensorType(result, element), *data, *indices));
-  }
+  if (!isHost(node.input(1)))
+    return gatherRows(node, *data, axis);
   FailureOr<HostTensor> indices = getHost(node, 1);
   if (failed(indices))
     return failure();
   if (indices->isFloat || indices->ints.empty())
     return nodeError(node) << "expects integer indices";
   int64_t dim = shape[axis];
-  std::vector<int64_t> rows;
-  for (int64_t index : indices->ints) {
+  for (int64_t index : indices->ints)
     if (index < -dim || index >= dim)
       return nodeError(node) << "index " << index << " is out of range for "
                              << "dimension " << axis << " of size " << dim;
-    rows.push_back(index < 0 ? index + dim : index);
+  std::vector<int64_t> rows = rowsOf(*indices, dim);
+  if (!isArithmeticSequence(rows)) {
+    if (axis == 0)
+      return gatherRows(node, *data, axis);
+    return nodeError(node) << "gathers along axis " << axis
+                           << " constant indices that are not an increasing "
+                           << "arithmetic sequence; dpc gathers such indices "
+                           << "along axis 0 only";
   }
   int64_t step = rows.size() > 1 ? rows[1] - rows[0] : 1;
-  for (size_t i = 1; i < rows.size(); ++i)
-    if (rows[i] - rows[i - 1] != step || step < 1)
-      return nodeError(node) << "gathers constant indices that are not an "
-                             << "increasing arithmetic sequence, which dpc "
-                             << "does not support";
   std::vector<int64_t> offsets(rank, 0), steps(rank, 1);
   nn::Shape box(shape.begin(), shape.end());
   offsets[axis] = rows.front();

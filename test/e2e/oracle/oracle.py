@@ -564,6 +564,47 @@ class Attention(nn.Module):
         return torch.log_softmax(self.fc(h.mean(dim=1)), dim=-1)
 
 
+class RelativeBiasAttention(nn.Module):
+    """Two tables read through constant index tensors, as Swin and BERT read
+    theirs: the image's 28 rows as 28 tokens, each plus a token-type
+    embedding whose type ids are a constant of zeros (BERT's single
+    segment), and two attention heads whose scores add a bias from a table
+    of one row per relative offset (2 * 28 - 1 of them), read through the
+    constant map of each query-key pair to its offset (Swin's relative
+    position index). Both gathers take constant indices that are not an
+    increasing arithmetic sequence, so neither is a slice."""
+
+    fold_constants = False
+    export_training = True
+
+    def __init__(self, width=32, heads=2, tokens=28):
+        super().__init__()
+        # Not `tokens`, which marks a model that reads token ids.
+        self.heads, self.length = heads, tokens
+        self.width, self.head = width, width // heads
+        self.embed = nn.Linear(28, width)
+        self.types = nn.Embedding(2, width)
+        self.qkv = nn.Linear(width, 3 * width)
+        self.table = nn.Parameter(0.1 * torch.randn(2 * tokens - 1, heads))
+        position = torch.arange(tokens)
+        offset = position[:, None] - position[None, :] + tokens - 1
+        self.register_buffer("relative_index", offset.reshape(-1))
+        self.register_buffer("type_ids", torch.zeros(tokens, dtype=torch.long))
+        self.fc = nn.Linear(width, 10)
+
+    def forward(self, x):
+        batch, t = x.shape[0], self.length
+        h = self.embed(x.view(batch, t, 28)) + self.types(self.type_ids)
+        width, head = self.width, self.head
+        q, k, v = self.qkv(h).split(width, dim=-1)
+        q, k, v = (z.reshape(batch, t, self.heads, head).transpose(1, 2)
+                   for z in (q, k, v))
+        bias = self.table[self.relative_index].reshape(t, t, self.heads)
+        scores = q @ k.transpose(-2, -1) * head ** -0.5 + bias.permute(2, 0, 1)
+        h = (torch.softmax(scores, dim=-1) @ v).transpose(1, 2)
+        return self.fc(h.reshape(batch, t, width).mean(dim=1))
+
+
 class LayerNormAttention(Attention):
     """The attention model exported at opset 17, where torch.onnx writes
     each nn.LayerNorm as one LayerNormalization node (dpc's nn.layer_norm)
@@ -666,7 +707,8 @@ EXTRA_MODELS = {"resnet": ResNet, "resnet18": resnet18,
                 "encoder-pre-gelu": lambda: Encoder(True, "gelu"), "lstm-lm": LstmLM,
                 "ignore-gpt": IgnoreGPT, "var-gpt": VarGPT,
                 "mse-mlp": RegressionMLP,
-                "lstm-seq2seq": LstmSeq2Seq}
+                "lstm-seq2seq": LstmSeq2Seq,
+                "relbias-attention": RelativeBiasAttention}
 
 
 EXTRA_MODELS.update({f"tv-{name}": (lambda name=name: vision.build(name))

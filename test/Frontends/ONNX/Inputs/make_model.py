@@ -318,6 +318,21 @@ def reductions(exponent=0.5, mean_axes=(1,)):
                  [ints("sum_axes", [1])])
 
 
+
+def gathers(axis=0, indices=(2, 0, 2, 1)):
+    """Gather of a float table by constant indices, as an embedding table
+    read through a constant map: `indices` in any order, along `axis`."""
+    n = helper.make_node
+    nodes = [
+        n("Gather", ["table", "rows"], ["g"], name="lookup", axis=axis),
+        n("Mul", ["g", "g"], ["y"], name="square"),
+    ]
+    shape = [3, 5]
+    out = list(shape)
+    out[axis] = len(indices)
+    return model(nodes, [tensor("x", 1)], [tensor("y", *out)],
+                 [init("table", *shape), ints("rows", list(indices))])
+
 MODELS = {
     "lenet": lambda: lenet(),
     "lenet-fixed-batch": lambda: lenet(batch=16),
@@ -353,6 +368,9 @@ MODELS = {
     "reductions": reductions,
     "reductions-cube": lambda: reductions(exponent=3.0),
     "reductions-twice": lambda: reductions(mean_axes=(1, -1)),
+    "gathers": gathers,
+    "gathers-arithmetic": lambda: gathers(indices=(0, 1, 2)),
+    "gathers-axis1": lambda: gathers(axis=1, indices=(4, 0, 3)),
 }
 
 if __name__ == "__main__":

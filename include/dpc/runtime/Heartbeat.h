@@ -7,7 +7,7 @@
 // thread of its own, saying what the rank is doing: the instruction it runs,
 // or the peer and message it waits for. The launcher takes these lines out
 // of the output; when one rank's heartbeat stops, it names that rank and
-// prints what the others wait for (lib/runtime/Launcher.cpp, the watchdog).
+// prints what the others wait for (lib/runtime/LauncherMonitor.cpp, the watchdog).
 // A stopped process stops all its threads, so a missing heartbeat means the
 // rank is not running; a rank stuck in a long kernel or a deadlock still
 // beats and reports where it is.

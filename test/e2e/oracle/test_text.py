@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """Self-check of the oracle's variable-length data and model: text.py cuts
-documents as lib/runtime/Data.cpp does (the same cases as DataTest's), pads
+documents as lib/runtime/DataText.cpp does (the same cases as DataTest's), pads
 and truncates them, and generates the same corpus every time; var-gpt's loss
 and gradients do not depend on how a minibatch's samples are grouped into
 microbatches or how far each is padded, and it exports a dynamic batch and

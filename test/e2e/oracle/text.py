@@ -68,7 +68,7 @@ def training_data(length, count, directory, stem, path=DEFAULT_TEXT,
 
 
 # Variable-length data: one sample per document, as dpc's
-# `text:FILE,docs=MODE` reads it (lib/runtime/Data.cpp, textDocuments).
+# `text:FILE,docs=MODE` reads it (lib/runtime/DataText.cpp, textDocuments).
 
 DOC_MODES = ("fortune", "line", "blank")
 

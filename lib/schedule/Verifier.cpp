@@ -3,25 +3,22 @@
 // Four phases, each over all ranks: (1) every instruction names a valid
 // rank, chunk and microbatch; (2) each rank's stream is replayed alone for
 // dataflow (inputs loaded or received before use), stash discipline, update
-// counts and memory; (3) sends and receives are matched per (sender,
-// receiver, tag) in stream order, as MPI matches them; (4) the matched streams
-// are run together under each communication model until every rank finishes
-// or none can move, which is a deadlock. Phase 4 needs no timing: whether a
-// rank can move depends only on how far its peers got, so any order of
-// advancing reaches the same final state.
+// counts and memory, in VerifierReplay.cpp; (3) sends and receives are
+// matched per (sender, receiver, tag) in stream order, as MPI matches them;
+// (4) the matched streams are run together under each communication model
+// until every rank finishes or none can move, which is a deadlock. Phase 4
+// needs no timing: whether a rank can move depends only on how far its peers
+// got, so any order of advancing reaches the same final state.
 //
 //===----------------------------------------------------------------------===//
 
 #include "dpc/schedule/Verifier.h"
 
 #include "Matching.h"
+#include "VerifierReplay.h"
 
 #include <algorithm>
-#include <cstdio>
-#include <map>
-#include <set>
 #include <sstream>
-#include <tuple>
 
 namespace dpc::schedule {
 
@@ -69,22 +66,30 @@ std::string Violation::format() const {
   return os.str();
 }
 
-namespace {
+namespace detail {
 
-std::string formatBytes(double bytes) {
-  const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  int unit = 0;
-  while (bytes >= 1024 && unit < 4) {
-    bytes /= 1024;
-    ++unit;
+void reportViolation(VerifyResult &result, const Schedule &s,
+                     ViolationKind kind, int rank, int index,
+                     std::string message) {
+  Violation v;
+  v.kind = kind;
+  v.rank = rank;
+  v.index = index;
+  if (rank >= 0 && index >= 0) {
+    v.instruction = describe(s.programs[rank][index], s.chunks);
+    v.mb = s.programs[rank][index].mb;
   }
-  char buf[32];
-  std::snprintf(buf, sizeof(buf), unit == 0 ? "%.0f %s" : "%.2f %s", bytes,
-                units[unit]);
-  return buf;
+  v.message = std::move(message);
+  result.violations.push_back(std::move(v));
 }
 
-std::string mbText(int mb) { return "mb " + std::to_string(mb); }
+} // namespace detail
+
+namespace {
+
+using detail::mbText;
+
+struct JointRun;
 
 class Verifier {
 public:
@@ -98,9 +103,9 @@ private:
   /// Adds an instruction the last reported violation involves.
   void relate(int rank, int index, std::string message);
   bool checkShape();
-  void replayRank(int rank);
   void matchTransfers();
   void runTogether(CommModel model);
+  void reportDeadlock(const JointRun &joint);
 
   std::string text(int rank, int index) const {
     return describe(s.programs[rank][index], s.chunks);
@@ -118,16 +123,7 @@ private:
 
 void Verifier::report(ViolationKind kind, int rank, int index,
                       std::string message) {
-  Violation v;
-  v.kind = kind;
-  v.rank = rank;
-  v.index = index;
-  if (rank >= 0 && index >= 0) {
-    v.instruction = text(rank, index);
-    v.mb = s.programs[rank][index].mb;
-  }
-  v.message = std::move(message);
-  result.violations.push_back(std::move(v));
+  detail::reportViolation(result, s, kind, rank, index, std::move(message));
 }
 
 void Verifier::relate(int rank, int index, std::string message) {
@@ -201,447 +197,6 @@ bool Verifier::checkShape() {
 }
 
 //===----------------------------------------------------------------------===//
-// Phase 2: one rank alone
-//===----------------------------------------------------------------------===//
-
-void Verifier::replayRank(int r) {
-  const auto &program = s.programs[r];
-  int m = s.microbatches, v = s.chunks, numVs = s.numVirtualStages();
-  RankStats &stats = result.ranks[r];
-  auto grid = [&](bool value) {
-    return std::vector<std::vector<char>>(v, std::vector<char>(m, value));
-  };
-  auto forwardDone = grid(false), inputGradDone = grid(false),
-       weightGradDone = grid(false), restored = grid(false);
-  std::vector<char> loaded(m, false);
-  std::set<std::tuple<int, int, int>> received; // (what, mb, chunk)
-  // Live stashes: (chunk, mb) -> index of the Stash.
-  std::map<std::pair<int, int>, int> stashes;
-  // Live weight copies: (chunk, version) -> index of StashWeights.
-  std::map<std::pair<int, int>, int> weightCopies;
-  std::vector<int> updates(v, 0);
-  std::vector<int> restoredVersion(v, -1);
-  std::vector<char> reduced(v, false);
-  bool replicated = s.replicasOf(s.stageOf(r)) > 1;
-  // Outstanding transfers: (send?, peer, tag) -> Start indices.
-  std::map<std::tuple<bool, int, int>, std::vector<int>> open;
-  // Received buffers, by (chunk, mb): the runtime keeps what a microbatch
-  // received until the compute that reads it has run (the forward its
-  // activations; the backward its output gradient, which both halves of a
-  // split backward read).
-  std::map<std::pair<int, int>, double> held;
-
-  double memory = 0;
-  for (int c = 0; c < v; ++c)
-    memory += s.stage(r, c).paramBytes;
-  double peak = memory;
-  // Loaded data, by (chunk, mb): the runtime keeps a microbatch's inputs or
-  // labels until its backward (Backward, or BackwardWeight) has run.
-  std::map<std::pair<int, int>, double> loadedBytes;
-  int overIndex = -1;
-  double overMemory = 0;
-  int optimizerSteps = 0;
-  int backwardsSinceUpdate = 0;
-  bool sync = isSynchronous(s.kind);
-
-  auto fail = [&](ViolationKind kind, int i, std::string message) {
-    report(kind, r, i, std::move(message));
-  };
-  // A replica trains only its share of the microbatches.
-  auto allWeightGrads = [&](int chunk, int &missingMb) {
-    for (int mb = 0; mb < m; ++mb) {
-      if (s.runs(r, mb) && !weightGradDone[chunk][mb]) {
-        missingMb = mb;
-        return false;
-      }
-    }
-    return true;
-  };
-  const double limit = options.memoryLimitOf(r);
-  auto track = [&](double delta, int i) {
-    memory += delta;
-    if (memory > peak)
-      peak = memory;
-    if (limit > 0 && memory > limit && overIndex < 0) {
-      overIndex = i;
-      overMemory = memory;
-    }
-  };
-  // A compute instruction's scratch, live while it runs.
-  auto runScratch = [&](int i) {
-    if (!options.computeScratchBytes)
-      return;
-    double scratch = options.computeScratchBytes(r, program[i]);
-    track(scratch, i);
-    memory -= scratch;
-  };
-
-  // Buffers a compute fills count from that compute, alongside its scratch:
-  // the forward writes its activation's send packs (dpc_send) and its stash
-  // slot, the backward (or its input half) its gradient's send packs; a
-  // split backward's input half also writes what it saves for its weight
-  // half into the slot. A pack lives to its SendFinish, a slot to its Free.
-  std::map<std::tuple<bool, int, int>, double> filled; // (forward?, c, mb)
-  std::set<std::pair<int, int>> splitBackward;         // (c, mb)
-  for (const Instruction &in : program)
-    if (in.op == Op::BackwardInput)
-      splitBackward.insert({in.chunk, in.mb});
-  for (const Instruction &in : program) {
-    if (in.op == Op::SendStart) {
-      filled[{in.what == Payload::Activation, in.chunk, in.mb}] +=
-          double(in.bytes);
-    } else if (in.op == Op::Stash) {
-      double later =
-          splitBackward.count({in.chunk, in.mb})
-              ? std::clamp(double(s.stage(r, in.chunk).backwardStashBytes), 0.0,
-                           double(in.bytes))
-              : 0.0;
-      filled[{true, in.chunk, in.mb}] += double(in.bytes) - later;
-      filled[{false, in.chunk, in.mb}] += later;
-    }
-  }
-  auto fill = [&](bool forward, int c, int mb, int i) {
-    auto it = filled.find({forward, c, mb});
-    if (it != filled.end())
-      track(it->second, i);
-  };
-  // Received or loaded bytes of (c, mb) that the runtime releases at i.
-  auto release = [&](std::map<std::pair<int, int>, double> &bytes, int c,
-                     int mb, int i) {
-    auto it = bytes.find({c, mb});
-    if (it == bytes.end())
-      return;
-    track(-it->second, i);
-    bytes.erase(it);
-  };
-
-  for (int i = 0; i < static_cast<int>(program.size()); ++i) {
-    const Instruction &inst = program[i];
-    int c = inst.chunk, mb = inst.mb;
-    int vs = s.virtualStage(r, c);
-    // Versioned compute needs the current weights or a restored copy.
-    auto checkVersion = [&]() {
-      if (inst.version < 0 || inst.version == updates[c])
-        return true;
-      if (inst.version > updates[c]) {
-        fail(ViolationKind::Dataflow, i,
-             "uses weight version " + std::to_string(inst.version) +
-                 " but only " + std::to_string(updates[c]) +
-                 " updates ran before it");
-        return false;
-      }
-      if (restoredVersion[c] != inst.version) {
-        fail(ViolationKind::RestoreNoStash, i,
-             "uses old weight version " + std::to_string(inst.version) +
-                 " without a RestoreWeights of it");
-        return false;
-      }
-      return true;
-    };
-
-    switch (inst.op) {
-    case Op::LoadMicrobatch:
-      loaded[mb] = true;
-      if (double bytes = double(s.stage(r, c).inputBytes); bytes > 0) {
-        loadedBytes[{c, mb}] = bytes;
-        track(bytes, i);
-      }
-      break;
-    case Op::Forward: {
-      if (forwardDone[c][mb])
-        return fail(ViolationKind::Duplicate, i, "forward runs twice");
-      if ((vs == 0 || vs == numVs - 1) && !loaded[mb])
-        return fail(ViolationKind::Dataflow, i,
-                    "forward of " + mbText(mb) +
-                        " before its LoadMicrobatch (the first and last "
-                        "stages read the data)");
-      if (vs > 0) {
-        int prevRank = s.rankOf(vs - 1, mb);
-        bool ready = prevRank == r
-                         ? forwardDone[s.chunkOf(vs - 1)][mb]
-                         : received.count({int(Payload::Activation), mb, c});
-        if (!ready)
-          return fail(ViolationKind::Dataflow, i,
-                      "forward of " + mbText(mb) +
-                          " before its input activation arrived from rank " +
-                          std::to_string(prevRank));
-      }
-      if (!checkVersion())
-        return;
-      restoredVersion[c] = -1;
-      forwardDone[c][mb] = true;
-      fill(/*forward=*/true, c, mb, i);
-      runScratch(i);
-      release(held, c, mb, i);
-      break;
-    }
-    case Op::Backward:
-    case Op::BackwardInput: {
-      if (inputGradDone[c][mb])
-        return fail(ViolationKind::Duplicate, i, "backward runs twice");
-      if (!forwardDone[c][mb])
-        return fail(ViolationKind::Dataflow, i,
-                    "backward of " + mbText(mb) + " before its forward");
-      if (!restored[c][mb])
-        return fail(ViolationKind::RestoreNoStash, i,
-                    "backward of " + mbText(mb) +
-                        " without a Restore of its stash");
-      if (vs + 1 < numVs) {
-        int nextRank = s.rankOf(vs + 1, mb);
-        bool ready = nextRank == r
-                         ? inputGradDone[s.chunkOf(vs + 1)][mb]
-                         : received.count({int(Payload::Gradient), mb, c});
-        if (!ready)
-          return fail(ViolationKind::Dataflow, i,
-                      "backward of " + mbText(mb) +
-                          " before its output gradient arrived from rank " +
-                          std::to_string(nextRank));
-      }
-      if (!checkVersion())
-        return;
-      restoredVersion[c] = -1;
-      inputGradDone[c][mb] = true;
-      fill(/*forward=*/false, c, mb, i);
-      runScratch(i);
-      if (inst.op == Op::Backward) {
-        weightGradDone[c][mb] = true;
-        ++backwardsSinceUpdate;
-        release(held, c, mb, i);
-        release(loadedBytes, c, mb, i);
-      }
-      break;
-    }
-    case Op::BackwardWeight:
-      if (weightGradDone[c][mb])
-        return fail(ViolationKind::Duplicate, i, "weight gradient runs twice");
-      if (!inputGradDone[c][mb])
-        return fail(ViolationKind::Dataflow, i,
-                    "weight gradient of " + mbText(mb) +
-                        " before its BackwardInput");
-      if (!stashes.count({c, mb}))
-        return fail(ViolationKind::RestoreNoStash, i,
-                    "weight gradient of " + mbText(mb) +
-                        " after its stash was freed");
-      weightGradDone[c][mb] = true;
-      ++backwardsSinceUpdate;
-      runScratch(i);
-      release(held, c, mb, i);
-      release(loadedBytes, c, mb, i);
-      break;
-    case Op::Stash:
-      if (!forwardDone[c][mb])
-        return fail(ViolationKind::Dataflow, i,
-                    "stash of " + mbText(mb) + " before its forward");
-      if (stashes.count({c, mb}))
-        return fail(ViolationKind::Duplicate, i,
-                    "stash of " + mbText(mb) + " is already live");
-      stashes[{c, mb}] = i;
-      stats.peakStashes =
-          std::max(stats.peakStashes, static_cast<int>(stashes.size()));
-      // Its bytes counted from the forward that filled it.
-      break;
-    case Op::Restore:
-      if (!stashes.count({c, mb}))
-        return fail(ViolationKind::RestoreNoStash, i,
-                    "restore of " + mbText(mb) + " without a live stash");
-      restored[c][mb] = true;
-      break;
-    case Op::Free: {
-      auto it = stashes.find({c, mb});
-      if (it == stashes.end())
-        return fail(ViolationKind::RestoreNoStash, i,
-                    "free of " + mbText(mb) + " without a live stash");
-      track(-static_cast<double>(program[it->second].bytes), i);
-      stashes.erase(it);
-      break;
-    }
-    case Op::StashWeights:
-      if (inst.version != updates[c])
-        return fail(ViolationKind::Dataflow, i,
-                    "stashes weight version " + std::to_string(inst.version) +
-                        " but the current version is " +
-                        std::to_string(updates[c]));
-      if (weightCopies.count({c, inst.version}))
-        return fail(ViolationKind::Duplicate, i,
-                    "weight version " + std::to_string(inst.version) +
-                        " is already stashed");
-      weightCopies[{c, inst.version}] = i;
-      track(static_cast<double>(inst.bytes), i);
-      break;
-    case Op::RestoreWeights:
-      if (!weightCopies.count({c, inst.version}))
-        return fail(ViolationKind::RestoreNoStash, i,
-                    "restore of weight version " +
-                        std::to_string(inst.version) + " without a stash");
-      restoredVersion[c] = inst.version;
-      break;
-    case Op::FreeWeights: {
-      auto it = weightCopies.find({c, inst.version});
-      if (it == weightCopies.end())
-        return fail(ViolationKind::RestoreNoStash, i,
-                    "free of weight version " + std::to_string(inst.version) +
-                        " without a stash");
-      track(-static_cast<double>(program[it->second].bytes), i);
-      weightCopies.erase(it);
-      break;
-    }
-    case Op::SendStart:
-    case Op::RecvStart: {
-      bool send = inst.op == Op::SendStart;
-      bool act = inst.what == Payload::Activation;
-      // Activations flow to the next virtual stage, gradients to the
-      // previous one; anything else is routed to the wrong rank.
-      int otherVs = (act == send) ? vs + 1 : vs - 1;
-      if (otherVs < 0 || otherVs >= numVs || s.rankOf(otherVs, mb) != inst.peer)
-        return fail(ViolationKind::Malformed, i,
-                    std::string(send ? "sends " : "receives ") +
-                        payloadName(inst.what) + " of " + mbText(mb) +
-                        (send ? " to" : " from") + " rank " +
-                        std::to_string(inst.peer) +
-                        ", which does not hold the " +
-                        ((act == send) ? "next" : "previous") + " stage");
-      if (send && act && !forwardDone[c][mb])
-        return fail(ViolationKind::Dataflow, i,
-                    "sends the activation of " + mbText(mb) +
-                        " before its forward");
-      if (send && !act && !inputGradDone[c][mb])
-        return fail(ViolationKind::Dataflow, i,
-                    "sends the gradient of " + mbText(mb) +
-                        " before its backward");
-      open[{send, inst.peer, inst.tag}].push_back(i);
-      if (!send) // A send's pack counts from the compute that filled it.
-        track(static_cast<double>(inst.bytes), i);
-      break;
-    }
-    case Op::SendFinish:
-    case Op::RecvFinish: {
-      bool send = inst.op == Op::SendFinish;
-      auto it = open.find({send, inst.peer, inst.tag});
-      if (it == open.end() || it->second.empty())
-        return fail(ViolationKind::Unfinished, i,
-                    std::string("no earlier ") +
-                        (send ? "SendStart" : "RecvStart") +
-                        " with this peer and tag");
-      int start = it->second.front();
-      it->second.erase(it->second.begin());
-      if (it->second.empty())
-        open.erase(it);
-      if (send) {
-        track(-static_cast<double>(program[start].bytes), i);
-      } else {
-        received.insert({int(inst.what), mb, c});
-        held[{c, mb}] += static_cast<double>(program[start].bytes);
-      }
-      break;
-    }
-    case Op::AllReduce: {
-      int missing = -1;
-      if (!allWeightGrads(c, missing))
-        return fail(ViolationKind::Dataflow, i,
-                    "all-reduce before the weight gradient of " +
-                        mbText(missing));
-      if (reduced[c])
-        return fail(ViolationKind::Duplicate, i,
-                    "the gradients are all-reduced twice before the update");
-      reduced[c] = true;
-      break;
-    }
-    case Op::OptimizerStep: {
-      ++optimizerSteps;
-      runScratch(i);
-      if (sync) {
-        for (int chunk = 0; chunk < v; ++chunk) {
-          int missing = -1;
-          if (!allWeightGrads(chunk, missing))
-            return fail(ViolationKind::OptimizerCount, i,
-                        std::string(kindName(s.kind)) +
-                            " updates once per minibatch, but this update "
-                            "comes before the backward of " +
-                            mbText(missing));
-          if (replicated && !reduced[chunk])
-            return fail(ViolationKind::OptimizerCount, i,
-                        "stage " + std::to_string(s.stageOf(r)) + " has " +
-                            std::to_string(s.replicasOf(s.stageOf(r))) +
-                            " replicas, but this update comes before the "
-                            "all-reduce of their gradients");
-          reduced[chunk] = false;
-        }
-      } else if (s.kind == ScheduleKind::PipeDream &&
-                 backwardsSinceUpdate != 1) {
-        return fail(ViolationKind::OptimizerCount, i,
-                    "pipedream updates after every backward, but " +
-                        std::to_string(backwardsSinceUpdate) +
-                        " backwards ran since the last update");
-      }
-      backwardsSinceUpdate = 0;
-      for (int chunk = 0; chunk < v; ++chunk)
-        ++updates[chunk];
-      break;
-    }
-    }
-    stats.peakWeightVersions = std::max(
-        stats.peakWeightVersions, v + static_cast<int>(weightCopies.size()));
-  }
-
-  stats.peakMemoryBytes = static_cast<int64_t>(peak);
-  stats.optimizerSteps = optimizerSteps;
-  if (stats.peakWeightVersions == 0)
-    stats.peakWeightVersions = v;
-
-  // End of stream: every microbatch trained, everything freed and finished.
-  int end = static_cast<int>(program.size());
-  for (int c = 0; c < v; ++c) {
-    for (int mb = 0; mb < m; ++mb) {
-      if (!s.runs(r, mb))
-        continue;
-      const char *what = !forwardDone[c][mb]      ? "forward"
-                         : !inputGradDone[c][mb]  ? "backward"
-                         : !weightGradDone[c][mb] ? "weight gradient"
-                                                  : nullptr;
-      if (what) {
-        std::string chunk =
-            v > 1 ? " chunk " + std::to_string(c) : std::string();
-        report(ViolationKind::Missing, r, -1,
-               std::string("the stream never runs the ") + what + " of " +
-                   mbText(mb) + chunk);
-        return;
-      }
-    }
-  }
-  for (const auto &[key, index] : stashes)
-    report(ViolationKind::StashLeak, r, index,
-           "stash of " + mbText(key.second) + " is never freed");
-  for (const auto &[key, index] : weightCopies)
-    report(ViolationKind::StashLeak, r, index,
-           "weight version " + std::to_string(key.second) + " is never freed");
-  for (const auto &[key, starts] : open)
-    for (int index : starts)
-      report(ViolationKind::Unfinished, r, index,
-             std::string("never finished (no ") +
-                 (std::get<0>(key) ? "SendFinish" : "RecvFinish") + ")");
-  if (sync && optimizerSteps != 1)
-    report(ViolationKind::OptimizerCount, r, -1,
-           std::string(kindName(s.kind)) +
-               " updates once per minibatch, but the stream has " +
-               std::to_string(optimizerSteps) + " optimizer steps");
-  if (s.kind == ScheduleKind::PipeDream && optimizerSteps != m * v)
-    report(ViolationKind::OptimizerCount, r, -1,
-           "pipedream updates after every backward (" + std::to_string(m * v) +
-               "), but the stream has " + std::to_string(optimizerSteps) +
-               " optimizer steps");
-  (void)end;
-  if (overIndex >= 0) {
-    double params = 0;
-    for (int c = 0; c < v; ++c)
-      params += s.stage(r, c).paramBytes;
-    report(ViolationKind::MemoryLimit, r, overIndex,
-           "memory reaches " + formatBytes(overMemory) + " (peak " +
-               formatBytes(peak) + ", parameters " + formatBytes(params) +
-               "), over the limit of " + formatBytes(limit));
-  }
-}
-
-//===----------------------------------------------------------------------===//
 // Phase 3: matching
 //===----------------------------------------------------------------------===//
 
@@ -688,95 +243,128 @@ void Verifier::matchTransfers() {
 // Phase 4: all ranks together
 //===----------------------------------------------------------------------===//
 
-void Verifier::runTogether(CommModel model) {
-  int p = s.ranks;
-  std::vector<int> pc(p, 0);
-  auto size = [&](int r) { return static_cast<int>(s.programs[r].size()); };
-  auto peerOf = [&](int r, int i) { return s.programs[r][i].peer; };
+/// Phase 4 under one communication model: how far each rank got, and
+/// whether it can move on.
+struct JointRun {
+  JointRun(const Schedule &s, const VerifyOptions &options, CommModel model,
+           const std::vector<std::vector<int>> &partner,
+           const std::vector<std::vector<int>> &startOf)
+      : s(s), options(options), model(model), partner(partner),
+        startOf(startOf), partial(s.reduce == ReduceMode::PartialReduce),
+        pc(s.ranks, 0), reduces(s.ranks, 0), updates(s.ranks, 0) {}
+
+  /// Moves the ranks until none can; true when all finished.
+  bool run();
+
+  int size(int r) const { return static_cast<int>(s.programs[r].size()); }
+  int peerOf(int r, int i) const { return s.programs[r][i].peer; }
   // Whether rank q waits at an all-reduce of `chunk`.
-  auto atAllReduce = [&](int q, int chunk) {
+  bool atAllReduce(int q, int chunk) const {
     return pc[q] < size(q) && s.programs[q][pc[q]].op == Op::AllReduce &&
            s.programs[q][pc[q]].chunk == chunk;
-  };
-  // How many AllReduces and OptimizerSteps each rank has passed.
-  std::vector<int> reduces(p, 0), updates(p, 0);
+  }
   // Whether rank q waits at its update number k (options.updatesMeet).
-  auto atUpdate = [&](int q, int k) {
+  bool atUpdate(int q, int k) const {
     return pc[q] < size(q) && s.programs[q][pc[q]].op == Op::OptimizerStep &&
            updates[q] == k;
-  };
-  // With updatesMeet, the k-th update of every rank completes together.
-  auto meet = [&](int r) {
-    for (int q = 0; q < p; ++q)
-      if (!atUpdate(q, updates[r]))
-        return false;
-    for (int q = 0; q < p; ++q) {
-      ++pc[q];
-      ++updates[q];
-    }
-    return true;
-  };
-  bool partial = s.reduce == ReduceMode::PartialReduce;
-  // An all-reduce completes when every replica of the stage has reached
-  // one of the same chunk; it then moves them all past it. A partial reduce
-  // (docs/SCHEDULES.md) never waits on replica 0, which folds in whichever
-  // gradients are there (a late one belongs to an earlier step, which the
-  // one-step replay counts as done), and makes another replica wait only
-  // until replica 0 has passed the same reduce: its weights come back then.
-  auto reduce = [&](int r) {
-    int stage = s.stageOf(r), first = s.firstRankOf(stage);
-    int chunk = s.programs[r][pc[r]].chunk;
-    if (partial) {
-      if (r != first && reduces[first] <= reduces[r])
-        return false;
-      ++reduces[r];
-      ++pc[r];
-      return true;
-    }
-    for (int q = first; q < first + s.replicasOf(stage); ++q)
-      if (!atAllReduce(q, chunk))
-        return false;
-    for (int q = first; q < first + s.replicasOf(stage); ++q)
-      ++pc[q];
-    return true;
-  };
-  // Whether rank r can execute its instruction i now; for a blocking
-  // rendezvous, executing it also moves the peer past its Start.
-  auto step = [&](int r) {
-    int i = pc[r];
-    const Instruction &inst = s.programs[r][i];
-    if (inst.op == Op::AllReduce)
-      return reduce(r);
-    if (inst.op == Op::OptimizerStep && options.updatesMeet)
-      return meet(r);
-    bool start = inst.op == Op::SendStart || inst.op == Op::RecvStart;
-    bool finish = inst.op == Op::SendFinish || inst.op == Op::RecvFinish;
-    if (model == CommModel::Blocking && start) {
-      int j = partner[r][i];
-      int q = peerOf(r, i);
-      if (j < 0 || pc[q] != j)
-        return false;
-      ++pc[q];
-    } else if (model == CommModel::NonBlocking && finish) {
-      int st = startOf[r][i];
-      int j = st < 0 ? -1 : partner[r][st];
-      int q = peerOf(r, i);
-      if (j < 0 || pc[q] <= j)
-        return false;
-    }
+  }
+  bool meet(int r);
+  bool reduce(int r);
+  bool step(int r);
+
+  const Schedule &s;
+  const VerifyOptions &options;
+  const CommModel model;
+  const std::vector<std::vector<int>> &partner;
+  const std::vector<std::vector<int>> &startOf;
+  const bool partial;
+  /// Each rank's next instruction.
+  std::vector<int> pc;
+  // How many AllReduces and OptimizerSteps each rank has passed.
+  std::vector<int> reduces, updates;
+};
+
+// With updatesMeet, the k-th update of every rank completes together.
+bool JointRun::meet(int r) {
+  for (int q = 0; q < s.ranks; ++q)
+    if (!atUpdate(q, updates[r]))
+      return false;
+  for (int q = 0; q < s.ranks; ++q) {
+    ++pc[q];
+    ++updates[q];
+  }
+  return true;
+}
+
+// An all-reduce completes when every replica of the stage has reached
+// one of the same chunk; it then moves them all past it. A partial reduce
+// (docs/SCHEDULES.md) never waits on replica 0, which folds in whichever
+// gradients are there (a late one belongs to an earlier step, which the
+// one-step replay counts as done), and makes another replica wait only
+// until replica 0 has passed the same reduce: its weights come back then.
+bool JointRun::reduce(int r) {
+  int stage = s.stageOf(r), first = s.firstRankOf(stage);
+  int chunk = s.programs[r][pc[r]].chunk;
+  if (partial) {
+    if (r != first && reduces[first] <= reduces[r])
+      return false;
+    ++reduces[r];
     ++pc[r];
     return true;
-  };
+  }
+  for (int q = first; q < first + s.replicasOf(stage); ++q)
+    if (!atAllReduce(q, chunk))
+      return false;
+  for (int q = first; q < first + s.replicasOf(stage); ++q)
+    ++pc[q];
+  return true;
+}
+
+// Whether rank r can execute its instruction i now; for a blocking
+// rendezvous, executing it also moves the peer past its Start.
+bool JointRun::step(int r) {
+  int i = pc[r];
+  const Instruction &inst = s.programs[r][i];
+  if (inst.op == Op::AllReduce)
+    return reduce(r);
+  if (inst.op == Op::OptimizerStep && options.updatesMeet)
+    return meet(r);
+  bool start = inst.op == Op::SendStart || inst.op == Op::RecvStart;
+  bool finish = inst.op == Op::SendFinish || inst.op == Op::RecvFinish;
+  if (model == CommModel::Blocking && start) {
+    int j = partner[r][i];
+    int q = peerOf(r, i);
+    if (j < 0 || pc[q] != j)
+      return false;
+    ++pc[q];
+  } else if (model == CommModel::NonBlocking && finish) {
+    int st = startOf[r][i];
+    int j = st < 0 ? -1 : partner[r][st];
+    int q = peerOf(r, i);
+    if (j < 0 || pc[q] <= j)
+      return false;
+  }
+  ++pc[r];
+  return true;
+}
+
+bool JointRun::run() {
   bool progress = true;
   while (progress) {
     progress = false;
-    for (int r = 0; r < p; ++r)
+    for (int r = 0; r < s.ranks; ++r)
       while (pc[r] < size(r) && step(r))
         progress = true;
   }
   bool free = true;
-  for (int r = 0; r < p; ++r)
+  for (int r = 0; r < s.ranks; ++r)
     free = free && pc[r] == size(r);
+  return free;
+}
+
+void Verifier::runTogether(CommModel model) {
+  JointRun joint(s, options, model, partner, startOf);
+  bool free = joint.run();
   if (model == CommModel::Blocking)
     result.blockingDeadlockFree = free;
   else
@@ -785,7 +373,15 @@ void Verifier::runTogether(CommModel model) {
                                                : options.checkNonBlocking;
   if (free || !required)
     return;
+  reportDeadlock(joint);
+}
 
+// Reports the first stuck rank and whom it waits for.
+void Verifier::reportDeadlock(const JointRun &joint) {
+  int p = s.ranks;
+  CommModel model = joint.model;
+  const std::vector<int> &pc = joint.pc;
+  auto size = [&](int r) { return joint.size(r); };
   // Where rank q stands, for a message about a rank waiting for it.
   auto whereIs = [&](int q) {
     return pc[q] < size(q)
@@ -793,13 +389,12 @@ void Verifier::runTogether(CommModel model) {
                      text(q, pc[q]) + ")"
                : std::string("has finished");
   };
-  // Report the first stuck rank and whom it waits for.
   for (int r = 0; r < p; ++r) {
     if (pc[r] == size(r))
       continue;
     int i = pc[r];
     const Instruction &inst = s.programs[r][i];
-    if (inst.op == Op::AllReduce && partial) {
+    if (inst.op == Op::AllReduce && joint.partial) {
       int q = s.firstRankOf(s.stageOf(r));
       report(ViolationKind::Deadlock, r, i,
              std::string("deadlock with ") + commModelName(model) +
@@ -813,7 +408,7 @@ void Verifier::runTogether(CommModel model) {
     if (inst.op == Op::AllReduce) {
       int stage = s.stageOf(r), first = s.firstRankOf(stage);
       for (int q = first; q < first + s.replicasOf(stage); ++q) {
-        if (atAllReduce(q, inst.chunk))
+        if (joint.atAllReduce(q, inst.chunk))
           continue;
         report(ViolationKind::Deadlock, r, i,
                std::string("deadlock with ") + commModelName(model) +
@@ -827,11 +422,12 @@ void Verifier::runTogether(CommModel model) {
     }
     if (inst.op == Op::OptimizerStep && options.updatesMeet) {
       for (int q = 0; q < p; ++q) {
-        if (atUpdate(q, updates[r]))
+        if (joint.atUpdate(q, joint.updates[r]))
           continue;
         report(ViolationKind::Deadlock, r, i,
                std::string("deadlock with ") + commModelName(model) +
-                   " transfers: update " + std::to_string(updates[r] + 1) +
+                   " transfers: update " +
+                   std::to_string(joint.updates[r] + 1) +
                    " waits for every rank's gradient norm, but rank " +
                    std::to_string(q) + " " + whereIs(q));
         if (pc[q] < size(q))
@@ -881,7 +477,7 @@ VerifyResult Verifier::run() {
   if (!checkShape())
     return std::move(result);
   for (int r = 0; r < s.ranks; ++r)
-    replayRank(r);
+    detail::replayRank(s, options, r, result);
   matchTransfers();
   runTogether(CommModel::NonBlocking);
   runTogether(CommModel::Blocking);

@@ -13,6 +13,8 @@
 
 #include "VerifierReplay.h"
 
+#include "dpc/support/CommandLine.h"
+
 #include <algorithm>
 #include <cstdio>
 #include <map>
@@ -23,19 +25,6 @@
 namespace dpc::schedule::detail {
 
 namespace {
-
-std::string formatBytes(double bytes) {
-  const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  int unit = 0;
-  while (bytes >= 1024 && unit < 4) {
-    bytes /= 1024;
-    ++unit;
-  }
-  char buf[32];
-  std::snprintf(buf, sizeof(buf), unit == 0 ? "%.0f %s" : "%.2f %s", bytes,
-                units[unit]);
-  return buf;
-}
 
 /// Bytes held by (chunk, mb).
 using BytesByMb = std::map<std::pair<int, int>, double>;
@@ -653,9 +642,10 @@ void RankReplay::reportMemory() {
   for (int c = 0; c < v; ++c)
     params += s.stage(r, c).paramBytes;
   fail(ViolationKind::MemoryLimit, overIndex,
-       "memory reaches " + formatBytes(overMemory) + " (peak " +
-           formatBytes(peak) + ", parameters " + formatBytes(params) +
-           "), over the limit of " + formatBytes(limit));
+       "memory reaches " + dpc::cli::formatByteCount(overMemory) + " (peak " +
+           dpc::cli::formatByteCount(peak) + ", parameters " +
+           dpc::cli::formatByteCount(params) + "), over the limit of " +
+           dpc::cli::formatByteCount(limit));
 }
 
 } // namespace

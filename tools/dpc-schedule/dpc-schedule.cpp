@@ -120,19 +120,6 @@ std::string writeFile(const std::string &path, const std::string &text) {
   return "";
 }
 
-std::string human(double bytes) {
-  const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  int unit = 0;
-  while (bytes >= 1024 && unit < 4) {
-    bytes /= 1024;
-    ++unit;
-  }
-  char buf[32];
-  std::snprintf(buf, sizeof(buf), unit ? "%.2f %s" : "%.0f %s", bytes,
-                units[unit]);
-  return buf;
-}
-
 /// Prints violations to stderr; returns whether there were none.
 bool report(const std::string &command, const std::string &what,
             const VerifyResult &result) {
@@ -156,7 +143,8 @@ void printSummary(const Schedule &s, const VerifyResult &vr,
   for (int r = 0; r < s.ranks; ++r)
     std::printf("rank %d: busy %.6g ms, peak memory %s, stashes %d, weight "
                 "versions %d, optimizer steps %d\n",
-                r, sim.rankBusy[r], human(vr.ranks[r].peakMemoryBytes).c_str(),
+                r, sim.rankBusy[r],
+                dpc::cli::formatByteCount(vr.ranks[r].peakMemoryBytes).c_str(),
                 vr.ranks[r].peakStashes, vr.ranks[r].peakWeightVersions,
                 vr.ranks[r].optimizerSteps);
 }
@@ -339,7 +327,7 @@ int runVerify(const std::vector<std::string> &args) {
               vr.nonBlockingDeadlockFree ? "yes" : "no");
   for (int r = 0; r < schedule.ranks; ++r)
     std::printf("rank %d: peak memory %s, stashes %d, weight versions %d\n", r,
-                human(vr.ranks[r].peakMemoryBytes).c_str(),
+                dpc::cli::formatByteCount(vr.ranks[r].peakMemoryBytes).c_str(),
                 vr.ranks[r].peakStashes, vr.ranks[r].peakWeightVersions);
   return 0;
 }

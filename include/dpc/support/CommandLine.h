@@ -101,6 +101,10 @@ private:
 /// Returns false when `text` is not one, or when it overflows a double.
 bool parseByteCount(const std::string &text, double &bytes);
 
+/// A byte count for people: "512 B", "1.50 MiB", "2.00 GiB" (binary units
+/// up to TiB, two decimals above bytes).
+std::string formatByteCount(double bytes);
+
 /// Parses a finite decimal number ("0.01", "-3", "1e-3", ".5"). Refuses
 /// what strtod would also take: hex ("0x10", "0x1p3"), "inf", "nan",
 /// blanks, trailing text, and values that overflow or underflow a double.

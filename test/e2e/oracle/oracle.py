@@ -981,11 +981,17 @@ def perturb_by_one_ulp(model, seed):
     generator = torch.Generator().manual_seed(seed)
     with torch.no_grad():
         for param in model.parameters():
-            up = torch.rand(param.shape, generator=generator) < 0.5
-            toward = torch.where(up, torch.full_like(param, float("inf")),
-                                 torch.full_like(param, float("-inf")))
-            param.copy_(torch.nextafter(param, toward))
+            param.copy_(one_ulp_away(param, generator))
     return model
+
+
+def one_ulp_away(value, generator):
+    """`value` with every element moved up or down by one unit in the last
+    place, each way with probability 1/2 drawn from `generator`."""
+    up = torch.rand(value.shape, generator=generator) < 0.5
+    toward = torch.where(up, torch.full_like(value, float("inf")),
+                         torch.full_like(value, float("-inf")))
+    return torch.nextafter(value, toward)
 
 
 def evaluate(model, directory):

@@ -113,13 +113,8 @@ def one_ulp_away(tensors, seed):
     """`tensors` with every element moved up or down by one unit in the last
     place, at random (as oracle.py's perturbed runs)."""
     generator = torch.Generator().manual_seed(seed)
-    moved = {}
-    for name, value in tensors.items():
-        up = torch.rand(value.shape, generator=generator) < 0.5
-        toward = torch.where(up, torch.full_like(value, float("inf")),
-                             torch.full_like(value, float("-inf")))
-        moved[name] = torch.nextafter(value, toward)
-    return moved
+    return {name: oracle.one_ulp_away(value, generator)
+            for name, value in tensors.items()}
 
 
 class Emulation:

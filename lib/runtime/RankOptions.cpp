@@ -27,9 +27,10 @@ std::string positive(int64_t value, const char *name) {
                          "' expects a positive integer";
 }
 
-std::vector<RankOptionInfo> makeTable() {
+/// The data and how long to train on it.
+std::vector<RankOptionInfo> dataRows() {
   using O = RankOptions;
-  std::vector<RankOptionInfo> rows = {
+  return {
       {"data", "SPEC",
        "training data (inference builds: the samples to predict): "
        "fashion-mnist:DIR, mnist:DIR, npy:INPUTS,LABELS[,lengths=L.npy], "
@@ -48,6 +49,14 @@ std::vector<RankOptionInfo> makeTable() {
        /*training=*/true,
        [](const O &o) { return positive(o.epochs, "epochs"); }},
       {"seed", "N", "seed of shuffling and synthetic data", "0", &O::seed},
+  };
+}
+
+/// What the run writes about itself: metrics, traces, op times,
+/// predictions.
+std::vector<RankOptionInfo> reportRows() {
+  using O = RankOptions;
+  return {
       {"metrics", "FILE",
        "write JSON-lines metrics, a line a step (last stage)", nullptr,
        &O::metrics, /*negatable=*/false, /*forwarded=*/true, /*training=*/true},
@@ -64,6 +73,13 @@ std::vector<RankOptionInfo> makeTable() {
        "inference builds: write the model's outputs for every sample of "
        "--data as float32 .npy (last stage)",
        nullptr, &O::predictions},
+  };
+}
+
+/// Checkpoints, evaluation during training and TensorBoard scalars.
+std::vector<RankOptionInfo> checkpointRows() {
+  using O = RankOptions;
+  return {
       {"checkpoint-dir", "DIR",
        "write per-stage checkpoints (safetensors) here at the end "
        "(inference builds: read the trained weights from here)",
@@ -90,6 +106,13 @@ std::vector<RankOptionInfo> makeTable() {
        "file in DIR (last stage)",
        nullptr, &O::tensorboard, /*negatable=*/false, /*forwarded=*/true,
        /*training=*/true},
+  };
+}
+
+/// The training recipe beyond what the build fixes.
+std::vector<RankOptionInfo> recipeRows() {
+  using O = RankOptions;
+  return {
       {"lr-schedule", "SPEC",
        "learning rate by optimizer update, of the compiled --lr: phases "
        "KIND[:KEY=VALUE,...] joined by '+', each KIND constant, linear, "
@@ -115,6 +138,13 @@ std::vector<RankOptionInfo> makeTable() {
                                    : "--clip-grad-norm expects a positive "
                                      "norm";
        }},
+  };
+}
+
+/// How ranks exchange data, the step monitor and its test hooks.
+std::vector<RankOptionInfo> transportRows() {
+  using O = RankOptions;
+  return {
       {"transport", "T",
        "CUDA builds: how device memory moves between ranks: auto (NCCL, or "
        "host staging where ranks share a GPU), nccl, host-staging, or mpi "
@@ -164,6 +194,13 @@ std::vector<RankOptionInfo> makeTable() {
          return "--interfere expects RANK:FROM_STEP:SECONDS, not '" +
                 o.interfere + "'";
        }},
+  };
+}
+
+/// Re-partitioning when a stage stays slower than planned.
+std::vector<RankOptionInfo> adaptRows() {
+  using O = RankOptions;
+  return {
       {"adapt", nullptr,
        "re-partition when a stage stays slower than planned: stop at a step "
        "boundary with a checkpoint, plan again with the measured slowdowns, "
@@ -192,6 +229,14 @@ std::vector<RankOptionInfo> makeTable() {
        "100", &O::adaptInterval, /*negatable=*/false, /*forwarded=*/true,
        /*training=*/true,
        [](const O &o) { return positive(o.adaptInterval, "adapt-interval"); }},
+  };
+}
+
+/// How the steps run: microbatching, timeouts, shuffling, resuming,
+/// the final evaluation, non-finite losses.
+std::vector<RankOptionInfo> runRows() {
+  using O = RankOptions;
+  return {
       {"microbatching", "MODE",
        "variable-length builds (dpc compile --seq-buckets): dp (sorted by "
        "length, grouped by dynamic programming), padded (every microbatch "
@@ -221,7 +266,13 @@ std::vector<RankOptionInfo> makeTable() {
        "keep training when the loss becomes NaN or infinite (default: stop "
        "with an error)",
        nullptr, &O::allowNonfiniteLoss},
-      // Set by `dpc run` itself, not forwarded from its command line.
+  };
+}
+
+/// Set by `dpc run` itself, not forwarded from its command line.
+std::vector<RankOptionInfo> dpcRunRows() {
+  using O = RankOptions;
+  return {
       {"summary", "FILE",
        "for 'dpc run': write the measured step times as JSON (last stage)",
        nullptr, &O::summary, /*negatable=*/false, /*forwarded=*/false},
@@ -238,6 +289,15 @@ std::vector<RankOptionInfo> makeTable() {
        "layout stopped at SECONDS since the epoch",
        nullptr, &O::adaptResumed, /*negatable=*/false, /*forwarded=*/false},
   };
+}
+
+std::vector<RankOptionInfo> makeTable() {
+  std::vector<RankOptionInfo> rows;
+  for (auto group : {dataRows, reportRows, checkpointRows, recipeRows,
+                     transportRows, adaptRows, runRows, dpcRunRows}) {
+    std::vector<RankOptionInfo> part = group();
+    rows.insert(rows.end(), part.begin(), part.end());
+  }
   return rows;
 }
 

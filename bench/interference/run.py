@@ -33,6 +33,8 @@ import tempfile
 import time
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+sys.path.insert(0, os.path.join(REPO, "bench", "common"))
+from baseline import find_dpc  # noqa: E402  (the build's dpc)
 
 
 def sh(cmd, env=None):
@@ -104,7 +106,12 @@ def main():
     parser.add_argument("--compile-options", default="",
                         help="more dpc compile options, e.g. '--fusion off'")
     parser.add_argument("--work", default=None)
+    parser.add_argument("--dpc",
+                        help="the dpc driver (default: build/bin/dpc, else "
+                             "the one on PATH)")
     args = parser.parse_args()
+    args.dpc = find_dpc(
+        args.dpc, lambda message: sys.exit(f"run.py: {message}"))
     work = args.work or tempfile.mkdtemp(prefix="dpc-interference-")
     os.makedirs(work, exist_ok=True)
     if args.model == "deep-mlp":
@@ -114,7 +121,7 @@ def main():
                                          "oracle.py"),
             "--model", args.model, "--out", work, "--steps", "1"])
     out = os.path.join(work, "out")
-    sh(["dpc", "compile", os.path.join(work, args.model + ".onnx"), "-o", out,
+    sh([args.dpc, "compile", os.path.join(work, args.model + ".onnx"), "-o", out,
         "--stages", "2", "--microbatches", "4",
         "--microbatch-size", str(args.microbatch_size)]
        + args.compile_options.split())
@@ -132,7 +139,7 @@ def main():
         if os.path.exists(metrics):
             os.remove(metrics)
         started = time.monotonic()
-        log = sh(["dpc", "run", out, "--data", "synthetic:65536", "--steps",
+        log = sh([args.dpc, "run", out, "--data", "synthetic:65536", "--steps",
                   str(args.steps), "--no-eval", "--metrics", metrics] + extra,
                  env=env)
         wall = time.monotonic() - started

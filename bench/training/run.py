@@ -1,8 +1,18 @@
 #!/usr/bin/python3
 """Training throughput: dpc --stages 1 against PyTorch eager, in one run.
 
-For every model (LeNet-5 and the MLP of test/e2e/oracle/oracle.py), minibatch
-(M microbatches x B samples) and thread count T, the script
+The peer is PyTorch eager at its best on this machine: its matmuls on
+OpenBLAS (found or fetched by bench/common/baseline.py; `--torch-blas system`
+for Debian's default, netlib's reference BLAS), OpenBLAS's pool and PyTorch's
+both set to T threads, convnets in the faster of contiguous and channels_last
+(probed for each row), and under bf16 autocast when dpc runs --precision
+bf16. Every row reports MFU against this machine's fp32 peak, measured by
+bench/common/peak.c.
+
+For every model (by default LeNet-5 and the MLP of test/e2e/oracle/oracle.py;
+`--models headline` for torchvision's ResNet-18 and ResNet-50, the tiny GPT
+and the GPT-2-small-sized decoder of models.py), minibatch (M microbatches x
+B samples) and thread count T, the script
 
   1. builds the model with a fixed seed and exports it to ONNX with a static
      batch of B through oracle.py's own export (which also loads the exported
@@ -39,7 +49,6 @@ It prints one table. Benchmarks are not tests: nothing here asserts a time.
 """
 
 import argparse
-import ctypes
 import json
 import os
 import shutil
@@ -50,6 +59,10 @@ import time
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 sys.path.insert(0, os.path.join(REPO, "test", "e2e", "oracle"))
+sys.path.insert(0, os.path.join(REPO, "bench", "common"))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import baseline  # noqa: E402  (the peer at its best: BLAS, formats, peak)
 
 import torch  # noqa: E402
 
@@ -58,8 +71,10 @@ import numpy as np  # noqa: E402
 import oracle  # noqa: E402  (model definitions, export, IDX reader)
 import text  # noqa: E402  (the sequence models' character tokens)
 import vision  # noqa: E402  (torchvision's models' inputs)
+import models as bench_models  # noqa: E402,F401  (registers bench-only models)
 
-DEFAULT_DPC = os.path.join(REPO, "build", "bin", "dpc")
+# --models headline: the models the performance goals are stated for.
+HEADLINE = ["tv-resnet18", "tv-resnet50", "tiny-gpt", "gpt2-small"]
 TRAIN_SAMPLES = 60000  # Fashion-MNIST training set
 
 
@@ -82,21 +97,6 @@ def parse_batches(text):
 def load_avg1():
     with open("/proc/loadavg") as f:
         return float(f.read().split()[0])
-
-
-def torch_blas():
-    """The BLAS library PyTorch's matmuls went to (Debian's torch is built
-    against the generic libblas.so.3, which the alternatives system or
-    LD_LIBRARY_PATH resolves), and its openblas_set_num_threads if any."""
-    torch.mm(torch.ones(2, 2), torch.ones(2, 2))  # make sure it is loaded
-    with open("/proc/self/maps") as f:
-        paths = {line.split()[-1] for line in f if "libblas" in line}
-    if not paths:
-        return "unknown", None
-    path = sorted(paths)[0]
-    library = ctypes.CDLL(path)
-    setter = getattr(library, "openblas_set_num_threads", None)
-    return os.path.realpath(path), setter
 
 
 # ---------------------------------------------------------------------------
@@ -174,7 +174,8 @@ def torch_train(model, x, y, total_steps, warmup, microbatches,
 
     accumulate=True runs the M microbatches one after another, each loss
     scaled by 1/M so that the gradients sum to those of the minibatch mean,
-    and steps once; accumulate=False runs the M*B samples at once."""
+    and steps once; accumulate=False runs the M*B samples at once. The
+    forward and the loss run under bf16 autocast with --precision bf16."""
     minibatch = microbatches * microbatch_size
     model.train()
     optimizer = torch.optim.SGD(model.parameters(), lr=args.lr,
@@ -197,12 +198,15 @@ def torch_train(model, x, y, total_steps, warmup, microbatches,
             total = 0.0
             for k in range(microbatches):
                 part = slice(k * microbatch_size, (k + 1) * microbatch_size)
-                loss = loss_fn(model(inputs[part]), labels[part]) / microbatches
+                with baseline.autocast(torch, args.precision):
+                    loss = loss_fn(model(inputs[part]),
+                                   labels[part]) / microbatches
                 loss.backward()
                 total += loss.item()
             losses.append(total)
         else:
-            loss = loss_fn(model(inputs), labels)
+            with baseline.autocast(torch, args.precision):
+                loss = loss_fn(model(inputs), labels)
             loss.backward()
             losses.append(loss.item())
         optimizer.step()
@@ -261,7 +265,7 @@ def measure(name, microbatches, microbatch_size, threads, work, dpc, args,
     export_dir = os.path.join(work, f"{name}-b{microbatch_size}")
     os.makedirs(export_dir, exist_ok=True)
     row = {"model": name, "batch": f"{microbatches}x{microbatch_size}",
-           "threads": threads, "load": load_avg1()}
+           "threads": threads, "load": load_avg1(), "peak": args.peak}
     x, y = oracle.load_split(args.data, "train",
                              total_steps * microbatches * microbatch_size)
 
@@ -288,18 +292,38 @@ def measure(name, microbatches, microbatch_size, threads, work, dpc, args,
     (row["dpc"], row["dpc_wall"], row["wall_s"],
      dpc_losses) = dpc_train(dpc, out1, data, total_steps, args.warmup,
                              threads, False, args, trace)
+    flops = baseline.forward_flops(out1)
+    if flops:
+        # Training work per sample: the forward and a backward of twice
+        # its FLOPs (the usual 3x; recomputation is not counted as work).
+        row["flops_sample"] = 3 * flops / microbatch_size
 
-    # PyTorch eager, same start, same data, T threads.
+    # PyTorch eager, same start, same data, T threads (its intra-op pool
+    # and OpenBLAS's own both), convnets in the faster memory format.
     torch.set_num_threads(threads)
     if args.blas_threads:
         args.blas_threads(threads)
+    row["torch_format"], memory_format = "contiguous", None
+    if x.dim() == 4 and args.device == "cpu":
+        probe_steps = 3
+        row["torch_format"], memory_format = baseline.faster_memory_format(
+            torch,
+            lambda m, inputs: torch_train(m, inputs, y, probe_steps, 1,
+                                          microbatches, microbatch_size,
+                                          True, args)[0],
+            lambda: fresh_model(name, microbatch_size, export_dir)[0], x)
+        x = x.contiguous(memory_format=memory_format)
     model, _ = fresh_model(name, microbatch_size, export_dir, args.device)
+    if memory_format is not None:
+        model = model.to(memory_format=memory_format)
     row["torch_mb"], torch_losses = torch_train(
         model, x, y, total_steps, args.warmup, microbatches, microbatch_size,
         True, args)
     row["loss_diff"] = max_relative_difference(dpc_losses, torch_losses)
     if not args.no_full:
         model, _ = fresh_model(name, microbatch_size, export_dir, args.device)
+        if memory_format is not None:
+            model = model.to(memory_format=memory_format)
         row["torch_full"], _ = torch_train(
             model, x, y, total_steps, args.warmup, microbatches,
             microbatch_size, False, args)
@@ -332,6 +356,9 @@ def format_table(rows):
         ("kind_2st", "2st kind", "{}"),
         ("dpc_tokens", "dpc tok/s", "{:.0f}"),
         ("torch_tokens", "torch mb tok/s", "{:.0f}"),
+        ("dpc_mfu", "dpc MFU", "{:.1%}"),
+        ("torch_mfu", "torch MFU", "{:.1%}"),
+        ("torch_format", "torch format", "{}"),
         ("dpc_wall", "dpc wall/s", "{:.0f}"),
         ("compile_s", "compile s", "{:.2f}"),
         ("loss_diff", "loss diff", "{:.1e}"),
@@ -341,6 +368,10 @@ def format_table(rows):
         row["ratio_mb"] = row["dpc"] / row["torch_mb"]
         if "torch_full" in row:
             row["ratio_full"] = row["dpc"] / row["torch_full"]
+        if "flops_sample" in row and "peak" in row:
+            peak = row["peak"] * 1e9 * row["threads"]
+            row["dpc_mfu"] = row["flops_sample"] * row["dpc"] / peak
+            row["torch_mfu"] = row["flops_sample"] * row["torch_mb"] / peak
         if "tokens" in row:
             row["dpc_tokens"] = row["dpc"] * row["tokens"]
             row["torch_tokens"] = row["torch_mb"] * row["tokens"]
@@ -363,9 +394,14 @@ def main():
         description=__doc__.splitlines()[0],
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="\n".join(__doc__.splitlines()[2:]))
-    parser.add_argument("--dpc", default=DEFAULT_DPC,
-                        help="the dpc driver (default: build/bin/dpc)")
-    parser.add_argument("--models", default="lenet5,mlp")
+    parser.add_argument("--dpc",
+                        help="the dpc driver (default: build/bin/dpc, else "
+                             "the one on PATH)")
+    parser.add_argument("--models", default="lenet5,mlp",
+                        help="comma-separated names from "
+                             "test/e2e/oracle/oracle.py and bench/training/"
+                             "models.py, or 'headline' for "
+                             + ", ".join(HEADLINE))
     parser.add_argument("--batches", default="4x16,4x64",
                         help="comma-separated MxB minibatches")
     parser.add_argument("--threads", default="1,2",
@@ -393,14 +429,19 @@ def main():
     parser.add_argument("--keep", metavar="DIR",
                         help="work in DIR and keep it (default: a temporary "
                              "directory, removed at the end)")
-    parser.add_argument("--torch-blas", metavar="DIR",
-                        help="run PyTorch against the libblas.so.3 in DIR "
-                             "(e.g. OpenBLAS's) instead of the system one")
+    parser.add_argument("--torch-blas", metavar="WHICH", default="openblas",
+                        help="PyTorch's BLAS: openblas (default; the "
+                             "installed package's, else one unpacked from "
+                             "Debian's registry into ~/.cache/dpc-bench), "
+                             "system (whatever libblas.so.3 is: netlib's "
+                             "reference BLAS on a bare Debian), or a "
+                             "directory holding a libblas.so.3")
     parser.add_argument("--json", metavar="FILE",
                         help="also write the rows as JSON")
     parser.add_argument("--precision", choices=["fp32", "bf16"],
                         default="fp32",
-                        help="dpc compile --precision (PyTorch stays fp32)")
+                        help="dpc compile --precision; PyTorch runs its "
+                             "forward and loss under bf16 autocast for bf16")
     parser.add_argument("--fusion", choices=["on", "off"],
                         help="dpc compile --fusion (elementwise chains as "
                              "generated loops; dpc's default when not given: "
@@ -410,19 +451,9 @@ def main():
                              "GPU")
     args = parser.parse_args()
 
-    if args.torch_blas:
-        # The dynamic loader reads LD_LIBRARY_PATH at start-up only: start
-        # again with it. dpc's ranks do not use libblas.
-        blas_dir = os.path.abspath(args.torch_blas)
-        if not os.path.isfile(os.path.join(blas_dir, "libblas.so.3")):
-            fail(f"--torch-blas: no libblas.so.3 in {blas_dir}")
-        library_path = os.environ.get("LD_LIBRARY_PATH", "")
-        if library_path.split(":")[0] != blas_dir:
-            env = dict(os.environ,
-                       LD_LIBRARY_PATH=":".join(filter(None, [blas_dir,
-                                                              library_path])))
-            os.execve(sys.executable, [sys.executable] + sys.argv, env)
-    blas_path, args.blas_threads = torch_blas()
+    baseline.use_blas(args.torch_blas, fail)
+    blas_path, blas_name, args.blas_threads = baseline.loaded_blas(torch)
+    args.peak = baseline.peak_gflops()
     args.device = "cpu"
     if args.target == "cuda":
         if not torch.cuda.is_available():
@@ -436,14 +467,13 @@ def main():
         args.threads = "1"  # host threads do not matter on the GPU
     if args.quick:
         args.batches, args.steps, args.warmup = "4x16", 20, 5
-    if not (os.path.isfile(args.dpc) and os.access(args.dpc, os.X_OK)):
-        fail(f"{args.dpc}: no dpc executable; build the project first "
-             f"(scripts/build) or pass --dpc")
+    args.dpc = baseline.find_dpc(args.dpc, fail)
     if args.trace and not args.keep:
         fail("--trace needs --keep DIR to put the traces in")
     if args.warmup < 1 or args.steps < 1:
         fail("--warmup and --steps must be at least 1")
-    models = args.models.split(",")
+    models = (HEADLINE if args.models == "headline" else
+              args.models.split(","))
     for name in models:
         known = list(oracle.MODELS) + list(oracle.EXTRA_MODELS)
         if name not in known:
@@ -462,7 +492,9 @@ def main():
           f" {args.warmup} warm-up + {args.steps} timed steps; schedule "
           f"{args.schedule}; dpc precision {args.precision}; "
           f"SGD lr {args.lr} momentum {args.momentum}; "
-          f"torch BLAS {blas_path}; load {load_avg1():.2f}", flush=True)
+          f"torch BLAS {blas_name} ({blas_path}), threads set to T; "
+          f"fp32 peak {args.peak:.1f} GFLOPS a core (bench/common/peak.c); "
+          f"load {load_avg1():.2f}", flush=True)
     if args.target == "cuda":
         print(f"target cuda: both sides on {torch.cuda.get_device_name()}",
               flush=True)
@@ -489,7 +521,11 @@ def main():
           "at once; dpc 2st/s: dpc --stages 2, 2 ranks x 1 thread (cuda: "
           "2 ranks on the GPUs); 2st kind: the schedule it ran; dpc "
           "wall/s: all steps over `dpc run`'s wall clock (launch "
-          "included); compile s: `dpc compile --stages 1`; loss diff: "
+          "included); MFU: the training FLOPs per sample (3x the forward's "
+          "as dpc's cost model counts them) times samples/s over T times "
+          "the measured one-core peak; torch format: the memory format "
+          "PyTorch ran in (the faster of contiguous and channels_last for "
+          "convnets); compile s: `dpc compile --stages 1`; loss diff: "
           f"largest relative difference of a step's loss over the first "
           f"{LOSS_CHECK_STEPS} steps, dpc vs torch mb; "
           "load: highest 1-minute load average seen around the row.")

@@ -39,6 +39,8 @@ import sys
 import tempfile
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+sys.path.insert(0, os.path.join(REPO, "bench", "common"))
+from baseline import find_dpc  # noqa: E402  (the build's dpc)
 sys.path.insert(0, os.path.join(REPO, "test", "e2e", "oracle"))
 
 MODES = ("padded", "sorted", "dp")
@@ -116,7 +118,12 @@ def main():
                         help="cost models to compile with: analytic, "
                              "measured (dpc profile --seq-buckets)")
     parser.add_argument("--work", default=None)
+    parser.add_argument("--dpc",
+                        help="the dpc driver (default: build/bin/dpc, else "
+                             "the one on PATH)")
     args = parser.parse_args()
+    args.dpc = find_dpc(
+        args.dpc, lambda message: sys.exit(f"run.py: {message}"))
     if not os.path.exists(args.text):
         sys.exit(f"run.py: no {args.text} (apt-get install fortunes, or "
                  "give --text)")
@@ -136,12 +143,12 @@ def main():
              "--ignore-index", "-100", "--seq-buckets", args.buckets]
     profile = os.path.join(work, "profile.json")
     if "measured" in args.costs.split(","):
-        sh(["dpc", "profile", model, "-o", profile, "--steps", "10"] + shape,
+        sh([args.dpc, "profile", model, "-o", profile, "--steps", "10"] + shape,
            env=env)
     for stages, costs in ((s, c) for s in args.stages.split(",")
                           for c in args.costs.split(",")):
         out = os.path.join(work, f"out{stages}-{costs}")
-        sh(["dpc", "compile", model, "-o", out, "--stages", stages,
+        sh([args.dpc, "compile", model, "-o", out, "--stages", stages,
             "--microbatches", str(args.microbatches)] + shape +
            (["--profile", profile] if costs == "measured" else []))
         for mode in MODES:
@@ -149,7 +156,7 @@ def main():
                                    f"metrics-{stages}-{costs}-{mode}.jsonl")
             if os.path.exists(metrics):
                 os.remove(metrics)
-            log = sh(["dpc", "run", out, "--data", data, "--steps",
+            log = sh([args.dpc, "run", out, "--data", data, "--steps",
                       str(args.steps), "--no-shuffle", "--no-eval",
                       "--metrics", metrics, "--microbatching", mode], env=env)
             if (stages, costs) == (args.stages.split(",")[0],

@@ -368,7 +368,7 @@ def format_table(rows):
         row["ratio_mb"] = row["dpc"] / row["torch_mb"]
         if "torch_full" in row:
             row["ratio_full"] = row["dpc"] / row["torch_full"]
-        if "flops_sample" in row and "peak" in row:
+        if "flops_sample" in row and row.get("peak"):
             peak = row["peak"] * 1e9 * row["threads"]
             row["dpc_mfu"] = row["flops_sample"] * row["dpc"] / peak
             row["torch_mfu"] = row["flops_sample"] * row["torch_mb"] / peak
@@ -451,9 +451,12 @@ def main():
                              "GPU")
     args = parser.parse_args()
 
+    if args.target == "cuda" and args.torch_blas == "openblas":
+        args.torch_blas = "system"  # matmuls run on the GPU
     baseline.use_blas(args.torch_blas, fail)
     blas_path, blas_name, args.blas_threads = baseline.loaded_blas(torch)
-    args.peak = baseline.peak_gflops()
+    # MFU is against the CPU's peak; on the GPU there is none to measure.
+    args.peak = baseline.peak_gflops() if args.target == "cpu" else None
     args.device = "cpu"
     if args.target == "cuda":
         if not torch.cuda.is_available():
@@ -493,7 +496,7 @@ def main():
           f"{args.schedule}; dpc precision {args.precision}; "
           f"SGD lr {args.lr} momentum {args.momentum}; "
           f"torch BLAS {blas_name} ({blas_path}), threads set to T; "
-          f"fp32 peak {args.peak:.1f} GFLOPS a core (bench/common/peak.c); "
+          f"fp32 peak {args.peak or 0:.1f} GFLOPS a core (peak.c); "
           f"load {load_avg1():.2f}", flush=True)
     if args.target == "cuda":
         print(f"target cuda: both sides on {torch.cuda.get_device_name()}",

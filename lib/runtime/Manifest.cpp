@@ -413,10 +413,18 @@ void readBuckets(Reader &r, const json &root, RankManifest &m) {
                           std::to_string(longest) + "), the top level's shape");
 }
 
-} // namespace
+/// The first dimension of a batched shape is the microbatch size.
+void checkBatchFirst(Reader &r, const RankManifest &m,
+                     const std::vector<int64_t> &shape,
+                     const std::string &path) {
+  if (shape[0] != m.microbatchSize)
+    r.fail(path, "the first dimension is " + std::to_string(shape[0]) +
+                     " but microbatch_size is " +
+                     std::to_string(m.microbatchSize));
+}
 
-RankManifest parseManifest(const std::string &text, const std::string &name) {
-  Reader r(name);
+/// The document as JSON, checked to be a version-1 rank manifest.
+json readDocument(Reader &r, const std::string &text, const std::string &name) {
   json root;
   try {
     root = json::parse(text);
@@ -432,8 +440,11 @@ RankManifest parseManifest(const std::string &text, const std::string &name) {
   if (version != 1)
     r.fail("version", "unsupported version " + std::to_string(version) +
                           " (this runtime reads version 1)");
+  return root;
+}
 
-  RankManifest m;
+/// Which rank and stage of which pipeline, its schedule and microbatch size.
+void readPlace(Reader &r, const json &root, RankManifest &m) {
   m.rank = static_cast<int>(r.integer(root, "", "rank", 0));
   m.stages = static_cast<int>(r.integer(root, "", "stages", 1));
   m.stage = static_cast<int>(r.integer(root, "", "stage", 0));
@@ -444,22 +455,17 @@ RankManifest parseManifest(const std::string &text, const std::string &name) {
                         std::to_string(m.stages) + "-stage pipeline");
   m.schedule = r.string(root, "", "schedule");
   m.microbatchSize = r.integer(root, "", "microbatch_size", 1);
+}
 
-  auto batchFirst = [&](const std::vector<int64_t> &shape,
-                        const std::string &path) {
-    if (shape[0] != m.microbatchSize)
-      r.fail(path, "the first dimension is " + std::to_string(shape[0]) +
-                       " but microbatch_size is " +
-                       std::to_string(m.microbatchSize));
-  };
-
+/// The data inputs the first stage reads.
+void readInputs(Reader &r, const json &root, RankManifest &m) {
   const json &inputs = r.array(root, "", "inputs");
   for (size_t i = 0; i < inputs.size(); ++i) {
     std::string path = at("inputs", i);
     ManifestTensor t;
     t.name = r.string(inputs[i], path, "name");
     t.shape = r.shape(r.field(inputs[i], path, "shape"), path + "shape");
-    batchFirst(t.shape, path + "shape");
+    checkBatchFirst(r, m, t.shape, path + "shape");
     if (auto it = inputs[i].find("dtype"); it != inputs[i].end()) {
       std::string dtype = it->is_string() ? it->get<std::string>() : "";
       if (dtype != "f32" && dtype != "i64")
@@ -476,28 +482,35 @@ RankManifest parseManifest(const std::string &text, const std::string &name) {
     r.fail("inputs", "the runtime's datasets hold one input tensor per "
                      "sample, the manifest lists " +
                          std::to_string(m.inputs.size()));
+}
 
+/// The labels the last stage reads: shape, dtype and ignored index.
+void readLabels(Reader &r, const json &root, RankManifest &m) {
   m.labelsShape = r.optionalShape(root, "", "labels");
-  if (m.labelsShape) {
-    if (!m.isLastStage())
-      r.fail("labels", "only the last stage reads labels");
-    if (m.labelsShape->empty())
-      r.fail("labels.shape", "expected [microbatch_size, positions...]");
-    batchFirst(*m.labelsShape, "labels.shape");
-    const json &labels = root.at("labels");
-    if (auto it = labels.find("dtype"); it != labels.end()) {
-      std::string dtype = it->is_string() ? it->get<std::string>() : "";
-      if (dtype != "f32" && dtype != "i64")
-        r.fail("labels.dtype", "expected \"f32\" or \"i64\"");
-      m.floatLabels = dtype == "f32";
-    }
-    if (labels.contains("ignore_index"))
-      m.ignoreIndex = r.integer(labels, "labels.", "ignore_index",
-                                std::numeric_limits<int64_t>::min());
-    if (m.ignoreIndex && m.floatLabels)
-      r.fail("labels.ignore_index", "applies to class labels (\"i64\"), not "
-                                    "float targets");
+  if (!m.labelsShape)
+    return;
+  if (!m.isLastStage())
+    r.fail("labels", "only the last stage reads labels");
+  if (m.labelsShape->empty())
+    r.fail("labels.shape", "expected [microbatch_size, positions...]");
+  checkBatchFirst(r, m, *m.labelsShape, "labels.shape");
+  const json &labels = root.at("labels");
+  if (auto it = labels.find("dtype"); it != labels.end()) {
+    std::string dtype = it->is_string() ? it->get<std::string>() : "";
+    if (dtype != "f32" && dtype != "i64")
+      r.fail("labels.dtype", "expected \"f32\" or \"i64\"");
+    m.floatLabels = dtype == "f32";
   }
+  if (labels.contains("ignore_index"))
+    m.ignoreIndex = r.integer(labels, "labels.", "ignore_index",
+                              std::numeric_limits<int64_t>::min());
+  if (m.ignoreIndex && m.floatLabels)
+    r.fail("labels.ignore_index", "applies to class labels (\"i64\"), not "
+                                  "float targets");
+}
+
+/// What kind of build: inference or training, its optimizer and precision.
+void readBuildKind(Reader &r, const json &root, RankManifest &m) {
   if (auto it = root.find("inference"); it != root.end()) {
     if (!it->is_boolean())
       r.fail("inference", "expected true or false");
@@ -523,6 +536,10 @@ RankManifest parseManifest(const std::string &text, const std::string &name) {
   }
   if (m.inference && m.labelsShape)
     r.fail("labels", "an inference build reads no labels");
+}
+
+/// The output the last stage reports.
+void readOutput(Reader &r, const json &root, RankManifest &m) {
   m.outputShape = r.optionalShape(root, "", "output");
   if (m.outputShape) {
     if (!m.isLastStage())
@@ -530,9 +547,12 @@ RankManifest parseManifest(const std::string &text, const std::string &name) {
     // A model's output need not be batch-major (Flatten with axis 0); the
     // loss of a training build needs it to be.
     if (!m.inference)
-      batchFirst(*m.outputShape, "output.shape");
+      checkBatchFirst(r, m, *m.outputShape, "output.shape");
   }
+}
 
+/// The stage's parameters and the weights file that holds them.
+void readParams(Reader &r, const json &root, RankManifest &m) {
   const json &params = r.array(root, "", "params");
   std::set<int64_t> ids;
   std::set<std::string> names;
@@ -555,12 +575,10 @@ RankManifest parseManifest(const std::string &text, const std::string &name) {
     m.weights = r.string(root, "", "weights");
   else if (!m.params.empty())
     r.fail("weights", "missing, but the stage has parameters");
+}
 
-  m.sends = readTransfers(r, root, "", "sends", m);
-  m.recvs = readTransfers(r, root, "", "recvs", m);
-
-  m.stashes = readStashes(r, root, "", m);
-
+/// The code segments the rank's object defines.
+void readSegments(Reader &r, const json &root, RankManifest &m) {
   static const char *const kSegments[] = {
       "forward", "backward", "backward_input", "backward_weight", "optimizer"};
   const json &segments = r.array(root, "", "segments");
@@ -580,28 +598,48 @@ RankManifest parseManifest(const std::string &text, const std::string &name) {
   }
   if (!m.hasSegment("forward") || !m.hasSegment("optimizer"))
     r.fail("segments", "must list at least \"forward\" and \"optimizer\"");
+}
 
+/// The ops of a timing build (dpc profile), ids in order.
+void readProfile(Reader &r, const json &root, RankManifest &m) {
+  const json &ops = r.array(root, "", "profile");
+  for (size_t i = 0; i < ops.size(); ++i) {
+    std::string path = at("profile", i);
+    ManifestProfileOp op;
+    op.id = r.integer(ops[i], path, "id", 0);
+    op.node = r.string(ops[i], path, "node");
+    op.phase = r.string(ops[i], path, "phase");
+    if (ops[i].contains("share"))
+      op.share = r.number(ops[i], path, "share");
+    if (op.id != static_cast<int64_t>(i))
+      r.fail(path + "id", "expected ids 0, 1, ... in order");
+    m.profile.push_back(op);
+  }
+}
+
+} // namespace
+
+RankManifest parseManifest(const std::string &text, const std::string &name) {
+  Reader r(name);
+  json root = readDocument(r, text, name);
+  RankManifest m;
+  readPlace(r, root, m);
+  readInputs(r, root, m);
+  readLabels(r, root, m);
+  readBuildKind(r, root, m);
+  readOutput(r, root, m);
+  readParams(r, root, m);
+  m.sends = readTransfers(r, root, "", "sends", m);
+  m.recvs = readTransfers(r, root, "", "recvs", m);
+  m.stashes = readStashes(r, root, "", m);
+  readSegments(r, root, m);
   if (root.contains("buckets")) {
     if (m.inference)
       r.fail("buckets", "an inference build has one shape");
     readBuckets(r, root, m);
   }
-
-  if (root.contains("profile")) {
-    const json &ops = r.array(root, "", "profile");
-    for (size_t i = 0; i < ops.size(); ++i) {
-      std::string path = at("profile", i);
-      ManifestProfileOp op;
-      op.id = r.integer(ops[i], path, "id", 0);
-      op.node = r.string(ops[i], path, "node");
-      op.phase = r.string(ops[i], path, "phase");
-      if (ops[i].contains("share"))
-        op.share = r.number(ops[i], path, "share");
-      if (op.id != static_cast<int64_t>(i))
-        r.fail(path + "id", "expected ids 0, 1, ... in order");
-      m.profile.push_back(op);
-    }
-  }
+  if (root.contains("profile"))
+    readProfile(r, root, m);
   return m;
 }
 

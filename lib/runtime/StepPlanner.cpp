@@ -155,22 +155,11 @@ int StepPlanner::bucketFor(int64_t samples, int64_t length) const {
   return best[size_t(it - lengths.begin())][size_t(samples)];
 }
 
-StepPlan StepPlanner::plan(const std::vector<int64_t> &samples,
-                           const std::vector<int64_t> &seqLengths,
-                           StepPlanSummary &summary) const {
-  auto started = std::chrono::steady_clock::now();
-  summary = StepPlanSummary();
-  size_t n = samples.size();
-  int64_t longest = 0;
-  for (int64_t length : seqLengths)
-    longest = std::max(longest, length);
-  if (longest > lengths.back())
-    throw Error("a sequence of " + std::to_string(longest) +
-                " tokens is longer than the longest bucket (" +
-                std::to_string(lengths.back()) + ")");
-
-  // Groups of positions into `samples`, in the order the schedule runs
-  // them.
+std::vector<std::vector<int64_t>>
+StepPlanner::groupSamples(size_t n,
+                          const std::vector<int64_t> &seqLengths) const {
+  // Groups of positions into the step's samples, in the order the schedule
+  // runs them.
   std::vector<std::vector<int64_t>> groups;
   int count = std::max(fixed.microbatches, 1);
   auto cut = [&](const std::vector<int64_t> &order) {
@@ -225,8 +214,13 @@ StepPlan StepPlanner::plan(const std::vector<int64_t> &samples,
     break;
   }
   }
+  return groups;
+}
 
-  StepPlan plan;
+std::vector<int> StepPlanner::assignBuckets(
+    const std::vector<std::vector<int64_t>> &groups,
+    const std::vector<int64_t> &samples, const std::vector<int64_t> &seqLengths,
+    int64_t longest, StepPlan &plan, StepPlanSummary &summary) const {
   std::vector<int> used;
   for (const std::vector<int64_t> &group : groups) {
     int64_t padTo = 0, tokens = 0;
@@ -253,7 +247,12 @@ StepPlan StepPlanner::plan(const std::vector<int64_t> &samples,
     summary.tokens += tokens;
     summary.paddedTokens += bucket.batch * bucket.length;
   }
+  return used;
+}
 
+void StepPlanner::buildStepSchedule(const std::vector<int> &used,
+                                    StepPlan &plan,
+                                    StepPlanSummary &summary) const {
   // The schedule for exactly these microbatches: the stage costs of the
   // top bucket, each microbatch's compute scaled by its bucket's, and for
   // the verifier's memory check the largest activations of the buckets
@@ -306,6 +305,25 @@ StepPlan StepPlanner::plan(const std::vector<int64_t> &samples,
   schedule::SimulateResult simulated;
   if (schedule::simulateSchedule(plan.schedule, simulate, simulated).empty())
     summary.predictedMs = simulated.stepTime;
+}
+
+StepPlan StepPlanner::plan(const std::vector<int64_t> &samples,
+                           const std::vector<int64_t> &seqLengths,
+                           StepPlanSummary &summary) const {
+  auto started = std::chrono::steady_clock::now();
+  summary = StepPlanSummary();
+  int64_t longest = 0;
+  for (int64_t length : seqLengths)
+    longest = std::max(longest, length);
+  if (longest > lengths.back())
+    throw Error("a sequence of " + std::to_string(longest) +
+                " tokens is longer than the longest bucket (" +
+                std::to_string(lengths.back()) + ")");
+  StepPlan plan;
+  std::vector<int> used =
+      assignBuckets(groupSamples(samples.size(), seqLengths), samples,
+                    seqLengths, longest, plan, summary);
+  buildStepSchedule(used, plan, summary);
   summary.planMs = std::chrono::duration<double, std::milli>(
                        std::chrono::steady_clock::now() - started)
                        .count();

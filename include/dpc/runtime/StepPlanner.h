@@ -91,6 +91,23 @@ public:
   double bucketCost(int b) const { return costs[size_t(b)]; }
 
 private:
+  /// The phases of plan(). The step's `n` samples as groups of positions,
+  /// in the order the schedule runs them, by `mode`.
+  std::vector<std::vector<int64_t>>
+  groupSamples(size_t n, const std::vector<int64_t> &seqLengths) const;
+  /// Gives each group the cheapest bucket that holds it (every group padded
+  /// to `longest` when padded); fills the plan's microbatches and the
+  /// summary and returns the buckets used, in schedule order.
+  std::vector<int>
+  assignBuckets(const std::vector<std::vector<int64_t>> &groups,
+                const std::vector<int64_t> &samples,
+                const std::vector<int64_t> &seqLengths, int64_t longest,
+                StepPlan &plan, StepPlanSummary &summary) const;
+  /// Builds, verifies and simulates the schedule for exactly the
+  /// microbatches of `plan`, whose buckets are `used`.
+  void buildStepSchedule(const std::vector<int> &used, StepPlan &plan,
+                         StepPlanSummary &summary) const;
+
   const RankManifest &manifest;
   const schedule::Schedule &fixed;
   MicrobatchingMode mode;

@@ -11,8 +11,12 @@
 #ifndef DPC_DIALECTS_NN_IR_NNBASE_TD
 #define DPC_DIALECTS_NN_IR_NNBASE_TD
 
-include "mlir/IR/OpBase.td"
+include "dialects/nn/IR/NNInterfaces.td"
+include "mlir/IR/CommonAttrConstraints.td"
 include "mlir/IR/CommonTypeConstraints.td"
+include "mlir/IR/OpBase.td"
+include "mlir/Interfaces/InferTypeOpInterface.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
 
 def NN_Dialect : Dialect {
   let name = "nn";

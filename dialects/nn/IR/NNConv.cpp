@@ -1,0 +1,198 @@
+//===- NNConv.cpp - nn convolutions and matmul ----------------------------===//
+//
+// Verifiers and gradient rules of the ops of NNConv.td.
+//
+//===----------------------------------------------------------------------===//
+
+#include "dialects/nn/IR/NNOpsCommon.h"
+
+#include "mlir/IR/Builders.h"
+
+using namespace mlir;
+using namespace mlir::dpc::nn;
+
+//===----------------------------------------------------------------------===//
+// Convolution
+//===----------------------------------------------------------------------===//
+
+/// Checks `algorithm` against what the convolution is: Winograd needs
+/// winogradFits' attributes and f32, what the CPU backend's Winograd kernels
+/// compute right.
+template <typename ConvOp>
+static LogicalResult verifyConvAlgorithm(ConvOp op, ArrayRef<int64_t> filter,
+                                         Type elementType) {
+  StringRef algorithm = op.getAlgorithm();
+  if (algorithm == "direct")
+    return success();
+  if (algorithm != "winograd")
+    return op.emitOpError("expects algorithm 'direct' or 'winograd', got '")
+           << algorithm << "'";
+  ArrayRef<int64_t> pads = op.getPads();
+  if (!winogradFits(filter, op.getStrides(), pads, op.getDilations(),
+                    op.getGroups()))
+    return op.emitOpError("winograd needs a 3x3 filter, strides and "
+                          "dilations of 1, one group and pads all 0 or all "
+                          "1, got filter ")
+           << formatShape(filter) << ", strides "
+           << formatShape(op.getStrides()) << ", dilations "
+           << formatShape(op.getDilations()) << ", groups " << op.getGroups()
+           << ", pads " << formatShape(pads);
+  if (!elementType.isF32())
+    return op.emitOpError("winograd needs f32, got ") << elementType;
+  return success();
+}
+
+template <typename ConvOp>
+static FailureOr<Shape> inferConvFrom(ConvOp op, ArrayRef<int64_t> input,
+                                      ArrayRef<int64_t> filter) {
+  FailureOr<Shape> shape = inferConv2dShape(
+      input, filter, op.getStrides(), op.getPads(), op.getDilations(),
+      op.getGroups(), [&] { return op.emitOpError(); });
+  if (failed(shape))
+    return failure();
+  if (failed(verifyConvAlgorithm(op, filter, elementTypeOf(op->getResult(0)))))
+    return failure();
+  return shape;
+}
+
+LogicalResult Conv2dOp::verify() {
+  FailureOr<Shape> shape =
+      inferConvFrom(*this, shapeOf(getInput()), shapeOf(getFilter()));
+  if (failed(shape))
+    return failure();
+  Type elementType = elementTypeOf(getInput());
+  if (failed(expectType(*this, "filter", getFilter(), shapeOf(getFilter()),
+                        elementType)))
+    return failure();
+  if (getBias()) {
+    int64_t channels = shapeOf(getFilter())[0];
+    if (failed(expectType(*this, "bias", getBias(), {channels}, elementType)))
+      return failure();
+  }
+  return expectType(*this, "result", getResult(), *shape, elementType);
+}
+
+LogicalResult Conv2dGradInputOp::verify() {
+  return expectForwardResultGrad(
+      *this,
+      inferConvFrom(*this, shapeOf(getInputGrad()), shapeOf(getFilter())),
+      getResultGrad(), elementTypeOf(getInputGrad()));
+}
+
+LogicalResult Conv2dGradFilterOp::verify() {
+  return expectForwardResultGrad(
+      *this,
+      inferConvFrom(*this, shapeOf(getInput()), shapeOf(getFilterGrad())),
+      getResultGrad(), elementTypeOf(getFilterGrad()));
+}
+
+LogicalResult Conv2dGradBiasOp::verify() {
+  ArrayRef<int64_t> grad = shapeOf(getResultGrad());
+  if (grad.size() != 4)
+    return emitOpError("expects a rank-4 NCHW result_grad, got ")
+           << formatShape(grad);
+  return expectType(*this, "bias_grad", getBiasGrad(), {grad[1]},
+                    elementTypeOf(getResultGrad()));
+}
+
+//===----------------------------------------------------------------------===//
+// Matmul
+//===----------------------------------------------------------------------===//
+
+template <typename MatmulOp>
+static FailureOr<Shape> inferMatmulFrom(MatmulOp op, ArrayRef<int64_t> lhs,
+                                        ArrayRef<int64_t> rhs) {
+  return inferMatmulShape(lhs, rhs, op.getTransposeLhs(), op.getTransposeRhs(),
+                          [&] { return op.emitOpError(); });
+}
+
+LogicalResult MatmulOp::verify() {
+  FailureOr<Shape> shape =
+      inferMatmulFrom(*this, shapeOf(getLhs()), shapeOf(getRhs()));
+  if (failed(shape))
+    return failure();
+  Type elementType = elementTypeOf(getLhs());
+  if (failed(
+          expectType(*this, "rhs", getRhs(), shapeOf(getRhs()), elementType)))
+    return failure();
+  return expectType(*this, "result", getResult(), *shape, elementType);
+}
+
+// A transpose of the last two dimensions that keeps the others in place:
+// what a matmul's transpose flag does to its operand.
+static bool swapsLastTwo(TransposeOp transpose) {
+  ArrayRef<int64_t> perm = transpose.getPerm();
+  size_t rank = perm.size();
+  if (rank < 2)
+    return false;
+  for (size_t d = 0; d + 2 < rank; ++d)
+    if (perm[d] != static_cast<int64_t>(d))
+      return false;
+  return perm[rank - 2] == static_cast<int64_t>(rank - 1) &&
+         perm[rank - 1] == static_cast<int64_t>(rank - 2);
+}
+
+LogicalResult MatmulOp::canonicalize(MatmulOp op, PatternRewriter &rewriter) {
+  auto lhs = op.getLhs().getDefiningOp<TransposeOp>();
+  auto rhs = op.getRhs().getDefiningOp<TransposeOp>();
+  bool foldLhs = lhs && swapsLastTwo(lhs);
+  bool foldRhs = rhs && swapsLastTwo(rhs);
+  if (!foldLhs && !foldRhs)
+    return failure();
+  rewriter.modifyOpInPlace(op, [&] {
+    if (foldLhs) {
+      op.getLhsMutable().assign(lhs.getInput());
+      op.setTransposeLhs(!op.getTransposeLhs());
+    }
+    if (foldRhs) {
+      op.getRhsMutable().assign(rhs.getInput());
+      op.setTransposeRhs(!op.getTransposeRhs());
+    }
+  });
+  return success();
+}
+
+LogicalResult MatmulGradLhsOp::verify() {
+  return expectForwardResultGrad(
+      *this, inferMatmulFrom(*this, shapeOf(getLhsGrad()), shapeOf(getRhs())),
+      getResultGrad(), elementTypeOf(getLhsGrad()));
+}
+
+LogicalResult MatmulGradRhsOp::verify() {
+  return expectForwardResultGrad(
+      *this, inferMatmulFrom(*this, shapeOf(getLhs()), shapeOf(getRhsGrad())),
+      getResultGrad(), elementTypeOf(getRhsGrad()));
+}
+
+void Conv2dOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
+                              ArrayRef<bool> needed,
+                              SmallVectorImpl<Value> &grads) {
+  resetGrads(*this, grads);
+  Value dy = resultGrads[0];
+  Location loc = getLoc();
+  if (needed[0])
+    grads[0] = b.create<Conv2dGradInputOp>(
+        loc, getInput().getType(), dy, getFilter(), getStridesAttr(),
+        getPadsAttr(), getDilationsAttr(), getGroupsAttr(), getAlgorithmAttr());
+  if (needed[1])
+    grads[1] = b.create<Conv2dGradFilterOp>(
+        loc, getFilter().getType(), dy, getInput(), getStridesAttr(),
+        getPadsAttr(), getDilationsAttr(), getGroupsAttr(), getAlgorithmAttr());
+  if (getBias() && needed[2])
+    grads[2] = b.create<Conv2dGradBiasOp>(loc, getBias().getType(), dy);
+}
+
+void MatmulOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
+                              ArrayRef<bool> needed,
+                              SmallVectorImpl<Value> &grads) {
+  resetGrads(*this, grads);
+  Value dy = resultGrads[0];
+  if (needed[0])
+    grads[0] =
+        b.create<MatmulGradLhsOp>(getLoc(), getLhs().getType(), dy, getRhs(),
+                                  getTransposeLhsAttr(), getTransposeRhsAttr());
+  if (needed[1])
+    grads[1] =
+        b.create<MatmulGradRhsOp>(getLoc(), getRhs().getType(), dy, getLhs(),
+                                  getTransposeLhsAttr(), getTransposeRhsAttr());
+}

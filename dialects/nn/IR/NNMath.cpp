@@ -1,0 +1,342 @@
+//===- NNMath.cpp - nn elementwise ops and masks --------------------------===//
+//
+// Verifiers and gradient rules of the ops of NNMath.td.
+//
+//===----------------------------------------------------------------------===//
+
+#include "dialects/nn/IR/NNOpsCommon.h"
+
+#include "mlir/IR/Builders.h"
+
+using namespace mlir;
+using namespace mlir::dpc::nn;
+
+//===----------------------------------------------------------------------===//
+// Elementwise
+//===----------------------------------------------------------------------===//
+
+// Broadcasting binary ops: the result has the broadcast shape and every
+// operand the lhs's element type.
+template <typename Op> static LogicalResult verifyBroadcastBinary(Op op) {
+  FailureOr<Shape> shape =
+      inferBroadcastShape(shapeOf(op.getLhs()), shapeOf(op.getRhs()),
+                          [&] { return op.emitOpError(); });
+  if (failed(shape))
+    return failure();
+  Type elementType = elementTypeOf(op.getLhs());
+  if (failed(expectType(op, "rhs", op.getRhs(), shapeOf(op.getRhs()),
+                        elementType)))
+    return failure();
+  return expectType(op, "result", op.getResult(), *shape, elementType);
+}
+
+LogicalResult AddOp::verify() { return verifyBroadcastBinary(*this); }
+LogicalResult SubOp::verify() { return verifyBroadcastBinary(*this); }
+LogicalResult MulOp::verify() { return verifyBroadcastBinary(*this); }
+LogicalResult DivOp::verify() { return verifyBroadcastBinary(*this); }
+
+// `narrow` broadcasts to `wide`: a sum_to_shape's result to its input, or a
+// broadcast_to's input to its result.
+static LogicalResult verifyBroadcastsTo(Operation *op, Value narrow,
+                                        StringRef narrowName, Value wide,
+                                        StringRef wideName) {
+  ArrayRef<int64_t> from = shapeOf(narrow), to = shapeOf(wide);
+  FailureOr<Shape> broadcast =
+      inferBroadcastShape(from, to, [&] { return op->emitOpError(); });
+  if (failed(broadcast))
+    return failure();
+  if (ArrayRef<int64_t>(*broadcast) != to)
+    return op->emitOpError("expects the ")
+           << narrowName << " shape " << formatShape(from)
+           << " to broadcast to the " << wideName << " shape "
+           << formatShape(to);
+  if (elementTypeOf(narrow) != elementTypeOf(wide))
+    return op->emitOpError("expects the same element type in and out");
+  return success();
+}
+
+LogicalResult SumToShapeOp::verify() {
+  return verifyBroadcastsTo(*this, getResult(), "result", getInput(), "input");
+}
+
+LogicalResult BroadcastToOp::verify() {
+  return verifyBroadcastsTo(*this, getInput(), "input", getResult(), "result");
+}
+
+LogicalResult DropoutOp::verify() {
+  float ratio = getRatio().convertToFloat();
+  if (!(ratio >= 0.0f && ratio < 1.0f))
+    return emitOpError("expects a ratio in [0, 1), got ") << ratio;
+  return success();
+}
+
+LogicalResult ClipOp::verify() {
+  if (!(getMin().convertToFloat() <= getMax().convertToFloat()))
+    return emitOpError("expects min <= max, got ")
+           << getMin().convertToFloat() << " and " << getMax().convertToFloat();
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Masks
+//===----------------------------------------------------------------------===//
+
+// A boolean result of the operands' broadcast shape, operands of one type.
+template <typename Op> static LogicalResult verifyBooleanBinary(Op op) {
+  FailureOr<Shape> shape =
+      inferBroadcastShape(shapeOf(op.getLhs()), shapeOf(op.getRhs()),
+                          [&] { return op.emitOpError(); });
+  if (failed(shape))
+    return failure();
+  if (failed(expectType(op, "rhs", op.getRhs(), shapeOf(op.getRhs()),
+                        elementTypeOf(op.getLhs()))))
+    return failure();
+  return expectType(op, "result", op.getResult(), *shape,
+                    IntegerType::get(op.getContext(), 1));
+}
+
+LogicalResult CompareOp::verify() {
+  StringRef p = getPredicate();
+  if (p != "eq" && p != "lt" && p != "gt" && p != "le" && p != "ge")
+    return emitOpError("expects predicate eq, lt, gt, le or ge, got '")
+           << p << "'";
+  if (p != "eq" && elementTypeOf(getLhs()).isInteger(1))
+    return emitOpError("orders only numbers, not booleans");
+  return verifyBooleanBinary(*this);
+}
+
+LogicalResult LogicalOp::verify() {
+  StringRef k = getKind();
+  if (k != "and" && k != "or" && k != "xor")
+    return emitOpError("expects kind and, or or xor, got '") << k << "'";
+  return verifyBooleanBinary(*this);
+}
+
+LogicalResult CastOp::verify() {
+  auto supported = [](Type t) {
+    return t.isF32() || t.isInteger(64) || t.isInteger(1);
+  };
+  if (!supported(elementTypeOf(getInput())) ||
+      !supported(elementTypeOf(getResult())))
+    return emitOpError("casts only between f32, i64 and i1, got ")
+           << elementTypeOf(getInput()) << " to " << elementTypeOf(getResult());
+  return success();
+}
+
+LogicalResult WhereOp::verify() {
+  auto fail = [&] { return emitOpError(); };
+  FailureOr<Shape> shape =
+      inferBroadcastShape(shapeOf(getCondition()), shapeOf(getLhs()), fail);
+  if (succeeded(shape))
+    shape = inferBroadcastShape(*shape, shapeOf(getRhs()), fail);
+  if (failed(shape))
+    return failure();
+  Type elementType = elementTypeOf(getLhs());
+  if (failed(
+          expectType(*this, "rhs", getRhs(), shapeOf(getRhs()), elementType)))
+    return failure();
+  return expectType(*this, "result", getResult(), *shape, elementType);
+}
+
+LogicalResult WhereGradOp::verify() {
+  FailureOr<Shape> shape =
+      inferBroadcastShape(shapeOf(getCondition()), shapeOf(getResultGrad()),
+                          [&] { return emitOpError(); });
+  if (failed(shape))
+    return failure();
+  if (ArrayRef<int64_t>(*shape) != shapeOf(getResultGrad()))
+    return emitOpError("expects the condition to broadcast to the gradient's "
+                       "shape ")
+           << formatShape(shapeOf(getResultGrad()));
+  return expectType(*this, "branch_grad", getBranchGrad(),
+                    shapeOf(getResultGrad()), elementTypeOf(getResultGrad()));
+}
+
+// `grad`, of a broadcasting op's result shape, summed back to the shape of
+// the operand it is the gradient of.
+static Value sumToOperand(OpBuilder &b, Location loc, Value grad,
+                          Value operand) {
+  if (operand.getType() == grad.getType())
+    return grad;
+  return b.create<SumToShapeOp>(loc, operand.getType(), grad);
+}
+
+void SumToShapeOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
+                                  ArrayRef<bool> needed,
+                                  SmallVectorImpl<Value> &grads) {
+  resetGrads(*this, grads);
+  if (needed[0])
+    grads[0] = b.create<BroadcastToOp>(getLoc(), getInput().getType(),
+                                       resultGrads[0], getScaleAttr());
+}
+
+void BroadcastToOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
+                                   ArrayRef<bool> needed,
+                                   SmallVectorImpl<Value> &grads) {
+  resetGrads(*this, grads);
+  if (needed[0])
+    grads[0] = b.create<SumToShapeOp>(getLoc(), getInput().getType(),
+                                      resultGrads[0], getScaleAttr());
+}
+
+static Value negate(OpBuilder &b, Location loc, Value value) {
+  return b.create<NegOp>(loc, value);
+}
+
+void AddOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
+                           ArrayRef<bool> needed,
+                           SmallVectorImpl<Value> &grads) {
+  resetGrads(*this, grads);
+  Value dy = resultGrads[0];
+  for (unsigned i = 0; i < 2; ++i)
+    if (needed[i])
+      grads[i] = sumToOperand(b, getLoc(), dy, getOperand(i));
+}
+
+void SubOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
+                           ArrayRef<bool> needed,
+                           SmallVectorImpl<Value> &grads) {
+  resetGrads(*this, grads);
+  Value dy = resultGrads[0];
+  if (needed[0])
+    grads[0] = sumToOperand(b, getLoc(), dy, getLhs());
+  // Negated after the sum, on the smaller tensor.
+  if (needed[1])
+    grads[1] = negate(b, getLoc(), sumToOperand(b, getLoc(), dy, getRhs()));
+}
+
+void MulOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
+                           ArrayRef<bool> needed,
+                           SmallVectorImpl<Value> &grads) {
+  resetGrads(*this, grads);
+  Value dy = resultGrads[0];
+  Location loc = getLoc();
+  for (unsigned i = 0; i < 2; ++i) {
+    if (!needed[i])
+      continue;
+    Value other = getOperand(1 - i);
+    Value product = b.create<MulOp>(loc, dy.getType(), dy, other);
+    grads[i] = sumToOperand(b, loc, product, getOperand(i));
+  }
+}
+
+void DivOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
+                           ArrayRef<bool> needed,
+                           SmallVectorImpl<Value> &grads) {
+  resetGrads(*this, grads);
+  Value dy = resultGrads[0];
+  Location loc = getLoc();
+  if (needed[0]) {
+    Value quotient = b.create<DivOp>(loc, dy.getType(), dy, getRhs());
+    grads[0] = sumToOperand(b, loc, quotient, getLhs());
+  }
+  // d(l / r)/dr = -(l / r) / r: from the result, which backward keeps.
+  if (needed[1]) {
+    Value scaled = b.create<MulOp>(loc, dy.getType(), dy, getResult());
+    Value quotient = b.create<DivOp>(loc, dy.getType(), scaled, getRhs());
+    grads[1] = negate(b, loc, sumToOperand(b, loc, quotient, getRhs()));
+  }
+}
+
+void ReluOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
+                            ArrayRef<bool> needed,
+                            SmallVectorImpl<Value> &grads) {
+  resetGrads(*this, grads);
+  if (needed[0])
+    grads[0] = b.create<ReluGradOp>(getLoc(), resultGrads[0], getResult());
+}
+
+void DropoutOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
+                               ArrayRef<bool> needed,
+                               SmallVectorImpl<Value> &grads) {
+  resetGrads(*this, grads);
+  if (needed[0])
+    grads[0] =
+        b.create<DropoutGradOp>(getLoc(), getInput().getType(), resultGrads[0],
+                                getRatioAttr(), getMaskIdAttr());
+}
+
+void ClipOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
+                            ArrayRef<bool> needed,
+                            SmallVectorImpl<Value> &grads) {
+  resetGrads(*this, grads);
+  if (needed[0])
+    grads[0] =
+        b.create<ClipGradOp>(getLoc(), getInput().getType(), resultGrads[0],
+                             getInput(), getMinAttr(), getMaxAttr());
+}
+
+// Every row of UnaryFunctions.def has its nn op, of the mnemonic CODE names.
+#define DPC_UNARY_FUNCTION(CODE, NAME, ...)                                    \
+  static_assert(NAME##Op::kUnaryFunction == DPC_UNARY_##CODE,                  \
+                "nn." #NAME " names another row of UnaryFunctions.def");
+#include "dpc/runtime/UnaryFunctions.def"
+
+Value mlir::dpc::nn::unaryGradientSaved(UnaryFunctionOpInterface op) {
+  const ::dpc::runtime::UnaryFunctionInfo *info =
+      ::dpc::runtime::lookupUnaryFunction(op.getUnaryFunction());
+  assert(info && info->saved != ::dpc::runtime::UnarySaved::None &&
+         "a function with a gradient op of its own");
+  return info->saved == ::dpc::runtime::UnarySaved::Input ? op->getOperand(0)
+                                                          : op->getResult(0);
+}
+
+SmallVector<NamedAttribute>
+mlir::dpc::nn::unaryParameters(UnaryFunctionOpInterface op) {
+  const ::dpc::runtime::UnaryFunctionInfo *info =
+      ::dpc::runtime::lookupUnaryFunction(op.getUnaryFunction());
+  SmallVector<NamedAttribute> params;
+  for (const char *name : info->params)
+    if (*name)
+      params.push_back(NamedAttribute(StringAttr::get(op->getContext(), name),
+                                      op->getAttr(name)));
+  return params;
+}
+
+std::array<float, 2>
+mlir::dpc::nn::unaryParameterValues(UnaryFunctionOpInterface op) {
+  const ::dpc::runtime::UnaryFunctionInfo *info =
+      ::dpc::runtime::lookupUnaryFunction(op.getUnaryFunction());
+  std::array<float, 2> values = {0.0f, 0.0f};
+  for (int i = 0; i < 2; ++i)
+    if (*info->params[i])
+      values[i] = op->getAttrOfType<FloatAttr>(info->params[i])
+                      .getValue()
+                      .convertToFloat();
+  return values;
+}
+
+void NegOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
+                           ArrayRef<bool> needed,
+                           SmallVectorImpl<Value> &grads) {
+  resetGrads(*this, grads);
+  if (needed[0])
+    grads[0] = negate(b, getLoc(), resultGrads[0]);
+}
+
+void CastOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
+                            ArrayRef<bool> needed,
+                            SmallVectorImpl<Value> &grads) {
+  resetGrads(*this, grads);
+  // Only a cast between floats carries a gradient; from an integer or a
+  // boolean (a mask made additive) there is nothing to differentiate.
+  auto from = cast<RankedTensorType>(getInput().getType());
+  if (needed[0] && isa<FloatType>(from.getElementType()))
+    grads[0] = from == resultGrads[0].getType()
+                   ? resultGrads[0]
+                   : b.create<CastOp>(getLoc(), from, resultGrads[0]);
+}
+
+void WhereOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
+                             ArrayRef<bool> needed,
+                             SmallVectorImpl<Value> &grads) {
+  resetGrads(*this, grads);
+  Value dy = resultGrads[0];
+  for (unsigned i = 1; i < 3; ++i) {
+    if (!needed[i])
+      continue;
+    Value masked = b.create<WhereGradOp>(getLoc(), dy.getType(), dy,
+                                         getCondition(), b.getBoolAttr(i == 1));
+    grads[i] = sumToOperand(b, getLoc(), masked, getOperand(i));
+  }
+}

@@ -1,0 +1,281 @@
+//===- NNPoolNorm.cpp - nn pooling and normalization ----------------------===//
+//
+// Verifiers and gradient rules of the ops of NNPoolNorm.td.
+//
+//===----------------------------------------------------------------------===//
+
+#include "dialects/nn/IR/NNOpsCommon.h"
+
+#include "mlir/IR/Builders.h"
+
+using namespace mlir;
+using namespace mlir::dpc::nn;
+
+//===----------------------------------------------------------------------===//
+// Pooling
+//===----------------------------------------------------------------------===//
+
+template <typename PoolOp> static FailureOr<Shape> inferPoolFrom(PoolOp op) {
+  return inferPool2dShape(shapeOf(op.getInput()), op.getKernelShape(),
+                          op.getStrides(), op.getPads(), op.getCeilMode(),
+                          [&] { return op.emitOpError(); });
+}
+
+LogicalResult MaxPool2dOp::verify() {
+  FailureOr<Shape> shape = inferPoolFrom(*this);
+  if (failed(shape))
+    return failure();
+  return expectType(*this, "result", getResult(), *shape,
+                    elementTypeOf(getInput()));
+}
+
+LogicalResult MaxPool2dGradOp::verify() {
+  FailureOr<Shape> shape = inferPoolFrom(*this);
+  if (failed(shape))
+    return failure();
+  Type elementType = elementTypeOf(getInput());
+  if (failed(
+          expectForwardResultGrad(*this, shape, getResultGrad(), elementType)))
+    return failure();
+  return expectType(*this, "input_grad", getInputGrad(), shapeOf(getInput()),
+                    elementType);
+}
+
+LogicalResult AvgPool2dOp::verify() {
+  FailureOr<Shape> shape = inferPoolFrom(*this);
+  if (failed(shape))
+    return failure();
+  return expectType(*this, "result", getResult(), *shape,
+                    elementTypeOf(getInput()));
+}
+
+LogicalResult AvgPool2dGradOp::verify() {
+  FailureOr<Shape> shape =
+      inferPool2dShape(shapeOf(getInputGrad()), getKernelShape(), getStrides(),
+                       getPads(), getCeilMode(), [&] { return emitOpError(); });
+  return expectForwardResultGrad(*this, shape, getResultGrad(),
+                                 elementTypeOf(getInputGrad()));
+}
+
+LogicalResult GlobalAvgPoolOp::verify() {
+  FailureOr<Shape> shape = inferGlobalAvgPoolShape(
+      shapeOf(getInput()), [&] { return emitOpError(); });
+  if (failed(shape))
+    return failure();
+  return expectType(*this, "result", getResult(), *shape,
+                    elementTypeOf(getInput()));
+}
+
+LogicalResult GlobalAvgPoolGradOp::verify() {
+  return expectForwardResultGrad(
+      *this,
+      inferGlobalAvgPoolShape(shapeOf(getInputGrad()),
+                              [&] { return emitOpError(); }),
+      getResultGrad(), elementTypeOf(getInputGrad()));
+}
+
+//===----------------------------------------------------------------------===//
+// Normalization
+//===----------------------------------------------------------------------===//
+
+// Checks `stats` (2 x C) and, when given, the per-channel operands (C) of a
+// batch_norm op on `input`.
+static LogicalResult verifyBatchNormOperands(Operation *op, Value input,
+                                             Value stats,
+                                             ArrayRef<Value> perChannel,
+                                             ArrayRef<StringRef> names) {
+  FailureOr<Shape> statsShape = inferBatchNormStatsShape(
+      shapeOf(input), [&] { return op->emitOpError(); });
+  if (failed(statsShape))
+    return failure();
+  Type elementType = elementTypeOf(input);
+  if (stats && failed(expectType(op, "stats (mean and variance rows)", stats,
+                                 *statsShape, elementType)))
+    return failure();
+  int64_t channels = (*statsShape)[1];
+  for (auto [value, name] : llvm::zip(perChannel, names))
+    if (failed(expectType(op, name, value, {channels}, elementType)))
+      return failure();
+  return success();
+}
+
+static LogicalResult verifyEpsilon(Operation *op, APFloat epsilon) {
+  if (!(epsilon.convertToFloat() >= 0.0f))
+    return op->emitOpError("expects a non-negative epsilon");
+  return success();
+}
+
+LogicalResult BatchNormStatsOp::verify() {
+  for (Value running : {getRunningMean(), getRunningVar()})
+    if (!running.getDefiningOp<ParamOp>())
+      return emitOpError("expects the running statistics to come from "
+                         "nn.param");
+  float momentum = getMomentum().convertToFloat();
+  if (!(momentum >= 0.0f && momentum <= 1.0f))
+    return emitOpError("expects momentum in [0, 1], got ") << momentum;
+  return verifyBatchNormOperands(*this, getInput(), getStats(),
+                                 {getRunningMean(), getRunningVar()},
+                                 {"running_mean", "running_var"});
+}
+
+LogicalResult BatchNormOp::verify() {
+  if (failed(verifyEpsilon(*this, getEpsilon())) ||
+      failed(verifyBatchNormOperands(*this, getInput(), getStats(),
+                                     {getScale(), getBias()},
+                                     {"scale", "bias"})))
+    return failure();
+  return expectType(*this, "result", getResult(), shapeOf(getInput()),
+                    elementTypeOf(getInput()));
+}
+
+LogicalResult BatchNormGradInputOp::verify() {
+  if (failed(verifyEpsilon(*this, getEpsilon())) ||
+      failed(verifyBatchNormOperands(*this, getInput(), getStats(),
+                                     {getScale()}, {"scale"})))
+    return failure();
+  Type elementType = elementTypeOf(getInput());
+  if (failed(expectType(*this, "result_grad", getResultGrad(),
+                        shapeOf(getInput()), elementType)))
+    return failure();
+  return expectType(*this, "input_grad", getInputGrad(), shapeOf(getInput()),
+                    elementType);
+}
+
+LogicalResult BatchNormGradScaleOp::verify() {
+  if (failed(verifyEpsilon(*this, getEpsilon())) ||
+      failed(verifyBatchNormOperands(*this, getInput(), getStats(),
+                                     {getScaleGrad()}, {"scale_grad"})))
+    return failure();
+  return expectType(*this, "result_grad", getResultGrad(), shapeOf(getInput()),
+                    elementTypeOf(getInput()));
+}
+
+LogicalResult BatchNormGradBiasOp::verify() {
+  return verifyBatchNormOperands(*this, getResultGrad(), Value(),
+                                 {getBiasGrad()}, {"bias_grad"});
+}
+
+// Checks the axis of a layer_norm op on `input` and the operands of the
+// normalized shape among `weights` (null ones are absent).
+static LogicalResult verifyLayerNormOperands(Operation *op, Value input,
+                                             int64_t axis,
+                                             ArrayRef<Value> weights,
+                                             ArrayRef<StringRef> names) {
+  FailureOr<Shape> weightShape = inferLayerNormWeightShape(
+      shapeOf(input), axis, [&] { return op->emitOpError(); });
+  if (failed(weightShape))
+    return failure();
+  for (auto [value, name] : llvm::zip(weights, names))
+    if (value &&
+        failed(expectType(op, name, value, *weightShape, elementTypeOf(input))))
+      return failure();
+  return success();
+}
+
+LogicalResult LayerNormOp::verify() {
+  if (failed(verifyEpsilon(*this, getEpsilon())) ||
+      failed(verifyLayerNormOperands(
+          *this, getInput(), getAxis(), {getScale(), getBias()},
+          {"scale (the normalized shape)", "bias (the normalized shape)"})))
+    return failure();
+  return expectType(*this, "result", getResult(), shapeOf(getInput()),
+                    elementTypeOf(getInput()));
+}
+
+LogicalResult LayerNormGradInputOp::verify() {
+  if (failed(verifyEpsilon(*this, getEpsilon())) ||
+      failed(verifyLayerNormOperands(*this, getInput(), getAxis(), {getScale()},
+                                     {"scale (the normalized shape)"})))
+    return failure();
+  Type elementType = elementTypeOf(getInput());
+  if (failed(expectType(*this, "result_grad", getResultGrad(),
+                        shapeOf(getInput()), elementType)))
+    return failure();
+  return expectType(*this, "input_grad", getInputGrad(), shapeOf(getInput()),
+                    elementType);
+}
+
+LogicalResult LayerNormGradScaleOp::verify() {
+  if (failed(verifyEpsilon(*this, getEpsilon())) ||
+      failed(verifyLayerNormOperands(*this, getInput(), getAxis(),
+                                     {getScaleGrad()},
+                                     {"scale_grad (the normalized shape)"})))
+    return failure();
+  return expectType(*this, "result_grad", getResultGrad(), shapeOf(getInput()),
+                    elementTypeOf(getInput()));
+}
+
+void MaxPool2dOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
+                                 ArrayRef<bool> needed,
+                                 SmallVectorImpl<Value> &grads) {
+  resetGrads(*this, grads);
+  if (needed[0])
+    grads[0] = b.create<MaxPool2dGradOp>(getLoc(), getInput().getType(),
+                                         resultGrads[0], getInput(),
+                                         getKernelShapeAttr(), getStridesAttr(),
+                                         getPadsAttr(), getCeilModeAttr());
+}
+
+void AvgPool2dOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
+                                 ArrayRef<bool> needed,
+                                 SmallVectorImpl<Value> &grads) {
+  resetGrads(*this, grads);
+  if (needed[0])
+    grads[0] = b.create<AvgPool2dGradOp>(
+        getLoc(), getInput().getType(), resultGrads[0], getKernelShapeAttr(),
+        getStridesAttr(), getPadsAttr(), getCeilModeAttr(),
+        getCountIncludePadAttr());
+}
+
+void GlobalAvgPoolOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
+                                     ArrayRef<bool> needed,
+                                     SmallVectorImpl<Value> &grads) {
+  resetGrads(*this, grads);
+  if (needed[0])
+    grads[0] = b.create<GlobalAvgPoolGradOp>(getLoc(), getInput().getType(),
+                                             resultGrads[0]);
+}
+
+// The statistics operand gets no gradient of its own: the input gradient
+// covers the path through them (nn.batch_norm_stats has no rule).
+void BatchNormOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
+                                 ArrayRef<bool> needed,
+                                 SmallVectorImpl<Value> &grads) {
+  resetGrads(*this, grads);
+  Value dy = resultGrads[0];
+  Location loc = getLoc();
+  if (needed[0])
+    grads[0] = b.create<BatchNormGradInputOp>(loc, getInput().getType(), dy,
+                                              getInput(), getStats(),
+                                              getScale(), getEpsilonAttr());
+  if (needed[2])
+    grads[2] = b.create<BatchNormGradScaleOp>(loc, getScale().getType(), dy,
+                                              getInput(), getStats(),
+                                              getEpsilonAttr());
+  if (needed[3])
+    grads[3] = b.create<BatchNormGradBiasOp>(loc, getBias().getType(), dy);
+}
+
+// The bias gradient is the result gradient summed to the normalized shape,
+// which nn.sum_to_shape already is (numpy broadcasting aligns the trailing
+// dimensions).
+void LayerNormOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
+                                 ArrayRef<bool> needed,
+                                 SmallVectorImpl<Value> &grads) {
+  resetGrads(*this, grads);
+  Value dy = resultGrads[0];
+  Location loc = getLoc();
+  if (needed[0])
+    grads[0] = b.create<LayerNormGradInputOp>(loc, getInput().getType(), dy,
+                                              getInput(), getScale(),
+                                              getAxisAttr(), getEpsilonAttr());
+  if (getScale() && needed[1])
+    grads[1] = b.create<LayerNormGradScaleOp>(loc, getScale().getType(), dy,
+                                              getInput(), getAxisAttr(),
+                                              getEpsilonAttr());
+  if (getBias()) {
+    unsigned index = getScale() ? 2 : 1;
+    if (needed[index])
+      grads[index] = b.create<SumToShapeOp>(loc, getBias().getType(), dy);
+  }
+}

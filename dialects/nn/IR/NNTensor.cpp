@@ -1,0 +1,203 @@
+//===- NNTensor.cpp - nn views, layouts and data movement -----------------===//
+//
+// Verifiers and gradient rules of the ops of NNTensor.td.
+//
+//===----------------------------------------------------------------------===//
+
+#include "dialects/nn/IR/NNOpsCommon.h"
+
+#include "mlir/IR/Builders.h"
+
+using namespace mlir;
+using namespace mlir::dpc::nn;
+
+//===----------------------------------------------------------------------===//
+// Reshape
+//===----------------------------------------------------------------------===//
+
+bool mlir::dpc::nn::isChannelBlocked(Value tensor) {
+  Operation *op = tensor.getDefiningOp();
+  if (!op)
+    return false;
+  auto layout = op->getAttrOfType<StringAttr>(kLayoutAttrName);
+  return layout && layout.getValue() == kChannelBlocked;
+}
+
+bool mlir::dpc::nn::canBeChannelBlocked(Type type) {
+  auto tensor = dyn_cast<RankedTensorType>(type);
+  return tensor && tensor.hasStaticShape() && tensor.getRank() == 4 &&
+         tensor.getElementType().isF32() &&
+         tensor.getDimSize(1) % kChannelBlock == 0;
+}
+
+LogicalResult RelayoutOp::verify() {
+  if (!canBeChannelBlocked(getType()))
+    return emitOpError("expects a 4-D f32 tensor whose channels are a "
+                       "multiple of ")
+           << kChannelBlock << ", got " << getType();
+  return success();
+}
+
+LogicalResult ReshapeOp::verify() {
+  int64_t in = getNumElements(shapeOf(getInput()));
+  int64_t out = getNumElements(shapeOf(getResult()));
+  if (in != out)
+    return emitOpError("expects the same number of elements, got ")
+           << in << " in " << formatShape(shapeOf(getInput())) << " and " << out
+           << " in " << formatShape(shapeOf(getResult()));
+  if (elementTypeOf(getInput()) != elementTypeOf(getResult()))
+    return emitOpError("expects the same element type in and out");
+  return success();
+}
+
+OpFoldResult ReshapeOp::fold(FoldAdaptor) {
+  if (getInput().getType() == getResult().getType())
+    return getInput();
+  // reshape(reshape(x)) is one reshape of x.
+  if (auto inner = getInput().getDefiningOp<ReshapeOp>()) {
+    getInputMutable().assign(inner.getInput());
+    return getResult();
+  }
+  return {};
+}
+
+LogicalResult TransposeOp::verify() {
+  FailureOr<Shape> shape = inferTransposeShape(shapeOf(getInput()), getPerm(),
+                                               [&] { return emitOpError(); });
+  if (failed(shape))
+    return failure();
+  return expectType(*this, "result", getResult(), *shape,
+                    elementTypeOf(getInput()));
+}
+
+//===----------------------------------------------------------------------===//
+// Concatenation, slices and clipping
+//===----------------------------------------------------------------------===//
+
+LogicalResult ConcatOp::verify() {
+  SmallVector<ArrayRef<int64_t>> shapes;
+  for (Value input : getInputs())
+    shapes.push_back(shapeOf(input));
+  FailureOr<Shape> shape =
+      inferConcatShape(shapes, getAxis(), [&] { return emitOpError(); });
+  if (failed(shape))
+    return failure();
+  return expectType(*this, "result", getResult(), *shape,
+                    elementTypeOf(getInputs().front()));
+}
+
+LogicalResult SliceOp::verify() {
+  if (elementTypeOf(getResult()) != elementTypeOf(getInput()))
+    return emitOpError("expects the input's element type");
+  return verifySliceBox(shapeOf(getInput()), shapeOf(getResult()), getOffsets(),
+                        getSteps(), [&] { return emitOpError(); });
+}
+
+LogicalResult SliceGradOp::verify() {
+  if (elementTypeOf(getResultGrad()) != elementTypeOf(getInputGrad()))
+    return emitOpError("expects the gradient's element type");
+  return verifySliceBox(shapeOf(getInputGrad()), shapeOf(getResultGrad()),
+                        getOffsets(), getSteps(),
+                        [&] { return emitOpError(); });
+}
+
+LogicalResult PadOp::verify() {
+  FailureOr<Shape> shape = inferPadShape(shapeOf(getInput()), getPads(),
+                                         [&] { return emitOpError(); });
+  if (failed(shape))
+    return failure();
+  return expectType(*this, "result", getResult(), *shape,
+                    elementTypeOf(getInput()));
+}
+
+LogicalResult GatherOp::verify() {
+  FailureOr<Shape> shape =
+      inferGatherShape(shapeOf(getTable()), shapeOf(getIndices()),
+                       [&] { return emitOpError(); });
+  if (failed(shape))
+    return failure();
+  return expectType(*this, "result", getResult(), *shape,
+                    elementTypeOf(getTable()));
+}
+
+LogicalResult GatherGradOp::verify() {
+  FailureOr<Shape> shape =
+      inferGatherShape(shapeOf(getTableGrad()), shapeOf(getIndices()),
+                       [&] { return emitOpError(); });
+  if (failed(shape))
+    return failure();
+  if (elementTypeOf(getTableGrad()) != elementTypeOf(getResultGrad()))
+    return emitOpError("expects the gradient's element type");
+  if (ArrayRef<int64_t>(*shape) != shapeOf(getResultGrad()))
+    return emitOpError("expects result_grad of shape ")
+           << formatShape(*shape) << " (the indices' shape, then a table "
+           << "row's), got " << formatShape(shapeOf(getResultGrad()));
+  return success();
+}
+
+void ReshapeOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
+                               ArrayRef<bool> needed,
+                               SmallVectorImpl<Value> &grads) {
+  resetGrads(*this, grads);
+  if (needed[0])
+    grads[0] =
+        b.create<ReshapeOp>(getLoc(), getInput().getType(), resultGrads[0]);
+}
+
+void TransposeOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
+                                 ArrayRef<bool> needed,
+                                 SmallVectorImpl<Value> &grads) {
+  resetGrads(*this, grads);
+  if (!needed[0])
+    return;
+  ArrayRef<int64_t> perm = getPerm();
+  SmallVector<int64_t> inverse(perm.size());
+  for (auto [i, p] : llvm::enumerate(perm))
+    inverse[p] = int64_t(i);
+  grads[0] = b.create<TransposeOp>(getLoc(), getInput().getType(),
+                                   resultGrads[0], inverse);
+}
+
+void ConcatOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
+                              ArrayRef<bool> needed,
+                              SmallVectorImpl<Value> &grads) {
+  resetGrads(*this, grads);
+  int64_t rank = cast<RankedTensorType>(getType()).getRank();
+  SmallVector<int64_t> offsets(rank, 0), steps(rank, 1);
+  for (auto [i, input] : llvm::enumerate(getInputs())) {
+    if (needed[i])
+      grads[i] = b.create<SliceOp>(getLoc(), input.getType(), resultGrads[0],
+                                   offsets, steps);
+    offsets[getAxis()] +=
+        cast<RankedTensorType>(input.getType()).getDimSize(getAxis());
+  }
+}
+
+void SliceOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
+                             ArrayRef<bool> needed,
+                             SmallVectorImpl<Value> &grads) {
+  resetGrads(*this, grads);
+  if (needed[0])
+    grads[0] = b.create<SliceGradOp>(getLoc(), getInput().getType(),
+                                     resultGrads[0], getOffsets(), getSteps());
+}
+
+void PadOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
+                           ArrayRef<bool> needed,
+                           SmallVectorImpl<Value> &grads) {
+  resetGrads(*this, grads);
+  int64_t rank = cast<RankedTensorType>(getType()).getRank();
+  SmallVector<int64_t> steps(rank, 1);
+  if (needed[0])
+    grads[0] = b.create<SliceOp>(getLoc(), getInput().getType(), resultGrads[0],
+                                 getPads().take_front(rank), steps);
+}
+
+void GatherOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
+                              ArrayRef<bool> needed,
+                              SmallVectorImpl<Value> &grads) {
+  resetGrads(*this, grads);
+  if (needed[0])
+    grads[0] = b.create<GatherGradOp>(getLoc(), getTable().getType(),
+                                      resultGrads[0], getIndices());
+}

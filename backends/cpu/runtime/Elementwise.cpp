@@ -11,6 +11,7 @@
 #include "backends/cpu/runtime/Internal.h"
 
 #include "backends/common/Box.h"
+#include "backends/common/Cast.h"
 #include "backends/common/ElementwiseMath.h"
 #include "backends/common/Random.h"
 
@@ -143,29 +144,6 @@ void compareTyped(int64_t fn, const T *a, const int64_t *a_shape, const T *b,
   fail("dpc_compare", "unknown function " + std::to_string(fn));
 }
 
-template <typename From, typename To>
-void castTyped(const From *x, To *y, int64_t count) {
-  for (int64_t i = 0; i < count; ++i) {
-    if constexpr (std::is_same_v<To, uint8_t>)
-      y[i] = x[i] != From(0) ? 1 : 0;
-    else
-      y[i] = static_cast<To>(x[i]);
-  }
-}
-
-template <typename From>
-void castFrom(int64_t to, const From *x, void *y, int64_t count) {
-  switch (to) {
-  case DPC_DTYPE_F32:
-    return castTyped(x, static_cast<float *>(y), count);
-  case DPC_DTYPE_I64:
-    return castTyped(x, static_cast<int64_t *>(y), count);
-  case DPC_DTYPE_BOOL:
-    return castTyped(x, static_cast<uint8_t *>(y), count);
-  }
-  fail("dpc_cast", "unknown element type " + std::to_string(to));
-}
-
 } // namespace
 
 extern "C" {
@@ -224,15 +202,21 @@ void dpc_not(const uint8_t *x, uint8_t *y, int64_t count) {
 }
 
 void dpc_cast(int64_t from, int64_t to, const void *x, void *y, int64_t count) {
-  switch (from) {
-  case DPC_DTYPE_F32:
-    return castFrom(to, static_cast<const float *>(x), y, count);
-  case DPC_DTYPE_I64:
-    return castFrom(to, static_cast<const int64_t *>(x), y, count);
-  case DPC_DTYPE_BOOL:
-    return castFrom(to, static_cast<const uint8_t *>(x), y, count);
-  }
-  fail("dpc_cast", "unknown element type " + std::to_string(from));
+  // The conversions of backends/common/Cast.h.
+  bool known = dpc::cast::dispatchDtype(from, [&](auto fromType) {
+    using From = decltype(fromType);
+    bool knownTo = dpc::cast::dispatchDtype(to, [&](auto toType) {
+      using To = decltype(toType);
+      const From *in = static_cast<const From *>(x);
+      To *out = static_cast<To *>(y);
+      for (int64_t i = 0; i < count; ++i)
+        out[i] = dpc::cast::convert<To>(in[i]);
+    });
+    if (!knownTo)
+      fail("dpc_cast", "unknown element type " + std::to_string(to));
+  });
+  if (!known)
+    fail("dpc_cast", "unknown element type " + std::to_string(from));
 }
 
 void dpc_where(const uint8_t *c, const int64_t *c_shape, const float *a,

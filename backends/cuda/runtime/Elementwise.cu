@@ -12,6 +12,7 @@
 
 #include "backends/cuda/runtime/Kernels.cuh"
 
+#include "backends/common/Cast.h"
 #include "backends/common/ElementwiseMath.h"
 #include "backends/common/Random.h"
 
@@ -317,34 +318,7 @@ __global__ void notKernel(const uint8_t *x, uint8_t *y, int64_t count) {
 
 template <typename From, typename To>
 __global__ void castKernel(const From *x, To *y, int64_t count) {
-  GRID_STRIDE(i, count) {
-    if constexpr (std::is_same_v<To, uint8_t>)
-      y[i] = x[i] != From(0) ? 1 : 0;
-    else
-      y[i] = static_cast<To>(x[i]);
-  }
-}
-
-template <typename From>
-void launchCast(int64_t to, const From *x, void *y, int64_t count) {
-  unsigned blocks = blocksFor(count);
-  switch (to) {
-  case DPC_DTYPE_F32:
-    castKernel<<<blocks, kThreads, 0, stream()>>>(x, static_cast<float *>(y),
-                                                  count);
-    break;
-  case DPC_DTYPE_I64:
-    castKernel<<<blocks, kThreads, 0, stream()>>>(x, static_cast<int64_t *>(y),
-                                                  count);
-    break;
-  case DPC_DTYPE_BOOL:
-    castKernel<<<blocks, kThreads, 0, stream()>>>(x, static_cast<uint8_t *>(y),
-                                                  count);
-    break;
-  default:
-    fail("dpc_cast: unknown element type " + std::to_string(to));
-  }
-  checkLaunch("cast");
+  GRID_STRIDE(i, count) { y[i] = dpc::cast::convert<To>(x[i]); }
 }
 
 __global__ void whereKernel(const uint8_t *c, const float *a, const float *b,
@@ -411,15 +385,20 @@ void dpc_not(const uint8_t *x, uint8_t *y, int64_t count) {
 void dpc_cast(int64_t from, int64_t to, const void *x, void *y, int64_t count) {
   if (count <= 0)
     return;
-  switch (from) {
-  case DPC_DTYPE_F32:
-    return launchCast(to, static_cast<const float *>(x), y, count);
-  case DPC_DTYPE_I64:
-    return launchCast(to, static_cast<const int64_t *>(x), y, count);
-  case DPC_DTYPE_BOOL:
-    return launchCast(to, static_cast<const uint8_t *>(x), y, count);
-  }
-  fail("dpc_cast: unknown element type " + std::to_string(from));
+  // The conversions of backends/common/Cast.h.
+  bool known = dpc::cast::dispatchDtype(from, [&](auto fromType) {
+    using From = decltype(fromType);
+    bool knownTo = dpc::cast::dispatchDtype(to, [&](auto toType) {
+      using To = decltype(toType);
+      castKernel<<<blocksFor(count), kThreads, 0, stream()>>>(
+          static_cast<const From *>(x), static_cast<To *>(y), count);
+    });
+    if (!knownTo)
+      fail("dpc_cast: unknown element type " + std::to_string(to));
+  });
+  if (!known)
+    fail("dpc_cast: unknown element type " + std::to_string(from));
+  checkLaunch("cast");
 }
 
 void dpc_where(const uint8_t *c, const int64_t *c_shape, const float *a,

@@ -1,13 +1,14 @@
 //===- Pooling.cu - Max, average and global average pooling ---------------===//
 //
 // Pooling over NCHW planes, a thread per output element: max pooling with
-// PyTorch's first-maximum rule (NaN wins), average pooling with or without
-// the pad in the divisor, global average pooling (a block per plane), and
-// their gradients, which gather from the windows that cover each input
+// PyTorch's first-maximum rule (NaN propagating), average pooling with or
+// without the pad in the divisor, global average pooling (a block per plane),
+// and their gradients, which gather from the windows that cover each input
 // element instead of scattering with atomics.
 //
 //===----------------------------------------------------------------------===//
 
+#include "backends/common/PoolMath.h"
 #include "backends/cuda/runtime/Kernels.cuh"
 
 #include <cmath>
@@ -21,57 +22,32 @@ namespace {
 // Max pooling
 //===----------------------------------------------------------------------===//
 
-struct PoolArgs {
-  int64_t planes, h, w, oh, ow, kh, kw, sh, sw, padTop, padLeft, padBottom,
-      padRight;
-};
-
-/// The flat in-plane index of the window's maximum, chosen as PyTorch does:
-/// the first maximum in row-major order, except that a NaN always wins (the
-/// last NaN, as `val > max || isnan(val)` gives). Padding never wins; an
-/// all -inf window picks its first element.
-__device__ int64_t windowArgmax(const float *plane, const PoolArgs &a,
-                                int64_t oh, int64_t ow, float *value) {
-  int64_t h0 = oh * a.sh - a.padTop, w0 = ow * a.sw - a.padLeft;
-  int64_t h1 = min(h0 + a.kh, a.h), w1 = min(w0 + a.kw, a.w);
-  h0 = max(h0, int64_t(0));
-  w0 = max(w0, int64_t(0));
-  int64_t best = h0 * a.w + w0;
-  float bestValue = -INFINITY;
-  for (int64_t ih = h0; ih < h1; ++ih)
-    for (int64_t iw = w0; iw < w1; ++iw) {
-      float v = plane[ih * a.w + iw];
-      if (v > bestValue || isnan(v)) {
-        bestValue = v;
-        best = ih * a.w + iw;
-      }
-    }
-  *value = bestValue;
-  return best;
-}
+/// The windows (backends/common/PoolMath.h: PyTorch's rules, NaN
+/// propagating).
+using PoolArgs = dpc::pool::Geometry;
 
 __global__ void maxPoolKernel(const float *x, float *y, PoolArgs a) {
   GRID_STRIDE(i, a.planes * a.oh * a.ow) {
     int64_t ow = i % a.ow, oh = (i / a.ow) % a.oh, plane = i / (a.ow * a.oh);
     float value;
-    windowArgmax(x + plane * a.h * a.w, a, oh, ow, &value);
+    dpc::pool::maxWindow(x + plane * a.h * a.w, a, oh, ow, &value);
     y[i] = value;
   }
 }
 
 /// The output windows [ohLo, ohHi] x [owLo, owHi] whose span covers input
-/// element (ih, iw): oh * sh - padTop <= ih < oh * sh - padTop + kh.
+/// element (ih, iw): oh * sh - pt <= ih < oh * sh - pt + kh.
 struct CoveringWindows {
   int64_t ohLo, ohHi, owLo, owHi;
 };
 
 __device__ CoveringWindows coveringWindows(const PoolArgs &a, int64_t ih,
                                            int64_t iw) {
-  int64_t hFirst = ih + a.padTop - a.kh + 1, wFirst = iw + a.padLeft - a.kw + 1;
+  int64_t hFirst = ih + a.pt - a.kh + 1, wFirst = iw + a.pl - a.kw + 1;
   return {hFirst <= 0 ? 0 : (hFirst + a.sh - 1) / a.sh,
-          min((ih + a.padTop) / a.sh, a.oh - 1),
+          min((ih + a.pt) / a.sh, a.oh - 1),
           wFirst <= 0 ? 0 : (wFirst + a.sw - 1) / a.sw,
-          min((iw + a.padLeft) / a.sw, a.ow - 1)};
+          min((iw + a.pl) / a.sw, a.ow - 1)};
 }
 
 /// Gathers rather than scatters: each input element finds the windows that
@@ -88,7 +64,7 @@ __global__ void maxPoolGradKernel(const float *dy, const float *x, float *dx,
     for (int64_t oh = cover.ohLo; oh <= cover.ohHi; ++oh)
       for (int64_t ow = cover.owLo; ow <= cover.owHi; ++ow) {
         float value;
-        if (windowArgmax(xPlane, a, oh, ow, &value) == ih * a.w + iw)
+        if (dpc::pool::maxWindow(xPlane, a, oh, ow, &value) == ih * a.w + iw)
           sum += dyPlane[oh * a.ow + ow];
       }
     dx[i] = sum;
@@ -99,25 +75,8 @@ __global__ void maxPoolGradKernel(const float *dy, const float *x, float *dx,
 // Average pooling
 //===----------------------------------------------------------------------===//
 
-/// The input rows [h0, h1) and columns [w0, w1) of window (oh, ow) and its
-/// divisor, by PyTorch's rule (the Abi.h comment of dpc_avg_pool2d).
-struct AvgWindow {
-  int64_t h0, h1, w0, w1, divisor;
-};
-
-__device__ AvgWindow avgWindow(const PoolArgs &a, int64_t oh, int64_t ow,
-                               bool includePad) {
-  int64_t h0 = oh * a.sh - a.padTop, w0 = ow * a.sw - a.padLeft;
-  int64_t h1 = min(h0 + a.kh, a.h + a.padBottom);
-  int64_t w1 = min(w0 + a.kw, a.w + a.padRight);
-  int64_t padded = (h1 - h0) * (w1 - w0);
-  h0 = max(h0, int64_t(0));
-  w0 = max(w0, int64_t(0));
-  h1 = min(h1, a.h);
-  w1 = min(w1, a.w);
-  int64_t inside = max(h1 - h0, int64_t(0)) * max(w1 - w0, int64_t(0));
-  return {h0, h1, w0, w1, includePad ? padded : inside};
-}
+using dpc::pool::AvgWindow;
+using dpc::pool::avgWindow;
 
 __global__ void avgPoolKernel(const float *x, float *y, PoolArgs a,
                               bool includePad) {
@@ -178,22 +137,9 @@ extern "C" {
 
 static PoolArgs poolArgs(const int64_t *x_shape, const int64_t *y_shape,
                          const int64_t *params, const char *what) {
-  PoolArgs a{x_shape[0] * x_shape[1],
-             x_shape[2],
-             x_shape[3],
-             y_shape[2],
-             y_shape[3],
-             params[0],
-             params[1],
-             params[2],
-             params[3],
-             params[4],
-             params[5],
-             params[6],
-             params[7]};
-  if (a.kh < 1 || a.kw < 1 || a.sh < 1 || a.sw < 1 || a.padTop < 0 ||
-      a.padLeft < 0 || x_shape[0] != y_shape[0] || x_shape[1] != y_shape[1])
-    fail(std::string(what) + ": bad window or shapes");
+  PoolArgs a = dpc::pool::geometry(x_shape, y_shape, params);
+  if (const char *problem = dpc::pool::problem(a, x_shape, y_shape))
+    fail(std::string(what) + ": " + problem);
   return a;
 }
 

@@ -836,6 +836,17 @@ TEST_F(Copy, CopiesBytes) {
 
 using Pool = TargetKernelShapesTest<PoolConfig>;
 
+/// dpc_max_pool2d of x and dpc_max_pool2d_grad of dy: y and dx.
+std::pair<Floats, Floats> runMaxPool(const PoolConfig &c, const Floats &x,
+                                     const Floats &dy) {
+  Shape ys = c.y();
+  Buffer<float> dX(x), dY(countOf(ys)), dDy(dy), dDx(x.size());
+  dpc_max_pool2d(dX.get(), c.x.data(), dY.get(), ys.data(), c.params);
+  dpc_max_pool2d_grad(dDy.get(), ys.data(), dX.get(), c.x.data(), dDx.get(),
+                      c.params);
+  return {dY.host(), dDx.host()};
+}
+
 TEST_P(Pool, MaxFollowsTheFirstMaximum) {
   const PoolConfig &c = GetParam();
   Shape ys = c.y();
@@ -845,12 +856,29 @@ TEST_P(Pool, MaxFollowsTheFirstMaximum) {
     v = std::round(v * 3) / 3;
   Doubles y, dx;
   maxPool(c, x, dy, y, dx);
-  Buffer<float> dX(x), dY(y.size()), dDy(dy), dDx(x.size());
-  dpc_max_pool2d(dX.get(), c.x.data(), dY.get(), ys.data(), c.params);
-  dpc_max_pool2d_grad(dDy.get(), ys.data(), dX.get(), c.x.data(), dDx.get(),
-                      c.params);
-  expectClose(dY.host(), y, Check::Selection);
-  expectClose(dDx.host(), dx, Check::MaxPoolGrad);
+  auto [gotY, gotDx] = runMaxPool(c, x, dy);
+  expectClose(gotY, y, Check::Selection);
+  expectClose(gotDx, dx, Check::MaxPoolGrad);
+}
+
+/// A NaN in a window propagates, as in PyTorch's max_pool2d, on every
+/// target alike: the window's maximum is NaN and its gradient goes to the
+/// window's last NaN (backends/common/PoolMath.h). Every seventh input is
+/// NaN, so that windows hold none, one or two; dy's values are small
+/// integers, so that the gradients' sums are exact in any order.
+TEST_P(Pool, MaxPropagatesNaNToTheLastNaN) {
+  const PoolConfig &c = GetParam();
+  Shape ys = c.y();
+  Floats x = randomFloats(countOf(c.x), 21), dy(countOf(ys));
+  for (size_t i = 3; i < x.size(); i += 7)
+    x[i] = std::numeric_limits<float>::quiet_NaN();
+  for (size_t i = 0; i < dy.size(); ++i)
+    dy[i] = float(i % 13 + 1);
+  Doubles y, dx;
+  maxPool(c, x, dy, y, dx);
+  auto [gotY, gotDx] = runMaxPool(c, x, dy);
+  dpc::testing::expectClose(gotY, y, {Tolerance::Exact});
+  dpc::testing::expectClose(gotDx, dx, {Tolerance::Exact});
 }
 
 TEST_P(Pool, AverageMatchesReferenceWithBothDivisors) {
@@ -1495,6 +1523,57 @@ TEST_F(Masks, CompareCastAndLogicBroadcast) {
   EXPECT_EQ(back.host(), (Floats{0, 1, 1, 1}));
   dpc_cast(DPC_DTYPE_F32, DPC_DTYPE_I64, f.get(), i.get(), 4);
   EXPECT_EQ(i.host(), (std::vector<int64_t>{0, 0, 2, -3}));
+}
+
+/// dpc_cast's edge cases, the same on every target (backends/common/Cast.h):
+/// float to int64 truncates, NaN gives 0 and values beyond int64 saturate;
+/// to bool NaN and -0 are != 0 and == 0; int64 to float rounds to nearest.
+TEST_F(Masks, CastEdgeCasesAreTheSameOnEveryTarget) {
+  using Bytes = std::vector<uint8_t>;
+  using Ints = std::vector<int64_t>;
+  const float inf = std::numeric_limits<float>::infinity();
+  Floats f = {std::numeric_limits<float>::quiet_NaN(),
+              inf,
+              -inf,
+              1e19f,
+              -1e19f,
+              -9223372036854775808.0f,
+              2.75f,
+              -2.75f,
+              -0.0f,
+              1e-45f};
+  int64_t n = int64_t(f.size());
+  Buffer<float> dF(f);
+  Buffer<int64_t> dI(f.size());
+  Buffer<uint8_t> dB(f.size());
+  dpc_cast(DPC_DTYPE_F32, DPC_DTYPE_I64, dF.get(), dI.get(), n);
+  Ints want;
+  for (float v : f)
+    want.push_back(castToInt64(v));
+  EXPECT_EQ(dI.host(), want);
+  EXPECT_EQ(dI.host()[0], 0) << "NaN";
+  EXPECT_EQ(dI.host()[1], std::numeric_limits<int64_t>::max()) << "inf";
+  EXPECT_EQ(dI.host()[5], std::numeric_limits<int64_t>::min()) << "-2^63";
+  dpc_cast(DPC_DTYPE_F32, DPC_DTYPE_BOOL, dF.get(), dB.get(), n);
+  EXPECT_EQ(dB.host(), (Bytes{1, 1, 1, 1, 1, 1, 1, 1, 0, 1}));
+
+  Ints ints = {std::numeric_limits<int64_t>::max(),
+               std::numeric_limits<int64_t>::min(), 16777217, -16777219, 0};
+  Buffer<int64_t> dInts(ints);
+  Buffer<float> dBack(ints.size());
+  Buffer<uint8_t> dIntBools(ints.size());
+  dpc_cast(DPC_DTYPE_I64, DPC_DTYPE_F32, dInts.get(), dBack.get(),
+           int64_t(ints.size()));
+  EXPECT_EQ(dBack.host(),
+            (Floats{9223372036854775808.0f, -9223372036854775808.0f,
+                    16777216.0f, -16777220.0f, 0.0f}));
+  dpc_cast(DPC_DTYPE_I64, DPC_DTYPE_BOOL, dInts.get(), dIntBools.get(),
+           int64_t(ints.size()));
+  EXPECT_EQ(dIntBools.host(), (Bytes{1, 1, 1, 1, 0}));
+  Buffer<uint8_t> bools(Bytes{0, 1});
+  Buffer<int64_t> boolInts(2);
+  dpc_cast(DPC_DTYPE_BOOL, DPC_DTYPE_I64, bools.get(), boolInts.get(), 2);
+  EXPECT_EQ(boolInts.host(), (Ints{0, 1}));
 }
 
 // masked_fill of [B, T, T] scores by a causal mask [1, T, T] and -inf, and by

@@ -492,8 +492,10 @@ template <typename F> void forEachWindow(const PoolConfig &c, F f) {
       }
 }
 
-/// Max pooling and its gradient for dy, routed to the first maximum of each
-/// window as PyTorch does.
+/// Max pooling and its gradient for dy, routed as PyTorch's max_pool2d
+/// routes it: to the first maximum of each window, except that a NaN
+/// propagates and the window's last NaN takes the gradient (its loop keeps
+/// `v > max || isnan(v)`).
 inline void maxPool(const PoolConfig &c, const Floats &x, const Floats &dy,
                     Doubles &y, Doubles &dx) {
   y.assign(countOf(c.y()), 0.0);
@@ -501,9 +503,15 @@ inline void maxPool(const PoolConfig &c, const Floats &x, const Floats &dy,
   forEachWindow(c, [&](size_t yi, const std::vector<size_t> &inside, int64_t) {
     ASSERT_FALSE(inside.empty()) << "an empty window";
     size_t best = inside[0];
-    for (size_t xi : inside)
-      if (x[xi] > x[best])
+    bool sawNaN = false;
+    for (size_t xi : inside) {
+      if (std::isnan(x[xi])) {
         best = xi;
+        sawNaN = true;
+      } else if (!sawNaN && x[xi] > x[best]) {
+        best = xi;
+      }
+    }
     y[yi] = x[best];
     dx[best] += dy[yi];
   });
@@ -525,6 +533,23 @@ inline void avgPool(const PoolConfig &c, const Floats &x, const Floats &dy,
         }
         y[yi] = sum / divisor;
       });
+}
+
+//===----------------------------------------------------------------------===//
+// Casts
+//===----------------------------------------------------------------------===//
+
+/// dpc_cast's float to int64: truncated toward zero, NaN 0, saturated beyond
+/// int64's range.
+inline int64_t castToInt64(float x) {
+  if (std::isnan(x))
+    return 0;
+  double t = std::trunc(double(x));
+  if (t >= 9223372036854775808.0)
+    return std::numeric_limits<int64_t>::max();
+  if (t < -9223372036854775808.0)
+    return std::numeric_limits<int64_t>::min();
+  return int64_t(t);
 }
 
 //===----------------------------------------------------------------------===//

@@ -134,16 +134,16 @@ LogicalResult Lowering::lowerSegment(func::FuncOp func, LLVM::LLVMFuncOp target,
                                      StringRef segment) {
   Block *entry = target.addEntryBlock(rt.builder);
   rt.builder.setInsertionPointToStart(entry);
-  rt.context = entry->getArgument(0);
+  rt.context = Ctx(entry->getArgument(0));
   rt.values.clear();
-  rt.arena = nullptr;
+  rt.arena = Ptr();
   if (func)
     rt.stage = pipe::getStage(func).value_or(0);
   if (func) {
     if (auto bytes = func->getAttrOfType<IntegerAttr>("pipe.arena_bytes"))
       if (bytes.getInt() > 0)
-        rt.arena = rt.call("dpc_alloc", rt.ptrType,
-                           {rt.context, rt.i64(bytes.getInt())});
+        rt.arena =
+            rt.call<abi::dpc_alloc>({rt.context, rt.i64(bytes.getInt())});
   }
   // The halves of the backward repeat its ops; profiles time the whole.
   bool timed = profiling && (segment == "forward" || segment == "backward");
@@ -156,13 +156,13 @@ LogicalResult Lowering::lowerSegment(func::FuncOp func, LLVM::LLVMFuncOp target,
           ids.push_back(rt.manifest.profile.size());
           rt.manifest.profile.push_back(
               {ids.back(), node, segment.str(), share});
-          rt.callVoid("dpc_profile_begin", {rt.context, rt.i64(ids.back())});
+          rt.call<abi::dpc_profile_begin>({rt.context, rt.i64(ids.back())});
         }
       }
       if (failed(lowerOp(&op)))
         return failure();
       for (int64_t id : ids)
-        rt.callVoid("dpc_profile_end", {rt.context, rt.i64(id)});
+        rt.call<abi::dpc_profile_end>({rt.context, rt.i64(id)});
     }
   }
   rt.builder.create<LLVM::ReturnOp>(target.getLoc(), ValueRange());
@@ -174,7 +174,7 @@ void Lowering::dispatchByChunk(LLVM::LLVMFuncOp target,
   OpBuilder &builder = rt.builder;
   rt.loc = target.getLoc();
   Block *entry = target.addEntryBlock(builder);
-  rt.context = entry->getArgument(0);
+  rt.context = Ctx(entry->getArgument(0));
   Block *done = builder.createBlock(&target.getBody());
   SmallVector<APInt> cases;
   SmallVector<Block *> blocks;
@@ -187,7 +187,7 @@ void Lowering::dispatchByChunk(LLVM::LLVMFuncOp target,
   builder.setInsertionPointToEnd(done);
   builder.create<LLVM::ReturnOp>(rt.loc, ValueRange());
   builder.setInsertionPointToEnd(entry);
-  Value chunk = rt.call("dpc_chunk", rt.i64Type, {rt.context});
+  auto chunk = rt.call<abi::dpc_chunk>({rt.context});
   SmallVector<ValueRange> noOperands(blocks.size(), ValueRange());
   builder.create<LLVM::SwitchOp>(rt.loc, chunk, done, ValueRange(), cases,
                                  blocks, noOperands);

@@ -393,7 +393,7 @@ void lowering::populateFusedLowerings(RuntimeLoweringTable &table) {
     for (Value input : fused.getInputs())
       args.push_back(rt.ptrOf(input));
     args.push_back(out);
-    rt.callVoid(name, args);
+    rt.callGenerated(name, args);
     rt.define(fused.getResult(), out);
   });
 }

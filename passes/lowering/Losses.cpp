@@ -27,45 +27,46 @@ void lowering::populateLossLowerings(RuntimeLoweringTable &table) {
                 : "";
         // Logits .. x C: every position but the last dimension is a row.
         ArrayRef<int64_t> logits = shapeOf(op.getLogits());
-        Value out = rt.alloc(op);
+        Ptr out = rt.alloc(op);
         float smoothing = op.getLabelSmoothing().convertToFloat();
         std::optional<int64_t> ignoredIndex = op.getIgnoreIndex();
         if (ignoredIndex)
           rt.manifest.ignoreIndex = *ignoredIndex;
         if (smoothing != 0.0f) {
-          Value scale =
-              ignoredIndex ? rt.call("dpc_loss_scale", rt.f32Type, {rt.context})
-                           : rt.f32(op.getScale().convertToFloat());
-          rt.callVoid("dpc_softmax_cross_entropy_smoothed" + suffix,
-                      {rt.ptrOf(op.getLogits()), rt.ptrOf(op.getLabels()),
-                       rt.i64(nn::getNumElements(logits.drop_back())),
-                       rt.i64(logits.back()), rt.i64(ignoredIndex ? 1 : 0),
-                       rt.i64(ignoredIndex.value_or(0)), rt.f32(smoothing),
-                       scale, out});
+          F32 scale = ignoredIndex ? rt.call<abi::dpc_loss_scale>({rt.context})
+                                   : rt.f32(op.getScale().convertToFloat());
+          rt.callAs<abi::dpc_softmax_cross_entropy_smoothed>(
+              "dpc_softmax_cross_entropy_smoothed" + suffix,
+              {rt.ptrOf(op.getLogits()), rt.ptrOf(op.getLabels()),
+               rt.i64(nn::getNumElements(logits.drop_back())),
+               rt.i64(logits.back()), rt.i64(ignoredIndex ? 1 : 0),
+               rt.i64(ignoredIndex.value_or(0)), rt.f32(smoothing), scale,
+               out});
         } else if (std::optional<int64_t> ignored = ignoredIndex) {
-          rt.callVoid("dpc_softmax_cross_entropy_ignore" + suffix,
-                      {rt.ptrOf(op.getLogits()), rt.ptrOf(op.getLabels()),
-                       rt.i64(nn::getNumElements(logits.drop_back())),
-                       rt.i64(logits.back()), rt.i64(*ignored),
-                       rt.call("dpc_loss_scale", rt.f32Type, {rt.context}),
-                       out});
+          rt.callAs<abi::dpc_softmax_cross_entropy_ignore>(
+              "dpc_softmax_cross_entropy_ignore" + suffix,
+              {rt.ptrOf(op.getLogits()), rt.ptrOf(op.getLabels()),
+               rt.i64(nn::getNumElements(logits.drop_back())),
+               rt.i64(logits.back()), rt.i64(*ignored),
+               rt.call<abi::dpc_loss_scale>({rt.context}), out});
         } else {
-          rt.callVoid("dpc_softmax_cross_entropy" + suffix,
-                      {rt.ptrOf(op.getLogits()), rt.ptrOf(op.getLabels()),
-                       rt.i64(nn::getNumElements(logits.drop_back())),
-                       rt.i64(logits.back()),
-                       rt.f32(op.getScale().convertToFloat()), out});
+          rt.callAs<abi::dpc_softmax_cross_entropy>(
+              "dpc_softmax_cross_entropy" + suffix,
+              {rt.ptrOf(op.getLogits()), rt.ptrOf(op.getLabels()),
+               rt.i64(nn::getNumElements(logits.drop_back())),
+               rt.i64(logits.back()), rt.f32(op.getScale().convertToFloat()),
+               out});
         }
         rt.define(op, out);
       });
   table.add<nn::MseLossOp, nn::MseLossGradOp>([](auto op, RuntimeLowering &rt) {
-    Value out = rt.alloc(op);
-    rt.callVoid(std::is_same_v<decltype(op), nn::MseLossGradOp>
-                    ? "dpc_mse_loss_grad"
-                    : "dpc_mse_loss",
-                {rt.ptrOf(op.getPrediction()), rt.ptrOf(op.getTarget()),
-                 rt.i64(nn::getNumElements(shapeOf(op.getPrediction()))),
-                 rt.f32(op.getScale().convertToFloat()), out});
+    Ptr out = rt.alloc(op);
+    rt.callAs<abi::dpc_mse_loss>(
+        std::is_same_v<decltype(op), nn::MseLossGradOp> ? "dpc_mse_loss_grad"
+                                                        : "dpc_mse_loss",
+        {rt.ptrOf(op.getPrediction()), rt.ptrOf(op.getTarget()),
+         rt.i64(nn::getNumElements(shapeOf(op.getPrediction()))),
+         rt.f32(op.getScale().convertToFloat()), out});
     rt.define(op, out);
   });
 }

@@ -68,8 +68,8 @@ MatmulDims matmulDims(ArrayRef<int64_t> lhs, ArrayRef<int64_t> rhs, bool tA,
 
 void lowering::populateMatmulConvLowerings(RuntimeLoweringTable &table) {
   table.add<nn::Conv2dOp>([](nn::Conv2dOp conv, RuntimeLowering &rt) {
-    Value y = rt.alloc(conv);
-    rt.callVoid(
+    Ptr y = rt.alloc(conv);
+    rt.callAs<abi::dpc_conv2d>(
         convKernel(rt, "dpc_conv2d", conv.getAlgorithm()),
         {rt.ptrOf(conv.getInput()), rt.shape(conv.getInput()),
          rt.ptrOf(conv.getFilter()), rt.shape(conv.getFilter()),
@@ -80,8 +80,8 @@ void lowering::populateMatmulConvLowerings(RuntimeLoweringTable &table) {
   });
   table.add<nn::Conv2dGradInputOp>(
       [](nn::Conv2dGradInputOp grad, RuntimeLowering &rt) {
-        Value dx = rt.alloc(grad);
-        rt.callVoid(
+        Ptr dx = rt.alloc(grad);
+        rt.callAs<abi::dpc_conv2d_grad_input>(
             convKernel(rt, "dpc_conv2d_grad_input", grad.getAlgorithm()),
             {rt.ptrOf(grad.getResultGrad()), rt.shape(grad.getResultGrad()),
              rt.ptrOf(grad.getFilter()), rt.shape(grad.getFilter()), dx,
@@ -93,48 +93,49 @@ void lowering::populateMatmulConvLowerings(RuntimeLoweringTable &table) {
   table.add<nn::Conv2dGradFilterOp>([](nn::Conv2dGradFilterOp grad,
                                        RuntimeLowering &rt) {
     // Into its parameter's gradient accumulator, or a buffer.
-    Value dw;
+    Ptr dw;
     auto acc = cast_or_null<pipe::AccumulateGradOp>(accumulatedByKernel(grad));
     if (acc) {
       auto read = acc.getParam().getDefiningOp<nn::ParamOp>();
       int64_t id = rt.manifest.paramId(read);
-      dw =
-          rt.call("dpc_grad_accumulator", rt.ptrType, {rt.context, rt.i64(id)});
+      dw = rt.call<abi::dpc_grad_accumulator>({rt.context, rt.i64(id)});
     } else {
       dw = rt.alloc(grad);
     }
-    rt.callVoid(convKernel(rt, "dpc_conv2d_grad_filter", grad.getAlgorithm()),
-                {rt.ptrOf(grad.getResultGrad()), rt.shape(grad.getResultGrad()),
-                 rt.ptrOf(grad.getInput()), rt.shape(grad.getInput()), dw,
-                 rt.shape(grad),
-                 rt.constArray(convParams(grad, grad.getInput(),
-                                          grad.getResultGrad(), bool(acc)))});
+    rt.callAs<abi::dpc_conv2d_grad_filter>(
+        convKernel(rt, "dpc_conv2d_grad_filter", grad.getAlgorithm()),
+        {rt.ptrOf(grad.getResultGrad()), rt.shape(grad.getResultGrad()),
+         rt.ptrOf(grad.getInput()), rt.shape(grad.getInput()), dw,
+         rt.shape(grad),
+         rt.constArray(convParams(grad, grad.getInput(), grad.getResultGrad(),
+                                  bool(acc)))});
     rt.define(grad, dw);
   });
-  table.add<nn::Conv2dGradBiasOp>([](nn::Conv2dGradBiasOp grad,
-                                     RuntimeLowering &rt) {
-    Value db = rt.alloc(grad);
-    Value dy = grad.getResultGrad();
-    if (nn::isChannelBlocked(dy)) {
-      // The same per-channel sums as batch normalization's bias gradient.
-      ArrayRef<int64_t> shape = shapeOf(dy);
-      rt.callVoid("dpc_batch_norm_grad_bias",
-                  {rt.ptrOf(dy), rt.i64(shape[0]), rt.i64(shape[1]),
-                   rt.i64(shape[2] * shape[3]), rt.i64(nn::kChannelBlock), db});
-    } else {
-      rt.callVoid("dpc_conv2d_grad_bias", {rt.ptrOf(dy), rt.shape(dy), db});
-    }
-    rt.define(grad, db);
-  });
+  table.add<nn::Conv2dGradBiasOp>(
+      [](nn::Conv2dGradBiasOp grad, RuntimeLowering &rt) {
+        Ptr db = rt.alloc(grad);
+        Value dy = grad.getResultGrad();
+        if (nn::isChannelBlocked(dy)) {
+          // The same per-channel sums as batch normalization's bias gradient.
+          ArrayRef<int64_t> shape = shapeOf(dy);
+          rt.call<abi::dpc_batch_norm_grad_bias>(
+              {rt.ptrOf(dy), rt.i64(shape[0]), rt.i64(shape[1]),
+               rt.i64(shape[2] * shape[3]), rt.i64(nn::kChannelBlock), db});
+        } else {
+          rt.call<abi::dpc_conv2d_grad_bias>({rt.ptrOf(dy), rt.shape(dy), db});
+        }
+        rt.define(grad, db);
+      });
   table.add<nn::MatmulOp>([](nn::MatmulOp mm, RuntimeLowering &rt) {
     MatmulDims d = matmulDims(shapeOf(mm.getLhs()), shapeOf(mm.getRhs()),
                               mm.getTransposeLhs(), mm.getTransposeRhs());
-    Value y = rt.alloc(mm);
-    rt.callVoid(rt.kernel("dpc_matmul"),
-                {rt.ptrOf(mm.getLhs()), rt.ptrOf(mm.getRhs()), y,
-                 rt.i64(d.batch), rt.i64(d.m), rt.i64(d.n), rt.i64(d.k),
-                 rt.i64(mm.getTransposeLhs()), rt.i64(mm.getTransposeRhs()),
-                 rt.i64(d.aStride), rt.i64(d.bStride), rt.i64(0)});
+    Ptr y = rt.alloc(mm);
+    rt.callAs<abi::dpc_matmul>(rt.kernel("dpc_matmul"),
+                               {rt.ptrOf(mm.getLhs()), rt.ptrOf(mm.getRhs()), y,
+                                rt.i64(d.batch), rt.i64(d.m), rt.i64(d.n),
+                                rt.i64(d.k), rt.i64(mm.getTransposeLhs()),
+                                rt.i64(mm.getTransposeRhs()), rt.i64(d.aStride),
+                                rt.i64(d.bStride), rt.i64(0)});
     rt.define(mm, y);
   });
   table.add<nn::MatmulGradLhsOp>([](nn::MatmulGradLhsOp grad,
@@ -142,19 +143,21 @@ void lowering::populateMatmulConvLowerings(RuntimeLoweringTable &table) {
     bool tA = grad.getTransposeLhs(), tB = grad.getTransposeRhs();
     MatmulDims d =
         matmulDims(shapeOf(grad.getLhsGrad()), shapeOf(grad.getRhs()), tA, tB);
-    Value da = rt.alloc(grad);
-    Value dy = rt.ptrOf(grad.getResultGrad()), b = rt.ptrOf(grad.getRhs());
+    Ptr da = rt.alloc(grad);
+    Ptr dy = rt.ptrOf(grad.getResultGrad()), b = rt.ptrOf(grad.getRhs());
     int64_t dyStride = d.m * d.n;
     if (!tA) // da = dy . op(b)^T
-      rt.callVoid(rt.kernel("dpc_matmul"),
-                  {dy, b, da, rt.i64(d.batch), rt.i64(d.m), rt.i64(d.k),
-                   rt.i64(d.n), rt.i64(0), rt.i64(!tB), rt.i64(dyStride),
-                   rt.i64(d.bStride), rt.i64(0)});
+      rt.callAs<abi::dpc_matmul>(rt.kernel("dpc_matmul"),
+                                 {dy, b, da, rt.i64(d.batch), rt.i64(d.m),
+                                  rt.i64(d.k), rt.i64(d.n), rt.i64(0),
+                                  rt.i64(!tB), rt.i64(dyStride),
+                                  rt.i64(d.bStride), rt.i64(0)});
     else // da (stored K x M) = op(b) . dy^T
-      rt.callVoid(rt.kernel("dpc_matmul"),
-                  {b, dy, da, rt.i64(d.batch), rt.i64(d.k), rt.i64(d.m),
-                   rt.i64(d.n), rt.i64(tB), rt.i64(1), rt.i64(d.bStride),
-                   rt.i64(dyStride), rt.i64(0)});
+      rt.callAs<abi::dpc_matmul>(rt.kernel("dpc_matmul"),
+                                 {b, dy, da, rt.i64(d.batch), rt.i64(d.k),
+                                  rt.i64(d.m), rt.i64(d.n), rt.i64(tB),
+                                  rt.i64(1), rt.i64(d.bStride),
+                                  rt.i64(dyStride), rt.i64(0)});
     rt.define(grad, da);
   });
   table.add<nn::MatmulGradRhsOp>([](nn::MatmulGradRhsOp grad,
@@ -162,44 +165,44 @@ void lowering::populateMatmulConvLowerings(RuntimeLoweringTable &table) {
     bool tA = grad.getTransposeLhs(), tB = grad.getTransposeRhs();
     MatmulDims d =
         matmulDims(shapeOf(grad.getLhs()), shapeOf(grad.getRhsGrad()), tA, tB);
-    Value db = rt.alloc(grad);
-    Value dy = rt.ptrOf(grad.getResultGrad()), a = rt.ptrOf(grad.getLhs());
+    Ptr db = rt.alloc(grad);
+    Ptr dy = rt.ptrOf(grad.getResultGrad()), a = rt.ptrOf(grad.getLhs());
     int64_t dyStride = d.m * d.n;
     // A rank-2 rhs shared by every batch gets the sum over the batch.
     int64_t accumulate = d.sharedRhs && d.batch > 1;
     if (!tB) // db = op(a)^T . dy
-      rt.callVoid(rt.kernel("dpc_matmul"),
-                  {a, dy, db, rt.i64(d.batch), rt.i64(d.k), rt.i64(d.n),
-                   rt.i64(d.m), rt.i64(!tA), rt.i64(0), rt.i64(d.aStride),
-                   rt.i64(dyStride), rt.i64(accumulate)});
+      rt.callAs<abi::dpc_matmul>(rt.kernel("dpc_matmul"),
+                                 {a, dy, db, rt.i64(d.batch), rt.i64(d.k),
+                                  rt.i64(d.n), rt.i64(d.m), rt.i64(!tA),
+                                  rt.i64(0), rt.i64(d.aStride),
+                                  rt.i64(dyStride), rt.i64(accumulate)});
     else // db (stored N x K) = dy^T . op(a)
-      rt.callVoid(rt.kernel("dpc_matmul"),
-                  {dy, a, db, rt.i64(d.batch), rt.i64(d.n), rt.i64(d.k),
-                   rt.i64(d.m), rt.i64(1), rt.i64(tA), rt.i64(dyStride),
-                   rt.i64(d.aStride), rt.i64(accumulate)});
+      rt.callAs<abi::dpc_matmul>(rt.kernel("dpc_matmul"),
+                                 {dy, a, db, rt.i64(d.batch), rt.i64(d.n),
+                                  rt.i64(d.k), rt.i64(d.m), rt.i64(1),
+                                  rt.i64(tA), rt.i64(dyStride),
+                                  rt.i64(d.aStride), rt.i64(accumulate)});
     rt.define(grad, db);
   });
   table.add<nn::LstmOp>([](nn::LstmOp lstm, RuntimeLowering &rt) {
     ArrayRef<int64_t> x = shapeOf(lstm.getInput());
     int64_t hidden = shapeOf(lstm.getInitialH())[1];
-    Value states = rt.alloc(lstm);
-    rt.callVoid("dpc_lstm",
-                {rt.ptrOf(lstm.getInput()), rt.ptrOf(lstm.getWeight()),
-                 rt.ptrOf(lstm.getRecurrence()),
-                 lstm.getBias() ? rt.ptrOf(lstm.getBias()) : rt.nullPtr(),
-                 rt.ptrOf(lstm.getInitialH()), rt.ptrOf(lstm.getInitialC()),
-                 rt.i64(x[0]), rt.i64(x[1]), rt.i64(x[2]), rt.i64(hidden),
-                 states});
+    Ptr states = rt.alloc(lstm);
+    rt.call<abi::dpc_lstm>(
+        {rt.ptrOf(lstm.getInput()), rt.ptrOf(lstm.getWeight()),
+         rt.ptrOf(lstm.getRecurrence()),
+         lstm.getBias() ? rt.ptrOf(lstm.getBias()) : rt.nullPtr(),
+         rt.ptrOf(lstm.getInitialH()), rt.ptrOf(lstm.getInitialC()),
+         rt.i64(x[0]), rt.i64(x[1]), rt.i64(x[2]), rt.i64(hidden), states});
     rt.define(lstm, states);
   });
   table.add<nn::LstmGradOp>([](nn::LstmGradOp grad, RuntimeLowering &rt) {
     ArrayRef<int64_t> states = shapeOf(grad.getStates());
-    Value out = rt.alloc(grad);
-    rt.callVoid("dpc_lstm_grad",
-                {rt.ptrOf(grad.getStatesGrad()), rt.ptrOf(grad.getStates()),
-                 rt.ptrOf(grad.getRecurrence()), rt.ptrOf(grad.getInitialC()),
-                 rt.i64(states[0]), rt.i64(states[1]), rt.i64(states[2] / 6),
-                 out});
+    Ptr out = rt.alloc(grad);
+    rt.call<abi::dpc_lstm_grad>(
+        {rt.ptrOf(grad.getStatesGrad()), rt.ptrOf(grad.getStates()),
+         rt.ptrOf(grad.getRecurrence()), rt.ptrOf(grad.getInitialC()),
+         rt.i64(states[0]), rt.i64(states[1]), rt.i64(states[2] / 6), out});
     rt.define(grad, out);
   });
 }

@@ -20,20 +20,20 @@ using namespace mlir::dpc::lowering;
 namespace {
 
 // The optimizer step of parameter `id` (an i64 value).
-void lowerUpdate(nn::SgdUpdateOp update, Value id, RuntimeLowering &rt) {
-  rt.callVoid("dpc_sgd_step",
-              {rt.context, id, rt.f32(update.getLr().convertToFloat()),
-               rt.f32(update.getMomentum().convertToFloat()),
-               rt.f32(update.getWeightDecay().convertToFloat())});
+void lowerUpdate(nn::SgdUpdateOp update, I64 id, RuntimeLowering &rt) {
+  rt.call<abi::dpc_sgd_step>(
+      {rt.context, id, rt.f32(update.getLr().convertToFloat()),
+       rt.f32(update.getMomentum().convertToFloat()),
+       rt.f32(update.getWeightDecay().convertToFloat())});
 }
 
-void lowerUpdate(nn::AdamUpdateOp update, Value id, RuntimeLowering &rt) {
-  rt.callVoid("dpc_adam_step",
-              {rt.context, id, rt.f32(update.getLr().convertToFloat()),
-               rt.f32(update.getBeta1().convertToFloat()),
-               rt.f32(update.getBeta2().convertToFloat()),
-               rt.f32(update.getEps().convertToFloat()),
-               rt.f32(update.getWeightDecay().convertToFloat())});
+void lowerUpdate(nn::AdamUpdateOp update, I64 id, RuntimeLowering &rt) {
+  rt.call<abi::dpc_adam_step>(
+      {rt.context, id, rt.f32(update.getLr().convertToFloat()),
+       rt.f32(update.getBeta1().convertToFloat()),
+       rt.f32(update.getBeta2().convertToFloat()),
+       rt.f32(update.getEps().convertToFloat()),
+       rt.f32(update.getWeightDecay().convertToFloat())});
 }
 
 } // namespace
@@ -58,8 +58,8 @@ void lowering::populateOptimizerLowerings(RuntimeLoweringTable &table) {
           return;
         auto read = acc.getParam().getDefiningOp<nn::ParamOp>();
         int64_t id = rt.manifest.paramId(read);
-        rt.callVoid("dpc_grad_accumulate",
-                    {rt.context, rt.i64(id), rt.ptrOf(acc.getGrad())});
+        rt.call<abi::dpc_grad_accumulate>(
+            {rt.context, rt.i64(id), rt.ptrOf(acc.getGrad())});
       });
   table.add<pipe::AccumulatedGradOp>(
       [](pipe::AccumulatedGradOp acc, RuntimeLowering &rt) {

@@ -84,166 +84,161 @@ void lowering::populatePoolNormLowerings(RuntimeLoweringTable &table) {
   table.add<nn::SoftmaxOp, nn::LogSoftmaxOp>([](auto softmax,
                                                 RuntimeLowering &rt) {
     SoftmaxDims d = softmaxDims(shapeOf(softmax), softmax.getAxis());
-    Value y = rt.alloc(softmax);
-    rt.callVoid("dpc_softmax",
-                {rt.ptrOf(softmax.getInput()), y, rt.i64(d.outer), rt.i64(d.n),
-                 rt.i64(d.inner), rt.i64(isa<nn::LogSoftmaxOp>(softmax))});
+    Ptr y = rt.alloc(softmax);
+    rt.call<abi::dpc_softmax>({rt.ptrOf(softmax.getInput()), y, rt.i64(d.outer),
+                               rt.i64(d.n), rt.i64(d.inner),
+                               rt.i64(isa<nn::LogSoftmaxOp>(softmax))});
     rt.define(softmax, y);
   });
   table.add<nn::SoftmaxGradOp, nn::LogSoftmaxGradOp>(
       [](auto grad, RuntimeLowering &rt) {
         SoftmaxDims d = softmaxDims(shapeOf(grad), grad.getAxis());
-        Value dx = rt.alloc(grad);
-        rt.callVoid("dpc_softmax_grad",
-                    {rt.ptrOf(grad.getResultGrad()), rt.ptrOf(grad.getResult()),
-                     dx, rt.i64(d.outer), rt.i64(d.n), rt.i64(d.inner),
-                     rt.i64(isa<nn::LogSoftmaxGradOp>(grad))});
+        Ptr dx = rt.alloc(grad);
+        rt.call<abi::dpc_softmax_grad>(
+            {rt.ptrOf(grad.getResultGrad()), rt.ptrOf(grad.getResult()), dx,
+             rt.i64(d.outer), rt.i64(d.n), rt.i64(d.inner),
+             rt.i64(isa<nn::LogSoftmaxGradOp>(grad))});
         rt.define(grad, dx);
       });
   table.add<nn::MaxPool2dOp>([](nn::MaxPool2dOp pool, RuntimeLowering &rt) {
-    Value y = rt.alloc(pool);
-    rt.callVoid("dpc_max_pool2d",
-                {rt.ptrOf(pool.getInput()), rt.shape(pool.getInput()), y,
-                 rt.shape(pool),
-                 rt.constArray(poolParams(pool.getKernelShape(),
-                                          pool.getStrides(), pool.getPads()))});
+    Ptr y = rt.alloc(pool);
+    rt.call<abi::dpc_max_pool2d>(
+        {rt.ptrOf(pool.getInput()), rt.shape(pool.getInput()), y,
+         rt.shape(pool),
+         rt.constArray(poolParams(pool.getKernelShape(), pool.getStrides(),
+                                  pool.getPads()))});
     rt.define(pool, y);
   });
-  table.add<nn::MaxPool2dGradOp>([](nn::MaxPool2dGradOp grad,
-                                    RuntimeLowering &rt) {
-    Value dx = rt.alloc(grad);
-    rt.callVoid("dpc_max_pool2d_grad",
-                {rt.ptrOf(grad.getResultGrad()), rt.shape(grad.getResultGrad()),
-                 rt.ptrOf(grad.getInput()), rt.shape(grad.getInput()), dx,
-                 rt.constArray(poolParams(grad.getKernelShape(),
-                                          grad.getStrides(), grad.getPads()))});
-    rt.define(grad, dx);
-  });
-  table.add<nn::AvgPool2dOp>([](nn::AvgPool2dOp pool, RuntimeLowering &rt) {
-    Value y = rt.alloc(pool);
-    rt.callVoid("dpc_avg_pool2d",
-                {rt.ptrOf(pool.getInput()), rt.shape(pool.getInput()), y,
-                 rt.shape(pool), rt.constArray(avgPoolParams(pool))});
-    rt.define(pool, y);
-  });
-  table.add<nn::AvgPool2dGradOp>([](nn::AvgPool2dGradOp grad,
-                                    RuntimeLowering &rt) {
-    Value dx = rt.alloc(grad);
-    rt.callVoid("dpc_avg_pool2d_grad",
-                {rt.ptrOf(grad.getResultGrad()), rt.shape(grad.getResultGrad()),
-                 dx, rt.shape(grad), rt.constArray(avgPoolParams(grad))});
-    rt.define(grad, dx);
-  });
-  table.add<nn::GlobalAvgPoolOp>([](nn::GlobalAvgPoolOp pool,
-                                    RuntimeLowering &rt) {
-    ChannelDims d = channelDims(shapeOf(pool.getInput()));
-    Value y = rt.alloc(pool);
-    rt.callVoid("dpc_global_avg_pool",
-                {rt.ptrOf(pool.getInput()), rt.i64(d.n * d.c), rt.i64(d.s), y});
-    rt.define(pool, y);
-  });
-  table.add<nn::GlobalAvgPoolGradOp>(
-      [](nn::GlobalAvgPoolGradOp grad, RuntimeLowering &rt) {
-        ChannelDims d = channelDims(shapeOf(grad));
-        Value dx = rt.alloc(grad);
-        rt.callVoid("dpc_global_avg_pool_grad",
-                    {rt.ptrOf(grad.getResultGrad()), rt.i64(d.n * d.c),
-                     rt.i64(d.s), dx});
+  table.add<nn::MaxPool2dGradOp>(
+      [](nn::MaxPool2dGradOp grad, RuntimeLowering &rt) {
+        Ptr dx = rt.alloc(grad);
+        rt.call<abi::dpc_max_pool2d_grad>(
+            {rt.ptrOf(grad.getResultGrad()), rt.shape(grad.getResultGrad()),
+             rt.ptrOf(grad.getInput()), rt.shape(grad.getInput()), dx,
+             rt.constArray(poolParams(grad.getKernelShape(), grad.getStrides(),
+                                      grad.getPads()))});
         rt.define(grad, dx);
       });
-  table.add<nn::BatchNormStatsOp>([](nn::BatchNormStatsOp stats,
-                                     RuntimeLowering &rt) {
-    SmallVector<Value, 2> running;
-    for (Value operand : {stats.getRunningMean(), stats.getRunningVar()}) {
-      auto read = operand.getDefiningOp<nn::ParamOp>();
-      int64_t id = rt.manifest.paramId(read);
-      running.push_back(
-          rt.call("dpc_param_state", rt.ptrType, {rt.context, rt.i64(id)}));
-    }
-    ChannelDims d = channelDims(shapeOf(stats.getInput()));
-    Value out = rt.alloc(stats);
-    Value training = rt.call("dpc_training", rt.i64Type, {rt.context});
-    rt.callVoid("dpc_batch_norm_stats",
-                {rt.ptrOf(stats.getInput()), rt.i64(d.n), rt.i64(d.c),
-                 rt.i64(d.s), rt.i64(channelBlock(stats.getInput())),
-                 running[0], running[1],
-                 rt.f32(stats.getMomentum().convertToFloat()), training, out});
-    rt.define(stats, out);
+  table.add<nn::AvgPool2dOp>([](nn::AvgPool2dOp pool, RuntimeLowering &rt) {
+    Ptr y = rt.alloc(pool);
+    rt.call<abi::dpc_avg_pool2d>({rt.ptrOf(pool.getInput()),
+                                  rt.shape(pool.getInput()), y, rt.shape(pool),
+                                  rt.constArray(avgPoolParams(pool))});
+    rt.define(pool, y);
   });
+  table.add<nn::AvgPool2dGradOp>(
+      [](nn::AvgPool2dGradOp grad, RuntimeLowering &rt) {
+        Ptr dx = rt.alloc(grad);
+        rt.call<abi::dpc_avg_pool2d_grad>(
+            {rt.ptrOf(grad.getResultGrad()), rt.shape(grad.getResultGrad()), dx,
+             rt.shape(grad), rt.constArray(avgPoolParams(grad))});
+        rt.define(grad, dx);
+      });
+  table.add<nn::GlobalAvgPoolOp>(
+      [](nn::GlobalAvgPoolOp pool, RuntimeLowering &rt) {
+        ChannelDims d = channelDims(shapeOf(pool.getInput()));
+        Ptr y = rt.alloc(pool);
+        rt.call<abi::dpc_global_avg_pool>(
+            {rt.ptrOf(pool.getInput()), rt.i64(d.n * d.c), rt.i64(d.s), y});
+        rt.define(pool, y);
+      });
+  table.add<nn::GlobalAvgPoolGradOp>([](nn::GlobalAvgPoolGradOp grad,
+                                        RuntimeLowering &rt) {
+    ChannelDims d = channelDims(shapeOf(grad));
+    Ptr dx = rt.alloc(grad);
+    rt.call<abi::dpc_global_avg_pool_grad>(
+        {rt.ptrOf(grad.getResultGrad()), rt.i64(d.n * d.c), rt.i64(d.s), dx});
+    rt.define(grad, dx);
+  });
+  table.add<nn::BatchNormStatsOp>(
+      [](nn::BatchNormStatsOp stats, RuntimeLowering &rt) {
+        SmallVector<Ptr, 2> running;
+        for (Value operand : {stats.getRunningMean(), stats.getRunningVar()}) {
+          auto read = operand.getDefiningOp<nn::ParamOp>();
+          int64_t id = rt.manifest.paramId(read);
+          running.push_back(
+              rt.call<abi::dpc_param_state>({rt.context, rt.i64(id)}));
+        }
+        ChannelDims d = channelDims(shapeOf(stats.getInput()));
+        Ptr out = rt.alloc(stats);
+        auto training = rt.call<abi::dpc_training>({rt.context});
+        rt.call<abi::dpc_batch_norm_stats>(
+            {rt.ptrOf(stats.getInput()), rt.i64(d.n), rt.i64(d.c), rt.i64(d.s),
+             rt.i64(channelBlock(stats.getInput())), running[0], running[1],
+             rt.f32(stats.getMomentum().convertToFloat()), training, out});
+        rt.define(stats, out);
+      });
   table.add<nn::BatchNormOp>([](nn::BatchNormOp norm, RuntimeLowering &rt) {
     ChannelDims d = channelDims(shapeOf(norm.getInput()));
-    Value y = rt.alloc(norm);
-    rt.callVoid("dpc_batch_norm",
-                {rt.ptrOf(norm.getInput()), rt.ptrOf(norm.getStats()),
-                 rt.ptrOf(norm.getScale()), rt.ptrOf(norm.getBias()),
-                 rt.i64(d.n), rt.i64(d.c), rt.i64(d.s),
-                 rt.i64(channelBlock(norm.getInput())),
-                 rt.f32(norm.getEpsilon().convertToFloat()), y});
+    Ptr y = rt.alloc(norm);
+    rt.call<abi::dpc_batch_norm>(
+        {rt.ptrOf(norm.getInput()), rt.ptrOf(norm.getStats()),
+         rt.ptrOf(norm.getScale()), rt.ptrOf(norm.getBias()), rt.i64(d.n),
+         rt.i64(d.c), rt.i64(d.s), rt.i64(channelBlock(norm.getInput())),
+         rt.f32(norm.getEpsilon().convertToFloat()), y});
     rt.define(norm, y);
   });
   table.add<nn::BatchNormGradInputOp>(
       [](nn::BatchNormGradInputOp grad, RuntimeLowering &rt) {
         ChannelDims d = channelDims(shapeOf(grad.getInput()));
-        Value dx = rt.alloc(grad);
-        rt.callVoid("dpc_batch_norm_grad_input",
-                    {rt.ptrOf(grad.getResultGrad()), rt.ptrOf(grad.getInput()),
-                     rt.ptrOf(grad.getStats()), rt.ptrOf(grad.getScale()),
-                     rt.i64(d.n), rt.i64(d.c), rt.i64(d.s),
-                     rt.i64(channelBlock(grad.getInput())),
-                     rt.f32(grad.getEpsilon().convertToFloat()), dx});
+        Ptr dx = rt.alloc(grad);
+        rt.call<abi::dpc_batch_norm_grad_input>(
+            {rt.ptrOf(grad.getResultGrad()), rt.ptrOf(grad.getInput()),
+             rt.ptrOf(grad.getStats()), rt.ptrOf(grad.getScale()), rt.i64(d.n),
+             rt.i64(d.c), rt.i64(d.s), rt.i64(channelBlock(grad.getInput())),
+             rt.f32(grad.getEpsilon().convertToFloat()), dx});
         rt.define(grad, dx);
       });
   table.add<nn::BatchNormGradScaleOp>(
       [](nn::BatchNormGradScaleOp grad, RuntimeLowering &rt) {
         ChannelDims d = channelDims(shapeOf(grad.getInput()));
-        Value dscale = rt.alloc(grad);
-        rt.callVoid("dpc_batch_norm_grad_scale",
-                    {rt.ptrOf(grad.getResultGrad()), rt.ptrOf(grad.getInput()),
-                     rt.ptrOf(grad.getStats()), rt.i64(d.n), rt.i64(d.c),
-                     rt.i64(d.s), rt.i64(channelBlock(grad.getInput())),
-                     rt.f32(grad.getEpsilon().convertToFloat()), dscale});
+        Ptr dscale = rt.alloc(grad);
+        rt.call<abi::dpc_batch_norm_grad_scale>(
+            {rt.ptrOf(grad.getResultGrad()), rt.ptrOf(grad.getInput()),
+             rt.ptrOf(grad.getStats()), rt.i64(d.n), rt.i64(d.c), rt.i64(d.s),
+             rt.i64(channelBlock(grad.getInput())),
+             rt.f32(grad.getEpsilon().convertToFloat()), dscale});
         rt.define(grad, dscale);
       });
   table.add<nn::BatchNormGradBiasOp>(
       [](nn::BatchNormGradBiasOp grad, RuntimeLowering &rt) {
         ChannelDims d = channelDims(shapeOf(grad.getResultGrad()));
-        Value dbias = rt.alloc(grad);
-        rt.callVoid("dpc_batch_norm_grad_bias",
-                    {rt.ptrOf(grad.getResultGrad()), rt.i64(d.n), rt.i64(d.c),
-                     rt.i64(d.s), rt.i64(channelBlock(grad.getResultGrad())),
-                     dbias});
+        Ptr dbias = rt.alloc(grad);
+        rt.call<abi::dpc_batch_norm_grad_bias>(
+            {rt.ptrOf(grad.getResultGrad()), rt.i64(d.n), rt.i64(d.c),
+             rt.i64(d.s), rt.i64(channelBlock(grad.getResultGrad())), dbias});
         rt.define(grad, dbias);
       });
   table.add<nn::LayerNormOp>([](nn::LayerNormOp norm, RuntimeLowering &rt) {
     LayerNormDims d = layerNormDims(shapeOf(norm), norm.getAxis());
-    Value y = rt.alloc(norm);
-    rt.callVoid("dpc_layer_norm",
-                {rt.ptrOf(norm.getInput()),
-                 norm.getScale() ? rt.ptrOf(norm.getScale()) : rt.nullPtr(),
-                 norm.getBias() ? rt.ptrOf(norm.getBias()) : rt.nullPtr(),
-                 rt.i64(d.rows), rt.i64(d.size),
-                 rt.f32(norm.getEpsilon().convertToFloat()), y});
+    Ptr y = rt.alloc(norm);
+    rt.call<abi::dpc_layer_norm>(
+        {rt.ptrOf(norm.getInput()),
+         norm.getScale() ? rt.ptrOf(norm.getScale()) : rt.nullPtr(),
+         norm.getBias() ? rt.ptrOf(norm.getBias()) : rt.nullPtr(),
+         rt.i64(d.rows), rt.i64(d.size),
+         rt.f32(norm.getEpsilon().convertToFloat()), y});
     rt.define(norm, y);
   });
   table.add<nn::LayerNormGradInputOp>(
       [](nn::LayerNormGradInputOp grad, RuntimeLowering &rt) {
         LayerNormDims d = layerNormDims(shapeOf(grad), grad.getAxis());
-        Value dx = rt.alloc(grad);
-        rt.callVoid("dpc_layer_norm_grad_input",
-                    {rt.ptrOf(grad.getResultGrad()), rt.ptrOf(grad.getInput()),
-                     grad.getScale() ? rt.ptrOf(grad.getScale()) : rt.nullPtr(),
-                     rt.i64(d.rows), rt.i64(d.size),
-                     rt.f32(grad.getEpsilon().convertToFloat()), dx});
+        Ptr dx = rt.alloc(grad);
+        rt.call<abi::dpc_layer_norm_grad_input>(
+            {rt.ptrOf(grad.getResultGrad()), rt.ptrOf(grad.getInput()),
+             grad.getScale() ? rt.ptrOf(grad.getScale()) : rt.nullPtr(),
+             rt.i64(d.rows), rt.i64(d.size),
+             rt.f32(grad.getEpsilon().convertToFloat()), dx});
         rt.define(grad, dx);
       });
   table.add<nn::LayerNormGradScaleOp>([](nn::LayerNormGradScaleOp grad,
                                          RuntimeLowering &rt) {
     LayerNormDims d = layerNormDims(shapeOf(grad.getInput()), grad.getAxis());
-    Value dscale = rt.alloc(grad);
-    rt.callVoid("dpc_layer_norm_grad_scale",
-                {rt.ptrOf(grad.getResultGrad()), rt.ptrOf(grad.getInput()),
-                 rt.i64(d.rows), rt.i64(d.size),
-                 rt.f32(grad.getEpsilon().convertToFloat()), dscale});
+    Ptr dscale = rt.alloc(grad);
+    rt.call<abi::dpc_layer_norm_grad_scale>(
+        {rt.ptrOf(grad.getResultGrad()), rt.ptrOf(grad.getInput()),
+         rt.i64(d.rows), rt.i64(d.size),
+         rt.f32(grad.getEpsilon().convertToFloat()), dscale});
     rt.define(grad, dscale);
   });
 }

@@ -86,47 +86,58 @@ RuntimeLowering::RuntimeLowering(ModuleOp module)
       ptrType(LLVM::LLVMPointerType::get(ctx)), i64Type(builder.getI64Type()),
       f32Type(builder.getF32Type()), loc(UnknownLoc::get(ctx)) {}
 
-LLVM::LLVMFuncOp RuntimeLowering::declare(StringRef name, Type result,
-                                          ArrayRef<Type> params) {
-  if (auto existing = module.lookupSymbol<LLVM::LLVMFuncOp>(name))
-    return existing;
-  OpBuilder::InsertionGuard guard(builder);
-  builder.setInsertionPointToStart(module.getBody());
-  return builder.create<LLVM::LLVMFuncOp>(
-      loc, name, LLVM::LLVMFunctionType::get(result, params));
+void RuntimeLowering::reportNoRow(StringRef entry, StringRef callee) {
+  llvm::report_fatal_error("lower-to-runtime: " + Twine(callee) +
+                           " is called as " + entry +
+                           " but is no row of Abi.def with its signature");
 }
 
-Value RuntimeLowering::call(StringRef name, Type result, ArrayRef<Value> args) {
-  SmallVector<Type> types;
-  for (Value arg : args)
-    types.push_back(arg.getType());
-  LLVM::LLVMFuncOp callee = declare(name, result, types);
-  return builder.create<LLVM::CallOp>(loc, callee, args).getResult();
+Operation *RuntimeLowering::emitCall(StringRef callee,
+                                     LLVM::LLVMFunctionType type,
+                                     ArrayRef<Value> args) {
+  auto function = module.lookupSymbol<LLVM::LLVMFuncOp>(callee);
+  if (!function) {
+    OpBuilder::InsertionGuard guard(builder);
+    builder.setInsertionPointToStart(module.getBody());
+    function = builder.create<LLVM::LLVMFuncOp>(loc, callee, type);
+  } else if (function.getFunctionType() != type) {
+    llvm::report_fatal_error("lower-to-runtime: " + Twine(callee) +
+                             " is declared with another signature than its "
+                             "row in Abi.def");
+  }
+  return builder.create<LLVM::CallOp>(loc, function, args);
 }
 
-void RuntimeLowering::callVoid(StringRef name, ArrayRef<Value> args) {
-  SmallVector<Type> types;
-  for (Value arg : args)
-    types.push_back(arg.getType());
-  LLVM::LLVMFuncOp callee = declare(name, LLVM::LLVMVoidType::get(ctx), types);
-  builder.create<LLVM::CallOp>(loc, callee, args);
+void RuntimeLowering::callGenerated(StringRef name, ArrayRef<Value> args) {
+  auto function = module.lookupSymbol<LLVM::LLVMFuncOp>(name);
+  if (!function) {
+    SmallVector<Type> types;
+    for (Value arg : args)
+      types.push_back(arg.getType());
+    OpBuilder::InsertionGuard guard(builder);
+    builder.setInsertionPointToStart(module.getBody());
+    function = builder.create<LLVM::LLVMFuncOp>(
+        loc, name,
+        LLVM::LLVMFunctionType::get(LLVM::LLVMVoidType::get(ctx), types));
+  }
+  builder.create<LLVM::CallOp>(loc, function, args);
 }
 
-Value RuntimeLowering::i64(int64_t value) {
-  return builder.create<LLVM::ConstantOp>(loc, i64Type,
-                                          builder.getI64IntegerAttr(value));
+I64 RuntimeLowering::i64(int64_t value) {
+  return I64(builder.create<LLVM::ConstantOp>(
+      loc, i64Type, builder.getI64IntegerAttr(value)));
 }
 
-Value RuntimeLowering::f32(float value) {
-  return builder.create<LLVM::ConstantOp>(loc, f32Type,
-                                          builder.getF32FloatAttr(value));
+F32 RuntimeLowering::f32(float value) {
+  return F32(builder.create<LLVM::ConstantOp>(loc, f32Type,
+                                              builder.getF32FloatAttr(value)));
 }
 
-Value RuntimeLowering::nullPtr() {
-  return builder.create<LLVM::ZeroOp>(loc, ptrType);
+Ptr RuntimeLowering::nullPtr() {
+  return Ptr(builder.create<LLVM::ZeroOp>(loc, ptrType));
 }
 
-Value RuntimeLowering::constArray(ArrayRef<int64_t> values) {
+Ptr RuntimeLowering::constArray(ArrayRef<int64_t> values) {
   std::vector<int64_t> key(values.begin(), values.end());
   if (key.empty())
     key.push_back(0); // a valid pointer for rank-0 shapes
@@ -143,19 +154,19 @@ Value RuntimeLowering::constArray(ArrayRef<int64_t> values) {
                                    LLVM::Linkage::Private, name, data);
     it = arrays.emplace(key, name).first;
   }
-  return builder.create<LLVM::AddressOfOp>(loc, ptrType, it->second);
+  return Ptr(builder.create<LLVM::AddressOfOp>(loc, ptrType, it->second));
 }
 
-Value RuntimeLowering::alloc(Value like) {
+Ptr RuntimeLowering::alloc(Value like) {
   // plan-memory placed the buffer in the segment's arena.
   if (auto offset =
           like.getDefiningOp()->getAttrOfType<IntegerAttr>("pipe.offset"))
     // An i64 index: a constant GEP index is 32 bits, and arenas of large
     // models pass 2 GiB.
-    return builder.create<LLVM::GEPOp>(
+    return Ptr(builder.create<LLVM::GEPOp>(
         loc, ptrType, builder.getI8Type(), arena,
-        ArrayRef<LLVM::GEPArg>{i64(offset.getInt())});
-  return call("dpc_alloc", ptrType, {context, i64(nn::getSizeInBytes(like))});
+        ArrayRef<LLVM::GEPArg>{Value(i64(offset.getInt()))}));
+  return call<abi::dpc_alloc>({context, i64(nn::getSizeInBytes(like))});
 }
 
 //===----------------------------------------------------------------------===//

@@ -17,6 +17,7 @@
 #include "dialects/nn/IR/NNOps.h"
 #include "dialects/nn/IR/ShapeInference.h"
 #include "dpc/runtime/Manifest.h"
+#include "passes/lowering/AbiCalls.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/IR/Builders.h"
@@ -29,6 +30,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <type_traits>
 #include <vector>
 
@@ -99,23 +101,46 @@ struct RankManifestBuilder {
 struct RuntimeLowering {
   explicit RuntimeLowering(ModuleOp module);
 
-  /// Declares (once) an external function of the ABI.
-  LLVM::LLVMFuncOp declare(StringRef name, Type result, ArrayRef<Type> params);
-  /// Calls ABI function `name` at `loc`, declaring it from the arguments.
-  Value call(StringRef name, Type result, ArrayRef<Value> args);
-  void callVoid(StringRef name, ArrayRef<Value> args);
-  Value i64(int64_t value);
-  Value f32(float value);
-  Value nullPtr();
+  /// Calls ABI function `Entry` (abi::NAME, a row of Abi.def) at `loc`,
+  /// declaring it once from its prototype; returns its result as its kind
+  /// (Ptr, I64, F32), if it has one. The arguments, in braces, are the
+  /// row's parameters, each of its kind, or the call does not compile:
+  ///   rt.call<abi::dpc_relu>({rt.ptrOf(x), y, rt.i64(count)});
+  /// (In braces they are built in order, so constants and arrays are
+  /// emitted in the order they are written.)
+  template <typename Entry> auto call(abi::ArgumentsOf<Entry> args) {
+    return callAs<Entry>(Entry::name, args);
+  }
+  /// The same calling `callee` instead, the row of the same signature that
+  /// the build chooses (dpc_conv2d_bf16 for dpc_conv2d); an internal error
+  /// names it if no such row exists.
+  template <typename Entry>
+  auto callAs(StringRef callee, abi::ArgumentsOf<Entry> args) {
+    using Signature = abi::Signature<typename Entry::type>;
+    if (callee != Entry::name && !abi::hasRow<typename Entry::type>(callee))
+      reportNoRow(Entry::name, callee);
+    SmallVector<Value> values = std::apply(
+        [](auto... arg) { return SmallVector<Value>{Value(arg)...}; }, args);
+    Operation *call = emitCall(callee, functionType(Signature{}), values);
+    using Result = abi::KindOfT<typename Signature::Result>;
+    if constexpr (!std::is_void_v<Result>)
+      return Result(call->getResult(0));
+  }
+  /// Calls `name`, a function the rank object defines itself (a fused
+  /// kernel), not the runtime: declared from the arguments.
+  void callGenerated(StringRef name, ArrayRef<Value> args);
+  I64 i64(int64_t value);
+  F32 f32(float value);
+  Ptr nullPtr();
   /// A private constant i64 array, shared between equal contents.
-  Value constArray(ArrayRef<int64_t> values);
+  Ptr constArray(ArrayRef<int64_t> values);
   /// The shape of `tensor` as a constant array.
-  Value shape(Value tensor) { return constArray(shapeOf(tensor)); }
+  Ptr shape(Value tensor) { return constArray(shapeOf(tensor)); }
   /// A buffer for `like`: its place in the segment's arena when plan-memory
   /// gave it one, else dpc_alloc'ed.
-  Value alloc(Value like);
+  Ptr alloc(Value like);
   /// The pointer that holds `tensor`, once its op is lowered.
-  Value ptrOf(Value tensor) const { return values.lookup(tensor); }
+  Ptr ptrOf(Value tensor) const { return Ptr(values.lookup(tensor)); }
   void define(Value tensor, Value ptr) { values[tensor] = ptr; }
   /// The ABI kernel for `name`: its _bf16 form in a bf16 build
   /// (convolutions and matmuls only).
@@ -130,16 +155,38 @@ struct RuntimeLowering {
   /// Where the calls are: the op being lowered.
   Location loc;
   /// The segment function's dpc_context argument.
-  Value context;
+  Ctx context;
   /// The (virtual) stage of the segment being lowered.
   int64_t stage = 0;
   /// The segment's scratch arena, when plan-memory planned one.
-  Value arena;
+  Ptr arena;
   /// The pointer of each tensor of the segment lowered so far.
   llvm::DenseMap<Value, Value> values;
   RankManifestBuilder manifest;
 
 private:
+  /// The LLVM type of the C function type of a row.
+  template <typename R, typename... Params>
+  LLVM::LLVMFunctionType functionType(abi::Signature<R(Params...)>) {
+    return LLVM::LLVMFunctionType::get(llvmType<R>(), {llvmType<Params>()...});
+  }
+  template <typename T> Type llvmType() {
+    using Kind = abi::KindOfT<T>;
+    if constexpr (std::is_void_v<Kind>)
+      return LLVM::LLVMVoidType::get(ctx);
+    else if constexpr (std::is_same_v<Kind, I64>)
+      return i64Type;
+    else if constexpr (std::is_same_v<Kind, F32>)
+      return f32Type;
+    else
+      return ptrType;
+  }
+  /// Declares `callee` (once) with `type`, its row's, and calls it with
+  /// `args`.
+  Operation *emitCall(StringRef callee, LLVM::LLVMFunctionType type,
+                      ArrayRef<Value> args);
+  [[noreturn]] static void reportNoRow(StringRef entry, StringRef callee);
+
   std::map<std::vector<int64_t>, std::string> arrays;
 };
 

@@ -21,7 +21,7 @@ using namespace mlir::dpc::lowering;
 void lowering::populateTransferLowerings(RuntimeLoweringTable &table) {
   table.add<nn::ParamOp>([](nn::ParamOp read, RuntimeLowering &rt) {
     int64_t id = rt.manifest.paramId(read);
-    rt.define(read, rt.call("dpc_param", rt.ptrType, {rt.context, rt.i64(id)}));
+    rt.define(read, rt.call<abi::dpc_param>({rt.context, rt.i64(id)}));
   });
   table.add<pipe::InputOp>([](pipe::InputOp input, RuntimeLowering &rt) {
     int64_t index = input.getIndexAttr().getInt();
@@ -30,15 +30,14 @@ void lowering::populateTransferLowerings(RuntimeLoweringTable &table) {
     rt.manifest.inputs[index] = {"input" + std::to_string(index),
                                  shapeOf(input).vec(), integer};
     rt.manifest.noteBatch(shapeOf(input));
-    rt.define(input,
-              rt.call("dpc_input", rt.ptrType, {rt.context, rt.i64(index)}));
+    rt.define(input, rt.call<abi::dpc_input>({rt.context, rt.i64(index)}));
   });
   table.add<pipe::LabelsOp>([](pipe::LabelsOp labels, RuntimeLowering &rt) {
     rt.manifest.labels = shapeOf(labels).vec();
     rt.manifest.floatLabels =
         isa<FloatType>(cast<ShapedType>(labels.getType()).getElementType());
     rt.manifest.noteBatch(shapeOf(labels));
-    rt.define(labels, rt.call("dpc_labels", rt.ptrType, {rt.context}));
+    rt.define(labels, rt.call<abi::dpc_labels>({rt.context}));
   });
   table.add<pipe::RecvOp>([](pipe::RecvOp recv, RuntimeLowering &rt) {
     int64_t tag = recv.getTagAttr().getInt();
@@ -52,7 +51,7 @@ void lowering::populateTransferLowerings(RuntimeLoweringTable &table) {
                               nn::getSizeInBytes(recv),
                               nn::getTransferBytes(recv, rt.manifest.bf16) !=
                                   nn::getSizeInBytes(recv)};
-    rt.define(recv, rt.call("dpc_recv", rt.ptrType, {rt.context, rt.i64(tag)}));
+    rt.define(recv, rt.call<abi::dpc_recv>({rt.context, rt.i64(tag)}));
   });
   table.add<pipe::SendOp>([](pipe::SendOp send, RuntimeLowering &rt) {
     int64_t tag = send.getTagAttr().getInt();
@@ -66,41 +65,39 @@ void lowering::populateTransferLowerings(RuntimeLoweringTable &table) {
         nn::getSizeInBytes(send.getValue()),
         nn::getTransferBytes(send.getValue(), rt.manifest.bf16) !=
             nn::getSizeInBytes(send.getValue())};
-    rt.callVoid("dpc_send",
-                {rt.context, rt.i64(tag), rt.ptrOf(send.getValue())});
+    rt.call<abi::dpc_send>(
+        {rt.context, rt.i64(tag), rt.ptrOf(send.getValue())});
   });
   table.add<pipe::StashOp>([](pipe::StashOp stash, RuntimeLowering &rt) {
     int64_t id =
         rt.manifest.stashId(stash.getKey(), stash.getValue(), rt.stage);
-    rt.callVoid("dpc_stash",
-                {rt.context, rt.i64(id), rt.ptrOf(stash.getValue())});
+    rt.call<abi::dpc_stash>(
+        {rt.context, rt.i64(id), rt.ptrOf(stash.getValue())});
   });
   table.add<pipe::RestoreOp>([](pipe::RestoreOp restore, RuntimeLowering &rt) {
     int64_t id =
         rt.manifest.stashId(restore.getKey(), restore.getResult(), rt.stage);
-    rt.define(restore,
-              rt.call("dpc_restore", rt.ptrType, {rt.context, rt.i64(id)}));
+    rt.define(restore, rt.call<abi::dpc_restore>({rt.context, rt.i64(id)}));
   });
-  table.add<pipe::ReportLossOp>([](pipe::ReportLossOp report,
-                                   RuntimeLowering &rt) {
-    rt.callVoid("dpc_report_loss", {rt.context, rt.ptrOf(report.getLoss())});
-  });
+  table.add<pipe::ReportLossOp>(
+      [](pipe::ReportLossOp report, RuntimeLowering &rt) {
+        rt.call<abi::dpc_report_loss>({rt.context, rt.ptrOf(report.getLoss())});
+      });
   table.add<pipe::ReportOutputOp>(
       [](pipe::ReportOutputOp report, RuntimeLowering &rt) {
         Value output = report.getOutput();
         rt.manifest.output = shapeOf(output).vec();
-        Value data = rt.ptrOf(output);
+        Ptr data = rt.ptrOf(output);
         // Predictions are float32: a boolean or integer output (a mask, a
         // comparison) is reported as its values converted to float.
         if (int64_t dtype = dtypeCode(output); dtype != DPC_DTYPE_F32) {
           int64_t count = nn::getNumElements(shapeOf(output));
-          Value converted =
-              rt.call("dpc_alloc", rt.ptrType,
-                      {rt.context, rt.i64(count * int64_t(sizeof(float)))});
-          rt.callVoid("dpc_cast", {rt.i64(dtype), rt.i64(DPC_DTYPE_F32), data,
-                                   converted, rt.i64(count)});
+          auto converted = rt.call<abi::dpc_alloc>(
+              {rt.context, rt.i64(count * int64_t(sizeof(float)))});
+          rt.call<abi::dpc_cast>({rt.i64(dtype), rt.i64(DPC_DTYPE_F32), data,
+                                  converted, rt.i64(count)});
           data = converted;
         }
-        rt.callVoid("dpc_report_output", {rt.context, data});
+        rt.call<abi::dpc_report_output>({rt.context, data});
       });
 }

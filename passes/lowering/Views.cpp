@@ -34,111 +34,108 @@ void lowering::populateViewLowerings(RuntimeLoweringTable &table) {
     rt.define(reshape, rt.ptrOf(reshape.getInput()));
   });
   table.add<nn::RelayoutOp>([](nn::RelayoutOp relayout, RuntimeLowering &rt) {
-    Value y = rt.alloc(relayout);
-    rt.callVoid("dpc_relayout",
-                {rt.ptrOf(relayout.getInput()), rt.shape(relayout),
-                 rt.i64(nn::isChannelBlocked(relayout.getResult())), y});
+    Ptr y = rt.alloc(relayout);
+    rt.call<abi::dpc_relayout>(
+        {rt.ptrOf(relayout.getInput()), rt.shape(relayout),
+         rt.i64(nn::isChannelBlocked(relayout.getResult())), y});
     rt.define(relayout, y);
   });
   table.add<nn::SumToShapeOp>([](nn::SumToShapeOp sum, RuntimeLowering &rt) {
     size_t rank = shapeOf(sum.getInput()).size();
-    Value y = rt.alloc(sum);
-    rt.callVoid("dpc_sum_to_shape",
-                {rt.ptrOf(sum.getInput()), rt.shape(sum.getInput()), y,
-                 rt.constArray(padShape(shapeOf(sum), rank)), rt.i64(rank),
-                 rt.f32(sum.getScale().convertToFloat())});
+    Ptr y = rt.alloc(sum);
+    rt.call<abi::dpc_sum_to_shape>(
+        {rt.ptrOf(sum.getInput()), rt.shape(sum.getInput()), y,
+         rt.constArray(padShape(shapeOf(sum), rank)), rt.i64(rank),
+         rt.f32(sum.getScale().convertToFloat())});
     rt.define(sum, y);
   });
-  table.add<nn::BroadcastToOp>([](nn::BroadcastToOp broadcast,
-                                  RuntimeLowering &rt) {
-    size_t rank = shapeOf(broadcast).size();
-    Value y = rt.alloc(broadcast);
-    rt.callVoid("dpc_broadcast_to",
-                {rt.ptrOf(broadcast.getInput()),
-                 rt.constArray(padShape(shapeOf(broadcast.getInput()), rank)),
-                 y, rt.shape(broadcast), rt.i64(rank),
-                 rt.f32(broadcast.getScale().convertToFloat())});
-    rt.define(broadcast, y);
-  });
-  table.add<nn::TransposeOp>([](nn::TransposeOp transpose,
-                                RuntimeLowering &rt) {
-    Value y = rt.alloc(transpose);
-    rt.callVoid("dpc_transpose",
-                {rt.ptrOf(transpose.getInput()), rt.shape(transpose.getInput()),
-                 y, rt.constArray(transpose.getPerm()),
-                 rt.i64(transpose.getPerm().size())});
-    rt.define(transpose, y);
-  });
+  table.add<nn::BroadcastToOp>(
+      [](nn::BroadcastToOp broadcast, RuntimeLowering &rt) {
+        size_t rank = shapeOf(broadcast).size();
+        Ptr y = rt.alloc(broadcast);
+        rt.call<abi::dpc_broadcast_to>(
+            {rt.ptrOf(broadcast.getInput()),
+             rt.constArray(padShape(shapeOf(broadcast.getInput()), rank)), y,
+             rt.shape(broadcast), rt.i64(rank),
+             rt.f32(broadcast.getScale().convertToFloat())});
+        rt.define(broadcast, y);
+      });
+  table.add<nn::TransposeOp>(
+      [](nn::TransposeOp transpose, RuntimeLowering &rt) {
+        Ptr y = rt.alloc(transpose);
+        rt.call<abi::dpc_transpose>({rt.ptrOf(transpose.getInput()),
+                                     rt.shape(transpose.getInput()), y,
+                                     rt.constArray(transpose.getPerm()),
+                                     rt.i64(transpose.getPerm().size())});
+        rt.define(transpose, y);
+      });
   table.add<nn::SliceOp>([](nn::SliceOp slice, RuntimeLowering &rt) {
-    Value y = rt.alloc(slice);
-    rt.callVoid("dpc_slice",
-                {rt.ptrOf(slice.getInput()), rt.shape(slice.getInput()), y,
-                 rt.shape(slice), rt.i64(shapeOf(slice).size()),
-                 rt.constArray(slice.getOffsets()),
-                 rt.constArray(slice.getSteps())});
+    Ptr y = rt.alloc(slice);
+    rt.call<abi::dpc_slice>(
+        {rt.ptrOf(slice.getInput()), rt.shape(slice.getInput()), y,
+         rt.shape(slice), rt.i64(shapeOf(slice).size()),
+         rt.constArray(slice.getOffsets()), rt.constArray(slice.getSteps())});
     rt.define(slice, y);
   });
   table.add<nn::SliceGradOp>([](nn::SliceGradOp grad, RuntimeLowering &rt) {
-    Value dx = rt.alloc(grad);
-    rt.callVoid("dpc_insert",
-                {rt.ptrOf(grad.getResultGrad()), rt.shape(grad.getResultGrad()),
-                 dx, rt.shape(grad), rt.i64(shapeOf(grad).size()),
-                 rt.constArray(grad.getOffsets()),
-                 rt.constArray(grad.getSteps()), rt.i64(1), rt.f32(0.0f)});
+    Ptr dx = rt.alloc(grad);
+    rt.call<abi::dpc_insert>(
+        {rt.ptrOf(grad.getResultGrad()), rt.shape(grad.getResultGrad()), dx,
+         rt.shape(grad), rt.i64(shapeOf(grad).size()),
+         rt.constArray(grad.getOffsets()), rt.constArray(grad.getSteps()),
+         rt.i64(1), rt.f32(0.0f)});
     rt.define(grad, dx);
   });
   table.add<nn::ConcatOp>([](nn::ConcatOp concat, RuntimeLowering &rt) {
     // Each input into its place along the axis.
-    Value y = rt.alloc(concat);
+    Ptr y = rt.alloc(concat);
     int64_t rank = int64_t(shapeOf(concat).size());
     SmallVector<int64_t> offsets(rank, 0), steps(rank, 1);
     for (Value input : concat.getInputs()) {
-      rt.callVoid("dpc_insert",
-                  {rt.ptrOf(input), rt.shape(input), y, rt.shape(concat),
-                   rt.i64(rank), rt.constArray(offsets), rt.constArray(steps),
-                   rt.i64(0), rt.f32(0.0f)});
+      rt.call<abi::dpc_insert>({rt.ptrOf(input), rt.shape(input), y,
+                                rt.shape(concat), rt.i64(rank),
+                                rt.constArray(offsets), rt.constArray(steps),
+                                rt.i64(0), rt.f32(0.0f)});
       offsets[concat.getAxis()] += shapeOf(input)[concat.getAxis()];
     }
     rt.define(concat, y);
   });
   table.add<nn::PadOp>([](nn::PadOp pad, RuntimeLowering &rt) {
     // The input into its place, the border set to the pad value.
-    Value y = rt.alloc(pad);
+    Ptr y = rt.alloc(pad);
     int64_t rank = int64_t(shapeOf(pad).size());
     SmallVector<int64_t> steps(rank, 1);
-    rt.callVoid("dpc_insert",
-                {rt.ptrOf(pad.getInput()), rt.shape(pad.getInput()), y,
-                 rt.shape(pad), rt.i64(rank),
-                 rt.constArray(pad.getPads().take_front(rank)),
-                 rt.constArray(steps), rt.i64(1),
-                 rt.f32(pad.getValue().convertToFloat())});
+    rt.call<abi::dpc_insert>(
+        {rt.ptrOf(pad.getInput()), rt.shape(pad.getInput()), y, rt.shape(pad),
+         rt.i64(rank), rt.constArray(pad.getPads().take_front(rank)),
+         rt.constArray(steps), rt.i64(1),
+         rt.f32(pad.getValue().convertToFloat())});
     rt.define(pad, y);
   });
-  table.add<nn::GatherOp>([](nn::GatherOp gather,
-                             RuntimeLowering &rt) -> LogicalResult {
-    if (failed(expectI64Indices(gather, gather.getIndices())))
-      return failure();
-    ArrayRef<int64_t> rows = shapeOf(gather.getTable());
-    Value y = rt.alloc(gather);
-    rt.callVoid("dpc_gather",
-                {rt.ptrOf(gather.getTable()), rt.ptrOf(gather.getIndices()),
-                 rt.i64(rows[0]), rt.i64(nn::getNumElements(rows.drop_front())),
-                 rt.i64(nn::getNumElements(shapeOf(gather.getIndices()))), y});
-    rt.define(gather, y);
-    return success();
-  });
-  table.add<nn::GatherGradOp>([](nn::GatherGradOp grad,
-                                 RuntimeLowering &rt) -> LogicalResult {
-    if (failed(expectI64Indices(grad, grad.getIndices())))
-      return failure();
-    ArrayRef<int64_t> rows = shapeOf(grad.getTableGrad());
-    Value dtable = rt.alloc(grad);
-    rt.callVoid("dpc_gather_grad",
-                {rt.ptrOf(grad.getResultGrad()), rt.ptrOf(grad.getIndices()),
-                 rt.i64(rows[0]), rt.i64(nn::getNumElements(rows.drop_front())),
-                 rt.i64(nn::getNumElements(shapeOf(grad.getIndices()))),
-                 dtable});
-    rt.define(grad, dtable);
-    return success();
-  });
+  table.add<nn::GatherOp>(
+      [](nn::GatherOp gather, RuntimeLowering &rt) -> LogicalResult {
+        if (failed(expectI64Indices(gather, gather.getIndices())))
+          return failure();
+        ArrayRef<int64_t> rows = shapeOf(gather.getTable());
+        Ptr y = rt.alloc(gather);
+        rt.call<abi::dpc_gather>(
+            {rt.ptrOf(gather.getTable()), rt.ptrOf(gather.getIndices()),
+             rt.i64(rows[0]), rt.i64(nn::getNumElements(rows.drop_front())),
+             rt.i64(nn::getNumElements(shapeOf(gather.getIndices()))), y});
+        rt.define(gather, y);
+        return success();
+      });
+  table.add<nn::GatherGradOp>(
+      [](nn::GatherGradOp grad, RuntimeLowering &rt) -> LogicalResult {
+        if (failed(expectI64Indices(grad, grad.getIndices())))
+          return failure();
+        ArrayRef<int64_t> rows = shapeOf(grad.getTableGrad());
+        Ptr dtable = rt.alloc(grad);
+        rt.call<abi::dpc_gather_grad>(
+            {rt.ptrOf(grad.getResultGrad()), rt.ptrOf(grad.getIndices()),
+             rt.i64(rows[0]), rt.i64(nn::getNumElements(rows.drop_front())),
+             rt.i64(nn::getNumElements(shapeOf(grad.getIndices()))), dtable});
+        rt.define(grad, dtable);
+        return success();
+      });
 }

@@ -1,13 +1,15 @@
 //===- Importer.h - The importer class, shared by its files -----*- C++ -*-===//
 //
 // Private to frontends/onnx. The importer is one class whose members are
-// defined across the folder by concern and op family, as onnx-mlir splits
-// its conversions: OnnxImporter.cpp (the entry points, the graph walk and
-// the dispatch through the handler rows), TensorReading.cpp (element types,
-// tensors and attributes), Values.cpp (operands, results and host values),
-// and the handlers with their rows of the table in NN.cpp, RNN.cpp,
-// Math.cpp and Tensor.cpp. Nothing outside the folder includes this header;
-// the public interface is OnnxImporter.h.
+// defined across the folder by concern, as onnx-mlir splits its
+// conversions: OnnxImporter.cpp (the entry points, the graph walk and the
+// dispatch through the handler rows), TensorReading.cpp (element types,
+// tensors and attributes) and Values.cpp (operands, results and host
+// values). The op handlers are free functions over the class's public
+// members, each beside its rows of the handler table in its family's file:
+// NN.cpp, RNN.cpp, Math.cpp, Tensor.cpp and GatherSlice.cpp. Adding an op
+// to a family touches only that file. Nothing outside the folder includes
+// this header; the public interface is OnnxImporter.h.
 //
 //===----------------------------------------------------------------------===//
 
@@ -92,10 +94,38 @@ struct HostTensor {
   }
 };
 
+class Importer;
+
+/// An op handler: imports `node` into `im`, or reports with im.nodeError
+/// why it cannot. Handlers are free functions in their op family's file,
+/// written against Importer's public members.
+using ImportHandler = LogicalResult (*)(Importer &im,
+                                        const onnx::NodeProto &node);
+
+/// A row of the handler table: an op type and the since-version of its
+/// schema that `handler` implements.
+struct HandlerEntry {
+  const char *opType;
+  int sinceVersion;
+  ImportHandler handler;
+};
+
+// Op types and the since-versions of their schemas that the importer
+// implements: the versions in effect at kMinOpset and every later version
+// up to the onnx library's newest opset whose changes the handler covers
+// (most changed only the accepted types). Each op family's file lists its
+// own rows beside its handlers; Importer::importNode looks a node up in all
+// of them.
+ArrayRef<HandlerEntry> nnHandlers();          // NN.cpp
+ArrayRef<HandlerEntry> rnnHandlers();         // RNN.cpp
+ArrayRef<HandlerEntry> mathHandlers();        // Math.cpp
+ArrayRef<HandlerEntry> tensorHandlers();      // Tensor.cpp
+ArrayRef<HandlerEntry> gatherSliceHandlers(); // GatherSlice.cpp
+
 class Importer {
 public:
   Importer(MLIRContext *context, StringRef fileName, int64_t opset)
-      : context(context), builder(context), fileName(fileName.str()),
+      : builder(context), context(context), fileName(fileName.str()),
         opset(opset) {}
 
   /// The batch size the model was exported at and the one it is imported
@@ -111,118 +141,9 @@ public:
   LogicalResult importGraph(const onnx::GraphProto &graph,
                             ImportedModel &model);
 
-private:
-  using Handler = LogicalResult (Importer::*)(const onnx::NodeProto &);
-  struct HandlerEntry {
-    const char *opType;
-    int sinceVersion;
-    Handler handler;
-  };
-  // Op types and the since-versions of their schemas that the importer
-  // implements: the versions in effect at kMinOpset and every later version
-  // up to the onnx library's newest opset whose changes the handler covers
-  // (most changed only the accepted types). Each op family's file lists its
-  // own rows beside its handlers; importNode looks a node up in all of them.
-  static ArrayRef<HandlerEntry> nnHandlers();
-  static ArrayRef<HandlerEntry> rnnHandlers();
-  static ArrayRef<HandlerEntry> mathHandlers();
-  static ArrayRef<HandlerEntry> tensorHandlers();
-
-  LogicalResult importNode(const onnx::NodeProto &node);
-
-  // Handlers that build nn ops (NN.cpp).
-  LogicalResult importConv(const onnx::NodeProto &node);
-  LogicalResult importMaxPool(const onnx::NodeProto &node);
-  LogicalResult importAveragePool(const onnx::NodeProto &node);
-  LogicalResult importGlobalAveragePool(const onnx::NodeProto &node);
-  LogicalResult importBatchNormalization(const onnx::NodeProto &node);
-  LogicalResult importLayerNormalization(const onnx::NodeProto &node);
-  // Softmax and LogSoftmax.
-  template <typename OpTy>
-  LogicalResult importSoftmax(const onnx::NodeProto &node);
-  LogicalResult importDropout(const onnx::NodeProto &node);
-  // The window of MaxPool and AveragePool and the result shape it gives.
-  struct PoolWindow {
-    std::vector<int64_t> kernel, strides, pads;
-    bool ceilMode = false;
-    nn::Shape resultShape;
-  };
-  FailureOr<PoolWindow> poolWindow(const onnx::NodeProto &node,
-                                   ArrayRef<int64_t> input);
-  FailureOr<std::vector<int64_t>> windowPads(const onnx::NodeProto &node,
-                                             ArrayRef<int64_t> input,
-                                             ArrayRef<int64_t> kernel,
-                                             ArrayRef<int64_t> strides,
-                                             ArrayRef<int64_t> dilations);
-
-  // RNN.cpp.
-  LogicalResult importLstm(const onnx::NodeProto &node);
-
-  // Math.cpp.
-  // Relu and the other one-input elementwise functions.
-  template <typename OpTy>
-  LogicalResult importUnary(const onnx::NodeProto &node);
-  template <typename OpTy>
-  LogicalResult importUnaryFunction(const onnx::NodeProto &node);
-  LogicalResult importGemm(const onnx::NodeProto &node);
-  LogicalResult importMatMul(const onnx::NodeProto &node);
-  // Add, Sub, Mul and Div: tensor ops, or folded on the host when both
-  // operands are known at import time (shape arithmetic, constants).
-  template <typename OpTy>
-  LogicalResult importBinary(const onnx::NodeProto &node);
-  // Pow by a constant exponent of 1, 2 or 1/2.
-  LogicalResult importPow(const onnx::NodeProto &node);
-  // ReduceMean and ReduceSum.
-  LogicalResult importReduce(const onnx::NodeProto &node);
-  LogicalResult importClip(const onnx::NodeProto &node);
-  // Masks: Equal, Less, Greater, LessOrEqual, GreaterOrEqual; And, Or, Xor;
-  // Not; Where; Trilu (constants only).
-  LogicalResult importCompare(const onnx::NodeProto &node);
-  LogicalResult importNot(const onnx::NodeProto &node);
-  LogicalResult importWhere(const onnx::NodeProto &node);
-  LogicalResult importTrilu(const onnx::NodeProto &node);
-
-  // Tensor.cpp: handlers that build nn ops on activations or evaluate
-  // shape subgraphs on the host.
-  LogicalResult importExpand(const onnx::NodeProto &node);
-  LogicalResult importTranspose(const onnx::NodeProto &node);
-  LogicalResult importFlatten(const onnx::NodeProto &node);
-  LogicalResult importReshape(const onnx::NodeProto &node);
-  LogicalResult importIdentity(const onnx::NodeProto &node);
-  LogicalResult importConstant(const onnx::NodeProto &node);
-  LogicalResult importShape(const onnx::NodeProto &node);
-  LogicalResult importGather(const onnx::NodeProto &node);
-  LogicalResult importTensorGather(const onnx::NodeProto &node);
-  LogicalResult gatherRows(const onnx::NodeProto &node, Value data,
-                           int64_t axis);
-  // The input of a Reshape, Squeeze or Unsqueeze: known at import time, or
-  // an activation.
-  struct Reshaped {
-    std::optional<HostTensor> host;
-    Value value;
-    ArrayRef<int64_t> shape() const {
-      return host ? ArrayRef<int64_t>(host->shape) : nn::shapeOf(value);
-    }
-  };
-  FailureOr<Reshaped> getReshaped(const onnx::NodeProto &node);
-  LogicalResult defineReshaped(const onnx::NodeProto &node, Reshaped input,
-                               ArrayRef<int64_t> shape);
-  LogicalResult rebatchTarget(const onnx::NodeProto &node,
-                              ArrayRef<int64_t> inShape,
-                              std::vector<int64_t> &shape, int64_t inferred);
-  LogicalResult importUnsqueeze(const onnx::NodeProto &node);
-  LogicalResult importSqueeze(const onnx::NodeProto &node);
-  LogicalResult importConcat(const onnx::NodeProto &node);
-  LogicalResult importSlice(const onnx::NodeProto &node);
-  LogicalResult importActivationSlice(const onnx::NodeProto &node);
-  struct SliceInputs {
-    std::vector<int64_t> starts, ends, axes, steps;
-  };
-  FailureOr<SliceInputs> sliceInputs(const onnx::NodeProto &node);
-  LogicalResult importSplit(const onnx::NodeProto &node);
-  LogicalResult importPad(const onnx::NodeProto &node);
-  LogicalResult importConstantOfShape(const onnx::NodeProto &node);
-  LogicalResult importCast(const onnx::NodeProto &node);
+  //===--------------------------------------------------------------------===//
+  // What the handlers use
+  //===--------------------------------------------------------------------===//
 
   // Diagnostics name the node, its op type and the opset (OnnxImporter.cpp).
   Location locOf(const onnx::NodeProto &node);
@@ -265,15 +186,13 @@ private:
     return RankedTensorType::get(shape, elementType);
   }
 
-  MLIRContext *context;
+  // The import's state that handlers read and write.
   OpBuilder builder;
-  std::string fileName;
-  int64_t opset;
+  // Set by setRebatch: Reshape targets are re-batched (Tensor.cpp).
   int64_t exportedBatch = 0, importedBatch = 0;
-  const onnx::NodeProto *currentNode = nullptr;
   // Dropout ops imported so far: the next one's mask_id.
   int64_t numDropouts = 0;
-
+  // The IR values and host tensors of the outputs imported so far.
   llvm::StringMap<Value> values;
   llvm::StringMap<HostTensor> hostValues;
   bool sliceFloatConstants = false;
@@ -281,6 +200,14 @@ private:
   // Outputs of imported nodes that have no value in the IR, and why.
   llvm::StringMap<std::string> unreadable;
   ImportedModel *model = nullptr;
+
+private:
+  LogicalResult importNode(const onnx::NodeProto &node);
+
+  MLIRContext *context;
+  std::string fileName;
+  int64_t opset;
+  const onnx::NodeProto *currentNode = nullptr;
 };
 
 } // namespace mlir::dpc::onnx_frontend::detail

@@ -23,16 +23,17 @@ using namespace mlir::dpc::onnx_frontend::detail;
 using mlir::dpc::nn::shapeOf;
 
 template <typename OpTy>
-LogicalResult Importer::importUnary(const onnx::NodeProto &node) {
-  FailureOr<Value> input = getValue(node, 0);
+static LogicalResult importUnary(Importer &im, const onnx::NodeProto &node) {
+  FailureOr<Value> input = im.getValue(node, 0);
   if (failed(input))
     return failure();
-  return define(node, builder.create<OpTy>(locOf(node), *input));
+  return im.define(node, im.builder.create<OpTy>(im.locOf(node), *input));
 }
 
 template <typename OpTy>
-LogicalResult Importer::importUnaryFunction(const onnx::NodeProto &node) {
-  FailureOr<Value> input = getValue(node, 0);
+static LogicalResult importUnaryFunction(Importer &im,
+                                         const onnx::NodeProto &node) {
+  FailureOr<Value> input = im.getValue(node, 0);
   if (failed(input))
     return failure();
   // The attributes the function's row names, at their ONNX defaults when
@@ -42,70 +43,72 @@ LogicalResult Importer::importUnaryFunction(const onnx::NodeProto &node) {
   SmallVector<NamedAttribute> params;
   for (int i = 0; i < 2; ++i)
     if (*info->params[i])
-      params.push_back(builder.getNamedAttr(
-          info->params[i], builder.getF32FloatAttr(getFloat(
+      params.push_back(im.builder.getNamedAttr(
+          info->params[i], im.builder.getF32FloatAttr(im.getFloat(
                                node, info->params[i], info->defaults[i]))));
-  return define(node,
-                builder.create<OpTy>(locOf(node), TypeRange{input->getType()},
-                                     ValueRange{*input}, params));
+  return im.define(node, im.builder.create<OpTy>(im.locOf(node),
+                                                 TypeRange{input->getType()},
+                                                 ValueRange{*input}, params));
 }
 
-LogicalResult Importer::importGemm(const onnx::NodeProto &node) {
-  FailureOr<Value> a = getValue(node, 0);
+static LogicalResult importGemm(Importer &im, const onnx::NodeProto &node) {
+  FailureOr<Value> a = im.getValue(node, 0);
   FailureOr<Value> b =
-      failed(a) ? FailureOr<Value>(failure()) : getValue(node, 1);
+      failed(a) ? FailureOr<Value>(failure()) : im.getValue(node, 1);
   if (failed(b))
     return failure();
-  if (getFloat(node, "alpha", 1.0f) != 1.0f)
-    return nodeError(node) << "alpha other than 1 is not supported";
-  if (hasInput(node, 2) && getFloat(node, "beta", 1.0f) != 1.0f)
-    return nodeError(node) << "beta other than 1 is not supported";
+  if (im.getFloat(node, "alpha", 1.0f) != 1.0f)
+    return im.nodeError(node) << "alpha other than 1 is not supported";
+  if (im.hasInput(node, 2) && im.getFloat(node, "beta", 1.0f) != 1.0f)
+    return im.nodeError(node) << "beta other than 1 is not supported";
   if (shapeOf(*a).size() != 2 || shapeOf(*b).size() != 2)
-    return nodeError(node) << "expects rank-2 A and B";
-  bool transA = getInt(node, "transA", 0), transB = getInt(node, "transB", 0);
+    return im.nodeError(node) << "expects rank-2 A and B";
+  bool transA = im.getInt(node, "transA", 0),
+       transB = im.getInt(node, "transB", 0);
   FailureOr<nn::Shape> shape =
       nn::inferMatmulShape(shapeOf(*a), shapeOf(*b), transA, transB,
-                           [&] { return nodeError(node); });
+                           [&] { return im.nodeError(node); });
   if (failed(shape))
     return failure();
   Type elementType = cast<RankedTensorType>(a->getType()).getElementType();
-  Value result = builder.create<nn::MatmulOp>(
-      locOf(node), tensorType(*shape, elementType), *a, *b,
-      builder.getBoolAttr(transA), builder.getBoolAttr(transB));
-  if (hasInput(node, 2)) {
-    FailureOr<Value> c = getValue(node, 2);
+  Value result = im.builder.create<nn::MatmulOp>(
+      im.locOf(node), im.tensorType(*shape, elementType), *a, *b,
+      im.builder.getBoolAttr(transA), im.builder.getBoolAttr(transB));
+  if (im.hasInput(node, 2)) {
+    FailureOr<Value> c = im.getValue(node, 2);
     if (failed(c))
       return failure();
     // C broadcasts to the product's shape, never the other way round.
     FailureOr<nn::Shape> sum = nn::inferBroadcastShape(
-        *shape, shapeOf(*c), [&] { return nodeError(node); });
+        *shape, shapeOf(*c), [&] { return im.nodeError(node); });
     if (failed(sum))
       return failure();
     if (ArrayRef<int64_t>(*sum) != ArrayRef<int64_t>(*shape))
-      return nodeError(node)
+      return im.nodeError(node)
              << "C of shape " << nn::formatShape(shapeOf(*c))
              << " does not broadcast to " << nn::formatShape(*shape);
-    result =
-        builder.create<nn::AddOp>(locOf(node), result.getType(), result, *c);
+    result = im.builder.create<nn::AddOp>(im.locOf(node), result.getType(),
+                                          result, *c);
   }
-  return define(node, result);
+  return im.define(node, result);
 }
 
-LogicalResult Importer::importMatMul(const onnx::NodeProto &node) {
-  FailureOr<Value> a = getValue(node, 0);
+static LogicalResult importMatMul(Importer &im, const onnx::NodeProto &node) {
+  FailureOr<Value> a = im.getValue(node, 0);
   FailureOr<Value> b =
-      failed(a) ? FailureOr<Value>(failure()) : getValue(node, 1);
+      failed(a) ? FailureOr<Value>(failure()) : im.getValue(node, 1);
   if (failed(b))
     return failure();
-  FailureOr<nn::Shape> shape = nn::inferMatmulShape(
-      shapeOf(*a), shapeOf(*b), false, false, [&] { return nodeError(node); });
+  FailureOr<nn::Shape> shape =
+      nn::inferMatmulShape(shapeOf(*a), shapeOf(*b), false, false,
+                           [&] { return im.nodeError(node); });
   if (failed(shape))
     return failure();
   Type elementType = cast<RankedTensorType>(a->getType()).getElementType();
-  return define(node,
-                builder.create<nn::MatmulOp>(
-                    locOf(node), tensorType(*shape, elementType), *a, *b,
-                    builder.getBoolAttr(false), builder.getBoolAttr(false)));
+  return im.define(node, im.builder.create<nn::MatmulOp>(
+                             im.locOf(node), im.tensorType(*shape, elementType),
+                             *a, *b, im.builder.getBoolAttr(false),
+                             im.builder.getBoolAttr(false)));
 }
 
 // `l op r` of two host numbers, as ONNX defines it for the element type.
@@ -124,17 +127,17 @@ static FailureOr<double> foldNumbers(StringRef opType, double l, double r,
 }
 
 template <typename OpTy>
-LogicalResult Importer::importBinary(const onnx::NodeProto &node) {
-  if (isHost(node.input(0)) && isHost(node.input(1))) {
-    FailureOr<HostTensor> l = getHost(node, 0), r = getHost(node, 1);
+static LogicalResult importBinary(Importer &im, const onnx::NodeProto &node) {
+  if (im.isHost(node.input(0)) && im.isHost(node.input(1))) {
+    FailureOr<HostTensor> l = im.getHost(node, 0), r = im.getHost(node, 1);
     if (failed(l) || failed(r))
       return failure();
     // Equal shapes, or a single number against a tensor.
     bool scalarL = l->size() == 1, scalarR = r->size() == 1;
     if (l->isFloat != r->isFloat ||
         (l->shape != r->shape && !scalarL && !scalarR))
-      return nodeError(node) << "folds only operands of one element type "
-                                "with equal shapes or a single element";
+      return im.nodeError(node) << "folds only operands of one element type "
+                                   "with equal shapes or a single element";
     HostTensor out = scalarL && !scalarR ? *r : *l;
     for (int64_t i = 0; i < out.size(); ++i) {
       auto at = [&](const HostTensor &t) {
@@ -144,57 +147,57 @@ LogicalResult Importer::importBinary(const onnx::NodeProto &node) {
       FailureOr<double> v =
           foldNumbers(node.op_type(), at(*l), at(*r), out.isFloat);
       if (failed(v))
-        return nodeError(node) << "divides by zero at import time";
+        return im.nodeError(node) << "divides by zero at import time";
       if (out.isFloat)
         out.floats[i] = float(*v);
       else
         out.ints[i] = int64_t(*v);
     }
-    return defineHost(node, std::move(out));
+    return im.defineHost(node, std::move(out));
   }
-  FailureOr<Value> l = getValue(node, 0);
+  FailureOr<Value> l = im.getValue(node, 0);
   FailureOr<Value> r =
-      failed(l) ? FailureOr<Value>(failure()) : getValue(node, 1);
+      failed(l) ? FailureOr<Value>(failure()) : im.getValue(node, 1);
   if (failed(r))
     return failure();
   FailureOr<nn::Shape> shape = nn::inferBroadcastShape(
-      shapeOf(*l), shapeOf(*r), [&] { return nodeError(node); });
+      shapeOf(*l), shapeOf(*r), [&] { return im.nodeError(node); });
   if (failed(shape))
     return failure();
   Type elementType = cast<RankedTensorType>(l->getType()).getElementType();
-  return define(node,
-                builder.create<OpTy>(locOf(node),
-                                     tensorType(*shape, elementType), *l, *r));
+  return im.define(
+      node, im.builder.create<OpTy>(
+                im.locOf(node), im.tensorType(*shape, elementType), *l, *r));
 }
 
-LogicalResult Importer::importPow(const onnx::NodeProto &node) {
-  FailureOr<HostTensor> exponent = getHost(node, 1);
+static LogicalResult importPow(Importer &im, const onnx::NodeProto &node) {
+  FailureOr<HostTensor> exponent = im.getHost(node, 1);
   if (failed(exponent))
     return failure();
   if (exponent->size() != 1)
-    return nodeError(node) << "expects a single exponent, got "
-                           << exponent->size() << " values";
+    return im.nodeError(node) << "expects a single exponent, got "
+                              << exponent->size() << " values";
   double p = exponent->isFloat ? double(exponent->floats[0])
                                : double(exponent->ints[0]);
-  FailureOr<Value> base = getValue(node, 0);
+  FailureOr<Value> base = im.getValue(node, 0);
   if (failed(base))
     return failure();
-  Location loc = locOf(node);
+  Location loc = im.locOf(node);
   if (p == 1.0)
-    return define(node, *base);
+    return im.define(node, *base);
   if (p == 2.0)
-    return define(
-        node, builder.create<nn::MulOp>(loc, base->getType(), *base, *base));
+    return im.define(
+        node, im.builder.create<nn::MulOp>(loc, base->getType(), *base, *base));
   if (p == 0.5)
-    return define(node, builder.create<nn::SqrtOp>(loc, *base));
+    return im.define(node, im.builder.create<nn::SqrtOp>(loc, *base));
   std::ostringstream text;
   text << p;
-  return nodeError(node) << "exponent " << text.str()
-                         << " is not supported (only 0.5, 1 and 2)";
+  return im.nodeError(node) << "exponent " << text.str()
+                            << " is not supported (only 0.5, 1 and 2)";
 }
 
-LogicalResult Importer::importReduce(const onnx::NodeProto &node) {
-  FailureOr<Value> input = getValue(node, 0);
+static LogicalResult importReduce(Importer &im, const onnx::NodeProto &node) {
+  FailureOr<Value> input = im.getValue(node, 0);
   if (failed(input))
     return failure();
   ArrayRef<int64_t> shape = shapeOf(*input);
@@ -203,16 +206,16 @@ LogicalResult Importer::importReduce(const onnx::NodeProto &node) {
   // ReduceMean-13 has its axes as an attribute, ReduceSum-13 as an input.
   std::vector<int64_t> axes;
   if (mean) {
-    axes = getInts(node, "axes", {});
-  } else if (hasInput(node, 1)) {
-    FailureOr<std::vector<int64_t>> given = getHostInts(node, 1);
+    axes = im.getInts(node, "axes", {});
+  } else if (im.hasInput(node, 1)) {
+    FailureOr<std::vector<int64_t>> given = im.getHostInts(node, 1);
     if (failed(given))
       return failure();
     axes = *given;
   }
   if (axes.empty()) {
-    if (!mean && getInt(node, "noop_with_empty_axes", 0))
-      return define(node, *input);
+    if (!mean && im.getInt(node, "noop_with_empty_axes", 0))
+      return im.define(node, *input);
     for (size_t d = 0; d < rank; ++d)
       axes.push_back(int64_t(d));
   }
@@ -223,59 +226,59 @@ LogicalResult Importer::importReduce(const onnx::NodeProto &node) {
   int64_t count = 1;
   for (int64_t axis : axes) {
     FailureOr<int64_t> d =
-        nn::normalizeAxis(axis, rank, [&] { return nodeError(node); });
+        nn::normalizeAxis(axis, rank, [&] { return im.nodeError(node); });
     if (failed(d))
       return failure();
     if (reduced[*d])
-      return nodeError(node) << "reduces axis " << axis << " twice";
+      return im.nodeError(node) << "reduces axis " << axis << " twice";
     reduced[*d] = true;
     count *= shape[*d];
     kept[*d] = 1;
   }
   if (mean && count == 0)
-    return nodeError(node) << "averages over no elements";
+    return im.nodeError(node) << "averages over no elements";
   Type elementType = cast<RankedTensorType>(input->getType()).getElementType();
-  Location loc = locOf(node);
+  Location loc = im.locOf(node);
   float scale = mean ? 1.0f / float(count) : 1.0f;
-  Value sum =
-      builder.create<nn::SumToShapeOp>(loc, tensorType(kept, elementType),
-                                       *input, builder.getF32FloatAttr(scale));
-  if (getInt(node, "keepdims", 1))
-    return define(node, sum);
+  Value sum = im.builder.create<nn::SumToShapeOp>(
+      loc, im.tensorType(kept, elementType), *input,
+      im.builder.getF32FloatAttr(scale));
+  if (im.getInt(node, "keepdims", 1))
+    return im.define(node, sum);
   nn::Shape squeezed;
   for (size_t d = 0; d < rank; ++d)
     if (!reduced[d])
       squeezed.push_back(shape[d]);
-  return define(node, builder.create<nn::ReshapeOp>(
-                          loc, tensorType(squeezed, elementType), sum));
+  return im.define(node, im.builder.create<nn::ReshapeOp>(
+                             loc, im.tensorType(squeezed, elementType), sum));
 }
 
 // Clip with bounds known at import time (ReLU6: 0 and 6); an absent bound
 // is infinite.
-LogicalResult Importer::importClip(const onnx::NodeProto &node) {
-  FailureOr<Value> input = getValue(node, 0);
+static LogicalResult importClip(Importer &im, const onnx::NodeProto &node) {
+  FailureOr<Value> input = im.getValue(node, 0);
   if (failed(input))
     return failure();
   float bounds[2] = {-std::numeric_limits<float>::infinity(),
                      std::numeric_limits<float>::infinity()};
   for (int index : {1, 2}) {
-    if (!hasInput(node, index))
+    if (!im.hasInput(node, index))
       continue;
-    FailureOr<HostTensor> bound = getHost(node, index);
+    FailureOr<HostTensor> bound = im.getHost(node, index);
     if (failed(bound))
       return failure();
     if (!bound->isFloat || bound->floats.size() != 1)
-      return nodeError(node) << "expects a float scalar for input '"
-                             << node.input(index) << "'";
+      return im.nodeError(node) << "expects a float scalar for input '"
+                                << node.input(index) << "'";
     bounds[index - 1] = bound->floats[0];
   }
   if (!(bounds[0] <= bounds[1]))
-    return nodeError(node) << "min " << bounds[0] << " exceeds max "
-                           << bounds[1];
-  return define(
-      node, builder.create<nn::ClipOp>(locOf(node), input->getType(), *input,
-                                       builder.getF32FloatAttr(bounds[0]),
-                                       builder.getF32FloatAttr(bounds[1])));
+    return im.nodeError(node)
+           << "min " << bounds[0] << " exceeds max " << bounds[1];
+  return im.define(node, im.builder.create<nn::ClipOp>(
+                             im.locOf(node), input->getType(), *input,
+                             im.builder.getF32FloatAttr(bounds[0]),
+                             im.builder.getF32FloatAttr(bounds[1])));
 }
 
 //===----------------------------------------------------------------------===//
@@ -326,7 +329,7 @@ static double hostNumber(const HostTensor &t, int64_t i) {
   return t.isFloat ? double(t.floats[i]) : double(t.ints[i]);
 }
 
-LogicalResult Importer::importCompare(const onnx::NodeProto &node) {
+static LogicalResult importCompare(Importer &im, const onnx::NodeProto &node) {
   StringRef op = node.op_type();
   StringRef name = llvm::StringSwitch<StringRef>(op)
                        .Case("Equal", "eq")
@@ -338,8 +341,8 @@ LogicalResult Importer::importCompare(const onnx::NodeProto &node) {
                        .Case("Or", "or")
                        .Default("xor");
   bool logical = op == "And" || op == "Or" || op == "Xor";
-  if (isHost(node.input(0)) && isHost(node.input(1))) {
-    FailureOr<HostTensor> l = getHost(node, 0), r = getHost(node, 1);
+  if (im.isHost(node.input(0)) && im.isHost(node.input(1))) {
+    FailureOr<HostTensor> l = im.getHost(node, 0), r = im.getHost(node, 1);
     if (failed(l) || failed(r))
       return failure();
     const HostTensor &a = *l, &b = *r;
@@ -358,63 +361,64 @@ LogicalResult Importer::importCompare(const onnx::NodeProto &node) {
                            .Default((u != 0) != (v != 0));
           y.ints.push_back(value);
         },
-        [&] { return nodeError(node); });
+        [&] { return im.nodeError(node); });
     if (failed(out))
       return failure();
     out->isBool = true;
-    return defineHost(node, std::move(*out));
+    return im.defineHost(node, std::move(*out));
   }
-  FailureOr<Value> l = getValue(node, 0);
+  FailureOr<Value> l = im.getValue(node, 0);
   FailureOr<Value> r =
-      failed(l) ? FailureOr<Value>(failure()) : getValue(node, 1);
+      failed(l) ? FailureOr<Value>(failure()) : im.getValue(node, 1);
   if (failed(r))
     return failure();
   Type lt = cast<ShapedType>(l->getType()).getElementType();
   Type rt = cast<ShapedType>(r->getType()).getElementType();
   if (lt != rt)
-    return nodeError(node) << "compares tensors of one element type, got " << lt
-                           << " and " << rt;
+    return im.nodeError(node) << "compares tensors of one element type, got "
+                              << lt << " and " << rt;
   bool accepted = logical ? lt.isInteger(1)
                           : lt.isF32() || lt.isInteger(64) ||
                                 (lt.isInteger(1) && name == "eq");
   if (!accepted)
-    return nodeError(node) << "does not take tensors of element type " << lt;
+    return im.nodeError(node) << "does not take tensors of element type " << lt;
   FailureOr<nn::Shape> shape = nn::inferBroadcastShape(
-      shapeOf(*l), shapeOf(*r), [&] { return nodeError(node); });
+      shapeOf(*l), shapeOf(*r), [&] { return im.nodeError(node); });
   if (failed(shape))
     return failure();
-  auto type = tensorType(*shape, builder.getI1Type());
+  auto type = im.tensorType(*shape, im.builder.getI1Type());
   if (logical)
-    return define(
-        node, builder.create<nn::LogicalOp>(locOf(node), type, *l, *r, name));
-  return define(node,
-                builder.create<nn::CompareOp>(locOf(node), type, *l, *r, name));
+    return im.define(node, im.builder.create<nn::LogicalOp>(
+                               im.locOf(node), type, *l, *r, name));
+  return im.define(node, im.builder.create<nn::CompareOp>(im.locOf(node), type,
+                                                          *l, *r, name));
 }
 
-LogicalResult Importer::importNot(const onnx::NodeProto &node) {
-  if (isHost(node.input(0))) {
-    FailureOr<HostTensor> t = getHost(node, 0);
+static LogicalResult importNot(Importer &im, const onnx::NodeProto &node) {
+  if (im.isHost(node.input(0))) {
+    FailureOr<HostTensor> t = im.getHost(node, 0);
     if (failed(t))
       return failure();
     for (int64_t &i : t->ints)
       i = i == 0;
-    return defineHost(node, std::move(*t));
+    return im.defineHost(node, std::move(*t));
   }
-  FailureOr<Value> input = getValue(node, 0);
+  FailureOr<Value> input = im.getValue(node, 0);
   if (failed(input))
     return failure();
-  return define(
-      node, builder.create<nn::NotOp>(locOf(node), input->getType(), *input));
+  return im.define(node, im.builder.create<nn::NotOp>(
+                             im.locOf(node), input->getType(), *input));
 }
 
-LogicalResult Importer::importWhere(const onnx::NodeProto &node) {
-  if (isHost(node.input(0)) && isHost(node.input(1)) && isHost(node.input(2))) {
-    FailureOr<HostTensor> c = getHost(node, 0), a = getHost(node, 1),
-                          b = getHost(node, 2);
+static LogicalResult importWhere(Importer &im, const onnx::NodeProto &node) {
+  if (im.isHost(node.input(0)) && im.isHost(node.input(1)) &&
+      im.isHost(node.input(2))) {
+    FailureOr<HostTensor> c = im.getHost(node, 0), a = im.getHost(node, 1),
+                          b = im.getHost(node, 2);
     if (failed(c) || failed(a) || failed(b))
       return failure();
     if (a->isFloat != b->isFloat)
-      return nodeError(node) << "folds only branches of one element type";
+      return im.nodeError(node) << "folds only branches of one element type";
     FailureOr<HostTensor> out = foldBroadcast(
         {&*c, &*a, &*b},
         [&](HostTensor &y, ArrayRef<int64_t> o) {
@@ -425,59 +429,60 @@ LogicalResult Importer::importWhere(const onnx::NodeProto &node) {
           else
             y.ints.push_back(from.ints[i]);
         },
-        [&] { return nodeError(node); });
+        [&] { return im.nodeError(node); });
     if (failed(out))
       return failure();
     out->isFloat = a->isFloat;
     out->isBool = a->isBool && b->isBool;
-    return defineHost(node, std::move(*out));
+    return im.defineHost(node, std::move(*out));
   }
   SmallVector<Value, 3> operands;
   for (int i = 0; i < 3; ++i) {
-    FailureOr<Value> v = getValue(node, i);
+    FailureOr<Value> v = im.getValue(node, i);
     if (failed(v))
       return failure();
     operands.push_back(*v);
   }
   if (!cast<ShapedType>(operands[0].getType()).getElementType().isInteger(1))
-    return nodeError(node) << "expects a boolean condition";
+    return im.nodeError(node) << "expects a boolean condition";
   Type elementType = cast<ShapedType>(operands[1].getType()).getElementType();
   if (!elementType.isF32() ||
       cast<ShapedType>(operands[2].getType()).getElementType() != elementType)
-    return nodeError(node) << "selects only between float32 tensors";
-  auto error = [&] { return nodeError(node); };
+    return im.nodeError(node) << "selects only between float32 tensors";
+  auto error = [&] { return im.nodeError(node); };
   FailureOr<nn::Shape> shape = nn::inferBroadcastShape(
       shapeOf(operands[0]), shapeOf(operands[1]), error);
   if (succeeded(shape))
     shape = nn::inferBroadcastShape(*shape, shapeOf(operands[2]), error);
   if (failed(shape))
     return failure();
-  return define(node, builder.create<nn::WhereOp>(
-                          locOf(node), tensorType(*shape, elementType),
-                          operands[0], operands[1], operands[2]));
+  return im.define(node, im.builder.create<nn::WhereOp>(
+                             im.locOf(node), im.tensorType(*shape, elementType),
+                             operands[0], operands[1], operands[2]));
 }
 
 // Trilu of a constant (the causal mask torch.triu/tril builds in forward).
-LogicalResult Importer::importTrilu(const onnx::NodeProto &node) {
-  if (!isHost(node.input(0)))
-    return nodeError(node) << "folds only Trilu of a constant; a causal mask "
-                              "built from tensors the model computes is not "
-                              "supported";
-  FailureOr<HostTensor> t = getHost(node, 0);
+static LogicalResult importTrilu(Importer &im, const onnx::NodeProto &node) {
+  if (!im.isHost(node.input(0)))
+    return im.nodeError(node)
+           << "folds only Trilu of a constant; a causal mask "
+              "built from tensors the model computes is not "
+              "supported";
+  FailureOr<HostTensor> t = im.getHost(node, 0);
   if (failed(t))
     return failure();
   int64_t k = 0;
-  if (hasInput(node, 1)) {
-    FailureOr<std::vector<int64_t>> kk = getHostInts(node, 1);
+  if (im.hasInput(node, 1)) {
+    FailureOr<std::vector<int64_t>> kk = im.getHostInts(node, 1);
     if (failed(kk))
       return failure();
     if (kk->size() != 1)
-      return nodeError(node) << "expects a single k";
+      return im.nodeError(node) << "expects a single k";
     k = (*kk)[0];
   }
   if (t->shape.size() < 2)
-    return nodeError(node) << "expects a tensor of rank >= 2";
-  bool upper = getInt(node, "upper", 1) != 0;
+    return im.nodeError(node) << "expects a tensor of rank >= 2";
+  bool upper = im.getInt(node, "upper", 1) != 0;
   int64_t rows = t->shape.end()[-2], cols = t->shape.back();
   for (int64_t e = 0; e < t->size(); ++e) {
     int64_t i = (e / cols) % rows, j = e % cols;
@@ -489,45 +494,45 @@ LogicalResult Importer::importTrilu(const onnx::NodeProto &node) {
     else
       t->ints[e] = 0;
   }
-  return defineHost(node, std::move(*t));
+  return im.defineHost(node, std::move(*t));
 }
 
-ArrayRef<Importer::HandlerEntry> Importer::mathHandlers() {
+ArrayRef<HandlerEntry> mlir::dpc::onnx_frontend::detail::mathHandlers() {
   static const HandlerEntry rows[] = {
-      {"Relu", 13, &Importer::importUnary<nn::ReluOp>},
-      {"Relu", 14, &Importer::importUnary<nn::ReluOp>},
+      {"Relu", 13, &importUnary<nn::ReluOp>},
+      {"Relu", 14, &importUnary<nn::ReluOp>},
 // The elementwise functions, one per row of the runtime's table.
 #define DPC_UNARY_FUNCTION(CODE, NAME, SINCE, ...)                             \
-  {#NAME, SINCE, &Importer::importUnaryFunction<nn::NAME##Op>},
+  {#NAME, SINCE, &importUnaryFunction<nn::NAME##Op>},
 #include "dpc/runtime/UnaryFunctions.def"
-      {"LeakyRelu", 16, &Importer::importUnaryFunction<nn::LeakyReluOp>},
-      {"Gemm", 13, &Importer::importGemm},
-      {"MatMul", 13, &Importer::importMatMul},
-      {"Add", 13, &Importer::importBinary<nn::AddOp>},
-      {"Add", 14, &Importer::importBinary<nn::AddOp>},
-      {"Sub", 13, &Importer::importBinary<nn::SubOp>},
-      {"Sub", 14, &Importer::importBinary<nn::SubOp>},
-      {"Mul", 13, &Importer::importBinary<nn::MulOp>},
-      {"Mul", 14, &Importer::importBinary<nn::MulOp>},
-      {"Div", 13, &Importer::importBinary<nn::DivOp>},
-      {"Div", 14, &Importer::importBinary<nn::DivOp>},
-      {"Pow", 13, &Importer::importPow},
-      {"Pow", 15, &Importer::importPow},
-      {"ReduceMean", 13, &Importer::importReduce},
-      {"ReduceSum", 13, &Importer::importReduce},
-      {"Clip", 13, &Importer::importClip},
-      {"Equal", 13, &Importer::importCompare},
-      {"Less", 13, &Importer::importCompare},
-      {"Greater", 13, &Importer::importCompare},
-      {"LessOrEqual", 16, &Importer::importCompare},
-      {"GreaterOrEqual", 16, &Importer::importCompare},
-      {"And", 7, &Importer::importCompare},
-      {"Or", 7, &Importer::importCompare},
-      {"Xor", 7, &Importer::importCompare},
-      {"Not", 1, &Importer::importNot},
-      {"Where", 9, &Importer::importWhere},
-      {"Where", 16, &Importer::importWhere},
-      {"Trilu", 14, &Importer::importTrilu},
+      {"LeakyRelu", 16, &importUnaryFunction<nn::LeakyReluOp>},
+      {"Gemm", 13, &importGemm},
+      {"MatMul", 13, &importMatMul},
+      {"Add", 13, &importBinary<nn::AddOp>},
+      {"Add", 14, &importBinary<nn::AddOp>},
+      {"Sub", 13, &importBinary<nn::SubOp>},
+      {"Sub", 14, &importBinary<nn::SubOp>},
+      {"Mul", 13, &importBinary<nn::MulOp>},
+      {"Mul", 14, &importBinary<nn::MulOp>},
+      {"Div", 13, &importBinary<nn::DivOp>},
+      {"Div", 14, &importBinary<nn::DivOp>},
+      {"Pow", 13, &importPow},
+      {"Pow", 15, &importPow},
+      {"ReduceMean", 13, &importReduce},
+      {"ReduceSum", 13, &importReduce},
+      {"Clip", 13, &importClip},
+      {"Equal", 13, &importCompare},
+      {"Less", 13, &importCompare},
+      {"Greater", 13, &importCompare},
+      {"LessOrEqual", 16, &importCompare},
+      {"GreaterOrEqual", 16, &importCompare},
+      {"And", 7, &importCompare},
+      {"Or", 7, &importCompare},
+      {"Xor", 7, &importCompare},
+      {"Not", 1, &importNot},
+      {"Where", 9, &importWhere},
+      {"Where", 16, &importWhere},
+      {"Trilu", 14, &importTrilu},
   };
   return rows;
 }

@@ -15,9 +15,9 @@
 // This file holds the entry points, the checks and re-shaping of the model
 // before shape inference, the graph walk and the dispatch. The Importer
 // class (Importer.h) has its other members in TensorReading.cpp (tensors
-// and attributes), Values.cpp (operands and results), and the handlers by
-// op family in NN.cpp, RNN.cpp, Math.cpp and Tensor.cpp, each file listing
-// its own rows of the handler table.
+// and attributes) and Values.cpp (operands and results); the handlers are
+// free functions by op family in NN.cpp, RNN.cpp, Math.cpp, Tensor.cpp and
+// GatherSlice.cpp, each file listing its own rows of the handler table.
 //
 //===----------------------------------------------------------------------===//
 
@@ -80,13 +80,14 @@ LogicalResult Importer::importNode(const onnx::NodeProto &node) {
   int since = schema->SinceVersion();
   bool knownType = false;
   for (ArrayRef<HandlerEntry> family :
-       {nnHandlers(), rnnHandlers(), mathHandlers(), tensorHandlers()}) {
+       {nnHandlers(), rnnHandlers(), mathHandlers(), tensorHandlers(),
+        gatherSliceHandlers()}) {
     for (const HandlerEntry &entry : family) {
       if (node.op_type() != entry.opType)
         continue;
       knownType = true;
       if (entry.sinceVersion == since)
-        return (this->*entry.handler)(node);
+        return entry.handler(*this, node);
     }
   }
   if (knownType)

@@ -40,6 +40,26 @@ def NN_Dialect : Dialect {
 class NN_Op<string mnemonic, list<Trait> traits = []>
     : Op<NN_Dialect, mnemonic, traits>;
 
+// The gradient rule of an op whose first operand is the only one with a
+// gradient: a `gradOp` of that operand's type, built from the result's
+// gradient and then `args`, the forward op's values and attributes it
+// reads, as C++ getters of the forward op. An op with
+// DeclareOpInterfaceMethods<NN_GradientOpInterface> among its traits states
+// it in one line:
+//   let extraClassDefinition = NN_InputGradient<"ReluGradOp", "getResult()">.rule;
+// Rules of more than one gradient are C++ in the op's family file.
+class NN_InputGradient<string gradOp, string args = ""> {
+  code rule = [{
+    void $cppClass::buildGradients(::mlir::OpBuilder &builder,
+        ::mlir::ValueRange resultGrads, ::llvm::ArrayRef<bool> needed,
+        ::llvm::SmallVectorImpl<::mlir::Value> &operandGrads) {
+      ::mlir::dpc::nn::buildInputGradient<}] # gradOp # [{>(*this, builder,
+          resultGrads, needed, operandGrads}] # !if(!empty(args), "", ", ")
+          # args # [{);
+    }
+  }];
+}
+
 // Float tensors with static shape: the values the dialect computes on.
 def NN_FloatTensor : StaticShapeTensorOf<[F32, F16, BF16]>;
 // Class indices of a classification loss.

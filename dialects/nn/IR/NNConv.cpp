@@ -55,21 +55,21 @@ static FailureOr<Shape> inferConvFrom(ConvOp op, ArrayRef<int64_t> input,
   return shape;
 }
 
+FailureOr<RankedTensorType> Conv2dOp::inferResultType() {
+  return inferredType(
+      inferConvFrom(*this, shapeOf(getInput()), shapeOf(getFilter())),
+      elementTypeOf(getInput()));
+}
+
 LogicalResult Conv2dOp::verify() {
-  FailureOr<Shape> shape =
-      inferConvFrom(*this, shapeOf(getInput()), shapeOf(getFilter()));
-  if (failed(shape))
-    return failure();
   Type elementType = elementTypeOf(getInput());
   if (failed(expectType(*this, "filter", getFilter(), shapeOf(getFilter()),
                         elementType)))
     return failure();
-  if (getBias()) {
-    int64_t channels = shapeOf(getFilter())[0];
-    if (failed(expectType(*this, "bias", getBias(), {channels}, elementType)))
-      return failure();
-  }
-  return expectType(*this, "result", getResult(), *shape, elementType);
+  if (!getBias())
+    return success();
+  int64_t channels = shapeOf(getFilter())[0];
+  return expectType(*this, "bias", getBias(), {channels}, elementType);
 }
 
 LogicalResult Conv2dGradInputOp::verify() {
@@ -106,17 +106,13 @@ static FailureOr<Shape> inferMatmulFrom(MatmulOp op, ArrayRef<int64_t> lhs,
                           [&] { return op.emitOpError(); });
 }
 
-LogicalResult MatmulOp::verify() {
-  FailureOr<Shape> shape =
-      inferMatmulFrom(*this, shapeOf(getLhs()), shapeOf(getRhs()));
-  if (failed(shape))
-    return failure();
-  Type elementType = elementTypeOf(getLhs());
-  if (failed(
-          expectType(*this, "rhs", getRhs(), shapeOf(getRhs()), elementType)))
-    return failure();
-  return expectType(*this, "result", getResult(), *shape, elementType);
+FailureOr<RankedTensorType> MatmulOp::inferResultType() {
+  return inferredType(
+      inferMatmulFrom(*this, shapeOf(getLhs()), shapeOf(getRhs())),
+      elementTypeOf(getLhs()));
 }
+
+LogicalResult MatmulOp::verify() { return expectRhsLikeLhs(*this); }
 
 // A transpose of the last two dimensions that keeps the others in place:
 // what a matmul's transpose flag does to its operand.

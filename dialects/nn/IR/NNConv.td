@@ -28,7 +28,7 @@ defvar NN_Conv2dAttrs = (ins
   DefaultValuedAttr<I64Attr, "1">:$groups,
   DefaultValuedStrAttr<StrAttr, "direct">:$algorithm);
 
-def NN_Conv2dOp : NN_Op<"conv2d", [Pure,
+def NN_Conv2dOp : NN_Op<"conv2d", [Pure, NN_InferResult,
     DeclareOpInterfaceMethods<NN_GradientOpInterface>]> {
   let summary = "2-D convolution in NCHW layout";
   let description = [{
@@ -111,7 +111,7 @@ def NN_Conv2dGradBiasOp : NN_Op<"conv2d_grad_bias", [Pure]> {
 defvar NN_MatmulAttrs = (ins DefaultValuedAttr<BoolAttr, "false">:$transpose_lhs,
                              DefaultValuedAttr<BoolAttr, "false">:$transpose_rhs);
 
-def NN_MatmulOp : NN_Op<"matmul", [Pure,
+def NN_MatmulOp : NN_Op<"matmul", [Pure, NN_InferResult,
     DeclareOpInterfaceMethods<NN_GradientOpInterface>]> {
   let summary = "matrix product, batched over leading dimensions";
   let description = [{

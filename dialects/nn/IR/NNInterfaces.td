@@ -30,6 +30,33 @@ def NN_GradientOpInterface : OpInterface<"GradientOpInterface"> {
   ];
 }
 
+def NN_InferResultOpInterface : OpInterface<"InferResultOpInterface"> {
+  let cppNamespace = "::mlir::dpc::nn";
+  let description = [{
+    An op whose one result type follows from its operands and attributes by
+    a shape rule of ShapeInference.h, as upstream dialects infer theirs with
+    inferReturnTypes: the op states the rule once, in inferResultType, and
+    one verifier shared by every such op compares the declared result type
+    with it ("expects result of shape ..., got ..."). What an op checks
+    beyond its result type stays in its own verifier, which runs after this
+    one.
+  }];
+  let methods = [
+    InterfaceMethod<[{
+        The result type the operands and attributes imply. Emits an error on
+        the op and fails where they do not fit together.
+      }],
+      "::mlir::FailureOr<::mlir::RankedTensorType>", "inferResultType">,
+    InterfaceMethod<"The result's name in the verifier's messages.",
+      "::llvm::StringRef", "getInferredResultName", (ins), [{}],
+      [{ return "result"; }]>,
+  ];
+  let verify = [{ return ::mlir::dpc::nn::verifyInferredResult($_op); }];
+}
+
+// An op whose result type its inferResultType gives.
+def NN_InferResult : DeclareOpInterfaceMethods<NN_InferResultOpInterface>;
+
 def NN_OptimizerUpdateOpInterface : OpInterface<"OptimizerUpdateOpInterface"> {
   let cppNamespace = "::mlir::dpc::nn";
   let description = [{

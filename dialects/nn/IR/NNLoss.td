@@ -26,16 +26,8 @@ class NN_SoftmaxFamilyOp<string mnemonic, string formula, string gradOp>
   let results = (outs NN_FloatTensor:$result);
   let assemblyFormat = "$input attr-dict `:` type($result)";
   let hasVerifier = 1;
-  let extraClassDefinition = [{
-    void $cppClass::buildGradients(::mlir::OpBuilder &builder,
-        ::mlir::ValueRange resultGrads, ::llvm::ArrayRef<bool> needed,
-        ::llvm::SmallVectorImpl<::mlir::Value> &operandGrads) {
-      operandGrads.assign(1, ::mlir::Value());
-      if (needed[0])
-        operandGrads[0] = builder.create<}] # gradOp # [{>(getLoc(),
-            resultGrads[0], getResult(), getAxisAttr());
-    }
-  }];
+  let extraClassDefinition =
+      NN_InputGradient<gradOp, "getResult(), getAxisAttr()">.rule;
 }
 
 class NN_SoftmaxFamilyGradOp<string mnemonic, string formula>

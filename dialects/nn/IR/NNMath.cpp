@@ -15,25 +15,34 @@ using namespace mlir::dpc::nn;
 // Elementwise
 //===----------------------------------------------------------------------===//
 
-// Broadcasting binary ops: the result has the broadcast shape and every
-// operand the lhs's element type.
-template <typename Op> static LogicalResult verifyBroadcastBinary(Op op) {
-  FailureOr<Shape> shape =
-      inferBroadcastShape(shapeOf(op.getLhs()), shapeOf(op.getRhs()),
-                          [&] { return op.emitOpError(); });
-  if (failed(shape))
-    return failure();
-  Type elementType = elementTypeOf(op.getLhs());
-  if (failed(expectType(op, "rhs", op.getRhs(), shapeOf(op.getRhs()),
-                        elementType)))
-    return failure();
-  return expectType(op, "result", op.getResult(), *shape, elementType);
+// Broadcasting binary ops and comparisons: the result has the operands'
+// broadcast shape (and `elementType`), the rhs the lhs's element type.
+template <typename Op>
+static FailureOr<RankedTensorType> inferBroadcastBinary(Op op,
+                                                        Type elementType) {
+  return inferredType(inferBroadcastShape(shapeOf(op.getLhs()),
+                                          shapeOf(op.getRhs()),
+                                          [&] { return op.emitOpError(); }),
+                      elementType);
 }
 
-LogicalResult AddOp::verify() { return verifyBroadcastBinary(*this); }
-LogicalResult SubOp::verify() { return verifyBroadcastBinary(*this); }
-LogicalResult MulOp::verify() { return verifyBroadcastBinary(*this); }
-LogicalResult DivOp::verify() { return verifyBroadcastBinary(*this); }
+FailureOr<RankedTensorType> AddOp::inferResultType() {
+  return inferBroadcastBinary(*this, elementTypeOf(getLhs()));
+}
+FailureOr<RankedTensorType> SubOp::inferResultType() {
+  return inferBroadcastBinary(*this, elementTypeOf(getLhs()));
+}
+FailureOr<RankedTensorType> MulOp::inferResultType() {
+  return inferBroadcastBinary(*this, elementTypeOf(getLhs()));
+}
+FailureOr<RankedTensorType> DivOp::inferResultType() {
+  return inferBroadcastBinary(*this, elementTypeOf(getLhs()));
+}
+
+LogicalResult AddOp::verify() { return expectRhsLikeLhs(*this); }
+LogicalResult SubOp::verify() { return expectRhsLikeLhs(*this); }
+LogicalResult MulOp::verify() { return expectRhsLikeLhs(*this); }
+LogicalResult DivOp::verify() { return expectRhsLikeLhs(*this); }
 
 // `narrow` broadcasts to `wide`: a sum_to_shape's result to its input, or a
 // broadcast_to's input to its result.
@@ -82,17 +91,11 @@ LogicalResult ClipOp::verify() {
 //===----------------------------------------------------------------------===//
 
 // A boolean result of the operands' broadcast shape, operands of one type.
-template <typename Op> static LogicalResult verifyBooleanBinary(Op op) {
-  FailureOr<Shape> shape =
-      inferBroadcastShape(shapeOf(op.getLhs()), shapeOf(op.getRhs()),
-                          [&] { return op.emitOpError(); });
-  if (failed(shape))
-    return failure();
-  if (failed(expectType(op, "rhs", op.getRhs(), shapeOf(op.getRhs()),
-                        elementTypeOf(op.getLhs()))))
-    return failure();
-  return expectType(op, "result", op.getResult(), *shape,
-                    IntegerType::get(op.getContext(), 1));
+FailureOr<RankedTensorType> CompareOp::inferResultType() {
+  return inferBroadcastBinary(*this, IntegerType::get(getContext(), 1));
+}
+FailureOr<RankedTensorType> LogicalOp::inferResultType() {
+  return inferBroadcastBinary(*this, IntegerType::get(getContext(), 1));
 }
 
 LogicalResult CompareOp::verify() {
@@ -102,14 +105,14 @@ LogicalResult CompareOp::verify() {
            << p << "'";
   if (p != "eq" && elementTypeOf(getLhs()).isInteger(1))
     return emitOpError("orders only numbers, not booleans");
-  return verifyBooleanBinary(*this);
+  return expectRhsLikeLhs(*this);
 }
 
 LogicalResult LogicalOp::verify() {
   StringRef k = getKind();
   if (k != "and" && k != "or" && k != "xor")
     return emitOpError("expects kind and, or or xor, got '") << k << "'";
-  return verifyBooleanBinary(*this);
+  return expectRhsLikeLhs(*this);
 }
 
 LogicalResult CastOp::verify() {
@@ -123,20 +126,16 @@ LogicalResult CastOp::verify() {
   return success();
 }
 
-LogicalResult WhereOp::verify() {
+FailureOr<RankedTensorType> WhereOp::inferResultType() {
   auto fail = [&] { return emitOpError(); };
   FailureOr<Shape> shape =
       inferBroadcastShape(shapeOf(getCondition()), shapeOf(getLhs()), fail);
   if (succeeded(shape))
     shape = inferBroadcastShape(*shape, shapeOf(getRhs()), fail);
-  if (failed(shape))
-    return failure();
-  Type elementType = elementTypeOf(getLhs());
-  if (failed(
-          expectType(*this, "rhs", getRhs(), shapeOf(getRhs()), elementType)))
-    return failure();
-  return expectType(*this, "result", getResult(), *shape, elementType);
+  return inferredType(shape, elementTypeOf(getLhs()));
 }
+
+LogicalResult WhereOp::verify() { return expectRhsLikeLhs(*this); }
 
 LogicalResult WhereGradOp::verify() {
   FailureOr<Shape> shape =
@@ -159,24 +158,6 @@ static Value sumToOperand(OpBuilder &b, Location loc, Value grad,
   if (operand.getType() == grad.getType())
     return grad;
   return b.create<SumToShapeOp>(loc, operand.getType(), grad);
-}
-
-void SumToShapeOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
-                                  ArrayRef<bool> needed,
-                                  SmallVectorImpl<Value> &grads) {
-  resetGrads(*this, grads);
-  if (needed[0])
-    grads[0] = b.create<BroadcastToOp>(getLoc(), getInput().getType(),
-                                       resultGrads[0], getScaleAttr());
-}
-
-void BroadcastToOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
-                                   ArrayRef<bool> needed,
-                                   SmallVectorImpl<Value> &grads) {
-  resetGrads(*this, grads);
-  if (needed[0])
-    grads[0] = b.create<SumToShapeOp>(getLoc(), getInput().getType(),
-                                      resultGrads[0], getScaleAttr());
 }
 
 static Value negate(OpBuilder &b, Location loc, Value value) {
@@ -238,34 +219,6 @@ void DivOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
   }
 }
 
-void ReluOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
-                            ArrayRef<bool> needed,
-                            SmallVectorImpl<Value> &grads) {
-  resetGrads(*this, grads);
-  if (needed[0])
-    grads[0] = b.create<ReluGradOp>(getLoc(), resultGrads[0], getResult());
-}
-
-void DropoutOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
-                               ArrayRef<bool> needed,
-                               SmallVectorImpl<Value> &grads) {
-  resetGrads(*this, grads);
-  if (needed[0])
-    grads[0] =
-        b.create<DropoutGradOp>(getLoc(), getInput().getType(), resultGrads[0],
-                                getRatioAttr(), getMaskIdAttr());
-}
-
-void ClipOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
-                            ArrayRef<bool> needed,
-                            SmallVectorImpl<Value> &grads) {
-  resetGrads(*this, grads);
-  if (needed[0])
-    grads[0] =
-        b.create<ClipGradOp>(getLoc(), getInput().getType(), resultGrads[0],
-                             getInput(), getMinAttr(), getMaxAttr());
-}
-
 // Every row of UnaryFunctions.def has its nn op, of the mnemonic CODE names.
 #define DPC_UNARY_FUNCTION(CODE, NAME, ...)                                    \
   static_assert(NAME##Op::kUnaryFunction == DPC_UNARY_##CODE,                  \
@@ -304,14 +257,6 @@ mlir::dpc::nn::unaryParameterValues(UnaryFunctionOpInterface op) {
                       .getValue()
                       .convertToFloat();
   return values;
-}
-
-void NegOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
-                           ArrayRef<bool> needed,
-                           SmallVectorImpl<Value> &grads) {
-  resetGrads(*this, grads);
-  if (needed[0])
-    grads[0] = negate(b, getLoc(), resultGrads[0]);
 }
 
 void CastOp::buildGradients(OpBuilder &b, ValueRange resultGrads,

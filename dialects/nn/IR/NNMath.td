@@ -20,7 +20,7 @@ include "dialects/nn/IR/NNBase.td"
 // Elementwise `lhs op rhs` after broadcasting both to the result shape by the
 // numpy rules (align trailing dimensions; a dimension of size 1 stretches).
 class NN_BinaryOp<string mnemonic, string formula, list<Trait> traits = []>
-    : NN_Op<mnemonic, !listconcat([Pure,
+    : NN_Op<mnemonic, !listconcat([Pure, NN_InferResult,
         DeclareOpInterfaceMethods<NN_GradientOpInterface>], traits)> {
   let summary = formula # ", elementwise with numpy broadcasting";
   let arguments = (ins NN_FloatTensor:$lhs, NN_FloatTensor:$rhs);
@@ -71,6 +71,8 @@ def NN_SumToShapeOp : NN_Op<"sum_to_shape", [Pure,
     $input attr-dict `:` functional-type(operands, results)
   }];
   let hasVerifier = 1;
+  let extraClassDefinition =
+      NN_InputGradient<"BroadcastToOp", "getScaleAttr()">.rule;
 }
 
 def NN_BroadcastToOp : NN_Op<"broadcast_to", [Pure,
@@ -93,6 +95,8 @@ def NN_BroadcastToOp : NN_Op<"broadcast_to", [Pure,
     $input attr-dict `:` functional-type(operands, results)
   }];
   let hasVerifier = 1;
+  let extraClassDefinition =
+      NN_InputGradient<"SumToShapeOp", "getScaleAttr()">.rule;
 }
 
 def NN_ReluOp : NN_Op<"relu", [Pure, SameOperandsAndResultType,
@@ -106,6 +110,7 @@ def NN_ReluOp : NN_Op<"relu", [Pure, SameOperandsAndResultType,
   let arguments = (ins NN_FloatTensor:$input);
   let results = (outs NN_FloatTensor:$result);
   let assemblyFormat = "$input attr-dict `:` type($result)";
+  let extraClassDefinition = NN_InputGradient<"ReluGradOp", "getResult()">.rule;
 }
 
 def NN_ReluGradOp : NN_Op<"relu_grad", [Pure, SameOperandsAndResultType]> {
@@ -183,7 +188,9 @@ def NN_ExpOp : NN_UnaryOp<"exp", "exp(x)", "ExpGradOp">;
 def NN_LogOp : NN_UnaryOp<"log", "natural logarithm ln(x)", "LogGradOp">;
 def NN_SqrtOp : NN_UnaryOp<"sqrt", "square root", "SqrtGradOp">;
 // Its gradient is a neg of the result's gradient: no gradient op of its own.
-def NN_NegOp : NN_UnaryOp<"neg", "-x">;
+def NN_NegOp : NN_UnaryOp<"neg", "-x"> {
+  let extraClassDefinition = NN_InputGradient<"NegOp">.rule;
+}
 // The Gauss error function, as PyTorch exports GELU: x/2 (1 + erf(x/sqrt 2)).
 def NN_ErfOp : NN_UnaryOp<"erf", "error function erf(x)", "ErfGradOp">;
 def NN_AbsOp : NN_UnaryOp<"abs", "absolute value |x|", "AbsGradOp">;
@@ -303,6 +310,8 @@ def NN_DropoutOp : NN_Op<"dropout", [Pure, SameOperandsAndResultType,
   let results = (outs NN_FloatTensor:$result);
   let assemblyFormat = "$input attr-dict `:` type($result)";
   let hasVerifier = 1;
+  let extraClassDefinition =
+      NN_InputGradient<"DropoutGradOp", "getRatioAttr(), getMaskIdAttr()">.rule;
 }
 
 def NN_DropoutGradOp
@@ -326,6 +335,8 @@ def NN_ClipOp : NN_Op<"clip", [Pure, SameOperandsAndResultType,
   let results = (outs NN_FloatTensor:$result);
   let assemblyFormat = "$input attr-dict `:` type($result)";
   let hasVerifier = 1;
+  let extraClassDefinition = NN_InputGradient<"ClipGradOp",
+      "getInput(), getMinAttr(), getMaxAttr()">.rule;
 }
 
 def NN_ClipGradOp : NN_Op<"clip_grad", [Pure, SameOperandsAndResultType]> {
@@ -345,7 +356,7 @@ def NN_ClipGradOp : NN_Op<"clip_grad", [Pure, SameOperandsAndResultType]> {
 // torch.triu give i1 tensors, masked_fill is a select. Booleans are i1
 // tensors, one byte per element in the runtime's buffers and messages.
 
-def NN_CompareOp : NN_Op<"compare", [Pure]> {
+def NN_CompareOp : NN_Op<"compare", [Pure, NN_InferResult]> {
   let summary = "elementwise comparison with numpy broadcasting, as i1";
   let description = [{
     `lhs predicate rhs` for `predicate` one of `eq`, `lt`, `gt`, `le`, `ge`
@@ -367,7 +378,7 @@ def NN_CompareOp : NN_Op<"compare", [Pure]> {
   let hasVerifier = 1;
 }
 
-def NN_LogicalOp : NN_Op<"logical", [Pure]> {
+def NN_LogicalOp : NN_Op<"logical", [Pure, NN_InferResult]> {
   let summary = "elementwise and, or, xor of booleans with numpy broadcasting";
   let description = [{
     ONNX And, Or and Xor (`kind` = `and`, `or`, `xor`): combining a causal
@@ -408,7 +419,7 @@ def NN_CastOp : NN_Op<"cast", [Pure, SameOperandsAndResultShape,
   let hasVerifier = 1;
 }
 
-def NN_WhereOp : NN_Op<"where", [Pure,
+def NN_WhereOp : NN_Op<"where", [Pure, NN_InferResult,
     DeclareOpInterfaceMethods<NN_GradientOpInterface>]> {
   let summary = "selects elements: condition ? lhs : rhs, with broadcasting";
   let description = [{

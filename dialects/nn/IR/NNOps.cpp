@@ -44,6 +44,22 @@ LogicalResult mlir::dpc::nn::expectForwardResultGrad(Operation *op,
                     *forward, elementType);
 }
 
+FailureOr<RankedTensorType> mlir::dpc::nn::inferredType(FailureOr<Shape> shape,
+                                                        Type elementType) {
+  if (failed(shape))
+    return failure();
+  return RankedTensorType::get(*shape, elementType);
+}
+
+LogicalResult mlir::dpc::nn::verifyInferredResult(Operation *op) {
+  auto infer = cast<InferResultOpInterface>(op);
+  FailureOr<RankedTensorType> type = infer.inferResultType();
+  if (failed(type))
+    return failure();
+  return expectType(op, infer.getInferredResultName(), op->getResult(0),
+                    type->getShape(), type->getElementType());
+}
+
 void mlir::dpc::nn::resetGrads(Operation *op, SmallVectorImpl<Value> &grads) {
   grads.assign(op->getNumOperands(), Value());
 }

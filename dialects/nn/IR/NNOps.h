@@ -17,6 +17,12 @@
 // The ABI codes the elementwise function ops name (UnaryFunctions.def).
 #include "dpc/runtime/UnaryFunctions.h"
 
+namespace mlir::dpc::nn {
+/// The verifier of InferResultOpInterface: the op's one result has the type
+/// its inferResultType gives.
+LogicalResult verifyInferredResult(Operation *op);
+} // namespace mlir::dpc::nn
+
 #include "dialects/nn/IR/NNInterfaces.h.inc"
 
 #define GET_OP_CLASSES

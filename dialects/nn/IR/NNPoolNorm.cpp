@@ -21,12 +21,9 @@ template <typename PoolOp> static FailureOr<Shape> inferPoolFrom(PoolOp op) {
                           [&] { return op.emitOpError(); });
 }
 
-LogicalResult MaxPool2dOp::verify() {
+FailureOr<RankedTensorType> MaxPool2dOp::inferResultType() {
   FailureOr<Shape> shape = inferPoolFrom(*this);
-  if (failed(shape))
-    return failure();
-  return expectType(*this, "result", getResult(), *shape,
-                    elementTypeOf(getInput()));
+  return inferredType(shape, elementTypeOf(getInput()));
 }
 
 LogicalResult MaxPool2dGradOp::verify() {
@@ -41,12 +38,9 @@ LogicalResult MaxPool2dGradOp::verify() {
                     elementType);
 }
 
-LogicalResult AvgPool2dOp::verify() {
+FailureOr<RankedTensorType> AvgPool2dOp::inferResultType() {
   FailureOr<Shape> shape = inferPoolFrom(*this);
-  if (failed(shape))
-    return failure();
-  return expectType(*this, "result", getResult(), *shape,
-                    elementTypeOf(getInput()));
+  return inferredType(shape, elementTypeOf(getInput()));
 }
 
 LogicalResult AvgPool2dGradOp::verify() {
@@ -57,13 +51,10 @@ LogicalResult AvgPool2dGradOp::verify() {
                                  elementTypeOf(getInputGrad()));
 }
 
-LogicalResult GlobalAvgPoolOp::verify() {
+FailureOr<RankedTensorType> GlobalAvgPoolOp::inferResultType() {
   FailureOr<Shape> shape = inferGlobalAvgPoolShape(
       shapeOf(getInput()), [&] { return emitOpError(); });
-  if (failed(shape))
-    return failure();
-  return expectType(*this, "result", getResult(), *shape,
-                    elementTypeOf(getInput()));
+  return inferredType(shape, elementTypeOf(getInput()));
 }
 
 LogicalResult GlobalAvgPoolGradOp::verify() {
@@ -203,37 +194,6 @@ LogicalResult LayerNormGradScaleOp::verify() {
     return failure();
   return expectType(*this, "result_grad", getResultGrad(), shapeOf(getInput()),
                     elementTypeOf(getInput()));
-}
-
-void MaxPool2dOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
-                                 ArrayRef<bool> needed,
-                                 SmallVectorImpl<Value> &grads) {
-  resetGrads(*this, grads);
-  if (needed[0])
-    grads[0] = b.create<MaxPool2dGradOp>(getLoc(), getInput().getType(),
-                                         resultGrads[0], getInput(),
-                                         getKernelShapeAttr(), getStridesAttr(),
-                                         getPadsAttr(), getCeilModeAttr());
-}
-
-void AvgPool2dOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
-                                 ArrayRef<bool> needed,
-                                 SmallVectorImpl<Value> &grads) {
-  resetGrads(*this, grads);
-  if (needed[0])
-    grads[0] = b.create<AvgPool2dGradOp>(
-        getLoc(), getInput().getType(), resultGrads[0], getKernelShapeAttr(),
-        getStridesAttr(), getPadsAttr(), getCeilModeAttr(),
-        getCountIncludePadAttr());
-}
-
-void GlobalAvgPoolOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
-                                     ArrayRef<bool> needed,
-                                     SmallVectorImpl<Value> &grads) {
-  resetGrads(*this, grads);
-  if (needed[0])
-    grads[0] = b.create<GlobalAvgPoolGradOp>(getLoc(), getInput().getType(),
-                                             resultGrads[0]);
 }
 
 // The statistics operand gets no gradient of its own: the input gradient

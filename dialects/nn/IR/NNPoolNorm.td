@@ -20,7 +20,7 @@ defvar NN_Pool2dAttrs = (ins DenseI64ArrayAttr:$kernel_shape,
   DefaultValuedAttr<DenseI64ArrayAttr, "{0, 0, 0, 0}">:$pads,
   DefaultValuedAttr<BoolAttr, "false">:$ceil_mode);
 
-def NN_MaxPool2dOp : NN_Op<"max_pool2d", [Pure,
+def NN_MaxPool2dOp : NN_Op<"max_pool2d", [Pure, NN_InferResult,
     DeclareOpInterfaceMethods<NN_GradientOpInterface>]> {
   let summary = "2-D max pooling in NCHW layout";
   let description = [{
@@ -38,7 +38,9 @@ def NN_MaxPool2dOp : NN_Op<"max_pool2d", [Pure,
   let assemblyFormat = [{
     $input attr-dict `:` functional-type(operands, results)
   }];
-  let hasVerifier = 1;
+  let extraClassDefinition = NN_InputGradient<"MaxPool2dGradOp",
+      "getInput(), getKernelShapeAttr(), getStridesAttr(), " #
+      "getPadsAttr(), getCeilModeAttr()">.rule;
 }
 
 def NN_MaxPool2dGradOp : NN_Op<"max_pool2d_grad", [Pure]> {
@@ -56,7 +58,7 @@ def NN_MaxPool2dGradOp : NN_Op<"max_pool2d_grad", [Pure]> {
   let hasVerifier = 1;
 }
 
-def NN_AvgPool2dOp : NN_Op<"avg_pool2d", [Pure,
+def NN_AvgPool2dOp : NN_Op<"avg_pool2d", [Pure, NN_InferResult,
     DeclareOpInterfaceMethods<NN_GradientOpInterface>]> {
   let summary = "2-D average pooling in NCHW layout";
   let description = [{
@@ -77,7 +79,9 @@ def NN_AvgPool2dOp : NN_Op<"avg_pool2d", [Pure,
   let assemblyFormat = [{
     $input attr-dict `:` functional-type(operands, results)
   }];
-  let hasVerifier = 1;
+  let extraClassDefinition = NN_InputGradient<"AvgPool2dGradOp",
+      "getKernelShapeAttr(), getStridesAttr(), getPadsAttr(), " #
+      "getCeilModeAttr(), getCountIncludePadAttr()">.rule;
 }
 
 def NN_AvgPool2dGradOp : NN_Op<"avg_pool2d_grad", [Pure]> {
@@ -96,7 +100,7 @@ def NN_AvgPool2dGradOp : NN_Op<"avg_pool2d_grad", [Pure]> {
   let hasVerifier = 1;
 }
 
-def NN_GlobalAvgPoolOp : NN_Op<"global_avg_pool", [Pure,
+def NN_GlobalAvgPoolOp : NN_Op<"global_avg_pool", [Pure, NN_InferResult,
     DeclareOpInterfaceMethods<NN_GradientOpInterface>]> {
   let summary = "mean over every spatial dimension";
   let description = [{
@@ -112,7 +116,7 @@ def NN_GlobalAvgPoolOp : NN_Op<"global_avg_pool", [Pure,
   let assemblyFormat = [{
     $input attr-dict `:` functional-type(operands, results)
   }];
-  let hasVerifier = 1;
+  let extraClassDefinition = NN_InputGradient<"GlobalAvgPoolGradOp">.rule;
 }
 
 def NN_GlobalAvgPoolGradOp : NN_Op<"global_avg_pool_grad", [Pure]> {

@@ -15,7 +15,9 @@ using namespace mlir::dpc::nn;
 // Recurrent
 //===----------------------------------------------------------------------===//
 
-LogicalResult LstmOp::verify() {
+StringRef LstmOp::getInferredResultName() { return "states"; }
+
+FailureOr<RankedTensorType> LstmOp::inferResultType() {
   auto emit = [&] { return emitOpError(); };
   std::optional<ArrayRef<int64_t>> bias;
   if (getBias())
@@ -24,23 +26,19 @@ LogicalResult LstmOp::verify() {
       inferLstmShape(shapeOf(getInput()), shapeOf(getWeight()),
                      shapeOf(getRecurrence()), bias ? &*bias : nullptr,
                      shapeOf(getInitialH()), shapeOf(getInitialC()), emit);
-  if (failed(shape))
-    return failure();
-  return expectType(*this, "states", getStates(), *shape,
-                    elementTypeOf(getInput()));
+  return inferredType(shape, elementTypeOf(getInput()));
+}
+
+FailureOr<RankedTensorType> LstmGradOp::inferResultType() {
+  return inferredType(
+      inferLstmGradShape(shapeOf(getStates()), shapeOf(getRecurrence()),
+                         shapeOf(getInitialC()), [&] { return emitOpError(); }),
+      elementTypeOf(getStates()));
 }
 
 LogicalResult LstmGradOp::verify() {
-  FailureOr<Shape> shape =
-      inferLstmGradShape(shapeOf(getStates()), shapeOf(getRecurrence()),
-                         shapeOf(getInitialC()), [&] { return emitOpError(); });
-  if (failed(shape))
-    return failure();
-  Type elementType = elementTypeOf(getStates());
-  if (failed(expectType(*this, "states_grad (the states' shape)",
-                        getStatesGrad(), shapeOf(getStates()), elementType)))
-    return failure();
-  return expectType(*this, "result", getResult(), *shape, elementType);
+  return expectType(*this, "states_grad (the states' shape)", getStatesGrad(),
+                    shapeOf(getStates()), elementTypeOf(getStates()));
 }
 
 // nn.lstm_grad runs the recurrence backwards once; every operand's gradient

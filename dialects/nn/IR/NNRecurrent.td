@@ -16,6 +16,8 @@ include "dialects/nn/IR/NNBase.td"
 //===----------------------------------------------------------------------===//
 
 def NN_LstmOp : NN_Op<"lstm", [Pure,
+    DeclareOpInterfaceMethods<NN_InferResultOpInterface,
+                              ["getInferredResultName"]>,
     DeclareOpInterfaceMethods<NN_GradientOpInterface>]> {
   let summary = "one forward LSTM layer over a sequence";
   let description = [{
@@ -49,10 +51,9 @@ def NN_LstmOp : NN_Op<"lstm", [Pure,
     $input `,` $weight `,` $recurrence (`bias` $bias^)? `initial` $initial_h
     `,` $initial_c attr-dict `:` functional-type(operands, results)
   }];
-  let hasVerifier = 1;
 }
 
-def NN_LstmGradOp : NN_Op<"lstm_grad", [Pure]> {
+def NN_LstmGradOp : NN_Op<"lstm_grad", [Pure, NN_InferResult]> {
   let summary = "backward pass through time of nn.lstm";
   let description = [{
     From the gradient of the state sequence (`states_grad`, T x B x 6H, of

@@ -61,23 +61,29 @@ OpFoldResult ReshapeOp::fold(FoldAdaptor) {
   return {};
 }
 
-FailureOr<RankedTensorType> TransposeOp::inferResultType() {
+LogicalResult TransposeOp::verify() {
   FailureOr<Shape> shape = inferTransposeShape(shapeOf(getInput()), getPerm(),
                                                [&] { return emitOpError(); });
-  return inferredType(shape, elementTypeOf(getInput()));
+  if (failed(shape))
+    return failure();
+  return expectType(*this, "result", getResult(), *shape,
+                    elementTypeOf(getInput()));
 }
 
 //===----------------------------------------------------------------------===//
 // Concatenation, slices and clipping
 //===----------------------------------------------------------------------===//
 
-FailureOr<RankedTensorType> ConcatOp::inferResultType() {
+LogicalResult ConcatOp::verify() {
   SmallVector<ArrayRef<int64_t>> shapes;
   for (Value input : getInputs())
     shapes.push_back(shapeOf(input));
   FailureOr<Shape> shape =
       inferConcatShape(shapes, getAxis(), [&] { return emitOpError(); });
-  return inferredType(shape, elementTypeOf(getInputs().front()));
+  if (failed(shape))
+    return failure();
+  return expectType(*this, "result", getResult(), *shape,
+                    elementTypeOf(getInputs().front()));
 }
 
 LogicalResult SliceOp::verify() {
@@ -95,17 +101,23 @@ LogicalResult SliceGradOp::verify() {
                         [&] { return emitOpError(); });
 }
 
-FailureOr<RankedTensorType> PadOp::inferResultType() {
+LogicalResult PadOp::verify() {
   FailureOr<Shape> shape = inferPadShape(shapeOf(getInput()), getPads(),
                                          [&] { return emitOpError(); });
-  return inferredType(shape, elementTypeOf(getInput()));
+  if (failed(shape))
+    return failure();
+  return expectType(*this, "result", getResult(), *shape,
+                    elementTypeOf(getInput()));
 }
 
-FailureOr<RankedTensorType> GatherOp::inferResultType() {
+LogicalResult GatherOp::verify() {
   FailureOr<Shape> shape =
       inferGatherShape(shapeOf(getTable()), shapeOf(getIndices()),
                        [&] { return emitOpError(); });
-  return inferredType(shape, elementTypeOf(getTable()));
+  if (failed(shape))
+    return failure();
+  return expectType(*this, "result", getResult(), *shape,
+                    elementTypeOf(getTable()));
 }
 
 LogicalResult GatherGradOp::verify() {
@@ -123,15 +135,27 @@ LogicalResult GatherGradOp::verify() {
   return success();
 }
 
+void ReshapeOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
+                               ArrayRef<bool> needed,
+                               SmallVectorImpl<Value> &grads) {
+  resetGrads(*this, grads);
+  if (needed[0])
+    grads[0] =
+        b.create<ReshapeOp>(getLoc(), getInput().getType(), resultGrads[0]);
+}
+
 void TransposeOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
                                  ArrayRef<bool> needed,
                                  SmallVectorImpl<Value> &grads) {
+  resetGrads(*this, grads);
+  if (!needed[0])
+    return;
   ArrayRef<int64_t> perm = getPerm();
   SmallVector<int64_t> inverse(perm.size());
   for (auto [i, p] : llvm::enumerate(perm))
     inverse[p] = int64_t(i);
-  buildInputGradient<TransposeOp>(*this, b, resultGrads, needed, grads,
-                                  inverse);
+  grads[0] = b.create<TransposeOp>(getLoc(), getInput().getType(),
+                                   resultGrads[0], inverse);
 }
 
 void ConcatOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
@@ -149,12 +173,77 @@ void ConcatOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
   }
 }
 
-// The gradient is the slice of the result's gradient where the input lies.
+void SliceOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
+                             ArrayRef<bool> needed,
+                             SmallVectorImpl<Value> &grads) {
+  resetGrads(*this, grads);
+  if (needed[0])
+    grads[0] = b.create<SliceGradOp>(getLoc(), getInput().getType(),
+                                     resultGrads[0], getOffsets(), getSteps());
+}
+
 void PadOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
                            ArrayRef<bool> needed,
                            SmallVectorImpl<Value> &grads) {
+  resetGrads(*this, grads);
   int64_t rank = cast<RankedTensorType>(getType()).getRank();
   SmallVector<int64_t> steps(rank, 1);
-  buildInputGradient<SliceOp>(*this, b, resultGrads, needed, grads,
-                              getPads().take_front(rank), steps);
+  if (needed[0])
+    grads[0] = b.create<SliceOp>(getLoc(), getInput().getType(), resultGrads[0],
+                                 getPads().take_front(rank), steps);
+}
+
+void GatherOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
+                              ArrayRef<bool> needed,
+                              SmallVectorImpl<Value> &grads) {
+  resetGrads(*this, grads);
+  if (needed[0])
+    grads[0] = b.create<GatherGradOp>(getLoc(), getTable().getType(),
+                                      resultGrads[0], getIndices());
+}
+
+//===----------------------------------------------------------------------===//
+// Resize
+//===----------------------------------------------------------------------===//
+
+/// nn.resize and nn.resize_grad: known modes, and `input` resized to
+/// `result` (named `what`) by `scales` (the result's own sizes where a
+/// scale is 0).
+static LogicalResult verifyResize(Operation *op, Value input, Value result,
+                                  StringRef what, ArrayRef<double> scales,
+                                  StringRef mode, StringRef coordinates,
+                                  StringRef nearestMode) {
+  auto emit = [&] { return op->emitOpError(); };
+  if (failed(resizeCodes(mode, coordinates, nearestMode, emit)))
+    return failure();
+  ArrayRef<int64_t> out = shapeOf(result);
+  FailureOr<Shape> shape =
+      inferResizeShape(shapeOf(input), scales,
+                       out.drop_front(std::min<size_t>(2, out.size())), emit);
+  if (failed(shape))
+    return failure();
+  return expectType(op, what, result, *shape, elementTypeOf(input));
+}
+
+LogicalResult ResizeOp::verify() {
+  return verifyResize(*this, getInput(), getResult(), "result", getScales(),
+                      getMode(), getCoordinates(), getNearestMode());
+}
+
+LogicalResult ResizeGradOp::verify() {
+  if (elementTypeOf(getInputGrad()) != elementTypeOf(getResultGrad()))
+    return emitOpError("expects the gradient's element type");
+  return verifyResize(*this, getInputGrad(), getResultGrad(), "result_grad",
+                      getScales(), getMode(), getCoordinates(),
+                      getNearestMode());
+}
+
+void ResizeOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
+                              ArrayRef<bool> needed,
+                              SmallVectorImpl<Value> &grads) {
+  resetGrads(*this, grads);
+  if (needed[0])
+    grads[0] = b.create<ResizeGradOp>(getLoc(), getInput().getType(),
+                                      resultGrads[0], getScales(), getMode(),
+                                      getCoordinates(), getNearestMode());
 }

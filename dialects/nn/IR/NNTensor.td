@@ -1,6 +1,6 @@
 //===- NNTensor.td - nn views, layouts and data movement ---*- tablegen -*-===//
 //
-// relayout, reshape, transpose, concat, slice, pad and gather.
+// relayout, reshape, transpose, concat, slice, pad, gather and resize.
 // Their verifiers and gradient rules are in NNTensor.cpp; shape rules in
 // ShapeInference.{h,cpp}.
 //
@@ -50,10 +50,9 @@ def NN_ReshapeOp : NN_Op<"reshape", [Pure,
   }];
   let hasVerifier = 1;
   let hasFolder = 1;
-  let extraClassDefinition = NN_InputGradient<"ReshapeOp">.rule;
 }
 
-def NN_TransposeOp : NN_Op<"transpose", [Pure, NN_InferResult,
+def NN_TransposeOp : NN_Op<"transpose", [Pure,
     DeclareOpInterfaceMethods<NN_GradientOpInterface>]> {
   let summary = "permutes the dimensions of a tensor";
   let description = [{
@@ -70,13 +69,14 @@ def NN_TransposeOp : NN_Op<"transpose", [Pure, NN_InferResult,
   let assemblyFormat = [{
     $input attr-dict `:` functional-type(operands, results)
   }];
+  let hasVerifier = 1;
 }
 
 //===----------------------------------------------------------------------===//
 // Concatenation, slices and clipping
 //===----------------------------------------------------------------------===//
 
-def NN_ConcatOp : NN_Op<"concat", [Pure, NN_InferResult,
+def NN_ConcatOp : NN_Op<"concat", [Pure,
     DeclareOpInterfaceMethods<NN_GradientOpInterface>]> {
   let summary = "concatenates tensors along one dimension";
   let description = [{
@@ -95,6 +95,7 @@ def NN_ConcatOp : NN_Op<"concat", [Pure, NN_InferResult,
   let assemblyFormat = [{
     $inputs attr-dict `:` functional-type(operands, results)
   }];
+  let hasVerifier = 1;
 }
 
 def NN_SliceOp : NN_Op<"slice", [Pure,
@@ -119,8 +120,6 @@ def NN_SliceOp : NN_Op<"slice", [Pure,
     $input attr-dict `:` functional-type(operands, results)
   }];
   let hasVerifier = 1;
-  let extraClassDefinition =
-      NN_InputGradient<"SliceGradOp", "getOffsets(), getSteps()">.rule;
 }
 
 def NN_SliceGradOp : NN_Op<"slice_grad", [Pure]> {
@@ -138,7 +137,7 @@ def NN_SliceGradOp : NN_Op<"slice_grad", [Pure]> {
   let hasVerifier = 1;
 }
 
-def NN_PadOp : NN_Op<"pad", [Pure, NN_InferResult,
+def NN_PadOp : NN_Op<"pad", [Pure,
     DeclareOpInterfaceMethods<NN_GradientOpInterface>]> {
   let summary = "pads a tensor with a constant";
   let description = [{
@@ -158,9 +157,10 @@ def NN_PadOp : NN_Op<"pad", [Pure, NN_InferResult,
   let assemblyFormat = [{
     $input attr-dict `:` functional-type(operands, results)
   }];
+  let hasVerifier = 1;
 }
 
-def NN_GatherOp : NN_Op<"gather", [Pure, NN_InferResult,
+def NN_GatherOp : NN_Op<"gather", [Pure,
     DeclareOpInterfaceMethods<NN_GradientOpInterface>]> {
   let summary = "rows of a table picked by integer indices (an embedding)";
   let description = [{
@@ -181,8 +181,7 @@ def NN_GatherOp : NN_Op<"gather", [Pure, NN_InferResult,
   let assemblyFormat = [{
     $table `,` $indices attr-dict `:` functional-type(operands, results)
   }];
-  let extraClassDefinition =
-      NN_InputGradient<"GatherGradOp", "getIndices()">.rule;
+  let hasVerifier = 1;
 }
 
 def NN_GatherGradOp : NN_Op<"gather_grad", [Pure]> {
@@ -201,6 +200,75 @@ def NN_GatherGradOp : NN_Op<"gather_grad", [Pure]> {
   let results = (outs NN_FloatTensor:$table_grad);
   let assemblyFormat = [{
     $result_grad `,` $indices attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Resize
+//===----------------------------------------------------------------------===//
+
+def NN_ResizeOp : NN_Op<"resize", [Pure,
+    DeclareOpInterfaceMethods<NN_GradientOpInterface>]> {
+  let summary = "resizes the spatial dimensions by interpolation";
+  let description = [{
+    ONNX Resize (and Upsample, which the version converter turns into it)
+    of an `N x C x D1..Dk` tensor (k from 1 to 3) over its spatial
+    dimensions. Each output position is mapped into the input by
+    `coordinates` (ONNX's coordinate_transformation_mode: `half_pixel`,
+    `pytorch_half_pixel`, `align_corners`, `asymmetric` or
+    `tf_half_pixel_for_nn`) with `scales` (one per spatial dimension; 0
+    where the importer was given sizes: the step is then input over output
+    length), then read by `mode`: `nearest` (the element `nearest_mode`
+    rounds to: `round_prefer_floor`, `round_prefer_ceil`, `floor`, `ceil`)
+    or `linear` (multilinear between the two neighbours of each dimension,
+    the coordinate clamped into the input, as PyTorch's bilinear). A
+    positive scale gives `floor(Di * scale)` outputs. torch.onnx writes
+    `F.interpolate(mode="bilinear")` as linear with half_pixel
+    (align_corners=False) or align_corners, and `mode="nearest"` as nearest,
+    asymmetric, floor. The gradient (`nn.resize_grad`) reads only the
+    result's gradient.
+
+    ```mlir
+    %y = nn.resize %x {coordinates = "half_pixel", mode = "linear",
+                       scales = array<f64: 2.0, 2.0>}
+        : (tensor<16x8x14x14xf32>) -> tensor<16x8x28x28xf32>
+    ```
+  }];
+  let arguments = (ins NN_FloatTensor:$input, DenseF64ArrayAttr:$scales,
+                       DefaultValuedStrAttr<StrAttr, "nearest">:$mode,
+                       DefaultValuedStrAttr<StrAttr, "half_pixel">:$coordinates,
+                       DefaultValuedStrAttr<StrAttr, "round_prefer_floor">:
+                           $nearest_mode);
+  let results = (outs NN_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def NN_ResizeGradOp : NN_Op<"resize_grad", [Pure]> {
+  let summary = "input gradient of nn.resize";
+  let description = [{
+    A tensor of the resized input's type: each element the sum of
+    `result_grad` over the outputs that read it, times the weight they read
+    it with. Both kernels gather these sums per input element in a fixed
+    order (no atomics), so runs repeat bit for bit.
+
+    ```mlir
+    %dx = nn.resize_grad %dy {coordinates = "half_pixel", mode = "linear",
+                              scales = array<f64: 2.0, 2.0>}
+        : (tensor<16x8x28x28xf32>) -> tensor<16x8x14x14xf32>
+    ```
+  }];
+  let arguments = (ins NN_FloatTensor:$result_grad, DenseF64ArrayAttr:$scales,
+                       DefaultValuedStrAttr<StrAttr, "nearest">:$mode,
+                       DefaultValuedStrAttr<StrAttr, "half_pixel">:$coordinates,
+                       DefaultValuedStrAttr<StrAttr, "round_prefer_floor">:
+                           $nearest_mode);
+  let results = (outs NN_FloatTensor:$input_grad);
+  let assemblyFormat = [{
+    $result_grad attr-dict `:` functional-type(operands, results)
   }];
   let hasVerifier = 1;
 }

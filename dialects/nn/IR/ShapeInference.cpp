@@ -5,6 +5,7 @@
 #include "mlir/IR/BuiltinTypes.h"
 #include "llvm/ADT/STLExtras.h"
 
+#include <cmath>
 #include <string>
 
 namespace mlir::dpc::nn {
@@ -161,6 +162,74 @@ FailureOr<Shape> inferPool2dShape(ArrayRef<int64_t> input,
     result.push_back(size);
   }
   return result;
+}
+
+FailureOr<Shape> inferResizeShape(ArrayRef<int64_t> input,
+                                  ArrayRef<double> scales,
+                                  ArrayRef<int64_t> sizes,
+                                  EmitErrorFn emitError) {
+  if (input.size() < 3 || input.size() > 5)
+    return emitError() << "expects an input of rank 3 to 5 (N x C x 1 to 3 "
+                          "spatial dimensions), got "
+                       << formatShape(input);
+  size_t axes = input.size() - 2;
+  if (scales.size() != axes)
+    return emitError() << "expects " << axes
+                       << " scales, one per spatial dimension, got "
+                       << scales.size();
+  Shape result = {input[0], input[1]};
+  for (size_t i = 0; i < axes; ++i) {
+    double scale = scales[i];
+    if (!(scale >= 0) || std::isinf(scale))
+      return emitError() << "expects non-negative finite scales, got " << scale;
+    if (scale == 0 && i >= sizes.size())
+      return emitError() << "expects a size for spatial dimension " << i
+                         << ", whose scale is 0";
+    double size =
+        scale > 0 ? std::floor(double(input[2 + i]) * scale) : double(sizes[i]);
+    if (size < 1 || size > double(int64_t(1) << 40))
+      return emitError() << "expects every resized dimension in [1, 2^40], "
+                            "got "
+                         << int64_t(std::min(size, 9e18))
+                         << " for spatial dimension " << i;
+    result.push_back(int64_t(size));
+  }
+  return result;
+}
+
+FailureOr<ResizeCodes> resizeCodes(StringRef mode, StringRef coordinates,
+                                   StringRef nearestMode,
+                                   EmitErrorFn emitError) {
+  static const char *const kModes[] = {"nearest", "linear"};
+  static const char *const kCoordinates[] = {"half_pixel", "pytorch_half_pixel",
+                                             "align_corners", "asymmetric",
+                                             "tf_half_pixel_for_nn"};
+  static const char *const kRoundings[] = {
+      "round_prefer_floor", "round_prefer_ceil", "floor", "ceil"};
+  auto find = [](ArrayRef<const char *> names, StringRef name) -> int64_t {
+    for (auto [i, known] : llvm::enumerate(names))
+      if (name == known)
+        return int64_t(i);
+    return -1;
+  };
+  auto refuse = [&](StringRef what, StringRef got,
+                    ArrayRef<const char *> names) -> LogicalResult {
+    InFlightDiagnostic diag = emitError();
+    diag << "expects " << what << " ";
+    llvm::interleave(
+        names, diag, [&](const char *n) { diag << "'" << n << "'"; }, ", ");
+    diag << ", got '" << got << "'";
+    return failure();
+  };
+  ResizeCodes codes{find(kModes, mode), find(kCoordinates, coordinates),
+                    find(kRoundings, nearestMode)};
+  if (codes.mode < 0)
+    return refuse("mode", mode, kModes);
+  if (codes.coordinates < 0)
+    return refuse("coordinate transformation mode", coordinates, kCoordinates);
+  if (codes.nearestMode < 0)
+    return refuse("nearest mode", nearestMode, kRoundings);
+  return codes;
 }
 
 FailureOr<Shape> inferGlobalAvgPoolShape(ArrayRef<int64_t> input,

@@ -49,6 +49,27 @@ FailureOr<Shape> inferPool2dShape(ArrayRef<int64_t> input,
                                   ArrayRef<int64_t> pads, bool ceilMode,
                                   EmitErrorFn emitError);
 
+/// Result shape of resizing `input` (N C D1..Dk, 1 <= k <= 3) over its
+/// spatial axes: axis i becomes floor(Di * scales[i]) where that scale is
+/// positive (ONNX Resize's rule) and sizes[i] where it is 0 (`sizes` may
+/// then be empty only if no scale is 0).
+FailureOr<Shape> inferResizeShape(ArrayRef<int64_t> input,
+                                  ArrayRef<double> scales,
+                                  ArrayRef<int64_t> sizes,
+                                  EmitErrorFn emitError);
+
+/// nn.resize's string attributes as the runtime's codes
+/// (backends/common/Resize.h): mode nearest 0, linear 1; coordinates
+/// half_pixel 0, pytorch_half_pixel 1, align_corners 2, asymmetric 3,
+/// tf_half_pixel_for_nn 4; nearest_mode round_prefer_floor 0,
+/// round_prefer_ceil 1, floor 2, ceil 3.
+struct ResizeCodes {
+  int64_t mode, coordinates, nearestMode;
+};
+FailureOr<ResizeCodes> resizeCodes(StringRef mode, StringRef coordinates,
+                                   StringRef nearestMode,
+                                   EmitErrorFn emitError);
+
 /// Result shape of global average pooling of `input` (N C D1..Dk, k >= 1):
 /// the spatial dimensions become 1.
 FailureOr<Shape> inferGlobalAvgPoolShape(ArrayRef<int64_t> input,

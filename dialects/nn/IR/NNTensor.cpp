@@ -61,29 +61,23 @@ OpFoldResult ReshapeOp::fold(FoldAdaptor) {
   return {};
 }
 
-LogicalResult TransposeOp::verify() {
+FailureOr<RankedTensorType> TransposeOp::inferResultType() {
   FailureOr<Shape> shape = inferTransposeShape(shapeOf(getInput()), getPerm(),
                                                [&] { return emitOpError(); });
-  if (failed(shape))
-    return failure();
-  return expectType(*this, "result", getResult(), *shape,
-                    elementTypeOf(getInput()));
+  return inferredType(shape, elementTypeOf(getInput()));
 }
 
 //===----------------------------------------------------------------------===//
 // Concatenation, slices and clipping
 //===----------------------------------------------------------------------===//
 
-LogicalResult ConcatOp::verify() {
+FailureOr<RankedTensorType> ConcatOp::inferResultType() {
   SmallVector<ArrayRef<int64_t>> shapes;
   for (Value input : getInputs())
     shapes.push_back(shapeOf(input));
   FailureOr<Shape> shape =
       inferConcatShape(shapes, getAxis(), [&] { return emitOpError(); });
-  if (failed(shape))
-    return failure();
-  return expectType(*this, "result", getResult(), *shape,
-                    elementTypeOf(getInputs().front()));
+  return inferredType(shape, elementTypeOf(getInputs().front()));
 }
 
 LogicalResult SliceOp::verify() {
@@ -101,23 +95,17 @@ LogicalResult SliceGradOp::verify() {
                         [&] { return emitOpError(); });
 }
 
-LogicalResult PadOp::verify() {
+FailureOr<RankedTensorType> PadOp::inferResultType() {
   FailureOr<Shape> shape = inferPadShape(shapeOf(getInput()), getPads(),
                                          [&] { return emitOpError(); });
-  if (failed(shape))
-    return failure();
-  return expectType(*this, "result", getResult(), *shape,
-                    elementTypeOf(getInput()));
+  return inferredType(shape, elementTypeOf(getInput()));
 }
 
-LogicalResult GatherOp::verify() {
+FailureOr<RankedTensorType> GatherOp::inferResultType() {
   FailureOr<Shape> shape =
       inferGatherShape(shapeOf(getTable()), shapeOf(getIndices()),
                        [&] { return emitOpError(); });
-  if (failed(shape))
-    return failure();
-  return expectType(*this, "result", getResult(), *shape,
-                    elementTypeOf(getTable()));
+  return inferredType(shape, elementTypeOf(getTable()));
 }
 
 LogicalResult GatherGradOp::verify() {
@@ -135,27 +123,15 @@ LogicalResult GatherGradOp::verify() {
   return success();
 }
 
-void ReshapeOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
-                               ArrayRef<bool> needed,
-                               SmallVectorImpl<Value> &grads) {
-  resetGrads(*this, grads);
-  if (needed[0])
-    grads[0] =
-        b.create<ReshapeOp>(getLoc(), getInput().getType(), resultGrads[0]);
-}
-
 void TransposeOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
                                  ArrayRef<bool> needed,
                                  SmallVectorImpl<Value> &grads) {
-  resetGrads(*this, grads);
-  if (!needed[0])
-    return;
   ArrayRef<int64_t> perm = getPerm();
   SmallVector<int64_t> inverse(perm.size());
   for (auto [i, p] : llvm::enumerate(perm))
     inverse[p] = int64_t(i);
-  grads[0] = b.create<TransposeOp>(getLoc(), getInput().getType(),
-                                   resultGrads[0], inverse);
+  buildInputGradient<TransposeOp>(*this, b, resultGrads, needed, grads,
+                                  inverse);
 }
 
 void ConcatOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
@@ -173,35 +149,15 @@ void ConcatOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
   }
 }
 
-void SliceOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
-                             ArrayRef<bool> needed,
-                             SmallVectorImpl<Value> &grads) {
-  resetGrads(*this, grads);
-  if (needed[0])
-    grads[0] = b.create<SliceGradOp>(getLoc(), getInput().getType(),
-                                     resultGrads[0], getOffsets(), getSteps());
-}
-
+// The gradient is the slice of the result's gradient where the input lies.
 void PadOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
                            ArrayRef<bool> needed,
                            SmallVectorImpl<Value> &grads) {
-  resetGrads(*this, grads);
   int64_t rank = cast<RankedTensorType>(getType()).getRank();
   SmallVector<int64_t> steps(rank, 1);
-  if (needed[0])
-    grads[0] = b.create<SliceOp>(getLoc(), getInput().getType(), resultGrads[0],
-                                 getPads().take_front(rank), steps);
+  buildInputGradient<SliceOp>(*this, b, resultGrads, needed, grads,
+                              getPads().take_front(rank), steps);
 }
-
-void GatherOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
-                              ArrayRef<bool> needed,
-                              SmallVectorImpl<Value> &grads) {
-  resetGrads(*this, grads);
-  if (needed[0])
-    grads[0] = b.create<GatherGradOp>(getLoc(), getTable().getType(),
-                                      resultGrads[0], getIndices());
-}
-
 //===----------------------------------------------------------------------===//
 // Resize
 //===----------------------------------------------------------------------===//

@@ -50,9 +50,10 @@ def NN_ReshapeOp : NN_Op<"reshape", [Pure,
   }];
   let hasVerifier = 1;
   let hasFolder = 1;
+  let extraClassDefinition = NN_InputGradient<"ReshapeOp">.rule;
 }
 
-def NN_TransposeOp : NN_Op<"transpose", [Pure,
+def NN_TransposeOp : NN_Op<"transpose", [Pure, NN_InferResult,
     DeclareOpInterfaceMethods<NN_GradientOpInterface>]> {
   let summary = "permutes the dimensions of a tensor";
   let description = [{
@@ -69,14 +70,13 @@ def NN_TransposeOp : NN_Op<"transpose", [Pure,
   let assemblyFormat = [{
     $input attr-dict `:` functional-type(operands, results)
   }];
-  let hasVerifier = 1;
 }
 
 //===----------------------------------------------------------------------===//
 // Concatenation, slices and clipping
 //===----------------------------------------------------------------------===//
 
-def NN_ConcatOp : NN_Op<"concat", [Pure,
+def NN_ConcatOp : NN_Op<"concat", [Pure, NN_InferResult,
     DeclareOpInterfaceMethods<NN_GradientOpInterface>]> {
   let summary = "concatenates tensors along one dimension";
   let description = [{
@@ -95,7 +95,6 @@ def NN_ConcatOp : NN_Op<"concat", [Pure,
   let assemblyFormat = [{
     $inputs attr-dict `:` functional-type(operands, results)
   }];
-  let hasVerifier = 1;
 }
 
 def NN_SliceOp : NN_Op<"slice", [Pure,
@@ -120,6 +119,8 @@ def NN_SliceOp : NN_Op<"slice", [Pure,
     $input attr-dict `:` functional-type(operands, results)
   }];
   let hasVerifier = 1;
+  let extraClassDefinition =
+      NN_InputGradient<"SliceGradOp", "getOffsets(), getSteps()">.rule;
 }
 
 def NN_SliceGradOp : NN_Op<"slice_grad", [Pure]> {
@@ -137,7 +138,7 @@ def NN_SliceGradOp : NN_Op<"slice_grad", [Pure]> {
   let hasVerifier = 1;
 }
 
-def NN_PadOp : NN_Op<"pad", [Pure,
+def NN_PadOp : NN_Op<"pad", [Pure, NN_InferResult,
     DeclareOpInterfaceMethods<NN_GradientOpInterface>]> {
   let summary = "pads a tensor with a constant";
   let description = [{
@@ -157,10 +158,9 @@ def NN_PadOp : NN_Op<"pad", [Pure,
   let assemblyFormat = [{
     $input attr-dict `:` functional-type(operands, results)
   }];
-  let hasVerifier = 1;
 }
 
-def NN_GatherOp : NN_Op<"gather", [Pure,
+def NN_GatherOp : NN_Op<"gather", [Pure, NN_InferResult,
     DeclareOpInterfaceMethods<NN_GradientOpInterface>]> {
   let summary = "rows of a table picked by integer indices (an embedding)";
   let description = [{
@@ -181,7 +181,8 @@ def NN_GatherOp : NN_Op<"gather", [Pure,
   let assemblyFormat = [{
     $table `,` $indices attr-dict `:` functional-type(operands, results)
   }];
-  let hasVerifier = 1;
+  let extraClassDefinition =
+      NN_InputGradient<"GatherGradOp", "getIndices()">.rule;
 }
 
 def NN_GatherGradOp : NN_Op<"gather_grad", [Pure]> {

@@ -158,6 +158,7 @@ void PadOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
   buildInputGradient<SliceOp>(*this, b, resultGrads, needed, grads,
                               getPads().take_front(rank), steps);
 }
+
 //===----------------------------------------------------------------------===//
 // Resize
 //===----------------------------------------------------------------------===//

@@ -8,7 +8,8 @@
 // DataSources.h: this file holds what every source kind shares (reading a
 // file that may be gzipped, the spec parser, the checks of the data against
 // the model in loadDataset); Dataset.cpp the in-memory dataset; DataIdx.cpp,
-// DataNpy.cpp, DataText.cpp and DataSynthetic.cpp a source kind each.
+// DataNpy.cpp, DataText.cpp, DataTokens.cpp and DataSynthetic.cpp a source
+// kind each.
 //
 //===----------------------------------------------------------------------===//
 
@@ -20,6 +21,7 @@
 #include <zlib.h>
 
 #include <cerrno>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <sys/stat.h>
@@ -122,6 +124,164 @@ std::vector<uint8_t> readMaybeGzipFile(const std::string &path) {
 // Specs and loading
 //===----------------------------------------------------------------------===//
 
+/// A positive integer option's value ("stride=8" -> 8); throws `usage`
+/// with the option otherwise.
+static int64_t positiveOption(const std::string &option, size_t nameLength,
+                              const std::string &usage) {
+  const std::string name = option.substr(0, nameLength - 1);
+  std::string value = option.substr(nameLength);
+  char *end = nullptr;
+  errno = 0;
+  long long n = std::strtoll(value.c_str(), &end, 10);
+  if (value.empty() || value[0] < '0' || value[0] > '9' || *end != '\0' ||
+      errno == ERANGE || n <= 0)
+    throw Error(usage + " with a positive " + name + ", got '" + option + "'");
+  return n;
+}
+
+/// "0.5/0.25" -> {0.5, 0.25}: finite numbers separated by '/'; throws
+/// `usage` otherwise.
+static std::vector<double> numberList(const std::string &option,
+                                      size_t nameLength,
+                                      const std::string &usage) {
+  std::vector<double> values;
+  std::string rest = option.substr(nameLength);
+  for (size_t begin = 0;;) {
+    size_t slash = rest.find('/', begin);
+    std::string item = rest.substr(begin, slash - begin);
+    char *end = nullptr;
+    double value = std::strtod(item.c_str(), &end);
+    if (item.empty() || *end != '\0' || !std::isfinite(value))
+      throw Error(usage + "; '" + option +
+                  "' is not a number or numbers "
+                  "separated by '/'");
+    values.push_back(value);
+    if (slash == std::string::npos)
+      return values;
+    begin = slash + 1;
+  }
+}
+
+static void parseNpySpec(const std::vector<std::string> &parts,
+                         DataSpec &spec) {
+  const std::string usage =
+      "data spec '" + spec.text +
+      "': expected npy:INPUTS.npy,LABELS.npy or npy:INPUTS.npy";
+  spec.kind = DataSpec::Kind::Npy;
+  std::vector<std::string> files;
+  for (const std::string &part : parts) {
+    if (part.rfind("scale=", 0) == 0) {
+      std::vector<double> scale = numberList(part, 6, usage);
+      if (scale.size() != 1 || scale[0] <= 0)
+        throw Error(usage + "; scale= takes one positive number, got '" + part +
+                    "'");
+      spec.npyScale = scale[0];
+      continue;
+    }
+    if (part.rfind("mean=", 0) == 0) {
+      spec.npyMean = numberList(part, 5, usage);
+      continue;
+    }
+    if (part.rfind("std=", 0) == 0) {
+      spec.npyStd = numberList(part, 4, usage);
+      for (double d : spec.npyStd)
+        if (d <= 0)
+          throw Error(usage + "; std= takes positive numbers, got '" + part +
+                      "'");
+      continue;
+    }
+    if (part.rfind("lengths=", 0) != 0) {
+      files.push_back(part);
+      continue;
+    }
+    if (part.size() == 8 || !spec.lengthsPath.empty())
+      throw InputError(usage + ",lengths=LENGTHS.npy; got '" + part + "'");
+    spec.lengthsPath = part.substr(8);
+  }
+  if (files.empty() || files.size() > 2 || files[0].empty() ||
+      (files.size() == 2 && files[1].empty()))
+    throw Error(usage);
+  if (spec.npyMean.size() != spec.npyStd.size())
+    throw Error(usage + "; mean= and std= go together, with as many values");
+  spec.inputsPath = files[0];
+  if (files.size() == 2)
+    spec.labelsPath = files[1];
+  if (!spec.lengthsPath.empty() && spec.labelsPath.empty())
+    throw InputError(
+        "data spec '" + spec.text +
+        "': lengths= needs labels: npy:TOKENS.npy,LABELS.npy,lengths=" +
+        spec.lengthsPath);
+  if (!spec.lengthsPath.empty() &&
+      (spec.npyScale != 1.0 || !spec.npyMean.empty()))
+    throw InputError("data spec '" + spec.text +
+                     "': scale=, mean= and std= apply to float inputs, not "
+                     "to the token ids of lengths=");
+}
+
+static void parseTextSpec(const std::vector<std::string> &parts,
+                          DataSpec &spec) {
+  const std::string usage =
+      "data spec '" + spec.text +
+      "': expected text:FILE[,stride=N][,vocab=ascii64|bytes]"
+      "[,docs=fortune|line|blank]";
+  if (parts[0].empty())
+    throw Error(usage);
+  spec.kind = DataSpec::Kind::Text;
+  spec.textPath = parts[0];
+  for (size_t i = 1; i < parts.size(); ++i) {
+    const std::string &option = parts[i];
+    if (option.rfind("stride=", 0) == 0) {
+      spec.textStride = positiveOption(option, 7, usage);
+    } else if (option == "vocab=ascii64") {
+      spec.textVocab = TextVocab::Ascii64;
+    } else if (option == "vocab=bytes") {
+      spec.textVocab = TextVocab::Bytes;
+    } else if (option.rfind("docs=", 0) == 0) {
+      std::string mode = option.substr(5);
+      if (mode == "fortune")
+        spec.textDocs = TextDocs::Fortune;
+      else if (mode == "line")
+        spec.textDocs = TextDocs::Line;
+      else if (mode == "blank")
+        spec.textDocs = TextDocs::Blank;
+      else
+        throw InputError("data spec '" + spec.text + "': unknown docs= mode '" +
+                         mode + "' for " + spec.textPath +
+                         "; expected docs=fortune, docs=line or docs=blank");
+    } else {
+      throw Error(usage + "; unknown option '" + option + "'");
+    }
+  }
+  if (spec.textDocs != TextDocs::Windows && spec.textStride > 0)
+    throw InputError("data spec '" + spec.text +
+                     "': stride= cuts fixed windows and docs= one sample "
+                     "a document; give one of them");
+}
+
+static void parseTokensSpec(const std::vector<std::string> &parts,
+                            DataSpec &spec) {
+  const std::string usage =
+      "data spec '" + spec.text +
+      "': expected tokens:FILE[,dtype=uint16|uint32][,seq=N][,stride=N]";
+  if (parts[0].empty())
+    throw Error(usage);
+  spec.kind = DataSpec::Kind::Tokens;
+  spec.tokensPath = parts[0];
+  for (size_t i = 1; i < parts.size(); ++i) {
+    const std::string &option = parts[i];
+    if (option == "dtype=uint16")
+      spec.tokenBytes = 2;
+    else if (option == "dtype=uint32")
+      spec.tokenBytes = 4;
+    else if (option.rfind("seq=", 0) == 0)
+      spec.tokensSeq = positiveOption(option, 4, usage);
+    else if (option.rfind("stride=", 0) == 0)
+      spec.textStride = positiveOption(option, 7, usage);
+    else
+      throw Error(usage + "; unknown option '" + option + "'");
+  }
+}
+
 DataSpec parseDataSpec(const std::string &text) {
   DataSpec spec;
   spec.text = text;
@@ -145,77 +305,15 @@ DataSpec parseDataSpec(const std::string &text) {
     begin = comma + 1;
   }
   if (kind == "npy") {
-    const std::string usage =
-        "data spec '" + text +
-        "': expected npy:INPUTS.npy,LABELS.npy or npy:INPUTS.npy";
-    spec.kind = DataSpec::Kind::Npy;
-    std::vector<std::string> files;
-    for (const std::string &part : parts) {
-      if (part.rfind("lengths=", 0) != 0) {
-        files.push_back(part);
-        continue;
-      }
-      if (part.size() == 8 || !spec.lengthsPath.empty())
-        throw InputError(usage + ",lengths=LENGTHS.npy; got '" + part + "'");
-      spec.lengthsPath = part.substr(8);
-    }
-    if (files.size() > 2 || files[0].empty() ||
-        (files.size() == 2 && files[1].empty()))
-      throw Error(usage);
-    spec.inputsPath = files[0];
-    if (files.size() == 2)
-      spec.labelsPath = files[1];
-    if (!spec.lengthsPath.empty() && spec.labelsPath.empty())
-      throw InputError(
-          "data spec '" + text +
-          "': lengths= needs labels: npy:TOKENS.npy,LABELS.npy,lengths=" +
-          spec.lengthsPath);
+    parseNpySpec(parts, spec);
     return spec;
   }
   if (kind == "text") {
-    const std::string usage =
-        "data spec '" + text +
-        "': expected text:FILE[,stride=N][,vocab=ascii64|bytes]"
-        "[,docs=fortune|line|blank]";
-    if (parts[0].empty())
-      throw Error(usage);
-    spec.kind = DataSpec::Kind::Text;
-    spec.textPath = parts[0];
-    for (size_t i = 1; i < parts.size(); ++i) {
-      const std::string &option = parts[i];
-      if (option.rfind("stride=", 0) == 0) {
-        std::string value = option.substr(7);
-        char *end = nullptr;
-        errno = 0;
-        long long n = std::strtoll(value.c_str(), &end, 10);
-        if (value.empty() || value[0] < '0' || value[0] > '9' || *end != '\0' ||
-            errno == ERANGE || n <= 0)
-          throw Error(usage + " with a positive stride, got '" + option + "'");
-        spec.textStride = n;
-      } else if (option == "vocab=ascii64") {
-        spec.textVocab = TextVocab::Ascii64;
-      } else if (option == "vocab=bytes") {
-        spec.textVocab = TextVocab::Bytes;
-      } else if (option.rfind("docs=", 0) == 0) {
-        std::string mode = option.substr(5);
-        if (mode == "fortune")
-          spec.textDocs = TextDocs::Fortune;
-        else if (mode == "line")
-          spec.textDocs = TextDocs::Line;
-        else if (mode == "blank")
-          spec.textDocs = TextDocs::Blank;
-        else
-          throw InputError("data spec '" + text + "': unknown docs= mode '" +
-                           mode + "' for " + spec.textPath +
-                           "; expected docs=fortune, docs=line or docs=blank");
-      } else {
-        throw Error(usage + "; unknown option '" + option + "'");
-      }
-    }
-    if (spec.textDocs != TextDocs::Windows && spec.textStride > 0)
-      throw InputError("data spec '" + text +
-                       "': stride= cuts fixed windows and docs= one sample "
-                       "a document; give one of them");
+    parseTextSpec(parts, spec);
+    return spec;
+  }
+  if (kind == "tokens") {
+    parseTokensSpec(parts, spec);
     return spec;
   }
   if (kind == "synthetic") {
@@ -233,7 +331,7 @@ DataSpec parseDataSpec(const std::string &text) {
   }
   throw Error("data spec '" + text + "': unknown kind '" + kind +
               "'; expected fashion-mnist:DIR, mnist:DIR, "
-              "npy:INPUTS.npy[,LABELS.npy], text:FILE or "
+              "npy:INPUTS.npy[,LABELS.npy], text:FILE, tokens:FILE or "
               "synthetic[:SAMPLES]");
 }
 
@@ -241,7 +339,8 @@ Dataset loadDataset(const DataSpec &spec, Split split,
                     const ModelDataShape &model, uint64_t seed,
                     bool readsInputs) {
   if (model.floatLabels &&
-      (spec.kind == DataSpec::Kind::Idx || spec.kind == DataSpec::Kind::Text))
+      (spec.kind == DataSpec::Kind::Idx || spec.kind == DataSpec::Kind::Text ||
+       spec.kind == DataSpec::Kind::Tokens))
     throw InputError(spec.text +
                      ": the data has class labels but the model's loss takes "
                      "float targets (--loss mse; give "
@@ -256,6 +355,9 @@ Dataset loadDataset(const DataSpec &spec, Split split,
     break;
   case DataSpec::Kind::Text:
     data = loadText(spec, split, model);
+    break;
+  case DataSpec::Kind::Tokens:
+    data = loadTokens(spec, split, model);
     break;
   case DataSpec::Kind::Synthetic:
     data = makeSynthetic(spec, split, model, seed, readsInputs);

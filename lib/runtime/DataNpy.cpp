@@ -1,17 +1,23 @@
 //===- DataNpy.cpp - NumPy arrays: npy:INPUTS[,LABELS] --------------------===//
 //
-// `npy:INPUTS.npy[,LABELS.npy][,lengths=LENGTHS.npy]`: float32 inputs or
-// int64/int32 token ids, with int class labels, float32 targets for
-// --loss mse, or no labels; with lengths=, token sequences of each sample's
-// real length padded to the longest. parseNpy checks the header's shape and
-// dtype against the bytes that follow; writeNpyFile writes what the tests
-// and the evaluation read back.
+// `npy:INPUTS.npy[,LABELS.npy][,lengths=LENGTHS.npy][,scale=S][,mean=M]
+// [,std=D]`: inputs of any dtype NpyRows reads (floats, uint8 images scaled
+// and normalized as they are gathered, or integer token ids), with integer
+// class labels, float targets for --loss mse, or no labels. INPUTS and
+// LABELS may be glob patterns naming shards read in order as one array.
+// The arrays are memory-mapped (NpyRows.h): nothing is read before it is
+// gathered, except that labels of up to kLabelScanLimit values are checked
+// against the model's classes at load. With lengths=, token sequences of
+// each sample's real length padded to the longest, held in memory.
+// parseNpy checks the header's shape and dtype against the bytes that
+// follow; writeNpyFile writes what the tests and the evaluation read back.
 //
 //===----------------------------------------------------------------------===//
 
 #include "dpc/runtime/Data.h"
 
 #include "DataSources.h"
+#include "NpyRows.h"
 #include "dpc/runtime/Error.h"
 
 #include <algorithm>
@@ -23,90 +29,12 @@ namespace dpc::runtime {
 
 using namespace data_detail;
 
-/// Finds `'key':` in a npy header dict and returns the text after the colon.
-static std::string npyField(const std::string &header, const std::string &key,
-                            const std::string &name) {
-  size_t at = header.find("'" + key + "'");
-  if (at == std::string::npos)
-    throw Error(name + ": npy header has no '" + key + "'");
-  at = header.find(':', at);
-  if (at == std::string::npos)
-    throw Error(name + ": malformed npy header");
-  size_t begin = header.find_first_not_of(' ', at + 1);
-  return begin == std::string::npos ? "" : header.substr(begin);
-}
-
 NpyArray parseNpy(const std::vector<uint8_t> &bytes, const std::string &name) {
-  static const char kMagic[] = "\x93NUMPY";
-  if (bytes.size() < 10 || std::memcmp(bytes.data(), kMagic, 6) != 0)
-    throw Error(name + ": not a .npy file (bad magic)");
-  int major = bytes[6];
-  size_t headerLength, headerStart;
-  if (major == 1) {
-    headerLength = bytes[8] | (size_t(bytes[9]) << 8);
-    headerStart = 10;
-  } else if (major == 2 || major == 3) {
-    if (bytes.size() < 12)
-      throw Error(name + ": truncated npy header");
-    headerLength = bytes[8] | (size_t(bytes[9]) << 8) |
-                   (size_t(bytes[10]) << 16) | (size_t(bytes[11]) << 24);
-    headerStart = 12;
-  } else {
-    throw Error(name + ": unsupported npy format version " +
-                std::to_string(major));
-  }
-  if (bytes.size() < headerStart + headerLength)
-    throw Error(name + ": truncated npy header");
-  std::string header(bytes.begin() + headerStart,
-                     bytes.begin() + headerStart + headerLength);
-
+  NpyHeader header = parseNpyHeader(bytes.data(), bytes.size(), name);
   NpyArray array;
-  std::string descr = npyField(header, "descr", name);
-  if (descr.size() < 2 || descr[0] != '\'')
-    throw Error(name + ": malformed npy descr");
-  array.descr = descr.substr(1, descr.find('\'', 1) - 1);
-  if (npyField(header, "fortran_order", name).rfind("False", 0) != 0)
-    throw Error(name + ": Fortran-order arrays are not supported; save with "
-                       "numpy.ascontiguousarray");
-  std::string shape = npyField(header, "shape", name);
-  if (shape.empty() || shape[0] != '(' || shape.find(')') == std::string::npos)
-    throw Error(name + ": malformed npy shape");
-  shape = shape.substr(1, shape.find(')') - 1);
-  uint64_t elements = 1;
-  for (size_t pos = 0; pos < shape.size();) {
-    size_t comma = shape.find(',', pos);
-    std::string item = shape.substr(
-        pos, comma == std::string::npos ? std::string::npos : comma - pos);
-    item.erase(0, item.find_first_not_of(' '));
-    if (!item.empty()) {
-      char *end = nullptr;
-      long long dim = std::strtoll(item.c_str(), &end, 10);
-      if (dim < 0 || (*end != '\0' && *end != ' ' && *end != 'L'))
-        throw Error(name + ": malformed npy shape");
-      array.shape.push_back(dim);
-      elements *= uint64_t(dim);
-    }
-    if (comma == std::string::npos)
-      break;
-    pos = comma + 1;
-  }
-
-  size_t itemSize = 0;
-  if (array.descr == "<f4" || array.descr == "<i4")
-    itemSize = 4;
-  else if (array.descr == "<f8" || array.descr == "<i8")
-    itemSize = 8;
-  else if (array.descr == "|u1" || array.descr == "|i1")
-    itemSize = 1;
-  else
-    throw Error(name + ": unsupported npy dtype '" + array.descr + "'");
-  uint64_t expected = elements * itemSize;
-  uint64_t payload = bytes.size() - headerStart - headerLength;
-  if (payload != expected)
-    throw Error(name + ": " + (payload < expected ? "truncated: " : "") +
-                std::to_string(payload) + " bytes of data, shape and dtype " +
-                "need " + std::to_string(expected));
-  array.data.assign(bytes.begin() + headerStart + headerLength, bytes.end());
+  array.descr = header.descr;
+  array.shape = header.shape;
+  array.data.assign(bytes.begin() + long(header.dataOffset), bytes.end());
   return array;
 }
 
@@ -161,16 +89,19 @@ static std::vector<int64_t> npyInts(const NpyArray &array,
 
 // Float targets of a regression (--loss mse): one per element of the
 // model's output, whose shape the data must have, sample by sample.
-static Dataset npyTargets(const DataSpec &spec, const NpyArray &labels,
-                          std::vector<int64_t> targetShape,
-                          const ModelDataShape &model,
-                          std::vector<int64_t> sampleShape, bool integerInputs,
-                          std::vector<float> inputs) {
-  if (labels.descr != "<f4")
+static Dataset npyTargets(const DataSpec &spec,
+                          std::shared_ptr<const NpyRows> inputs, bool integer,
+                          std::shared_ptr<const NpyRows> labels,
+                          const ModelDataShape &model) {
+  std::vector<int64_t> sampleShape(inputs->shape().begin() + 1,
+                                   inputs->shape().end());
+  std::vector<int64_t> targetShape(labels->shape().begin() + 1,
+                                   labels->shape().end());
+  if (labels->descr() != "<f4")
     throw InputError(spec.labelsPath +
                      ": --loss mse needs float32 ('<f4') targets, got '" +
-                     labels.descr + "'");
-  if (integerInputs)
+                     labels->descr() + "'");
+  if (integer)
     throw InputError(spec.inputsPath + ": float targets (--loss mse) need "
                                        "float32 inputs, got token ids");
   auto bracketed = [](std::string first, const std::vector<int64_t> &dims) {
@@ -181,14 +112,47 @@ static Dataset npyTargets(const DataSpec &spec, const NpyArray &labels,
   };
   if (!model.sampleShape.empty() && targetShape != model.labelShape)
     throw InputError(spec.labelsPath + ": targets of shape " +
-                     bracketed(std::to_string(labels.shape[0]), targetShape) +
+                     bracketed(std::to_string(labels->rows()), targetShape) +
                      " do not match the model's output " +
                      bracketed("N", model.labelShape) +
                      " (--loss mse takes a float target per output element)");
-  std::vector<float> values(labels.data.size() / 4);
-  std::memcpy(values.data(), labels.data.data(), labels.data.size());
-  return Dataset::fromFloatTargets(std::move(sampleShape), std::move(inputs),
-                                   std::move(values), std::move(targetShape));
+  return Dataset::fromRows(std::move(sampleShape), std::move(inputs), false,
+                           std::move(labels), std::move(targetShape), 0,
+                           std::nullopt, /*floatTargets=*/true);
+}
+
+/// Labels of up to this many values are checked at load, so that a bad
+/// label stops the run before it starts; larger label arrays are checked
+/// as their samples are gathered.
+static constexpr int64_t kLabelScanLimit = int64_t(1) << 24;
+
+/// The class count: the model's, or, without one, one above the largest
+/// label. Checks every label against it when the array is small enough.
+static int64_t checkLabels(const DataSpec &spec, const NpyRows &labels,
+                           const ModelDataShape &model) {
+  const int64_t perSample = labels.rowElements();
+  if (labels.rows() * perSample > kLabelScanLimit) {
+    if (model.numClasses <= 0)
+      throw InputError(spec.labelsPath + ": over " +
+                       std::to_string(kLabelScanLimit) +
+                       " labels and no class count from the model");
+    return model.numClasses;
+  }
+  std::vector<int64_t> row(size_t(std::max<int64_t>(perSample, 1)));
+  int64_t maxLabel = -1;
+  for (int64_t i = 0; i < labels.rows(); ++i) {
+    labels.readInts(i, row.data());
+    for (int64_t label : row) {
+      if (model.ignoreIndex && label == *model.ignoreIndex)
+        continue;
+      if (label < 0 || (model.numClasses > 0 && label >= model.numClasses))
+        throw Error(spec.labelsPath + ": label " + std::to_string(label) +
+                    " of sample " + std::to_string(i) + " is outside [0, " +
+                    std::to_string(model.numClasses) + ")");
+      maxLabel = std::max(maxLabel, label);
+    }
+  }
+  return model.numClasses > 0 ? model.numClasses : maxLabel + 1;
 }
 
 // Token ids and labels [N, T] padded to T, with each sample's real length.
@@ -254,68 +218,48 @@ namespace data_detail {
 Dataset loadNpy(const DataSpec &spec, const ModelDataShape &model) {
   if (!spec.lengthsPath.empty())
     return loadNpySequences(spec, model);
-  NpyArray inputs = readNpyFile(spec.inputsPath);
-  bool integer = inputs.descr == "<i8" || inputs.descr == "<i4";
-  if (inputs.descr != "<f4" && !integer)
-    throw Error(spec.inputsPath +
-                ": inputs must be float32 ('<f4') or "
-                "int64/int32 token ids, got '" +
-                inputs.descr + "'");
-  if (inputs.shape.empty())
-    throw Error(spec.inputsPath + ": inputs must have a sample dimension");
-  std::vector<int64_t> sampleShape(inputs.shape.begin() + 1,
-                                   inputs.shape.end());
-  std::vector<float> values;
-  std::vector<int64_t> ids;
-  if (integer) {
-    ids = npyInts(inputs, spec.inputsPath, "token ids");
-  } else {
-    values.resize(inputs.data.size() / 4);
-    std::memcpy(values.data(), inputs.data.data(), inputs.data.size());
-  }
+  auto inputs = std::make_shared<const NpyRows>(
+      expandShards(spec.inputsPath),
+      FloatTransform{spec.npyScale, spec.npyMean, spec.npyStd});
+  // uint8 arrays are images unless the model reads token ids; other
+  // integer arrays are token ids.
+  const bool integer = inputs->integerType() &&
+                       (inputs->descr() != "|u1" || model.integerInputs);
+  if (integer && (spec.npyScale != 1.0 || !spec.npyMean.empty()))
+    throw InputError(spec.inputsPath + ": scale=, mean= and std= apply to "
+                                       "float inputs, not token ids");
+  std::vector<int64_t> sampleShape(inputs->shape().begin() + 1,
+                                   inputs->shape().end());
   // loadDataset refuses an empty one.
   if (spec.labelsPath.empty()) {
     if (integer)
       throw Error(spec.inputsPath + ": integer inputs need labels "
                                     "(npy:INPUTS.npy,LABELS.npy)");
-    return Dataset::unlabelled(sampleShape, std::move(values));
+    return Dataset::fromRows(std::move(sampleShape), std::move(inputs), false,
+                             nullptr, {}, 0, std::nullopt);
   }
-  NpyArray labels = readNpyFile(spec.labelsPath);
-  if (labels.shape.empty())
-    throw Error(spec.labelsPath + ": labels must have a sample dimension");
-  if (inputs.shape[0] != labels.shape[0])
-    throw Error(spec.text + ": " + std::to_string(inputs.shape[0]) +
+  auto labels = std::make_shared<const NpyRows>(expandShards(spec.labelsPath));
+  if (inputs->rows() != labels->rows())
+    throw Error(spec.text + ": " + std::to_string(inputs->rows()) +
                 " samples in " + spec.inputsPath + " but " +
-                std::to_string(labels.shape[0]) + " labels in " +
+                std::to_string(labels->rows()) + " labels in " +
                 spec.labelsPath);
-  std::vector<int64_t> labelShape(labels.shape.begin() + 1, labels.shape.end());
   if (model.floatLabels)
-    return npyTargets(spec, labels, std::move(labelShape), model,
-                      std::move(sampleShape), integer, std::move(values));
-  if (labels.descr == "<f4")
-    throw InputError(spec.labelsPath +
-                     ": float32 labels are targets for --loss mse, but this "
-                     "model's loss takes int64 class ids");
-  std::vector<int64_t> labelValues = npyInts(labels, spec.labelsPath, "labels");
-  int64_t perSample = product(labelShape);
-  int64_t maxLabel = -1;
-  for (size_t i = 0; i < labelValues.size(); ++i) {
-    if (model.ignoreIndex && labelValues[i] == *model.ignoreIndex)
-      continue;
-    if (labelValues[i] < 0 ||
-        (model.numClasses > 0 && labelValues[i] >= model.numClasses))
-      throw Error(spec.labelsPath + ": label " +
-                  std::to_string(labelValues[i]) + " of sample " +
-                  std::to_string(int64_t(i) / std::max<int64_t>(perSample, 1)) +
-                  " is outside [0, " + std::to_string(model.numClasses) + ")");
-    maxLabel = std::max(maxLabel, labelValues[i]);
-  }
-  int64_t classes = model.numClasses > 0 ? model.numClasses : maxLabel + 1;
-  if (integer)
-    return Dataset::fromInts(sampleShape, std::move(ids),
-                             std::move(labelValues), classes, labelShape);
-  return Dataset::fromFloats(sampleShape, std::move(values),
-                             std::move(labelValues), classes, labelShape);
+    return npyTargets(spec, std::move(inputs), integer, std::move(labels),
+                      model);
+  if (!labels->integerType())
+    throw InputError(spec.labelsPath + ": " +
+                     (labels->descr() == "<f4"
+                          ? std::string("float32")
+                          : "float ('" + labels->descr() + "')") +
+                     " labels are targets for --loss mse, but this model's "
+                     "loss takes int64 class ids");
+  std::vector<int64_t> labelShape(labels->shape().begin() + 1,
+                                  labels->shape().end());
+  int64_t classes = checkLabels(spec, *labels, model);
+  return Dataset::fromRows(std::move(sampleShape), std::move(inputs), integer,
+                           std::move(labels), std::move(labelShape), classes,
+                           model.ignoreIndex);
 }
 
 } // namespace data_detail

@@ -5,7 +5,8 @@
 // sources share), Dataset.cpp (the in-memory dataset and its gathers), and
 // one file a source kind: DataIdx.cpp (Fashion-MNIST and MNIST IDX files),
 // DataNpy.cpp (.npy arrays, with or without lengths), DataText.cpp (a text's
-// windows or documents) and DataSynthetic.cpp. This header declares what
+// windows or documents), DataTokens.cpp (a binary file of token ids) and
+// DataSynthetic.cpp. This header declares what
 // more than one of them uses and each kind's loader, which loadDataset
 // calls. Nothing outside lib/runtime includes it.
 //
@@ -43,6 +44,9 @@ void checkSequenceModel(const DataSpec &spec, const ModelDataShape &model,
 Dataset loadIdx(const DataSpec &spec, Split split, const ModelDataShape &model);
 /// npy:INPUTS.npy[,LABELS.npy][,lengths=LENGTHS.npy] (DataNpy.cpp).
 Dataset loadNpy(const DataSpec &spec, const ModelDataShape &model);
+/// tokens:FILE (DataTokens.cpp).
+Dataset loadTokens(const DataSpec &spec, Split split,
+                   const ModelDataShape &model);
 /// text:FILE (DataText.cpp).
 Dataset loadText(const DataSpec &spec, Split split,
                  const ModelDataShape &model);

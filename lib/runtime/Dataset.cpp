@@ -1,11 +1,12 @@
 //===- Dataset.cpp - The in-memory training data --------------------------===//
 //
 // Dataset (dpc/runtime/Data.h) holds the samples that a source kind loaded:
-// bytes, floats, token ids or a stream of synthetic floats computed as they
-// are gathered, with class labels, a label per position or float targets,
-// and the real length of each variable-length sample. The gathers copy a
-// batch's samples into the buffers a rank feeds its first stage; every index
-// is checked. lengthHistogram describes variable-length data.
+// bytes, floats, token ids, a stream of synthetic floats computed as they
+// are gathered, or RowSources that read mapped files as they are gathered, with
+// class labels, a label per position or float targets, and the real length of
+// each variable-length sample. The gathers copy a batch's samples into the
+// buffers a rank feeds its first stage; every index is checked. lengthHistogram
+// describes variable-length data.
 //
 //===----------------------------------------------------------------------===//
 
@@ -143,6 +144,48 @@ Dataset Dataset::unlabelled(std::vector<int64_t> sampleShape,
   return d;
 }
 
+Dataset Dataset::fromRows(std::vector<int64_t> sampleShape,
+                          std::shared_ptr<const RowSource> inputs,
+                          bool integerInputs,
+                          std::shared_ptr<const RowSource> labels,
+                          std::vector<int64_t> labelShape, int64_t numClasses,
+                          std::optional<int64_t> ignoreIndex,
+                          bool floatTargets) {
+  if (!inputs && !labels)
+    throw Error("dataset: rows need inputs or labels");
+  Dataset d = shaped(std::move(sampleShape), numClasses);
+  d.integer = integerInputs;
+  d.withInputs = inputs != nullptr;
+  d.labelled = labels != nullptr;
+  d.floatTargets = floatTargets;
+  d.labelDims = std::move(labelShape);
+  d.labelCount = product(d.labelDims);
+  d.count = inputs ? inputs->rows() : labels->rows();
+  if (inputs && inputs->rowElements() != d.elements)
+    throw Error("dataset: input rows of " +
+                std::to_string(inputs->rowElements()) +
+                " values for samples of " + std::to_string(d.elements));
+  if (labels &&
+      (labels->rows() != d.count || labels->rowElements() != d.labelCount))
+    throw Error("dataset: label rows do not match the inputs");
+  d.inputRows = std::move(inputs);
+  d.labelRows = std::move(labels);
+  d.ignoreLabel = ignoreIndex;
+  return d;
+}
+
+void Dataset::readLabelRow(int64_t index, int64_t *out) const {
+  labelRows->readInts(index, out);
+  for (int64_t i = 0; i < labelCount; ++i) {
+    if (ignoreLabel && out[i] == *ignoreLabel)
+      continue;
+    if (out[i] < 0 || (classes > 0 && out[i] >= classes))
+      throw InputError(labelRows->where(index) + ": label " +
+                       std::to_string(out[i]) + " is outside [0, " +
+                       std::to_string(classes) + ")");
+  }
+}
+
 void Dataset::checkIndex(int64_t index) const {
   if (index < 0 || index >= size())
     throw Error("dataset: sample " + std::to_string(index) +
@@ -158,6 +201,11 @@ int64_t Dataset::label(int64_t index) const {
   if (labelCount != 1)
     throw Error("dataset: a sample has " + std::to_string(labelCount) +
                 " labels, not one");
+  if (labelRows) {
+    int64_t value = 0;
+    readLabelRow(index, &value);
+    return value;
+  }
   return labels[size_t(index)];
 }
 
@@ -169,7 +217,9 @@ void Dataset::gatherInputs(const std::vector<int64_t> &indices,
     throw Error("dataset: the inputs are integer token ids, not floats");
   for (int64_t index : indices) {
     checkIndex(index);
-    if (!bytePixels.empty()) {
+    if (inputRows) {
+      inputRows->readFloats(index, out);
+    } else if (!bytePixels.empty()) {
       const uint8_t *in = &bytePixels[size_t(index * elements)];
       // float(byte) / 255.0f is one correctly rounded division, the same
       // value PyTorch computes for `x.float() / 255`.
@@ -195,8 +245,11 @@ void Dataset::gatherIntInputs(const std::vector<int64_t> &indices,
     throw Error("dataset: the inputs are floats, not integer token ids");
   for (int64_t index : indices) {
     checkIndex(index);
-    std::memcpy(out, &intInputs[size_t(index * elements)],
-                size_t(elements) * sizeof(int64_t));
+    if (inputRows)
+      inputRows->readInts(index, out);
+    else
+      std::memcpy(out, &intInputs[size_t(index * elements)],
+                  size_t(elements) * sizeof(int64_t));
     out += elements;
   }
 }
@@ -209,8 +262,11 @@ void Dataset::gatherLabels(const std::vector<int64_t> &indices,
     throw Error("dataset: the labels are float targets, not class ids");
   for (int64_t index : indices) {
     checkIndex(index);
-    std::memcpy(out, &labels[size_t(index * labelCount)],
-                size_t(labelCount) * sizeof(int64_t));
+    if (labelRows)
+      readLabelRow(index, out);
+    else
+      std::memcpy(out, &labels[size_t(index * labelCount)],
+                  size_t(labelCount) * sizeof(int64_t));
     out += labelCount;
   }
 }
@@ -223,8 +279,11 @@ void Dataset::gatherFloatLabels(const std::vector<int64_t> &indices,
     throw Error("dataset: the labels are class ids, not float targets");
   for (int64_t index : indices) {
     checkIndex(index);
-    std::memcpy(out, &targets[size_t(index * labelCount)],
-                size_t(labelCount) * sizeof(float));
+    if (labelRows)
+      labelRows->readFloats(index, out);
+    else
+      std::memcpy(out, &targets[size_t(index * labelCount)],
+                  size_t(labelCount) * sizeof(float));
     out += labelCount;
   }
 }
@@ -287,10 +346,14 @@ void Dataset::gatherIntInputsPadded(const std::vector<int64_t> &indices,
   if (!integer)
     throw Error("dataset: the inputs are floats, not integer token ids");
   checkPadded(indices, rows, length);
-  // Stored samples are already 0 past their length.
+  // Stored samples are already 0 past their length; samples read from rows
+  // are all of the full length, which checkPadded made `length`.
   for (int64_t index : indices) {
-    std::memcpy(out, &intInputs[size_t(index * elements)],
-                size_t(length) * sizeof(int64_t));
+    if (inputRows)
+      inputRows->readInts(index, out);
+    else
+      std::memcpy(out, &intInputs[size_t(index * elements)],
+                  size_t(length) * sizeof(int64_t));
     out += length;
   }
   std::fill(out, out + (rows - int64_t(indices.size())) * length, 0);
@@ -306,8 +369,11 @@ void Dataset::gatherLabelsPadded(const std::vector<int64_t> &indices,
   checkPadded(indices, rows, length);
   for (int64_t index : indices) {
     int64_t real = sequenceLength(index);
-    std::memcpy(out, &labels[size_t(index * labelCount)],
-                size_t(real) * sizeof(int64_t));
+    if (labelRows)
+      readLabelRow(index, out);
+    else
+      std::memcpy(out, &labels[size_t(index * labelCount)],
+                  size_t(real) * sizeof(int64_t));
     std::fill(out + real, out + length, ignore);
     out += length;
   }

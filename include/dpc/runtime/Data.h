@@ -1,4 +1,4 @@
-//===- Data.h - Training data: IDX, npy, text, synthetic --------*- C++ -*-===//
+//===- Data.h - Training data: IDX, npy, text, tokens, synthetic *- C++ -*-===//
 //
 // The first stage of a pipeline needs a microbatch's inputs and the last
 // stage its labels. Both load the same dataset from the same `--data` spec
@@ -7,10 +7,20 @@
 //
 //   fashion-mnist:DIR, mnist:DIR   IDX files (gzip or not) in DIR: the train
 //                                  split reads train-*, the test split t10k-*
-//   npy:INPUTS.npy,LABELS.npy      float32 inputs, or int64/int32 token
-//                                  ids, [N,...]; int64/int32 labels [N]
-//                                  (a class per sample) or [N,...] (a
-//                                  class per position, token-level losses)
+//   npy:INPUTS.npy,LABELS.npy      inputs [N,...] of float32, float16,
+//                                  float64 or uint8 (images; scale=S
+//                                  divides them by S, mean=M1/M2/..
+//                                  ,std=D1/D2/.. normalize each channel,
+//                                  the first axis of a sample), or token
+//                                  ids of int8/16/32/64 or uint16 (uint8
+//                                  too for a model reading ids); integer
+//                                  labels [N] (a class per sample) or
+//                                  [N,...] (a class per position,
+//                                  token-level losses). Each file may be a
+//                                  glob pattern naming shards, read in
+//                                  sorted order as one array. The files
+//                                  are memory-mapped: samples are read as
+//                                  they are gathered
 //   npy:INPUTS.npy,TARGETS.npy     float32 inputs and float32 targets
 //                                  [N,...] of the model's output shape,
 //                                  for --loss mse (regression)
@@ -38,6 +48,18 @@
 //   npy:TOKENS.npy,LABELS.npy,lengths=LENGTHS.npy
 //                                  token ids and labels [N, T] with the
 //                                  real length of each sample [N], 1..T
+//   tokens:FILE[,dtype=uint16|uint32][,seq=N][,stride=S]
+//                                  a flat binary file of token ids (as
+//                                  nanoGPT's prepare scripts write them;
+//                                  default uint16), memory-mapped: sample
+//                                  k is the window of T tokens at k * S
+//                                  (default S = T), its labels the next
+//                                  tokens; T is the model's sequence
+//                                  length (seq= must agree); the train
+//                                  split is the first 90% of the tokens,
+//                                  the test split the last 10%; an id
+//                                  outside the model's vocabulary stops
+//                                  the run naming the file and sample
 //   synthetic[:N]                  N seeded random samples shaped like the
 //                                  model's input (default 4096 train, 1024
 //                                  test); token ids and labels below the
@@ -52,6 +74,7 @@
 #define DPC_RUNTIME_DATA_H
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -89,8 +112,27 @@ void writeNpyFile(const std::string &path, const std::string &descr,
                   const std::vector<int64_t> &shape, const void *data,
                   size_t bytes);
 
-/// Samples held in memory. IDX pixels stay bytes until gathered, a quarter of
-/// the memory of floats, which matters with several ranks on one machine.
+/// Rows of samples read as they are gathered instead of held in memory: the
+/// npy: and tokens: sources map their files, so that a rank's resident
+/// memory does not grow with the dataset. Row i holds rowElements() values
+/// of sample i (its inputs, or its labels), converted from the stored type.
+class RowSource {
+public:
+  virtual ~RowSource() = default;
+  virtual int64_t rows() const = 0;
+  virtual int64_t rowElements() const = 0;
+  /// Row `row` as floats (inputs, float targets).
+  virtual void readFloats(int64_t row, float *out) const = 0;
+  /// Row `row` as integers (token ids, class labels); a source of floats
+  /// throws.
+  virtual void readInts(int64_t row, int64_t *out) const = 0;
+  /// Where row `row` comes from, for messages: "FILE: sample N".
+  virtual std::string where(int64_t row) const = 0;
+};
+
+/// Samples held in memory, or read from RowSources as they are gathered. IDX
+/// pixels stay bytes until gathered, a quarter of the memory of floats,
+/// which matters with several ranks on one machine.
 class Dataset {
 public:
   static Dataset fromBytes(std::vector<int64_t> sampleShape,
@@ -127,6 +169,18 @@ public:
                             std::vector<int64_t> labels, int64_t numClasses,
                             std::vector<int64_t> labelShape = {});
   bool hasInputs() const { return withInputs; }
+  /// Samples read as they are gathered: inputs (null: labels only) and
+  /// labels (null: unlabelled) of the same row count; integer inputs are
+  /// token ids. Class labels are checked as they are gathered: outside
+  /// [0, numClasses) and not `ignoreIndex`, InputError naming the row.
+  /// `floatTargets`: the labels are float targets (--loss mse).
+  static Dataset fromRows(std::vector<int64_t> sampleShape,
+                          std::shared_ptr<const RowSource> inputs,
+                          bool integerInputs,
+                          std::shared_ptr<const RowSource> labels,
+                          std::vector<int64_t> labelShape, int64_t numClasses,
+                          std::optional<int64_t> ignoreIndex,
+                          bool floatTargets = false);
   /// Inputs without labels; label() and gatherLabels() then throw.
   static Dataset unlabelled(std::vector<int64_t> sampleShape,
                             std::vector<float> inputs);
@@ -198,6 +252,11 @@ private:
   bool floatTargets = false;
   std::vector<float> targets;
   std::vector<int64_t> lengths; // variable-length sequences; empty: fixed
+  std::shared_ptr<const RowSource> inputRows, labelRows; // fromRows
+  std::optional<int64_t> ignoreLabel; // fromRows: passes the label check
+
+  /// Reads the labels of row `index` from labelRows and checks them.
+  void readLabelRow(int64_t index, int64_t *out) const;
 
   /// Throws unless gathering `indices` at `length` is in range.
   void checkPadded(const std::vector<int64_t> &indices, int64_t rows,
@@ -246,7 +305,7 @@ std::vector<std::string> textDocuments(const std::vector<uint8_t> &bytes,
 std::string lengthHistogram(const Dataset &data, int bins = 6);
 
 struct DataSpec {
-  enum class Kind { Idx, Npy, Text, Synthetic };
+  enum class Kind { Idx, Npy, Text, Tokens, Synthetic };
   Kind kind = Kind::Synthetic;
   std::string text;                   // the spec as given, for messages
   std::string format;                 // "fashion-mnist" or "mnist" for Idx
@@ -254,10 +313,15 @@ struct DataSpec {
   std::string inputsPath, labelsPath; // Npy; no labelsPath: unlabelled
   int64_t syntheticSamples = 0;       // Synthetic; 0: the default count
   std::string textPath;               // Text
-  int64_t textStride = 0;             // Text; 0: the sequence length
+  int64_t textStride = 0;             // Text and Tokens; 0: the sequence length
   TextVocab textVocab = TextVocab::Ascii64;
   TextDocs textDocs = TextDocs::Windows; // Text; docs=
   std::string lengthsPath;               // Npy; lengths=, variable length
+  double npyScale = 1.0;                 // Npy; scale=: inputs / scale
+  std::vector<double> npyMean, npyStd;   // Npy; mean=, std= per channel
+  std::string tokensPath;                // Tokens
+  int tokenBytes = 2;                    // Tokens; dtype=uint16 or uint32
+  int64_t tokensSeq = 0; // Tokens; seq=, 0: the model's sequence length
 };
 
 /// Parses a --data / --eval-data spec; throws Error on a malformed one.

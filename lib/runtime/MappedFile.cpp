@@ -1,0 +1,43 @@
+//===- MappedFile.cpp - A file mapped read-only into memory ---------------===//
+
+#include "MappedFile.h"
+
+#include "dpc/runtime/Error.h"
+
+#include <cerrno>
+#include <cstring>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace dpc::runtime {
+
+MappedFile::MappedFile(const std::string &path) : name(path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    throw Error(path + ": " + std::strerror(errno));
+  struct stat info;
+  if (::fstat(fd, &info) != 0 || !S_ISREG(info.st_mode)) {
+    ::close(fd);
+    throw Error(path + ": not a regular file");
+  }
+  length = size_t(info.st_size);
+  if (length > 0) {
+    void *mapped = ::mmap(nullptr, length, PROT_READ, MAP_SHARED, fd, 0);
+    if (mapped == MAP_FAILED) {
+      int code = errno;
+      ::close(fd);
+      throw Error(path + ": cannot map: " + std::strerror(code));
+    }
+    bytes = static_cast<const uint8_t *>(mapped);
+  }
+  ::close(fd);
+}
+
+MappedFile::~MappedFile() {
+  if (bytes)
+    ::munmap(const_cast<uint8_t *>(bytes), length);
+}
+
+} // namespace dpc::runtime

@@ -40,6 +40,58 @@ const std::vector<int64_t> &Sampler::orderOf(int64_t epoch) {
   return order;
 }
 
+namespace {
+
+/// A bijection of [0, n) keyed by `key`: a four-round Feistel network on
+/// the smallest even number of bits that holds n - 1, with cycle walking
+/// (a value at or above n is permuted again until it falls inside; the
+/// domain is under 4n, so a few rounds on average).
+class FeistelPermutation {
+public:
+  FeistelPermutation(int64_t n, uint64_t key) : n(n), key(key) {
+    while (bits < 64 && (uint64_t(1) << bits) < uint64_t(n))
+      bits += 2;
+    bits = std::max(bits, 2);
+    half = bits / 2;
+    mask = (uint64_t(1) << half) - 1;
+  }
+  int64_t operator()(int64_t index) const {
+    uint64_t value = uint64_t(index);
+    do
+      value = rounds(value);
+    while (value >= uint64_t(n));
+    return int64_t(value);
+  }
+
+private:
+  uint64_t rounds(uint64_t value) const {
+    uint64_t left = value >> half, right = value & mask;
+    for (uint64_t round = 0; round < 4; ++round) {
+      uint64_t f = detail::mixSeed(key + round, right) & mask;
+      uint64_t next = left ^ f;
+      left = right;
+      right = next;
+    }
+    return (left << half) | right;
+  }
+
+  int64_t n;
+  uint64_t key;
+  int bits = 0, half = 0;
+  uint64_t mask = 0;
+};
+
+} // namespace
+
+int64_t Sampler::sampleAt(int64_t epoch, int64_t position) {
+  if (!cfg.shuffle)
+    return position; // file order: nothing to hold
+  if (cfg.numSamples <= cfg.materializeLimit)
+    return orderOf(epoch)[size_t(position)];
+  return FeistelPermutation(
+      cfg.numSamples, detail::mixSeed(cfg.seed, uint64_t(epoch)))(position);
+}
+
 std::vector<int64_t> Sampler::microbatchIndices(int64_t step,
                                                 int64_t microbatch) {
   if (step < 0)
@@ -48,13 +100,13 @@ std::vector<int64_t> Sampler::microbatchIndices(int64_t step,
     throw Error("sampler: microbatch " + std::to_string(microbatch) +
                 " out of range (" + std::to_string(cfg.microbatches) +
                 " microbatches)");
-  const std::vector<int64_t> &perm = orderOf(epochOf(step));
+  const int64_t epoch = epochOf(step);
   int64_t begin =
       (step % steps) * minibatchSize() + microbatch * cfg.microbatchSize;
   std::vector<int64_t> indices;
   indices.reserve(size_t(cfg.microbatchSize));
   for (int64_t k = begin; k < begin + cfg.microbatchSize; ++k)
-    indices.push_back(perm[size_t(std::min(k, cfg.numSamples - 1))]);
+    indices.push_back(sampleAt(epoch, std::min(k, cfg.numSamples - 1)));
   return indices;
 }
 

@@ -10,8 +10,13 @@
 // Without shuffling, step t takes samples [t*M*B, (t+1)*M*B) of the epoch in
 // file order, microbatch k the k-th B of them: exactly what a framework
 // slicing the dataset in order sees. With shuffling, each epoch is a seeded
-// permutation of all N samples (SplitMix64 + Fisher-Yates, identical on every
-// platform), sliced the same way.
+// permutation of all N samples, sliced the same way: for up to
+// materializeLimit samples (2^24 by default) SplitMix64 + Fisher-Yates,
+// identical on every platform and what the oracles replay; above it, where
+// a permutation held in memory would grow with the data set (a 20 GB token
+// corpus has over 10^9 windows), a keyed Feistel network on the indices'
+// bits, cycle-walked into [0, N): the same on every rank and resume, in
+// constant memory, one index computed per sample.
 //
 //===----------------------------------------------------------------------===//
 
@@ -33,6 +38,8 @@ struct SamplerConfig {
   /// the last sample (predictions, which drop the repeats), instead of being
   /// left out.
   bool padLast = false;
+  /// Shuffled data sets of more samples than this permute lazily (above).
+  int64_t materializeLimit = int64_t(1) << 24;
 };
 
 class Sampler {
@@ -53,6 +60,8 @@ public:
 
 private:
   const std::vector<int64_t> &orderOf(int64_t epoch);
+  /// Sample `position` of epoch `epoch`'s order.
+  int64_t sampleAt(int64_t epoch, int64_t position);
 
   SamplerConfig cfg;
   int64_t steps = 0;

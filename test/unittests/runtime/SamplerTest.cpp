@@ -97,3 +97,43 @@ TEST(Sampler, PadLastCoversEverySample) {
   EXPECT_EQ(small.stepsPerEpoch(), 1);
   EXPECT_EQ(small.microbatchIndices(0, 0), (std::vector<int64_t>{0, 1, 1}));
 }
+
+// Above materializeLimit samples the order is a keyed bijection computed
+// per index: every sample exactly once an epoch (odd sizes included, which
+// cycle walking folds into range), the same for independent samplers,
+// another order each epoch and seed, and O(1) memory for any size.
+TEST(Sampler, LazyShuffleIsAPermutationPerEpoch) {
+  for (int64_t n : {2, 3, 1000, 4099}) {
+    SamplerConfig config{n, 1, 1, true, 7};
+    config.materializeLimit = 1;
+    Sampler sampler(config), other(config);
+    std::vector<int64_t> epoch0, epoch1;
+    for (int64_t step = 0; step < n; ++step) {
+      epoch0.push_back(sampler.microbatchIndices(step, 0)[0]);
+      epoch1.push_back(sampler.microbatchIndices(n + step, 0)[0]);
+      EXPECT_EQ(other.microbatchIndices(step, 0)[0], epoch0.back());
+    }
+    std::vector<int64_t> sorted = epoch0;
+    std::sort(sorted.begin(), sorted.end());
+    for (int64_t i = 0; i < n; ++i)
+      ASSERT_EQ(sorted[size_t(i)], i) << "n " << n;
+    if (n > 3)
+      EXPECT_NE(epoch0, epoch1) << "n " << n;
+  }
+  SamplerConfig seeded{1000, 1, 10, true, 8};
+  seeded.materializeLimit = 1;
+  SamplerConfig base{1000, 1, 10, true, 7};
+  base.materializeLimit = 1;
+  EXPECT_NE(Sampler(seeded).minibatchIndices(0),
+            Sampler(base).minibatchIndices(0));
+  // Ten billion samples: no permutation is held, any index is at hand.
+  SamplerConfig huge{10'000'000'000, 4, 16, true, 3};
+  Sampler big(huge);
+  std::vector<int64_t> indices = big.microbatchIndices(123'456'789, 2);
+  ASSERT_EQ(indices.size(), 16u);
+  for (int64_t i : indices) {
+    EXPECT_GE(i, 0);
+    EXPECT_LT(i, huge.numSamples);
+  }
+  EXPECT_EQ(indices, Sampler(huge).microbatchIndices(123'456'789, 2));
+}

@@ -2,6 +2,8 @@
 
 #include "dpc/planner/CostModel.h"
 
+#include "dpc/schedule/Schedule.h"
+
 #include <algorithm>
 #include <cassert>
 
@@ -40,22 +42,36 @@ int Topology::alignment() const {
   return a;
 }
 
-const char *scheduleName(ScheduleKind kind) {
+namespace {
+
+// The row of the kinds' table (lib/schedule/Schedule.cpp) that a planner
+// kind prices; the table's `planned` column names these three.
+schedule::ScheduleKind builtKind(ScheduleKind kind) {
   switch (kind) {
   case ScheduleKind::PipeDream:
-    return "pipedream";
+    return schedule::ScheduleKind::PipeDream;
   case ScheduleKind::GPipe:
-    return "gpipe";
+    return schedule::ScheduleKind::GPipe;
   case ScheduleKind::OneFOneB:
-    return "1f1b";
+    return schedule::ScheduleKind::OneFOneB;
   }
-  return "?";
+  return schedule::ScheduleKind::Custom;
+}
+
+} // namespace
+
+const char *scheduleName(ScheduleKind kind) {
+  return schedule::kindName(builtKind(kind));
 }
 
 bool parseScheduleKind(const std::string &text, ScheduleKind &kind) {
+  schedule::ScheduleKind named;
+  if (!schedule::parseKind(text, named) ||
+      !schedule::takes(schedule::KindUse::Plan, named))
+    return false;
   for (ScheduleKind k :
        {ScheduleKind::PipeDream, ScheduleKind::GPipe, ScheduleKind::OneFOneB}) {
-    if (text == scheduleName(k)) {
+    if (builtKind(k) == named) {
       kind = k;
       return true;
     }

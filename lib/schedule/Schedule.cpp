@@ -47,19 +47,25 @@ const OpNames &names(Op op) {
   return kOps[0];
 }
 
+// The kinds' table: a kind's name (in options and schedule.json) and which
+// commands take it. A new kind is a row here (docs/EXTENDING.md).
 struct KindNames {
   ScheduleKind kind;
   const char *name;
+  /// buildSchedule builds it (all but custom).
+  bool built;
+  /// The planner prices it (planner::ScheduleKind).
+  bool planned;
 };
 
 const KindNames kKinds[] = {
-    {ScheduleKind::GPipe, "gpipe"},
-    {ScheduleKind::OneFOneB, "1f1b"},
-    {ScheduleKind::PipeDream, "pipedream"},
-    {ScheduleKind::Interleaved, "interleaved"},
-    {ScheduleKind::ZeroBubbleH1, "zb-h1"},
-    {ScheduleKind::ZeroBubble2P, "zb-2p"},
-    {ScheduleKind::Custom, "custom"},
+    {ScheduleKind::GPipe, "gpipe", true, true},
+    {ScheduleKind::OneFOneB, "1f1b", true, true},
+    {ScheduleKind::PipeDream, "pipedream", true, true},
+    {ScheduleKind::Interleaved, "interleaved", true, false},
+    {ScheduleKind::ZeroBubbleH1, "zb-h1", true, false},
+    {ScheduleKind::ZeroBubble2P, "zb-2p", true, false},
+    {ScheduleKind::Custom, "custom", false, false},
 };
 
 } // namespace
@@ -88,6 +94,31 @@ bool isSynchronous(ScheduleKind kind) {
 bool splitsBackward(ScheduleKind kind) {
   return kind == ScheduleKind::ZeroBubbleH1 ||
          kind == ScheduleKind::ZeroBubble2P;
+}
+
+bool takes(KindUse use, ScheduleKind kind) {
+  for (const KindNames &entry : kKinds)
+    if (entry.kind == kind)
+      return use == KindUse::Build ? entry.built : entry.planned;
+  return false;
+}
+
+std::vector<ScheduleKind> kindsFor(KindUse use) {
+  std::vector<ScheduleKind> kinds;
+  for (const KindNames &entry : kKinds)
+    if (takes(use, entry.kind))
+      kinds.push_back(entry.kind);
+  return kinds;
+}
+
+std::string joinKindNames(const std::vector<ScheduleKind> &kinds) {
+  std::string text;
+  for (size_t i = 0; i < kinds.size(); ++i)
+    text += std::string(i == 0                  ? ""
+                        : i + 1 == kinds.size() ? " or "
+                                                : ", ") +
+            kindName(kinds[i]);
+  return text;
 }
 
 const char *opName(Op op) { return names(op).name; }

@@ -12,6 +12,7 @@
 
 #include "dpc/planner/Microbatching.h"
 #include "dpc/schedule/Builder.h"
+#include "dpc/schedule/ScheduleOptions.h"
 #include "dpc/schedule/Simulator.h"
 #include "dpc/schedule/Timeline.h"
 #include "dpc/schedule/Verifier.h"
@@ -233,8 +234,7 @@ int runBuild(const std::vector<std::string> &args) {
   parser.addOption("stages", &stages, "P", "pipeline ranks");
   parser.addOption("microbatches", &microbatches, "M",
                    "microbatches per minibatch (pipedream: the window)");
-  parser.addOption("schedule", &kindText, "KIND",
-                   "gpipe, 1f1b, pipedream, interleaved, zb-h1 or zb-2p");
+  addScheduleOption(parser, &kindText, {KindUse::Build, {}, ""});
   parser.addOption("virtual-stages", &virtualStages, "V",
                    "model chunks per rank (interleaved)");
   parser.addFlag("vertical-sync", &verticalSync,
@@ -261,13 +261,8 @@ int runBuild(const std::vector<std::string> &args) {
   }
 
   BuildOptions options;
-  if (!parseKind(kindText, options.kind) ||
-      options.kind == ScheduleKind::Custom) {
-    std::cerr << command << ": unknown schedule '" << kindText
-              << "' (expects gpipe, 1f1b, pipedream, interleaved, zb-h1 or "
-                 "zb-2p)\n";
-    return cli::kUsageError;
-  }
+  // The option takes only the kinds the builder builds.
+  parseKind(kindText, options.kind);
   options.stages = static_cast<int>(stages);
   options.microbatches = static_cast<int>(microbatches);
   options.virtualStages = static_cast<int>(virtualStages);

@@ -11,7 +11,9 @@
 #include "Commands.h"
 #include "Compile.h"
 
+#include "dpc/schedule/Choose.h"
 #include "dpc/schedule/Schedule.h"
+#include "dpc/schedule/ScheduleOptions.h"
 #include "dpc/support/CommandLine.h"
 
 #include <algorithm>
@@ -220,13 +222,13 @@ void addCompileOptions(cli::ArgParser &p, CompileOptions &o,
               "microbatches per minibatch (default 4)");
   p.addOption("microbatch-size", &o.microbatchSize, "B",
               "re-specialise the batch dimension to B samples");
-  p.addOption("schedule",
-              oneOf(&o.schedule, {"gpipe", "1f1b", "pipedream", "interleaved",
-                                  "zb-h1", "zb-2p", "auto"}),
-              "KIND",
-              "pipeline schedule; auto: 1f1b, zb-h1 or zb-2p, whichever the "
-              "simulator predicts faster within the memory limit (default "
-              "1f1b)");
+  schedule::addScheduleOption(
+      p, &o.schedule,
+      {schedule::KindUse::Build,
+       {"auto"},
+       "auto: " + schedule::joinKindNames(schedule::autoScheduleKinds()) +
+           ", whichever the simulator predicts faster within the memory "
+           "limit (default 1f1b)"});
   p.addOption("virtual-stages", &o.virtualStages, "V",
               "model chunks per rank for --schedule interleaved "
               "(default 2)");

@@ -12,6 +12,7 @@
 #include "dpc/planner/PlanJson.h"
 #include "dpc/planner/Planner.h"
 #include "dpc/planner/Profile.h"
+#include "dpc/schedule/ScheduleOptions.h"
 #include "dpc/support/CommandLine.h"
 #include "dpc/support/WriteFile.h"
 
@@ -129,8 +130,9 @@ int runPlanCommand(const Args &args) {
   parser.addFlag("straight", &straight, "no replicas: one device per stage");
   parser.addOption("stages", &stages, "N", "exactly N stages");
   parser.addByteCountOption("memory-limit", &memoryLimit, "memory per device");
-  parser.addOption("schedule", &scheduleText, "KIND",
-                   "pipedream (default), gpipe or 1f1b");
+  schedule::addScheduleOption(
+      parser, &scheduleText,
+      {schedule::KindUse::Plan, {}, "default pipedream"});
   parser.addOption("microbatches", &microbatches, "M",
                    "microbatches per step (1 for pipedream, 8 otherwise)");
   parser.addOption("objective", &objectiveText, "KIND",
@@ -173,9 +175,8 @@ int runPlanCommand(const Args &args) {
                  std::to_string(levels.size()));
   opts.cost.topology.levelSizes = levels;
   opts.cost.topology.bandwidths = bandwidths;
-  if (!parseScheduleKind(scheduleText, opts.cost.schedule))
-    return usage("unknown schedule '" + scheduleText +
-                 "' (expected pipedream, gpipe or 1f1b)");
+  // The option takes only the kinds the planner prices.
+  parseScheduleKind(scheduleText, opts.cost.schedule);
   bool synchronous = opts.cost.schedule != ScheduleKind::PipeDream;
   if (microbatches < 0 || (parser.given("microbatches") && microbatches < 1))
     return usage("--microbatches must be at least 1");

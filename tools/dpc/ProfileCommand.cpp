@@ -28,6 +28,7 @@
 
 #include "dpc/planner/Profile.h"
 #include "dpc/runtime/Launcher.h"
+#include "dpc/schedule/Schedule.h"
 #include "dpc/schedule/Timeline.h"
 #include "dpc/support/CommandLine.h"
 #include "dpc/support/WriteFile.h"
@@ -142,7 +143,7 @@ int measure(CompileOptions compile, const fs::path &dir, int64_t steps,
             planner::Graph &graph) {
   compile.outDir = (dir / "build").string();
   compile.stages = 1;
-  compile.schedule = "gpipe";
+  compile.schedule = schedule::kindName(schedule::ScheduleKind::GPipe);
   compile.profileBuild = true;
   compile.graphOutput = (dir / "graph.json").string();
   if (int rc = compileModel(compile))
@@ -190,7 +191,7 @@ int measureMessages(CompileOptions compile, const fs::path &dir, int64_t steps,
                     std::optional<double> &factor) {
   compile.outDir = (dir / ("messages" + std::to_string(ranks))).string();
   compile.stages = ranks;
-  compile.schedule = "1f1b";
+  compile.schedule = schedule::kindName(schedule::ScheduleKind::OneFOneB);
   if (int rc = compileModel(compile))
     return rc;
   std::string traceArg = compile.outDir + ".trace.json";

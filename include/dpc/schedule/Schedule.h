@@ -43,6 +43,17 @@ bool isSynchronous(ScheduleKind kind);
 /// BackwardWeight (zb-h1, zb-2p).
 bool splitsBackward(ScheduleKind kind);
 
+/// Who takes a kind by name, a column of the kinds' table (Schedule.cpp):
+/// the builder builds every kind but custom (dpc compile, dpc-schedule
+/// build); the planner prices gpipe, 1f1b and pipedream (dpc plan).
+enum class KindUse { Build, Plan };
+/// The kinds `use` takes, in the table's order.
+std::vector<ScheduleKind> kindsFor(KindUse use);
+/// Whether `use` takes `kind`.
+bool takes(KindUse use, ScheduleKind kind);
+/// The kinds' names for a message: "gpipe, 1f1b or pipedream".
+std::string joinKindNames(const std::vector<ScheduleKind> &kinds);
+
 /// How a replicated stage's AllReduce combines its replicas' gradients.
 enum class ReduceMode {
   /// Every replica's gradient of the step, summed over all of them; the

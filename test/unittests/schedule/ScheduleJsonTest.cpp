@@ -217,6 +217,17 @@ TEST(ScheduleJson, KindNames) {
   EXPECT_FALSE(parseKind("zb-v", kind));
 }
 
+// The columns of the kinds' table: what every command's --schedule takes.
+TEST(ScheduleJson, KindsTheBuilderAndThePlannerTake) {
+  std::vector<ScheduleKind> built = kindsFor(KindUse::Build);
+  EXPECT_EQ(joinKindNames(built),
+            "gpipe, 1f1b, pipedream, interleaved, zb-h1 or zb-2p");
+  EXPECT_EQ(joinKindNames(kindsFor(KindUse::Plan)), "gpipe, 1f1b or pipedream");
+  EXPECT_FALSE(takes(KindUse::Build, ScheduleKind::Custom));
+  EXPECT_FALSE(takes(KindUse::Plan, ScheduleKind::ZeroBubbleH1));
+  EXPECT_TRUE(takes(KindUse::Plan, ScheduleKind::PipeDream));
+}
+
 TEST(ScheduleJson, Describe) {
   Instruction fwd = Instruction::compute(Op::Forward, 4, 1);
   EXPECT_EQ(describe(fwd), "Forward mb 4");

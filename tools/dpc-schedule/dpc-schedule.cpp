@@ -395,6 +395,133 @@ bool parseDecimals(const std::string &text, size_t count,
   return values.size() == count && text.back() != ',';
 }
 
+/// What `dpc-schedule microbatch`'s command line says.
+struct MicrobatchArgs {
+  std::string lengthsFile, lognormal, costText = "0.05,1e-3,2e-6";
+  int64_t stages = 4, maxSamples = 128, padded = 8, seed = 1, repeat = 200,
+          maxLength = 4096;
+  double memoryLimit = 0, tokenBytes = 1024;
+  int64_t bounds = dpc::planner::MicrobatchingOptions().bounds;
+};
+
+void addMicrobatchOptions(cli::ArgParser &parser, MicrobatchArgs &a) {
+  parser.addOption("lengths", &a.lengthsFile, "FILE",
+                   "sequence lengths, one positive integer per line");
+  parser.addOption("lognormal", &a.lognormal, "MU,SIGMA,N",
+                   "N lengths drawn from a log-normal law (--seed)");
+  parser.addOption("seed", &a.seed, "N", "seed of --lognormal (default 1)");
+  parser.addOption("max-length", &a.maxLength, "TOKENS",
+                   "clamp drawn lengths to this (default 4096)");
+  parser.addOption("cost", &a.costText, "A,B,C",
+                   "a microbatch of s sequences padded to L tokens takes A + "
+                   "B s L + C s L^2 ms on the slowest stage (default "
+                   "0.05,1e-3,2e-6)");
+  parser.addOption("token-bytes", &a.tokenBytes, "BYTES",
+                   "activation bytes a token keeps on a stage (default 1024)");
+  parser.addOption("memory-limit", &a.memoryLimit, "BYTES",
+                   "activation bytes a stage may hold (default: no limit)");
+  parser.addOption("stages", &a.stages, "P", "pipeline stages (default 4)");
+  parser.addOption("max-samples", &a.maxSamples, "N",
+                   "sequences per microbatch at most (default 128)");
+  parser.addOption("padded-microbatches", &a.padded, "M",
+                   "the comparison: M microbatches in the given order, each "
+                   "padded to its longest (default 8)");
+  parser.addOption("repeat", &a.repeat, "N",
+                   "plan N times to time the planner (default 200)");
+  parser.addOption("bounds", &a.bounds, "N",
+                   "candidate bottleneck times the planner tries (default " +
+                       std::to_string(a.bounds) + ")");
+}
+
+/// The sequence lengths of --lengths or --lognormal, or what is wrong.
+std::string readLengths(const MicrobatchArgs &a,
+                        std::vector<int64_t> &lengths) {
+  if (!a.lengthsFile.empty() == !a.lognormal.empty())
+    return "give --lengths FILE or --lognormal MU,SIGMA,N";
+  if (!a.lengthsFile.empty()) {
+    std::ifstream in(a.lengthsFile);
+    if (!in)
+      return "cannot open '" + a.lengthsFile + "'";
+    std::string line;
+    for (int number = 1; std::getline(in, line); ++number) {
+      int64_t value = 0;
+      if (!cli::parseInteger(line, value) || value <= 0)
+        return a.lengthsFile + ":" + std::to_string(number) +
+               ": expected a positive integer, got '" + line + "'";
+      lengths.push_back(value);
+    }
+  } else {
+    std::vector<double> law3;
+    double mu = 0, sigma = -1, n = 0;
+    if (parseDecimals(a.lognormal, 3, law3)) {
+      mu = law3[0];
+      sigma = law3[1];
+      n = law3[2];
+    }
+    if (!(sigma >= 0) || !(n > 0 && n <= 1000000) || n != std::floor(n))
+      return "--lognormal expects MU,SIGMA,N with SIGMA >= 0 and 0 < N <= "
+             "1000000, got '" +
+             a.lognormal + "'";
+    std::mt19937_64 gen{uint64_t(a.seed)};
+    std::lognormal_distribution<double> law(mu, sigma);
+    for (int64_t i = 0; i < int64_t(n); ++i)
+      lengths.push_back(std::clamp<int64_t>(int64_t(law(gen)), 1,
+                                            std::max<int64_t>(a.maxLength, 1)));
+  }
+  if (lengths.empty())
+    return "no sequences";
+  return "";
+}
+
+/// The cost model of --cost and --token-bytes, or what is wrong.
+std::string readSequenceCost(const MicrobatchArgs &a,
+                             dpc::planner::SequenceCost &cost) {
+  std::vector<double> abc;
+  if (!parseDecimals(a.costText, 3, abc) ||
+      !(abc[0] >= 0 && abc[1] >= 0 && abc[2] >= 0) ||
+      abc[0] + abc[1] + abc[2] <= 0)
+    return "--cost expects non-negative A,B,C, got '" + a.costText + "'";
+  double ca = abc[0], cb = abc[1], cc = abc[2];
+  cost.computeMs = [=](int64_t samples, int64_t length) {
+    double sl = double(samples) * double(length);
+    return ca + cb * sl + cc * sl * double(length);
+  };
+  double tokenBytes = a.tokenBytes;
+  cost.activationBytes = [=](int64_t samples, int64_t length) {
+    return tokenBytes * double(samples) * double(length);
+  };
+  return "";
+}
+
+/// Prints the planned and the padded microbatches of `lengths` side by side.
+void printMicrobatchComparison(const std::vector<int64_t> &lengths,
+                               const dpc::planner::Microbatching &plan,
+                               const dpc::planner::Microbatching &baseline,
+                               int stages, const std::vector<double> &micros) {
+  double ours = dpc::planner::simulateMicrobatching(plan, stages);
+  double theirs = baseline.simulatedMs;
+  int64_t tokens = 0;
+  for (int64_t l : lengths)
+    tokens += l;
+  std::printf("%zu sequences, %lld tokens (%lld to %lld a sequence), %d "
+              "stages\n",
+              lengths.size(), (long long)tokens,
+              (long long)*std::min_element(lengths.begin(), lengths.end()),
+              (long long)*std::max_element(lengths.begin(), lengths.end()),
+              stages);
+  std::printf("planned: %zu microbatches, padding %.1f%%, simulated 1F1B "
+              "iteration %.3f ms\n",
+              plan.microbatches.size(), 100 * plan.paddingOverhead, ours);
+  std::printf("padded:  %zu microbatches, padding %.1f%%, simulated 1F1B "
+              "iteration %.3f ms\n",
+              baseline.microbatches.size(), 100 * baseline.paddingOverhead,
+              theirs);
+  std::printf("speedup over padded: %.2fx; planning time: median %.1f us, "
+              "max %.1f us over %zu runs\n",
+              ours > 0 ? theirs / ours : 0.0, micros[micros.size() / 2],
+              micros.back(), micros.size());
+}
+
 /// `dpc-schedule microbatch`: plans one minibatch of variable-length
 /// sequences (planner::planMicrobatches) and compares it, in the same run,
 /// with padded microbatches of the same sequences.
@@ -406,111 +533,30 @@ int runMicrobatch(const std::vector<std::string> &args) {
       "for a 1F1B pipeline, against padded microbatches",
       "dpc-schedule microbatch (--lengths FILE | --lognormal MU,SIGMA,N) "
       "[options]");
-  std::string lengthsFile, lognormal, costText = "0.05,1e-3,2e-6";
-  int64_t stages = 4, maxSamples = 128, padded = 8, seed = 1, repeat = 200,
-          maxLength = 4096;
-  double memoryLimit = 0, tokenBytes = 1024;
-  parser.addOption("lengths", &lengthsFile, "FILE",
-                   "sequence lengths, one positive integer per line");
-  parser.addOption("lognormal", &lognormal, "MU,SIGMA,N",
-                   "N lengths drawn from a log-normal law (--seed)");
-  parser.addOption("seed", &seed, "N", "seed of --lognormal (default 1)");
-  parser.addOption("max-length", &maxLength, "TOKENS",
-                   "clamp drawn lengths to this (default 4096)");
-  parser.addOption("cost", &costText, "A,B,C",
-                   "a microbatch of s sequences padded to L tokens takes A + "
-                   "B s L + C s L^2 ms on the slowest stage (default "
-                   "0.05,1e-3,2e-6)");
-  parser.addOption("token-bytes", &tokenBytes, "BYTES",
-                   "activation bytes a token keeps on a stage (default 1024)");
-  parser.addOption("memory-limit", &memoryLimit, "BYTES",
-                   "activation bytes a stage may hold (default: no limit)");
-  parser.addOption("stages", &stages, "P", "pipeline stages (default 4)");
-  parser.addOption("max-samples", &maxSamples, "N",
-                   "sequences per microbatch at most (default 128)");
-  parser.addOption("padded-microbatches", &padded, "M",
-                   "the comparison: M microbatches in the given order, each "
-                   "padded to its longest (default 8)");
-  parser.addOption("repeat", &repeat, "N",
-                   "plan N times to time the planner (default 200)");
-  int64_t bounds = dpc::planner::MicrobatchingOptions().bounds;
-  parser.addOption("bounds", &bounds, "N",
-                   "candidate bottleneck times the planner tries (default " +
-                       std::to_string(bounds) + ")");
+  MicrobatchArgs a;
+  addMicrobatchOptions(parser, a);
   if (std::optional<int> exit = parser.parseOrExit(args))
     return *exit;
 
   std::vector<int64_t> lengths;
-  if (!lengthsFile.empty() == !lognormal.empty()) {
-    std::cerr << command << ": give --lengths FILE or --lognormal MU,SIGMA,N\n";
-    return cli::kUsageError;
-  }
-  if (!lengthsFile.empty()) {
-    std::ifstream in(lengthsFile);
-    if (!in) {
-      std::cerr << command << ": cannot open '" << lengthsFile << "'\n";
-      return cli::kUsageError;
-    }
-    std::string line;
-    for (int number = 1; std::getline(in, line); ++number) {
-      int64_t value = 0;
-      if (!cli::parseInteger(line, value) || value <= 0) {
-        std::cerr << command << ": " << lengthsFile << ":" << number
-                  << ": expected a positive integer, got '" << line << "'\n";
-        return cli::kUsageError;
-      }
-      lengths.push_back(value);
-    }
-  } else {
-    std::vector<double> law3;
-    double mu = 0, sigma = -1, n = 0;
-    if (parseDecimals(lognormal, 3, law3)) {
-      mu = law3[0];
-      sigma = law3[1];
-      n = law3[2];
-    }
-    if (!(sigma >= 0) || !(n > 0 && n <= 1000000) || n != std::floor(n)) {
-      std::cerr << command << ": --lognormal expects MU,SIGMA,N with SIGMA "
-                << ">= 0 and 0 < N <= 1000000, got '" << lognormal << "'\n";
-      return cli::kUsageError;
-    }
-    std::mt19937_64 gen{uint64_t(seed)};
-    std::lognormal_distribution<double> law(mu, sigma);
-    for (int64_t i = 0; i < int64_t(n); ++i)
-      lengths.push_back(std::clamp<int64_t>(int64_t(law(gen)), 1,
-                                            std::max<int64_t>(maxLength, 1)));
-  }
-  if (lengths.empty()) {
-    std::cerr << command << ": no sequences\n";
-    return cli::kUsageError;
-  }
-  std::vector<double> abc;
-  if (!parseDecimals(costText, 3, abc) ||
-      !(abc[0] >= 0 && abc[1] >= 0 && abc[2] >= 0) ||
-      abc[0] + abc[1] + abc[2] <= 0) {
-    std::cerr << command << ": --cost expects non-negative A,B,C, got '"
-              << costText << "'\n";
-    return cli::kUsageError;
-  }
   dpc::planner::SequenceCost cost;
-  double a = abc[0], b = abc[1], c = abc[2];
-  cost.computeMs = [=](int64_t samples, int64_t length) {
-    double sl = double(samples) * double(length);
-    return a + b * sl + c * sl * double(length);
-  };
-  cost.activationBytes = [=](int64_t samples, int64_t length) {
-    return tokenBytes * double(samples) * double(length);
-  };
+  std::string problem = readLengths(a, lengths);
+  if (problem.empty())
+    problem = readSequenceCost(a, cost);
+  if (!problem.empty()) {
+    std::cerr << command << ": " << problem << "\n";
+    return cli::kUsageError;
+  }
   dpc::planner::MicrobatchingOptions options;
-  options.stages = int(std::max<int64_t>(stages, 1));
-  options.maxSamples = maxSamples;
-  options.memoryLimitBytes = memoryLimit;
-  options.bounds = int(std::clamp<int64_t>(bounds, 2, 4096));
+  options.stages = int(std::max<int64_t>(a.stages, 1));
+  options.maxSamples = a.maxSamples;
+  options.memoryLimitBytes = a.memoryLimit;
+  options.bounds = int(std::clamp<int64_t>(a.bounds, 2, 4096));
 
   dpc::planner::Microbatching plan;
   std::string error;
   std::vector<double> micros;
-  for (int64_t k = 0; k < std::max<int64_t>(repeat, 1); ++k) {
+  for (int64_t k = 0; k < std::max<int64_t>(a.repeat, 1); ++k) {
     auto begin = std::chrono::steady_clock::now();
     bool ok =
         dpc::planner::planMicrobatches(lengths, cost, options, plan, error);
@@ -523,30 +569,9 @@ int runMicrobatch(const std::vector<std::string> &args) {
         std::chrono::duration<double, std::micro>(end - begin).count());
   }
   std::sort(micros.begin(), micros.end());
-  dpc::planner::Microbatching baseline =
-      dpc::planner::padMicrobatches(lengths, int(padded), cost, options.stages);
-  double ours = dpc::planner::simulateMicrobatching(plan, options.stages);
-  double theirs = baseline.simulatedMs;
-  int64_t tokens = 0;
-  for (int64_t l : lengths)
-    tokens += l;
-  std::printf("%zu sequences, %lld tokens (%lld to %lld a sequence), %d "
-              "stages\n",
-              lengths.size(), (long long)tokens,
-              (long long)*std::min_element(lengths.begin(), lengths.end()),
-              (long long)*std::max_element(lengths.begin(), lengths.end()),
-              options.stages);
-  std::printf("planned: %zu microbatches, padding %.1f%%, simulated 1F1B "
-              "iteration %.3f ms\n",
-              plan.microbatches.size(), 100 * plan.paddingOverhead, ours);
-  std::printf("padded:  %zu microbatches, padding %.1f%%, simulated 1F1B "
-              "iteration %.3f ms\n",
-              baseline.microbatches.size(), 100 * baseline.paddingOverhead,
-              theirs);
-  std::printf("speedup over padded: %.2fx; planning time: median %.1f us, "
-              "max %.1f us over %zu runs\n",
-              ours > 0 ? theirs / ours : 0.0, micros[micros.size() / 2],
-              micros.back(), micros.size());
+  dpc::planner::Microbatching baseline = dpc::planner::padMicrobatches(
+      lengths, int(a.padded), cost, options.stages);
+  printMicrobatchComparison(lengths, plan, baseline, options.stages, micros);
   return 0;
 }
 

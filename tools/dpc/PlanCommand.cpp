@@ -91,9 +91,8 @@ std::string firstNonFinite(const nlohmann::ordered_json &value,
   return "";
 }
 
-} // namespace
-
-int runPlanCommand(const Args &args) {
+/// What the command line of dpc plan says, as given.
+struct PlanArgs {
   std::string profilePath, clusterPath, output,
       devicesText = "1", bandwidthText = "1e9", scheduleText = "pipedream",
       objectiveText, optimizerText = "sgd";
@@ -102,105 +101,150 @@ int runPlanCommand(const Args &args) {
   double memoryLimit = 0;
   std::vector<int> levels = {1};
   std::vector<double> bandwidths = {1e9};
+};
 
+void addPlanOptions(cli::ArgParser &parser, PlanArgs &a) {
+  parser.addOption("profile", &a.profilePath, "FILE",
+                   "PipeDream graph.txt or dpc profile.json (required)");
+  parser.addOption(
+      "devices",
+      [&a](const std::string &v) {
+        a.devicesText = v;
+        return parseLevels(v, a.levels);
+      },
+      "N[xM...]", "devices, or nested groups innermost first (4x4)");
+  parser.addOption(
+      "bandwidth",
+      [&a](const std::string &v) {
+        a.bandwidthText = v;
+        return parseBandwidths(v, a.bandwidths);
+      },
+      "B[,B2...]", "bytes/s, one per topology level, innermost first (1e9)");
+  parser.addOption("cluster", &a.clusterPath, "FILE",
+                   "devices of their own speed and memory, and their links "
+                   "(JSON, docs/PLANNER.md), instead of --devices");
+  parser.addFlag("straight", &a.straight, "no replicas: one device per stage");
+  parser.addOption("stages", &a.stages, "N", "exactly N stages");
+  parser.addByteCountOption("memory-limit", &a.memoryLimit,
+                            "memory per device");
+  schedule::addScheduleOption(
+      parser, &a.scheduleText,
+      {schedule::KindUse::Plan, {}, "default pipedream"});
+  parser.addOption("microbatches", &a.microbatches, "M",
+                   "microbatches per step (1 for pipedream, 8 otherwise)");
+  parser.addOption("objective", &a.objectiveText, "KIND",
+                   "bottleneck or step (default: step for gpipe and 1f1b)");
+  parser.addOption("optimizer", &a.optimizerText, "NAME",
+                   "sgd (one state per parameter, default), adam or adamw "
+                   "(two)");
+  parser.addOption("o", &a.output, "FILE",
+                   "write plan.json here (default: stdout)");
+  parser.addFlag("quiet", &a.quiet, "no summary on stdout when -o is given");
+}
+
+/// The planner's options from the command line, or what is wrong with it.
+std::string toPlannerOptions(PlanArgs &a, const cli::ArgParser &parser,
+                             PlannerOptions &opts) {
+  if (a.profilePath.empty())
+    return "missing --profile FILE";
+  if (!a.clusterPath.empty()) {
+    for (const char *flat : {"devices", "bandwidth"})
+      if (parser.given(flat))
+        return std::string("--cluster gives the devices and their "
+                           "bandwidths; drop --") +
+               flat;
+    Expected<Cluster> cluster = loadCluster(a.clusterPath);
+    if (!cluster)
+      return cluster.error();
+    a.levels = cluster->topology.levelSizes;
+    a.bandwidths = cluster->topology.bandwidths;
+    opts.devices = std::move(cluster->devices);
+  }
+  if (a.bandwidths.size() == 1 && a.levels.size() > 1)
+    a.bandwidths.assign(a.levels.size(), a.bandwidths[0]);
+  if (a.bandwidths.size() != a.levels.size())
+    return "--bandwidth gives " + std::to_string(a.bandwidths.size()) +
+           " levels but --devices " + a.devicesText + " has " +
+           std::to_string(a.levels.size());
+  opts.cost.topology.levelSizes = a.levels;
+  opts.cost.topology.bandwidths = a.bandwidths;
+  // The option takes only the kinds the planner prices.
+  parseScheduleKind(a.scheduleText, opts.cost.schedule);
+  bool synchronous = opts.cost.schedule != ScheduleKind::PipeDream;
+  if (a.microbatches < 0 ||
+      (parser.given("microbatches") && a.microbatches < 1))
+    return "--microbatches must be at least 1";
+  opts.cost.microbatches = a.microbatches > 0 ? static_cast<int>(a.microbatches)
+                                              : (synchronous ? 8 : 1);
+  if (!parseOptimizerStateFactor(a.optimizerText,
+                                 opts.cost.optimizerStateFactor))
+    return "unknown optimizer '" + a.optimizerText +
+           "' (expected sgd, adam or adamw)";
+  if (a.objectiveText.empty())
+    opts.objective = synchronous ? Objective::Step : Objective::Bottleneck;
+  else if (a.objectiveText == "bottleneck")
+    opts.objective = Objective::Bottleneck;
+  else if (a.objectiveText == "step")
+    opts.objective = Objective::Step;
+  else
+    return "unknown objective '" + a.objectiveText +
+           "' (expected bottleneck or step)";
+  if (parser.given("stages") && (a.stages < 1 || a.stages > 4096))
+    return "--stages must be between 1 and 4096";
+  opts.stages = static_cast<int>(a.stages);
+  opts.straight = a.straight;
+  opts.memoryLimitBytes = a.memoryLimit;
+  return "";
+}
+
+/// The summary on stdout after plan.json is written: the plan's figures,
+/// then a line a stage.
+void printPlanSummary(const PlanResult &result, const PlannerOptions &opts,
+                      double planMs) {
+  const Evaluation &e = result.evaluation;
+  std::printf("dpc plan: %zu stages on %d of %d devices, bottleneck %.6f s, "
+              "step %.6f s (%s, %d microbatches), planned in %.2f ms\n",
+              result.plan.stages.size(), e.usedDevices,
+              opts.cost.topology.devices(), e.bottleneckSeconds, e.stepSeconds,
+              scheduleName(opts.cost.schedule), opts.cost.microbatches, planMs);
+  for (size_t s = 0; s < result.plan.stages.size(); ++s) {
+    const StagePlan &st = result.plan.stages[s];
+    const StageCost &c = e.stages[s];
+    std::string on;
+    for (int r = st.firstRank;
+         !result.rankDevices.empty() && r < st.firstRank + st.replicas; ++r)
+      on +=
+          (on.empty() ? " (" : ", ") + opts.devices[result.rankDevices[r]].name;
+    std::printf("  stage %zu: %zu nodes x%d replicas on ranks %d-%d%s%s, "
+                "compute %.3f ms, transfer %.3f ms, memory %.3g bytes\n",
+                s, st.nodes.size(), st.replicas, st.firstRank,
+                st.firstRank + st.replicas - 1, on.c_str(),
+                on.empty() ? "" : ")", c.computeSeconds * 1e3,
+                std::max(c.recvSeconds, c.sendSeconds) * 1e3, c.memoryBytes);
+  }
+}
+
+} // namespace
+
+int runPlanCommand(const Args &args) {
+  PlanArgs a;
   cli::ArgParser parser(
       "dpc plan",
       "partition a model or a PipeDream profile into pipeline stages",
       "dpc plan --profile FILE (--devices N[xM...] | --cluster FILE) "
       "[-o plan.json] [options]");
-  parser.addOption("profile", &profilePath, "FILE",
-                   "PipeDream graph.txt or dpc profile.json (required)");
-  parser.addOption(
-      "devices",
-      [&](const std::string &v) {
-        devicesText = v;
-        return parseLevels(v, levels);
-      },
-      "N[xM...]", "devices, or nested groups innermost first (4x4)");
-  parser.addOption(
-      "bandwidth",
-      [&](const std::string &v) {
-        bandwidthText = v;
-        return parseBandwidths(v, bandwidths);
-      },
-      "B[,B2...]", "bytes/s, one per topology level, innermost first (1e9)");
-  parser.addOption("cluster", &clusterPath, "FILE",
-                   "devices of their own speed and memory, and their links "
-                   "(JSON, docs/PLANNER.md), instead of --devices");
-  parser.addFlag("straight", &straight, "no replicas: one device per stage");
-  parser.addOption("stages", &stages, "N", "exactly N stages");
-  parser.addByteCountOption("memory-limit", &memoryLimit, "memory per device");
-  schedule::addScheduleOption(
-      parser, &scheduleText,
-      {schedule::KindUse::Plan, {}, "default pipedream"});
-  parser.addOption("microbatches", &microbatches, "M",
-                   "microbatches per step (1 for pipedream, 8 otherwise)");
-  parser.addOption("objective", &objectiveText, "KIND",
-                   "bottleneck or step (default: step for gpipe and 1f1b)");
-  parser.addOption("optimizer", &optimizerText, "NAME",
-                   "sgd (one state per parameter, default), adam or adamw "
-                   "(two)");
-  parser.addOption("o", &output, "FILE",
-                   "write plan.json here (default: stdout)");
-  parser.addFlag("quiet", &quiet, "no summary on stdout when -o is given");
-
+  addPlanOptions(parser, a);
   if (std::optional<int> exit = parser.parseOrExit(args))
     return *exit;
   auto usage = [](const std::string &message) {
     std::cerr << "dpc plan: " << message << "\n";
     return cli::kUsageError;
   };
-
-  if (profilePath.empty())
-    return usage("missing --profile FILE");
   PlannerOptions opts;
-  if (!clusterPath.empty()) {
-    for (const char *flat : {"devices", "bandwidth"})
-      if (parser.given(flat))
-        return usage(std::string("--cluster gives the devices and their "
-                                 "bandwidths; drop --") +
-                     flat);
-    Expected<Cluster> cluster = loadCluster(clusterPath);
-    if (!cluster)
-      return usage(cluster.error());
-    levels = cluster->topology.levelSizes;
-    bandwidths = cluster->topology.bandwidths;
-    opts.devices = std::move(cluster->devices);
-  }
-  if (bandwidths.size() == 1 && levels.size() > 1)
-    bandwidths.assign(levels.size(), bandwidths[0]);
-  if (bandwidths.size() != levels.size())
-    return usage("--bandwidth gives " + std::to_string(bandwidths.size()) +
-                 " levels but --devices " + devicesText + " has " +
-                 std::to_string(levels.size()));
-  opts.cost.topology.levelSizes = levels;
-  opts.cost.topology.bandwidths = bandwidths;
-  // The option takes only the kinds the planner prices.
-  parseScheduleKind(scheduleText, opts.cost.schedule);
-  bool synchronous = opts.cost.schedule != ScheduleKind::PipeDream;
-  if (microbatches < 0 || (parser.given("microbatches") && microbatches < 1))
-    return usage("--microbatches must be at least 1");
-  opts.cost.microbatches =
-      microbatches > 0 ? static_cast<int>(microbatches) : (synchronous ? 8 : 1);
-  if (!parseOptimizerStateFactor(optimizerText, opts.cost.optimizerStateFactor))
-    return usage("unknown optimizer '" + optimizerText +
-                 "' (expected sgd, adam or adamw)");
-  if (objectiveText.empty())
-    opts.objective = synchronous ? Objective::Step : Objective::Bottleneck;
-  else if (objectiveText == "bottleneck")
-    opts.objective = Objective::Bottleneck;
-  else if (objectiveText == "step")
-    opts.objective = Objective::Step;
-  else
-    return usage("unknown objective '" + objectiveText +
-                 "' (expected bottleneck or step)");
-  if (parser.given("stages") && (stages < 1 || stages > 4096))
-    return usage("--stages must be between 1 and 4096");
-  opts.stages = static_cast<int>(stages);
-  opts.straight = straight;
-  opts.memoryLimitBytes = memoryLimit;
+  if (std::string problem = toPlannerOptions(a, parser, opts); !problem.empty())
+    return usage(problem);
 
-  Expected<Graph> graph = loadProfile(profilePath);
+  Expected<Graph> graph = loadProfile(a.profilePath);
   if (!graph)
     return usage(graph.error());
   auto start = std::chrono::steady_clock::now();
@@ -212,49 +256,27 @@ int runPlanCommand(const Args &args) {
     return usage(result.error());
 
   nlohmann::ordered_json doc = planToJson(*graph, *result, opts);
-  doc["profile"] = profilePath;
-  if (!clusterPath.empty())
-    doc["cluster"]["file"] = clusterPath;
+  doc["profile"] = a.profilePath;
+  if (!a.clusterPath.empty())
+    doc["cluster"]["file"] = a.clusterPath;
   if (std::string where = firstNonFinite(doc, ""); !where.empty())
     return usage("the plan's " + where +
-                 " is not a finite number: the costs of " + profilePath +
-                 (clusterPath.empty() ? " and --bandwidth " + bandwidthText
-                                      : " and " + clusterPath) +
+                 " is not a finite number: the costs of " + a.profilePath +
+                 (a.clusterPath.empty() ? " and --bandwidth " + a.bandwidthText
+                                        : " and " + a.clusterPath) +
                  " overflow the cost model");
   std::string text = doc.dump(2) + "\n";
-  if (output.empty() || output == "-") {
+  if (a.output.empty() || a.output == "-") {
     std::cout << text;
     return 0;
   }
   std::string error;
-  if (!support::writeAtomically(output, text, error)) {
+  if (!support::writeAtomically(a.output, text, error)) {
     std::cerr << "dpc plan: " << error << "\n";
     return 1;
   }
-  if (!quiet) {
-    const Evaluation &e = result->evaluation;
-    std::printf("dpc plan: %zu stages on %d of %d devices, bottleneck %.6f s, "
-                "step %.6f s (%s, %d microbatches), planned in %.2f ms\n",
-                result->plan.stages.size(), e.usedDevices,
-                opts.cost.topology.devices(), e.bottleneckSeconds,
-                e.stepSeconds, scheduleName(opts.cost.schedule),
-                opts.cost.microbatches, planMs);
-    for (size_t s = 0; s < result->plan.stages.size(); ++s) {
-      const StagePlan &st = result->plan.stages[s];
-      const StageCost &c = e.stages[s];
-      std::string on;
-      for (int r = st.firstRank;
-           !result->rankDevices.empty() && r < st.firstRank + st.replicas; ++r)
-        on += (on.empty() ? " (" : ", ") +
-              opts.devices[result->rankDevices[r]].name;
-      std::printf("  stage %zu: %zu nodes x%d replicas on ranks %d-%d%s%s, "
-                  "compute %.3f ms, transfer %.3f ms, memory %.3g bytes\n",
-                  s, st.nodes.size(), st.replicas, st.firstRank,
-                  st.firstRank + st.replicas - 1, on.c_str(),
-                  on.empty() ? "" : ")", c.computeSeconds * 1e3,
-                  std::max(c.recvSeconds, c.sendSeconds) * 1e3, c.memoryBytes);
-    }
-  }
+  if (!a.quiet)
+    printPlanSummary(*result, opts, planMs);
   return 0;
 }
 

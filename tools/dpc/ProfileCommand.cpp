@@ -231,20 +231,19 @@ int measureMessages(CompileOptions compile, const fs::path &dir, int64_t steps,
   return 0;
 }
 
-} // namespace
-
-int runProfileCommand(const Args &args) {
-  CompileOptions compile;
+/// What `dpc profile`'s command line says beside the compile options.
+struct ProfileArgs {
   std::string output, target = "cpu", grid;
   int64_t steps = 20, ignoreIndex = -100;
   std::vector<int64_t> messageRanks = {2};
-  cli::ArgParser p("dpc profile",
-                   "measure each op's forward and backward time on a backend",
-                   "dpc profile MODEL -o profile.json [options]");
+};
+
+void addProfileOptions(cli::ArgParser &p, CompileOptions &compile,
+                       ProfileArgs &a) {
   p.addPositional("MODEL", &compile.model, "the ONNX model");
-  p.addOption("o", &output, "FILE", "profile to write (required)");
-  p.addOption("target", &target, "cpu|cuda", "backend to measure on");
-  p.addOption("steps", &steps, "N",
+  p.addOption("o", &a.output, "FILE", "profile to write (required)");
+  p.addOption("target", &a.target, "cpu|cuda", "backend to measure on");
+  p.addOption("steps", &a.steps, "N",
               "training steps to average over, after a first one left out "
               "(default 20)");
   p.addOption("microbatches", &compile.microbatches, "M",
@@ -257,13 +256,13 @@ int runProfileCommand(const Args &args) {
       "--seq-buckets' builds (needs --microbatch-size)");
   p.addOption("bucket-tokens", &compile.bucketTokens, "N",
               "tokens per microbatch of the buckets, as for dpc compile");
-  p.addOption("grid", &grid, "BxL,...",
+  p.addOption("grid", &a.grid, "BxL,...",
               "with --seq-buckets: measure these shapes only (and the "
               "longest bucket's); dpc compile fits the others");
-  p.addOption("ignore-index", &ignoreIndex, "N",
+  p.addOption("ignore-index", &a.ignoreIndex, "N",
               "label value the loss leaves out, as for dpc compile");
   p.addCountListOption(
-      "message-ranks", &messageRanks, "N1,N2,...",
+      "message-ranks", &a.messageRanks, "N1,N2,...",
       "also measure the latency of a message between stages, on N stages "
       "of a 1F1B build for each N (default 2; 1 measures none)");
   p.addOption("fusion", cli::oneOf(&compile.fusion, {"on", "off"}), "on|off",
@@ -286,25 +285,21 @@ int runProfileCommand(const Args &args) {
       "auto|winograd|direct",
       "time the convolutions as dpc compile --conv-algorithm runs "
       "them (default auto, as dpc compile's for the CPU)");
-  if (std::optional<int> exit = p.parseOrExit(args))
-    return *exit;
-  if (output.empty()) {
-    std::cerr << "dpc profile: missing output file: give -o FILE\n";
-    return cli::kUsageError;
-  }
-  if (target != "cpu") {
-    std::cerr << "dpc profile: --target " << target
-              << " is not available yet; profile with --target cpu\n";
-    return cli::kUsageError;
-  }
-  if (steps < 1 || compile.microbatches < 1) {
-    std::cerr << "dpc profile: --steps and --microbatches expect positive "
-                 "counts\n";
-    return cli::kUsageError;
-  }
+}
+
+/// Checks the options and sets the build's: returns what is wrong, or "".
+std::string checkProfileOptions(const cli::ArgParser &p, const ProfileArgs &a,
+                                CompileOptions &compile) {
+  if (a.output.empty())
+    return "missing output file: give -o FILE";
+  if (a.target != "cpu")
+    return "--target " + a.target +
+           " is not available yet; profile with --target cpu";
+  if (a.steps < 1 || compile.microbatches < 1)
+    return "--steps and --microbatches expect positive counts";
   if (p.given("ignore-index"))
-    compile.ignoreIndex = ignoreIndex;
-  compile.target = target;
+    compile.ignoreIndex = a.ignoreIndex;
+  compile.target = a.target;
   // Time the kernels the build will run: with fusion, a fused region is one
   // call, whose time goes to the nodes of its ops.
   if (!p.given("fusion"))
@@ -316,11 +311,17 @@ int runProfileCommand(const Args &args) {
   // Winograd layer takes about half the direct time.
   if (!p.given("conv-algorithm"))
     compile.convAlgorithm = "auto";
+  return "";
+}
 
-  // The shapes to measure: one (the model's), or the shape buckets.
-  std::vector<ShapeBucket> shapes;
+/// The shapes to measure: none (the model's own), or the shape buckets of
+/// --seq-buckets (or --grid's), the longest bucket's first. Returns what is
+/// wrong, or "".
+std::string shapesToMeasure(const cli::ArgParser &p, const ProfileArgs &a,
+                            const CompileOptions &compile,
+                            std::vector<ShapeBucket> &shapes) {
   std::string problem;
-  std::vector<int64_t> lengths = compile.seqBuckets;
+  const std::vector<int64_t> &lengths = compile.seqBuckets;
   if ((p.given("grid") || p.given("bucket-tokens")) && lengths.empty())
     problem = "--grid and --bucket-tokens apply to --seq-buckets";
   else if (!lengths.empty() && compile.microbatchSize < 1)
@@ -334,8 +335,8 @@ int runProfileCommand(const Args &args) {
     problem = "--bucket-tokens is less than the longest bucket length";
   else if (!lengths.empty()) {
     ShapeBucket top{compile.microbatchSize, lengths.back()};
-    if (!grid.empty())
-      problem = parseGrid(grid, shapes);
+    if (!a.grid.empty())
+      problem = parseGrid(a.grid, shapes);
     else
       shapes = shapeBuckets(lengths,
                             compile.bucketTokens > 0 ? compile.bucketTokens
@@ -347,24 +348,18 @@ int runProfileCommand(const Args &args) {
     std::stable_partition(shapes.begin(), shapes.end(),
                           [&](const ShapeBucket &s) { return s == top; });
   }
-  if (!problem.empty()) {
-    std::cerr << "dpc profile: " << problem << "\n";
-    return cli::kUsageError;
-  }
-  compile.seqBuckets.clear();
-  compile.bucketTokens = 0;
+  return problem;
+}
 
-  llvm::SmallString<128> scratchPath;
-  if (llvm::sys::fs::createUniqueDirectory("dpc-profile", scratchPath)) {
-    std::cerr << "dpc profile: cannot create a scratch directory\n";
-    return 1;
-  }
-  ScratchDirectory scratch{std::string(scratchPath)};
-
-  planner::Graph graph;
-  std::vector<planner::MeasuredShape> measured;
+/// Measures the node times of every shape in `shapes` (or of the model's
+/// own, when there are none) into `graph`, the longest bucket's, and
+/// `measured`, one a shape.
+int measureShapes(const CompileOptions &compile, const fs::path &scratch,
+                  int64_t steps, const std::vector<ShapeBucket> &shapes,
+                  planner::Graph &graph,
+                  std::vector<planner::MeasuredShape> &measured) {
   if (shapes.empty()) {
-    if (int rc = measure(compile, scratch.path, steps, graph))
+    if (int rc = measure(compile, scratch, steps, graph))
       return rc;
   }
   for (auto [k, shape] : llvm::enumerate(shapes)) {
@@ -372,7 +367,7 @@ int runProfileCommand(const Args &args) {
     at.microbatchSize = shape.batch;
     at.sequenceLength = shape.length;
     planner::Graph shapeGraph;
-    fs::path dir = scratch.path / ("shape" + std::to_string(k));
+    fs::path dir = scratch / ("shape" + std::to_string(k));
     if (int rc = measure(at, dir, steps, shapeGraph)) {
       std::cerr << "dpc profile: measuring " << describe(shape) << " failed\n";
       return rc;
@@ -397,11 +392,20 @@ int runProfileCommand(const Args &args) {
     std::error_code ec;
     fs::remove_all(dir, ec);
   }
+  return 0;
+}
 
-  // Messages, at the longest bucket's shape for a token model, on the
-  // stages dpc compile --profile plans from the times just measured, for
-  // at least `steps` steps and about kMessageRunMs: the slow messages
-  // that a wake-up on shared cores takes are a few percent of them.
+/// Messages, at the longest bucket's shape for a token model, on the
+/// stages dpc compile --profile plans from the times just measured (`graph`
+/// and `sections`, written to the scratch directory for it), for at least
+/// `steps` steps and about kMessageRunMs: the slow messages that a wake-up
+/// on shared cores takes are a few percent of them. Adds what each of
+/// `messageRanks` measured to `sections`.
+int measureAllMessages(const CompileOptions &compile, const fs::path &scratch,
+                       int64_t steps, const std::vector<int64_t> &messageRanks,
+                       const std::vector<ShapeBucket> &shapes,
+                       const planner::Graph &graph,
+                       planner::ProfileSections &sections) {
   constexpr double kMessageRunMs = 1000;
   double stepMs = 0;
   for (planner::NodeId id = 0; id < graph.size(); ++id)
@@ -412,10 +416,7 @@ int runProfileCommand(const Args &args) {
       std::min<int64_t>(kMaxMessageSteps,
                         int64_t(kMessageRunMs / std::max(stepMs, 1e-3))));
   std::string error;
-  std::string times = (scratch.path / "times.json").string();
-  planner::ProfileSections sections;
-  sections.shapes = measured;
-  sections.precision = compile.precision;
+  std::string times = (scratch / "times.json").string();
   if (!support::writeAtomically(
           times, planner::writeJsonProfile(graph, sections), error)) {
     std::cerr << "dpc profile: " << error << "\n";
@@ -433,8 +434,8 @@ int runProfileCommand(const Args &args) {
     }
     double latency = 0;
     std::optional<double> wake, factor;
-    if (int rc = measureMessages(at, scratch.path, messageSteps, int(ranks),
-                                 latency, wake, factor))
+    if (int rc = measureMessages(at, scratch, messageSteps, int(ranks), latency,
+                                 wake, factor))
       return rc;
     // Where the ranks share the cores, a receiver's wait includes its
     // wake-up, which the simulation charges apart from the transfer's
@@ -456,17 +457,59 @@ int runProfileCommand(const Args &args) {
       sections.computeFactors[int(ranks)] = *factor;
     }
   }
+  return 0;
+}
 
+} // namespace
+
+int runProfileCommand(const Args &args) {
+  CompileOptions compile;
+  ProfileArgs a;
+  cli::ArgParser p("dpc profile",
+                   "measure each op's forward and backward time on a backend",
+                   "dpc profile MODEL -o profile.json [options]");
+  addProfileOptions(p, compile, a);
+  if (std::optional<int> exit = p.parseOrExit(args))
+    return *exit;
+  std::vector<ShapeBucket> shapes;
+  std::string problem = checkProfileOptions(p, a, compile);
+  if (problem.empty())
+    problem = shapesToMeasure(p, a, compile, shapes);
+  if (!problem.empty()) {
+    std::cerr << "dpc profile: " << problem << "\n";
+    return cli::kUsageError;
+  }
+  compile.seqBuckets.clear();
+  compile.bucketTokens = 0;
+
+  llvm::SmallString<128> scratchPath;
+  if (llvm::sys::fs::createUniqueDirectory("dpc-profile", scratchPath)) {
+    std::cerr << "dpc profile: cannot create a scratch directory\n";
+    return 1;
+  }
+  ScratchDirectory scratch{std::string(scratchPath)};
+
+  planner::Graph graph;
+  planner::ProfileSections sections;
+  if (int rc = measureShapes(compile, scratch.path, a.steps, shapes, graph,
+                             sections.shapes))
+    return rc;
+  sections.precision = compile.precision;
+  if (int rc = measureAllMessages(compile, scratch.path, a.steps,
+                                  a.messageRanks, shapes, graph, sections))
+    return rc;
+
+  std::string error;
   if (!support::writeAtomically(
-          output, planner::writeJsonProfile(graph, sections), error)) {
+          a.output, planner::writeJsonProfile(graph, sections), error)) {
     std::cerr << "dpc profile: " << error << "\n";
     return 1;
   }
   std::cout << "dpc profile: " << graph.size() << " nodes";
-  if (!measured.empty())
-    std::cout << " at " << measured.size() << " shapes";
-  std::cout << ", " << steps << " steps of " << compile.microbatches
-            << " microbatches; wrote " << output << "\n";
+  if (!sections.shapes.empty())
+    std::cout << " at " << sections.shapes.size() << " shapes";
+  std::cout << ", " << a.steps << " steps of " << compile.microbatches
+            << " microbatches; wrote " << a.output << "\n";
   return 0;
 }
 

@@ -3,9 +3,10 @@
 // Attaches `nn.cost` to every nn op with a cost rule, from the work counts of
 // CostModel and the roofline rates given as pass options, and names each
 // such op as a model node (`nn.node`) unless it already has a name. The planner
-// reads forward and gradient times from it; ops without a rule are left alone
-// and cost nothing to the planner. Each kernel call also pays the fixed
-// cost this machine measured for it (`call_ms`, kOneDnnCallMs or
+// reads forward and gradient times from it; ops that run no kernel of their
+// own (parameter reads) are left alone and cost nothing to the planner, and
+// an nn op without a cost rule is an error. Each kernel call also pays the
+// fixed cost this machine measured for it (`call_ms`, kOneDnnCallMs or
 // kLoopCallMs), and the kernels measured far from the peak are priced as
 // measured (CostModel.h). In a bf16 build the ops it computes in bf16 reach
 // kBf16Speedup times the peak rate and pay for converting their operands.
@@ -71,11 +72,14 @@ struct AnnotateCostsPass
         names.insert(name.getValue());
     });
     unsigned index = 0;
-    getOperation().walk([&](Operation *op) {
+    WalkResult walked = getOperation().walk([&](Operation *op) {
       ++index;
-      std::optional<OpWork> work = estimateWork(op);
+      FailureOr<std::optional<OpWork>> counted = estimateWork(op);
+      if (failed(counted))
+        return WalkResult::interrupt();
+      std::optional<OpWork> work = *counted;
       if (!work)
-        return;
+        return WalkResult::advance();
       if (!op->hasAttr("nn.node"))
         op->setAttr("nn.node", b.getStringAttr(nodeName(op, index, names)));
       bool inBf16 = bf16 && computesInBf16(op);
@@ -104,7 +108,10 @@ struct AnnotateCostsPass
                          b.getI64IntegerAttr(work->parameterBytes)),
       };
       op->setAttr("nn.cost", b.getDictionaryAttr(fields));
+      return WalkResult::advance();
     });
+    if (walked.wasInterrupted())
+      signalPassFailure();
   }
 };
 

@@ -90,3 +90,59 @@ func.func @other(%a: tensor<4xf32>) -> tensor<4xf32> {
 }
 
 // BADRATE: error: expects positive peak-gflops and memory-gbps pass options
+
+// A layer norm over 16 x 28 rows of 32: 7 flops an element forward (two
+// passes for the moments, normalize, scale, shift), 18 for its gradients,
+// on oneDNN's kernels (0.8 us a call). Memory bound at 20 GB/s: 114944
+// bytes -> 0.0057472 ms; its gradients read three times as much, and make
+// a call for the scale and one for the bias (the input is the model's).
+// CHECK-LABEL: func.func @layer_norm
+func.func @layer_norm(%x: tensor<16x28x32xf32>, %dy: tensor<16x28x32xf32>)
+    -> (tensor<16x28x32xf32>, tensor<16x28x32xf32>, tensor<32xf32>) {
+  %g = nn.param "ln.scale" : tensor<32xf32>
+  %b = nn.param "ln.bias" : tensor<32xf32>
+  // CHECK: nn.layer_norm
+  // CHECK-SAME: nn.cost = {activation_bytes = 57344 : i64, bytes = 114944 : i64, call_ms = 8.000000e-04 : f64, flops = 100352 : i64, grad_time_ms = 0.0188416{{[0-9]*}} : f64, parameter_bytes = 256 : i64, time_ms = 6.547200e-03 : f64}
+  %y = nn.layer_norm %x scale %g bias %b
+      : (tensor<16x28x32xf32>, tensor<32xf32>, tensor<32xf32>) -> tensor<16x28x32xf32>
+  // The input gradient recomputes the moments and takes two sums: 11 flops
+  // an element; the scale gradient 6. Gradient ops have no gradient cost.
+  // CHECK: nn.layer_norm_grad_input
+  // CHECK-SAME: nn.cost = {activation_bytes = 57344 : i64, bytes = 172160 : i64, call_ms = 8.000000e-04 : f64, flops = 157696 : i64, grad_time_ms = 0.000000e+00 : f64, parameter_bytes = 128 : i64, time_ms = 9.408000e-03 : f64}
+  %dx = nn.layer_norm_grad_input %dy, %x scale %g
+      : (tensor<16x28x32xf32>, tensor<16x28x32xf32>, tensor<32xf32>) -> tensor<16x28x32xf32>
+  // CHECK: nn.layer_norm_grad_scale
+  // CHECK-SAME: nn.cost = {activation_bytes = 128 : i64, bytes = 114816 : i64, call_ms = 8.000000e-04 : f64, flops = 86016 : i64, grad_time_ms = 0.000000e+00 : f64, parameter_bytes = 0 : i64, time_ms = 6.540800e-03 : f64}
+  %dg = nn.layer_norm_grad_scale %dy, %x
+      : (tensor<16x28x32xf32>, tensor<16x28x32xf32>) -> tensor<32xf32>
+  return %y, %dx, %dg : tensor<16x28x32xf32>, tensor<16x28x32xf32>, tensor<32xf32>
+}
+
+// An LSTM layer of 16 units over 7 steps of 4 samples of 8 inputs: 448
+// cells, 448 x 4 x (8 + 16) = 43008 multiply-adds and 30 flops a cell for
+// the gates, 99456 flops. Its gradients: the products again twice, the
+// recurrence backwards (2 x 448 x 64) and 40 flops a cell, 247296 flops,
+// memory bound on three times its 18816 bytes (0.0028224 ms), and a call
+// for each weight (w, r, bias): 0.0052224 ms.
+// CHECK-LABEL: func.func @lstm
+func.func @lstm(%x: tensor<7x4x8xf32>, %h0: tensor<4x16xf32>,
+                %c0: tensor<4x16xf32>, %ds: tensor<7x4x96xf32>)
+    -> (tensor<7x4x96xf32>, tensor<7x4x80xf32>) {
+  %w = nn.param "lstm.w" : tensor<64x8xf32>
+  %r = nn.param "lstm.r" : tensor<64x16xf32>
+  %b = nn.param "lstm.b" : tensor<128xf32>
+  // CHECK: nn.lstm
+  // CHECK-SAME: nn.cost = {activation_bytes = 10752 : i64, bytes = 18816 : i64, call_ms = 8.000000e-04 : f64, flops = 99456 : i64, grad_time_ms = 5.222400e-03 : f64, parameter_bytes = 6656 : i64, time_ms = 0.00179456{{[0-9]*}} : f64}
+  %s = nn.lstm %x, %w, %r bias %b initial %h0, %c0
+      : (tensor<7x4x8xf32>, tensor<64x8xf32>, tensor<64x16xf32>,
+         tensor<128xf32>, tensor<4x16xf32>, tensor<4x16xf32>)
+      -> tensor<7x4x96xf32>
+  // The backward recurrence: dh[t-1] = z_grad[t] r per step (2 x 448 x 64
+  // flops) and 40 flops a cell for the gate derivatives, 75264 flops.
+  // CHECK: nn.lstm_grad
+  // CHECK-SAME: nn.cost = {activation_bytes = 8960 : i64, bytes = 34816 : i64, call_ms = 8.000000e-04 : f64, flops = 75264 : i64, grad_time_ms = 0.000000e+00 : f64, parameter_bytes = 4096 : i64, time_ms = 0.00254079{{[0-9]*}} : f64}
+  %g = nn.lstm_grad %ds, %s, %r, %c0
+      : (tensor<7x4x96xf32>, tensor<7x4x96xf32>, tensor<64x16xf32>,
+         tensor<4x16xf32>) -> tensor<7x4x80xf32>
+  return %s, %g : tensor<7x4x96xf32>, tensor<7x4x80xf32>
+}

@@ -7,6 +7,7 @@
 #include "dialects/nn/IR/NNOpsCommon.h"
 
 #include "mlir/IR/Builders.h"
+#include "llvm/ADT/TypeSwitch.h"
 
 using namespace mlir;
 using namespace mlir::dpc::nn;
@@ -191,4 +192,101 @@ void MatmulOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
     grads[1] =
         b.create<MatmulGradRhsOp>(getLoc(), getRhs().getType(), dy, getLhs(),
                                   getTransposeLhsAttr(), getTransposeRhsAttr());
+}
+
+//===----------------------------------------------------------------------===//
+// Costs
+//===----------------------------------------------------------------------===//
+
+// How many times its flops' time a convolution writing `channels` channels
+// takes: oneDNN computes them in whole blocks.
+static double channelBlockShare(int64_t channels) {
+  int64_t blocked = (channels + kConvChannelBlock - 1) / kConvChannelBlock *
+                    kConvChannelBlock;
+  return channels > 0 ? double(blocked) / double(channels) : 1.0;
+}
+
+// The direct kernel's multiply-adds a convolution's algorithm costs, as a
+// share: Winograd's F(4x4, 3x3) took a median 0.49x the direct time over
+// the layers select-conv-algorithm gives it on one thread (0.3-1.0x), 0.61x
+// on two (docs/ARCHITECTURE.md).
+static double convAlgorithmShare(StringRef algorithm) {
+  return algorithm == "winograd" ? 0.5 : 1.0;
+}
+
+static void estimateConv2d(Conv2dOp conv, OpWork &work) {
+  auto filter = cast<RankedTensorType>(conv.getFilter().getType());
+  ArrayRef<int64_t> f = filter.getShape();
+  // Each output element is a dot product over C/groups x KH x KW.
+  double macs = elementsOf(conv.getResult()) * f[1] * f[2] * f[3] *
+                convAlgorithmShare(conv.getAlgorithm());
+  work.flops = 2 * macs + (conv.getBias() ? elementsOf(conv.getResult()) : 0);
+  work.callMs = kOneDnnCallMs;
+  // Input and filter gradients are each as large as the forward.
+  work.gradFlops =
+      4 * macs + (conv.getBias() ? elementsOf(conv.getResult()) : 0);
+  work.gradBytes = 2 * work.bytes;
+  // The input gradient writes the input's channels, the filter gradient the
+  // output's; each is half the gradients' flops. A model input gets no
+  // gradient: both halves are priced as the filter's.
+  work.computeScale = channelBlockShare(f[0]);
+  work.gradComputeScale =
+      isa<BlockArgument>(conv.getInput())
+          ? work.computeScale
+          : (channelBlockShare(shapeOf(conv.getInput())[1]) +
+             work.computeScale) /
+                2;
+}
+
+CostRule mlir::dpc::nn::estimateConvWork(Operation *op, OpWork &work) {
+  CostRule rule = CostRule::Counted;
+  llvm::TypeSwitch<Operation *>(op)
+      .Case([&](Conv2dOp conv) { estimateConv2d(conv, work); })
+      .Case([&](MatmulOp matmul) {
+        auto lhs = cast<RankedTensorType>(matmul.getLhs().getType());
+        int64_t k = matmul.getTransposeLhs() ? lhs.getShape().end()[-2]
+                                             : lhs.getShape().back();
+        double macs = elementsOf(matmul.getResult()) * k;
+        work.flops = 2 * macs;
+        work.callMs = kOneDnnCallMs;
+        work.gradFlops = 4 * macs;
+        work.gradBytes = 2 * work.bytes;
+      })
+      .Case<Conv2dGradInputOp, Conv2dGradFilterOp>([&](Operation *) {
+        // The same multiply-adds as the forward convolution.
+        work.callMs = kOneDnnCallMs;
+        Value grad = op->getOperand(0);
+        auto filterType = cast<RankedTensorType>(
+            isa<Conv2dGradInputOp>(op) ? op->getOperand(1).getType()
+                                       : op->getResult(0).getType());
+        ArrayRef<int64_t> f = filterType.getShape();
+        // The channels the kernel writes: the input's, or the filter's
+        // output channels.
+        work.computeScale = channelBlockShare(
+            isa<Conv2dGradInputOp>(op) ? shapeOf(op->getResult(0))[1] : f[0]);
+        work.flops = 2 * elementsOf(grad) * f[1] * f[2] * f[3] *
+                     convAlgorithmShare(
+                         isa<Conv2dGradInputOp>(op)
+                             ? cast<Conv2dGradInputOp>(op).getAlgorithm()
+                             : cast<Conv2dGradFilterOp>(op).getAlgorithm());
+      })
+      .Case<MatmulGradLhsOp, MatmulGradRhsOp>([&](Operation *) {
+        // result_grad (.. M x N) contracted with an operand over N or M:
+        // the forward's multiply-adds, M x N x K.
+        Value grad = op->getOperand(0);
+        Value operand = op->getOperand(1);
+        auto shape = shapeOf(operand);
+        auto gradShape = shapeOf(grad);
+        // The operand's dimension that is neither M nor N is K.
+        int64_t k =
+            isa<MatmulGradLhsOp>(op)
+                ? getNumElements(shape.take_back(2)) / gradShape.back()
+                : getNumElements(shape.take_back(2)) / gradShape.end()[-2];
+        work.flops = 2 * elementsOf(grad) * k;
+        work.callMs = kOneDnnCallMs;
+      })
+      .Case(
+          [&](Conv2dGradBiasOp) { work.flops = elementsOf(op->getOperand(0)); })
+      .Default([&](Operation *) { rule = CostRule::NotInFamily; });
+  return rule;
 }

@@ -7,6 +7,7 @@
 #include "dialects/nn/IR/NNOpsCommon.h"
 
 #include "mlir/IR/Builders.h"
+#include "llvm/ADT/TypeSwitch.h"
 
 #include <cmath>
 
@@ -119,4 +120,43 @@ SmallVector<Operation *> mlir::dpc::nn::getLosses(Block &block) {
     if (isLoss(&op))
       losses.push_back(&op);
   return losses;
+}
+
+//===----------------------------------------------------------------------===//
+// Costs
+//===----------------------------------------------------------------------===//
+
+CostRule mlir::dpc::nn::estimateLossWork(Operation *op, OpWork &work) {
+  CostRule rule = CostRule::Counted;
+  llvm::TypeSwitch<Operation *>(op)
+      .Case<SoftmaxOp, LogSoftmaxOp>([&](Operation *) {
+        // max, exp, sum and a scale per element; the gradient is a sum of
+        // products and an elementwise pass.
+        work.flops = 5 * elementsOf(op->getResult(0));
+        work.gradFlops = 4 * elementsOf(op->getResult(0));
+        work.gradBytes = work.bytes * 3 / 2;
+      })
+      .Case<SoftmaxGradOp, LogSoftmaxGradOp>(
+          [&](Operation *) { work.flops = 4 * elementsOf(op->getOperand(0)); })
+      .Case([&](SoftmaxCrossEntropyOp loss) {
+        // max, exp, sum, log per row; the gradient is softmax minus one-hot.
+        work.flops = 4 * elementsOf(loss.getLogits());
+        work.gradFlops = 3 * elementsOf(loss.getLogits());
+        work.gradBytes = 2 * getSizeInBytes(loss.getLogits());
+      })
+      .Case([&](SoftmaxCrossEntropyGradOp) {
+        work.flops = elementsOf(op->getOperand(0));
+      })
+      .Case([&](MseLossOp loss) {
+        // A difference, a square and a sum per element, reading both
+        // tensors; the gradient is a scaled difference.
+        work.flops = 3 * elementsOf(loss.getPrediction());
+        work.gradFlops = 2 * elementsOf(loss.getPrediction());
+        work.gradBytes = 3 * getSizeInBytes(loss.getPrediction());
+      })
+      .Case([&](MseLossGradOp grad) {
+        work.flops = 2 * elementsOf(grad.getPrediction());
+      })
+      .Default([&](Operation *) { rule = CostRule::NotInFamily; });
+  return rule;
 }

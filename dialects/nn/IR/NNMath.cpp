@@ -7,6 +7,9 @@
 #include "dialects/nn/IR/NNOpsCommon.h"
 
 #include "mlir/IR/Builders.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+#include <algorithm>
 
 using namespace mlir;
 using namespace mlir::dpc::nn;
@@ -284,4 +287,72 @@ void WhereOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
                                          getCondition(), b.getBoolAttr(i == 1));
     grads[i] = sumToOperand(b, getLoc(), masked, getOperand(i));
   }
+}
+
+//===----------------------------------------------------------------------===//
+// Costs
+//===----------------------------------------------------------------------===//
+
+// Flops per element from the function's row of UnaryFunctions.def. A
+// gradient that reads a saved tensor moves three tensors where the forward
+// moves two.
+static void estimateUnary(UnaryFunctionOpInterface unary, OpWork &work) {
+  const ::dpc::runtime::UnaryFunctionInfo *info =
+      ::dpc::runtime::lookupUnaryFunction(unary.getUnaryFunction());
+  double elements = elementsOf(unary->getResult(0));
+  if (unary.isUnaryGradient()) {
+    work.flops = info->gradFlops * elements;
+    return;
+  }
+  work.flops = info->flops * elements;
+  work.gradFlops = info->gradFlops * elements;
+  bool saves = info->saved != ::dpc::runtime::UnarySaved::None;
+  work.gradBytes = work.bytes * (saves ? 3 : 2) / 2;
+}
+
+CostRule mlir::dpc::nn::estimateMathWork(Operation *op, OpWork &work) {
+  CostRule rule = CostRule::Counted;
+  double elements = op->getNumResults() ? elementsOf(op->getResult(0)) : 0;
+  llvm::TypeSwitch<Operation *>(op)
+      .Case<AddOp, SubOp, ReluOp, ClipOp>([&](Operation *) {
+        // A flop (or a compare) per element; the gradient is the adjoint
+        // pass.
+        work.flops = elements;
+        work.gradFlops = work.flops;
+        work.gradBytes = work.bytes;
+      })
+      .Case<MulOp, DivOp>([&](Operation *) {
+        // Backward: a product (and, for div, a quotient) per operand.
+        work.flops = elements;
+        work.gradFlops = 3 * work.flops;
+        work.gradBytes = 2 * work.bytes;
+      })
+      .Case([&](UnaryFunctionOpInterface unary) { estimateUnary(unary, work); })
+      .Case([&](DropoutOp) {
+        // Philox's ten rounds per four elements, and a multiply.
+        work.flops = 8 * elements;
+        work.gradFlops = work.flops;
+        work.gradBytes = work.bytes;
+      })
+      .Case([&](DropoutGradOp) { work.flops = 8 * elements; })
+      .Case<CompareOp, LogicalOp, NotOp, CastOp, WhereGradOp, ClipGradOp,
+            ReluGradOp>([&](Operation *) { work.flops = elements; })
+      .Case([&](WhereOp) {
+        // A select per element; the gradient masks dy once per branch.
+        work.flops = elements;
+        work.gradFlops = 2 * work.flops;
+        work.gradBytes = 2 * work.bytes;
+      })
+      .Case<SumToShapeOp, BroadcastToOp>([&](Operation *) {
+        // One pass over the larger tensor; the gradient is the adjoint
+        // pass (a broadcast for a sum, and the other way round).
+        work.flops = std::max(elementsOf(op->getOperand(0)), elements);
+        work.gradFlops = work.flops;
+        work.gradBytes = work.bytes;
+      })
+      // A fused region is costed as the ops it was made of, before
+      // fuse-elementwise made it.
+      .Case<FusedOp, YieldOp>([&](Operation *) { rule = CostRule::NoWork; })
+      .Default([&](Operation *) { rule = CostRule::NotInFamily; });
+  return rule;
 }

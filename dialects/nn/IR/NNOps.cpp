@@ -20,6 +20,10 @@ Type mlir::dpc::nn::elementTypeOf(Value value) {
   return cast<RankedTensorType>(value.getType()).getElementType();
 }
 
+double mlir::dpc::nn::elementsOf(Value value) {
+  return getNumElements(shapeOf(value));
+}
+
 LogicalResult mlir::dpc::nn::expectType(Operation *op, StringRef what,
                                         Value value, ArrayRef<int64_t> expected,
                                         Type elementType) {

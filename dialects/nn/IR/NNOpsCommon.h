@@ -9,6 +9,7 @@
 #define DPC_DIALECTS_NN_IR_NNOPSCOMMON_H
 
 #include "dialects/nn/IR/NNOps.h"
+#include "dialects/nn/IR/OpWork.h"
 #include "dialects/nn/IR/ShapeInference.h"
 
 #include "mlir/IR/Builders.h"
@@ -17,6 +18,9 @@ namespace mlir::dpc::nn {
 
 /// The element type of the ranked tensor `value`.
 Type elementTypeOf(Value value);
+
+/// The number of elements of the ranked tensor `value`, for cost rules.
+double elementsOf(Value value);
 
 /// Checks that `value` has shape `expected` and element type `elementType`;
 /// emits "expects <what> of ..." on `op` where not.

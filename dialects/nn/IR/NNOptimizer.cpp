@@ -7,6 +7,7 @@
 #include "dialects/nn/IR/NNOpsCommon.h"
 
 #include "mlir/IR/Builders.h"
+#include "llvm/ADT/TypeSwitch.h"
 
 using namespace mlir;
 using namespace mlir::dpc::nn;
@@ -59,3 +60,28 @@ LogicalResult AdamUpdateOp::verify() {
 }
 
 int64_t AdamUpdateOp::getNumStateTensors() { return 2; }
+
+//===----------------------------------------------------------------------===//
+// Costs
+//===----------------------------------------------------------------------===//
+
+CostRule mlir::dpc::nn::estimateOptimizerWork(Operation *op, OpWork &work) {
+  CostRule rule = CostRule::Counted;
+  llvm::TypeSwitch<Operation *>(op)
+      // Parameter reads do no work and stay on their stage.
+      .Case([&](ParamOp) { rule = CostRule::NoWork; })
+      .Case([&](SgdUpdateOp update) {
+        // Weight decay, momentum and the step: a few flops per element,
+        // reading param, grad and the momentum buffer, writing two.
+        work.flops = 4 * elementsOf(update.getParam());
+        work.bytes = 5 * getSizeInBytes(update.getParam());
+      })
+      .Case([&](AdamUpdateOp update) {
+        // Both moments, the bias corrections, a square root and a division
+        // per element; param, grad and two moments read, three written.
+        work.flops = 12 * elementsOf(update.getParam());
+        work.bytes = 7 * getSizeInBytes(update.getParam());
+      })
+      .Default([&](Operation *) { rule = CostRule::NotInFamily; });
+  return rule;
+}

@@ -7,6 +7,7 @@
 #include "dialects/nn/IR/NNOpsCommon.h"
 
 #include "mlir/IR/Builders.h"
+#include "llvm/ADT/TypeSwitch.h"
 
 using namespace mlir;
 using namespace mlir::dpc::nn;
@@ -238,4 +239,80 @@ void LayerNormOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
     if (needed[index])
       grads[index] = b.create<SumToShapeOp>(loc, getBias().getType(), dy);
   }
+}
+
+//===----------------------------------------------------------------------===//
+// Costs
+//===----------------------------------------------------------------------===//
+
+static void estimateMaxPool(MaxPool2dOp pool, OpWork &work) {
+  ArrayRef<int64_t> kernel = pool.getKernelShape();
+  double compares = elementsOf(pool.getResult()) * kernel[0] * kernel[1];
+  work.flops = compares;
+  work.gradFlops = compares;
+  work.gradBytes = work.bytes + getSizeInBytes(pool.getInput());
+  // The gradient visits the same windows again.
+  work.loopMs = compares * kMaxPoolWindowMs;
+  work.gradLoopMs = work.loopMs;
+}
+
+CostRule mlir::dpc::nn::estimatePoolNormWork(Operation *op, OpWork &work) {
+  CostRule rule = CostRule::Counted;
+  llvm::TypeSwitch<Operation *>(op)
+      .Case([&](MaxPool2dOp pool) { estimateMaxPool(pool, work); })
+      .Case([&](AvgPool2dOp pool) {
+        ArrayRef<int64_t> kernel = pool.getKernelShape();
+        double adds = elementsOf(pool.getResult()) * kernel[0] * kernel[1];
+        work.flops = adds;
+        work.gradFlops = adds;
+        work.gradBytes = work.bytes;
+      })
+      .Case([&](GlobalAvgPoolOp pool) {
+        work.flops = elementsOf(pool.getInput());
+        work.gradFlops = work.flops;
+        work.gradBytes = work.bytes;
+      })
+      .Case([&](BatchNormStatsOp stats) {
+        // A sum and a sum of squares per element; no gradient of its own.
+        work.flops = 2 * elementsOf(stats.getInput());
+      })
+      .Case([&](BatchNormOp norm) {
+        // Subtract, scale, shift. Backward: two reductions over dy and
+        // dy * xhat, the input gradient's elementwise pass, and the scale
+        // and bias sums, reading dy and the input more than once.
+        double elements = elementsOf(norm.getInput());
+        work.flops = 3 * elements;
+        work.gradFlops = 9 * elements;
+        work.gradBytes = 3 * work.bytes;
+      })
+      .Case([&](LayerNormOp norm) {
+        // Two passes for the row's moments, then normalize, scale and
+        // shift. Backward: the input gradient recomputes the moments and
+        // takes two sums before its elementwise pass; the scale gradient
+        // recomputes them too; the bias gradient is a sum.
+        double elements = elementsOf(norm.getInput());
+        work.flops = 7 * elements;
+        work.gradFlops = 18 * elements;
+        work.gradBytes = 3 * work.bytes;
+        work.callMs = kOneDnnCallMs;
+      })
+      .Case([&](LayerNormGradInputOp) {
+        work.flops = 11 * elementsOf(op->getOperand(0));
+        work.callMs = kOneDnnCallMs;
+      })
+      .Case([&](LayerNormGradScaleOp) {
+        work.flops = 6 * elementsOf(op->getOperand(0));
+        work.callMs = kOneDnnCallMs;
+      })
+      .Case<BatchNormGradInputOp, BatchNormGradScaleOp>(
+          [&](Operation *) { work.flops = 4 * elementsOf(op->getOperand(0)); })
+      .Case([&](MaxPool2dGradOp grad) {
+        work.flops = elementsOf(grad.getResultGrad());
+        ArrayRef<int64_t> kernel = grad.getKernelShape();
+        work.loopMs = work.flops * kernel[0] * kernel[1] * kMaxPoolWindowMs;
+      })
+      .Case<AvgPool2dGradOp, GlobalAvgPoolGradOp, BatchNormGradBiasOp>(
+          [&](Operation *) { work.flops = elementsOf(op->getOperand(0)); })
+      .Default([&](Operation *) { rule = CostRule::NotInFamily; });
+  return rule;
 }

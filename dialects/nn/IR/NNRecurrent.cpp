@@ -7,6 +7,7 @@
 #include "dialects/nn/IR/NNOpsCommon.h"
 
 #include "mlir/IR/Builders.h"
+#include "llvm/ADT/TypeSwitch.h"
 
 using namespace mlir;
 using namespace mlir::dpc::nn;
@@ -117,4 +118,39 @@ void LstmOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
     grads[biasIndex] = b.create<ConcatOp>(
         loc, type({8 * h}), ValueRange{sum, sum}, b.getI64IntegerAttr(0));
   }
+}
+
+//===----------------------------------------------------------------------===//
+// Costs
+//===----------------------------------------------------------------------===//
+
+CostRule mlir::dpc::nn::estimateRecurrentWork(Operation *op, OpWork &work) {
+  CostRule rule = CostRule::Counted;
+  llvm::TypeSwitch<Operation *>(op)
+      .Case([&](LstmOp lstm) {
+        // The input projection and the recurrence: T x B x 4H x (I + H)
+        // multiply-adds, and ~30 flops per hidden unit and step for the
+        // gates. Backward: the recurrence again in nn.lstm_grad, then the
+        // input's, the weights' and the recurrence's products (three GEMMs
+        // of the forward's sizes) and the bias sums.
+        ArrayRef<int64_t> x = shapeOf(lstm.getInput());
+        double h = double(
+            cast<RankedTensorType>(lstm.getInitialH().getType()).getDimSize(1));
+        double cells = double(x[0]) * double(x[1]) * h;
+        double macs = cells * 4 * (double(x[2]) + h);
+        work.flops = 2 * macs + 30 * cells;
+        work.gradFlops = 4 * macs + 2 * cells * 4 * h + 40 * cells;
+        work.gradBytes = 3 * work.bytes;
+        work.callMs = kOneDnnCallMs;
+      })
+      .Case([&](LstmGradOp grad) {
+        // dh[t-1] = z_grad[t] r per step, and the gate derivatives.
+        ArrayRef<int64_t> states = shapeOf(grad.getStates());
+        double h = double(states[2] / 6);
+        double cells = double(states[0]) * double(states[1]) * h;
+        work.flops = 2 * cells * 4 * h + 40 * cells;
+        work.callMs = kOneDnnCallMs;
+      })
+      .Default([&](Operation *) { rule = CostRule::NotInFamily; });
+  return rule;
 }

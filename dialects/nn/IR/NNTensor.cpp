@@ -7,6 +7,9 @@
 #include "dialects/nn/IR/NNOpsCommon.h"
 
 #include "mlir/IR/Builders.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+#include <algorithm>
 
 using namespace mlir;
 using namespace mlir::dpc::nn;
@@ -160,47 +163,45 @@ void PadOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
 }
 
 //===----------------------------------------------------------------------===//
-// Resize
+// Costs
 //===----------------------------------------------------------------------===//
 
-/// nn.resize and nn.resize_grad: known modes, and `input` resized to
-/// `result` (named `what`) by `scales` (the result's own sizes where a
-/// scale is 0).
-static LogicalResult verifyResize(Operation *op, Value input, Value result,
-                                  StringRef what, ArrayRef<double> scales,
-                                  StringRef mode, StringRef coordinates,
-                                  StringRef nearestMode) {
-  auto emit = [&] { return op->emitOpError(); };
-  if (failed(resizeCodes(mode, coordinates, nearestMode, emit)))
-    return failure();
-  ArrayRef<int64_t> out = shapeOf(result);
-  FailureOr<Shape> shape =
-      inferResizeShape(shapeOf(input), scales,
-                       out.drop_front(std::min<size_t>(2, out.size())), emit);
-  if (failed(shape))
-    return failure();
-  return expectType(op, what, result, *shape, elementTypeOf(input));
-}
-
-LogicalResult ResizeOp::verify() {
-  return verifyResize(*this, getInput(), getResult(), "result", getScales(),
-                      getMode(), getCoordinates(), getNearestMode());
-}
-
-LogicalResult ResizeGradOp::verify() {
-  if (elementTypeOf(getInputGrad()) != elementTypeOf(getResultGrad()))
-    return emitOpError("expects the gradient's element type");
-  return verifyResize(*this, getInputGrad(), getResultGrad(), "result_grad",
-                      getScales(), getMode(), getCoordinates(),
-                      getNearestMode());
-}
-
-void ResizeOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
-                              ArrayRef<bool> needed,
-                              SmallVectorImpl<Value> &grads) {
-  resetGrads(*this, grads);
-  if (needed[0])
-    grads[0] = b.create<ResizeGradOp>(getLoc(), getInput().getType(),
-                                      resultGrads[0], getScales(), getMode(),
-                                      getCoordinates(), getNearestMode());
+CostRule mlir::dpc::nn::estimateTensorWork(Operation *op, OpWork &work) {
+  CostRule rule = CostRule::Counted;
+  llvm::TypeSwitch<Operation *>(op)
+      .Case<ConcatOp, SliceOp, PadOp>([&](Operation *) {
+        // A copy per result element; the gradient is the adjoint copy (for
+        // a slice, also zeroing the rest of the input).
+        work.flops = elementsOf(op->getResult(0));
+        work.gradFlops = work.flops;
+        work.gradBytes = work.bytes;
+      })
+      .Case([&](GatherOp gather) {
+        // A row copy per index; the gradient clears the table and adds the
+        // rows back.
+        work.flops = elementsOf(gather.getResult());
+        work.gradFlops = work.flops + elementsOf(gather.getTable());
+        work.gradBytes = work.bytes + getSizeInBytes(gather.getTable());
+      })
+      .Case([&](GatherGradOp grad) {
+        work.flops =
+            elementsOf(grad.getResultGrad()) + elementsOf(grad.getTableGrad());
+      })
+      .Case([&](SliceGradOp) { work.flops = elementsOf(op->getResult(0)); })
+      .Case([&](TransposeOp) {
+        // One pass; the gradient is the inverse permutation's.
+        work.flops = std::max(elementsOf(op->getOperand(0)),
+                              elementsOf(op->getResult(0)));
+        work.gradFlops = work.flops;
+        work.gradBytes = work.bytes;
+      })
+      .Case([&](ReshapeOp) {
+        // A view: no kernel runs, forward or backward.
+        work.bytes = 0;
+        work.callMs = 0;
+      })
+      // propagate-layouts inserts relayouts after the schedule is priced.
+      .Case([&](RelayoutOp) { rule = CostRule::NoWork; })
+      .Default([&](Operation *) { rule = CostRule::NotInFamily; });
+  return rule;
 }

@@ -205,3 +205,49 @@ CostRule mlir::dpc::nn::estimateTensorWork(Operation *op, OpWork &work) {
       .Default([&](Operation *) { rule = CostRule::NotInFamily; });
   return rule;
 }
+
+//===----------------------------------------------------------------------===//
+// Resize
+//===----------------------------------------------------------------------===//
+
+/// nn.resize and nn.resize_grad: known modes, and `input` resized to
+/// `result` (named `what`) by `scales` (the result's own sizes where a
+/// scale is 0).
+static LogicalResult verifyResize(Operation *op, Value input, Value result,
+                                  StringRef what, ArrayRef<double> scales,
+                                  StringRef mode, StringRef coordinates,
+                                  StringRef nearestMode) {
+  auto emit = [&] { return op->emitOpError(); };
+  if (failed(resizeCodes(mode, coordinates, nearestMode, emit)))
+    return failure();
+  ArrayRef<int64_t> out = shapeOf(result);
+  FailureOr<Shape> shape =
+      inferResizeShape(shapeOf(input), scales,
+                       out.drop_front(std::min<size_t>(2, out.size())), emit);
+  if (failed(shape))
+    return failure();
+  return expectType(op, what, result, *shape, elementTypeOf(input));
+}
+
+LogicalResult ResizeOp::verify() {
+  return verifyResize(*this, getInput(), getResult(), "result", getScales(),
+                      getMode(), getCoordinates(), getNearestMode());
+}
+
+LogicalResult ResizeGradOp::verify() {
+  if (elementTypeOf(getInputGrad()) != elementTypeOf(getResultGrad()))
+    return emitOpError("expects the gradient's element type");
+  return verifyResize(*this, getInputGrad(), getResultGrad(), "result_grad",
+                      getScales(), getMode(), getCoordinates(),
+                      getNearestMode());
+}
+
+void ResizeOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
+                              ArrayRef<bool> needed,
+                              SmallVectorImpl<Value> &grads) {
+  resetGrads(*this, grads);
+  if (needed[0])
+    grads[0] = b.create<ResizeGradOp>(getLoc(), getInput().getType(),
+                                      resultGrads[0], getScales(), getMode(),
+                                      getCoordinates(), getNearestMode());
+}

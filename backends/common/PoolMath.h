@@ -12,6 +12,8 @@
 #ifndef DPC_BACKENDS_COMMON_POOLMATH_H
 #define DPC_BACKENDS_COMMON_POOLMATH_H
 
+#include "dpc/runtime/Abi.h"
+
 #include <math.h>
 #include <stdint.h>
 
@@ -30,11 +32,12 @@ struct Geometry {
 };
 
 /// The geometry of input shape x and output shape y (NCHW) under the
-/// pooling params p (kernel_h, kernel_w, stride_h, stride_w, pad_top,
-/// pad_left, pad_bottom, pad_right).
-inline Geometry geometry(const int64_t *x, const int64_t *y, const int64_t *p) {
-  return {x[0] * x[1], x[2], x[3], y[2], y[3], p[0], p[1],
-          p[2],        p[3], p[4], p[5], p[6], p[7]};
+/// window `p`.
+inline Geometry geometry(const int64_t *x, const int64_t *y,
+                         const dpc_pool_params &p) {
+  return {x[0] * x[1], x[2],         x[3],       y[2],       y[3],
+          p.kernel_h,  p.kernel_w,   p.stride_h, p.stride_w, p.pad_top,
+          p.pad_left,  p.pad_bottom, p.pad_right};
 }
 
 /// What is wrong with a pooling of shapes x and y and geometry g, or null.

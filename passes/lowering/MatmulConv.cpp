@@ -23,16 +23,18 @@ namespace {
 // activations are channel-blocked: `x` the input side (x or dx), `y` the
 // output side (y or dy).
 template <typename ConvLikeOp>
-SmallVector<int64_t> convParams(ConvLikeOp op, Value x, Value y,
-                                bool accumulate = false) {
-  SmallVector<int64_t> params(op.getStrides());
-  params.append(op.getPads().begin(), op.getPads().end());
-  params.append(op.getDilations().begin(), op.getDilations().end());
-  params.push_back(op.getGroups());
-  params.push_back((nn::isChannelBlocked(x) ? DPC_CONV_BLOCKED_X : 0) |
-                   (nn::isChannelBlocked(y) ? DPC_CONV_BLOCKED_Y : 0) |
-                   (accumulate ? DPC_CONV_ACCUMULATE_DW : 0));
-  return params;
+dpc_conv_params convParams(ConvLikeOp op, Value x, Value y,
+                           bool accumulate = false) {
+  ArrayRef<int64_t> dilations = op.getDilations();
+  dpc_conv_params p;
+  setStridesAndPads(p, op.getStrides(), op.getPads());
+  p.dilation_h = dilations[0];
+  p.dilation_w = dilations[1];
+  p.groups = op.getGroups();
+  p.layouts = (nn::isChannelBlocked(x) ? DPC_CONV_BLOCKED_X : 0) |
+              (nn::isChannelBlocked(y) ? DPC_CONV_BLOCKED_Y : 0) |
+              (accumulate ? DPC_CONV_ACCUMULATE_DW : 0);
+  return p;
 }
 
 // The ABI kernel of a convolution pass: its _winograd form for that
@@ -75,7 +77,7 @@ void lowering::populateMatmulConvLowerings(RuntimeLoweringTable &table) {
          rt.ptrOf(conv.getFilter()), rt.shape(conv.getFilter()),
          conv.getBias() ? rt.ptrOf(conv.getBias()) : rt.nullPtr(), y,
          rt.shape(conv),
-         rt.constArray(convParams(conv, conv.getInput(), conv.getResult()))});
+         rt.constParams(convParams(conv, conv.getInput(), conv.getResult()))});
     rt.define(conv, y);
   });
   table.add<nn::Conv2dGradInputOp>(
@@ -86,7 +88,7 @@ void lowering::populateMatmulConvLowerings(RuntimeLoweringTable &table) {
             {rt.ptrOf(grad.getResultGrad()), rt.shape(grad.getResultGrad()),
              rt.ptrOf(grad.getFilter()), rt.shape(grad.getFilter()), dx,
              rt.shape(grad),
-             rt.constArray(
+             rt.constParams(
                  convParams(grad, grad.getResult(), grad.getResultGrad()))});
         rt.define(grad, dx);
       });
@@ -107,8 +109,8 @@ void lowering::populateMatmulConvLowerings(RuntimeLoweringTable &table) {
         {rt.ptrOf(grad.getResultGrad()), rt.shape(grad.getResultGrad()),
          rt.ptrOf(grad.getInput()), rt.shape(grad.getInput()), dw,
          rt.shape(grad),
-         rt.constArray(convParams(grad, grad.getInput(), grad.getResultGrad(),
-                                  bool(acc)))});
+         rt.constParams(convParams(grad, grad.getInput(), grad.getResultGrad(),
+                                   bool(acc)))});
     rt.define(grad, dw);
   });
   table.add<nn::Conv2dGradBiasOp>(

@@ -60,27 +60,26 @@ int64_t channelBlock(Value x) {
   return nn::isChannelBlocked(x) ? nn::kChannelBlock : 1;
 }
 
-// Window attributes in the order the ABI's `params` arrays use.
-SmallVector<int64_t> poolParams(ArrayRef<int64_t> kernel,
-                                ArrayRef<int64_t> strides,
-                                ArrayRef<int64_t> pads) {
-  SmallVector<int64_t> params(kernel);
-  params.append(strides.begin(), strides.end());
-  params.append(pads.begin(), pads.end());
-  return params;
+// A pooling op's window.
+template <typename PoolOp> dpc_pool_params poolParams(PoolOp op) {
+  ArrayRef<int64_t> kernel = op.getKernelShape();
+  dpc_pool_params p;
+  p.kernel_h = kernel[0];
+  p.kernel_w = kernel[1];
+  setStridesAndPads(p, op.getStrides(), op.getPads());
+  return p;
 }
 
-// avg_pool2d and its gradient: the pool params, then count_include_pad.
-template <typename AvgPoolOp> SmallVector<int64_t> avgPoolParams(AvgPoolOp op) {
-  SmallVector<int64_t> params =
-      poolParams(op.getKernelShape(), op.getStrides(), op.getPads());
-  params.push_back(op.getCountIncludePad());
-  return params;
+// avg_pool2d and its gradient: the window and count_include_pad.
+template <typename AvgPoolOp> dpc_avg_pool_params avgPoolParams(AvgPoolOp op) {
+  dpc_avg_pool_params p;
+  p.window = poolParams(op);
+  p.count_include_pad = op.getCountIncludePad();
+  return p;
 }
 
-} // namespace
-
-void lowering::populatePoolNormLowerings(RuntimeLoweringTable &table) {
+// Softmax and log-softmax, with their gradients.
+void addSoftmaxLowerings(RuntimeLoweringTable &table) {
   table.add<nn::SoftmaxOp, nn::LogSoftmaxOp>([](auto softmax,
                                                 RuntimeLowering &rt) {
     SoftmaxDims d = softmaxDims(shapeOf(softmax), softmax.getAxis());
@@ -100,13 +99,15 @@ void lowering::populatePoolNormLowerings(RuntimeLoweringTable &table) {
              rt.i64(isa<nn::LogSoftmaxGradOp>(grad))});
         rt.define(grad, dx);
       });
+}
+
+// Max, average and global average pooling, with their gradients.
+void addPoolingLowerings(RuntimeLoweringTable &table) {
   table.add<nn::MaxPool2dOp>([](nn::MaxPool2dOp pool, RuntimeLowering &rt) {
     Ptr y = rt.alloc(pool);
-    rt.call<abi::dpc_max_pool2d>(
-        {rt.ptrOf(pool.getInput()), rt.shape(pool.getInput()), y,
-         rt.shape(pool),
-         rt.constArray(poolParams(pool.getKernelShape(), pool.getStrides(),
-                                  pool.getPads()))});
+    rt.call<abi::dpc_max_pool2d>({rt.ptrOf(pool.getInput()),
+                                  rt.shape(pool.getInput()), y, rt.shape(pool),
+                                  rt.constParams(poolParams(pool))});
     rt.define(pool, y);
   });
   table.add<nn::MaxPool2dGradOp>(
@@ -115,15 +116,14 @@ void lowering::populatePoolNormLowerings(RuntimeLoweringTable &table) {
         rt.call<abi::dpc_max_pool2d_grad>(
             {rt.ptrOf(grad.getResultGrad()), rt.shape(grad.getResultGrad()),
              rt.ptrOf(grad.getInput()), rt.shape(grad.getInput()), dx,
-             rt.constArray(poolParams(grad.getKernelShape(), grad.getStrides(),
-                                      grad.getPads()))});
+             rt.constParams(poolParams(grad))});
         rt.define(grad, dx);
       });
   table.add<nn::AvgPool2dOp>([](nn::AvgPool2dOp pool, RuntimeLowering &rt) {
     Ptr y = rt.alloc(pool);
     rt.call<abi::dpc_avg_pool2d>({rt.ptrOf(pool.getInput()),
                                   rt.shape(pool.getInput()), y, rt.shape(pool),
-                                  rt.constArray(avgPoolParams(pool))});
+                                  rt.constParams(avgPoolParams(pool))});
     rt.define(pool, y);
   });
   table.add<nn::AvgPool2dGradOp>(
@@ -131,7 +131,7 @@ void lowering::populatePoolNormLowerings(RuntimeLoweringTable &table) {
         Ptr dx = rt.alloc(grad);
         rt.call<abi::dpc_avg_pool2d_grad>(
             {rt.ptrOf(grad.getResultGrad()), rt.shape(grad.getResultGrad()), dx,
-             rt.shape(grad), rt.constArray(avgPoolParams(grad))});
+             rt.shape(grad), rt.constParams(avgPoolParams(grad))});
         rt.define(grad, dx);
       });
   table.add<nn::GlobalAvgPoolOp>(
@@ -150,6 +150,10 @@ void lowering::populatePoolNormLowerings(RuntimeLoweringTable &table) {
         {rt.ptrOf(grad.getResultGrad()), rt.i64(d.n * d.c), rt.i64(d.s), dx});
     rt.define(grad, dx);
   });
+}
+
+// Batch normalization: statistics, normalization and gradients.
+void addBatchNormLowerings(RuntimeLoweringTable &table) {
   table.add<nn::BatchNormStatsOp>(
       [](nn::BatchNormStatsOp stats, RuntimeLowering &rt) {
         SmallVector<Ptr, 2> running;
@@ -209,6 +213,10 @@ void lowering::populatePoolNormLowerings(RuntimeLoweringTable &table) {
              rt.i64(d.s), rt.i64(channelBlock(grad.getResultGrad())), dbias});
         rt.define(grad, dbias);
       });
+}
+
+// Layer normalization and its gradients.
+void addLayerNormLowerings(RuntimeLoweringTable &table) {
   table.add<nn::LayerNormOp>([](nn::LayerNormOp norm, RuntimeLowering &rt) {
     LayerNormDims d = layerNormDims(shapeOf(norm), norm.getAxis());
     Ptr y = rt.alloc(norm);
@@ -241,4 +249,13 @@ void lowering::populatePoolNormLowerings(RuntimeLoweringTable &table) {
          rt.f32(grad.getEpsilon().convertToFloat()), dscale});
     rt.define(grad, dscale);
   });
+}
+
+} // namespace
+
+void lowering::populatePoolNormLowerings(RuntimeLoweringTable &table) {
+  addSoftmaxLowerings(table);
+  addPoolingLowerings(table);
+  addBatchNormLowerings(table);
+  addLayerNormLowerings(table);
 }

@@ -26,6 +26,7 @@
 #include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/StringMap.h"
 
+#include <cstring>
 #include <functional>
 #include <map>
 #include <optional>
@@ -47,6 +48,18 @@ using nn::shapeOf;
 /// `shape` padded with leading ones to `rank`, as the broadcasting kernels
 /// take their operands' shapes.
 SmallVector<int64_t> padShape(ArrayRef<int64_t> shape, size_t rank);
+/// Sets the strides and pads (top, left, bottom, right) of a window's
+/// parameter struct (dpc_conv_params, dpc_pool_params) from an op's.
+template <typename Params>
+void setStridesAndPads(Params &p, ArrayRef<int64_t> strides,
+                       ArrayRef<int64_t> pads) {
+  p.stride_h = strides[0];
+  p.stride_w = strides[1];
+  p.pad_top = pads[0];
+  p.pad_left = pads[1];
+  p.pad_bottom = pads[2];
+  p.pad_right = pads[3];
+}
 /// The runtime's dpc_dtype of a tensor (verified: f32, i64 or i1).
 int64_t dtypeCode(Value value);
 
@@ -134,6 +147,16 @@ struct RuntimeLowering {
   Ptr nullPtr();
   /// A private constant i64 array, shared between equal contents.
   Ptr constArray(ArrayRef<int64_t> values);
+  /// A kernel's parameter struct (dpc_conv_params, ...: int64_t fields
+  /// only, Abi.h checks) as the constant i64 array of its fields.
+  template <typename Params> Ptr constParams(const Params &params) {
+    static_assert(sizeof(Params) % sizeof(int64_t) == 0 &&
+                      std::is_trivially_copyable_v<Params>,
+                  "a parameter struct of int64_t fields");
+    int64_t fields[sizeof(Params) / sizeof(int64_t)];
+    std::memcpy(fields, &params, sizeof(Params));
+    return constArray(fields);
+  }
   /// The shape of `tensor` as a constant array.
   Ptr shape(Value tensor) { return constArray(shapeOf(tensor)); }
   /// A buffer for `like`: its place in the segment's arena when plan-memory

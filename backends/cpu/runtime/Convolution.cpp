@@ -35,9 +35,12 @@ struct ConvGeometry {
 
 ConvGeometry convGeometry(const char *kernel, const int64_t *x,
                           const int64_t *w, const int64_t *y,
-                          const int64_t *p) {
-  ConvGeometry g{x[0], x[1], x[2], x[3], w[0], w[2], w[3], y[2], y[3], p[0],
-                 p[1], p[2], p[3], p[4], p[5], p[6], p[7], p[8], p[9]};
+                          const dpc_conv_params *p) {
+  ConvGeometry g{x[0],          x[1],          x[2],         x[3],
+                 w[0],          w[2],          w[3],         y[2],
+                 y[3],          p->stride_h,   p->stride_w,  p->pad_top,
+                 p->pad_left,   p->pad_bottom, p->pad_right, p->dilation_h,
+                 p->dilation_w, p->groups,     p->layouts};
   std::string shapes = "input " + shapeText(x, 4) + ", filter " +
                        shapeText(w, 4) + ", output " + shapeText(y, 4);
   bool blockedX = g.layouts & DPC_CONV_BLOCKED_X;
@@ -386,7 +389,7 @@ void refuseAccumulate(const char *kernel, const ConvGeometry &g) {
 void conv2d(const char *kernel, Precision precision, ConvAlgorithm algorithm,
             const float *x, const int64_t *x_shape, const float *w,
             const int64_t *w_shape, const float *bias, float *y,
-            const int64_t *y_shape, const int64_t *params) {
+            const int64_t *y_shape, const dpc_conv_params *params) {
   ConvGeometry g = convGeometry(kernel, x_shape, w_shape, y_shape, params);
   refuseAccumulate(kernel, g);
   ConvDescs d = convDescs(g);
@@ -403,7 +406,7 @@ void conv2dGradInput(const char *kernel, Precision precision,
                      ConvAlgorithm algorithm, const float *dy,
                      const int64_t *dy_shape, const float *w,
                      const int64_t *w_shape, float *dx, const int64_t *dx_shape,
-                     const int64_t *params) {
+                     const dpc_conv_params *params) {
   ConvGeometry g = convGeometry(kernel, dx_shape, w_shape, dy_shape, params);
   refuseAccumulate(kernel, g);
   ConvDescs d = convDescs(g);
@@ -417,7 +420,7 @@ void conv2dGradFilter(const char *kernel, Precision precision,
                       ConvAlgorithm algorithm, const float *dy,
                       const int64_t *dy_shape, const float *x,
                       const int64_t *x_shape, float *dw,
-                      const int64_t *dw_shape, const int64_t *params) {
+                      const int64_t *dw_shape, const dpc_conv_params *params) {
   ConvGeometry g = convGeometry(kernel, x_shape, dw_shape, dy_shape, params);
   ConvDescs d = convDescs(g);
   bool accumulate = g.layouts & DPC_CONV_ACCUMULATE_DW;
@@ -434,21 +437,22 @@ extern "C" {
 
 void dpc_conv2d(const float *x, const int64_t *x_shape, const float *w,
                 const int64_t *w_shape, const float *bias, float *y,
-                const int64_t *y_shape, const int64_t *params) {
+                const int64_t *y_shape, const dpc_conv_params *params) {
   conv2d("dpc_conv2d", Precision::F32, ConvAlgorithm::Direct, x, x_shape, w,
          w_shape, bias, y, y_shape, params);
 }
 
 void dpc_conv2d_bf16(const float *x, const int64_t *x_shape, const float *w,
                      const int64_t *w_shape, const float *bias, float *y,
-                     const int64_t *y_shape, const int64_t *params) {
+                     const int64_t *y_shape, const dpc_conv_params *params) {
   conv2d("dpc_conv2d_bf16", Precision::Bf16, ConvAlgorithm::Direct, x, x_shape,
          w, w_shape, bias, y, y_shape, params);
 }
 
 void dpc_conv2d_grad_input(const float *dy, const int64_t *dy_shape,
                            const float *w, const int64_t *w_shape, float *dx,
-                           const int64_t *dx_shape, const int64_t *params) {
+                           const int64_t *dx_shape,
+                           const dpc_conv_params *params) {
   conv2dGradInput("dpc_conv2d_grad_input", Precision::F32,
                   ConvAlgorithm::Direct, dy, dy_shape, w, w_shape, dx, dx_shape,
                   params);
@@ -457,7 +461,7 @@ void dpc_conv2d_grad_input(const float *dy, const int64_t *dy_shape,
 void dpc_conv2d_grad_input_bf16(const float *dy, const int64_t *dy_shape,
                                 const float *w, const int64_t *w_shape,
                                 float *dx, const int64_t *dx_shape,
-                                const int64_t *params) {
+                                const dpc_conv_params *params) {
   conv2dGradInput("dpc_conv2d_grad_input_bf16", Precision::Bf16,
                   ConvAlgorithm::Direct, dy, dy_shape, w, w_shape, dx, dx_shape,
                   params);
@@ -465,7 +469,8 @@ void dpc_conv2d_grad_input_bf16(const float *dy, const int64_t *dy_shape,
 
 void dpc_conv2d_grad_filter(const float *dy, const int64_t *dy_shape,
                             const float *x, const int64_t *x_shape, float *dw,
-                            const int64_t *dw_shape, const int64_t *params) {
+                            const int64_t *dw_shape,
+                            const dpc_conv_params *params) {
   conv2dGradFilter("dpc_conv2d_grad_filter", Precision::F32,
                    ConvAlgorithm::Direct, dy, dy_shape, x, x_shape, dw,
                    dw_shape, params);
@@ -474,7 +479,7 @@ void dpc_conv2d_grad_filter(const float *dy, const int64_t *dy_shape,
 void dpc_conv2d_grad_filter_bf16(const float *dy, const int64_t *dy_shape,
                                  const float *x, const int64_t *x_shape,
                                  float *dw, const int64_t *dw_shape,
-                                 const int64_t *params) {
+                                 const dpc_conv_params *params) {
   conv2dGradFilter("dpc_conv2d_grad_filter_bf16", Precision::Bf16,
                    ConvAlgorithm::Direct, dy, dy_shape, x, x_shape, dw,
                    dw_shape, params);
@@ -482,7 +487,8 @@ void dpc_conv2d_grad_filter_bf16(const float *dy, const int64_t *dy_shape,
 
 void dpc_conv2d_winograd(const float *x, const int64_t *x_shape, const float *w,
                          const int64_t *w_shape, const float *bias, float *y,
-                         const int64_t *y_shape, const int64_t *params) {
+                         const int64_t *y_shape,
+                         const dpc_conv_params *params) {
   conv2d("dpc_conv2d_winograd", Precision::F32, ConvAlgorithm::Winograd, x,
          x_shape, w, w_shape, bias, y, y_shape, params);
 }
@@ -490,7 +496,7 @@ void dpc_conv2d_winograd(const float *x, const int64_t *x_shape, const float *w,
 void dpc_conv2d_grad_input_winograd(const float *dy, const int64_t *dy_shape,
                                     const float *w, const int64_t *w_shape,
                                     float *dx, const int64_t *dx_shape,
-                                    const int64_t *params) {
+                                    const dpc_conv_params *params) {
   conv2dGradInput("dpc_conv2d_grad_input_winograd", Precision::F32,
                   ConvAlgorithm::Winograd, dy, dy_shape, w, w_shape, dx,
                   dx_shape, params);
@@ -499,7 +505,7 @@ void dpc_conv2d_grad_input_winograd(const float *dy, const int64_t *dy_shape,
 void dpc_conv2d_grad_filter_winograd(const float *dy, const int64_t *dy_shape,
                                      const float *x, const int64_t *x_shape,
                                      float *dw, const int64_t *dw_shape,
-                                     const int64_t *params) {
+                                     const dpc_conv_params *params) {
   conv2dGradFilter("dpc_conv2d_grad_filter_winograd", Precision::F32,
                    ConvAlgorithm::Winograd, dy, dy_shape, x, x_shape, dw,
                    dw_shape, params);

@@ -19,7 +19,7 @@ namespace {
 using dpc::pool::Geometry;
 
 Geometry poolGeometry(const char *kernel, const int64_t *x, const int64_t *y,
-                      const int64_t *p) {
+                      const dpc_pool_params &p) {
   Geometry g = dpc::pool::geometry(x, y, p);
   if (const char *problem = dpc::pool::problem(g, x, y))
     fail(kernel, std::string(problem) + ": input " + shapeText(x, 4) +
@@ -40,8 +40,8 @@ inline int64_t windowArgmax(const float *plane, const Geometry &g, int64_t oh,
 extern "C" {
 
 void dpc_max_pool2d(const float *x, const int64_t *x_shape, float *y,
-                    const int64_t *y_shape, const int64_t *params) {
-  Geometry g = poolGeometry("dpc_max_pool2d", x_shape, y_shape, params);
+                    const int64_t *y_shape, const dpc_pool_params *params) {
+  Geometry g = poolGeometry("dpc_max_pool2d", x_shape, y_shape, *params);
   parallelFor(g.planes, g.planes * g.oh * g.ow * g.kh * g.kw, [&](int64_t p) {
     const float *plane = x + p * g.h * g.w;
     float *out = y + p * g.oh * g.ow;
@@ -56,8 +56,8 @@ void dpc_max_pool2d(const float *x, const int64_t *x_shape, float *y,
 
 void dpc_max_pool2d_grad(const float *dy, const int64_t *dy_shape,
                          const float *x, const int64_t *x_shape, float *dx,
-                         const int64_t *params) {
-  Geometry g = poolGeometry("dpc_max_pool2d_grad", x_shape, dy_shape, params);
+                         const dpc_pool_params *params) {
+  Geometry g = poolGeometry("dpc_max_pool2d_grad", x_shape, dy_shape, *params);
   parallelFor(g.planes, g.planes * g.oh * g.ow * g.kh * g.kw, [&](int64_t p) {
     const float *plane = x + p * g.h * g.w;
     const float *grad = dy + p * g.oh * g.ow;
@@ -73,9 +73,9 @@ void dpc_max_pool2d_grad(const float *dy, const int64_t *dy_shape,
 }
 
 void dpc_avg_pool2d(const float *x, const int64_t *x_shape, float *y,
-                    const int64_t *y_shape, const int64_t *params) {
-  Geometry g = poolGeometry("dpc_avg_pool2d", x_shape, y_shape, params);
-  bool includePad = params[8] != 0;
+                    const int64_t *y_shape, const dpc_avg_pool_params *params) {
+  Geometry g = poolGeometry("dpc_avg_pool2d", x_shape, y_shape, params->window);
+  bool includePad = params->count_include_pad != 0;
   parallelFor(g.planes, g.planes * g.oh * g.ow * g.kh * g.kw, [&](int64_t p) {
     const float *plane = x + p * g.h * g.w;
     float *out = y + p * g.oh * g.ow;
@@ -92,9 +92,11 @@ void dpc_avg_pool2d(const float *x, const int64_t *x_shape, float *y,
 }
 
 void dpc_avg_pool2d_grad(const float *dy, const int64_t *dy_shape, float *dx,
-                         const int64_t *dx_shape, const int64_t *params) {
-  Geometry g = poolGeometry("dpc_avg_pool2d_grad", dx_shape, dy_shape, params);
-  bool includePad = params[8] != 0;
+                         const int64_t *dx_shape,
+                         const dpc_avg_pool_params *params) {
+  Geometry g =
+      poolGeometry("dpc_avg_pool2d_grad", dx_shape, dy_shape, params->window);
+  bool includePad = params->count_include_pad != 0;
   parallelFor(g.planes, g.planes * g.oh * g.ow * g.kh * g.kw, [&](int64_t p) {
     const float *grad = dy + p * g.oh * g.ow;
     float *out = dx + p * g.h * g.w;

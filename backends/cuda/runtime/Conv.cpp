@@ -202,25 +202,29 @@ Cache &cache() {
 /// The plan for a convolution with input shape xs, filter ws and output ys
 /// (NCHW / OIHW), whichever of them the call computes.
 ConvPlan &getPlan(ConvKind kind, const int64_t *xs, const int64_t *ws,
-                  const int64_t *ys, const int64_t *p) {
+                  const int64_t *ys, const dpc_conv_params *p) {
   int64_t allowed = kind == ConvKind::GradFilter ? DPC_CONV_ACCUMULATE_DW : 0;
-  if (p[9] & ~allowed)
-    fail(std::string(kindName(kind)) + ": layouts " + std::to_string(p[9]) +
+  if (p->layouts & ~allowed)
+    fail(std::string(kindName(kind)) + ": layouts " +
+         std::to_string(p->layouts) +
          " (channel-blocked activations are a CPU layout; only a filter "
          "gradient accumulates)");
   std::vector<int64_t> key{int64_t(kind)};
   key.insert(key.end(), xs, xs + 4);
   key.insert(key.end(), ws, ws + 4);
   key.insert(key.end(), ys, ys + 4);
-  key.insert(key.end(), p, p + 9);
+  key.insert(key.end(),
+             {p->stride_h, p->stride_w, p->pad_top, p->pad_left, p->pad_bottom,
+              p->pad_right, p->dilation_h, p->dilation_w, p->groups});
   std::unique_ptr<ConvPlan> &slot = cache()[key];
   if (slot)
     return *slot;
 
   const char *what = kindName(kind);
-  int64_t strideH = p[0], strideW = p[1], padTop = p[2], padLeft = p[3],
-          padBottom = p[4], padRight = p[5], dilationH = p[6], dilationW = p[7],
-          groups = p[8];
+  int64_t strideH = p->stride_h, strideW = p->stride_w, padTop = p->pad_top,
+          padLeft = p->pad_left, padBottom = p->pad_bottom,
+          padRight = p->pad_right, dilationH = p->dilation_h,
+          dilationW = p->dilation_w, groups = p->groups;
   if (groups < 1 || xs[1] != ws[1] * groups || ws[0] % groups != 0 ||
       ys[0] != xs[0] || ys[1] != ws[0])
     fail(std::string(what) + ": input " + shapeText(xs) + ", filter " +
@@ -339,7 +343,7 @@ extern "C" {
 
 void dpc_conv2d(const float *x, const int64_t *x_shape, const float *w,
                 const int64_t *w_shape, const float *bias, float *y,
-                const int64_t *y_shape, const int64_t *params) {
+                const int64_t *y_shape, const dpc_conv_params *params) {
   if (y_shape[0] * y_shape[1] * y_shape[2] * y_shape[3] == 0)
     return;
   ConvPlan &plan =
@@ -357,7 +361,8 @@ void dpc_conv2d(const float *x, const int64_t *x_shape, const float *w,
 
 void dpc_conv2d_grad_input(const float *dy, const int64_t *dy_shape,
                            const float *w, const int64_t *w_shape, float *dx,
-                           const int64_t *dx_shape, const int64_t *params) {
+                           const int64_t *dx_shape,
+                           const dpc_conv_params *params) {
   int64_t dxCount = dx_shape[0] * dx_shape[1] * dx_shape[2] * dx_shape[3];
   if (dxCount == 0)
     return;
@@ -381,12 +386,13 @@ void dpc_conv2d_grad_input(const float *dy, const int64_t *dy_shape,
 
 void dpc_conv2d_grad_filter(const float *dy, const int64_t *dy_shape,
                             const float *x, const int64_t *x_shape, float *dw,
-                            const int64_t *dw_shape, const int64_t *params) {
+                            const int64_t *dw_shape,
+                            const dpc_conv_params *params) {
   int64_t dwCount = dw_shape[0] * dw_shape[1] * dw_shape[2] * dw_shape[3];
   if (dwCount == 0)
     return;
   // Accumulating: dw += the gradient, cuDNN's beta of 1.
-  bool accumulate = params[9] & DPC_CONV_ACCUMULATE_DW;
+  bool accumulate = params->layouts & DPC_CONV_ACCUMULATE_DW;
   if (x_shape[0] == 0 && accumulate)
     return;
   if (x_shape[0] == 0) {

@@ -136,7 +136,7 @@ __global__ void globalAvgPoolGradKernel(const float *dy, int64_t planes,
 extern "C" {
 
 static PoolArgs poolArgs(const int64_t *x_shape, const int64_t *y_shape,
-                         const int64_t *params, const char *what) {
+                         const dpc_pool_params &params, const char *what) {
   PoolArgs a = dpc::pool::geometry(x_shape, y_shape, params);
   if (const char *problem = dpc::pool::problem(a, x_shape, y_shape))
     fail(std::string(what) + ": " + problem);
@@ -144,8 +144,8 @@ static PoolArgs poolArgs(const int64_t *x_shape, const int64_t *y_shape,
 }
 
 void dpc_max_pool2d(const float *x, const int64_t *x_shape, float *y,
-                    const int64_t *y_shape, const int64_t *params) {
-  PoolArgs a = poolArgs(x_shape, y_shape, params, "dpc_max_pool2d");
+                    const int64_t *y_shape, const dpc_pool_params *params) {
+  PoolArgs a = poolArgs(x_shape, y_shape, *params, "dpc_max_pool2d");
   int64_t count = a.planes * a.oh * a.ow;
   if (count == 0)
     return;
@@ -155,8 +155,8 @@ void dpc_max_pool2d(const float *x, const int64_t *x_shape, float *y,
 
 void dpc_max_pool2d_grad(const float *dy, const int64_t *dy_shape,
                          const float *x, const int64_t *x_shape, float *dx,
-                         const int64_t *params) {
-  PoolArgs a = poolArgs(x_shape, dy_shape, params, "dpc_max_pool2d_grad");
+                         const dpc_pool_params *params) {
+  PoolArgs a = poolArgs(x_shape, dy_shape, *params, "dpc_max_pool2d_grad");
   int64_t count = a.planes * a.h * a.w;
   if (count == 0)
     return;
@@ -165,24 +165,26 @@ void dpc_max_pool2d_grad(const float *dy, const int64_t *dy_shape,
 }
 
 void dpc_avg_pool2d(const float *x, const int64_t *x_shape, float *y,
-                    const int64_t *y_shape, const int64_t *params) {
-  PoolArgs a = poolArgs(x_shape, y_shape, params, "dpc_avg_pool2d");
+                    const int64_t *y_shape, const dpc_avg_pool_params *params) {
+  PoolArgs a = poolArgs(x_shape, y_shape, params->window, "dpc_avg_pool2d");
   int64_t count = a.planes * a.oh * a.ow;
   if (count == 0)
     return;
-  avgPoolKernel<<<blocksFor(count), kThreads, 0, stream()>>>(x, y, a,
-                                                             params[8] != 0);
+  avgPoolKernel<<<blocksFor(count), kThreads, 0, stream()>>>(
+      x, y, a, params->count_include_pad != 0);
   checkLaunch("avg_pool2d");
 }
 
 void dpc_avg_pool2d_grad(const float *dy, const int64_t *dy_shape, float *dx,
-                         const int64_t *dx_shape, const int64_t *params) {
-  PoolArgs a = poolArgs(dx_shape, dy_shape, params, "dpc_avg_pool2d_grad");
+                         const int64_t *dx_shape,
+                         const dpc_avg_pool_params *params) {
+  PoolArgs a =
+      poolArgs(dx_shape, dy_shape, params->window, "dpc_avg_pool2d_grad");
   int64_t count = a.planes * a.h * a.w;
   if (count == 0)
     return;
   avgPoolGradKernel<<<blocksFor(count), kThreads, 0, stream()>>>(
-      dy, dx, a, params[8] != 0);
+      dy, dx, a, params->count_include_pad != 0);
   checkLaunch("avg_pool2d_grad");
 }
 

@@ -68,8 +68,22 @@ void dpc_segment_optimizer(dpc_context *ctx);
  * multiple of 16. Values are unchanged; only where they are in memory. */
 #define DPC_CHANNEL_BLOCK 16
 
-/* conv2d params: stride_h, stride_w, pad_top, pad_left, pad_bottom,
- * pad_right, dilation_h, dilation_w, groups, layouts. Shapes are NCHW /
+/* The parameter structs below are int64_t fields only, so that each has the
+ * layout of an int64_t array of its field count (which the size checks
+ * hold them to): generated code passes constant i64 arrays, and the
+ * kernels read the fields by name. */
+#ifdef __cplusplus
+#define DPC_ABI_INT64_FIELDS(TYPE, COUNT)                                      \
+  static_assert(sizeof(TYPE) == (COUNT) * sizeof(int64_t),                     \
+                #TYPE " is " #COUNT " int64_t fields")
+#else
+#define DPC_ABI_INT64_FIELDS(TYPE, COUNT)                                      \
+  typedef char dpc_abi_check_##TYPE[sizeof(TYPE) == (COUNT) * sizeof(int64_t) \
+                                        ? 1                                    \
+                                        : -1]
+#endif
+
+/* conv2d's params, and its gradients' and variants'. Shapes are NCHW /
  * OIHW; `layouts` says which activations are channel-blocked: bit 0
  * (DPC_CONV_BLOCKED_X) the input side (x, or dx), bit 1
  * (DPC_CONV_BLOCKED_Y) the output side (y, or dy); and bit 2
@@ -77,11 +91,36 @@ void dpc_segment_optimizer(dpc_context *ctx);
  * the buffer holds (a gradient accumulator, dpc_grad_accumulator) rather
  * than overwritten. The CPU takes every bit; the CUDA kernels take the
  * last only. */
+typedef struct dpc_conv_params {
+  int64_t stride_h, stride_w;
+  int64_t pad_top, pad_left, pad_bottom, pad_right;
+  int64_t dilation_h, dilation_w;
+  int64_t groups;
+  int64_t layouts; /* dpc_conv_layouts bits */
+} dpc_conv_params;
+DPC_ABI_INT64_FIELDS(dpc_conv_params, 10);
+
 enum dpc_conv_layouts {
   DPC_CONV_BLOCKED_X = 1,
   DPC_CONV_BLOCKED_Y = 2,
   DPC_CONV_ACCUMULATE_DW = 4,
 };
+
+/* max_pool2d's params, its window: kernel, strides and pads. */
+typedef struct dpc_pool_params {
+  int64_t kernel_h, kernel_w;
+  int64_t stride_h, stride_w;
+  int64_t pad_top, pad_left, pad_bottom, pad_right;
+} dpc_pool_params;
+DPC_ABI_INT64_FIELDS(dpc_pool_params, 8);
+
+/* avg_pool2d's params: the window, and whether the divisor counts the
+ * padding (0 or 1). */
+typedef struct dpc_avg_pool_params {
+  dpc_pool_params window;
+  int64_t count_include_pad;
+} dpc_avg_pool_params;
+DPC_ABI_INT64_FIELDS(dpc_avg_pool_params, 9);
 
 /* Binary elementwise functions, by code. */
 enum dpc_binary_fn {

@@ -126,7 +126,7 @@ TEST_P(Bf16ConvTest, Forward) {
       [&](const Floats &x, const Floats &w, Floats &y) {
         dpc_conv2d_bf16(x.data(), c.x.data(), w.data(), c.w.data(),
                         GetParam().bias ? bias.data() : nullptr, y.data(),
-                        ys.data(), c.params);
+                        ys.data(), &c.params);
       },
       [](const Floats &x, const Floats &w, size_t, size_t xi, size_t wi) {
         return double(x[xi]) * w[wi];
@@ -149,9 +149,9 @@ TEST_P(Bf16ConvTest, ForwardAddsTheBiasInF32) {
   Floats bias(size_t(c.w[0]), value), zero(size_t(c.w[0]), 0.0f);
   Floats with(countOf(ys)), without(countOf(ys));
   dpc_conv2d_bf16(x.data(), c.x.data(), w.data(), c.w.data(), bias.data(),
-                  with.data(), ys.data(), c.params);
+                  with.data(), ys.data(), &c.params);
   dpc_conv2d_bf16(x.data(), c.x.data(), w.data(), c.w.data(), zero.data(),
-                  without.data(), ys.data(), c.params);
+                  without.data(), ys.data(), &c.params);
   Doubles sums(with.size(), value), taps(with.size(), 1.0);
   c.forEachTap([&](size_t yi, size_t xi, size_t wi) {
     sums[yi] += std::abs(double(x[xi]) * w[wi]);
@@ -173,7 +173,7 @@ TEST_P(Bf16ConvTest, GradInput) {
       c, countOf(c.x),
       [&](const Floats &dy, const Floats &w, Floats &dx) {
         dpc_conv2d_grad_input_bf16(dy.data(), ys.data(), w.data(), c.w.data(),
-                                   dx.data(), c.x.data(), c.params);
+                                   dx.data(), c.x.data(), &c.params);
       },
       [](const Floats &dy, const Floats &w, size_t yi, size_t, size_t wi) {
         return double(dy[yi]) * w[wi];
@@ -189,7 +189,7 @@ TEST_P(Bf16ConvTest, GradFilter) {
       c, countOf(c.w),
       [&](const Floats &dy, const Floats &x, Floats &dw) {
         dpc_conv2d_grad_filter_bf16(dy.data(), ys.data(), x.data(), c.x.data(),
-                                    dw.data(), c.w.data(), c.params);
+                                    dw.data(), c.w.data(), &c.params);
       },
       [](const Floats &dy, const Floats &x, size_t yi, size_t xi, size_t) {
         return double(dy[yi]) * x[xi];
@@ -206,9 +206,9 @@ TEST_P(Bf16ConvTest, DiffersFromF32WhereNative) {
   Floats x = randomFloats(countOf(c.x), 9), w = randomFloats(countOf(c.w), 10);
   Floats y16(countOf(ys)), y32(countOf(ys));
   dpc_conv2d_bf16(x.data(), c.x.data(), w.data(), c.w.data(), nullptr,
-                  y16.data(), ys.data(), c.params);
+                  y16.data(), ys.data(), &c.params);
   dpc_conv2d(x.data(), c.x.data(), w.data(), c.w.data(), nullptr, y32.data(),
-             ys.data(), c.params);
+             ys.data(), &c.params);
   EXPECT_NE(y16, y32);
 }
 

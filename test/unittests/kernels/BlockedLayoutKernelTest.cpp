@@ -134,41 +134,41 @@ TEST_P(BlockedConv, EveryLayoutGivesThePlainBits) {
   const ConvKernels &k = GetParam();
   for (int64_t stride : {1, 2}) {
     Shape xs = {2, 32, 9, 9}, ws = {48, 32, 3, 3};
-    int64_t params[10] = {stride, stride, 1, 1, 1, 1, 1, 1, 1, 0};
+    dpc_conv_params params = {stride, stride, 1, 1, 1, 1, 1, 1, 1, 0};
     int64_t side = (9 + 2 - 3) / stride + 1;
     Shape ys = {2, 48, side, side};
     Floats x = randomFloats(countOf(xs), 6), w = randomFloats(countOf(ws), 7);
     Floats dy = randomFloats(countOf(ys), 8);
     Floats y(countOf(ys)), dx(countOf(xs)), dw(countOf(ws));
     k.forward(x.data(), xs.data(), w.data(), ws.data(), nullptr, y.data(),
-              ys.data(), params);
+              ys.data(), &params);
     k.gradInput(dy.data(), ys.data(), w.data(), ws.data(), dx.data(), xs.data(),
-                params);
+                &params);
     k.gradFilter(dy.data(), ys.data(), x.data(), xs.data(), dw.data(),
-                 ws.data(), params);
+                 ws.data(), &params);
     for (int64_t layouts :
          {int64_t(DPC_CONV_BLOCKED_X), int64_t(DPC_CONV_BLOCKED_Y),
           int64_t(DPC_CONV_BLOCKED_X | DPC_CONV_BLOCKED_Y)}) {
       SCOPED_TRACE(std::string(k.name) + " stride " + std::to_string(stride) +
                    " layouts " + std::to_string(layouts));
-      params[9] = layouts;
+      params.layouts = layouts;
       bool bx = layouts & DPC_CONV_BLOCKED_X, by = layouts & DPC_CONV_BLOCKED_Y;
       Floats xIn = bx ? relayout(x, xs, true) : x;
       Floats dyIn = by ? relayout(dy, ys, true) : dy;
       Floats y2(y.size()), dx2(dx.size()), dw2(dw.size());
       k.forward(xIn.data(), xs.data(), w.data(), ws.data(), nullptr, y2.data(),
-                ys.data(), params);
+                ys.data(), &params);
       k.gradInput(dyIn.data(), ys.data(), w.data(), ws.data(), dx2.data(),
-                  xs.data(), params);
+                  xs.data(), &params);
       k.gradFilter(dyIn.data(), ys.data(), xIn.data(), xs.data(), dw2.data(),
-                   ws.data(), params);
+                   ws.data(), &params);
       EXPECT_EQ(by ? relayout(y2, ys, false) : y2, y);
       EXPECT_EQ(bx ? relayout(dx2, xs, false) : dx2, dx);
       EXPECT_EQ(dw2, dw);
       // Adding into dw itself (DPC_CONV_ACCUMULATE_DW) doubles it exactly.
-      params[9] = layouts | DPC_CONV_ACCUMULATE_DW;
+      params.layouts = layouts | DPC_CONV_ACCUMULATE_DW;
       k.gradFilter(dyIn.data(), ys.data(), xIn.data(), xs.data(), dw2.data(),
-                   ws.data(), params);
+                   ws.data(), &params);
       for (size_t i = 0; i < dw.size(); ++i)
         ASSERT_EQ(dw2[i], 2 * dw[i]) << "accumulated element " << i;
     }

@@ -159,9 +159,9 @@ TEST_P(Conv, ForwardWithAndWithoutBias) {
          b = randomFloats(size_t(c.w[0]), 3);
   Buffer<float> dX(x), dW(w), dB(b), dY(countOf(ys)), dY2(countOf(ys));
   dpc_conv2d(dX.get(), c.x.data(), dW.get(), c.w.data(), dB.get(), dY.get(),
-             ys.data(), c.params);
+             ys.data(), &c.params);
   dpc_conv2d(dX.get(), c.x.data(), dW.get(), c.w.data(), nullptr, dY2.get(),
-             ys.data(), c.params);
+             ys.data(), &c.params);
   expectClose(dY.host(), convForward(c, x, w, b), Check::ConvForward);
   expectClose(dY2.host(), convForward(c, x, w, {}), Check::ConvForward);
 }
@@ -172,7 +172,7 @@ TEST_P(Conv, GradInput) {
   Floats dy = randomFloats(countOf(ys), 4), w = randomFloats(countOf(c.w), 5);
   Buffer<float> dDy(dy), dW(w), dDx(countOf(c.x));
   dpc_conv2d_grad_input(dDy.get(), ys.data(), dW.get(), c.w.data(), dDx.get(),
-                        c.x.data(), c.params);
+                        c.x.data(), &c.params);
   expectClose(dDx.host(), convGradInput(c, dy, w), Check::ConvGradInput);
 }
 
@@ -183,7 +183,7 @@ TEST_P(Conv, GradFilterAndBias) {
   Buffer<float> dDy(dy), dX(x), dDw(countOf(c.w)),
       dDb(static_cast<size_t>(ys[1]));
   dpc_conv2d_grad_filter(dDy.get(), ys.data(), dX.get(), c.x.data(), dDw.get(),
-                         c.w.data(), c.params);
+                         c.w.data(), &c.params);
   dpc_conv2d_grad_bias(dDy.get(), ys.data(), dDb.get());
   Doubles absSums;
   Doubles want = convGradFilter(c, dy, x, &absSums);
@@ -196,14 +196,14 @@ TEST_P(Conv, GradFilterAndBias) {
 // start + 2 * gradient, as two dpc_grad_accumulate calls would.
 TEST_P(Conv, GradFilterAccumulates) {
   ConvConfig c = GetParam();
-  c.params[9] = DPC_CONV_ACCUMULATE_DW;
+  c.params.layouts = DPC_CONV_ACCUMULATE_DW;
   Shape ys = c.y();
   Floats dy = randomFloats(countOf(ys), 6), x = randomFloats(countOf(c.x), 7);
   Floats start = randomFloats(countOf(c.w), 10);
   Buffer<float> dDy(dy), dX(x), dDw(start);
   for (int call = 0; call < 2; ++call)
     dpc_conv2d_grad_filter(dDy.get(), ys.data(), dX.get(), c.x.data(),
-                           dDw.get(), c.w.data(), c.params);
+                           dDw.get(), c.w.data(), &c.params);
   Doubles absSums;
   Doubles want = convGradFilter(c, dy, x, &absSums);
   for (size_t i = 0; i < want.size(); ++i) {
@@ -220,9 +220,9 @@ TEST_P(Conv, RepeatedCallsGiveTheSameResult) {
   Floats x = randomFloats(countOf(c.x), 8), w = randomFloats(countOf(c.w), 9);
   Buffer<float> dX(x), dW(w), dY1(countOf(ys)), dY2(countOf(ys));
   dpc_conv2d(dX.get(), c.x.data(), dW.get(), c.w.data(), nullptr, dY1.get(),
-             ys.data(), c.params);
+             ys.data(), &c.params);
   dpc_conv2d(dX.get(), c.x.data(), dW.get(), c.w.data(), nullptr, dY2.get(),
-             ys.data(), c.params);
+             ys.data(), &c.params);
   EXPECT_EQ(dY1.host(), dY2.host());
 }
 
@@ -841,9 +841,9 @@ std::pair<Floats, Floats> runMaxPool(const PoolConfig &c, const Floats &x,
                                      const Floats &dy) {
   Shape ys = c.y();
   Buffer<float> dX(x), dY(countOf(ys)), dDy(dy), dDx(x.size());
-  dpc_max_pool2d(dX.get(), c.x.data(), dY.get(), ys.data(), c.params);
+  dpc_max_pool2d(dX.get(), c.x.data(), dY.get(), ys.data(), &c.params);
   dpc_max_pool2d_grad(dDy.get(), ys.data(), dX.get(), c.x.data(), dDx.get(),
-                      c.params);
+                      &c.params);
   return {dY.host(), dDx.host()};
 }
 
@@ -890,10 +890,9 @@ TEST_P(Pool, AverageMatchesReferenceWithBothDivisors) {
     SCOPED_TRACE(includePad ? "count_include_pad" : "without the padding");
     Doubles y, dx;
     avgPool(c, x, dy, includePad, y, dx);
-    std::vector<int64_t> params = c.avgParams(includePad);
-    dpc_avg_pool2d(dX.get(), c.x.data(), dY.get(), ys.data(), params.data());
-    dpc_avg_pool2d_grad(dDy.get(), ys.data(), dDx.get(), c.x.data(),
-                        params.data());
+    dpc_avg_pool_params params = c.avgParams(includePad);
+    dpc_avg_pool2d(dX.get(), c.x.data(), dY.get(), ys.data(), &params);
+    dpc_avg_pool2d_grad(dDy.get(), ys.data(), dDx.get(), c.x.data(), &params);
     expectClose(dY.host(), y, Check::AvgPool);
     expectClose(dDx.host(), dx, Check::AvgPool);
   }
@@ -906,10 +905,9 @@ TEST_P(Pool, AverageGradientIsTheAdjoint) {
   Floats x = randomFloats(countOf(c.x), 31), dy = randomFloats(countOf(ys), 32);
   Buffer<float> dX(x), dDy(dy), dY(countOf(ys)), dDx(x.size());
   for (bool includePad : {false, true}) {
-    std::vector<int64_t> params = c.avgParams(includePad);
-    dpc_avg_pool2d(dX.get(), c.x.data(), dY.get(), ys.data(), params.data());
-    dpc_avg_pool2d_grad(dDy.get(), ys.data(), dDx.get(), c.x.data(),
-                        params.data());
+    dpc_avg_pool_params params = c.avgParams(includePad);
+    dpc_avg_pool2d(dX.get(), c.x.data(), dY.get(), ys.data(), &params);
+    dpc_avg_pool2d_grad(dDy.get(), ys.data(), dDx.get(), c.x.data(), &params);
     double lhs = dot(dy, dY.host()), rhs = dot(dDx.host(), x);
     EXPECT_NEAR(lhs, rhs, 1e-4 * std::max(1.0, std::abs(lhs)))
         << "count_include_pad " << includePad;
@@ -957,8 +955,8 @@ TEST_F(AvgPool, DivisorsFollowPyTorch) {
     int64_t xs[4] = {1, 1, c.h, c.h}, ys[4] = {1, 1, c.out, c.out};
     Buffer<float> dX(x), dY(size_t(c.out * c.out));
     for (int64_t include : {1, 0}) {
-      int64_t p[9] = {c.k, c.k, 2, 2, 1, 1, 1, 1, include};
-      dpc_avg_pool2d(dX.get(), xs, dY.get(), ys, p);
+      dpc_avg_pool_params p = {{c.k, c.k, 2, 2, 1, 1, 1, 1}, include};
+      dpc_avg_pool2d(dX.get(), xs, dY.get(), ys, &p);
       const Floats &want = include ? c.withPad : c.withoutPad;
       dpc::testing::expectClose(dY.host(), toDoubles(want),
                                 {Tolerance::Relative, 1e-6});

@@ -142,37 +142,38 @@ TEST(RefusalDeathTest, WhereRefusesShapesThatDoNotBroadcast) {
 TEST(ConvFilters, AParameterFilterIsReorderedOncePerWrite) {
   using Kernel = std::function<void(const float *w, float *out)>;
   int64_t x_shape[4] = {2, 16, 8, 8}, w_shape[4] = {16, 16, 3, 3};
-  int64_t params[10] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 0};
+  dpc_conv_params params = {1, 1, 1, 1, 1, 1, 1, 1, 1, 0};
   Floats x = randomFloats(2 * 16 * 8 * 8, 61);
   size_t outputs = x.size();
   std::vector<std::pair<const char *, Kernel>> kernels = {
       {"dpc_conv2d",
        [&](const float *w, float *y) {
-         dpc_conv2d(x.data(), x_shape, w, w_shape, nullptr, y, x_shape, params);
+         dpc_conv2d(x.data(), x_shape, w, w_shape, nullptr, y, x_shape,
+                    &params);
        }},
       {"dpc_conv2d_bf16",
        [&](const float *w, float *y) {
          dpc_conv2d_bf16(x.data(), x_shape, w, w_shape, nullptr, y, x_shape,
-                         params);
+                         &params);
        }},
       {"dpc_conv2d_winograd",
        [&](const float *w, float *y) {
          dpc_conv2d_winograd(x.data(), x_shape, w, w_shape, nullptr, y, x_shape,
-                             params);
+                             &params);
        }},
       {"dpc_conv2d_grad_input",
        [&](const float *w, float *dx) {
          dpc_conv2d_grad_input(x.data(), x_shape, w, w_shape, dx, x_shape,
-                               params);
+                               &params);
        }},
       {"dpc_conv2d_grad_input_bf16",
        [&](const float *w, float *dx) {
          dpc_conv2d_grad_input_bf16(x.data(), x_shape, w, w_shape, dx, x_shape,
-                                    params);
+                                    &params);
        }},
       {"dpc_conv2d_grad_input_winograd", [&](const float *w, float *dx) {
          dpc_conv2d_grad_input_winograd(x.data(), x_shape, w, w_shape, dx,
-                                        x_shape, params);
+                                        x_shape, &params);
        }}};
   for (auto &[name, kernel] : kernels) {
     SCOPED_TRACE(name);
@@ -211,7 +212,7 @@ TEST(Threads, ResultsDoNotDependOnTheThreadCount) {
   const int64_t permuted[4] = {n, h, w, c};
   const int64_t box[4] = {n, c / 2, h, w - 1}, offsets[4] = {0, 3, 0, 1};
   const int64_t steps[4] = {1, 1, 1, 1};
-  const int64_t pool[9] = {3, 3, 2, 2, 1, 1, 1, 1, 1};
+  const dpc_avg_pool_params pool = {{3, 3, 2, 2, 1, 1, 1, 1}, 1};
   Floats x = randomFloats(size_t(count), 1),
          dy = randomFloats(size_t(count), 2);
   Floats bias = randomFloats(size_t(c), 3),
@@ -250,14 +251,15 @@ TEST(Threads, ResultsDoNotDependOnTheThreadCount) {
       dpc_softmax_grad(dy.data(), x.data(), y, n * c, h, w, 1);
     });
     add(planes,
-        [&](float *y) { dpc_max_pool2d(x.data(), shape, y, pooled, pool); });
+        [&](float *y) { dpc_max_pool2d(x.data(), shape, y, pooled, &pool.window); });
     add(all, [&](float *y) {
-      dpc_max_pool2d_grad(pooledDy.data(), pooled, x.data(), shape, y, pool);
+      dpc_max_pool2d_grad(pooledDy.data(), pooled, x.data(), shape, y,
+                          &pool.window);
     });
     add(planes,
-        [&](float *y) { dpc_avg_pool2d(x.data(), shape, y, pooled, pool); });
+        [&](float *y) { dpc_avg_pool2d(x.data(), shape, y, pooled, &pool); });
     add(all, [&](float *y) {
-      dpc_avg_pool2d_grad(pooledDy.data(), pooled, y, shape, pool);
+      dpc_avg_pool2d_grad(pooledDy.data(), pooled, y, shape, &pool);
     });
     add(size_t(n * c),
         [&](float *y) { dpc_global_avg_pool(x.data(), n * c, h * w, y); });

@@ -143,25 +143,26 @@ inline void expectClose(const Floats &actual, const Doubles &expected,
 // Convolution
 //===----------------------------------------------------------------------===//
 
-/// One conv2d: NCHW input, OIHW weight and the 9 params of Abi.h (stride
-/// h/w, pad top/left/bottom/right, dilation h/w, groups).
+/// One conv2d: NCHW input, OIHW weight and Abi.h's dpc_conv_params (stride
+/// h/w, pad top/left/bottom/right, dilation h/w, groups, layouts).
 struct ConvConfig {
   const char *name;
   Shape x, w;
-  int64_t params[10];
+  dpc_conv_params params;
 
-  int64_t groups() const { return params[8]; }
+  int64_t groups() const { return params.groups; }
   Shape y() const {
-    const int64_t *p = params;
-    int64_t kh = (w[2] - 1) * p[6] + 1, kw = (w[3] - 1) * p[7] + 1;
-    return {x[0], w[0], (x[2] + p[2] + p[4] - kh) / p[0] + 1,
-            (x[3] + p[3] + p[5] - kw) / p[1] + 1};
+    const dpc_conv_params &p = params;
+    int64_t kh = (w[2] - 1) * p.dilation_h + 1;
+    int64_t kw = (w[3] - 1) * p.dilation_w + 1;
+    return {x[0], w[0], (x[2] + p.pad_top + p.pad_bottom - kh) / p.stride_h + 1,
+            (x[3] + p.pad_left + p.pad_right - kw) / p.stride_w + 1};
   }
 
   /// Calls f(yIndex, xIndex, wIndex) for every product of a direct
   /// convolution whose input element lies inside the input.
   template <typename F> void forEachTap(F f) const {
-    const int64_t *p = params;
+    const dpc_conv_params &p = params;
     Shape ys = y();
     int64_t cPerGroup = w[1], oPerGroup = w[0] / groups();
     for (int64_t n = 0; n < ys[0]; ++n)
@@ -171,8 +172,8 @@ struct ConvConfig {
             for (int64_t ci = 0; ci < cPerGroup; ++ci)
               for (int64_t i = 0; i < w[2]; ++i)
                 for (int64_t j = 0; j < w[3]; ++j) {
-                  int64_t ih = oh * p[0] - p[2] + i * p[6];
-                  int64_t iw = ow * p[1] - p[3] + j * p[7];
+                  int64_t ih = oh * p.stride_h - p.pad_top + i * p.dilation_h;
+                  int64_t iw = ow * p.stride_w - p.pad_left + j * p.dilation_w;
                   if (ih < 0 || ih >= x[2] || iw < 0 || iw >= x[3])
                     continue;
                   int64_t c = o / oPerGroup * cPerGroup + ci;
@@ -435,12 +436,13 @@ inline void softmax(const Floats &x, const Floats &dy, int64_t outer, int64_t n,
 // Pooling
 //===----------------------------------------------------------------------===//
 
-/// One 2-d pooling: NCHW input, the 8 params of max_pool2d (kernel h/w,
-/// stride h/w, pad top/left/bottom/right), and PyTorch's ceil_mode.
+/// One 2-d pooling: NCHW input, the window of max_pool2d (dpc_pool_params:
+/// kernel h/w, stride h/w, pad top/left/bottom/right), and PyTorch's
+/// ceil_mode.
 struct PoolConfig {
   const char *name;
   Shape x;
-  int64_t params[8];
+  dpc_pool_params params;
   bool ceil = false;
 
   static int64_t outSize(int64_t in, int64_t k, int64_t s, int64_t p0,
@@ -454,15 +456,15 @@ struct PoolConfig {
     return out;
   }
   Shape y() const {
-    const int64_t *p = params;
-    return {x[0], x[1], outSize(x[2], p[0], p[2], p[4], p[6], ceil),
-            outSize(x[3], p[1], p[3], p[5], p[7], ceil)};
+    const dpc_pool_params &p = params;
+    return {
+        x[0], x[1],
+        outSize(x[2], p.kernel_h, p.stride_h, p.pad_top, p.pad_bottom, ceil),
+        outSize(x[3], p.kernel_w, p.stride_w, p.pad_left, p.pad_right, ceil)};
   }
-  /// The avg_pool2d params: these and count_include_pad.
-  std::vector<int64_t> avgParams(bool includePad) const {
-    std::vector<int64_t> p(params, params + 8);
-    p.push_back(includePad);
-    return p;
+  /// The avg_pool2d params: this window and count_include_pad.
+  dpc_avg_pool_params avgParams(bool includePad) const {
+    return {params, includePad};
   }
 };
 inline void PrintTo(const PoolConfig &c, std::ostream *os) { *os << c.name; }
@@ -472,17 +474,18 @@ inline void PrintTo(const PoolConfig &c, std::ostream *os) { *os << c.name; }
 /// how many of its taps lie within the padded input.
 template <typename F> void forEachWindow(const PoolConfig &c, F f) {
   Shape ys = c.y();
-  const int64_t *p = c.params;
+  const dpc_pool_params &p = c.params;
   std::vector<size_t> inside;
   for (int64_t plane = 0; plane < ys[0] * ys[1]; ++plane)
     for (int64_t oh = 0; oh < ys[2]; ++oh)
       for (int64_t ow = 0; ow < ys[3]; ++ow) {
         inside.clear();
         int64_t padded = 0;
-        for (int64_t i = 0; i < p[0]; ++i)
-          for (int64_t j = 0; j < p[1]; ++j) {
-            int64_t ih = oh * p[2] - p[4] + i, iw = ow * p[3] - p[5] + j;
-            if (ih >= c.x[2] + p[6] || iw >= c.x[3] + p[7])
+        for (int64_t i = 0; i < p.kernel_h; ++i)
+          for (int64_t j = 0; j < p.kernel_w; ++j) {
+            int64_t ih = oh * p.stride_h - p.pad_top + i;
+            int64_t iw = ow * p.stride_w - p.pad_left + j;
+            if (ih >= c.x[2] + p.pad_bottom || iw >= c.x[3] + p.pad_right)
               continue;
             ++padded;
             if (ih >= 0 && ih < c.x[2] && iw >= 0 && iw < c.x[3])

@@ -54,8 +54,9 @@ Doubles absSums(const ConvConfig &c, size_t outputs, Term term, Index out) {
 // 2.6's Winograd input gradient is wrong with uneven pads (UnevenPads
 // fails without the runtime's check).
 bool runsWinograd(const ConvConfig &c) {
-  const int64_t *p = c.params;
-  bool samePads = p[2] == p[3] && p[3] == p[4] && p[4] == p[5] && p[2] <= 1;
+  const dpc_conv_params &p = c.params;
+  bool samePads = p.pad_top == p.pad_left && p.pad_left == p.pad_bottom &&
+                  p.pad_bottom == p.pad_right && p.pad_top <= 1;
   return samePads && __builtin_cpu_supports("avx512f");
 }
 
@@ -67,7 +68,7 @@ TEST_P(WinogradConvTest, Forward) {
   Floats y(countOf(ys), 123.0f), direct(countOf(ys));
   dpc_conv2d_winograd(x.data(), c.x.data(), w.data(), c.w.data(),
                       bias.empty() ? nullptr : bias.data(), y.data(), ys.data(),
-                      c.params);
+                      &c.params);
   Doubles sums = absSums(
       c, y.size(),
       [&](size_t, size_t xi, size_t wi) { return double(x[xi]) * w[wi]; },
@@ -76,7 +77,7 @@ TEST_P(WinogradConvTest, Forward) {
   if (runsWinograd(c)) {
     dpc_conv2d(x.data(), c.x.data(), w.data(), c.w.data(),
                bias.empty() ? nullptr : bias.data(), direct.data(), ys.data(),
-               c.params);
+               &c.params);
     EXPECT_NE(y, direct) << "the Winograd kernel gave the direct one's bits";
   }
 }
@@ -87,7 +88,7 @@ TEST_P(WinogradConvTest, GradInput) {
   Floats dy = randomFloats(countOf(ys), 4), w = randomFloats(countOf(c.w), 5);
   Floats dx(countOf(c.x), 123.0f);
   dpc_conv2d_grad_input_winograd(dy.data(), ys.data(), w.data(), c.w.data(),
-                                 dx.data(), c.x.data(), c.params);
+                                 dx.data(), c.x.data(), &c.params);
   Doubles sums = absSums(
       c, dx.size(),
       [&](size_t yi, size_t, size_t wi) { return double(dy[yi]) * w[wi]; },
@@ -101,7 +102,7 @@ TEST_P(WinogradConvTest, GradFilter) {
   Floats dy = randomFloats(countOf(ys), 6), x = randomFloats(countOf(c.x), 7);
   Floats dw(countOf(c.w), 123.0f);
   dpc_conv2d_grad_filter_winograd(dy.data(), ys.data(), x.data(), c.x.data(),
-                                  dw.data(), c.w.data(), c.params);
+                                  dw.data(), c.w.data(), &c.params);
   Doubles sums;
   Doubles ref = convGradFilter(c, dy, x, &sums);
   expectClose(dw, ref, kWinograd, &sums);

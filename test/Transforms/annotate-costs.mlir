@@ -146,3 +146,21 @@ func.func @lstm(%x: tensor<7x4x8xf32>, %h0: tensor<4x16xf32>,
          tensor<4x16xf32>) -> tensor<7x4x80xf32>
   return %s, %g : tensor<7x4x96xf32>, tensor<7x4x80xf32>
 }
+
+// A linear resize of 4 x 8 x 14 x 14 by 2 reads the 4 neighbours of each of
+// its 25088 outputs, 2 flops each: 200704 flops, and its gradient as many
+// (on the model input: no call); a nearest one reads one.
+// CHECK-LABEL: func.func @resize
+func.func @resize(%x: tensor<4x8x14x14xf32>, %dy: tensor<4x8x28x28xf32>)
+    -> (tensor<4x8x28x28xf32>, tensor<4x8x14x14xf32>) {
+  // CHECK: nn.resize
+  // CHECK-SAME: nn.cost = {activation_bytes = 100352 : i64, bytes = 125440 : i64, call_ms = 1.200000e-03 : f64, flops = 200704 : i64, grad_time_ms = 0.006272{{[0-9]*}} : f64, parameter_bytes = 0 : i64, time_ms = 7.472000e-03 : f64}
+  %y = nn.resize %x {coordinates = "half_pixel", mode = "linear",
+                     scales = array<f64: 2.0, 2.0>}
+      : (tensor<4x8x14x14xf32>) -> tensor<4x8x28x28xf32>
+  // CHECK: nn.resize_grad
+  // CHECK-SAME: flops = 50176 : i64
+  %dx = nn.resize_grad %dy {mode = "nearest", scales = array<f64: 2.0, 2.0>}
+      : (tensor<4x8x28x28xf32>) -> tensor<4x8x14x14xf32>
+  return %y, %dx : tensor<4x8x28x28xf32>, tensor<4x8x14x14xf32>
+}

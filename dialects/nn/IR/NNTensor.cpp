@@ -166,6 +166,14 @@ void PadOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
 // Costs
 //===----------------------------------------------------------------------===//
 
+// Per output element, one read (nearest) or a weighted sum of the 2^k
+// neighbours of k spatial dimensions (linear), 2 flops each.
+static double resizeFlops(StringRef mode, Value output) {
+  int64_t spatial = int64_t(shapeOf(output).size()) - 2;
+  double reads = mode == "linear" ? double(int64_t(1) << spatial) : 1.0;
+  return 2 * reads * elementsOf(output);
+}
+
 CostRule mlir::dpc::nn::estimateTensorWork(Operation *op, OpWork &work) {
   CostRule rule = CostRule::Counted;
   llvm::TypeSwitch<Operation *>(op)
@@ -199,6 +207,15 @@ CostRule mlir::dpc::nn::estimateTensorWork(Operation *op, OpWork &work) {
         // A view: no kernel runs, forward or backward.
         work.bytes = 0;
         work.callMs = 0;
+      })
+      .Case([&](ResizeOp resize) {
+        work.flops = resizeFlops(resize.getMode(), resize.getResult());
+        // The gradient spreads each output back over the same neighbours.
+        work.gradFlops = work.flops;
+        work.gradBytes = work.bytes;
+      })
+      .Case([&](ResizeGradOp grad) {
+        work.flops = resizeFlops(grad.getMode(), grad.getResultGrad());
       })
       // propagate-layouts inserts relayouts after the schedule is priced.
       .Case([&](RelayoutOp) { rule = CostRule::NoWork; })

@@ -97,6 +97,17 @@ static LogicalResult verifyEpsilon(Operation *op, APFloat epsilon) {
   return success();
 }
 
+// A normalization's input gradient op: result_grad and input_grad have the
+// input's type.
+static LogicalResult expectGradsLikeInput(Operation *op, Value input,
+                                          Value resultGrad, Value inputGrad) {
+  Type elementType = elementTypeOf(input);
+  if (failed(expectType(op, "result_grad", resultGrad, shapeOf(input),
+                        elementType)))
+    return failure();
+  return expectType(op, "input_grad", inputGrad, shapeOf(input), elementType);
+}
+
 LogicalResult BatchNormStatsOp::verify() {
   for (Value running : {getRunningMean(), getRunningVar()})
     if (!running.getDefiningOp<ParamOp>())
@@ -125,12 +136,8 @@ LogicalResult BatchNormGradInputOp::verify() {
       failed(verifyBatchNormOperands(*this, getInput(), getStats(),
                                      {getScale()}, {"scale"})))
     return failure();
-  Type elementType = elementTypeOf(getInput());
-  if (failed(expectType(*this, "result_grad", getResultGrad(),
-                        shapeOf(getInput()), elementType)))
-    return failure();
-  return expectType(*this, "input_grad", getInputGrad(), shapeOf(getInput()),
-                    elementType);
+  return expectGradsLikeInput(*this, getInput(), getResultGrad(),
+                              getInputGrad());
 }
 
 LogicalResult BatchNormGradScaleOp::verify() {
@@ -179,12 +186,8 @@ LogicalResult LayerNormGradInputOp::verify() {
       failed(verifyLayerNormOperands(*this, getInput(), getAxis(), {getScale()},
                                      {"scale (the normalized shape)"})))
     return failure();
-  Type elementType = elementTypeOf(getInput());
-  if (failed(expectType(*this, "result_grad", getResultGrad(),
-                        shapeOf(getInput()), elementType)))
-    return failure();
-  return expectType(*this, "input_grad", getInputGrad(), shapeOf(getInput()),
-                    elementType);
+  return expectGradsLikeInput(*this, getInput(), getResultGrad(),
+                              getInputGrad());
 }
 
 LogicalResult LayerNormGradScaleOp::verify() {

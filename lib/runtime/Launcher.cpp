@@ -33,11 +33,6 @@ namespace dpc::runtime {
 
 namespace launcher_detail {
 
-int fail(const std::string &message) {
-  std::cerr << kCommand << ": " << message << "\n";
-  return 1;
-}
-
 bool isDirectory(const std::string &path) {
   struct stat info;
   return ::stat(path.c_str(), &info) == 0 && S_ISDIR(info.st_mode);
@@ -118,17 +113,15 @@ int launchOnce(const LaunchOptions &options, const std::string &givenOutDir,
   LaunchJob job;
   if (!options.hostfile.empty())
     if (std::string problem = parseHostfile(options.hostfile, job.hosts);
-        !problem.empty()) {
-      fail(problem);
-      return cli::kUsageError;
-    }
+        !problem.empty())
+      throw InputError(problem);
 
   // The options every rank gets, in the table's order.
   std::vector<std::string> forwarded =
       rankOptionArgs(rankOptions, RankOptionSet::Forwarded);
   for (const std::string &value : forwarded)
     if (value.empty() || value.find_first_of(" \t\n\"'") != std::string::npos)
-      return fail("option value '" + value +
+      throw Error("option value '" + value +
                   "' is empty or contains spaces or quotes, which an "
                   "mpirun appfile cannot carry");
 
@@ -137,17 +130,17 @@ int launchOnce(const LaunchOptions &options, const std::string &givenOutDir,
   while (outDir.size() > 1 && outDir.back() == '/')
     outDir.pop_back();
   if (!isDirectory(outDir))
-    return fail(outDir +
+    throw Error(outDir +
                 ": no such directory (the output of 'dpc compile "
                 "... -o " +
                 outDir + "')");
   std::string appfilePath = outDir + "/appfile";
   if (!isRegularFile(appfilePath))
-    return fail(appfilePath + ": no such file; is " + outDir +
+    throw Error(appfilePath + ": no such file; is " + outDir +
                 " the output directory of 'dpc compile'?");
   if (std::string problem = parseAppfile(appfilePath, job.lines);
       !problem.empty())
-    return fail(problem);
+    throw Error(problem);
   job.outDir = absolutePath(outDir);
   const int ranks = job.ranks();
 
@@ -161,12 +154,11 @@ int launchOnce(const LaunchOptions &options, const std::string &givenOutDir,
   // With a host file, every appfile line names the hosts of its ranks.
   if (!job.hosts.empty()) {
     job.placement = placeRanks(job.hosts, ranks);
-    if (int(job.placement.size()) < ranks) {
-      fail(options.hostfile + ": " + std::to_string(job.placement.size()) +
-           " slots for the " + std::to_string(ranks) + " ranks of " +
-           appfilePath);
-      return cli::kUsageError;
-    }
+    if (int(job.placement.size()) < ranks)
+      throw InputError(options.hostfile + ": " +
+                       std::to_string(job.placement.size()) +
+                       " slots for the " + std::to_string(ranks) +
+                       " ranks of " + appfilePath);
   }
   if (options.launcher == "srun") {
     job.rankArgs = forwarded;
@@ -174,7 +166,7 @@ int launchOnce(const LaunchOptions &options, const std::string &givenOutDir,
   }
   if (std::string problem = checkPrograms(job, outDir, appfilePath);
       !problem.empty())
-    return fail(problem);
+    throw Error(problem);
   // Under mpirun the ranks of a dpc build also write their step times and
   // a heartbeat for the watchdog.
   RankOptions withLauncher = rankOptions;
@@ -191,9 +183,9 @@ int launchOnce(const LaunchOptions &options, const std::string &givenOutDir,
     planner::Expected<planner::PlanSummary> plan =
         planner::loadPlanSummary(planPath, text);
     if (!plan)
-      return fail(plan.error());
+      throw Error(plan.error());
     if (plan->devices && *plan->devices != ranks)
-      return fail(appfilePath + " launches " + std::to_string(ranks) +
+      throw Error(appfilePath + " launches " + std::to_string(ranks) +
                   " ranks but " + planPath + " plans for " +
                   std::to_string(*plan->devices) + " devices");
   }
@@ -201,7 +193,7 @@ int launchOnce(const LaunchOptions &options, const std::string &givenOutDir,
   std::string mpirunPath =
       findProgram(options.mpirun.empty() ? "mpirun" : options.mpirun);
   if (mpirunPath.empty())
-    return fail(options.mpirun.empty()
+    throw Error(options.mpirun.empty()
                     ? std::string("mpirun not found on PATH (Debian package "
                                   "openmpi-bin)")
                     : options.mpirun + ": not an executable");
@@ -243,14 +235,22 @@ int LaunchJob::ranks() const {
 }
 
 int launch(const LaunchOptions &options, const RankOptions &rankOptions) {
-  if (options.launcher != "mpirun" && options.launcher != "srun") {
-    std::cerr << kCommand << ": option '--launcher' expects mpirun or srun, "
-              << "not '" << options.launcher << "'\n";
+  // The launcher's parts throw what they cannot get past (Error.h): one
+  // line on stderr, exit 1, or 2 for what the user gave it.
+  try {
+    if (options.launcher != "mpirun" && options.launcher != "srun")
+      throw InputError("option '--launcher' expects mpirun or srun, not '" +
+                       options.launcher + "'");
+    if (rankOptions.adapt && !options.npCheck)
+      return launchAdaptive(options, rankOptions);
+    return launchOnce(options, options.outDir, rankOptions, nullptr);
+  } catch (const InputError &e) {
+    std::cerr << kCommand << ": " << e.what() << "\n";
     return cli::kUsageError;
+  } catch (const Error &e) {
+    std::cerr << kCommand << ": " << e.what() << "\n";
+    return 1;
   }
-  if (rankOptions.adapt && !options.npCheck)
-    return launchAdaptive(options, rankOptions);
-  return launchOnce(options, options.outDir, rankOptions, nullptr);
 }
 
 } // namespace dpc::runtime

@@ -117,7 +117,7 @@ private:
 
 int AdaptiveLaunch::setUp() {
   if (options.launcher != "mpirun")
-    return fail("--adapt relaunches the ranks itself, under mpirun; drop "
+    throw Error("--adapt relaunches the ranks itself, under mpirun; drop "
                 "--launcher " +
                 options.launcher);
   outDir = options.outDir;
@@ -127,16 +127,16 @@ int AdaptiveLaunch::setUp() {
   if (std::string problem =
           readCompileRecord(originalOut + "/compile.json", record);
       !problem.empty())
-    return fail(problem + " (--adapt compiles the model again as 'dpc "
+    throw Error(problem + " (--adapt compiles the model again as 'dpc "
                           "compile' recorded it; compile again)");
   if (std::string problem = replanOptions(record.options, kept, bandwidth);
       !problem.empty())
-    return fail(problem);
+    throw Error(problem);
   // Beside OUT, not in it: OUT stays the output 'dpc compile' wrote.
   adaptDir = originalOut + ".adapt";
   ::mkdir(adaptDir.c_str(), 0777);
   if (!isDirectory(adaptDir))
-    return fail(adaptDir + ": cannot create it: " + std::strerror(errno));
+    throw Error(adaptDir + ": cannot create it: " + std::strerror(errno));
   requestPath = adaptDir + "/request.json";
   readyPath = adaptReadyPath(requestPath);
   stopPath = adaptStopPath(requestPath);
@@ -159,10 +159,10 @@ int AdaptiveLaunch::setUp() {
   planner::Expected<planner::PlanSummary> plan =
       planner::loadPlanSummary(planPath, text);
   if (!plan)
-    return fail(plan.error());
+    throw Error(plan.error());
   int devices = int(plan->devices.value_or(0));
   if (devices <= 0)
-    return fail(planPath + ": no device count to re-plan for");
+    throw Error(planPath + ": no device count to re-plan for");
   speeds.assign(size_t(devices), 1.0);
   rankDevices.resize(static_cast<size_t>(devices));
   for (int d = 0; d < devices; ++d)
@@ -241,7 +241,15 @@ int AdaptiveLaunch::run() {
         replan = std::thread([&] { prepareNext(round, next); });
       }
     };
-    int status = launchOnce(options, outDir, current, onStdout);
+    int status = 0;
+    try {
+      status = launchOnce(options, outDir, current, onStdout);
+    } catch (...) {
+      // A failed launch ends the re-plan before its error leaves.
+      if (replan.joinable())
+        replan.join();
+      throw;
+    }
     if (replan.joinable())
       replan.join();
     if (status != 0)
@@ -257,9 +265,9 @@ int AdaptiveLaunch::run() {
     }
     AdaptStop stop;
     if (std::string problem = readAdaptStop(stopPath, stop); !problem.empty())
-      return fail(problem);
+      throw Error(problem);
     if (!asked || !next.problem.empty())
-      return fail("re-partition " + std::to_string(round) + ": " +
+      throw Error("re-partition " + std::to_string(round) + ": " +
                   (asked ? next.problem : "stopped without a request"));
     speeds = next.speeds;
     std::string roundDir = next.dir;

@@ -15,6 +15,7 @@
 #define DPC_LIB_RUNTIME_LAUNCHERINTERNAL_H
 
 #include "dpc/runtime/Launcher.h"
+#include "dpc/support/Error.h"
 
 #include <functional>
 #include <string>
@@ -27,8 +28,9 @@ constexpr const char *kCommand = "dpc run";
 /// (runtime::Communicator).
 constexpr double kDefaultTimeoutSeconds = 600;
 
-/// Prints "dpc run: MESSAGE" to stderr and returns 1.
-int fail(const std::string &message);
+/// The launcher's parts throw dpc::Error (dpc run exits 1) or, for what
+/// the user gave it, dpc::InputError (exit 2); launch() prints the message
+/// as "dpc run: MESSAGE".
 
 bool isDirectory(const std::string &path);
 bool isRegularFile(const std::string &path);

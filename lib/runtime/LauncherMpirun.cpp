@@ -141,14 +141,14 @@ int runMpirun(const LaunchOptions &options, const RankOptions &rankOptions,
   char tempPath[] = "/tmp/dpc-run-appfile-XXXXXX";
   int fd = ::mkstemp(tempPath);
   if (fd < 0)
-    return fail(std::string("cannot create a temporary appfile: ") +
+    throw Error(std::string("cannot create a temporary appfile: ") +
                 std::strerror(errno));
   std::string text = mpirunAppfile(job);
   bool written = ::write(fd, text.data(), text.size()) == ssize_t(text.size());
   ::close(fd);
   if (!written) {
     ::unlink(tempPath);
-    return fail(std::string(tempPath) + ": write failed");
+    throw Error(std::string(tempPath) + ": write failed");
   }
   argv.push_back(tempPath);
 
@@ -186,7 +186,9 @@ int runMpirun(const LaunchOptions &options, const RankOptions &rankOptions,
         error = recordStepTime(summaryPath, planPath, shared);
       ::unlink(summaryPath.c_str());
     }
-    return error.empty() ? 0 : fail(error);
+    if (!error.empty())
+      throw Error(error);
+    return 0;
   }
   // A failed run leaves no trace and no step times.
   if (!trace.empty())
@@ -194,7 +196,7 @@ int runMpirun(const LaunchOptions &options, const RankOptions &rankOptions,
   if (!summaryPath.empty())
     ::unlink(summaryPath.c_str());
   if (status == -1)
-    return fail(std::string("cannot start mpirun: ") +
+    throw Error(std::string("cannot start mpirun: ") +
                 std::strerror(startErrno));
 
   // A rank that stopped answering is the cause, whatever mpirun says of the
@@ -223,19 +225,20 @@ int runMpirun(const LaunchOptions &options, const RankOptions &rankOptions,
   if ((!failure && stalled.empty()) || options.verbose)
     std::cerr << follower.launcherOutput();
   if (watchdog.timedOut() >= 0)
-    return fail(stalled);
+    throw Error(stalled);
   if (!failure)
-    return fail(stalled.empty() ? "mpirun failed (" + how + ")"
+    throw Error(stalled.empty() ? "mpirun failed (" + how + ")"
                                 : stalled + " (mpirun " + how + ")");
   std::string message =
       trimMessage(follower.lastMessage(failure->rank), failure->rank);
-  fail((stalled.empty() ? "" : stalled + ": ") + "rank " +
-       std::to_string(failure->rank) + " " + failure->how +
-       (message.empty() ? "" : ": " + message));
+  std::string what = (stalled.empty() ? "" : stalled + ": ") + "rank " +
+                     std::to_string(failure->rank) + " " + failure->how +
+                     (message.empty() ? "" : ": " + message);
   // A rank refusing its input (a bad option value, an unusable checkpoint
   // directory) aborts with the usage code, and so does the job.
-  bool badInput = WIFEXITED(status) && WEXITSTATUS(status) == cli::kUsageError;
-  return badInput ? cli::kUsageError : 1;
+  if (WIFEXITED(status) && WEXITSTATUS(status) == cli::kUsageError)
+    throw InputError(what);
+  throw Error(what);
 }
 
 } // namespace launcher_detail

@@ -59,7 +59,7 @@ int runSrun(const LaunchJob &job, bool npCheck) {
   if (!support::writeAtomically(command.confPath, command.conf, error) ||
       (placed &&
        !support::writeAtomically(command.hostsPath, command.hosts, error)))
-    return fail(error);
+    throw Error(error);
   std::cout << (placed ? "SLURM_HOSTFILE=" + command.hostsPath + " " : "")
             << joinCommand(command.argv) << "\n"
             << command.confPath << ":\n"
@@ -71,7 +71,7 @@ int runSrun(const LaunchJob &job, bool npCheck) {
     return 0;
   std::string srun = findProgram("srun");
   if (srun.empty())
-    return fail("srun not found on PATH (Slurm); the command above was not "
+    throw Error("srun not found on PATH (Slurm); the command above was not "
                 "run");
   if (placed)
     ::setenv("SLURM_HOSTFILE", command.hostsPath.c_str(), 1);
@@ -79,10 +79,10 @@ int runSrun(const LaunchJob &job, bool npCheck) {
   argv[0] = srun;
   int status = runProgram(argv, "");
   if (status == -1)
-    return fail(std::string("cannot run srun: ") + std::strerror(errno));
+    throw Error(std::string("cannot run srun: ") + std::strerror(errno));
   if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
     return 0;
-  return fail("srun failed (" +
+  throw Error("srun failed (" +
               (WIFEXITED(status)
                    ? "exit code " + std::to_string(WEXITSTATUS(status))
                    : "signal " + std::to_string(WTERMSIG(status))) +

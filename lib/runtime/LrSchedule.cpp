@@ -2,6 +2,8 @@
 
 #include "dpc/runtime/LrSchedule.h"
 
+#include "dpc/support/Error.h"
+
 #include <cmath>
 #include <cstdlib>
 #include <map>
@@ -185,26 +187,22 @@ double phaseRate(const Phase &p, double base, int64_t t) {
 
 } // namespace
 
-bool LrSchedule::parse(const std::string &text, LrSchedule &out,
-                       std::string &problem) {
-  out.phases.clear();
+LrSchedule LrSchedule::parse(const std::string &text) {
+  LrSchedule out;
   if (text.empty())
-    return true;
+    return out;
   std::vector<std::string> parts = split(text, '+');
   for (size_t i = 0; i < parts.size(); ++i) {
     Phase phase;
-    problem = parsePhase(parts[i], phase);
+    std::string problem = parsePhase(parts[i], phase);
     if (problem.empty() && phase.steps == 0 && i + 1 < parts.size())
       problem = "every phase but the last needs steps=T";
-    if (!problem.empty()) {
-      problem = "--lr-schedule: phase " + std::to_string(i + 1) + " ('" +
-                parts[i] + "'): " + problem;
-      out.phases.clear();
-      return false;
-    }
+    if (!problem.empty())
+      throw InputError("--lr-schedule: phase " + std::to_string(i + 1) + " ('" +
+                       parts[i] + "'): " + problem);
     out.phases.push_back(phase);
   }
-  return true;
+  return out;
 }
 
 double LrSchedule::at(double base, int64_t t) const {

@@ -12,6 +12,7 @@
 #include "dpc/runtime/LrSchedule.h"
 
 #include "dpc/support/CommandLine.h"
+#include "dpc/support/Error.h"
 
 #include <charconv>
 #include <cstdint>
@@ -122,10 +123,12 @@ std::vector<RankOptionInfo> recipeRows() {
        nullptr, &O::lrSchedule, /*negatable=*/false, /*forwarded=*/true,
        /*training=*/true,
        [](const O &o) {
-         LrSchedule schedule;
-         std::string problem;
-         LrSchedule::parse(o.lrSchedule, schedule, problem);
-         return problem;
+         try {
+           LrSchedule::parse(o.lrSchedule);
+         } catch (const InputError &e) {
+           return std::string(e.what());
+         }
+         return std::string();
        }},
       {"clip-grad-norm", "X",
        "scale the gradients so that their norm over all parameters of all "

@@ -530,9 +530,8 @@ void TrainingRun::finish() {
 }
 
 int TrainingRun::run() {
-  LrSchedule lrSchedule;
-  std::string lrProblem; // the option's check parsed it already
-  LrSchedule::parse(opts.lrSchedule, lrSchedule, lrProblem);
+  // The option's check parsed it already.
+  LrSchedule lrSchedule = LrSchedule::parse(opts.lrSchedule);
   exec.setTrainingRecipe(lrSchedule, opts.clipGradNorm);
   loadData();
   loadParameters();

@@ -17,6 +17,7 @@
 #include "dpc/schedule/Timeline.h"
 #include "dpc/schedule/Verifier.h"
 #include "dpc/support/CommandLine.h"
+#include "dpc/support/Error.h"
 #include "dpc/support/WriteFile.h"
 
 #include <nlohmann/json.hpp>
@@ -677,19 +678,9 @@ void printHelp(std::ostream &os) {
         "Run 'dpc-schedule <command> --help' for the options of a command.\n";
 }
 
-} // namespace
-
-int main(int argc, char **argv) {
-  if (argc < 2) {
-    printHelp(std::cerr);
-    return cli::kUsageError;
-  }
-  std::string name = argv[1];
+/// Runs the command `name` (argv[1]) on the rest of the command line.
+int runCommand(const std::string &name, int argc, char **argv) {
   std::vector<std::string> rest(argv + 2, argv + argc);
-  if (name == "--help" || name == "-h" || name == "help") {
-    printHelp(std::cout);
-    return 0;
-  }
   if (name == "build")
     return runBuild(rest);
   if (name == "verify")
@@ -708,4 +699,31 @@ int main(int argc, char **argv) {
   std::cerr << "dpc-schedule: unknown command '" << name << "'\n";
   printHelp(std::cerr);
   return cli::kUsageError;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  if (argc < 2) {
+    printHelp(std::cerr);
+    return cli::kUsageError;
+  }
+  std::string name = argv[1];
+  if (name == "--help" || name == "-h" || name == "help") {
+    printHelp(std::cout);
+    return 0;
+  }
+  // The one line of an error a command leaves to its caller
+  // (docs/ARCHITECTURE.md, "Errors").
+  std::string command =
+      "dpc-schedule " + (name.rfind("--", 0) == 0 ? "build" : name);
+  try {
+    return runCommand(name, argc, argv);
+  } catch (const dpc::InputError &e) {
+    std::cerr << command << ": " << e.what() << "\n";
+    return cli::kUsageError;
+  } catch (const dpc::Error &e) {
+    std::cerr << command << ": " << e.what() << "\n";
+    return kFailure;
+  }
 }

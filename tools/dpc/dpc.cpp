@@ -8,6 +8,7 @@
 #include "Commands.h"
 
 #include "dpc/support/CommandLine.h"
+#include "dpc/support/Error.h"
 
 #include <cstring>
 #include <iostream>
@@ -55,8 +56,19 @@ int main(int argc, char **argv) {
     return 0;
   }
   for (const Subcommand &sub : kSubcommands) {
-    if (name == sub.name)
+    if (name != sub.name)
+      continue;
+    // The one line of an error a command leaves to its caller
+    // (docs/ARCHITECTURE.md, "Errors").
+    try {
       return sub.run(dpc::tools::Args(argv + 2, argv + argc));
+    } catch (const dpc::InputError &e) {
+      std::cerr << "dpc " << name << ": " << e.what() << "\n";
+      return dpc::cli::kUsageError;
+    } catch (const dpc::Error &e) {
+      std::cerr << "dpc " << name << ": " << e.what() << "\n";
+      return 1;
+    }
   }
   std::cerr << "dpc: unknown command '" << name
             << "'; run 'dpc --help' for the list of commands\n";

@@ -63,11 +63,10 @@ public:
   /// The constant schedule: every update at the base.
   LrSchedule() = default;
 
-  /// Parses `--lr-schedule`'s text; "" is the constant schedule. Returns
-  /// false and sets `problem` to the whole message (naming the phase and
-  /// the parameter) when the text is not a schedule.
-  static bool parse(const std::string &text, LrSchedule &out,
-                    std::string &problem);
+  /// Parses `--lr-schedule`'s text; "" is the constant schedule. Throws
+  /// dpc::InputError with the whole message (naming the phase and the
+  /// parameter) when the text is not a schedule.
+  static LrSchedule parse(const std::string &text);
 
   /// The learning rate of update `t` (from 0) for compiled rate `base`.
   double at(double base, int64_t t) const;

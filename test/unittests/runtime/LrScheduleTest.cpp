@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "dpc/runtime/LrSchedule.h"
+#include "dpc/support/Error.h"
 
 #include <gtest/gtest.h>
 
@@ -16,18 +17,22 @@ namespace dpc::runtime {
 namespace {
 
 LrSchedule parsed(const std::string &text) {
-  LrSchedule schedule;
-  std::string problem;
-  EXPECT_TRUE(LrSchedule::parse(text, schedule, problem)) << problem;
-  return schedule;
+  try {
+    return LrSchedule::parse(text);
+  } catch (const InputError &e) {
+    ADD_FAILURE() << e.what();
+    return LrSchedule();
+  }
 }
 
 std::string problemOf(const std::string &text) {
-  LrSchedule schedule;
-  std::string problem;
-  EXPECT_FALSE(LrSchedule::parse(text, schedule, problem)) << text;
-  EXPECT_TRUE(schedule.isConstant());
-  return problem;
+  try {
+    LrSchedule::parse(text);
+  } catch (const InputError &e) {
+    return e.what();
+  }
+  ADD_FAILURE() << text << " parsed";
+  return "";
 }
 
 TEST(LrSchedule, EmptyIsTheBaseAtEveryUpdate) {

@@ -257,9 +257,7 @@ TEST_P(ParamStoreTest, AdamWDecaysTheWeightApartFromTheMoments) {
 
 TEST_P(ParamStoreTest, TheScheduleSetsEachUpdatesRateAndResumesWithIt) {
   RankManifest m = paramManifest();
-  LrSchedule schedule;
-  std::string problem;
-  ASSERT_TRUE(LrSchedule::parse("step:every=2,gamma=0.5", schedule, problem));
+  LrSchedule schedule = LrSchedule::parse("step:every=2,gamma=0.5");
   ParamStore store(m, device(), pool);
   store.load(weights(), "w", false);
   store.setLrSchedule(schedule);

@@ -3,9 +3,9 @@
 // The handlers of ONNX's tensor ops, as onnx-mlir's Tensor/ folder groups
 // them: Expand, Transpose, Flatten, Reshape (with the re-batching of targets
 // that exporters computed at the exported batch size), Identity, Constant,
-// Shape, Unsqueeze, Squeeze, Concat, Pad, ConstantOfShape and Cast; Gather,
-// Slice and Split are in GatherSlice.cpp. Most fold on the host when their
-// input is known at import time (shape subgraphs) and build nn ops on
+// Shape, Unsqueeze, Squeeze, Concat, Pad, Resize, ConstantOfShape and Cast;
+// Gather, Slice and Split are in GatherSlice.cpp. Most fold on the host when
+// their input is known at import time (shape subgraphs) and build nn ops on
 // activations otherwise. Their rows of the handler table end the file.
 //
 //===----------------------------------------------------------------------===//
@@ -16,6 +16,7 @@
 
 #include <algorithm>
 #include <numeric>
+#include <optional>
 
 using namespace mlir;
 using namespace mlir::dpc;
@@ -471,6 +472,70 @@ static LogicalResult importPad(Importer &im, const onnx::NodeProto &node) {
                                          im.builder.getF32FloatAttr(value)));
 }
 
+// Resize (and Upsample, which the version converter turns into Resize) in
+// nearest or linear mode, its scales or sizes known at import time: one
+// nn.resize over the spatial dimensions.
+static LogicalResult importResize(Importer &im, const onnx::NodeProto &node) {
+  FailureOr<Value> input = im.getValue(node, 0);
+  if (failed(input))
+    return failure();
+  ArrayRef<int64_t> in = shapeOf(*input);
+  std::string mode = im.getString(node, "mode", "nearest");
+  std::string coordinates =
+      im.getString(node, "coordinate_transformation_mode", "half_pixel");
+  std::string rounding =
+      im.getString(node, "nearest_mode", "round_prefer_floor");
+  if (mode == "cubic")
+    return im.nodeError(node) << "mode 'cubic' is not supported (only "
+                                 "'nearest' and 'linear')";
+  if (failed(nn::resizeCodes(mode, coordinates, rounding,
+                             [&] { return im.nodeError(node); })))
+    return failure();
+  // Scales (input 2) or sizes (input 3): an empty tensor counts as absent.
+  std::optional<HostTensor> scales, sizes;
+  for (int index : {2, 3}) {
+    if (!im.hasInput(node, index))
+      continue;
+    FailureOr<HostTensor> given = im.getHost(node, index);
+    if (failed(given))
+      return failure();
+    if (given->size() > 0)
+      (index == 2 ? scales : sizes) = std::move(*given);
+  }
+  if (bool(scales) == bool(sizes))
+    return im.nodeError(node) << "expects either scales or sizes";
+  size_t rank = in.size();
+  if (scales && (!scales->isFloat || size_t(scales->size()) != rank))
+    return im.nodeError(node) << "expects " << rank << " float scales";
+  if (sizes && (sizes->isFloat || size_t(sizes->size()) != rank))
+    return im.nodeError(node) << "expects " << rank << " integer sizes";
+  // The batch and channels keep their sizes (a re-batched import's batch
+  // differs from the exported one that sizes hold).
+  for (size_t d = 0; d < std::min<size_t>(rank, 2); ++d)
+    if (scales ? scales->floats[d] != 1.0f
+               : (d == 1 && sizes->ints[d] != in[d]))
+      return im.nodeError(node)
+             << "resizes only the spatial dimensions (2 onwards), not "
+             << (d == 0 ? "the batch" : "the channels");
+  SmallVector<double> spatialScales(rank > 2 ? rank - 2 : 0, 0.0);
+  SmallVector<int64_t> spatialSizes;
+  for (size_t d = 2; d < rank; ++d) {
+    if (scales)
+      spatialScales[d - 2] = scales->floats[d];
+    else
+      spatialSizes.push_back(sizes->ints[d]);
+  }
+  FailureOr<nn::Shape> shape = nn::inferResizeShape(
+      in, spatialScales, spatialSizes, [&] { return im.nodeError(node); });
+  if (failed(shape))
+    return failure();
+  auto type = im.tensorType(
+      *shape, cast<RankedTensorType>(input->getType()).getElementType());
+  return im.define(node, im.builder.create<nn::ResizeOp>(
+                             im.locOf(node), type, *input, spatialScales, mode,
+                             coordinates, rounding));
+}
+
 // ConstantOfShape: a tensor known at import time (PyTorch builds F.pad's
 // pads with it).
 static LogicalResult importConstantOfShape(Importer &im,
@@ -589,6 +654,7 @@ ArrayRef<HandlerEntry> mlir::dpc::onnx_frontend::detail::tensorHandlers() {
       {"Squeeze", 13, &importSqueeze},
       {"Concat", 13, &importConcat},
       {"Pad", 13, &importPad},
+      {"Resize", 13, &importResize},
       {"ConstantOfShape", 9, &importConstantOfShape},
       {"Cast", 13, &importCast},
   };

@@ -1,9 +1,10 @@
-//===- Views.cpp - Reshapes, broadcasts, slices, gathers ------------------===//
+//===- Views.cpp - Reshapes, broadcasts, slices, gathers, resizes ---------===//
 //
 // Ops that move elements without arithmetic (but for the sums of
-// sum_to_shape and the scale of broadcast_to): a reshape aliases its input,
-// the others copy into a new buffer with the layout kernels, as a relayout
-// does between an activation's plain and channel-blocked layouts.
+// sum_to_shape, the scale of broadcast_to and the interpolation of resize):
+// a reshape aliases its input, the others copy into a new buffer with the
+// layout kernels, as a relayout does between an activation's plain and
+// channel-blocked layouts.
 //
 //===----------------------------------------------------------------------===//
 
@@ -11,6 +12,8 @@
 
 #include "dialects/nn/IR/NNOps.h"
 #include "dialects/nn/IR/ShapeInference.h"
+
+#include <cmath>
 
 using namespace mlir;
 using namespace mlir::dpc;
@@ -25,6 +28,43 @@ LogicalResult expectI64Indices(Operation *op, Value indices) {
   return op->emitOpError(
              "expects int64 indices for the runtime's kernels, got ")
          << indices.getType();
+}
+
+// A scale as the exact fraction num / den of the double (of an ONNX float)
+// that nn.resize holds.
+void exactFraction(double scale, int64_t &num, int64_t &den) {
+  int exponent;
+  double mantissa = std::frexp(scale, &exponent);
+  num = int64_t(std::ldexp(mantissa, 53));
+  int shift = 53 - exponent;
+  for (; shift > 0 && num % 2 == 0; --shift)
+    num /= 2;
+  for (; shift < 0; ++shift)
+    num *= 2;
+  assert(shift < 63 && "a scale too small for a resize of any output");
+  den = int64_t(1) << shift;
+}
+
+// nn.resize's attributes as dpc_resize_params.
+template <typename ResizeOp>
+Ptr resizeParams(ResizeOp op, RuntimeLowering &rt) {
+  static_assert(DPC_RESIZE_LINEAR == 1 &&
+                    DPC_RESIZE_TF_HALF_PIXEL_FOR_NN == 4 &&
+                    DPC_RESIZE_CEIL == 3,
+                "the codes nn::resizeCodes gives");
+  FailureOr<nn::ResizeCodes> codes =
+      nn::resizeCodes(op.getMode(), op.getCoordinates(), op.getNearestMode(),
+                      [&] { return op.emitOpError(); });
+  assert(succeeded(codes) && "verified");
+  dpc_resize_params params{codes->mode,
+                           codes->coordinates,
+                           codes->nearestMode,
+                           {0, 0, 0},
+                           {1, 1, 1}};
+  for (auto [i, scale] : llvm::enumerate(op.getScales()))
+    if (scale > 0)
+      exactFraction(scale, params.scale_num[i], params.scale_den[i]);
+  return rt.constParams(params);
 }
 
 } // namespace
@@ -138,4 +178,19 @@ void lowering::populateViewLowerings(RuntimeLoweringTable &table) {
         rt.define(grad, dtable);
         return success();
       });
+  table.add<nn::ResizeOp>([](nn::ResizeOp resize, RuntimeLowering &rt) {
+    Ptr y = rt.alloc(resize);
+    rt.call<abi::dpc_resize>({rt.ptrOf(resize.getInput()),
+                              rt.shape(resize.getInput()), y, rt.shape(resize),
+                              rt.i64(shapeOf(resize).size()),
+                              resizeParams(resize, rt)});
+    rt.define(resize, y);
+  });
+  table.add<nn::ResizeGradOp>([](nn::ResizeGradOp grad, RuntimeLowering &rt) {
+    Ptr dx = rt.alloc(grad);
+    rt.call<abi::dpc_resize_grad>(
+        {rt.ptrOf(grad.getResultGrad()), rt.shape(grad.getResultGrad()), dx,
+         rt.shape(grad), rt.i64(shapeOf(grad).size()), resizeParams(grad, rt)});
+    rt.define(grad, dx);
+  });
 }

@@ -2,13 +2,16 @@
 //
 // The kernels that move elements without computing on them: transpose, the
 // strided boxes of slice and insert (slice, its gradient, concat and pad,
-// laid out by backends/common/Box.h), gather with its gradient, and copy.
+// laid out by backends/common/Box.h), gather with its gradient, and copy;
+// and resize, which moves elements with interpolation
+// (backends/common/Resize.h).
 //
 //===----------------------------------------------------------------------===//
 
 #include "backends/cpu/runtime/Internal.h"
 
 #include "backends/common/Box.h"
+#include "backends/common/Resize.h"
 
 #include <cstring>
 
@@ -161,6 +164,54 @@ void dpc_gather_grad(const float *dy, const int64_t *indices, int64_t rows,
     for (int64_t j = 0; j < width; ++j)
       row[j] += g[j];
   }
+}
+
+static dpc::resize::Geometry resizeGeometry(const char *kernel,
+                                            const int64_t *x_shape,
+                                            const int64_t *y_shape,
+                                            int64_t rank,
+                                            const dpc_resize_params *p) {
+  dpc::resize::Geometry g;
+  if (!dpc::resize::makeGeometry(x_shape, y_shape, rank, *p, g))
+    fail(kernel, "cannot resize " +
+                     shapeText(x_shape, int(std::clamp<int64_t>(rank, 0, 8))) +
+                     " to " +
+                     shapeText(y_shape, int(std::clamp<int64_t>(rank, 0, 8))) +
+                     " with these codes");
+  return g;
+}
+
+// One output (forward) or input (gradient) row of a plane per iteration,
+// each written by one thread.
+void dpc_resize(const float *x, const int64_t *x_shape, float *y,
+                const int64_t *y_shape, int64_t rank,
+                const dpc_resize_params *params) {
+  dpc::resize::Geometry g =
+      resizeGeometry("dpc_resize", x_shape, y_shape, rank, params);
+  int64_t in = dpc::resize::inputPlane(g), out = dpc::resize::outputPlane(g);
+  int64_t width = g.axis[2].out, rows = g.planes * (out / width);
+  parallelFor(rows, rows * width * 8, [&](int64_t r) {
+    int64_t plane = r / (out / width), first = (r % (out / width)) * width;
+    float *row = y + plane * out + first;
+    for (int64_t i = 0; i < width; ++i)
+      row[i] = dpc::resize::value(x + plane * in, g, first + i);
+  });
+}
+
+void dpc_resize_grad(const float *dy, const int64_t *dy_shape, float *dx,
+                     const int64_t *dx_shape, int64_t rank,
+                     const dpc_resize_params *params) {
+  dpc::resize::Geometry g =
+      resizeGeometry("dpc_resize_grad", dx_shape, dy_shape, rank, params);
+  int64_t in = dpc::resize::inputPlane(g), out = dpc::resize::outputPlane(g);
+  int64_t width = g.axis[2].in, rows = g.planes * (in / width);
+  int64_t reads = (out + in - 1) / in + 1;
+  parallelFor(rows, rows * width * reads * 4, [&](int64_t r) {
+    int64_t plane = r / (in / width), first = (r % (in / width)) * width;
+    float *row = dx + plane * in + first;
+    for (int64_t i = 0; i < width; ++i)
+      row[i] = dpc::resize::gradient(dy + plane * out, g, first + i);
+  });
 }
 
 void dpc_copy(const void *src, void *dst, int64_t bytes) {

@@ -1,16 +1,20 @@
-//===- Tensor.cu - Transposes, strided boxes, gather, window copies -------===//
+//===- Tensor.cu - Transposes, boxes, gather, resize, window copies -------===//
+//===//
 //
 // Data movement: transpose with adjacent dimensions merged, the strided boxes
 // of backends/common/Box.h (dpc_slice, dpc_insert: slice, its gradient,
 // concat and constant pad), gather and its gradient (a thread per column, the
-// indices in order), and the window copy that pads and crops the inputs of
-// the cuDNN convolutions (launchWindowCopy).
+// indices in order), resize and its gradient (a thread per output, or per
+// input element gathering the outputs that read it; backends/common/
+// Resize.h), and the window copy that pads and crops the inputs of the cuDNN
+// convolutions (launchWindowCopy).
 //
 //===----------------------------------------------------------------------===//
 
 #include "backends/cuda/runtime/Kernels.cuh"
 
 #include "backends/common/Box.h"
+#include "backends/common/Resize.h"
 
 #include <cmath>
 
@@ -239,3 +243,68 @@ void launchWindowCopy(const float *src, int64_t n, int64_t c, int64_t sh,
 }
 
 } // namespace dpc::cuda
+
+//===----------------------------------------------------------------------===//
+// Resize (backends/common/Resize.h)
+//===----------------------------------------------------------------------===//
+
+namespace dpc::cuda {
+namespace {
+
+__global__ void resizeKernel(const float *x, float *y, dpc::resize::Geometry g,
+                             int64_t count) {
+  int64_t in = dpc::resize::inputPlane(g), out = dpc::resize::outputPlane(g);
+  GRID_STRIDE(i, count) {
+    y[i] = dpc::resize::value(x + (i / out) * in, g, i % out);
+  }
+}
+
+/// Gathers: each input element sums the outputs that read it (no atomics).
+__global__ void resizeGradKernel(const float *dy, float *dx,
+                                 dpc::resize::Geometry g, int64_t count) {
+  int64_t in = dpc::resize::inputPlane(g), out = dpc::resize::outputPlane(g);
+  GRID_STRIDE(i, count) {
+    dx[i] = dpc::resize::gradient(dy + (i / in) * out, g, i % in);
+  }
+}
+
+dpc::resize::Geometry resizeGeometry(const char *kernel, const int64_t *x_shape,
+                                     const int64_t *y_shape, int64_t rank,
+                                     const dpc_resize_params *p) {
+  dpc::resize::Geometry g;
+  if (!dpc::resize::makeGeometry(x_shape, y_shape, rank, *p, g))
+    fail(std::string(kernel) + ": cannot resize these shapes");
+  return g;
+}
+
+} // namespace
+} // namespace dpc::cuda
+
+extern "C" {
+
+void dpc_resize(const float *x, const int64_t *x_shape, float *y,
+                const int64_t *y_shape, int64_t rank,
+                const dpc_resize_params *params) {
+  dpc::resize::Geometry g =
+      resizeGeometry("dpc_resize", x_shape, y_shape, rank, params);
+  int64_t count = g.planes * dpc::resize::outputPlane(g);
+  if (count == 0)
+    return;
+  resizeKernel<<<blocksFor(count), kThreads, 0, stream()>>>(x, y, g, count);
+  checkLaunch("resize");
+}
+
+void dpc_resize_grad(const float *dy, const int64_t *dy_shape, float *dx,
+                     const int64_t *dx_shape, int64_t rank,
+                     const dpc_resize_params *params) {
+  dpc::resize::Geometry g =
+      resizeGeometry("dpc_resize_grad", dx_shape, dy_shape, rank, params);
+  int64_t count = g.planes * dpc::resize::inputPlane(g);
+  if (count == 0)
+    return;
+  resizeGradKernel<<<blocksFor(count), kThreads, 0, stream()>>>(dy, dx, g,
+                                                                count);
+  checkLaunch("resize_grad");
+}
+
+} // extern "C"

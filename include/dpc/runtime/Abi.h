@@ -158,6 +158,37 @@ enum dpc_unary_fn {
 #include "dpc/runtime/UnaryFunctions.def"
 };
 
+/* dpc_resize's parameters: ONNX Resize's mode, coordinate transformation
+ * and nearest rounding rule as codes, and one scale per spatial dimension,
+ * in order (entries past the input's rank - 2 unused), as the exact
+ * fraction scale_num / scale_den of the model's float; 0 / 1 where the
+ * output's size was given instead. backends/common/Resize.h says what each
+ * code computes. */
+enum dpc_resize_mode {
+  DPC_RESIZE_NEAREST = 0,
+  DPC_RESIZE_LINEAR = 1,
+};
+enum dpc_resize_coordinates {
+  DPC_RESIZE_HALF_PIXEL = 0,
+  DPC_RESIZE_PYTORCH_HALF_PIXEL = 1,
+  DPC_RESIZE_ALIGN_CORNERS = 2,
+  DPC_RESIZE_ASYMMETRIC = 3,
+  DPC_RESIZE_TF_HALF_PIXEL_FOR_NN = 4,
+};
+enum dpc_resize_rounding {
+  DPC_RESIZE_ROUND_PREFER_FLOOR = 0,
+  DPC_RESIZE_ROUND_PREFER_CEIL = 1,
+  DPC_RESIZE_FLOOR = 2,
+  DPC_RESIZE_CEIL = 3,
+};
+typedef struct dpc_resize_params {
+  int64_t mode;         /* dpc_resize_mode */
+  int64_t coordinates;  /* dpc_resize_coordinates */
+  int64_t nearest_mode; /* dpc_resize_rounding */
+  int64_t scale_num[3], scale_den[3];
+} dpc_resize_params;
+DPC_ABI_INT64_FIELDS(dpc_resize_params, 9);
+
 /*===------------------------------------------------------------------------===
  * Defined by the runtime: the prototypes of Abi.def's rows
  *===------------------------------------------------------------------------===*/

@@ -564,6 +564,34 @@ class Attention(nn.Module):
         return torch.log_softmax(self.fc(h.mean(dim=1)), dim=-1)
 
 
+
+class UNet(nn.Module):
+    """A U-Net-shaped classifier, the two upsamplings torch.onnx exports as
+    ONNX Resize: conv 1->8 at 28x28, max pool to 14x14, conv 8->16, a max
+    pool to 7x7 brought back by nearest upsampling x2 and added, bilinear
+    upsampling x2 (align_corners=False: half_pixel) to 28x28, the skip
+    connection concatenated, conv 24->16, global average pool and a linear
+    head."""
+
+    def __init__(self):
+        super().__init__()
+        self.enc = nn.Conv2d(1, 8, 3, padding=1)
+        self.mid = nn.Conv2d(8, 16, 3, padding=1)
+        self.dec = nn.Conv2d(24, 16, 3, padding=1)
+        self.pool = nn.MaxPool2d(2)
+        self.fc = nn.Linear(16, 10)
+
+    def forward(self, x):
+        f = nn.functional
+        e = torch.relu(self.enc(x))
+        m = torch.relu(self.mid(self.pool(e)))
+        m = m + f.interpolate(self.pool(m), scale_factor=2, mode="nearest")
+        u = f.interpolate(m, scale_factor=2, mode="bilinear",
+                          align_corners=False)
+        d = torch.relu(self.dec(torch.cat([u, e], dim=1)))
+        return self.fc(torch.flatten(f.adaptive_avg_pool2d(d, 1), 1))
+
+
 class RelativeBiasAttention(nn.Module):
     """Two tables read through constant index tensors, as Swin and BERT read
     theirs: the image's 28 rows as 28 tokens, each plus a token-type
@@ -691,7 +719,7 @@ def resnet18():
 # tokens), "var-gpt" (variable-length documents, --data
 # text:FILE,docs=MODE or npy:TOKENS,LABELS,lengths=LENGTHS; without one, a
 # generated corpus), "mse-mlp" (a regression with float targets, --loss
-# mse); and
+# mse), "unet" (nearest and bilinear upsampling, ONNX Resize); and
 # "tv-NAME" for torchvision's classifiers (vision.py).
 MODELS = {"lenet5": LeNet5, "mlp": MLP}
 EXTRA_MODELS = {"resnet": ResNet, "resnet18": resnet18,
@@ -708,7 +736,7 @@ EXTRA_MODELS = {"resnet": ResNet, "resnet18": resnet18,
                 "ignore-gpt": IgnoreGPT, "var-gpt": VarGPT,
                 "mse-mlp": RegressionMLP,
                 "lstm-seq2seq": LstmSeq2Seq,
-                "relbias-attention": RelativeBiasAttention}
+                "relbias-attention": RelativeBiasAttention, "unet": UNet}
 
 
 EXTRA_MODELS.update({f"tv-{name}": (lambda name=name: vision.build(name))

@@ -72,6 +72,8 @@ enum class Check {
   Lstm,
   Loss,
   Optimizer,
+  /// Interpolation's weighted sums of up to 8 neighbours, in float.
+  Resize,
 };
 
 struct TargetTolerances {
@@ -116,6 +118,7 @@ const TargetTolerances kTolerances[] = {
     {Check::Lstm, {Rel, 1e-5}, {RelRms, 1e-4}},
     {Check::Loss, {Rel, 1e-5}, {RelRms, 1e-4}},
     {Check::Optimizer, {Rel, 1e-5}, {RelRms, 1e-4}},
+    {Check::Resize, {Rel, 2e-6}, {RelRms, 1e-5}},
 };
 
 /// This binary's bound for `check`.
@@ -1681,5 +1684,116 @@ TEST_F(Optimizer, AdamMatchesTorchSemantics) {
   expectClose(dV.host(), refV, Check::Optimizer);
   expectClose(dAcc.host(), Doubles(n, 0.0), Check::Selection);
 }
+
+//===----------------------------------------------------------------------===//
+// Resize
+//===----------------------------------------------------------------------===//
+
+using Resize = TargetKernelShapesTest<ResizeConfig>;
+
+/// nn.resize's ABI parameters for config `c` (its scales are thousandths).
+dpc_resize_params resizeParams(const ResizeConfig &c) {
+  dpc_resize_params p{c.mode, c.coordinates, c.rounding, {0, 0, 0}, {1, 1, 1}};
+  for (size_t a = 0; a < c.scales.size(); ++a) {
+    p.scale_num[a] = std::lround(c.scales[a] * 1000);
+    p.scale_den[a] = 1000;
+  }
+  return p;
+}
+
+// The forward against the double reference, the gradient against the
+// reference's scatter and against central differences of the forward.
+TEST_P(Resize, ForwardAndGradientMatchReferenceAndFiniteDifferences) {
+  const ResizeConfig &c = GetParam();
+  Floats x = randomFloats(countOf(c.x), 91, -2, 2);
+  Floats dy = randomFloats(countOf(c.y), 92);
+  dpc_resize_params params = resizeParams(c);
+  int64_t rank = int64_t(c.x.size());
+  Buffer<float> dX(x), dY(countOf(c.y)), dDy(dy), dDx(x.size());
+  dpc_resize(dX.get(), c.x.data(), dY.get(), c.y.data(), rank, &params);
+  dpc_resize_grad(dDy.get(), c.y.data(), dDx.get(), c.x.data(), rank, &params);
+  Doubles xd = toDoubles(x);
+  expectClose(dY.host(), resize(c, xd), Check::Resize);
+  expectClose(dDx.host(), resizeGrad(c, dy), Check::Resize);
+  auto loss = [&] {
+    Doubles y = resize(c, xd);
+    double sum = 0;
+    for (size_t i = 0; i < y.size(); ++i)
+      sum += dy[i] * y[i];
+    return sum;
+  };
+  Doubles numeric(x.size());
+  for (size_t i = 0; i < x.size(); ++i)
+    numeric[i] = centralDifference(xd, i, loss);
+  expectClose(dDx.host(), numeric, Check::Resize);
+}
+
+// Each mode, coordinate transformation and rounding rule, 1-D to 3-D, up
+// and down, by scales and by sizes (scale 0).
+INSTANTIATE_TEST_SUITE_P(
+    Shapes, Resize,
+    ::testing::Values(
+        ResizeConfig{"BilinearHalfPixelX2",
+                     {2, 3, 5, 7},
+                     {2, 3, 10, 14},
+                     1,
+                     0,
+                     0,
+                     {2, 2}},
+        ResizeConfig{"BilinearAlignCornersSizes",
+                     {1, 2, 4, 5},
+                     {1, 2, 7, 9},
+                     1,
+                     2,
+                     0,
+                     {0, 0}},
+        ResizeConfig{"BilinearDownByScales",
+                     {1, 1, 4, 6},
+                     {1, 1, 2, 3},
+                     1,
+                     0,
+                     0,
+                     {0.6, 0.6}},
+        ResizeConfig{
+            "LinearPytorchHalfPixelDown", {2, 2, 9}, {2, 2, 4}, 1, 1, 0, {0}},
+        ResizeConfig{"LinearToOne", {1, 2, 6}, {1, 2, 1}, 1, 1, 0, {0}},
+        ResizeConfig{"TrilinearAsymmetric",
+                     {1, 1, 3, 3, 4},
+                     {1, 1, 6, 6, 8},
+                     1,
+                     3,
+                     0,
+                     {2, 2, 2}},
+        ResizeConfig{"NearestFloorAsymmetricX2",
+                     {2, 3, 5, 4},
+                     {2, 3, 10, 8},
+                     0,
+                     3,
+                     2,
+                     {2, 2}},
+        ResizeConfig{"NearestRoundPreferFloor",
+                     {1, 2, 3, 4},
+                     {1, 2, 9, 5},
+                     0,
+                     0,
+                     0,
+                     {3, 0}},
+        ResizeConfig{"NearestCeil3d",
+                     {1, 2, 3, 4, 5},
+                     {1, 2, 5, 6, 7},
+                     0,
+                     0,
+                     3,
+                     {0, 0, 0}},
+        ResizeConfig{
+            "NearestRoundPreferCeilTf", {2, 1, 7}, {2, 1, 3}, 0, 4, 1, {0}},
+        ResizeConfig{"NearestAlignCornersDown",
+                     {1, 3, 8, 6},
+                     {1, 3, 3, 4},
+                     0,
+                     2,
+                     2,
+                     {0, 0}}),
+    byName);
 
 } // namespace

@@ -78,6 +78,21 @@ TEST(RefusalDeathTest, BoxOutOfRange) {
                "dpc_slice: box \\[3\\] out of \\[4\\] in dimension 0");
 }
 
+TEST(RefusalDeathTest, ResizeRefusesAnotherBatchOrAnUnknownCode) {
+  int64_t from[] = {2, 1, 3}, to[] = {1, 1, 6}, same[] = {2, 1, 6};
+  float x[6] = {}, y[12];
+  dpc_resize_params params{DPC_RESIZE_LINEAR,
+                           DPC_RESIZE_HALF_PIXEL,
+                           DPC_RESIZE_FLOOR,
+                           {2, 0, 0},
+                           {1, 1, 1}};
+  EXPECT_DEATH(dpc_resize(x, from, y, to, 3, &params),
+               "dpc_resize: cannot resize \\[2,1,3\\] to \\[1,1,6\\]");
+  params.mode = 2;
+  EXPECT_DEATH(dpc_resize_grad(y, same, x, from, 3, &params),
+               "dpc_resize_grad: cannot resize \\[2,1,3\\] to \\[2,1,6\\]");
+}
+
 TEST(RefusalDeathTest, LayerNormRefusesAnEmptyRow) {
   Floats x(4), y(4);
   EXPECT_DEATH(

@@ -780,6 +780,102 @@ inline void adamStep(Doubles &p, Doubles &m, Doubles &v, const Doubles &g,
   }
 }
 
+//===----------------------------------------------------------------------===//
+// Resize
+//===----------------------------------------------------------------------===//
+
+/// A resize of x [N, C, spatial...] to y over the spatial axes, with the
+/// codes of backends/common/Resize.h: mode 0 nearest, 1 linear;
+/// coordinates 0 half_pixel, 1 pytorch_half_pixel, 2 align_corners,
+/// 3 asymmetric, 4 tf_half_pixel_for_nn; rounding 0 round_prefer_floor,
+/// 1 round_prefer_ceil, 2 floor, 3 ceil. A scale of 0: from the sizes.
+struct ResizeConfig {
+  const char *name;
+  Shape x, y;
+  int64_t mode, coordinates, rounding;
+  std::vector<double> scales;
+};
+inline void PrintTo(const ResizeConfig &c, std::ostream *os) { *os << c.name; }
+
+/// The input elements output o of one axis reads and their weights, by
+/// ONNX's formulas in double (its reference: the coordinate, then nearest
+/// rounding or the two neighbours, both clamped into the input).
+inline std::vector<std::pair<int64_t, double>> resizeTaps(const ResizeConfig &c,
+                                                          int64_t o, int64_t in,
+                                                          int64_t out,
+                                                          double scale) {
+  double r = scale > 0 ? 1.0 / scale : double(in) / double(out), x;
+  // ONNX's output length before rounding.
+  double length = scale > 0 ? in * scale : double(out);
+  switch (c.coordinates) {
+  case 1:
+    x = length > 1 ? (o + 0.5) * r - 0.5 : 0.0;
+    break;
+  case 2:
+    x = length > 1 ? o * double(in - 1) / (length - 1) : 0.0;
+    break;
+  case 3:
+    x = o * r;
+    break;
+  case 4:
+    x = (o + 0.5) * r;
+    break;
+  default:
+    x = (o + 0.5) * r - 0.5;
+  }
+  auto clampIndex = [&](double i) {
+    return std::min<int64_t>(std::max<int64_t>(int64_t(i), 0), in - 1);
+  };
+  if (c.mode == 0) {
+    double f = std::floor(x);
+    double rounded[] = {x - f == 0.5 ? f : std::round(x), std::floor(x + 0.5),
+                        f, std::ceil(x)};
+    return {{clampIndex(rounded[c.rounding]), 1.0}};
+  }
+  double f = std::floor(x);
+  double w = x - f;
+  return {{clampIndex(f), 1.0 - w}, {clampIndex(f + 1), w}};
+}
+
+/// Calls f(yIndex, xIndex, weight) for every tap of every output of `c`.
+template <typename F> void forEachResizeTap(const ResizeConfig &c, F f) {
+  size_t axes = c.x.size() - 2;
+  Shape in(3, 1), out(3, 1);
+  std::vector<double> scales(3, 1.0);
+  for (size_t a = 0; a < axes; ++a) {
+    in[3 - axes + a] = c.x[2 + a];
+    out[3 - axes + a] = c.y[2 + a];
+    scales[3 - axes + a] = c.scales[a];
+  }
+  int64_t inPlane = in[0] * in[1] * in[2];
+  int64_t outPlane = out[0] * out[1] * out[2];
+  for (int64_t p = 0; p < c.x[0] * c.x[1]; ++p)
+    for (int64_t od = 0; od < out[0]; ++od)
+      for (auto [id, wd] : resizeTaps(c, od, in[0], out[0], scales[0]))
+        for (int64_t oh = 0; oh < out[1]; ++oh)
+          for (auto [ih, wh] : resizeTaps(c, oh, in[1], out[1], scales[1]))
+            for (int64_t ow = 0; ow < out[2]; ++ow)
+              for (auto [iw, ww] : resizeTaps(c, ow, in[2], out[2], scales[2]))
+                f(size_t(p * outPlane + (od * out[1] + oh) * out[2] + ow),
+                  size_t(p * inPlane + (id * in[1] + ih) * in[2] + iw),
+                  wd * wh * ww);
+}
+
+inline Doubles resize(const ResizeConfig &c, const Doubles &x) {
+  Doubles y(countOf(c.y), 0.0);
+  forEachResizeTap(c,
+                   [&](size_t yi, size_t xi, double w) { y[yi] += w * x[xi]; });
+  return y;
+}
+
+/// The gradient: each dy scattered back to the elements its output read.
+inline Doubles resizeGrad(const ResizeConfig &c, const Floats &dy) {
+  Doubles dx(countOf(c.x), 0.0);
+  forEachResizeTap(
+      c, [&](size_t yi, size_t xi, double w) { dx[xi] += w * dy[yi]; });
+  return dx;
+}
+
 } // namespace dpc::testing
 
 #endif // DPC_TEST_UNITTESTS_KERNELS_REFERENCE_H

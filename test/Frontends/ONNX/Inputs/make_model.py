@@ -333,6 +333,55 @@ def gathers(axis=0, indices=(2, 0, 2, 1)):
     return model(nodes, [tensor("x", 1)], [tensor("y", *out)],
                  [init("table", *shape), ints("rows", list(indices))])
 
+
+def resize(computed_scales=False, cubic=False, channel_scale=False):
+    """Resize as torch.onnx writes F.interpolate at opset 13 (no roi, the
+    scales a Constant): bilinear x2 with half_pixel (align_corners=False),
+    nearest x2 with asymmetric and floor, and bilinear to sizes with
+    align_corners, after a Conv so that autodiff needs the gradients. The
+    variants compute the scales from the data (refused), ask for cubic
+    (refused) or scale the channels (refused)."""
+    n = helper.make_node
+    scales = helper.make_tensor("s", TensorProto.FLOAT, [4],
+                                [1, 2 if channel_scale else 1, 2, 2])
+    nodes = [
+        n("Conv", ["x", "conv.weight"], ["c"], name="conv"),
+        n("Constant", [], ["scales"], name="scales", value=scales),
+        n("Resize", ["c", "", "scales"], ["up"], name="up",
+          mode="cubic" if cubic else "linear",
+          coordinate_transformation_mode="half_pixel", nearest_mode="floor"),
+        n("Resize", ["up", "", "scales"], ["near"], name="near",
+          mode="nearest", coordinate_transformation_mode="asymmetric",
+          nearest_mode="floor"),
+        n("Resize", ["near", "", "", "sizes"], ["y"], name="fit",
+          mode="linear", coordinate_transformation_mode="align_corners"),
+    ]
+    if computed_scales:
+        nodes[1:2] = [n("Flatten", ["x"], ["flat"], name="flat"),
+                      n("Slice", ["flat", "starts", "ends", "axes"],
+                        ["first"], name="first"),
+                      n("Reshape", ["first", "four"], ["scales"],
+                        name="scales")]
+    inits = [init("conv.weight", 2, 1, 1, 1), ints("sizes", [1, 2, 11, 13]),
+             ints("starts", [0]), ints("ends", [4]), ints("axes", [1]),
+             ints("four", [4])]
+    return model(nodes, [tensor("x", 1, 1, 3, 3)],
+                 [tensor("y", 1, 2, 11, 13)], inits)
+
+
+def upsample():
+    """Upsample (opset 9), nearest, by 3 x 2, its scales an initializer: the
+    version converter writes it as Resize."""
+    n = helper.make_node
+    nodes = [
+        n("Conv", ["x", "conv.weight"], ["c"], name="conv"),
+        n("Upsample", ["c", "scales"], ["y"], name="up", mode="nearest"),
+    ]
+    scales = numpy_helper.from_array(np.array([1, 1, 3, 2], dtype=np.float32),
+                                     "scales")
+    return model(nodes, [tensor("x", 2, 1, 3, 4)], [tensor("y", 2, 2, 9, 8)],
+                 [init("conv.weight", 2, 1, 1, 1), scales], opset=9)
+
 MODELS = {
     "lenet": lambda: lenet(),
     "lenet-fixed-batch": lambda: lenet(batch=16),
@@ -371,6 +420,11 @@ MODELS = {
     "gathers": gathers,
     "gathers-arithmetic": lambda: gathers(indices=(0, 1, 2)),
     "gathers-axis1": lambda: gathers(axis=1, indices=(4, 0, 3)),
+    "resize": resize,
+    "resize-computed-scales": lambda: resize(computed_scales=True),
+    "resize-cubic": lambda: resize(cubic=True),
+    "resize-channel-scale": lambda: resize(channel_scale=True),
+    "upsample": upsample,
 }
 
 if __name__ == "__main__":

@@ -64,6 +64,29 @@ InFlightDiagnostic Importer::nodeError(const onnx::NodeProto &node) {
   return diag;
 }
 
+// Upsample and Resize before opset 11 sample at x_out / scale, floored for
+// nearest; the version converter's Resize-11 omits the modes, which then
+// default to half_pixel and round_prefer_floor. Writes them out.
+static void keepAsymmetricResizes(onnx::GraphProto &graph) {
+  for (onnx::NodeProto &node : *graph.mutable_node()) {
+    if (node.op_type() != "Resize")
+      continue;
+    bool hasModes = false;
+    for (const onnx::AttributeProto &attr : node.attribute())
+      hasModes |= attr.name() == "coordinate_transformation_mode";
+    if (hasModes)
+      continue;
+    for (auto [name, value] :
+         {std::pair{"coordinate_transformation_mode", "asymmetric"},
+          std::pair{"nearest_mode", "floor"}}) {
+      onnx::AttributeProto *attr = node.add_attribute();
+      attr->set_name(name);
+      attr->set_type(onnx::AttributeProto::STRING);
+      attr->set_s(value);
+    }
+  }
+}
+
 //===----------------------------------------------------------------------===//
 // Graph
 //===----------------------------------------------------------------------===//
@@ -367,6 +390,8 @@ mlir::dpc::onnx_frontend::importOnnxBytes(StringRef bytes, StringRef path,
              << "cannot convert the model from opset " << imported.fileOpset
              << " to opset " << kMinOpset << ": " << e.what();
     }
+    if (imported.fileOpset < 11)
+      keepAsymmetricResizes(*model.mutable_graph());
   }
   int64_t exportedBatch = exportedBatchSize(model.graph());
   // The sizes to bind, by dimension of the data inputs and the outputs.

@@ -34,8 +34,11 @@ std::vector<RankOptionInfo> dataRows() {
   return {
       {"data", "SPEC",
        "training data (inference builds: the samples to predict): "
-       "fashion-mnist:DIR, mnist:DIR, npy:INPUTS,LABELS[,lengths=L.npy], "
-       "text:FILE[,stride=N|,docs=fortune|line|blank][,vocab=ascii64|bytes] "
+       "fashion-mnist:DIR, mnist:DIR, npy:INPUTS,LABELS[,lengths=L.npy]"
+       "[,scale=S][,mean=M1/..,std=D1/..] (each file may be a glob of "
+       "shards), "
+       "text:FILE[,stride=N|,docs=fortune|line|blank][,vocab=ascii64|bytes], "
+       "tokens:FILE[,dtype=uint16|uint32][,seq=N][,stride=N] "
        "or synthetic[:N]",
        "fashion-mnist:/usr/share/datasets/fashion-mnist", &O::data},
       {"eval-data", "SPEC",

@@ -219,27 +219,24 @@ bool NpyRows::integerType() const { return dtype[1] == 'i' || dtype[1] == 'u'; }
 
 const std::string &NpyRows::firstPath() const { return shards[0]->path; }
 
-std::pair<const NpyRows::Shard *, const uint8_t *>
-NpyRows::locate(int64_t row) const {
+size_t NpyRows::shardOf(int64_t row) const {
   if (row < 0 || row >= rows())
     throw Error(firstPath() + ": row " + std::to_string(row) +
                 " out of range (" + std::to_string(rows()) + " rows)");
-  size_t k = size_t(std::upper_bound(firstRows.begin(), firstRows.end(), row) -
-                    firstRows.begin()) -
-             1;
-  const Shard *shard = shards[k].get();
-  return {shard, shard->data() +
-                     size_t(row - firstRows[k]) * size_t(perRow) * itemSize};
+  return size_t(std::upper_bound(firstRows.begin(), firstRows.end(), row) -
+                firstRows.begin()) -
+         1;
+}
+
+const uint8_t *NpyRows::rowData(int64_t row) const {
+  size_t k = shardOf(row);
+  return shards[k]->data() +
+         size_t(row - firstRows[k]) * size_t(perRow) * itemSize;
 }
 
 std::string NpyRows::where(int64_t row) const {
-  auto [shard, data] = locate(row);
-  (void)data;
-  size_t k =
-      size_t(std::find_if(shards.begin(), shards.end(),
-                          [&](const auto &s) { return s.get() == shard; }) -
-             shards.begin());
-  return shard->path + ": sample " + std::to_string(row - firstRows[k]);
+  size_t k = shardOf(row);
+  return shards[k]->path + ": sample " + std::to_string(row - firstRows[k]);
 }
 
 /// `n` stored values of type S at `p` (unaligned) as T.
@@ -285,9 +282,7 @@ static void convertRow(const std::string &descr, const uint8_t *p, int64_t n,
 }
 
 void NpyRows::readFloats(int64_t row, float *out) const {
-  auto [shard, data] = locate(row);
-  (void)shard;
-  convertRow(dtype, data, perRow, out);
+  convertRow(dtype, rowData(row), perRow, out);
   if (transform.scale != 1.0) {
     // One correctly rounded division, as PyTorch's `x.float() / 255`.
     const float scale = float(transform.scale);
@@ -307,9 +302,7 @@ void NpyRows::readFloats(int64_t row, float *out) const {
 void NpyRows::readInts(int64_t row, int64_t *out) const {
   if (!integerType())
     throw Error(firstPath() + ": '" + dtype + "' values are not integer ids");
-  auto [shard, data] = locate(row);
-  (void)shard;
-  convertRow(dtype, data, perRow, out);
+  convertRow(dtype, rowData(row), perRow, out);
 }
 
 } // namespace dpc::runtime

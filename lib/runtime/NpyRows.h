@@ -80,8 +80,10 @@ private:
   int64_t perRow = 1;
   FloatTransform transform;
 
-  /// The shard holding `row` and the address of the row's first value.
-  std::pair<const Shard *, const uint8_t *> locate(int64_t row) const;
+  /// The index of the shard holding `row`; Error when out of range.
+  size_t shardOf(int64_t row) const;
+  /// The address of the row's first value.
+  const uint8_t *rowData(int64_t row) const;
 };
 
 } // namespace dpc::runtime

@@ -83,13 +83,28 @@ private:
 
 } // namespace
 
-int64_t Sampler::sampleAt(int64_t epoch, int64_t position) {
-  if (!cfg.shuffle)
-    return position; // file order: nothing to hold
-  if (cfg.numSamples <= cfg.materializeLimit)
-    return orderOf(epoch)[size_t(position)];
-  return FeistelPermutation(
-      cfg.numSamples, detail::mixSeed(cfg.seed, uint64_t(epoch)))(position);
+std::vector<int64_t> Sampler::orderSlice(int64_t epoch, int64_t begin,
+                                         int64_t count) {
+  std::vector<int64_t> indices;
+  indices.reserve(size_t(count));
+  // Positions past the last sample repeat it (padLast).
+  auto position = [&](int64_t k) {
+    return std::min(begin + k, cfg.numSamples - 1);
+  };
+  if (!cfg.shuffle) {
+    for (int64_t k = 0; k < count; ++k)
+      indices.push_back(position(k)); // file order: nothing to hold
+  } else if (cfg.numSamples <= cfg.materializeLimit) {
+    const std::vector<int64_t> &order = orderOf(epoch);
+    for (int64_t k = 0; k < count; ++k)
+      indices.push_back(order[size_t(position(k))]);
+  } else {
+    FeistelPermutation permute(cfg.numSamples,
+                               detail::mixSeed(cfg.seed, uint64_t(epoch)));
+    for (int64_t k = 0; k < count; ++k)
+      indices.push_back(permute(position(k)));
+  }
+  return indices;
 }
 
 std::vector<int64_t> Sampler::microbatchIndices(int64_t step,
@@ -100,14 +115,9 @@ std::vector<int64_t> Sampler::microbatchIndices(int64_t step,
     throw Error("sampler: microbatch " + std::to_string(microbatch) +
                 " out of range (" + std::to_string(cfg.microbatches) +
                 " microbatches)");
-  const int64_t epoch = epochOf(step);
   int64_t begin =
       (step % steps) * minibatchSize() + microbatch * cfg.microbatchSize;
-  std::vector<int64_t> indices;
-  indices.reserve(size_t(cfg.microbatchSize));
-  for (int64_t k = begin; k < begin + cfg.microbatchSize; ++k)
-    indices.push_back(sampleAt(epoch, std::min(k, cfg.numSamples - 1)));
-  return indices;
+  return orderSlice(epochOf(step), begin, cfg.microbatchSize);
 }
 
 std::vector<int64_t> Sampler::minibatchIndices(int64_t step) {

@@ -60,8 +60,9 @@ public:
 
 private:
   const std::vector<int64_t> &orderOf(int64_t epoch);
-  /// Sample `position` of epoch `epoch`'s order.
-  int64_t sampleAt(int64_t epoch, int64_t position);
+  /// The samples at positions [begin, begin + count) of epoch `epoch`'s
+  /// order, a position past the last sample taking the last one.
+  std::vector<int64_t> orderSlice(int64_t epoch, int64_t begin, int64_t count);
 
   SamplerConfig cfg;
   int64_t steps = 0;

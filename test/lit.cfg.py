@@ -24,7 +24,8 @@ config.substitutions.append(("%cores", str(os.sysconf("SC_NPROCESSORS_ONLN"))))
 if config.dpc_enable_compiler:
     config.available_features.add("compiler")
 # "long": end-to-end runs too slow for CI (e2e/vision's AlexNet and VGG at
-# 224 pixels), run with DPC_LONG_TESTS=1.
+# 224 pixels, ResNet-50 and DenseNet-121, each over 200 s of CPU), run with
+# DPC_LONG_TESTS=1.
 if os.environ.get("DPC_LONG_TESTS") == "1":
     config.available_features.add("long")
 # "cuda": this build has the CUDA backend (dpc compile --target cuda links);

@@ -1,0 +1,100 @@
+"""Measures a command run in a fresh process: wall seconds, the peak RSS of
+its largest process, and optionally the moment a file gets its first line
+and the peak of the summed RSS of the whole process tree.
+
+Peak RSS comes from wait4(2): Linux reports the child's ru_maxrss as the
+largest of its own and its waited-for descendants' (for `dpc compile`, the
+compiler; for `dpc run`, the largest of dpc, mpirun and the ranks). The
+tree's sum is sampled from /proc every SAMPLE_S seconds, so it can miss a
+short peak.
+"""
+
+import os
+import subprocess
+import tempfile
+import time
+
+SAMPLE_S = 0.25
+
+
+def _children():
+    """{ppid: [pid]} of every process now."""
+    tree = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        tree.setdefault(int(fields[1]), []).append(int(entry))
+    return tree
+
+
+def tree_rss(root):
+    """The summed VmRSS in bytes of `root` and its descendants."""
+    tree = _children()
+    total, todo = 0, [root]
+    while todo:
+        pid = todo.pop()
+        todo.extend(tree.get(pid, []))
+        try:
+            with open(f"/proc/{pid}/status") as f:
+                for line in f:
+                    if line.startswith("VmRSS:"):
+                        total += int(line.split()[1]) * 1024
+                        break
+        except OSError:
+            continue
+    return total
+
+
+def _first_line(path):
+    try:
+        with open(path) as f:
+            return f.readline().endswith("\n")
+    except OSError:
+        return False
+
+
+def run(command, env=None, first_line_of=None, sample_tree=False):
+    """Runs `command` and returns {"rc", "seconds", "maxrss" (bytes),
+    "stdout", "stderr" (their last 20,000 characters), and with
+    `first_line_of` "first_line_s" (seconds from the start until that file
+    held a whole line; None if never), with `sample_tree` "tree_rss_peak"
+    (bytes)}."""
+    with tempfile.TemporaryFile("w+") as out, \
+            tempfile.TemporaryFile("w+") as err:
+        started = time.perf_counter()
+        process = subprocess.Popen(command, env=env, stdout=out, stderr=err,
+                                   stdin=subprocess.DEVNULL, text=True)
+        first_line_s, tree_peak, next_sample = None, 0, 0.0
+        while True:
+            pid, status, usage = os.wait4(process.pid, os.WNOHANG)
+            now = time.perf_counter() - started
+            if pid:
+                break
+            if first_line_of and first_line_s is None and \
+                    _first_line(first_line_of):
+                first_line_s = now
+            if sample_tree and now >= next_sample:
+                tree_peak = max(tree_peak, tree_rss(process.pid))
+                next_sample = now + SAMPLE_S
+            time.sleep(0.02)
+        seconds = time.perf_counter() - started
+        process.returncode = os.waitstatus_to_exitcode(status)
+        if first_line_of and first_line_s is None and \
+                _first_line(first_line_of):
+            first_line_s = seconds
+        out.seek(0)
+        err.seek(0)
+        result = {"rc": process.returncode, "seconds": seconds,
+                  "maxrss": usage.ru_maxrss * 1024,
+                  "stdout": out.read()[-20000:],
+                  "stderr": err.read()[-20000:]}
+    if first_line_of:
+        result["first_line_s"] = first_line_s
+    if sample_tree:
+        result["tree_rss_peak"] = tree_peak
+    return result

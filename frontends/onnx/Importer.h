@@ -16,6 +16,7 @@
 #ifndef DPC_FRONTENDS_ONNX_IMPORTER_H
 #define DPC_FRONTENDS_ONNX_IMPORTER_H
 
+#include "frontends/onnx/ExternalData.h"
 #include "frontends/onnx/OnnxImporter.h"
 
 #include "dialects/nn/IR/NNOps.h"
@@ -181,6 +182,14 @@ public:
   // Tensors (TensorReading.cpp).
   FailureOr<HostTensor> readTensor(const onnx::TensorProto &tensor,
                                    Location loc);
+  /// A float initializer's data as a parameter: float32, float16, bfloat16
+  /// or float64, held or (external) mapped, never widened here.
+  FailureOr<ImportedParam> readParam(const onnx::TensorProto &tensor,
+                                     Location loc);
+  static bool isFloatInitializer(const onnx::TensorProto &tensor);
+  /// The raw bytes of a tensor: its raw_data, or its external data.
+  FailureOr<StringRef> tensorBytes(const onnx::TensorProto &tensor,
+                                   Location loc);
   FailureOr<Type> elementType(int32_t onnxType, Location loc, StringRef what);
   RankedTensorType tensorType(ArrayRef<int64_t> shape, Type elementType) {
     return RankedTensorType::get(shape, elementType);
@@ -197,6 +206,8 @@ public:
   llvm::StringMap<HostTensor> hostValues;
   bool sliceFloatConstants = false;
   llvm::StringMap<const onnx::TensorProto *> initializers;
+  // The model's external files, when it has any (ExternalData.h).
+  ExternalData *external = nullptr;
   // Outputs of imported nodes that have no value in the IR, and why.
   llvm::StringMap<std::string> unreadable;
   ImportedModel *model = nullptr;

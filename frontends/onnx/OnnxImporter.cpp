@@ -35,6 +35,7 @@
 #include "onnx/version_converter/convert.h"
 
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <limits>
 #include <optional>
@@ -209,7 +210,10 @@ LogicalResult parseModel(StringRef bytes, StringRef name, MLIRContext *context,
   if (bytes.size() > size_t(std::numeric_limits<int>::max()))
     return emitError(loc) << "'" << name
                           << "' is larger than the 2 GiB a protobuf "
-                             "message can hold";
+                             "message can hold; save the model with its "
+                             "tensors in external data (torch.onnx does "
+                             "past 2 GiB; onnx.save_model(..., "
+                             "save_as_external_data=True))";
   if (!model.ParseFromArray(bytes.data(), int(bytes.size())))
     return emitError(loc) << "'" << name
                           << "' is not a valid ONNX protobuf file";
@@ -355,6 +359,10 @@ mlir::dpc::onnx_frontend::importOnnxBytes(StringRef bytes, StringRef path,
 
   ImportedModel imported;
   imported.fileOpset = modelOpset(model);
+  // External files lie beside the model file, wherever dpc was started.
+  ExternalData external(std::filesystem::path(path.str()).parent_path());
+  if (failed(external.resolve(*model.mutable_graph(), loc)))
+    return failure();
   try {
     onnx::checker::check_model(model);
   } catch (const std::exception &e) {
@@ -383,8 +391,10 @@ mlir::dpc::onnx_frontend::importOnnxBytes(StringRef bytes, StringRef path,
                           << ", the newest this build's onnx library knows";
   int64_t opset = std::max(imported.fileOpset, kMinOpset);
   if (imported.fileOpset < kMinOpset) {
+    std::vector<onnx::TensorProto> refs = externalReferences(model.graph());
     try {
       model = onnx::version_conversion::ConvertVersion(model, kMinOpset);
+      restoreExternalReferences(*model.mutable_graph(), refs);
     } catch (const std::exception &e) {
       return emitError(loc)
              << "cannot convert the model from opset " << imported.fileOpset
@@ -452,6 +462,7 @@ mlir::dpc::onnx_frontend::importOnnxBytes(StringRef bytes, StringRef path,
   }
 
   Importer importer(context, path, opset);
+  importer.external = &external;
   if (options.batchSize > 0 && exportedBatch > 0 &&
       exportedBatch != options.batchSize)
     importer.setRebatch(exportedBatch, options.batchSize);

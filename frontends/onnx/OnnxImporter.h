@@ -17,8 +17,13 @@
 #include "llvm/ADT/StringRef.h"
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
+
+namespace dpc::support {
+class MappedFile;
+} // namespace dpc::support
 
 namespace mlir::dpc::onnx_frontend {
 
@@ -40,11 +45,29 @@ struct ImportOptions {
   int64_t sequenceLength = 0;
 };
 
-/// A trainable parameter: an ONNX initializer (float32).
+/// How an imported parameter's data is stored.
+enum class ParamDType { F32, F16, BF16, F64 };
+
+/// A parameter's initial value: a float initializer (trainable), or a
+/// constant the model's arithmetic reads (frozen). Float16, bfloat16 and
+/// float64 initializers keep their type here; they train as float32, and
+/// the rank widens them as it loads its weights. The data is held in
+/// `bytes` (little-endian, as ONNX stores it), or, for an initializer in an
+/// external file, lies at `offset` of the mapped `file`: the compiler
+/// streams it from there into the stages' weights without a copy.
 struct ImportedParam {
   std::string name;
   std::vector<int64_t> shape;
-  std::vector<float> data;
+  ParamDType dtype = ParamDType::F32;
+  std::vector<uint8_t> bytes;
+  std::shared_ptr<const ::dpc::support::MappedFile> file;
+  uint64_t offset = 0;
+
+  /// A float32 parameter holding `values`.
+  static ImportedParam fromFloats(std::string name, std::vector<int64_t> shape,
+                                  const std::vector<float> &values);
+  /// The values as float (float16 and bfloat16 exactly, float64 rounded).
+  std::vector<float> toFloats() const;
 };
 
 struct ImportedModel {

@@ -9,6 +9,7 @@
 
 using namespace mlir;
 using namespace mlir::dpc;
+using namespace mlir::dpc::onnx_frontend;
 using namespace mlir::dpc::onnx_frontend::detail;
 using mlir::dpc::nn::shapeOf;
 
@@ -116,8 +117,8 @@ static LogicalResult importLstm(Importer &im, const onnx::NodeProto &node) {
     initial.push_back(im.builder.create<nn::ParamOp>(
         NameLoc::get(im.builder.getStringAttr(name)),
         im.tensorType({batch, h}, f32), StringRef(name), /*frozen=*/true));
-    im.model->params.push_back(
-        {name, {batch, h}, std::vector<float>(batch * h, 0.0f)});
+    im.model->params.push_back(ImportedParam::fromFloats(
+        name, {batch, h}, std::vector<float>(batch * h, 0.0f)));
   }
   std::optional<ArrayRef<int64_t>> biasShape;
   if (bias)

@@ -573,6 +573,12 @@ static LogicalResult importConstantOfShape(Importer &im,
 
 static LogicalResult importCast(Importer &im, const onnx::NodeProto &node) {
   int64_t to = im.getInt(node, "to", 0);
+  // dpc trains in float32 (its --precision bf16 is its own choice): a model
+  // exported in float16, bfloat16 or float64 is read as float32 throughout,
+  // its casts to those types included.
+  if (to == onnx::TensorProto::FLOAT16 || to == onnx::TensorProto::BFLOAT16 ||
+      to == onnx::TensorProto::DOUBLE)
+    to = onnx::TensorProto::FLOAT;
   if (!im.isHost(node.input(0))) {
     // Casts of activations: masks to and from bool, ids to float.
     FailureOr<Value> input = im.getValue(node, 0);

@@ -8,20 +8,25 @@
 
 #include "frontends/onnx/Importer.h"
 
+#include "dpc/support/HalfFloat.h"
+#include "dpc/support/MappedFile.h"
+
 #include <cstring>
 
 using namespace mlir;
+using namespace mlir::dpc::onnx_frontend;
 using namespace mlir::dpc::onnx_frontend::detail;
 
 FailureOr<Type> Importer::elementType(int32_t onnxType, Location loc,
                                       StringRef what) {
   switch (onnxType) {
+  // The training dtype: float16, bfloat16 and float64 graph values are
+  // read as float32, as their initializers are (ImportedParam).
   case onnx::TensorProto::FLOAT:
-    return builder.getF32Type();
   case onnx::TensorProto::FLOAT16:
-    return builder.getF16Type();
   case onnx::TensorProto::BFLOAT16:
-    return builder.getBF16Type();
+  case onnx::TensorProto::DOUBLE:
+    return builder.getF32Type();
   case onnx::TensorProto::INT64:
     return builder.getI64Type();
   case onnx::TensorProto::INT32:
@@ -35,37 +40,180 @@ FailureOr<Type> Importer::elementType(int32_t onnxType, Location loc,
   }
 }
 
+namespace {
+
+// Whether ONNX data type `type` is one dpc reads as float.
+bool isFloatType(int32_t type) {
+  return type == onnx::TensorProto::FLOAT ||
+         type == onnx::TensorProto::FLOAT16 ||
+         type == onnx::TensorProto::BFLOAT16 ||
+         type == onnx::TensorProto::DOUBLE;
+}
+
+// Float16 and bfloat16 without raw data keep one 16-bit value in each
+// int32_data entry; their little-endian bytes.
+std::string sixteenBitBytes(const onnx::TensorProto &tensor) {
+  std::string raw(size_t(tensor.int32_data_size()) * 2, '\0');
+  for (int i = 0; i < tensor.int32_data_size(); ++i) {
+    auto bits = uint16_t(tensor.int32_data(i));
+    std::memcpy(raw.data() + 2 * i, &bits, 2);
+  }
+  return raw;
+}
+
+} // namespace
+
+namespace mlir::dpc::onnx_frontend {
+
+ImportedParam ImportedParam::fromFloats(std::string name,
+                                        std::vector<int64_t> shape,
+                                        const std::vector<float> &values) {
+  ImportedParam param;
+  param.name = std::move(name);
+  param.shape = std::move(shape);
+  param.bytes.resize(values.size() * sizeof(float));
+  if (!values.empty())
+    std::memcpy(param.bytes.data(), values.data(), param.bytes.size());
+  return param;
+}
+
+std::vector<float> ImportedParam::toFloats() const {
+  size_t count = size_t(nn::getNumElements(shape));
+  const uint8_t *data = file ? file->data() + offset : bytes.data();
+  std::vector<float> out(count);
+  for (size_t i = 0; i < count; ++i) {
+    switch (dtype) {
+    case ParamDType::F32:
+      std::memcpy(&out[i], data + 4 * i, 4);
+      break;
+    case ParamDType::F16:
+    case ParamDType::BF16: {
+      uint16_t bits;
+      std::memcpy(&bits, data + 2 * i, 2);
+      out[i] = dtype == ParamDType::F16 ? ::dpc::support::halfToFloat(bits)
+                                        : ::dpc::support::bf16ToFloat(bits);
+      break;
+    }
+    case ParamDType::F64: {
+      double x;
+      std::memcpy(&x, data + 8 * i, 8);
+      out[i] = float(x);
+      break;
+    }
+    }
+  }
+  return out;
+}
+
+} // namespace mlir::dpc::onnx_frontend
+
+bool Importer::isFloatInitializer(const onnx::TensorProto &tensor) {
+  return isFloatType(tensor.data_type());
+}
+
+FailureOr<StringRef> Importer::tensorBytes(const onnx::TensorProto &tensor,
+                                           Location loc) {
+  if (tensor.data_location() != onnx::TensorProto::EXTERNAL)
+    return StringRef(tensor.raw_data());
+  if (!external)
+    return emitError(loc) << "tensor '" << tensor.name()
+                          << "' keeps its data in an external file, but the "
+                             "model was not read from a file";
+  FailureOr<ExternalSpan> span = external->span(tensor, loc);
+  if (failed(span))
+    return failure();
+  return StringRef(reinterpret_cast<const char *>(span->data()),
+                   size_t(span->length));
+}
+
+FailureOr<ImportedParam> Importer::readParam(const onnx::TensorProto &tensor,
+                                             Location loc) {
+  ImportedParam param;
+  param.name = tensor.name();
+  param.shape.assign(tensor.dims().begin(), tensor.dims().end());
+  switch (tensor.data_type()) {
+  case onnx::TensorProto::FLOAT16:
+    param.dtype = ParamDType::F16;
+    break;
+  case onnx::TensorProto::BFLOAT16:
+    param.dtype = ParamDType::BF16;
+    break;
+  case onnx::TensorProto::DOUBLE:
+    param.dtype = ParamDType::F64;
+    break;
+  default:
+    param.dtype = ParamDType::F32;
+  }
+  size_t elementSize = onnxElementSize(tensor.data_type());
+  uint64_t need = uint64_t(nn::getNumElements(param.shape)) * elementSize;
+  if (tensor.data_location() == onnx::TensorProto::EXTERNAL) {
+    if (!external)
+      return emitError(loc) << "tensor '" << tensor.name()
+                            << "' keeps its data in an external file, but "
+                               "the model was not read from a file";
+    FailureOr<ExternalSpan> span = external->span(tensor, loc);
+    if (failed(span))
+      return failure();
+    param.file = span->file;
+    param.offset = span->offset;
+    return param;
+  }
+  std::string converted;
+  StringRef raw = tensor.raw_data();
+  if (raw.empty()) {
+    // The typed fields, whatever the exporter used.
+    switch (tensor.data_type()) {
+    case onnx::TensorProto::FLOAT:
+      raw =
+          StringRef(reinterpret_cast<const char *>(tensor.float_data().data()),
+                    size_t(tensor.float_data_size()) * sizeof(float));
+      break;
+    case onnx::TensorProto::DOUBLE:
+      raw =
+          StringRef(reinterpret_cast<const char *>(tensor.double_data().data()),
+                    size_t(tensor.double_data_size()) * sizeof(double));
+      break;
+    default:
+      converted = sixteenBitBytes(tensor);
+      raw = converted;
+    }
+  }
+  if (raw.size() != need)
+    return emitError(loc) << "tensor '" << tensor.name() << "' has "
+                          << raw.size() << " bytes of data, its shape needs "
+                          << need;
+  param.bytes.assign(raw.bytes_begin(), raw.bytes_end());
+  return param;
+}
+
 FailureOr<HostTensor> Importer::readTensor(const onnx::TensorProto &tensor,
                                            Location loc) {
-  if (tensor.data_location() == onnx::TensorProto::EXTERNAL)
-    return emitError(loc) << "tensor '" << tensor.name()
-                          << "' keeps its data in an external file, which "
-                             "dpc does not read yet";
   HostTensor t;
   t.shape.assign(tensor.dims().begin(), tensor.dims().end());
   int64_t count = nn::getNumElements(t.shape);
-  const std::string &raw = tensor.raw_data();
+  if (isFloatType(tensor.data_type())) {
+    // Read as a parameter's data would be, then widened to float.
+    FailureOr<ImportedParam> param = readParam(tensor, loc);
+    if (failed(param))
+      return failure();
+    t.isFloat = true;
+    t.floats = param->toFloats();
+    return t;
+  }
+  FailureOr<StringRef> bytes = tensorBytes(tensor, loc);
+  if (failed(bytes))
+    return failure();
+  StringRef raw = *bytes;
   auto readRaw = [&](auto &out, size_t elementSize) -> LogicalResult {
-    using T = typename std::decay_t<decltype(out)>::value_type;
     if (raw.size() != static_cast<size_t>(count) * elementSize)
       return emitError(loc)
              << "tensor '" << tensor.name() << "' has " << raw.size()
              << " bytes of data for " << count << " elements";
     out.resize(count);
     std::memcpy(out.data(), raw.data(), raw.size());
-    (void)sizeof(T);
     return success();
   };
   switch (tensor.data_type()) {
-  case onnx::TensorProto::FLOAT:
-    t.isFloat = true;
-    if (!raw.empty()) {
-      if (failed(readRaw(t.floats, sizeof(float))))
-        return failure();
-    } else {
-      t.floats.assign(tensor.float_data().begin(), tensor.float_data().end());
-    }
-    break;
   case onnx::TensorProto::INT64:
     if (!raw.empty()) {
       if (failed(readRaw(t.ints, sizeof(int64_t))))
@@ -100,8 +248,9 @@ FailureOr<HostTensor> Importer::readTensor(const onnx::TensorProto &tensor,
   }
   default:
     return emitError(loc) << "tensor '" << tensor.name()
-                          << "' has an element type dpc cannot read "
-                             "(only float32, int64, int32 and bool)";
+                          << "' has an element type dpc cannot read (only "
+                             "float32, float16, bfloat16, float64, int64, "
+                             "int32 and bool)";
   }
   if (t.size() != count)
     return emitError(loc) << "tensor '" << tensor.name() << "' has " << t.size()

@@ -12,6 +12,7 @@
 #include "frontends/onnx/Importer.h"
 
 using namespace mlir;
+using namespace mlir::dpc::onnx_frontend;
 using namespace mlir::dpc::onnx_frontend::detail;
 
 bool Importer::hasInput(const onnx::NodeProto &node, int index) const {
@@ -21,7 +22,7 @@ bool Importer::hasInput(const onnx::NodeProto &node, int index) const {
 bool Importer::isHost(const std::string &name) const {
   return hostValues.count(name) ||
          (initializers.count(name) &&
-          initializers.lookup(name)->data_type() != onnx::TensorProto::FLOAT);
+          !isFloatInitializer(*initializers.lookup(name)));
 }
 
 FailureOr<Value> Importer::getValue(const onnx::NodeProto &node, int index) {
@@ -33,15 +34,19 @@ FailureOr<Value> Importer::getValue(const onnx::NodeProto &node, int index) {
   if (const onnx::TensorProto *init = initializers.lookup(name)) {
     // A float initializer used by compute is a trainable parameter; its
     // data goes to the weights file and the IR reads it by name.
-    FailureOr<HostTensor> data = readTensor(*init, locOf(node));
+    if (!isFloatInitializer(*init)) {
+      FailureOr<HostTensor> data = readTensor(*init, locOf(node));
+      if (failed(data))
+        return failure();
+      return materializeConstant(node, name, *data);
+    }
+    FailureOr<ImportedParam> data = readParam(*init, locOf(node));
     if (failed(data))
       return failure();
-    if (!data->isFloat)
-      return materializeConstant(node, name, *data);
     auto type = tensorType(data->shape, builder.getF32Type());
     Value param = builder.create<nn::ParamOp>(
         NameLoc::get(builder.getStringAttr(name)), type, name);
-    model->params.push_back({name, data->shape, std::move(data->floats)});
+    model->params.push_back(std::move(*data));
     values[name] = param;
     return param;
   }
@@ -54,7 +59,8 @@ FailureOr<Value> Importer::getValue(const onnx::NodeProto &node, int index) {
     auto param = builder.create<nn::ParamOp>(
         NameLoc::get(builder.getStringAttr(name)), type, StringRef(name),
         /*frozen=*/true);
-    model->params.push_back({name, host->second.shape, host->second.floats});
+    model->params.push_back(ImportedParam::fromFloats(name, host->second.shape,
+                                                      host->second.floats));
     values[name] = param;
     return Value(param);
   }
@@ -81,7 +87,8 @@ FailureOr<Value> Importer::materializeConstant(const onnx::NodeProto &node,
       NameLoc::get(builder.getStringAttr(name)),
       tensorType(tensor.shape, builder.getF32Type()), StringRef(name),
       /*frozen=*/true);
-  model->params.push_back({name, tensor.shape, std::move(floats)});
+  model->params.push_back(
+      ImportedParam::fromFloats(name, tensor.shape, floats));
   Type elementType =
       tensor.isBool ? builder.getI1Type() : Type(builder.getI64Type());
   Value value = builder.create<nn::CastOp>(

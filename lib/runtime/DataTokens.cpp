@@ -16,13 +16,15 @@
 #include "dpc/runtime/Data.h"
 
 #include "DataSources.h"
-#include "MappedFile.h"
 #include "dpc/runtime/Error.h"
+#include "dpc/support/MappedFile.h"
 
 #include <cstring>
 #include <memory>
 
 namespace dpc::runtime {
+
+using support::MappedFile;
 
 using namespace data_detail;
 

@@ -3,8 +3,9 @@
 #include "NpyRows.h"
 
 #include "DataSources.h"
-#include "MappedFile.h"
 #include "dpc/runtime/Error.h"
+#include "dpc/support/HalfFloat.h"
+#include "dpc/support/MappedFile.h"
 
 #include <algorithm>
 #include <cmath>
@@ -130,26 +131,6 @@ std::vector<std::string> expandShards(const std::string &pattern) {
   return paths;
 }
 
-/// IEEE half to float, exactly (every half is a float).
-static float halfToFloat(uint16_t h) {
-  uint32_t sign = uint32_t(h >> 15) << 31;
-  int exponent = (h >> 10) & 0x1f;
-  uint32_t mantissa = h & 0x3ffu;
-  float magnitude;
-  if (exponent == 0)
-    magnitude = std::ldexp(float(mantissa), -24); // zero and subnormals
-  else if (exponent == 31)
-    magnitude = mantissa ? NAN : INFINITY;
-  else
-    magnitude = std::ldexp(float(mantissa | 0x400u), exponent - 25);
-  uint32_t bits;
-  std::memcpy(&bits, &magnitude, 4);
-  bits |= sign;
-  float value;
-  std::memcpy(&value, &bits, 4);
-  return value;
-}
-
 /// A shard's bytes: mapped, or inflated from a gzipped file.
 struct NpyRows::Shard {
   std::string path;
@@ -258,7 +239,7 @@ static void convertRow(const std::string &descr, const uint8_t *p, int64_t n,
     for (int64_t i = 0; i < n; ++i) {
       uint16_t bits;
       std::memcpy(&bits, p + size_t(i) * 2, 2);
-      out[i] = T(halfToFloat(bits));
+      out[i] = T(support::halfToFloat(bits));
     }
   } else if (kind == 'f') {
     if (width == '4')

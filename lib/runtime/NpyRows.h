@@ -18,9 +18,13 @@
 #include <string>
 #include <vector>
 
+namespace dpc::support {
+class MappedFile;
+} // namespace dpc::support
+
 namespace dpc::runtime {
 
-class MappedFile;
+using support::MappedFile;
 
 /// A .npy header: the dtype, the shape and where the data starts. The
 /// bytes after it must be exactly the shape's elements of the dtype.

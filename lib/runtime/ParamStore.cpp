@@ -299,7 +299,9 @@ std::string ParamStore::leftover() const {
 // Checkpoints
 //===----------------------------------------------------------------------===//
 
-/// The F32 tensor `name` of `shape` in `file`, copied to `out`.
+/// The float tensor `name` of `shape` in `file`, copied to `out` as F32
+/// (an F16, BF16 or F64 one, as a compiled model's initial weights may be,
+/// converted on the way), and then given back if it is mapped.
 static void copyTensor(const TensorFile &file, const std::string &fileName,
                        const std::string &name,
                        const std::vector<int64_t> &shape, Device &device,
@@ -308,9 +310,9 @@ static void copyTensor(const TensorFile &file, const std::string &fileName,
   if (it == file.tensors.end())
     throw Error(fileName + ": no tensor '" + name + "'");
   const Tensor &t = it->second;
-  if (t.dtype != DType::F32)
+  if (!isFloatDType(t.dtype))
     throw Error(fileName + ": tensor '" + name + "' is " + dtypeName(t.dtype) +
-                ", expected F32");
+                ", expected F32 (or F16, BF16, F64)");
   if (t.shape != shape) {
     auto text = [](const std::vector<int64_t> &s) {
       std::string r = "[";
@@ -324,7 +326,13 @@ static void copyTensor(const TensorFile &file, const std::string &fileName,
   size_t elements = 1;
   for (int64_t d : shape)
     elements *= size_t(d);
-  device.copyFromHost(out, t.bytes.data(), elements * sizeof(float));
+  if (t.dtype == DType::F32) {
+    device.copyFromHost(out, t.data(), elements * sizeof(float));
+  } else {
+    std::vector<float> widened = t.toF32();
+    device.copyFromHost(out, widened.data(), elements * sizeof(float));
+  }
+  t.release();
 }
 
 /// The non-negative count a checkpoint's metadata `key` holds, if present.

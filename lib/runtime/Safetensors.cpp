@@ -6,6 +6,8 @@
 #include "dpc/runtime/Manifest.h"
 #include "dpc/support/CommandLine.h"
 #include "dpc/support/Crc32c.h"
+#include "dpc/support/HalfFloat.h"
+#include "dpc/support/MappedFile.h"
 
 #include <nlohmann/json.hpp>
 
@@ -15,6 +17,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fcntl.h>
 #include <fstream>
 #include <unistd.h>
 
@@ -81,7 +84,8 @@ void verifyChecksums(const TensorFile &file,
     if (!parseChecksum(stored->second, expected))
       throw Error(where + " has a malformed checksum '" + stored->second +
                   "' (8 lowercase hex digits expected)");
-    uint32_t actual = support::crc32c(tensor.bytes.data(), tensor.bytes.size());
+    uint32_t actual = support::crc32c(tensor.data(), tensor.size());
+    tensor.release();
     if (actual != expected)
       throw Error(where + " fails its CRC-32C checksum (stored " +
                   stored->second + ", data gives " + formatChecksum(actual) +
@@ -124,6 +128,36 @@ int64_t Tensor::numElements() const {
   return n;
 }
 
+const uint8_t *Tensor::data() const {
+  return file ? file->data() + offset : bytes.data();
+}
+
+size_t Tensor::size() const {
+  return file ? size_t(numElements()) * dtypeSize(dtype) : bytes.size();
+}
+
+Tensor Tensor::mapped(DType dtype, std::vector<int64_t> shape,
+                      std::shared_ptr<const support::MappedFile> file,
+                      uint64_t offset, const std::string &name) {
+  Tensor t;
+  t.dtype = dtype;
+  t.shape = std::move(shape);
+  uint64_t need = uint64_t(t.numElements()) * dtypeSize(dtype);
+  if (offset > file->size() || need > file->size() - offset)
+    throw Error(file->path() + ": tensor '" + name + "' needs " +
+                std::to_string(need) + " bytes at offset " +
+                std::to_string(offset) + ", but the file has " +
+                std::to_string(file->size()) + " bytes");
+  t.file = std::move(file);
+  t.offset = offset;
+  return t;
+}
+
+void Tensor::release() const {
+  if (file)
+    file->release(offset, size());
+}
+
 Tensor Tensor::fromF32(std::vector<int64_t> shape, const float *data) {
   Tensor t;
   t.dtype = DType::F32;
@@ -144,44 +178,78 @@ Tensor Tensor::fromI64(std::vector<int64_t> shape, const int64_t *data) {
   return t;
 }
 
+bool isFloatDType(DType dtype) {
+  return dtype == DType::F32 || dtype == DType::F16 || dtype == DType::BF16 ||
+         dtype == DType::F64;
+}
+
+void Tensor::readF32(float *out, size_t first, size_t count) const {
+  const uint8_t *base = data() + first * dtypeSize(dtype);
+  auto widen = [&](auto element, auto convert) {
+    for (size_t i = 0; i < count; ++i) {
+      std::memcpy(&element, base + i * sizeof(element), sizeof(element));
+      out[i] = convert(element);
+    }
+  };
+  switch (dtype) {
+  case DType::F32:
+    if (count)
+      std::memcpy(out, base, count * sizeof(float));
+    return;
+  case DType::F16:
+    return widen(uint16_t{}, support::halfToFloat);
+  case DType::BF16:
+    return widen(uint16_t{}, support::bf16ToFloat);
+  case DType::F64:
+    return widen(double{}, [](double x) { return float(x); });
+  default:
+    throw Error(std::string("tensor: expected a float dtype, got ") +
+                dtypeName(dtype));
+  }
+}
+
 std::vector<float> Tensor::toF32() const {
-  if (dtype != DType::F32)
-    throw Error(std::string("tensor: expected F32, got ") + dtypeName(dtype));
-  std::vector<float> out(bytes.size() / sizeof(float));
-  if (!out.empty())
-    std::memcpy(out.data(), bytes.data(), bytes.size());
+  if (!isFloatDType(dtype))
+    throw Error(std::string("tensor: expected a float dtype, got ") +
+                dtypeName(dtype));
+  std::vector<float> out(size() / dtypeSize(dtype));
+  readF32(out.data(), 0, out.size());
   return out;
 }
 
 std::vector<int64_t> Tensor::toI64() const {
   if (dtype != DType::I64)
     throw Error(std::string("tensor: expected I64, got ") + dtypeName(dtype));
-  std::vector<int64_t> out(bytes.size() / sizeof(int64_t));
+  std::vector<int64_t> out(size() / sizeof(int64_t));
   if (!out.empty())
-    std::memcpy(out.data(), bytes.data(), bytes.size());
+    std::memcpy(out.data(), data(), size());
   return out;
 }
 
-TensorFile parseSafetensors(const std::vector<uint8_t> &bytes,
-                            const std::string &name) {
-  if (bytes.size() < 8)
-    throw Error(name + ": truncated safetensors file (" +
-                std::to_string(bytes.size()) + " bytes)");
+namespace {
+
+// Parses the `size` bytes at `image`; with `mapped` (the file `image` lies
+// in), each tensor is a view into it rather than a copy.
+TensorFile
+parseImage(const uint8_t *image, size_t size, const std::string &name,
+           const std::shared_ptr<const support::MappedFile> &mapped) {
+  if (size < 8)
+    throw Error(name + ": truncated safetensors file (" + std::to_string(size) +
+                " bytes)");
   uint64_t headerSize = 0;
   for (int i = 7; i >= 0; --i)
-    headerSize = (headerSize << 8) | bytes[size_t(i)];
-  if (headerSize > bytes.size() - 8)
+    headerSize = (headerSize << 8) | image[size_t(i)];
+  if (headerSize > size - 8)
     throw Error(name + ": header length " + std::to_string(headerSize) +
-                " overruns the file (" + std::to_string(bytes.size()) +
-                " bytes)");
-  nlohmann::json header = nlohmann::json::parse(
-      bytes.begin() + 8, bytes.begin() + 8 + long(headerSize), nullptr,
-      /*allow_exceptions=*/false);
+                " overruns the file (" + std::to_string(size) + " bytes)");
+  nlohmann::json header =
+      nlohmann::json::parse(image + 8, image + 8 + headerSize, nullptr,
+                            /*allow_exceptions=*/false);
   if (header.is_discarded() || !header.is_object())
     throw Error(name + ": header is not a JSON object");
 
-  const uint64_t dataSize = bytes.size() - 8 - headerSize;
-  const uint8_t *data = bytes.data() + 8 + headerSize;
+  const uint64_t dataSize = size - 8 - headerSize;
+  const uint8_t *data = image + 8 + headerSize;
   TensorFile file;
   std::map<std::string, std::string> checksums;
   std::vector<std::pair<uint64_t, uint64_t>> ranges;
@@ -234,7 +302,12 @@ TensorFile parseSafetensors(const std::vector<uint8_t> &bytes,
       throw Error(where + " has " + std::to_string(end - begin) +
                   " bytes, its dtype and shape need " +
                   std::to_string(expected));
-    tensor.bytes.assign(data + begin, data + end);
+    if (mapped) {
+      tensor.file = mapped;
+      tensor.offset = uint64_t(data - image) + begin;
+    } else {
+      tensor.bytes.assign(data + begin, data + end);
+    }
     ranges.emplace_back(begin, end);
     file.tensors.emplace(key, std::move(tensor));
   }
@@ -246,76 +319,160 @@ TensorFile parseSafetensors(const std::vector<uint8_t> &bytes,
   return file;
 }
 
-TensorFile readSafetensors(const std::string &path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
-    throw Error(path + ": " + std::strerror(errno));
-  std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)),
-                             std::istreambuf_iterator<char>());
-  if (in.bad())
-    throw Error(path + ": read failed");
-  return parseSafetensors(bytes, path);
+} // namespace
+
+TensorFile parseSafetensors(const std::vector<uint8_t> &bytes,
+                            const std::string &name) {
+  return parseImage(bytes.data(), bytes.size(), name, nullptr);
 }
 
-std::vector<uint8_t> serializeSafetensors(const TensorFile &file) {
+TensorFile readSafetensors(const std::string &path) {
+  auto mapped = std::make_shared<const support::MappedFile>(path);
+  return parseImage(mapped->data(), mapped->size(), path, mapped);
+}
+
+namespace {
+
+// The header of `file` (tensors in name order at consecutive offsets, the
+// metadata with tensor k's checksum from `checksums[k]`), padded so that
+// the data starts 8-byte aligned, as other writers do; readers can then map
+// F64/I64 tensors in place. Throws Error for a tensor whose bytes disagree
+// with its dtype and shape. `dataSize` receives the data section's size.
+std::string headerText(const TensorFile &file,
+                       const std::vector<uint32_t> &checksums,
+                       uint64_t &dataSize) {
   nlohmann::json header = nlohmann::json::object();
   std::map<std::string, std::string> metadata;
   for (const auto &[key, value] : file.metadata)
     if (key.compare(0, kChecksumPrefix.size(), kChecksumPrefix) != 0)
       metadata[key] = value;
   uint64_t offset = 0;
+  size_t k = 0;
   for (const auto &[name, tensor] : file.tensors) {
     uint64_t expected =
         uint64_t(tensor.numElements()) * dtypeSize(tensor.dtype);
-    if (tensor.bytes.size() != expected)
+    if (tensor.size() != expected)
       throw Error("safetensors: tensor '" + name + "' holds " +
-                  std::to_string(tensor.bytes.size()) +
+                  std::to_string(tensor.size()) +
                   " bytes, its dtype and shape need " +
                   std::to_string(expected));
     header[name] = {{"dtype", dtypeName(tensor.dtype)},
                     {"shape", tensor.shape},
                     {"data_offsets", {offset, offset + expected}}};
-    metadata[kChecksumPrefix + name] = formatChecksum(
-        support::crc32c(tensor.bytes.data(), tensor.bytes.size()));
+    metadata[kChecksumPrefix + name] = formatChecksum(checksums[k++]);
     offset += expected;
   }
   if (!metadata.empty())
     header["__metadata__"] = metadata;
   std::string text = header.dump();
-  // Pad so that the data section starts 8-byte aligned, as other writers do;
-  // readers can then map F64/I64 tensors in place.
   text.append((8 - text.size() % 8) % 8, ' ');
-  std::vector<uint8_t> bytes(8 + text.size() + offset);
+  dataSize = offset;
+  return text;
+}
+
+// The 8-byte little-endian length before a header.
+std::string lengthPrefix(const std::string &header) {
+  std::string prefix(8, '\0');
   for (int i = 0; i < 8; ++i)
-    bytes[size_t(i)] = uint8_t(uint64_t(text.size()) >> (8 * i));
-  std::memcpy(bytes.data() + 8, text.data(), text.size());
-  uint8_t *data = bytes.data() + 8 + text.size();
-  for (const auto &entry : file.tensors) {
-    const std::vector<uint8_t> &raw = entry.second.bytes;
-    if (!raw.empty())
-      std::memcpy(data, raw.data(), raw.size());
-    data += raw.size();
+    prefix[size_t(i)] = char(uint64_t(header.size()) >> (8 * i));
+  return prefix;
+}
+
+// Writes all `size` bytes at `data` to `fd` at `offset` (or at its current
+// position for offset -1).
+bool writeAll(int fd, const void *data, size_t size, off_t offset = -1) {
+  const char *p = static_cast<const char *>(data);
+  while (size > 0) {
+    ssize_t n =
+        offset < 0 ? ::write(fd, p, size) : ::pwrite(fd, p, size, offset);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0)
+      return false;
+    p += n;
+    size -= size_t(n);
+    if (offset >= 0)
+      offset += n;
   }
+  return true;
+}
+
+// Streams `file` to the open `fd`: a header with placeholder checksums, the
+// data piece by piece (mapped pieces given back once written) with each
+// tensor's checksum computed on the way, then the real header over the
+// placeholder (the same length: a checksum is always 8 hex digits).
+bool streamSafetensors(int fd, const TensorFile &file) {
+  std::vector<uint32_t> checksums(file.tensors.size(), 0);
+  uint64_t dataSize = 0;
+  std::string header = headerText(file, checksums, dataSize);
+  if (!writeAll(fd, lengthPrefix(header).data(), 8) ||
+      !writeAll(fd, header.data(), header.size()))
+    return false;
+  constexpr size_t kPiece = size_t(64) << 20;
+  size_t k = 0;
+  for (const auto &entry : file.tensors) {
+    const Tensor &tensor = entry.second;
+    uint32_t crc = 0;
+    for (size_t done = 0; done < tensor.size(); done += kPiece) {
+      size_t n = std::min(kPiece, tensor.size() - done);
+      crc = support::crc32c(tensor.data() + done, n, crc);
+      if (!writeAll(fd, tensor.data() + done, n))
+        return false;
+      if (tensor.file)
+        tensor.file->release(tensor.offset + done, n);
+    }
+    checksums[k++] = crc;
+  }
+  std::string final = headerText(file, checksums, dataSize);
+  if (final.size() != header.size())
+    throw Error("safetensors: the header changed length once the checksums "
+                "were filled in");
+  return writeAll(fd, final.data(), final.size(), 8);
+}
+
+} // namespace
+
+std::vector<uint8_t> serializeSafetensors(const TensorFile &file) {
+  std::vector<uint32_t> checksums;
+  for (const auto &entry : file.tensors)
+    checksums.push_back(
+        support::crc32c(entry.second.data(), entry.second.size()));
+  uint64_t dataSize = 0;
+  std::string text = headerText(file, checksums, dataSize);
+  std::string prefix = lengthPrefix(text);
+  std::vector<uint8_t> bytes(prefix.begin(), prefix.end());
+  bytes.reserve(8 + text.size() + dataSize);
+  bytes.insert(bytes.end(), text.begin(), text.end());
+  for (const auto &entry : file.tensors)
+    bytes.insert(bytes.end(), entry.second.data(),
+                 entry.second.data() + entry.second.size());
   return bytes;
 }
 
 void writeSafetensors(const std::string &path, const TensorFile &file) {
-  std::vector<uint8_t> bytes = serializeSafetensors(file);
   std::string temp = path + ".tmp." + std::to_string(::getpid());
-  {
-    std::ofstream out(temp, std::ios::binary | std::ios::trunc);
-    if (!out)
-      throw Error(path + ": cannot create: " + std::strerror(errno));
-    out.write(reinterpret_cast<const char *>(bytes.data()),
-              std::streamsize(bytes.size()));
-    out.flush();
-    if (!out) {
-      std::remove(temp.c_str());
-      throw Error(path + ": write failed: " + std::strerror(errno));
-    }
+  int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0)
+    throw Error(path + ": cannot create: " + std::strerror(errno));
+  bool written = false;
+  try {
+    written = streamSafetensors(fd, file);
+  } catch (...) {
+    ::close(fd);
+    std::remove(temp.c_str());
+    throw;
+  }
+  int saved = errno;
+  if (::close(fd) != 0 && written) {
+    written = false;
+    saved = errno;
+  }
+  if (!written) {
+    std::remove(temp.c_str());
+    throw Error(path + ": write failed: " + std::strerror(saved));
   }
   if (std::rename(temp.c_str(), path.c_str()) != 0) {
-    int saved = errno;
+    saved = errno;
     std::remove(temp.c_str());
     throw Error(path + ": cannot rename into place: " + std::strerror(saved));
   }

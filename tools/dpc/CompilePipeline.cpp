@@ -27,6 +27,7 @@
 
 #include <algorithm>
 #include <iostream>
+#include <map>
 
 namespace dpc::tools::detail {
 namespace {
@@ -137,6 +138,45 @@ int compileOtherBuckets(
 
 } // namespace
 
+// The imported parameters as the stages' weights files will hold them: in
+// their ONNX types, an external initializer as a view into its mapped file
+// (written out piece by piece, never held). Float16, bfloat16 and float64
+// ones train as float32: the ranks widen them as they load their weights,
+// and the compile says so.
+static void
+collectWeights(std::vector<mlir::dpc::onnx_frontend::ImportedParam> &params,
+               runtime::TensorFile &weights) {
+  using mlir::dpc::onnx_frontend::ParamDType;
+  std::map<std::string, std::pair<int64_t, uint64_t>> widened;
+  for (auto &param : params) {
+    runtime::DType dtype =
+        param.dtype == ParamDType::F16    ? runtime::DType::F16
+        : param.dtype == ParamDType::BF16 ? runtime::DType::BF16
+        : param.dtype == ParamDType::F64  ? runtime::DType::F64
+                                          : runtime::DType::F32;
+    runtime::Tensor tensor;
+    if (param.file) {
+      tensor = runtime::Tensor::mapped(dtype, param.shape, param.file,
+                                       param.offset, param.name);
+    } else {
+      tensor.dtype = dtype;
+      tensor.shape = param.shape;
+      tensor.bytes = std::move(param.bytes);
+    }
+    if (dtype != runtime::DType::F32) {
+      auto &[count, bytes] = widened[runtime::dtypeName(dtype)];
+      ++count;
+      bytes += tensor.size();
+    }
+    weights.tensors[param.name] = std::move(tensor);
+  }
+  for (const auto &[dtype, counts] : widened)
+    std::cerr << "dpc compile: note: " << counts.first << " initializers are "
+              << dtype << " (" << counts.second
+              << " bytes); they train as F32, widened as the ranks load "
+                 "their weights\n";
+}
+
 // Loads the model into `module`: ONNX through the frontend (collecting the
 // initial weights), or nn-dialect MLIR as is. Returns false after the
 // diagnostics have been printed.
@@ -157,9 +197,7 @@ bool loadModel(const CompileOptions &options, mlir::MLIRContext &context,
     if (mlir::failed(imported))
       return false;
     module = std::move(imported->module);
-    for (auto &param : imported->params)
-      weights.tensors[param.name] =
-          runtime::Tensor::fromF32(param.shape, param.data.data());
+    collectWeights(imported->params, weights);
     weights.metadata["source"] = path.filename().string();
     weights.metadata["onnx_opset"] = std::to_string(imported->fileOpset);
     return true;
@@ -249,6 +287,7 @@ void setPipelineOptions(const CompileOptions &options,
   pipeline.microbatches = options.microbatches;
   pipeline.virtualStages = options.virtualStages;
   pipeline.reduce = options.reduce;
+  pipeline.shardOptimizer = options.shardOptimizer;
   pipeline.verticalSync = options.verticalSync;
   pipeline.scheduleOutput = (out.path() / "schedule.json").string();
   pipeline.traceOutput = (out.path() / "timeline.json").string();

@@ -15,8 +15,13 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
+
+namespace dpc::support {
+class MappedFile;
+} // namespace dpc::support
 
 namespace dpc::runtime {
 
@@ -31,15 +36,39 @@ bool parseDType(const std::string &name, DType &dtype);
 struct Tensor {
   DType dtype = DType::F32;
   std::vector<int64_t> shape;
-  std::vector<uint8_t> bytes; // little-endian, C order
+  /// The data, little-endian, C order: held in `bytes`, or, for a tensor
+  /// that lies in a mapped file (readSafetensors' tensors, an ONNX model's
+  /// external data as the compiler streams it), the size() bytes at
+  /// `offset` of `file`, with `bytes` empty. Readers use data() and size(),
+  /// which serve both.
+  std::vector<uint8_t> bytes;
+  std::shared_ptr<const support::MappedFile> file;
+  uint64_t offset = 0;
 
   int64_t numElements() const;
+  const uint8_t *data() const;
+  size_t size() const;
+  /// The tensor of `dtype` and `shape` at `offset` of `file`; throws Error
+  /// naming `name` and the file when the file ends before its last byte.
+  static Tensor mapped(DType dtype, std::vector<int64_t> shape,
+                       std::shared_ptr<const support::MappedFile> file,
+                       uint64_t offset, const std::string &name);
   static Tensor fromF32(std::vector<int64_t> shape, const float *data);
   static Tensor fromI64(std::vector<int64_t> shape, const int64_t *data);
-  /// Copies the elements out; throws Error when the dtype is not F32/I64.
+  /// Copies the elements out as float: F32 as is, F16 and BF16 widened
+  /// exactly, F64 rounded to nearest; throws Error for the other dtypes.
   std::vector<float> toF32() const;
+  /// Elements [first, first + count) as toF32 gives them, into `out`.
+  void readF32(float *out, size_t first, size_t count) const;
+  /// Copies the elements out; throws Error when the dtype is not I64.
   std::vector<int64_t> toI64() const;
+  /// For a mapped tensor, gives its pages back (MappedFile::release): for a
+  /// reader that is done with it. Nothing for a tensor in `bytes`.
+  void release() const;
 };
+
+/// Whether toF32 reads `dtype` (F32, F16, BF16, F64).
+bool isFloatDType(DType dtype);
 
 struct TensorFile {
   std::map<std::string, Tensor> tensors; // ordered, so files are reproducible
@@ -54,12 +83,20 @@ struct TensorFile {
 /// keys are not put into `metadata`. A file without them loads unchecked.
 TensorFile parseSafetensors(const std::vector<uint8_t> &bytes,
                             const std::string &name);
+/// Maps the file at `path` and parses it as parseSafetensors does; the
+/// tensors are views into the mapping (Tensor::file), which stays mapped
+/// while any of them is alive, so that loading a stage's weights copies
+/// each tensor once, from the page cache into its parameter.
 TensorFile readSafetensors(const std::string &path);
 
 /// The file image, with each tensor's CRC-32C in the metadata.
 std::vector<uint8_t> serializeSafetensors(const TensorFile &file);
-/// Writes through a temporary file and rename, so that a rank killed while
-/// checkpointing never leaves a truncated file under the final name.
+/// Writes the same bytes as serializeSafetensors, streamed: tensor by
+/// tensor in pieces, each mapped piece given back once written, so that
+/// writing a stage's weights from a model's mapped external data never
+/// holds them in memory. Through a temporary file and rename, so that a
+/// rank killed while checkpointing never leaves a truncated file under the
+/// final name.
 void writeSafetensors(const std::string &path, const TensorFile &file);
 
 /// The checkpoint file of pipeline stage `stage` in a checkpoint directory.

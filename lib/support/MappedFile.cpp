@@ -1,9 +1,10 @@
 //===- MappedFile.cpp - A file mapped read-only into memory ---------------===//
 
-#include "MappedFile.h"
+#include "dpc/support/MappedFile.h"
 
-#include "dpc/runtime/Error.h"
+#include "dpc/support/Error.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fcntl.h>
@@ -11,7 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-namespace dpc::runtime {
+namespace dpc::support {
 
 MappedFile::MappedFile(const std::string &path) : name(path) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
@@ -35,9 +36,22 @@ MappedFile::MappedFile(const std::string &path) : name(path) {
   ::close(fd);
 }
 
+void MappedFile::release(size_t offset, size_t size) const {
+  if (!bytes || offset >= length)
+    return;
+  size_t end = offset + std::min(size, length - offset);
+  size_t page = size_t(::sysconf(_SC_PAGESIZE));
+  size_t first = (offset + page - 1) / page * page;
+  size_t last =
+      end == length ? (end + page - 1) / page * page : end / page * page;
+  if (last > first)
+    ::madvise(const_cast<uint8_t *>(bytes) + first, last - first,
+              MADV_DONTNEED);
+}
+
 MappedFile::~MappedFile() {
   if (bytes)
     ::munmap(const_cast<uint8_t *>(bytes), length);
 }
 
-} // namespace dpc::runtime
+} // namespace dpc::support

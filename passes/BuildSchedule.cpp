@@ -64,6 +64,24 @@ segmentsByStage(ModuleOp module) {
   return stages;
 }
 
+/// --shard-optimizer: a replica of a stage with R > 1 replicas keeps its
+/// share of the optimizer state, the most any replica owns (the runtime's
+/// OptimizerShards: ceil(elements / R) of the flat parameters).
+void shardOptimizerState(std::vector<schedule::StageInfo> &infos,
+                         llvm::ArrayRef<int> replicas) {
+  for (auto [stage, info] : llvm::enumerate(infos)) {
+    int64_t r = stage < replicas.size() ? replicas[stage] : 1;
+    if (r < 2 || info.weightBytes == 0)
+      continue;
+    int64_t stateTensors =
+        (info.paramBytes - 2 * info.weightBytes) / info.weightBytes;
+    int64_t elements = info.weightBytes / int64_t(sizeof(float));
+    int64_t share = (elements + r - 1) / r;
+    info.paramBytes =
+        2 * info.weightBytes + stateTensors * share * int64_t(sizeof(float));
+  }
+}
+
 struct BuildSchedulePass
     : public mlir::dpc::impl::BuildSchedulePassBase<BuildSchedulePass> {
   using BuildSchedulePassBase::BuildSchedulePassBase;
@@ -122,6 +140,20 @@ struct BuildSchedulePass
       options.replicas.assign(replicas.asArrayRef().begin(),
                               replicas.asArrayRef().end());
     }
+    if (shardOptimizer && options.replicas.empty()) {
+      module.emitError("--shard-optimizer splits a replicated stage's "
+                       "optimizer state, but the plan gives no stage more "
+                       "than one rank (give --replicas, or more --devices)");
+      return signalPassFailure();
+    }
+    // The stages' costs and sizes for a kind: what each rank holds.
+    auto stageInfo = [&](schedule::ScheduleKind kind) {
+      std::vector<schedule::StageInfo> infos =
+          collectStageInfo(module, schedule::splitsBackward(kind));
+      if (shardOptimizer)
+        shardOptimizerState(infos, options.replicas);
+      return infos;
+    };
     if (cores < 0) {
       module.emitError("expects cores >= 0, got ") << cores;
       return signalPassFailure();
@@ -145,8 +177,7 @@ struct BuildSchedulePass
       for (schedule::ScheduleKind kind : schedule::autoScheduleKinds()) {
         candidates.push_back(options);
         candidates.back().kind = kind;
-        candidates.back().stageInfo =
-            collectStageInfo(module, schedule::splitsBackward(kind));
+        candidates.back().stageInfo = stageInfo(kind);
       }
       std::string error;
       int chosen = schedule::chooseFastestSchedule(
@@ -157,8 +188,7 @@ struct BuildSchedulePass
       }
       options.kind = candidates[chosen].kind;
     }
-    options.stageInfo =
-        collectStageInfo(module, schedule::splitsBackward(options.kind));
+    options.stageInfo = stageInfo(options.kind);
 
     schedule::Schedule built;
     if (std::string error = schedule::buildSchedule(options, built);
@@ -167,6 +197,7 @@ struct BuildSchedulePass
           << schedule << " schedule: " << error;
       return signalPassFailure();
     }
+    built.shardOptimizer = shardOptimizer;
     built.messageLatency = machine.latency;
     built.cores = machine.cores;
     built.wakeLatency = machine.wakeLatency;

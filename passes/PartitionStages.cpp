@@ -271,6 +271,7 @@ struct PartitionStagesPass
                                             options.cost.optimizerStateFactor))
       return module.emitError("unknown optimizer '")
              << optimizer << "'; expected sgd, adam or adamw";
+    options.cost.shardOptimizer = shardOptimizer;
     std::string kind = schedule;
     // Interleaved and zero-bubble are synchronous like 1F1B and are planned
     // as 1F1B (zb-2p keeps more in flight, which the schedule's verified

@@ -246,6 +246,9 @@ def PartitionStagesPass : Pass<"dpc-partition-stages", "::mlir::ModuleOp"> {
     Option<"optimizer", "optimizer", "std::string", /*default=*/"\"sgd\"",
            "Optimizer the step will use (sgd, adam): its state per "
            "parameter counts against the memory limit">,
+    Option<"shardOptimizer", "shard-optimizer", "bool", /*default=*/"false",
+           "Each of a stage's R replicas keeps 1/R of its optimizer state "
+           "(ZeRO stage 1), which the memory model counts">,
     ListOption<"fixedStages", "fixed-stages", "int64_t",
                "The stage of each op of @main but nn.param, in order, "
                "instead of planning">,
@@ -419,6 +422,11 @@ def BuildSchedulePass : Pass<"dpc-build-schedule", "::mlir::ModuleOp"> {
            "auto: bytes per rank the chosen kind must fit (0: no limit)">,
     Option<"reduce", "reduce", "std::string", /*default=*/"\"allreduce\"",
            "How replicas reduce their gradients: allreduce or preduce">,
+    Option<"shardOptimizer", "shard-optimizer", "bool", /*default=*/"false",
+           "ZeRO stage 1: the replicas of a replicated stage split its "
+           "optimizer state and update (schedule.json's shard_optimizer; "
+           "each rank's resident bytes count its share); an error without "
+           "a replicated stage">,
     Option<"cores", "cores", "int64_t", /*default=*/"0",
            "Cores the ranks share on one machine (0: a core per rank); with "
            "fewer than the ranks the simulation shares them">,

@@ -62,6 +62,7 @@ mlir::dpc::buildPipelinePasses(const PipelineOptions &o) {
   // profile still reaches apply-profile.
   partition.profile = o.fixedStages.empty() ? o.profile.getValue() : "";
   partition.optimizer = o.optimizer;
+  partition.shardOptimizer = o.shardOptimizer;
   partition.fixedStages = o.fixedStages;
   add(createPartitionStagesPass(partition));
 
@@ -110,6 +111,7 @@ mlir::dpc::buildPipelinePasses(const PipelineOptions &o) {
   schedule.microbatches = o.microbatches;
   schedule.verticalSync = o.verticalSync;
   schedule.reduce = o.reduce;
+  schedule.shardOptimizer = o.shardOptimizer;
   schedule.memoryLimit = o.memoryLimit;
   schedule.cores = o.cores;
   schedule.scheduleOutput = o.scheduleOutput;

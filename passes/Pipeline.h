@@ -129,6 +129,11 @@ struct PipelineOptions : public PassPipelineOptions<PipelineOptions> {
       *this, "reduce",
       llvm::cl::desc("How replicas reduce: allreduce or preduce"),
       llvm::cl::init("allreduce")};
+  Option<bool> shardOptimizer{
+      *this, "shard-optimizer",
+      llvm::cl::desc("Replicas split a replicated stage's optimizer state "
+                     "(ZeRO stage 1)"),
+      llvm::cl::init(false)};
   Option<bool> verticalSync{
       *this, "vertical-sync",
       llvm::cl::desc("PipeDream: stage 0's weight version everywhere"),

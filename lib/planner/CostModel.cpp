@@ -135,9 +135,14 @@ int stageInFlight(const CostOptions &options, int replicas,
   return 1;
 }
 
+double stageStateFactor(const CostOptions &options, int replicas) {
+  double share = options.shardOptimizer && replicas > 1 ? 1.0 / replicas : 1.0;
+  return 2.0 + options.optimizerStateFactor * share;
+}
+
 double stageMemoryBytes(const CostOptions &options, double parameterBytes,
-                        double activationBytes, int inFlight) {
-  double bytes = parameterBytes * (2.0 + options.optimizerStateFactor);
+                        double activationBytes, int inFlight, int replicas) {
+  double bytes = parameterBytes * stageStateFactor(options, replicas);
   if (options.schedule == ScheduleKind::PipeDream)
     bytes += (inFlight - 1) * parameterBytes; // stashed weight versions
   return bytes + inFlight * activationBytes;
@@ -267,8 +272,8 @@ Expected<Evaluation> evaluate(const Graph &graph, const Plan &plan,
                                     std::max(last, neighbour)));
     }
     cost.inFlight = stageInFlight(options, st.replicas, devicesFromHere);
-    cost.memoryBytes =
-        stageMemoryBytes(options, params[i], acts[i] + received, cost.inFlight);
+    cost.memoryBytes = stageMemoryBytes(options, params[i], acts[i] + received,
+                                        cost.inFlight, st.replicas);
   }
   eval.usedDevices = devicesFromHere;
   predictStep(options, eval);

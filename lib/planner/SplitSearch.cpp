@@ -107,6 +107,8 @@ struct StageCandidate {
   /// 1 / r, the all-reduce's seconds per parameter byte, the receive's
   /// seconds, the send's seconds per cut byte.
   double invR = 0, arScale = 0, recv = 0, sendScale = 0;
+  /// Resident bytes per parameter byte on each replica (stageStateFactor).
+  double stateFactor = 2;
 };
 
 /// The best value of a state found so far and the split that reaches it.
@@ -127,7 +129,7 @@ public:
         n(static_cast<int>(oc.order.size())), N(place.devices),
         forced(opts.stages > 0), layers(forced ? opts.stages + 1 : 1),
         needMemory(place.memoryLimited || mode == Mode::MinMemory),
-        cost(opts.cost), stateFactor(2.0 + cost.optimizerStateFactor),
+        cost(opts.cost),
         weightVersions(cost.schedule == ScheduleKind::PipeDream) {
     f.assign(static_cast<size_t>(layers) * (n + 1) * (N + 1), kInf);
     nextPos.assign(f.size(), -1);
@@ -186,6 +188,7 @@ private:
       if (mode == Mode::MinSum && s.recv > cap)
         continue;
       s.inFlight = needMemory ? stageInFlight(cost, r, D) : 1;
+      s.stateFactor = stageStateFactor(cost, r);
       auto [iBegin, iEnd] =
           splitWindow(s, mode == Mode::MinMax ? best.value : cap);
       scanSplits(s, iBegin, iEnd, best);
@@ -248,7 +251,8 @@ private:
       const double comp = (c / s.speed + s.arScale * p) * s.invR;
       double mem = 0;
       if (needMemory) {
-        mem = p * stateFactor + (weightVersions ? (s.inFlight - 1) * p : 0.0) +
+        mem = p * s.stateFactor +
+              (weightVersions ? (s.inFlight - 1) * p : 0.0) +
               s.inFlight * (oc.acts[i] - oc.acts[j] + s.cutIn);
         // Memory and compute only grow with the stage.
         if (mode != Mode::MinMemory && mem > s.capacity)
@@ -334,7 +338,6 @@ private:
   const int layers;
   const bool needMemory;
   const CostOptions &cost;
-  const double stateFactor;
   const bool weightVersions;
   std::vector<double> f;
   std::vector<int32_t> nextPos;

@@ -325,6 +325,8 @@ void Executor::Impl::run(int64_t step, size_t index, const Instruction &i) {
         callSegment(Phase::Optimizer, segments.optimizer, -1, chunk);
     if (partialReduce)
       partialReduceWeights(step);
+    if (params.sharded())
+      gatherShardedWeights();
     params.endUpdate();
     trace(schedule::EventKind::Optimizer, "opt", start, -1);
     break;
@@ -401,6 +403,14 @@ void Executor::Impl::run(int64_t step, size_t index, const Instruction &i) {
 void Executor::Impl::allReduceGradients() {
   bool onDevice = replicaDeviceComm != nullptr;
   params.sumGradients(onDevice ? *replicaDeviceComm : *replicaComm, onDevice);
+}
+
+/// Each replica updated its own share of the parameters (OptimizerShards.h);
+/// the all-gather gives every replica the whole updated weights, as one
+/// rank's update would have left them.
+void Executor::Impl::gatherShardedWeights() {
+  bool onDevice = replicaDeviceComm != nullptr;
+  params.gatherWeights(onDevice ? *replicaDeviceComm : *replicaComm, onDevice);
 }
 
 /// A partial reduce's round: replica 0 sums the gradients and losses that
@@ -638,8 +648,11 @@ void Executor::loadParams(const TensorFile &file, const std::string &fileName,
 }
 
 TensorFile Executor::checkpoint(int64_t stepsDone) const {
-  return impl->params.checkpoint(stepsDone);
+  return impl->params.checkpoint(
+      stepsDone, impl->params.sharded() ? impl->replicaComm.get() : nullptr);
 }
+
+bool Executor::shardsOptimizer() const { return impl->params.sharded(); }
 
 int64_t Executor::checkpointStep(const TensorFile &file,
                                  const std::string &fileName) {

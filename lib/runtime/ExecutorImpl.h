@@ -28,6 +28,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 // The context handed to generated code is the executor's state.
@@ -84,7 +85,15 @@ struct Executor::Impl : dpc_context {
   BufferPool pool{device, &meter}, hostPool{*host};
   Scratch scratch{device, &meter};
   std::vector<uint8_t> upStaging, downStaging, labelStaging;
-  ParamStore params{manifest, device, pool};
+  /// This rank's share of a sharded optimizer (--shard-optimizer on a
+  /// replicated stage): its replica and the stage's replicas, else 0 and 1.
+  std::pair<int, int> optimizerShare() const {
+    if (!sched.shardOptimizer || manifest.inference)
+      return {0, 1};
+    return {sched.replicaOf(rank), sched.replicasOf(sched.stageOf(rank))};
+  }
+  ParamStore params{manifest, device, pool, optimizerShare().first,
+                    optimizerShare().second};
   Transfers transfers{device, pool, hostPool, comm};
   StashStore stashes{device, pool};
   OpProfile profile{manifest.profile};
@@ -215,6 +224,9 @@ struct Executor::Impl : dpc_context {
   void recvFinish(const schedule::Instruction &i, const std::string &at);
   void run(int64_t step, size_t index, const schedule::Instruction &i);
   void allReduceGradients();
+  /// A sharded optimizer's OptimizerStep: the replicas' updated shares to
+  /// every replica.
+  void gatherShardedWeights();
   /// --clip-grad-norm (TrainingRecipe.cpp): the job-wide norm into
   /// `gradNorm`, and the gradients scaled down to `clipNorm`.
   void clipGradients();

@@ -301,6 +301,52 @@ void MpiCommunicator::allreduceSum(float *data, size_t count) {
   }
 }
 
+/// `counts` as MPI's int counts and displacements, or false when a count
+/// or an offset does not fit an int.
+static bool intRanges(const std::vector<size_t> &counts, std::vector<int> &n,
+                      std::vector<int> &displs) {
+  size_t offset = 0;
+  for (size_t c : counts) {
+    if (c > size_t(INT_MAX) || offset > size_t(INT_MAX))
+      return false;
+    n.push_back(int(c));
+    displs.push_back(int(offset));
+    offset += c;
+  }
+  return true;
+}
+
+void MpiCommunicator::reduceScatterSum(float *data,
+                                       const std::vector<size_t> &counts) {
+  std::vector<int> n, displs;
+  if (counts.size() != size_t(impl->size) || !intRanges(counts, n, displs))
+    return Communicator::reduceScatterSum(data, counts);
+  std::string what = "reduce-scatter of " + std::to_string(total(counts)) +
+                     " floats over " + std::to_string(impl->size) + " ranks";
+  int self = rank();
+  std::vector<float> mine(counts[size_t(self)]);
+  MPI_Request request;
+  check(MPI_Ireduce_scatter(data, mine.data(), n.data(), MPI_FLOAT, MPI_SUM,
+                            impl->comm, &request),
+        what);
+  waitCollective(request, timeout(), what);
+  std::copy(mine.begin(), mine.end(), data + displs[size_t(self)]);
+}
+
+void MpiCommunicator::allgatherRanges(float *data,
+                                      const std::vector<size_t> &counts) {
+  std::vector<int> n, displs;
+  if (counts.size() != size_t(impl->size) || !intRanges(counts, n, displs))
+    return Communicator::allgatherRanges(data, counts);
+  std::string what = "allgather of " + std::to_string(total(counts)) +
+                     " floats over " + std::to_string(impl->size) + " ranks";
+  MPI_Request request;
+  check(MPI_Iallgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, data, n.data(),
+                        displs.data(), MPI_FLOAT, impl->comm, &request),
+        what);
+  waitCollective(request, timeout(), what);
+}
+
 void MpiCommunicator::barrier() {
   std::string what = "barrier over " + std::to_string(impl->size) + " ranks";
   MPI_Request request;

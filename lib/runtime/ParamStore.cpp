@@ -13,24 +13,33 @@
 namespace dpc::runtime {
 
 ParamStore::ParamStore(const RankManifest &manifest, Device &device,
-                       BufferPool &pool)
+                       BufferPool &pool, int replica, int replicas)
     : manifest(manifest), device(device), pool(pool) {
   params.resize(manifest.params.size());
+  std::vector<size_t> counts;
+  for (const ManifestParam &spec : manifest.params)
+    counts.push_back(size_t(spec.elements()));
+  shardsValue = OptimizerShards(counts, replica, replicas);
   // An inference build keeps no optimizer state.
   size_t states =
       manifest.inference ? 0 : optimizerStateNames(manifest.optimizer).size();
+  auto zeroed = [&](size_t bytes) {
+    Buffer b(pool, bytes);
+    device.memset(b.data(), 0, bytes);
+    return b;
+  };
   for (size_t k = 0; k < params.size(); ++k) {
     ParamState &p = params[k];
     p.spec = &manifest.params[k];
-    p.count = size_t(p.spec->elements());
+    p.count = counts[k];
+    p.owned = shardsValue.owned(k);
+    p.value = zeroed(p.bytes());
+    p.grad = zeroed(p.bytes());
     p.state.resize(states);
-    std::vector<Buffer *> buffers = {&p.value, &p.grad};
-    for (Buffer &b : p.state)
-      buffers.push_back(&b);
-    for (Buffer *b : buffers) {
-      *b = Buffer(pool, p.bytes());
-      device.memset(b->data(), 0, p.bytes());
-    }
+    // A replica keeps no state for a parameter it owns none of.
+    if (!p.owned.empty())
+      for (Buffer &b : p.state)
+        b = zeroed(p.owned.size() * sizeof(float));
     markParamWritten(p.value.data());
     index[p.spec->id] = k;
   }
@@ -90,8 +99,14 @@ void ParamStore::sgdStep(int64_t id, float lr, float momentum,
                          float weightDecay) {
   requireOptimizer(manifest, Optimizer::Sgd);
   ParamState &p = get(id);
-  device.sgdStep(p.value.floats(), p.state[0].floats(), p.grad.floats(),
-                 p.count, float(scheduled(lr)), momentum, weightDecay);
+  float rate = float(scheduled(lr));
+  p.stepped = true;
+  if (p.owned.empty())
+    return;
+  size_t at = p.owned.begin;
+  device.sgdStep(
+      p.value.floats() + at, p.state.empty() ? nullptr : p.state[0].floats(),
+      p.grad.floats() + at, p.owned.size(), rate, momentum, weightDecay);
   markParamWritten(p.value.data());
 }
 
@@ -101,24 +116,31 @@ void ParamStore::adamStep(int64_t id, float lr, float beta1, float beta2,
   if (!decoupled)
     requireOptimizer(manifest, Optimizer::Adam);
   ParamState &p = get(id);
-  device.adamStep(p.value.floats(), p.state[0].floats(), p.state[1].floats(),
-                  p.grad.floats(), p.count,
-                  AdamStep(scheduled(lr), beta1, beta2, eps, weightDecay,
-                           updates, decoupled));
+  AdamStep step(scheduled(lr), beta1, beta2, eps, weightDecay, updates,
+                decoupled);
+  p.stepped = true;
+  if (p.owned.empty())
+    return;
+  size_t at = p.owned.begin;
+  device.adamStep(p.value.floats() + at, p.state[0].floats(),
+                  p.state[1].floats(), p.grad.floats() + at, p.owned.size(),
+                  step);
   markParamWritten(p.value.data());
 }
 
 double ParamStore::gradSquaredSum() const {
   double sum = 0;
   std::vector<float> staged;
+  // Sharded, the owned elements are the ones the reduce-scatter summed.
   for (const ParamState &p : params) {
-    const float *g = p.grad.floats();
+    const float *g = p.grad.floats() + p.owned.begin;
+    size_t n = p.owned.size();
     if (!device.hostAccessible()) {
-      staged.resize(p.count);
-      device.copyToHost(staged.data(), g, p.bytes());
+      staged.resize(n);
+      device.copyToHost(staged.data(), g, n * sizeof(float));
       g = staged.data();
     }
-    for (size_t k = 0; k < p.count; ++k)
+    for (size_t k = 0; k < n; ++k)
       sum += double(g[k]) * double(g[k]);
   }
   return sum;
@@ -186,7 +208,10 @@ void ParamStore::sumGradients(Communicator &comm, bool onDevice) {
     sum = reduceBuffer.data();
   }
   flatten(&ParamState::grad, sum, onDevice);
-  comm.allreduceSum(sum, total);
+  if (sharded())
+    comm.reduceScatterSum(sum, shardsValue.rangeSizes());
+  else
+    comm.allreduceSum(sum, total);
   unflatten(&ParamState::grad, sum, onDevice);
 }
 
@@ -373,30 +398,61 @@ void ParamStore::load(const TensorFile &file, const std::string &fileName,
                p.value.data());
     markParamWritten(p.value.data());
     for (size_t k = 0; k < p.state.size(); ++k) {
-      if (optimizerState)
+      if (!p.state[k])
+        continue; // a shard that owns none of it
+      if (optimizerState && sharded())
+        loadOwnedState(file, fileName, states[k] + "." + p.spec->name, p,
+                       p.state[k]);
+      else if (optimizerState)
         copyTensor(file, fileName, states[k] + "." + p.spec->name,
                    p.spec->shape, device, p.state[k].data());
       else
-        device.memset(p.state[k].data(), 0, p.bytes());
+        device.memset(p.state[k].data(), 0, p.state[k].size());
     }
     device.memset(p.grad.data(), 0, p.bytes());
   }
 }
 
-TensorFile ParamStore::checkpoint(int64_t stepsDone) const {
+void ParamStore::loadOwnedState(const TensorFile &file,
+                                const std::string &fileName,
+                                const std::string &name, ParamState &p,
+                                Buffer &out) {
+  // Checked and widened as a whole tensor, as an unsharded store reads it.
+  std::unique_ptr<Device> host = createHostDevice();
+  std::vector<float> whole(p.count);
+  copyTensor(file, fileName, name, p.spec->shape, *host, whole.data());
+  device.copyFromHost(out.data(), whole.data() + p.owned.begin,
+                      p.owned.size() * sizeof(float));
+}
+
+TensorFile ParamStore::checkpoint(int64_t stepsDone, Communicator *comm) const {
   TensorFile file;
   std::vector<float> host;
   const std::vector<std::string> &states =
       optimizerStateNames(manifest.optimizer);
+  size_t stateCount = manifest.inference ? 0 : states.size();
+  if (sharded() && !comm)
+    throw Error("a sharded optimizer's checkpoint needs the stage's "
+                "replicas to gather its state");
+  for (size_t k = 0; k < stateCount; ++k) {
+    std::vector<std::vector<float>> whole;
+    if (sharded())
+      whole = gatherState(k, *comm);
+    for (size_t i = 0; i < params.size(); ++i) {
+      const ParamState &p = params[i];
+      if (!sharded()) {
+        host.resize(p.count);
+        device.copyToHost(host.data(), p.state[k].data(), p.bytes());
+      }
+      const std::vector<float> &data = sharded() ? whole[i] : host;
+      file.tensors[states[k] + "." + p.spec->name] =
+          Tensor::fromF32(p.spec->shape, data.data());
+    }
+  }
   for (const ParamState &p : params) {
     host.resize(p.count);
     device.copyToHost(host.data(), p.value.data(), p.bytes());
     file.tensors[p.spec->name] = Tensor::fromF32(p.spec->shape, host.data());
-    for (size_t k = 0; k < p.state.size(); ++k) {
-      device.copyToHost(host.data(), p.state[k].data(), p.bytes());
-      file.tensors[states[k] + "." + p.spec->name] =
-          Tensor::fromF32(p.spec->shape, host.data());
-    }
   }
   file.metadata["format"] = "dpc-checkpoint";
   file.metadata["stage"] = std::to_string(manifest.stage);

@@ -15,12 +15,20 @@
 // Backward still needs are copies that StashWeights made. Errors about them
 // name the schedule's instruction (`at`) and are thrown as Error.
 //
+// A sharded optimizer (ZeRO stage 1, OptimizerShards.h) keeps the optimizer
+// state of this replica's elements only: the gradient sum becomes a
+// reduce-scatter, each update touches the owned elements, and
+// gatherWeights then hands every replica the others' updated elements.
+// Checkpoints still hold every parameter's whole state (gathered), so that
+// any replica count, sharded or not, resumes from them.
+//
 //===----------------------------------------------------------------------===//
 
 #ifndef DPC_LIB_RUNTIME_PARAMSTORE_H
 #define DPC_LIB_RUNTIME_PARAMSTORE_H
 
 #include "Buffers.h"
+#include "OptimizerShards.h"
 
 #include "dpc/runtime/Communicator.h"
 #include "dpc/runtime/LrSchedule.h"
@@ -35,20 +43,28 @@
 namespace dpc::runtime {
 
 /// A parameter's value, gradient accumulator and optimizer state
-/// (optimizerStateNames), in device memory.
+/// (optimizerStateNames), in device memory. The state covers the elements
+/// `owned` (all of them unless the optimizer is sharded).
 struct ParamState {
   const ManifestParam *spec = nullptr;
   size_t count = 0;
   Buffer value, grad;
   std::vector<Buffer> state;
+  ElementRange owned;
+  /// Whether an update of the running OptimizerStep touched it (sharded
+  /// stores gather only those: the others, batch normalization's running
+  /// statistics, differ between replicas).
+  bool stepped = false;
   size_t bytes() const { return count * sizeof(float); }
 };
 
 class ParamStore {
 public:
   /// Zeroed buffers for every parameter of `manifest` (which must outlive
-  /// the store); an inference build keeps no optimizer state.
-  ParamStore(const RankManifest &manifest, Device &device, BufferPool &pool);
+  /// the store); an inference build keeps no optimizer state. With
+  /// `replicas` > 1 the optimizer is sharded and this store is `replica`.
+  ParamStore(const RankManifest &manifest, Device &device, BufferPool &pool,
+             int replica = 0, int replicas = 1);
   /// Forgets its buffers' epochs (ParamEpochs.h).
   ~ParamStore();
   ParamStore(const ParamStore &) = delete;
@@ -89,8 +105,17 @@ public:
 
   /// Sums the gradient accumulators over `comm` in one message: in device
   /// memory when `onDevice` (the device's communicator), else through host
-  /// memory.
+  /// memory. Sharded, only the owned elements get the sum (reduce-scatter).
   void sumGradients(Communicator &comm, bool onDevice);
+
+  //===--- Sharded optimizer (ParamShards.cpp) ----------------------------===//
+
+  const OptimizerShards &shards() const { return shardsValue; }
+  bool sharded() const { return shardsValue.sharded(); }
+  /// After a sharded OptimizerStep's updates, over the stage's replicas
+  /// (`comm`, as sumGradients): every updated parameter gets the elements
+  /// the other replicas updated, and the gradient accumulators are cleared.
+  void gatherWeights(Communicator &comm, bool onDevice);
 
   /// Every parameter's gradient accumulator or value, one after the other
   /// in manifest order, in host memory: what a partial reduce sends.
@@ -134,8 +159,10 @@ public:
   void load(const TensorFile &file, const std::string &fileName,
             bool optimizerState);
   /// Parameters by name, optimizer state as "STATE.NAME", and the metadata
-  /// of a checkpoint written after `stepsDone` steps.
-  TensorFile checkpoint(int64_t stepsDone) const;
+  /// of a checkpoint written after `stepsDone` steps. Sharded, every
+  /// replica must call it with the stage's replicas as `comm`: the state is
+  /// gathered whole.
+  TensorFile checkpoint(int64_t stepsDone, Communicator *comm = nullptr) const;
   static int64_t checkpointStep(const TensorFile &file,
                                 const std::string &fileName);
 
@@ -144,12 +171,21 @@ private:
   /// `onDevice`, else host memory), and back.
   void flatten(Buffer ParamState::*which, float *out, bool onDevice) const;
   void unflatten(Buffer ParamState::*which, const float *in, bool onDevice);
+  /// Sharded: the owned elements of state tensor `name` of `file` into
+  /// `out`, through a host copy of the whole tensor.
+  void loadOwnedState(const TensorFile &file, const std::string &fileName,
+                      const std::string &name, ParamState &p, Buffer &out);
+  /// Sharded: state `k` of every parameter, whole, gathered over `comm`,
+  /// one host vector per parameter.
+  std::vector<std::vector<float>> gatherState(size_t k,
+                                              Communicator &comm) const;
 
   const RankManifest &manifest;
   Device &device;
   BufferPool &pool;
   std::vector<ParamState> params;
   std::map<int64_t, size_t> index; // manifest id -> params index
+  OptimizerShards shardsValue;
   /// The update's learning rate from the compiled one, by the schedule.
   double scheduled(float lr);
 

@@ -451,8 +451,13 @@ void TrainingRun::reportStep(int64_t step, const StepResult &result) {
 }
 
 void TrainingRun::saveCheckpointIn(const std::string &into, int64_t stepsDone) {
-  if (!firstReplica)
+  // A sharded optimizer's replicas each hold a share of the state: all of
+  // them gather it, the first writes it.
+  if (!firstReplica) {
+    if (exec.shardsOptimizer())
+      exec.checkpoint(stepsDone);
     return;
+  }
   ::mkdir(opts.checkpointDir.c_str(), 0777); // may exist already
   ::mkdir(into.c_str(), 0777);
   setActivity("writes a checkpoint after step " + std::to_string(stepsDone));

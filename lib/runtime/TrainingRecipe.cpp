@@ -60,7 +60,9 @@ std::optional<double> Executor::learningRate() const {
 double Executor::gradNorm() const { return impl->gradNorm; }
 
 void Executor::Impl::clipGradients() {
-  bool counts = !replicaComm || replicaComm->rank() == 0;
+  // Replicas hold the same summed gradient, so one counts for the stage;
+  // a sharded optimizer's replicas each hold the sum of their own share.
+  bool counts = !replicaComm || params.sharded() || replicaComm->rank() == 0;
   float sum = counts ? float(params.gradSquaredSum()) : 0.0f;
   comm.allreduceSum(&sum, 1);
   gradNorm = std::sqrt(double(sum));

@@ -262,6 +262,12 @@ std::string Schedule::checkLayout() const {
     return "preduce needs one pipeline stage with replicas (--replicas R, "
            "R > 1): a replica that falls behind skips steps, which the "
            "stages it would feed cannot";
+  if (shardOptimizer && reduce == ReduceMode::PartialReduce)
+    return "shard_optimizer cannot be combined with preduce, whose replicas "
+           "adopt replica 0's weights instead of updating their own shares";
+  if (shardOptimizer && !hasReplicas())
+    return "shard_optimizer splits a replicated stage's optimizer state, "
+           "but no stage has replicas";
   if (replicas.empty())
     return "";
   int64_t total = 0;
@@ -302,6 +308,8 @@ std::string toJson(const Schedule &schedule, int indent) {
     root["replicas"] = schedule.replicas;
   if (schedule.reduce != ReduceMode::AllReduce)
     root["reduce"] = reduceName(schedule.reduce);
+  if (schedule.shardOptimizer)
+    root["shard_optimizer"] = true;
   root["vertical_sync"] = schedule.verticalSync;
   if (schedule.messageLatency > 0)
     root["message_latency_ms"] = schedule.messageLatency;
@@ -474,6 +482,7 @@ std::string fromJson(const std::string &text, Schedule &schedule) {
     std::string reduce = get<std::string>(root, "reduce", "allreduce");
     if (!parseReduce(reduce, schedule.reduce))
       return "unknown reduce '" + reduce + "' (allreduce or preduce)";
+    schedule.shardOptimizer = get<bool>(root, "shard_optimizer", false);
     schedule.verticalSync = get<bool>(root, "vertical_sync", false);
     schedule.messageLatency = get<double>(root, "message_latency_ms", 0.0);
     if (!(schedule.messageLatency >= 0) ||

@@ -29,6 +29,9 @@ struct CompileOptions {
   bool verticalSync = false;
   /// How the replicas reduce: "allreduce" or "preduce".
   std::string reduce = "allreduce";
+  /// ZeRO stage 1: the replicas of a replicated stage split its optimizer
+  /// state and update, and all-gather the updated weights.
+  bool shardOptimizer = false;
   std::string target = "cpu";
   /// "fp32", or "bf16": convolutions and matmuls read bf16 inputs and
   /// tensors cross stages as bf16; weights and optimizer state stay f32.

@@ -69,6 +69,28 @@ std::string checkRuntimeLimits(const CompileOptions &o,
   return "";
 }
 
+// --shard-optimizer needs optimizer state to split and replicas to split
+// it among (with --devices or --cluster, build-schedule checks the plan).
+std::string checkShardOptimizer(const CompileOptions &o,
+                                const cli::ArgParser &p) {
+  if (!o.shardOptimizer || o.inference)
+    return "";
+  if (o.optimizer == "sgd" && !(o.momentum > 0))
+    return "--shard-optimizer splits the optimizer's state, and SGD without "
+           "--momentum keeps none: give --momentum or --optimizer adam";
+  if (o.reduce == "preduce")
+    return "--shard-optimizer cannot be combined with --reduce preduce, whose "
+           "replicas adopt replica 0's weights instead of updating their "
+           "own shares";
+  bool replicated = std::any_of(o.replicas.begin(), o.replicas.end(),
+                                [](int64_t r) { return r > 1; });
+  if (!replicated && !p.given("devices") && !p.given("cluster"))
+    return "--shard-optimizer splits a replicated stage's optimizer state, "
+           "but no stage has replicas: give --replicas with a count above "
+           "1, or --devices";
+  return "";
+}
+
 // Checks relations between options that the parser cannot see one at a time.
 std::string checkOptions(const CompileOptions &o, const cli::ArgParser &p) {
   if (p.given("stages") && p.given("devices"))
@@ -108,6 +130,8 @@ std::string checkOptions(const CompileOptions &o, const cli::ArgParser &p) {
     return "--reduce preduce needs one replicated stage (--replicas R with "
            "R > 1): a replica that falls behind skips steps, which other "
            "stages cannot";
+  if (std::string problem = checkShardOptimizer(o, p); !problem.empty())
+    return problem;
   if (o.schedule == "interleaved" && p.given("devices"))
     return "--schedule interleaved needs --stages (ranks), not --devices";
   if (p.given("cluster")) {
@@ -148,10 +172,10 @@ std::string checkOptions(const CompileOptions &o, const cli::ArgParser &p) {
     return "--label-smoothing applies to --loss softmax-cross-entropy";
   if (o.inference) {
     for (const char *training :
-         {"devices", "replicas", "reduce", "schedule", "virtual-stages",
-          "vertical-sync", "loss", "ignore-index", "label-smoothing",
-          "optimizer", "lr", "momentum", "betas", "eps", "weight-decay",
-          "no-decay"})
+         {"devices", "replicas", "reduce", "shard-optimizer", "schedule",
+          "virtual-stages", "vertical-sync", "loss", "ignore-index",
+          "label-smoothing", "optimizer", "lr", "momentum", "betas", "eps",
+          "weight-decay", "no-decay"})
       if (p.given(training))
         return std::string("--inference builds a forward pass only; --") +
                training + " applies to training";
@@ -240,6 +264,11 @@ void addCompileOptions(cli::ArgParser &p, CompileOptions &o,
               "how replicas sum gradients: allreduce waits for every one; "
               "preduce (one replicated stage) lets a late replica join a "
               "later round, see docs/RUNTIME.md (default allreduce)");
+  p.addFlag("shard-optimizer", &o.shardOptimizer,
+            "a replicated stage's R replicas each keep and update 1/R of "
+            "its optimizer state, then all-gather the weights (ZeRO stage "
+            "1; needs --replicas or --devices, and Adam or SGD with "
+            "momentum)");
   p.addOption("target", oneOf(&o.target, {"cpu", "cuda"}), "cpu|cuda",
               "backend (default cpu)");
   p.addOption("precision", oneOf(&o.precision, {"fp32", "bf16"}), "fp32|bf16",

@@ -96,7 +96,7 @@ struct PlanArgs {
   std::string profilePath, clusterPath, output,
       devicesText = "1", bandwidthText = "1e9", scheduleText = "pipedream",
       objectiveText, optimizerText = "sgd";
-  bool straight = false, quiet = false;
+  bool straight = false, quiet = false, shardOptimizer = false;
   int64_t stages = 0, microbatches = 0;
   double memoryLimit = 0;
   std::vector<int> levels = {1};
@@ -137,6 +137,10 @@ void addPlanOptions(cli::ArgParser &parser, PlanArgs &a) {
   parser.addOption("optimizer", &a.optimizerText, "NAME",
                    "sgd (one state per parameter, default), adam or adamw "
                    "(two)");
+  parser.addFlag("shard-optimizer", &a.shardOptimizer,
+                 "a replicated stage's R replicas each keep 1/R of its "
+                 "optimizer state (ZeRO stage 1), as dpc compile "
+                 "--shard-optimizer builds it");
   parser.addOption("o", &a.output, "FILE",
                    "write plan.json here (default: stdout)");
   parser.addFlag("quiet", &a.quiet, "no summary on stdout when -o is given");
@@ -192,6 +196,10 @@ std::string toPlannerOptions(PlanArgs &a, const cli::ArgParser &parser,
   if (parser.given("stages") && (a.stages < 1 || a.stages > 4096))
     return "--stages must be between 1 and 4096";
   opts.stages = static_cast<int>(a.stages);
+  if (a.shardOptimizer && a.straight)
+    return "--shard-optimizer splits a replicated stage's optimizer state; "
+           "--straight plans no replicas";
+  opts.cost.shardOptimizer = a.shardOptimizer;
   opts.straight = a.straight;
   opts.memoryLimitBytes = a.memoryLimit;
   return "";

@@ -51,6 +51,9 @@ struct CostOptions {
   /// Optimizer state bytes per parameter byte (1 for SGD with momentum, 2 for
   /// Adam).
   double optimizerStateFactor = 1;
+  /// ZeRO stage 1 (dpc compile --shard-optimizer): each of a stage's R
+  /// replicas keeps 1/R of the optimizer state.
+  bool shardOptimizer = false;
   /// Bytes a transfer carries per activation byte: 0.5 when activations and
   /// their gradients cross stages as bf16 (dpc compile --precision bf16).
   /// Memory still counts the f32 buffers.
@@ -108,8 +111,11 @@ double stageSpeed(const CostOptions &options, int first, int replicas);
 double cutSeconds(double cutBytes, int replicas, double bandwidth);
 int stageInFlight(const CostOptions &options, int replicas,
                   int devicesFromHere);
+/// Resident bytes per parameter byte on each of a stage's `replicas`:
+/// weights, gradients and the optimizer state (its 1/R share when sharded).
+double stageStateFactor(const CostOptions &options, int replicas);
 double stageMemoryBytes(const CostOptions &options, double parameterBytes,
-                        double activationBytes, int inFlight);
+                        double activationBytes, int inFlight, int replicas = 1);
 /// Step time and bubble fraction of the schedule for the given stage costs.
 void predictStep(const CostOptions &options, Evaluation &eval);
 

@@ -33,6 +33,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace dpc::runtime {
 
@@ -64,6 +65,22 @@ public:
 
   /// Sums `count` floats elementwise over all ranks, in place.
   virtual void allreduceSum(float *data, size_t count) = 0;
+  /// The collectives of a sharded optimizer (ZeRO stage 1). `data` holds
+  /// one range per rank, back to back, of `counts[r]` floats each (every
+  /// rank passes the same counts).
+  /// reduceScatterSum: afterwards rank r's own range holds the elementwise
+  /// sum over the ranks; the other ranges hold anything. The default sums
+  /// everything with allreduceSum.
+  virtual void reduceScatterSum(float *data,
+                                const std::vector<size_t> &counts) {
+    allreduceSum(data, total(counts));
+  }
+  /// allgatherRanges: afterwards every range holds what its rank had there. The
+  /// caller zeroes the ranges of the other ranks first, which lets the
+  /// default gather by summing with allreduceSum (adding zeros is exact).
+  virtual void allgatherRanges(float *data, const std::vector<size_t> &counts) {
+    allreduceSum(data, total(counts));
+  }
   virtual void barrier() = 0;
   /// Collective over this communicator: ranks with the same `color` form a
   /// new communicator, ordered by `key` (e.g. the replicas of one stage).
@@ -85,6 +102,12 @@ public:
   std::chrono::milliseconds timeout() const { return timeoutValue; }
 
 protected:
+  static size_t total(const std::vector<size_t> &counts) {
+    size_t sum = 0;
+    for (size_t n : counts)
+      sum += n;
+    return sum;
+  }
   /// Long enough for the slowest stage's compute between two messages (the
   /// last stage evaluating while the others wait); DPC_COMM_TIMEOUT (seconds)
   /// or setTimeout overrides it.

@@ -176,8 +176,12 @@ public:
                   bool optimizerState);
   /// Parameters by name, optimizer state as "STATE.NAME" (STATE from
   /// optimizerStateNames), and the optimizer and its update count as
-  /// metadata.
+  /// metadata. With shardsOptimizer(), a collective over the stage's
+  /// replicas: each of them calls it, and each gets the whole state.
   TensorFile checkpoint(int64_t stepsDone) const;
+  /// Whether this rank keeps a share of its stage's optimizer state
+  /// (schedule.json's "shard_optimizer" on a replicated stage).
+  bool shardsOptimizer() const;
   /// The number of completed steps a checkpoint says it was written after.
   static int64_t checkpointStep(const TensorFile &file,
                                 const std::string &fileName);

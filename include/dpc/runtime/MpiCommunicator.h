@@ -41,6 +41,11 @@ public:
   void wait(Request &request) override;
   bool test(Request &request) override;
   void allreduceSum(float *data, size_t count) override;
+  /// MPI_Reduce_scatter and MPI_Allgatherv (each range under 2^31
+  /// floats; larger ones go through allreduceSum).
+  void reduceScatterSum(float *data,
+                        const std::vector<size_t> &counts) override;
+  void allgatherRanges(float *data, const std::vector<size_t> &counts) override;
   void barrier() override;
   std::unique_ptr<Communicator> split(int color, int key) override;
   [[noreturn]] void abort(const std::string &message,

@@ -206,6 +206,11 @@ struct Schedule {
   std::vector<int> replicas;
   /// How replicated stages reduce their gradients.
   ReduceMode reduce = ReduceMode::AllReduce;
+  /// ZeRO stage 1 (`dpc compile --shard-optimizer`): the replicas of a
+  /// replicated stage split its optimizer state and update, so that each
+  /// keeps 1/R of the state (StageInfo::paramBytes counts that share);
+  /// stages of one rank are not split.
+  bool shardOptimizer = false;
   bool verticalSync = false;
   /// Milliseconds a message between ranks takes once both sides have
   /// started it, as `dpc profile` measured it (0: not measured); simulating

@@ -6,7 +6,8 @@ Peak RSS comes from wait4(2): Linux reports the child's ru_maxrss as the
 largest of its own and its waited-for descendants' (for `dpc compile`, the
 compiler; for `dpc run`, the largest of dpc, mpirun and the ranks). The
 tree's sum is sampled from /proc every SAMPLE_S seconds, so it can miss a
-short peak.
+short peak (a training run's weights and optimizer state stay for its
+whole length).
 """
 
 import os
@@ -14,7 +15,7 @@ import subprocess
 import tempfile
 import time
 
-SAMPLE_S = 0.25
+SAMPLE_S = 1.0  # a /proc walk a second: little of the cores it measures
 
 
 def _children():

@@ -417,7 +417,10 @@ def huge(args, results):
     finally:
         if not args.keep:
             shutil.rmtree(out_dir, ignore_errors=True)
-            external_onnx.remove_model(path)
+            try:
+                external_onnx.remove_model(path)
+            except Exception:  # noqa: BLE001  (an unreadable model file)
+                pass
             for leftover in (path, path + ".data"):
                 if os.path.exists(leftover):
                     os.remove(leftover)

@@ -11,6 +11,8 @@
 
 #include "CompilePhases.h"
 
+#include "frontends/onnx/OnnxExport.h"
+
 #include "backends/llvm/ObjectEmitter.h"
 #include "dialects/nn/IR/NNOps.h"
 #include "dialects/pipe/IR/PipeDialect.h"
@@ -201,12 +203,14 @@ int writeIR(const CompileOptions &options, const PhaseIR &phaseIR,
   if (!writeText(out.path() / "model.mlir", phaseIR.back().second))
     return 1;
   // The source model, which `dpc export` writes back with trained weights.
+  // A model with external data is copied with absolute locations, so
+  // that the copy finds the files (never copied: they can be tens of GB).
   if (model.extension() == ".onnx") {
-    std::error_code error;
-    fs::copy_file(model, out.path() / "model.onnx", error);
-    if (error) {
+    std::string problem = mlir::dpc::onnx_frontend::copyModelForExport(
+        model.string(), (out.path() / "model.onnx").string());
+    if (!problem.empty()) {
       std::cerr << "dpc compile: cannot copy the model into the output: "
-                << error.message() << "\n";
+                << problem << "\n";
       return 1;
     }
   }

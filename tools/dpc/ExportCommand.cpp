@@ -20,6 +20,7 @@
 #include <filesystem>
 #include <iostream>
 #include <set>
+#include <vector>
 
 namespace fs = std::filesystem;
 
@@ -50,6 +51,11 @@ int runExportCommand(const Args &args) {
   p.addOption("checkpoint", &checkpoint, "DIR",
               "checkpoint directory written by the ranks (required)");
   p.addOption("o", &output, "FILE", "ONNX model to write (required)");
+  mlir::dpc::onnx_frontend::ExportOptions exportOptions;
+  p.addFlag("external-data", &exportOptions.externalData,
+            "write tensors of 1 KiB and up to FILE.data beside the model, as "
+            "torch.onnx does past 2 GiB (the default for a model that large, "
+            "or one compiled from external data)");
   if (std::optional<int> exit = p.parseOrExit(args))
     return *exit;
   if (checkpoint.empty() || output.empty()) {
@@ -70,24 +76,31 @@ int runExportCommand(const Args &args) {
     return 1;
   }
 
+  // The trained values are views into the mapped checkpoint files, which
+  // `trained` keeps mapped while the model is written.
   std::map<std::string, mlir::dpc::onnx_frontend::TrainedTensor> weights;
+  runtime::TensorFile trained;
+  std::vector<std::vector<float>> widened;
   try {
-    runtime::TensorFile trained =
-        runtime::readCheckpoint(checkpoint, /*optimizerState=*/false);
+    trained = runtime::readCheckpoint(checkpoint, /*optimizerState=*/false);
     for (const std::string &name :
          compiledParams(fs::path(compiled) / "weights"))
       if (!trained.tensors.count(name))
         throw runtime::Error(checkpoint + ": no parameter '" + name +
                              "', which " + compiled +
                              " trains (a checkpoint of another model?)");
-    for (const auto &[name, tensor] : trained.tensors)
-      weights[name] = {tensor.shape, tensor.toF32()};
+    for (const auto &[name, tensor] : trained.tensors) {
+      const float *data = reinterpret_cast<const float *>(tensor.data());
+      if (tensor.dtype != runtime::DType::F32)
+        data = widened.emplace_back(tensor.toF32()).data();
+      weights[name] = {tensor.shape, data};
+    }
   } catch (const std::exception &e) {
     std::cerr << "dpc export: " << e.what() << "\n";
     return 1;
   }
   std::string problem = mlir::dpc::onnx_frontend::writeOnnxWithWeights(
-      model.string(), weights, output);
+      model.string(), weights, output, exportOptions);
   if (!problem.empty()) {
     std::cerr << "dpc export: " << problem << "\n";
     return 1;

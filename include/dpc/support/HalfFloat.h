@@ -1,7 +1,8 @@
 //===- HalfFloat.h - 16-bit floats read as float ----------------*- C++ -*-===//
 //
 // IEEE half (float16) and bfloat16 values widened to float, exactly (every
-// value of either is a float). Host code that reads 16-bit data uses these:
+// value of either is a float), and floats narrowed to them, rounded to
+// nearest even. Host code that reads 16-bit data uses these:
 // float16 .npy datasets, and float16 or bfloat16 weights (an ONNX model's
 // initializers, a safetensors file) loaded into float32 parameters.
 //
@@ -41,6 +42,39 @@ inline float bf16ToFloat(uint16_t b) {
   float value;
   std::memcpy(&value, &bits, 4);
   return value;
+}
+
+/// float to bfloat16, rounded to nearest even; NaN stays NaN.
+inline uint16_t floatToBf16(float x) {
+  uint32_t bits;
+  std::memcpy(&bits, &x, 4);
+  if ((bits & 0x7fffffffu) > 0x7f800000u)
+    return uint16_t((bits >> 16) | 0x40u);
+  bits += 0x7fffu + ((bits >> 16) & 1u);
+  return uint16_t(bits >> 16);
+}
+
+/// float to IEEE half, rounded to nearest even; beyond the largest half,
+/// infinity; NaN stays NaN.
+inline uint16_t floatToHalf(float x) {
+  uint32_t bits;
+  std::memcpy(&bits, &x, 4);
+  uint16_t sign = uint16_t((bits >> 16) & 0x8000u);
+  uint32_t magnitude = bits & 0x7fffffffu;
+  if (magnitude > 0x7f800000u)
+    return uint16_t(sign | 0x7e00u);
+  if (magnitude >= 0x477ff000u) // rounds to 65520 or more
+    return uint16_t(sign | 0x7c00u);
+  if (magnitude < 0x38800000u) {
+    // A subnormal half (or zero): the value in units of 2^-24, rounded.
+    float scaled = std::fabs(x) * 16777216.0f; // exact: a power of two
+    auto units = uint32_t(std::nearbyint(scaled));
+    return uint16_t(sign | units);
+  }
+  // A normal half: rebias the exponent, round the 13 dropped bits.
+  uint32_t rebiased = magnitude - (uint32_t(127 - 15) << 23);
+  rebiased += 0xfffu + ((rebiased >> 13) & 1u);
+  return uint16_t(sign | (rebiased >> 13));
 }
 
 } // namespace dpc::support

@@ -103,6 +103,39 @@ TEST_F(Mpi, AllreduceSums) {
     EXPECT_EQ(values[i], float(i % 7) * float(world->size()) + rankSum);
 }
 
+// A sharded optimizer's collectives over ranges of uneven sizes (rank r's
+// range has r + 2 elements, so none is empty): the reduce-scatter sums only
+// the rank's own range, the all-gather fills every range from its rank and
+// ignores what the others held there.
+TEST_F(Mpi, ReduceScatterAndAllgatherUnevenRanges) {
+  int n = world->size();
+  std::vector<size_t> counts, first;
+  size_t total = 0;
+  for (int r = 0; r < n; ++r) {
+    first.push_back(total);
+    counts.push_back(size_t(r + 2));
+    total += size_t(r + 2);
+  }
+  std::vector<float> values(total);
+  for (size_t k = 0; k < total; ++k)
+    values[k] = float(k) + 100.0f * float(rank());
+  world->reduceScatterSum(values.data(), counts);
+  float ranks = float(n * (n - 1) / 2);
+  for (size_t k = first[size_t(rank())];
+       k < first[size_t(rank())] + counts[size_t(rank())]; ++k)
+    EXPECT_EQ(values[k], float(k) * float(n) + 100.0f * ranks) << k;
+
+  std::vector<float> gathered(total, -1.0f);
+  for (size_t k = first[size_t(rank())];
+       k < first[size_t(rank())] + counts[size_t(rank())]; ++k)
+    gathered[k] = float(rank()) * 1000.0f + float(k);
+  world->allgatherRanges(gathered.data(), counts);
+  for (int r = 0; r < n; ++r)
+    for (size_t k = first[size_t(r)]; k < first[size_t(r)] + counts[size_t(r)];
+         ++k)
+      EXPECT_EQ(gathered[k], float(r) * 1000.0f + float(k)) << k;
+}
+
 TEST_F(Mpi, SplitGroupsReplicas) {
   // Two "stages" of one rank each when run on 2 ranks: each group allreduces
   // alone.

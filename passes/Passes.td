@@ -543,6 +543,8 @@ def VerifySchedulePass : Pass<"dpc-verify-schedule", "::mlir::ModuleOp"> {
            "The schedule.json to verify (default: the pipe.schedule op)">,
     Option<"memoryLimit", "memory-limit", "double", /*default=*/"0",
            "Bytes per rank the schedule must fit (0: no limit)">,
+    Option<"recompute", "recompute", "bool", /*default=*/"false",
+           "The build recomputes activations (said when over the limit)">,
   ];
 }
 

@@ -120,6 +120,7 @@ mlir::dpc::buildPipelinePasses(const PipelineOptions &o) {
   VerifySchedulePassOptions verify;
   verify.scheduleFile = o.scheduleOutput;
   verify.memoryLimit = o.memoryLimit;
+  verify.recompute = o.recompute != "none";
   add(createVerifySchedulePass(verify));
   if (o.fusion)
     add(createFuseElementwisePass());

@@ -16,6 +16,7 @@
 
 #include "dialects/pipe/IR/PipeOps.h"
 
+#include "dpc/schedule/MemoryAdvice.h"
 #include "dpc/schedule/Schedule.h"
 #include "dpc/schedule/Verifier.h"
 
@@ -99,6 +100,10 @@ struct VerifySchedulePass
     schedule::VerifyResult result = schedule::verifySchedule(streams, options);
     for (const schedule::Violation &violation : result.violations)
       report(module, program, violation);
+    if (std::string advice = schedule::memoryAdvice(
+            streams, options, result, {recompute, pipe::isBf16(module)});
+        !advice.empty())
+      module.emitError("schedule over its memory limit: ") << advice;
     if (!result.ok())
       return signalPassFailure();
 

@@ -6,7 +6,10 @@
 // gradient reduce-scatter and the weight all-gather, give the unsharded
 // store's weights bit for bit; parameters no update touches keep each
 // replica's own values; and checkpoints hold the whole state, so that a
-// sharded run resumes on another replica count or unsharded, and back.
+// sharded run resumes on another replica count or unsharded, and back. On
+// the host, and on a device the host may not read with the collectives in
+// device memory and the all-gather as a sum over zeroed ranges (the CUDA
+// target's NCCL path).
 //
 //===----------------------------------------------------------------------===//
 
@@ -14,6 +17,7 @@
 #include "lib/runtime/ParamStore.h"
 
 #include "test/unittests/runtime/ErrorOf.h"
+#include "test/unittests/runtime/StagingDevice.h"
 
 #include <gtest/gtest.h>
 
@@ -124,7 +128,11 @@ private:
 
 class ThreadCommunicator : public Communicator {
 public:
-  ThreadCommunicator(ThreadGroup &group, int rank) : group(group), self(rank) {}
+  /// `summingGather`: the all-gather of Communicator's default, a sum over
+  /// ranges the others zeroed (what the CUDA target's NCCL communicator
+  /// does).
+  ThreadCommunicator(ThreadGroup &group, int rank, bool summingGather)
+      : group(group), self(rank), summingGather(summingGather) {}
   int rank() const override { return self; }
   int size() const override { return group.size; }
   Request isend(const void *, size_t, int, int) override { return {}; }
@@ -147,6 +155,9 @@ public:
   /// others would be caught.
   void allgatherRanges(float *data,
                        const std::vector<size_t> &counts) override {
+    ++gathers;
+    if (summingGather)
+      return Communicator::allgatherRanges(data, counts);
     std::vector<float> out(total(counts));
     group.collective(self, data, [&](std::vector<float *> &all) {
       size_t at = 0;
@@ -154,7 +165,6 @@ public:
         std::copy(all[r] + at, all[r] + at + counts[r], out.data() + at);
     });
     std::copy(out.begin(), out.end(), data);
-    ++gathers;
   }
   void barrier() override {}
   std::unique_ptr<Communicator> split(int, int) override { return nullptr; }
@@ -166,6 +176,7 @@ public:
 private:
   ThreadGroup &group;
   int self;
+  bool summingGather;
 };
 
 /// w (3x2) and b (3), which Adam updates, and s (2), a running statistic
@@ -196,8 +207,17 @@ std::vector<float> gradientOf(int64_t id, size_t n, int r, int step) {
   return g;
 }
 
-class ShardedStoreTest : public ::testing::Test {
+/// On the host, and on a device the host may not read with the collectives
+/// in device memory and the all-gather as the NCCL communicator's default,
+/// a sum (the CUDA target's paths).
+class ShardedStoreTest : public ::testing::TestWithParam<bool> {
 protected:
+  std::unique_ptr<Device> makeDevice() {
+    if (GetParam())
+      return std::make_unique<StagingDevice>();
+    return createHostDevice();
+  }
+
   /// Steps [from, to) of Adam on `replicas` replicas of the gradients of
   /// `gradReplicas` (each replica r of `replicas` accumulates the gradients
   /// of the replicas r, r + replicas, ... of those), starting from `start`
@@ -213,8 +233,9 @@ protected:
     std::vector<std::string> errors(static_cast<size_t>(replicas));
     auto replica = [&](int r) {
       try {
-        ThreadCommunicator comm(group, r);
-        std::unique_ptr<Device> device = createHostDevice();
+        bool onDevice = GetParam();
+        ThreadCommunicator comm(group, r, /*summingGather=*/onDevice);
+        std::unique_ptr<Device> device = makeDevice();
         BufferPool pool(*device);
         ParamStore store(m, *device, pool, r, replicas);
         store.load(start, "start", resume);
@@ -225,17 +246,21 @@ protected:
                 continue;
               std::vector<float> grad =
                   gradientOf(p.id, size_t(p.elements()), g, step);
-              store.accumulate(store.get(p.id), grad.data());
+              Buffer up(pool, grad.size() * sizeof(float));
+              device->copyFromHost(up.data(), grad.data(),
+                                   grad.size() * sizeof(float));
+              store.accumulate(store.get(p.id), up.floats());
             }
           // The running statistic: each replica's own value.
-          store.get(2).value.floats()[0] = float(r + step);
+          float stat = float(r + step);
+          device->copyFromHost(store.get(2).value.data(), &stat, sizeof stat);
           if (replicas > 1)
-            store.sumGradients(comm, /*onDevice=*/false);
+            store.sumGradients(comm, onDevice);
           store.beginUpdate();
           store.adamStep(0, 0.01f, 0.9f, 0.999f, 1e-8f, 0.01f);
           store.adamStep(1, 0.01f, 0.9f, 0.999f, 1e-8f, 0.01f);
           if (store.sharded())
-            store.gatherWeights(comm, /*onDevice=*/false);
+            store.gatherWeights(comm, onDevice);
           store.endUpdate();
         }
         files[size_t(r)] = store.checkpoint(to, &comm);
@@ -273,7 +298,12 @@ protected:
   }
 };
 
-TEST_F(ShardedStoreTest, ShardedAdamIsUnshardedAdamBitForBit) {
+INSTANTIATE_TEST_SUITE_P(Devices, ShardedStoreTest, ::testing::Bool(),
+                         [](const ::testing::TestParamInfo<bool> &info) {
+                           return info.param ? "Staged" : "Host";
+                         });
+
+TEST_P(ShardedStoreTest, ShardedAdamIsUnshardedAdamBitForBit) {
   TensorFile one = train(1, 3, 0, 4, initialWeights(), false);
   for (int replicas : {2, 3}) {
     std::vector<std::vector<float>> stats;
@@ -291,7 +321,7 @@ TEST_F(ShardedStoreTest, ShardedAdamIsUnshardedAdamBitForBit) {
   }
 }
 
-TEST_F(ShardedStoreTest, CheckpointsResumeOnAnyReplicaCount) {
+TEST_P(ShardedStoreTest, CheckpointsResumeOnAnyReplicaCount) {
   // Two steps on 2 sharded replicas, then two more on 3 sharded replicas
   // or unsharded on one, against four unsharded steps; and back from an
   // unsharded checkpoint to 4 sharded replicas (one owns part of w only).
@@ -311,9 +341,9 @@ TEST_F(ShardedStoreTest, CheckpointsResumeOnAnyReplicaCount) {
   expectSameTensors(half, unsharded);
 }
 
-TEST_F(ShardedStoreTest, ASharedCheckpointNeedsTheReplicas) {
+TEST_P(ShardedStoreTest, AShardedCheckpointNeedsTheReplicas) {
   RankManifest m = adamManifest();
-  std::unique_ptr<Device> device = createHostDevice();
+  std::unique_ptr<Device> device = makeDevice();
   BufferPool pool(*device);
   ParamStore store(m, *device, pool, 1, 2);
   EXPECT_EQ(errorOf([&] { store.checkpoint(0); }),

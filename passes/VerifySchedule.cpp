@@ -14,6 +14,8 @@
 #include "passes/Passes.h"
 #include "passes/StageInfo.h"
 
+#include "dialects/nn/IR/NNOps.h"
+#include "dialects/nn/IR/ShapeInference.h"
 #include "dialects/pipe/IR/PipeOps.h"
 
 #include "dpc/schedule/MemoryAdvice.h"
@@ -100,8 +102,14 @@ struct VerifySchedulePass
     schedule::VerifyResult result = schedule::verifySchedule(streams, options);
     for (const schedule::Violation &violation : result.violations)
       report(module, program, violation);
-    if (std::string advice = schedule::memoryAdvice(
-            streams, options, result, {recompute, pipe::isBf16(module)});
+    schedule::MemoryLevers levers{recompute, pipe::isBf16(module)};
+    module.walk([&](nn::ParamOp param) {
+      levers.largestParamBytes =
+          std::max(levers.largestParamBytes,
+                   double(nn::getSizeInBytes(param.getResult())));
+    });
+    if (std::string advice =
+            schedule::memoryAdvice(streams, options, result, levers);
         !advice.empty())
       module.emitError("schedule over its memory limit: ") << advice;
     if (!result.ok())

@@ -13,17 +13,29 @@ namespace dpc::schedule {
 std::string memoryAdvice(const Schedule &s, const VerifyOptions &options,
                          const VerifyResult &result,
                          const MemoryLevers &levers) {
-  // The rank furthest over its limit, and the resident part of each peak.
+  // The rank furthest over its limit, and each peak's resident part. With
+  // more stages, a rank's activations shrink but the first ranks stash
+  // more of them (1F1B's first rank holds one per stage): a rank's
+  // transient bytes with as many stashes as there are stages now estimates
+  // what the fullest rank of a deeper pipeline holds.
   int worst = -1;
-  double worstOver = 0, totalResident = 0, mostTransient = 0, leastLimit = 0;
+  double worstOver = 0, totalResident = 0, deeperTransient = 0;
+  double leastLimit = 0;
+  int stages = s.numStages();
   for (int r = 0; r < s.ranks && size_t(r) < result.ranks.size(); ++r) {
     double resident = 0;
     for (int c = 0; c < s.chunks; ++c)
       resident += double(s.stage(r, c).paramBytes);
-    double peak = double(result.ranks[size_t(r)].peakMemoryBytes);
+    const RankStats &stats = result.ranks[size_t(r)];
+    double peak = double(stats.peakMemoryBytes);
     double limit = options.memoryLimitOf(r);
     totalResident += resident;
-    mostTransient = std::max(mostTransient, peak - resident);
+    double stash = 0;
+    for (int c = 0; c < s.chunks; ++c)
+      stash += double(s.stage(r, c).activationBytes);
+    deeperTransient = std::max(
+        deeperTransient,
+        peak - resident + std::max(0, stages - stats.peakStashes) * stash);
     if (limit > 0 && (leastLimit == 0 || limit < leastLimit))
       leastLimit = limit;
     if (limit > 0 && peak - limit > worstOver) {
@@ -45,14 +57,17 @@ std::string memoryAdvice(const Schedule &s, const VerifyOptions &options,
                      bytes(resident) + ", activations and buffers " +
                      bytes(transient) + ")";
   std::vector<std::string> levers_;
-  int stages = s.numStages();
-  if (leastLimit > mostTransient) {
-    // Resident bytes spread over more stages, the transient part as now.
+  double weights = 0;
+  for (int c = 0; c < s.chunks; ++c)
+    weights += double(s.stage(worst, c).weightBytes);
+  // Bytes resident per byte of weights (gradients, optimizer state): no
+  // split puts less than the largest parameter's share on one rank.
+  double perWeight = weights > 0 ? resident / weights : 4;
+  double room = leastLimit - deeperTransient;
+  if (room > levers.largestParamBytes * perWeight) {
     // At least one more: the stages' split may be what leaves one rank
     // over while the average fits.
-    int needed =
-        std::max(stages + 1,
-                 int(std::ceil(totalResident / (leastLimit - mostTransient))));
+    int needed = std::max(stages + 1, int(std::ceil(totalResident / room)));
     levers_.push_back("about " + std::to_string(needed) + " stages (--stages " +
                       std::to_string(needed) +
                       ": the resident bytes spread thinner)");

@@ -24,6 +24,9 @@ namespace dpc::schedule {
 struct MemoryLevers {
   bool recompute = false;
   bool bf16 = false;
+  /// The model's largest parameter in bytes (one weight, no state): no
+  /// split puts less than it, with its gradient and state, on one rank.
+  double largestParamBytes = 0;
 };
 
 /// For a result with MemoryLimit violations, the advice; "" when every rank

@@ -92,6 +92,7 @@ class ExternalDataWriter:
         """Writes byte blocks (anything with the buffer protocol) as one
         tensor's data, aligned; returns (offset, length)."""
         pad = -self.offset % self.align
+        self.file.seek(self.offset)
         if pad:
             self.file.write(b"\0" * pad)
             self.offset += pad
@@ -131,7 +132,19 @@ class ExternalDataWriter:
                   for i in range(0, max(flat.size, 1), CHUNK_ELEMENTS))
         return self.add_chunks(name, array.shape, dtype, chunks)
 
+    def add_hole(self, name, shape, dtype):
+        """Reserves a tensor of zeros without writing it: a hole in a sparse
+        file, which takes no disk (a model that is only compiled, larger
+        than the disk could hold twice)."""
+        self.offset += -self.offset % self.align
+        start = self.offset
+        self.offset += int(np.prod(shape, dtype=np.int64)) * np.dtype(
+            DTYPES[dtype][1]).itemsize
+        return external_tensor(name, shape, DTYPES[dtype][0], self.location,
+                               start, self.offset - start)
+
     def close(self):
+        self.file.truncate(self.offset)
         self.file.close()
 
 

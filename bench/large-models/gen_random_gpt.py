@@ -21,7 +21,9 @@ a 16 MiB chunk at a time, so the generator's memory stays small at any size
 instead (small models only: the 2 GiB protobuf limit), for tests comparing
 the two storages. Weights: N(0, 0.02^2) from numpy's PCG64 seeded with
 (seed, tensor index); LayerNorm scales 1, biases 0; --fill constant writes
-0.02 everywhere (fast, for compile-only runs). --dtype stores them as that
+0.02 everywhere (fast, for compile-only runs); --fill sparse writes nothing:
+the data file is a sparse file of zeros that takes no disk (a compile-only
+model larger than the disk could hold twice). --dtype stores them as that
 type (dpc converts to its training dtype).
 """
 
@@ -204,6 +206,9 @@ def write(path, cfg, batch=1, seed=0, fill="random", dtype="float32",
         path, align=align)
     try:
         for index, (name, shape, kind) in enumerate(parameter_shapes(cfg)):
+            if fill == "sparse" and not inline:
+                initializers.append(writer.add_hole(name, shape, dtype))
+                continue
             chunks = values(kind, shape, seed, index, fill)
             if inline:
                 array = np.concatenate(list(chunks)).reshape(shape)
@@ -242,7 +247,7 @@ def main():
                         help="the microbatch size the graph is for")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--fill", default="random",
-                        choices=["random", "constant"])
+                        choices=["random", "constant", "sparse"])
     parser.add_argument("--dtype", default="float32",
                         choices=["float32", "float16", "bfloat16",
                                  "float64"])

@@ -222,6 +222,8 @@ void TrainingRun::prepare() {
   std::string layout = dpc::schedule::kindName(schedule.kind);
   if (schedule.hasReplicas())
     layout = std::to_string(schedule.ranks) + " ranks, " + layout;
+  if (schedule.shardOptimizer)
+    layout += ", optimizer state sharded over replicas";
   if (reports)
     printLine("training " + std::to_string(totalSteps - firstStep) +
               " steps of " + std::to_string(microbatches) + " x " +

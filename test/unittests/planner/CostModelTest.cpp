@@ -68,6 +68,33 @@ TEST(CostModelTest, ReplicatedStageAndCuts) {
   EXPECT_DOUBLE_EQ(e->stages[1].memoryBytes, 6e8 + (5e7 + 1e6 + 1e8));
 }
 
+// --shard-optimizer: each replica keeps 1/R of the optimizer state, so a
+// replicated stage's resident bytes are 2P + oP/R; a stage of one rank
+// keeps its whole state.
+TEST(CostModelTest, ShardedOptimizerStateOnReplicas) {
+  Graph g = chain(false);
+  CostOptions opts;
+  opts.topology = Topology::flat(3, 1e9);
+  opts.schedule = ScheduleKind::OneFOneB;
+  opts.microbatches = 4;
+  opts.optimizerStateFactor = 2; // Adam
+  Expected<Evaluation> plain = evaluate(g, twoStages(1, 0, 2, 1), opts);
+  opts.shardOptimizer = true;
+  Expected<Evaluation> sharded = evaluate(g, twoStages(1, 0, 2, 1), opts);
+  ASSERT_TRUE(plain && sharded);
+  EXPECT_DOUBLE_EQ(plain->stages[0].memoryBytes,
+                   sharded->stages[0].memoryBytes);
+  // Stage 1: 2e8 parameter bytes, Adam's two moments halved.
+  EXPECT_DOUBLE_EQ(plain->stages[1].memoryBytes -
+                       sharded->stages[1].memoryBytes,
+                   2 * 2e8 / 2);
+  EXPECT_DOUBLE_EQ(stageStateFactor(opts, 4), 2.5);
+  EXPECT_DOUBLE_EQ(stageStateFactor(opts, 1), 4.0);
+  // The compute (and the all-reduce's time) does not change.
+  EXPECT_DOUBLE_EQ(plain->stages[1].computeSeconds,
+                   sharded->stages[1].computeSeconds);
+}
+
 TEST(CostModelTest, SkipConnectionCrossesEveryCutItSpans) {
   Graph g = chain(true);
   CostOptions opts;

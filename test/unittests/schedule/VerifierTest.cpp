@@ -450,6 +450,32 @@ TEST(Verifier, PartialReduceNeedsOneReplicatedStage) {
             "unknown reduce 'sometimes' (allreduce or preduce)");
 }
 
+// schedule.json keeps --shard-optimizer, which needs a replicated stage and
+// the all-reduce.
+TEST(Verifier, ShardOptimizerRoundTripsAndNeedsReplicas) {
+  Schedule s = buildDataParallel(ReduceMode::AllReduce);
+  std::string plain = toJson(s);
+  EXPECT_EQ(plain.find("shard_optimizer"), std::string::npos);
+  s.shardOptimizer = true;
+  Schedule parsed;
+  ASSERT_EQ(fromJson(toJson(s), parsed), "");
+  EXPECT_TRUE(parsed.shardOptimizer);
+  ASSERT_EQ(fromJson(plain, parsed), "");
+  EXPECT_FALSE(parsed.shardOptimizer);
+
+  s.reduce = ReduceMode::PartialReduce;
+  EXPECT_EQ(s.checkLayout(),
+            "shard_optimizer cannot be combined with preduce, whose replicas "
+            "adopt replica 0's weights instead of updating their own shares");
+  Schedule straight;
+  straight.ranks = 2;
+  straight.microbatches = 4;
+  straight.shardOptimizer = true;
+  EXPECT_EQ(straight.checkLayout(),
+            "shard_optimizer splits a replicated stage's optimizer state, but "
+            "no stage has replicas");
+}
+
 // Replica 0 of a partial reduce never waits for the others: a replica that
 // has not reached its reduce (here: never does) blocks an all-reduce but
 // not a partial one, where only the update count is wrong.

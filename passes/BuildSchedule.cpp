@@ -86,6 +86,29 @@ struct BuildSchedulePass
     : public mlir::dpc::impl::BuildSchedulePassBase<BuildSchedulePass> {
   using BuildSchedulePassBase::BuildSchedulePassBase;
 
+  /// Hybrid data parallelism: the replicas partition-stages gave the
+  /// stages, which --shard-optimizer needs.
+  LogicalResult readReplicas(ModuleOp module, schedule::BuildOptions &options) {
+    if (auto replicas = module->getAttrOfType<DenseI64ArrayAttr>(
+            pipe::PipeDialect::kReplicasAttrName);
+        replicas &&
+        llvm::any_of(replicas.asArrayRef(), [](int64_t r) { return r > 1; })) {
+      if (int64_t(replicas.size()) != options.stages)
+        return module.emitError("expects ")
+               << pipe::PipeDialect::kReplicasAttrName
+               << " entries for each of the " << options.stages
+               << " stages, got " << replicas.size();
+      options.replicas.assign(replicas.asArrayRef().begin(),
+                              replicas.asArrayRef().end());
+    }
+    if (shardOptimizer && options.replicas.empty())
+      return module.emitError(
+          "--shard-optimizer splits a replicated stage's optimizer state, but "
+          "the plan gives no stage more than one rank (give --replicas, or "
+          "more --devices)");
+    return success();
+  }
+
   void runOnOperation() override {
     ModuleOp module = getOperation();
     schedule::BuildOptions options;
@@ -125,27 +148,8 @@ struct BuildSchedulePass
     }
     options.stages = stages.size() / chunks;
     options.virtualStages = chunks;
-    // Hybrid data parallelism: partition-stages gave some stages replicas.
-    if (auto replicas = module->getAttrOfType<DenseI64ArrayAttr>(
-            pipe::PipeDialect::kReplicasAttrName);
-        replicas &&
-        llvm::any_of(replicas.asArrayRef(), [](int64_t r) { return r > 1; })) {
-      if (int64_t(replicas.size()) != options.stages) {
-        module.emitError("expects ")
-            << pipe::PipeDialect::kReplicasAttrName
-            << " entries for each of the " << options.stages << " stages, got "
-            << replicas.size();
-        return signalPassFailure();
-      }
-      options.replicas.assign(replicas.asArrayRef().begin(),
-                              replicas.asArrayRef().end());
-    }
-    if (shardOptimizer && options.replicas.empty()) {
-      module.emitError("--shard-optimizer splits a replicated stage's "
-                       "optimizer state, but the plan gives no stage more "
-                       "than one rank (give --replicas, or more --devices)");
+    if (failed(readReplicas(module, options)))
       return signalPassFailure();
-    }
     // The stages' costs and sizes for a kind: what each rank holds.
     auto stageInfo = [&](schedule::ScheduleKind kind) {
       std::vector<schedule::StageInfo> infos =

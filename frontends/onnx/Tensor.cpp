@@ -573,12 +573,17 @@ static LogicalResult importConstantOfShape(Importer &im,
 
 static LogicalResult importCast(Importer &im, const onnx::NodeProto &node) {
   int64_t to = im.getInt(node, "to", 0);
-  // dpc trains in float32 (its --precision bf16 is its own choice): a model
-  // exported in float16, bfloat16 or float64 is read as float32 throughout,
-  // its casts to those types included.
-  if (to == onnx::TensorProto::FLOAT16 || to == onnx::TensorProto::BFLOAT16 ||
-      to == onnx::TensorProto::DOUBLE)
+  // dpc trains in float32 (its --precision bf16 is its own choice): float64
+  // values are read as float32, casts to float64 included. A cast to a
+  // 16-bit float rounds, which float32 arithmetic would not reproduce.
+  if (to == onnx::TensorProto::DOUBLE)
     to = onnx::TensorProto::FLOAT;
+  if (to == onnx::TensorProto::FLOAT16 || to == onnx::TensorProto::BFLOAT16)
+    return im.nodeError(node)
+           << "casts to a 16-bit float type, which dpc does not compute in "
+              "(it trains in float32; --precision bf16 picks its own bf16 "
+              "ops): export the model in float32, or keep half precision "
+              "in the initializers only";
   if (!im.isHost(node.input(0))) {
     // Casts of activations: masks to and from bool, ids to float.
     FailureOr<Value> input = im.getValue(node, 0);

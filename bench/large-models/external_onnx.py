@@ -199,8 +199,12 @@ def resave_one_file(source, target, location=None, size_threshold=1024,
     model = onnx.load(source, load_external_data=False)
     source_dir = os.path.dirname(os.path.abspath(source))
     writer = ExternalDataWriter(target, location, align)
+    # torch.onnx past 2 GiB moves Constant nodes' values out too.
+    tensors = list(model.graph.initializer) + [
+        attr.t for node in model.graph.node for attr in node.attribute
+        if attr.HasField("t")]
     try:
-        for tensor in model.graph.initializer:
+        for tensor in tensors:
             if tensor.data_location == TensorProto.EXTERNAL:
                 entries = {e.key: e.value for e in tensor.external_data}
                 path = os.path.join(source_dir, entries["location"])

@@ -5,7 +5,6 @@
 #include "dpc/support/Error.h"
 
 #include <filesystem>
-#include <limits>
 
 using namespace mlir;
 using namespace mlir::dpc::onnx_frontend::detail;
@@ -30,19 +29,23 @@ size_t mlir::dpc::onnx_frontend::detail::onnxElementSize(int32_t type) {
   }
 }
 
-namespace {
+uint64_t mlir::dpc::onnx_frontend::detail::onnxByteCount(
+    const onnx::TensorProto &tensor) {
+  uint64_t count = 1;
+  for (int64_t dim : tensor.dims())
+    count *= uint64_t(dim);
+  return count * onnxElementSize(tensor.data_type());
+}
 
-// External tensors up to this size, and every integer or boolean one, are
-// read into the proto at once.
-constexpr uint64_t kInlineBytes = 64 << 10;
+bool mlir::dpc::onnx_frontend::detail::isOnnxFloatType(int32_t type) {
+  return type == onnx::TensorProto::FLOAT ||
+         type == onnx::TensorProto::FLOAT16 ||
+         type == onnx::TensorProto::BFLOAT16 ||
+         type == onnx::TensorProto::DOUBLE;
+}
 
-// The entries of `tensor`'s external_data, by key.
-struct ExternalEntries {
-  std::string location;
-  std::optional<std::string> offset, length;
-};
-
-ExternalEntries entriesOf(const onnx::TensorProto &tensor) {
+ExternalEntries mlir::dpc::onnx_frontend::detail::externalEntries(
+    const onnx::TensorProto &tensor) {
   ExternalEntries entries;
   for (const onnx::StringStringEntryProto &entry : tensor.external_data()) {
     if (entry.key() == "location")
@@ -55,8 +58,8 @@ ExternalEntries entriesOf(const onnx::TensorProto &tensor) {
   return entries;
 }
 
-// A non-negative decimal integer, or nullopt.
-std::optional<uint64_t> parseCount(const std::string &text) {
+std::optional<uint64_t>
+mlir::dpc::onnx_frontend::detail::parseByteCount(const std::string &text) {
   if (text.empty() || text.size() > 19)
     return std::nullopt;
   uint64_t value = 0;
@@ -67,6 +70,12 @@ std::optional<uint64_t> parseCount(const std::string &text) {
   }
   return value;
 }
+
+namespace {
+
+// External tensors up to this size, and every integer or boolean one, are
+// read into the proto at once.
+constexpr uint64_t kInlineBytes = 64 << 10;
 
 std::string shapeText(const onnx::TensorProto &tensor) {
   std::string text = "[";
@@ -80,7 +89,7 @@ std::string shapeText(const onnx::TensorProto &tensor) {
 LogicalResult ExternalData::resolveTensor(onnx::TensorProto &tensor,
                                           Location loc) {
   std::string what = "tensor '" + tensor.name() + "'";
-  ExternalEntries entries = entriesOf(tensor);
+  ExternalEntries entries = externalEntries(tensor);
   if (entries.location.empty())
     return emitError(loc) << what << " keeps its data in an external file "
                           << "but names no location";
@@ -109,7 +118,7 @@ LogicalResult ExternalData::resolveTensor(onnx::TensorProto &tensor,
     }
   }
   uint64_t fileSize = found->second->size();
-  std::optional<uint64_t> offset = parseCount(entries.offset.value_or("0"));
+  std::optional<uint64_t> offset = parseByteCount(entries.offset.value_or("0"));
   if (!offset)
     return emitError(loc) << what << " has the external data offset '"
                           << *entries.offset << "', not a byte count";
@@ -118,12 +127,9 @@ LogicalResult ExternalData::resolveTensor(onnx::TensorProto &tensor,
                           << " is past the end of " << key << " (" << fileSize
                           << " bytes)";
   size_t elementSize = onnxElementSize(tensor.data_type());
-  uint64_t count = 1;
-  for (int64_t dim : tensor.dims())
-    count *= uint64_t(dim);
-  uint64_t need = count * elementSize;
+  uint64_t need = onnxByteCount(tensor);
   std::optional<uint64_t> length =
-      entries.length ? parseCount(*entries.length) : std::optional(need);
+      entries.length ? parseByteCount(*entries.length) : std::optional(need);
   if (!length)
     return emitError(loc) << what << " has the external data length '"
                           << *entries.length << "', not a byte count";
@@ -140,11 +146,7 @@ LogicalResult ExternalData::resolveTensor(onnx::TensorProto &tensor,
                           << ", before the tensor's " << *length
                           << " bytes from offset " << *offset
                           << " (a short or truncated file)";
-  bool isFloat = tensor.data_type() == onnx::TensorProto::FLOAT ||
-                 tensor.data_type() == onnx::TensorProto::FLOAT16 ||
-                 tensor.data_type() == onnx::TensorProto::BFLOAT16 ||
-                 tensor.data_type() == onnx::TensorProto::DOUBLE;
-  if (!isFloat || *length <= kInlineBytes) {
+  if (!isOnnxFloatType(tensor.data_type()) || *length <= kInlineBytes) {
     // Shape inference and the version converter read the data of shape
     // constants (Reshape's target, Resize's scales) from the proto itself.
     tensor.set_raw_data(found->second->data() + *offset, *length);
@@ -181,26 +183,18 @@ LogicalResult ExternalData::resolve(onnx::GraphProto &graph, Location loc) {
 
 FailureOr<ExternalSpan> ExternalData::span(const onnx::TensorProto &tensor,
                                            Location loc) {
-  ExternalEntries entries = entriesOf(tensor);
+  ExternalEntries entries = externalEntries(tensor);
   auto found = files.find(entries.location);
   if (found == files.end())
     return emitError(loc) << "tensor '" << tensor.name()
                           << "' keeps its data in '" << entries.location
                           << "', which the import did not check";
+  // resolve() checked both against the file and the shape.
   ExternalSpan span;
   span.file = found->second;
-  span.offset = parseCount(entries.offset.value_or("0")).value_or(0);
-  span.length = std::min<uint64_t>(
-      found->second->size() - std::min(span.offset, found->second->size()),
-      entries.length ? parseCount(*entries.length).value_or(0)
-                     : std::numeric_limits<uint64_t>::max());
-  if (!entries.length) {
-    uint64_t count = 1;
-    for (int64_t dim : tensor.dims())
-      count *= uint64_t(dim);
-    span.length =
-        std::min(span.length, count * onnxElementSize(tensor.data_type()));
-  }
+  span.offset = parseByteCount(entries.offset.value_or("0")).value_or(0);
+  span.length = entries.length ? parseByteCount(*entries.length).value_or(0)
+                               : onnxByteCount(tensor);
   return span;
 }
 

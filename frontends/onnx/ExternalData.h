@@ -25,6 +25,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -79,6 +80,24 @@ void restoreExternalReferences(onnx::GraphProto &graph,
 /// The size in bytes of one element of ONNX data type `type`; 0 for the
 /// types dpc does not read.
 size_t onnxElementSize(int32_t type);
+
+/// The bytes `tensor`'s shape and type need (0 for a type dpc does not
+/// read).
+uint64_t onnxByteCount(const onnx::TensorProto &tensor);
+
+/// Whether ONNX data type `type` is one dpc reads as float (float32,
+/// float16, bfloat16, float64).
+bool isOnnxFloatType(int32_t type);
+
+/// The entries of a tensor's external_data, by key.
+struct ExternalEntries {
+  std::string location;
+  std::optional<std::string> offset, length;
+};
+ExternalEntries externalEntries(const onnx::TensorProto &tensor);
+
+/// A non-negative decimal integer (an offset or a length), or nullopt.
+std::optional<uint64_t> parseByteCount(const std::string &text);
 
 } // namespace mlir::dpc::onnx_frontend::detail
 

@@ -187,6 +187,9 @@ public:
   FailureOr<ImportedParam> readParam(const onnx::TensorProto &tensor,
                                      Location loc);
   static bool isFloatInitializer(const onnx::TensorProto &tensor);
+  /// Where an external tensor's bytes lie (ExternalData::span).
+  FailureOr<ExternalSpan> externalSpan(const onnx::TensorProto &tensor,
+                                       Location loc);
   /// The raw bytes of a tensor: its raw_data, or its external data.
   FailureOr<StringRef> tensorBytes(const onnx::TensorProto &tensor,
                                    Location loc);

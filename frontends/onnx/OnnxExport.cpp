@@ -1,6 +1,7 @@
 //===- OnnxExport.cpp - Trained weights back into ONNX --------------------===//
 
 #include "frontends/onnx/OnnxExport.h"
+#include "frontends/onnx/ExternalData.h"
 
 #include "dpc/support/Error.h"
 #include "dpc/support/HalfFloat.h"
@@ -35,13 +36,6 @@ std::string shapeText(const std::vector<int64_t> &shape) {
 
 bool isExternal(const onnx::TensorProto &tensor) {
   return tensor.data_location() == onnx::TensorProto::EXTERNAL;
-}
-
-std::string entry(const onnx::TensorProto &tensor, const std::string &key) {
-  for (const onnx::StringStringEntryProto &e : tensor.external_data())
-    if (e.key() == key)
-      return e.value();
-  return "";
 }
 
 void setLocation(onnx::TensorProto &tensor, const std::string &location) {
@@ -123,24 +117,29 @@ private:
 // has absolute locations).
 std::string externalSource(const onnx::TensorProto &tensor,
                            const fs::path &sourceDir, std::string &problem) {
-  fs::path file = entry(tensor, "location");
+  detail::ExternalEntries entries = detail::externalEntries(tensor);
+  fs::path file = entries.location;
   if (file.is_relative())
     file = sourceDir / file;
   try {
     ::dpc::support::MappedFile mapped(file.string());
-    uint64_t offset = std::stoull("0" + entry(tensor, "offset"));
-    std::string length = entry(tensor, "length");
-    uint64_t size =
-        length.empty()
-            ? mapped.size() - std::min<uint64_t>(offset, mapped.size())
-            : std::stoull(length);
-    if (offset > mapped.size() || size > mapped.size() - offset) {
+    std::optional<uint64_t> offset =
+        detail::parseByteCount(entries.offset.value_or("0"));
+    std::optional<uint64_t> size =
+        entries.length ? detail::parseByteCount(*entries.length)
+                       : std::optional(detail::onnxByteCount(tensor));
+    if (!offset || !size) {
+      problem = "initializer '" + tensor.name() +
+                "' has an external offset or length that is not a byte count";
+      return "";
+    }
+    if (*offset > mapped.size() || *size > mapped.size() - *offset) {
       problem = "initializer '" + tensor.name() + "': " + file.string() +
                 " is shorter than its external data says";
       return "";
     }
-    return std::string(reinterpret_cast<const char *>(mapped.data()) + offset,
-                       size);
+    return std::string(reinterpret_cast<const char *>(mapped.data()) + *offset,
+                       *size);
   } catch (const ::dpc::Error &e) {
     problem = "initializer '" + tensor.name() + "': " + e.what();
     return "";
@@ -317,7 +316,7 @@ std::string copyModelForExport(const std::string &modelPath,
     if (!isExternal(init))
       continue;
     external = true;
-    fs::path location = entry(init, "location");
+    fs::path location = detail::externalEntries(init).location;
     if (location.is_relative())
       setLocation(init, (dir / location).lexically_normal().string());
   }

@@ -12,6 +12,8 @@
 #ifndef DPC_FRONTENDS_ONNX_ONNXIMPORTER_H
 #define DPC_FRONTENDS_ONNX_ONNXIMPORTER_H
 
+#include "dpc/support/HalfFloat.h"
+
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/OwningOpRef.h"
 #include "llvm/ADT/StringRef.h"
@@ -46,7 +48,7 @@ struct ImportOptions {
 };
 
 /// How an imported parameter's data is stored.
-enum class ParamDType { F32, F16, BF16, F64 };
+using ParamDType = ::dpc::support::FloatFormat;
 
 /// A parameter's initial value: a float initializer (trainable), or a
 /// constant the model's arithmetic reads (frozen). Float16, bfloat16 and

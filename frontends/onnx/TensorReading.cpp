@@ -42,14 +42,6 @@ FailureOr<Type> Importer::elementType(int32_t onnxType, Location loc,
 
 namespace {
 
-// Whether ONNX data type `type` is one dpc reads as float.
-bool isFloatType(int32_t type) {
-  return type == onnx::TensorProto::FLOAT ||
-         type == onnx::TensorProto::FLOAT16 ||
-         type == onnx::TensorProto::BFLOAT16 ||
-         type == onnx::TensorProto::DOUBLE;
-}
-
 // Float16 and bfloat16 without raw data keep one 16-bit value in each
 // int32_data entry; their little-endian bytes.
 std::string sixteenBitBytes(const onnx::TensorProto &tensor) {
@@ -78,48 +70,33 @@ ImportedParam ImportedParam::fromFloats(std::string name,
 }
 
 std::vector<float> ImportedParam::toFloats() const {
-  size_t count = size_t(nn::getNumElements(shape));
-  const uint8_t *data = file ? file->data() + offset : bytes.data();
-  std::vector<float> out(count);
-  for (size_t i = 0; i < count; ++i) {
-    switch (dtype) {
-    case ParamDType::F32:
-      std::memcpy(&out[i], data + 4 * i, 4);
-      break;
-    case ParamDType::F16:
-    case ParamDType::BF16: {
-      uint16_t bits;
-      std::memcpy(&bits, data + 2 * i, 2);
-      out[i] = dtype == ParamDType::F16 ? ::dpc::support::halfToFloat(bits)
-                                        : ::dpc::support::bf16ToFloat(bits);
-      break;
-    }
-    case ParamDType::F64: {
-      double x;
-      std::memcpy(&x, data + 8 * i, 8);
-      out[i] = float(x);
-      break;
-    }
-    }
-  }
+  std::vector<float> out(size_t(nn::getNumElements(shape)));
+  ::dpc::support::widenToFloat(dtype,
+                               file ? file->data() + offset : bytes.data(),
+                               out.size(), out.data());
   return out;
 }
 
 } // namespace mlir::dpc::onnx_frontend
 
 bool Importer::isFloatInitializer(const onnx::TensorProto &tensor) {
-  return isFloatType(tensor.data_type());
+  return isOnnxFloatType(tensor.data_type());
+}
+
+FailureOr<ExternalSpan> Importer::externalSpan(const onnx::TensorProto &tensor,
+                                               Location loc) {
+  if (!external)
+    return emitError(loc) << "tensor '" << tensor.name()
+                          << "' keeps its data in an external file, but the "
+                             "model was not read from a file";
+  return external->span(tensor, loc);
 }
 
 FailureOr<StringRef> Importer::tensorBytes(const onnx::TensorProto &tensor,
                                            Location loc) {
   if (tensor.data_location() != onnx::TensorProto::EXTERNAL)
     return StringRef(tensor.raw_data());
-  if (!external)
-    return emitError(loc) << "tensor '" << tensor.name()
-                          << "' keeps its data in an external file, but the "
-                             "model was not read from a file";
-  FailureOr<ExternalSpan> span = external->span(tensor, loc);
+  FailureOr<ExternalSpan> span = externalSpan(tensor, loc);
   if (failed(span))
     return failure();
   return StringRef(reinterpret_cast<const char *>(span->data()),
@@ -144,14 +121,9 @@ FailureOr<ImportedParam> Importer::readParam(const onnx::TensorProto &tensor,
   default:
     param.dtype = ParamDType::F32;
   }
-  size_t elementSize = onnxElementSize(tensor.data_type());
-  uint64_t need = uint64_t(nn::getNumElements(param.shape)) * elementSize;
+  uint64_t need = onnxByteCount(tensor);
   if (tensor.data_location() == onnx::TensorProto::EXTERNAL) {
-    if (!external)
-      return emitError(loc) << "tensor '" << tensor.name()
-                            << "' keeps its data in an external file, but "
-                               "the model was not read from a file";
-    FailureOr<ExternalSpan> span = external->span(tensor, loc);
+    FailureOr<ExternalSpan> span = externalSpan(tensor, loc);
     if (failed(span))
       return failure();
     param.file = span->file;
@@ -191,7 +163,7 @@ FailureOr<HostTensor> Importer::readTensor(const onnx::TensorProto &tensor,
   HostTensor t;
   t.shape.assign(tensor.dims().begin(), tensor.dims().end());
   int64_t count = nn::getNumElements(t.shape);
-  if (isFloatType(tensor.data_type())) {
+  if (isOnnxFloatType(tensor.data_type())) {
     // Read as a parameter's data would be, then widened to float.
     FailureOr<ImportedParam> param = readParam(tensor, loc);
     if (failed(param))

@@ -184,28 +184,26 @@ bool isFloatDType(DType dtype) {
 }
 
 void Tensor::readF32(float *out, size_t first, size_t count) const {
-  const uint8_t *base = data() + first * dtypeSize(dtype);
-  auto widen = [&](auto element, auto convert) {
-    for (size_t i = 0; i < count; ++i) {
-      std::memcpy(&element, base + i * sizeof(element), sizeof(element));
-      out[i] = convert(element);
-    }
-  };
+  using support::FloatFormat;
+  FloatFormat format;
   switch (dtype) {
   case DType::F32:
-    if (count)
-      std::memcpy(out, base, count * sizeof(float));
-    return;
+    format = FloatFormat::F32;
+    break;
   case DType::F16:
-    return widen(uint16_t{}, support::halfToFloat);
+    format = FloatFormat::F16;
+    break;
   case DType::BF16:
-    return widen(uint16_t{}, support::bf16ToFloat);
+    format = FloatFormat::BF16;
+    break;
   case DType::F64:
-    return widen(double{}, [](double x) { return float(x); });
+    format = FloatFormat::F64;
+    break;
   default:
     throw Error(std::string("tensor: expected a float dtype, got ") +
                 dtypeName(dtype));
   }
+  support::widenToFloat(format, data() + first * dtypeSize(dtype), count, out);
 }
 
 std::vector<float> Tensor::toF32() const {

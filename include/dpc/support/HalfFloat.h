@@ -12,6 +12,7 @@
 #define DPC_SUPPORT_HALFFLOAT_H
 
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 
@@ -42,6 +43,34 @@ inline float bf16ToFloat(uint16_t b) {
   float value;
   std::memcpy(&value, &bits, 4);
   return value;
+}
+
+/// The float formats weights come in.
+enum class FloatFormat { F32, F16, BF16, F64 };
+
+/// `count` little-endian values of `format` at `data` widened to float into
+/// `out` (float16 and bfloat16 exactly, float64 rounded to nearest).
+inline void widenToFloat(FloatFormat format, const void *data, size_t count,
+                         float *out) {
+  auto bytes = static_cast<const unsigned char *>(data);
+  auto widen = [&](auto element, auto convert) {
+    for (size_t i = 0; i < count; ++i) {
+      std::memcpy(&element, bytes + i * sizeof(element), sizeof(element));
+      out[i] = convert(element);
+    }
+  };
+  switch (format) {
+  case FloatFormat::F32:
+    if (count)
+      std::memcpy(out, data, count * sizeof(float));
+    return;
+  case FloatFormat::F16:
+    return widen(uint16_t{}, halfToFloat);
+  case FloatFormat::BF16:
+    return widen(uint16_t{}, bf16ToFloat);
+  case FloatFormat::F64:
+    return widen(double{}, [](double x) { return float(x); });
+  }
 }
 
 /// float to bfloat16, rounded to nearest even; NaN stays NaN.

@@ -1,11 +1,16 @@
 //===- RNN.cpp - ONNX recurrent ops to nn ---------------------------------===//
 //
-// The handler of ONNX's LSTM (one forward layer as nn.lstm, its outputs
-// slices of the state sequence) and its rows of the handler table.
+// The handlers of ONNX's LSTM and GRU. Each direction of a node is one
+// nn.lstm or nn.gru (the second of a bidirectional node runs in reverse),
+// its weights slices of the node's, and the outputs are slices of the
+// state sequences, concatenated over the directions. A batch-major node
+// (layout = 1) reads its input and writes its outputs through transposes.
 //
 //===----------------------------------------------------------------------===//
 
 #include "frontends/onnx/Importer.h"
+
+#include "llvm/ADT/StringExtras.h"
 
 using namespace mlir;
 using namespace mlir::dpc;
@@ -13,142 +18,315 @@ using namespace mlir::dpc::onnx_frontend;
 using namespace mlir::dpc::onnx_frontend::detail;
 using mlir::dpc::nn::shapeOf;
 
-// One forward LSTM layer (torch's nn.LSTM exports a node per layer). The
-// weights arrive as ONNX lays them out for one direction (1 x 4H x I,
-// 1 x 4H x H, 1 x 8H) and are read through reshapes, so a weight that the
-// exporter sliced and concatenated from torch's parameter (its gate order
-// i, f, g, o reordered to ONNX's i, o, f, c) stays that one trainable
-// parameter, the slices and the concat differentiated like any others.
-// Y, Y_h and Y_c are slices of nn.lstm's state sequence.
-static LogicalResult importLstm(Importer &im, const onnx::NodeProto &node) {
-  if (failed(im.checkNoOutputsBeyond(node, 3)))
-    return failure();
+namespace {
+
+// What the LSTM and GRU handlers share: the node's attributes and sizes,
+// and the per-direction reading of its operands and writing of its outputs.
+struct RecurrentNode {
+  Importer &im;
+  const onnx::NodeProto &node;
+  // Gates per direction: 4 for an LSTM, 3 for a GRU.
+  int64_t gates = 0;
+  int64_t steps = 0, batch = 0, inputSize = 0, hidden = 0, directions = 1;
+  bool batchMajor = false, reverseOnly = false;
+  Value input; // T x B x I
+
+  // Whether direction `d` runs from the last step.
+  bool reversed(int64_t d) const { return d == 1 || reverseOnly; }
+
+  Type f32() { return im.builder.getF32Type(); }
+  Location loc() { return im.locOf(node); }
+  Value reshape(Value value, ArrayRef<int64_t> shape) {
+    return im.builder.create<nn::ReshapeOp>(loc(), im.tensorType(shape, f32()),
+                                            value);
+  }
+  Value slice(Value value, ArrayRef<int64_t> offsets, ArrayRef<int64_t> shape) {
+    SmallVector<int64_t> ones(shape.size(), 1);
+    return im.builder.create<nn::SliceOp>(loc(), im.tensorType(shape, f32()),
+                                          value, offsets, ones);
+  }
+  Value transpose(Value value, ArrayRef<int64_t> perm) {
+    ArrayRef<int64_t> in = shapeOf(value);
+    SmallVector<int64_t> shape;
+    for (int64_t p : perm)
+      shape.push_back(in[p]);
+    return im.builder.create<nn::TransposeOp>(
+        loc(), im.tensorType(shape, f32()), value, perm);
+  }
+  Value concat(ArrayRef<Value> parts, int64_t axis) {
+    if (parts.size() == 1)
+      return parts[0];
+    SmallVector<int64_t> shape(shapeOf(parts[0]));
+    shape[axis] = 0;
+    for (Value part : parts)
+      shape[axis] += shapeOf(part)[axis];
+    return im.builder.create<nn::ConcatOp>(loc(), im.tensorType(shape, f32()),
+                                           ValueRange(parts),
+                                           im.builder.getI64IntegerAttr(axis));
+  }
+
+  LogicalResult readAttributes(ArrayRef<StringRef> activations);
+  LogicalResult readInput();
+  FailureOr<Value> weight(int index, StringRef what, int64_t rows, int64_t cols,
+                          int64_t direction);
+  FailureOr<Value> initialState(int index, StringRef what, int64_t direction);
+  void defineOutputs(ArrayRef<Value> states, ArrayRef<int64_t> offsets);
+};
+
+} // namespace
+
+LogicalResult RecurrentNode::readAttributes(ArrayRef<StringRef> activations) {
   std::string direction = im.getString(node, "direction", "forward");
-  if (direction != "forward")
+  if (direction == "bidirectional")
+    directions = 2;
+  reverseOnly = direction == "reverse";
+  if (direction != "bidirectional" && direction != "forward" &&
+      direction != "reverse")
     return im.nodeError(node) << "direction '" << direction
-                              << "' is not supported; dpc imports forward "
-                                 "LSTMs (one per layer, as torch exports "
-                                 "unidirectional nn.LSTM)";
+                              << "' is not one of forward, reverse and "
+                                 "bidirectional";
   if (const onnx::AttributeProto *clip = im.findAttr(node, "clip"))
     return im.nodeError(node)
            << "cell clipping (clip = " << clip->f() << ") is not supported";
-  if (im.getInt(node, "input_forget", 0) != 0)
-    return im.nodeError(node) << "input_forget = 1 (coupled input and forget "
-                                 "gates) is not supported";
-  if (im.getInt(node, "layout", 0) != 0)
-    return im.nodeError(node) << "layout = 1 (batch-major) is not supported; "
-                                 "dpc imports the sequence-major layout torch "
-                                 "exports";
+  int64_t layout = im.getInt(node, "layout", 0);
+  if (layout != 0 && layout != 1)
+    return im.nodeError(node) << "layout " << layout << " is not 0 or 1";
+  batchMajor = layout == 1;
   if (const onnx::AttributeProto *acts = im.findAttr(node, "activations")) {
-    static const char *const kDefault[] = {"Sigmoid", "Tanh", "Tanh"};
-    bool standard = acts->strings_size() == 3;
-    for (int i = 0; standard && i < 3; ++i)
-      standard = acts->strings(i) == kDefault[i];
+    bool standard =
+        acts->strings_size() == int64_t(activations.size()) * directions;
+    for (int i = 0; standard && i < acts->strings_size(); ++i)
+      standard = acts->strings(i) == activations[i % activations.size()];
     if (!standard || im.findAttr(node, "activation_alpha") ||
         im.findAttr(node, "activation_beta"))
-      return im.nodeError(node) << "activations other than the default "
-                                   "(Sigmoid, Tanh, Tanh) are not supported";
+      return im.nodeError(node)
+             << "activations other than the default ("
+             << llvm::join(activations, ", ") << " per direction) are not "
+             << "supported";
   }
   if (im.hasInput(node, 4))
     return im.nodeError(node)
            << "sequence_lens (input 4) is not supported: "
               "every sequence of a batch has the full length";
-  if (im.hasInput(node, 7))
-    return im.nodeError(node) << "peephole weights (input 7) are not supported";
+  return success();
+}
 
-  FailureOr<Value> input = im.getValue(node, 0);
-  if (failed(input))
+// X as T x B x I, and H from R (directions x gates*H x H).
+LogicalResult RecurrentNode::readInput() {
+  FailureOr<Value> x = im.getValue(node, 0);
+  if (failed(x))
     return failure();
-  ArrayRef<int64_t> x = shapeOf(*input);
-  if (x.size() != 3)
+  ArrayRef<int64_t> shape = shapeOf(*x);
+  if (shape.size() != 3)
     return im.nodeError(node)
-           << "expects X of shape T x B x I, got " << nn::formatShape(x);
-  int64_t steps = x[0], batch = x[1];
-  Type f32 = im.builder.getF32Type();
-  Location loc = im.locOf(node);
-  // An operand of ONNX's one-direction shape `onnxShape`, read as `shape`.
-  auto operand = [&](int index, StringRef what, ArrayRef<int64_t> onnxShape,
-                     ArrayRef<int64_t> shape) -> FailureOr<Value> {
-    FailureOr<Value> value = im.getValue(node, index);
-    if (failed(value))
-      return failure();
-    if (shapeOf(*value) != onnxShape)
-      return im.nodeError(node)
-             << "expects " << what << " '" << node.input(index) << "' of shape "
-             << nn::formatShape(onnxShape) << ", got "
-             << nn::formatShape(shapeOf(*value));
-    return Value(im.builder.create<nn::ReshapeOp>(
-        loc, im.tensorType(shape, f32), *value));
-  };
-  FailureOr<Value> rawR = im.getValue(node, 2);
-  if (failed(rawR))
+           << "expects X of shape " << (batchMajor ? "B x T x I" : "T x B x I")
+           << ", got " << nn::formatShape(shape);
+  input = batchMajor ? transpose(*x, {1, 0, 2}) : *x;
+  steps = shapeOf(input)[0];
+  batch = shapeOf(input)[1];
+  inputSize = shapeOf(input)[2];
+  FailureOr<Value> r = im.getValue(node, 2);
+  if (failed(r))
     return failure();
-  ArrayRef<int64_t> rShape = shapeOf(*rawR);
-  if (rShape.size() != 3 || rShape[0] != 1)
+  ArrayRef<int64_t> rShape = shapeOf(*r);
+  if (rShape.size() != 3 || rShape[0] != directions || rShape[2] < 1 ||
+      rShape[1] != gates * rShape[2])
     return im.nodeError(node)
-           << "expects R of shape 1 x 4H x H, got " << nn::formatShape(rShape);
-  int64_t h = rShape[2];
-  if (int64_t declared = im.getInt(node, "hidden_size", h); declared != h)
+           << "expects R of shape " << directions << " x " << gates
+           << "H x H, got " << nn::formatShape(rShape);
+  hidden = rShape[2];
+  if (int64_t declared = im.getInt(node, "hidden_size", hidden);
+      declared != hidden)
     return im.nodeError(node)
            << "hidden_size " << declared << " does not match R's shape "
            << nn::formatShape(rShape);
-  FailureOr<Value> w = operand(1, "W", {1, 4 * h, x[2]}, {4 * h, x[2]});
-  FailureOr<Value> r = operand(2, "R", {1, 4 * h, h}, {4 * h, h});
-  if (failed(w) || failed(r))
-    return failure();
-  Value bias;
-  if (im.hasInput(node, 3)) {
-    FailureOr<Value> b = operand(3, "B", {1, 8 * h}, {8 * h});
-    if (failed(b))
-      return failure();
-    bias = *b;
-  }
-  // Absent initial states are zeros, read like a constant of the model.
-  SmallVector<Value, 2> initial;
-  for (auto [index, what] : {std::pair{5, "initial_h"}, {6, "initial_c"}}) {
-    if (im.hasInput(node, index)) {
-      FailureOr<Value> state = operand(index, what, {1, batch, h}, {batch, h});
-      if (failed(state))
-        return failure();
-      initial.push_back(*state);
-      continue;
-    }
-    std::string name = im.nodeName(node) + "." + what;
-    initial.push_back(im.builder.create<nn::ParamOp>(
-        NameLoc::get(im.builder.getStringAttr(name)),
-        im.tensorType({batch, h}, f32), StringRef(name), /*frozen=*/true));
-    im.model->params.push_back(ImportedParam::fromFloats(
-        name, {batch, h}, std::vector<float>(batch * h, 0.0f)));
-  }
-  std::optional<ArrayRef<int64_t>> biasShape;
-  if (bias)
-    biasShape = shapeOf(bias);
-  FailureOr<nn::Shape> statesShape = nn::inferLstmShape(
-      x, shapeOf(*w), shapeOf(*r), biasShape ? &*biasShape : nullptr,
-      shapeOf(initial[0]), shapeOf(initial[1]),
-      [&] { return im.nodeError(node); });
-  if (failed(statesShape))
-    return failure();
-  Value states = im.builder.create<nn::LstmOp>(
-      loc, im.tensorType(*statesShape, f32), *input, *w, *r, bias, initial[0],
-      initial[1]);
+  return success();
+}
 
-  // Y (T x 1 x B x H), Y_h and Y_c (1 x B x H): h of every step, h and c of
-  // the last.
-  auto slice = [&](int64_t first, int64_t count, int64_t offset,
-                   ArrayRef<int64_t> shape) -> Value {
-    Value box = im.builder.create<nn::SliceOp>(
-        loc, im.tensorType({count, batch, h}, f32), states,
-        ArrayRef<int64_t>{first, 0, offset}, ArrayRef<int64_t>{1, 1, 1});
-    return im.builder.create<nn::ReshapeOp>(loc, im.tensorType(shape, f32),
-                                            box);
-  };
-  if (node.output_size() > 0 && !node.output(0).empty())
-    im.values[node.output(0)] = slice(0, steps, 0, {steps, 1, batch, h});
-  if (node.output_size() > 1 && !node.output(1).empty())
-    im.values[node.output(1)] = slice(steps - 1, 1, 0, {1, batch, h});
-  if (node.output_size() > 2 && !node.output(2).empty())
-    im.values[node.output(2)] = slice(steps - 1, 1, h, {1, batch, h});
+// Input `index` (directions x rows, or x rows x cols when cols > 0) read
+// for one direction as rows (x cols). The exporter's slices and concats of
+// torch's parameters stay differentiable views of them.
+FailureOr<Value> RecurrentNode::weight(int index, StringRef what, int64_t rows,
+                                       int64_t cols, int64_t direction) {
+  FailureOr<Value> value = im.getValue(node, index);
+  if (failed(value))
+    return failure();
+  SmallVector<int64_t> onnxShape = {directions, rows};
+  SmallVector<int64_t> shape = {rows};
+  if (cols > 0) {
+    onnxShape.push_back(cols);
+    shape.push_back(cols);
+  }
+  if (shapeOf(*value) != ArrayRef<int64_t>(onnxShape))
+    return im.nodeError(node) << "expects " << what << " '" << node.input(index)
+                              << "' of shape " << nn::formatShape(onnxShape)
+                              << ", got " << nn::formatShape(shapeOf(*value));
+  Value part = *value;
+  if (directions > 1) {
+    SmallVector<int64_t> offsets(onnxShape.size(), 0), box(onnxShape);
+    offsets[0] = direction;
+    box[0] = 1;
+    part = slice(part, offsets, box);
+  }
+  return reshape(part, shape);
+}
+
+// An initial state (directions x B x H, or B x directions x H batch-major)
+// for one direction as B x H; zeros, read like a constant of the model,
+// when the node has none.
+FailureOr<Value> RecurrentNode::initialState(int index, StringRef what,
+                                             int64_t direction) {
+  if (!im.hasInput(node, index)) {
+    std::string name =
+        im.nodeName(node) + "." + what.str() + (direction ? ".reverse" : "");
+    Value zero = im.builder.create<nn::ParamOp>(
+        NameLoc::get(im.builder.getStringAttr(name)),
+        im.tensorType({batch, hidden}, f32()), StringRef(name),
+        /*frozen=*/true);
+    im.model->params.push_back(ImportedParam::fromFloats(
+        name, {batch, hidden}, std::vector<float>(batch * hidden, 0.0f)));
+    return zero;
+  }
+  FailureOr<Value> value = im.getValue(node, index);
+  if (failed(value))
+    return failure();
+  SmallVector<int64_t> onnxShape =
+      batchMajor ? SmallVector<int64_t>{batch, directions, hidden}
+                 : SmallVector<int64_t>{directions, batch, hidden};
+  if (shapeOf(*value) != ArrayRef<int64_t>(onnxShape))
+    return im.nodeError(node) << "expects " << what << " '" << node.input(index)
+                              << "' of shape " << nn::formatShape(onnxShape)
+                              << ", got " << nn::formatShape(shapeOf(*value));
+  Value part = *value;
+  if (directions > 1) {
+    SmallVector<int64_t> offsets(3, 0), box(onnxShape);
+    offsets[batchMajor ? 1 : 0] = direction;
+    box[batchMajor ? 1 : 0] = 1;
+    part = slice(part, offsets, box);
+  }
+  return reshape(part, {batch, hidden});
+}
+
+// Y (T x D x B x H; B x T x D x H batch-major) from the h part of each
+// direction's states, and output k > 0 (D x B x H; B x D x H) from the
+// part at offsets[k] of the last step each direction ran.
+void RecurrentNode::defineOutputs(ArrayRef<Value> states,
+                                  ArrayRef<int64_t> offsets) {
+  for (int k = 0; k < node.output_size() && k < int(offsets.size()); ++k) {
+    if (node.output(k).empty())
+      continue;
+    SmallVector<Value, 2> parts;
+    for (int64_t d = 0; d < directions; ++d) {
+      if (k == 0) {
+        Value h = slice(states[d], {0, 0, 0}, {steps, batch, hidden});
+        parts.push_back(batchMajor ? reshape(transpose(h, {1, 0, 2}),
+                                             {batch, steps, 1, hidden})
+                                   : reshape(h, {steps, 1, batch, hidden}));
+        continue;
+      }
+      int64_t last = reversed(d) ? 0 : steps - 1;
+      Value h = slice(states[d], {last, 0, offsets[k]}, {1, batch, hidden});
+      parts.push_back(batchMajor ? reshape(h, {batch, 1, hidden}) : h);
+    }
+    im.values[node.output(k)] =
+        concat(parts, k == 0 ? (batchMajor ? 2 : 1) : (batchMajor ? 1 : 0));
+  }
+}
+
+// One LSTM node (torch's nn.LSTM exports a node per layer). The weights
+// arrive in ONNX's layout (D x 4H x I, D x 4H x H, D x 8H, gates i, o, f,
+// c, which the exporter slices and concatenates from torch's i, f, g, o).
+static LogicalResult importLstm(Importer &im, const onnx::NodeProto &node) {
+  if (failed(im.checkNoOutputsBeyond(node, 3)))
+    return failure();
+  RecurrentNode rnn{im, node, 4};
+  if (failed(rnn.readAttributes({"Sigmoid", "Tanh", "Tanh"})))
+    return failure();
+  if (im.getInt(node, "input_forget", 0) != 0)
+    return im.nodeError(node) << "input_forget = 1 (coupled input and forget "
+                                 "gates) is not supported";
+  if (im.hasInput(node, 7))
+    return im.nodeError(node) << "peephole weights (input 7) are not supported";
+  if (failed(rnn.readInput()))
+    return failure();
+  int64_t h = rnn.hidden;
+  SmallVector<Value, 2> states;
+  for (int64_t d = 0; d < rnn.directions; ++d) {
+    FailureOr<Value> w = rnn.weight(1, "W", 4 * h, rnn.inputSize, d);
+    FailureOr<Value> r = rnn.weight(2, "R", 4 * h, h, d);
+    FailureOr<Value> initialH = rnn.initialState(5, "initial_h", d);
+    FailureOr<Value> initialC = rnn.initialState(6, "initial_c", d);
+    if (failed(w) || failed(r) || failed(initialH) || failed(initialC))
+      return failure();
+    Value bias;
+    if (im.hasInput(node, 3)) {
+      FailureOr<Value> b = rnn.weight(3, "B", 8 * h, 0, d);
+      if (failed(b))
+        return failure();
+      bias = *b;
+    }
+    std::optional<ArrayRef<int64_t>> biasShape;
+    if (bias)
+      biasShape = shapeOf(bias);
+    FailureOr<nn::Shape> shape = nn::inferLstmShape(
+        shapeOf(rnn.input), shapeOf(*w), shapeOf(*r),
+        biasShape ? &*biasShape : nullptr, shapeOf(*initialH),
+        shapeOf(*initialC), [&] { return im.nodeError(node); });
+    if (failed(shape))
+      return failure();
+    states.push_back(im.builder.create<nn::LstmOp>(
+        rnn.loc(), im.tensorType(*shape, rnn.f32()), rnn.input, *w, *r, bias,
+        *initialH, *initialC, rnn.reversed(d)));
+  }
+  // Y, Y_h and Y_c: h of every step, h and c of the last.
+  rnn.defineOutputs(states, {0, 0, h});
+  return success();
+}
+
+// One GRU node (torch's nn.GRU exports a node per layer with
+// linear_before_reset = 1; its gates r, z, n reordered to ONNX's z, r, h).
+static LogicalResult importGru(Importer &im, const onnx::NodeProto &node) {
+  if (failed(im.checkNoOutputsBeyond(node, 2)))
+    return failure();
+  RecurrentNode rnn{im, node, 3};
+  if (failed(rnn.readAttributes({"Sigmoid", "Tanh"})))
+    return failure();
+  int64_t linearBeforeReset = im.getInt(node, "linear_before_reset", 0);
+  if (linearBeforeReset != 0 && linearBeforeReset != 1)
+    return im.nodeError(node)
+           << "linear_before_reset " << linearBeforeReset << " is not 0 or 1";
+  if (failed(rnn.readInput()))
+    return failure();
+  int64_t h = rnn.hidden;
+  SmallVector<Value, 2> states;
+  for (int64_t d = 0; d < rnn.directions; ++d) {
+    FailureOr<Value> w = rnn.weight(1, "W", 3 * h, rnn.inputSize, d);
+    FailureOr<Value> r = rnn.weight(2, "R", 3 * h, h, d);
+    FailureOr<Value> initialH = rnn.initialState(5, "initial_h", d);
+    if (failed(w) || failed(r) || failed(initialH))
+      return failure();
+    Value bias;
+    if (im.hasInput(node, 3)) {
+      FailureOr<Value> b = rnn.weight(3, "B", 6 * h, 0, d);
+      if (failed(b))
+        return failure();
+      bias = *b;
+    }
+    std::optional<ArrayRef<int64_t>> biasShape;
+    if (bias)
+      biasShape = shapeOf(bias);
+    FailureOr<nn::Shape> shape =
+        nn::inferGruShape(shapeOf(rnn.input), shapeOf(*w), shapeOf(*r),
+                          biasShape ? &*biasShape : nullptr, shapeOf(*initialH),
+                          [&] { return im.nodeError(node); });
+    if (failed(shape))
+      return failure();
+    states.push_back(im.builder.create<nn::GruOp>(
+        rnn.loc(), im.tensorType(*shape, rnn.f32()), rnn.input, *w, *r, bias,
+        *initialH, linearBeforeReset == 1, rnn.reversed(d)));
+  }
+  // Y and Y_h: h of every step and of the last.
+  rnn.defineOutputs(states, {0, 0});
   return success();
 }
 
@@ -156,6 +334,8 @@ ArrayRef<HandlerEntry> mlir::dpc::onnx_frontend::detail::rnnHandlers() {
   static const HandlerEntry rows[] = {
       {"LSTM", 7, &importLstm},
       {"LSTM", 14, &importLstm},
+      {"GRU", 7, &importGru},
+      {"GRU", 14, &importGru},
   };
   return rows;
 }

@@ -1,4 +1,4 @@
-//===- MatmulConv.cpp - Convolutions, matmuls and LSTMs -------------------===//
+//===- MatmulConv.cpp - Convolutions, matmuls, LSTMs and GRUs -------------===//
 //
 // The ops that do most of a model's arithmetic, and the ones a bf16 build
 // runs in bf16 (`RuntimeLowering::kernel`). Each gradient is the forward
@@ -195,7 +195,8 @@ void lowering::populateMatmulConvLowerings(RuntimeLoweringTable &table) {
          rt.ptrOf(lstm.getRecurrence()),
          lstm.getBias() ? rt.ptrOf(lstm.getBias()) : rt.nullPtr(),
          rt.ptrOf(lstm.getInitialH()), rt.ptrOf(lstm.getInitialC()),
-         rt.i64(x[0]), rt.i64(x[1]), rt.i64(x[2]), rt.i64(hidden), states});
+         rt.i64(x[0]), rt.i64(x[1]), rt.i64(x[2]), rt.i64(hidden),
+         rt.i64(lstm.getReverse()), states});
     rt.define(lstm, states);
   });
   table.add<nn::LstmGradOp>([](nn::LstmGradOp grad, RuntimeLowering &rt) {
@@ -204,7 +205,31 @@ void lowering::populateMatmulConvLowerings(RuntimeLoweringTable &table) {
     rt.call<abi::dpc_lstm_grad>(
         {rt.ptrOf(grad.getStatesGrad()), rt.ptrOf(grad.getStates()),
          rt.ptrOf(grad.getRecurrence()), rt.ptrOf(grad.getInitialC()),
-         rt.i64(states[0]), rt.i64(states[1]), rt.i64(states[2] / 6), out});
+         rt.i64(states[0]), rt.i64(states[1]), rt.i64(states[2] / 6),
+         rt.i64(grad.getReverse()), out});
+    rt.define(grad, out);
+  });
+  table.add<nn::GruOp>([](nn::GruOp gru, RuntimeLowering &rt) {
+    ArrayRef<int64_t> x = shapeOf(gru.getInput());
+    int64_t hidden = shapeOf(gru.getInitialH())[1];
+    Ptr states = rt.alloc(gru);
+    rt.call<abi::dpc_gru>(
+        {rt.ptrOf(gru.getInput()), rt.ptrOf(gru.getWeight()),
+         rt.ptrOf(gru.getRecurrence()),
+         gru.getBias() ? rt.ptrOf(gru.getBias()) : rt.nullPtr(),
+         rt.ptrOf(gru.getInitialH()), rt.i64(x[0]), rt.i64(x[1]), rt.i64(x[2]),
+         rt.i64(hidden), rt.i64(gru.getLinearBeforeReset()),
+         rt.i64(gru.getReverse()), states});
+    rt.define(gru, states);
+  });
+  table.add<nn::GruGradOp>([](nn::GruGradOp grad, RuntimeLowering &rt) {
+    ArrayRef<int64_t> states = shapeOf(grad.getStates());
+    Ptr out = rt.alloc(grad);
+    rt.call<abi::dpc_gru_grad>(
+        {rt.ptrOf(grad.getStatesGrad()), rt.ptrOf(grad.getStates()),
+         rt.ptrOf(grad.getRecurrence()), rt.ptrOf(grad.getInitialH()),
+         rt.i64(states[0]), rt.i64(states[1]), rt.i64(states[2] / 5),
+         rt.i64(grad.getLinearBeforeReset()), rt.i64(grad.getReverse()), out});
     rt.define(grad, out);
   });
 }

@@ -1,8 +1,10 @@
-//===- RNN.cpp - LSTM -----------------------------------------------------===//
+//===- RNN.cpp - LSTM and GRU ---------------------------------------------===//
 //
-// The LSTM forward over all steps and its gradient: the input projection of
-// every step is one sgemm, the recurrence an sgemm per step, and the gate
-// loops run in place on the state rows.
+// The LSTM and GRU forwards over all steps and their gradients: the input
+// projection of every step is one sgemm, the recurrence an sgemm per step,
+// and the gate loops run in place on the state rows. A reverse layer (the
+// second direction of a bidirectional one) walks the steps from the last;
+// its states stay indexed by time.
 //
 //===----------------------------------------------------------------------===//
 
@@ -38,8 +40,13 @@ void gemm(const char *kernel, int64_t m, int64_t n, int64_t k, const float *a,
 
 float sigmoid(float z) { return 1.0f / (1.0f + std::exp(-z)); }
 
-void checkLstmSizes(const char *kernel, int64_t steps, int64_t batch,
-                    int64_t input, int64_t hidden) {
+// The time index of the k-th step a layer runs.
+int64_t stepAt(int64_t k, int64_t steps, int64_t reverse) {
+  return reverse ? steps - 1 - k : k;
+}
+
+void checkRnnSizes(const char *kernel, int64_t steps, int64_t batch,
+                   int64_t input, int64_t hidden) {
   if (steps < 1 || batch < 1 || input < 0 || hidden < 1)
     fail(kernel, "bad sizes steps " + std::to_string(steps) + ", batch " +
                      std::to_string(batch) + ", input " +
@@ -56,8 +63,8 @@ extern "C" {
 // in place with the activations.
 void dpc_lstm(const float *x, const float *w, const float *r, const float *bias,
               const float *h0, const float *c0, int64_t steps, int64_t batch,
-              int64_t input, int64_t hidden, float *states) {
-  checkLstmSizes("dpc_lstm", steps, batch, input, hidden);
+              int64_t input, int64_t hidden, int64_t reverse, float *states) {
+  checkRnnSizes("dpc_lstm", steps, batch, input, hidden);
   const int64_t H = hidden, G = 4 * H, S = 6 * H;
   // The pre-activations go where the gates will be, at column 2H of each
   // state row.
@@ -65,19 +72,20 @@ void dpc_lstm(const float *x, const float *w, const float *r, const float *bias,
   if (input > 0)
     gemmTransB("dpc_lstm", steps * batch, G, input, x, input, w, input, 0.0f, z,
                S);
-  for (int64_t t = 0; t < steps; ++t) {
+  const int64_t back = reverse ? -1 : 1;
+  for (int64_t k = 0; k < steps; ++k) {
+    int64_t t = stepAt(k, steps, reverse);
     float *row = states + t * batch * S;
     if (input == 0)
       for (int64_t b = 0; b < batch; ++b)
         std::fill(row + b * S + 2 * H, row + b * S + S, 0.0f);
-    const float *hPrev = t == 0 ? h0 : states + (t - 1) * batch * S;
-    int64_t ldh = t == 0 ? H : S;
+    const float *hPrev = k == 0 ? h0 : row - back * batch * S;
+    int64_t ldh = k == 0 ? H : S;
     gemmTransB("dpc_lstm", batch, G, H, hPrev, ldh, r, H, 1.0f, row + 2 * H, S);
     for (int64_t b = 0; b < batch; ++b) {
       float *s = row + b * S;
       float *gates = s + 2 * H;
-      const float *cPrev =
-          t == 0 ? c0 + b * H : states + ((t - 1) * batch + b) * S + H;
+      const float *cPrev = k == 0 ? c0 + b * H : hPrev + b * S + H;
       for (int64_t j = 0; j < H; ++j) {
         float zi = gates[j], zo = gates[H + j], zf = gates[2 * H + j],
               zc = gates[3 * H + j];
@@ -103,18 +111,20 @@ void dpc_lstm(const float *x, const float *w, const float *r, const float *bias,
 
 void dpc_lstm_grad(const float *dstates, const float *states, const float *r,
                    const float *c0, int64_t steps, int64_t batch,
-                   int64_t hidden, float *out) {
-  checkLstmSizes("dpc_lstm_grad", steps, batch, 0, hidden);
+                   int64_t hidden, int64_t reverse, float *out) {
+  checkRnnSizes("dpc_lstm_grad", steps, batch, 0, hidden);
   const int64_t H = hidden, S = 6 * H, O = 5 * H;
-  // dh and dc carried from step t + 1 into step t.
+  const int64_t back = reverse ? -1 : 1;
+  // dh and dc carried from the step run after this one.
   std::vector<float> dhNext(size_t(batch * H), 0.0f),
       dcNext(size_t(batch * H), 0.0f);
-  for (int64_t t = steps - 1; t >= 0; --t) {
+  for (int64_t k = steps - 1; k >= 0; --k) {
+    int64_t t = stepAt(k, steps, reverse);
     for (int64_t b = 0; b < batch; ++b) {
       const float *s = states + (t * batch + b) * S;
       const float *ds = dstates + (t * batch + b) * S;
       const float *cPrev =
-          t == 0 ? c0 + b * H : states + ((t - 1) * batch + b) * S + H;
+          k == 0 ? c0 + b * H : states + ((t - back) * batch + b) * S + H;
       float *o5 = out + (t * batch + b) * O;
       float *dhCarry = dhNext.data() + b * H, *dcCarry = dcNext.data() + b * H;
       for (int64_t j = 0; j < H; ++j) {
@@ -131,10 +141,135 @@ void dpc_lstm_grad(const float *dstates, const float *states, const float *r,
         dcCarry[j] = dc * f;
       }
     }
-    // dh[t-1] = z_grad[t] r.
-    if (t > 0)
+    // dh of the previous step = z_grad[t] r.
+    if (k > 0)
       gemm("dpc_lstm_grad", batch, H, 4 * H, out + t * batch * O, O, r, H, 0.0f,
            dhNext.data(), H);
+  }
+}
+
+// The input projection of every step is one GEMM into the z, r and n
+// columns of the state rows, the recurrence a GEMM per step; without
+// linear_before_reset the reset gate enters before Rh, a second GEMM per
+// step over r * h[t-1].
+void dpc_gru(const float *x, const float *w, const float *r, const float *bias,
+             const float *h0, int64_t steps, int64_t batch, int64_t input,
+             int64_t hidden, int64_t linear_before_reset, int64_t reverse,
+             float *states) {
+  checkRnnSizes("dpc_gru", steps, batch, input, hidden);
+  const int64_t H = hidden, S = 5 * H, back = reverse ? -1 : 1;
+  const bool lbr = linear_before_reset != 0;
+  if (input > 0)
+    gemmTransB("dpc_gru", steps * batch, 3 * H, input, x, input, w, input, 0.0f,
+               states + H, S);
+  else
+    for (int64_t e = 0; e < steps * batch; ++e)
+      std::fill(states + e * S + H, states + e * S + 4 * H, 0.0f);
+  // h[t-1] r^T (batch x 3H; only z and r without linear_before_reset).
+  std::vector<float> rec(size_t(batch * 3 * H));
+  for (int64_t k = 0; k < steps; ++k) {
+    int64_t t = stepAt(k, steps, reverse);
+    float *row = states + t * batch * S;
+    const float *hPrev = k == 0 ? h0 : row - back * batch * S;
+    int64_t ldh = k == 0 ? H : S;
+    gemmTransB("dpc_gru", batch, lbr ? 3 * H : 2 * H, H, hPrev, ldh, r, H, 0.0f,
+               rec.data(), 3 * H);
+    for (int64_t b = 0; b < batch; ++b) {
+      float *s = row + b * S;
+      const float *hp = hPrev + b * ldh, *rc = rec.data() + b * 3 * H;
+      for (int64_t j = 0; j < H; ++j) {
+        float xz = s[H + j], xr = s[2 * H + j], xn = s[3 * H + j];
+        if (bias) {
+          xz += bias[j] + bias[3 * H + j];
+          xr += bias[H + j] + bias[4 * H + j];
+          xn += bias[2 * H + j];
+        }
+        float z = sigmoid(xz + rc[j]), reset = sigmoid(xr + rc[H + j]);
+        s[H + j] = z;
+        s[2 * H + j] = reset;
+        if (lbr) {
+          float q = rc[2 * H + j] + (bias ? bias[5 * H + j] : 0.0f);
+          float n = std::tanh(xn + reset * q);
+          s[3 * H + j] = n;
+          s[4 * H + j] = q;
+          s[j] = (1.0f - z) * n + z * hp[j];
+        } else {
+          s[3 * H + j] = xn;
+          s[4 * H + j] = reset * hp[j];
+        }
+      }
+    }
+    if (lbr)
+      continue;
+    gemmTransB("dpc_gru", batch, H, H, row + 4 * H, S, r + 2 * H * H, H, 0.0f,
+               rec.data(), 3 * H);
+    for (int64_t b = 0; b < batch; ++b) {
+      float *s = row + b * S;
+      const float *hp = hPrev + b * ldh, *rc = rec.data() + b * 3 * H;
+      for (int64_t j = 0; j < H; ++j) {
+        float q = rc[j] + (bias ? bias[5 * H + j] : 0.0f);
+        float n = std::tanh(s[3 * H + j] + q), z = s[H + j];
+        s[3 * H + j] = n;
+        s[j] = (1.0f - z) * n + z * hp[j];
+      }
+    }
+  }
+}
+
+// Per step, the gate loop writes the pre-activation gradients and the
+// direct part of dh[t-1] (dh * z); the recurrence's GEMMs add the rest of
+// dh[t-1], which the step run next reads back from its out row.
+void dpc_gru_grad(const float *dstates, const float *states, const float *r,
+                  const float *h0, int64_t steps, int64_t batch, int64_t hidden,
+                  int64_t linear_before_reset, int64_t reverse, float *out) {
+  checkRnnSizes("dpc_gru_grad", steps, batch, 0, hidden);
+  const int64_t H = hidden, S = 5 * H, O = 5 * H, back = reverse ? -1 : 1;
+  const bool lbr = linear_before_reset != 0;
+  std::vector<float> du(size_t(batch * H));
+  for (int64_t k = steps - 1; k >= 0; --k) {
+    int64_t t = stepAt(k, steps, reverse);
+    const float *row = states + t * batch * S;
+    const float *hPrev = k == 0 ? h0 : row - back * batch * S;
+    int64_t ldh = k == 0 ? H : S;
+    float *orow = out + t * batch * O;
+    const float *next = k == steps - 1 ? nullptr : orow + back * batch * O;
+    for (int64_t b = 0; b < batch; ++b) {
+      const float *s = row + b * S, *ds = dstates + (t * batch + b) * S;
+      const float *hp = hPrev + b * ldh;
+      float *o5 = orow + b * O;
+      for (int64_t j = 0; j < H; ++j) {
+        float dh = ds[j] + (next ? next[b * O + 4 * H + j] : 0.0f);
+        float z = s[H + j], reset = s[2 * H + j], n = s[3 * H + j];
+        float dn = dh * (1.0f - z) * (1.0f - n * n);
+        o5[j] = dh * (hp[j] - n) * z * (1.0f - z);
+        o5[2 * H + j] = dn;
+        o5[4 * H + j] = dh * z;
+        if (lbr) {
+          o5[H + j] = dn * s[4 * H + j] * reset * (1.0f - reset);
+          o5[3 * H + j] = dn * reset;
+        } else {
+          o5[3 * H + j] = dn;
+        }
+      }
+    }
+    if (lbr) {
+      gemm("dpc_gru_grad", batch, H, H, orow + 3 * H, O, r + 2 * H * H, H, 1.0f,
+           orow + 4 * H, O);
+    } else {
+      // d(r * h[t-1]) = dq Rh, then dr and the reset path into dh[t-1].
+      gemm("dpc_gru_grad", batch, H, H, orow + 3 * H, O, r + 2 * H * H, H, 0.0f,
+           du.data(), H);
+      for (int64_t b = 0; b < batch; ++b) {
+        const float *s = row + b * S, *hp = hPrev + b * ldh;
+        float *o5 = orow + b * O;
+        for (int64_t j = 0; j < H; ++j) {
+          float d = du[size_t(b * H + j)], reset = s[2 * H + j];
+          o5[H + j] = d * hp[j] * reset * (1.0f - reset);
+          o5[4 * H + j] += d * reset;
+        }
+      }
+    }
+    gemm("dpc_gru_grad", batch, H, 2 * H, orow, O, r, H, 1.0f, orow + 4 * H, O);
   }
 }
 

@@ -124,6 +124,50 @@ FailureOr<Shape> inferConv2dShape(ArrayRef<int64_t> input,
   return result;
 }
 
+FailureOr<Shape>
+inferConvTranspose2dShape(ArrayRef<int64_t> input, ArrayRef<int64_t> filter,
+                          ArrayRef<int64_t> strides, ArrayRef<int64_t> pads,
+                          ArrayRef<int64_t> dilations,
+                          ArrayRef<int64_t> outputPadding, int64_t groups,
+                          EmitErrorFn emitError) {
+  if (input.size() != 4)
+    return emitError() << "expects a rank-4 NCHW input, got "
+                       << formatShape(input);
+  if (filter.size() != 4)
+    return emitError() << "expects a rank-4 filter (Cin x Cout/groups x KH x "
+                          "KW), got "
+                       << formatShape(filter);
+  if (failed(checkWindowAttrs(strides, pads, dilations, emitError)))
+    return failure();
+  if (groups < 1)
+    return emitError() << "expects groups >= 1, got " << groups;
+  if (filter[0] != input[1] || input[1] % groups != 0)
+    return emitError() << "expects filter input channels (" << filter[0]
+                       << ") equal to the input channels (" << input[1]
+                       << ") and divisible by groups (" << groups << ")";
+  if (outputPadding.size() != 2)
+    return emitError() << "expects 2 output_padding values";
+  Shape result = {input[0], filter[1] * groups};
+  for (int i = 0; i < 2; ++i) {
+    // Below the stride, the rows and columns added are ones that the
+    // convolution back (the gradient) drops: the two stay adjoint.
+    if (outputPadding[i] < 0 || outputPadding[i] >= strides[i])
+      return emitError() << "expects output_padding in [0, stride), got "
+                         << formatShape(outputPadding) << " with strides "
+                         << formatShape(strides);
+    int64_t size = (input[2 + i] - 1) * strides[i] - pads[i] - pads[2 + i] +
+                   dilations[i] * (filter[2 + i] - 1) + 1 + outputPadding[i];
+    if (size < 1)
+      return emitError() << "expects pads to leave a non-empty output, got "
+                            "input "
+                         << formatShape(input) << ", filter "
+                         << formatShape(filter) << " and pads "
+                         << formatShape(pads);
+    result.push_back(size);
+  }
+  return result;
+}
+
 bool winogradFits(ArrayRef<int64_t> filter, ArrayRef<int64_t> strides,
                   ArrayRef<int64_t> pads, ArrayRef<int64_t> dilations,
                   int64_t groups) {
@@ -453,6 +497,61 @@ FailureOr<Shape> inferLstmGradShape(ArrayRef<int64_t> states,
     return emitError() << "expects an initial cell of shape "
                        << formatShape({states[1], h}) << " (B x H), got "
                        << formatShape(initialC);
+  return Shape{states[0], states[1], 5 * h};
+}
+
+static FailureOr<int64_t> inferGruHiddenSize(ArrayRef<int64_t> recurrence,
+                                             EmitErrorFn emitError) {
+  if (recurrence.size() != 2 || recurrence[1] < 1 ||
+      recurrence[0] != 3 * recurrence[1])
+    return emitError() << "expects a recurrence weight of shape 3H x H, got "
+                       << formatShape(recurrence);
+  return recurrence[1];
+}
+
+FailureOr<Shape> inferGruShape(ArrayRef<int64_t> input,
+                               ArrayRef<int64_t> weight,
+                               ArrayRef<int64_t> recurrence,
+                               const ArrayRef<int64_t> *bias,
+                               ArrayRef<int64_t> initialH,
+                               EmitErrorFn emitError) {
+  if (input.size() != 3 || input[0] < 1)
+    return emitError() << "expects an input of shape T x B x I with T >= 1, "
+                          "got "
+                       << formatShape(input);
+  FailureOr<int64_t> hidden = inferGruHiddenSize(recurrence, emitError);
+  if (failed(hidden))
+    return failure();
+  int64_t h = *hidden, batch = input[1];
+  if (weight != ArrayRef<int64_t>{3 * h, input[2]})
+    return emitError() << "expects a weight of shape "
+                       << formatShape({3 * h, input[2]}) << " (3H x I), got "
+                       << formatShape(weight);
+  if (bias && *bias != ArrayRef<int64_t>{6 * h})
+    return emitError() << "expects a bias of shape " << 6 * h << " (6H), got "
+                       << formatShape(*bias);
+  if (initialH != ArrayRef<int64_t>{batch, h})
+    return emitError() << "expects an initial state of shape "
+                       << formatShape({batch, h}) << " (B x H), got "
+                       << formatShape(initialH);
+  return Shape{input[0], batch, 5 * h};
+}
+
+FailureOr<Shape> inferGruGradShape(ArrayRef<int64_t> states,
+                                   ArrayRef<int64_t> recurrence,
+                                   ArrayRef<int64_t> initialH,
+                                   EmitErrorFn emitError) {
+  FailureOr<int64_t> hidden = inferGruHiddenSize(recurrence, emitError);
+  if (failed(hidden))
+    return failure();
+  int64_t h = *hidden;
+  if (states.size() != 3 || states[2] != 5 * h)
+    return emitError() << "expects states of shape T x B x " << 5 * h
+                       << " (5H), got " << formatShape(states);
+  if (initialH != ArrayRef<int64_t>{states[1], h})
+    return emitError() << "expects an initial state of shape "
+                       << formatShape({states[1], h}) << " (B x H), got "
+                       << formatShape(initialH);
   return Shape{states[0], states[1], 5 * h};
 }
 

@@ -33,6 +33,19 @@ FailureOr<Shape> inferConv2dShape(ArrayRef<int64_t> input,
                                   ArrayRef<int64_t> dilations, int64_t groups,
                                   EmitErrorFn emitError);
 
+/// Checks the conv_transpose2d attributes (those of conv2d, and 2
+/// output_padding values each in [0, stride)) and returns the result shape
+/// of ONNX ConvTranspose of `input` (N Cin H W) by `filter`
+/// (Cin Cout/groups KH KW): each spatial size is (in - 1) * stride -
+/// pad_begin - pad_end + dilation * (k - 1) + 1 + output_padding, the shape
+/// whose conv2d by the same filter and attributes gives `input` back.
+FailureOr<Shape>
+inferConvTranspose2dShape(ArrayRef<int64_t> input, ArrayRef<int64_t> filter,
+                          ArrayRef<int64_t> strides, ArrayRef<int64_t> pads,
+                          ArrayRef<int64_t> dilations,
+                          ArrayRef<int64_t> outputPadding, int64_t groups,
+                          EmitErrorFn emitError);
+
 /// Whether Winograd's F(4x4, 3x3) tiles compute a convolution of these
 /// attributes as the CPU backend's kernels do it right: a 3x3 `filter`
 /// (O C KH KW), unit strides and dilations, one group and the same pad of 0
@@ -168,6 +181,23 @@ FailureOr<Shape> inferLstmGradShape(ArrayRef<int64_t> states,
                                     ArrayRef<int64_t> recurrence,
                                     ArrayRef<int64_t> initialC,
                                     EmitErrorFn emitError);
+
+/// Result shape of one GRU layer (nn.gru): `input` T x B x I, `weight`
+/// 3H x I, `recurrence` 3H x H, `bias` 6H when given (null otherwise),
+/// `initialH` B x H; the state sequence, T x B x 5H.
+FailureOr<Shape> inferGruShape(ArrayRef<int64_t> input,
+                               ArrayRef<int64_t> weight,
+                               ArrayRef<int64_t> recurrence,
+                               const ArrayRef<int64_t> *bias,
+                               ArrayRef<int64_t> initialH,
+                               EmitErrorFn emitError);
+
+/// Result shape of nn.gru_grad from the forward's `states` (T x B x 5H),
+/// `recurrence` (3H x H) and `initialH` (B x H): T x B x 5H.
+FailureOr<Shape> inferGruGradShape(ArrayRef<int64_t> states,
+                                   ArrayRef<int64_t> recurrence,
+                                   ArrayRef<int64_t> initialH,
+                                   EmitErrorFn emitError);
 
 } // namespace mlir::dpc::nn
 

@@ -1232,7 +1232,7 @@ TEST_F(Lstm, ForwardAndGradientsMatchFiniteDifferences) {
   Buffer<float> dX(x), dW(w), dR(r), dBias(bias), dH0(h0), dC0(c0),
       dStates(size_t(T * B * 6 * H));
   dpc_lstm(dX.get(), dW.get(), dR.get(), dBias.get(), dH0.get(), dC0.get(), T,
-           B, I, H, dStates.get());
+           B, I, H, 0, dStates.get());
   Floats states = dStates.host();
   std::vector<Doubles> operands = {toDoubles(x),  toDoubles(w),
                                    toDoubles(r),  toDoubles(bias),
@@ -1253,7 +1253,7 @@ TEST_F(Lstm, ForwardAndGradientsMatchFiniteDifferences) {
     return sum;
   };
   Buffer<float> dDstates(dstates), dOut(size_t(T * B * 5 * H));
-  dpc_lstm_grad(dDstates.get(), dStates.get(), dR.get(), dC0.get(), T, B, H,
+  dpc_lstm_grad(dDstates.get(), dStates.get(), dR.get(), dC0.get(), T, B, H, 0,
                 dOut.get());
   Floats out = dOut.host();
   auto dz = [&](int64_t t, int64_t b, int64_t g) {
@@ -1306,9 +1306,9 @@ TEST_F(Lstm, WithoutBiasIsAZeroBias) {
       h0(randomFloats(size_t(B * H), 54)), c0(randomFloats(size_t(B * H), 55)),
       a(size_t(T * B * 6 * H)), b(size_t(T * B * 6 * H));
   dpc_lstm(x.get(), w.get(), r.get(), nullptr, h0.get(), c0.get(), T, B, I, H,
-           a.get());
+           0, a.get());
   dpc_lstm(x.get(), w.get(), r.get(), zero.get(), h0.get(), c0.get(), T, B, I,
-           H, b.get());
+           H, 0, b.get());
   EXPECT_EQ(a.host(), b.host());
 }
 

@@ -103,8 +103,15 @@ TEST(RefusalDeathTest, LayerNormRefusesAnEmptyRow) {
 TEST(RefusalDeathTest, LstmRefusesAnEmptySequence) {
   Floats x(4), w(8), r(16), h(2), c(2), s(12);
   EXPECT_DEATH(dpc_lstm(x.data(), w.data(), r.data(), nullptr, h.data(),
-                        c.data(), 0, 1, 2, 2, s.data()),
+                        c.data(), 0, 1, 2, 2, 0, s.data()),
                "dpc_lstm: bad sizes steps 0");
+}
+
+TEST(RefusalDeathTest, GruRefusesAnEmptyBatch) {
+  Floats x(4), w(12), r(12), h(2), s(10);
+  EXPECT_DEATH(dpc_gru(x.data(), w.data(), r.data(), nullptr, h.data(), 1, 0,
+                       2, 2, 1, 0, s.data()),
+               "dpc_gru: bad sizes steps 1, batch 0");
 }
 
 TEST(RefusalDeathTest,

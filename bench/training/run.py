@@ -34,8 +34,8 @@ dpc compiles with `--schedule auto` unless --schedule says otherwise: the
 schedule is dpc's to choose, and auto keeps 1f1b on one stage and takes
 zb-h1 or zb-2p on two stages where the simulator predicts it faster.
 
-The sequence models (`--models tiny-gpt,lstm-lm`: oracle.py's GPT-like
-decoder and LSTM language model) read windows of character tokens of
+The sequence models (`--models tiny-gpt,lstm-lm,gru-lm`: oracle.py's
+GPT-like decoder, LSTM and GRU language models) read windows of character tokens of
 oracle/text.py's text, one starting at every token, with next-token labels
 and the token-level loss (the mean over every position); their rows also
 give tokens/s (samples/s times the window length).

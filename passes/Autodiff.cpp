@@ -135,6 +135,9 @@ struct AutodiffPass : public mlir::dpc::impl::AutodiffPassBase<AutodiffPass> {
     if (loss == "mse" && hasIgnoreIndex)
       return module.emitError("ignore-index applies to the "
                               "softmax-cross-entropy loss, not mse");
+    if (loss == "mse" && classAxis != -1)
+      return module.emitError("class-axis applies to the "
+                              "softmax-cross-entropy loss, not mse");
     if (!(labelSmoothing >= 0 && labelSmoothing < 1))
       return module.emitError("expects label-smoothing in [0, 1)");
     if (loss == "mse" && labelSmoothing != 0)
@@ -151,6 +154,104 @@ struct AutodiffPass : public mlir::dpc::impl::AutodiffPassBase<AutodiffPass> {
     if (!(beta1 >= 0 && beta1 < 1) || !(beta2 >= 0 && beta2 < 1) || !(eps > 0))
       return module.emitError("expects beta1 and beta2 in [0, 1) and eps > 0");
     return success();
+  }
+
+  // `logits` with the class-axis dimension moved last, or `logits` itself
+  // when it is last already.
+  FailureOr<Value> classesLast(OpBuilder &builder, StageTagger &tagger,
+                               func::FuncOp main, Value logits) {
+    auto type = cast<RankedTensorType>(logits.getType());
+    int64_t rank = type.getRank();
+    int64_t axis = classAxis < 0 ? classAxis + rank : classAxis;
+    if (axis < 1 || axis >= rank)
+      return main.emitError("class-axis ")
+             << int64_t(classAxis) << " is not a dimension after the batch of "
+             << "the logits " << type;
+    if (axis == rank - 1)
+      return logits;
+    SmallVector<int64_t> perm, shape;
+    for (int64_t d = 0; d < rank; ++d)
+      if (d != axis)
+        perm.push_back(d);
+    perm.push_back(axis);
+    for (int64_t d : perm)
+      shape.push_back(type.getDimSize(d));
+    tagger.follow(logits);
+    return builder
+        .create<nn::TransposeOp>(
+            logits.getLoc(),
+            RankedTensorType::get(shape, type.getElementType()), logits,
+            builder.getDenseI64ArrayAttr(perm))
+        .getResult();
+  }
+
+  // The loss appended to @main's `logits`, the step's output (the logits
+  // with their classes moved last, or themselves) and the loss's gradient
+  // with respect to `logits`, and the labels argument it adds.
+  struct AppendedLoss {
+    Value output, value, grad, labels;
+  };
+  FailureOr<AppendedLoss> appendLoss(OpBuilder &builder, StageTagger &tagger,
+                                     func::FuncOp main, Value logits,
+                                     Location loc) {
+    Block &body = main.getBody().front();
+    bool mse = loss == "mse";
+    auto logitsType = cast<RankedTensorType>(logits.getType());
+    MLIRContext *ctx = &getContext();
+    // Logits whose classes are not last (per-pixel [N, C, H, W]) are
+    // transposed to put them last; that tensor is the loss's logits and
+    // the step's output, and its gradient goes back through the transpose.
+    Value original = logits;
+    if (!mse) {
+      FailureOr<Value> moved = classesLast(builder, tagger, main, logits);
+      if (failed(moved))
+        return failure();
+      logits = *moved;
+      logitsType = cast<RankedTensorType>(logits.getType());
+    }
+    // Cross-entropy takes a class per row of the logits: per sample for a
+    // classifier, per position for a token-level loss, whose mean runs over
+    // every position. MSE takes a float target per element of the output,
+    // its mean running over every element.
+    ArrayRef<int64_t> rows =
+        mse ? logitsType.getShape() : logitsType.getShape().drop_back();
+    auto labelsType =
+        mse ? logitsType : RankedTensorType::get(rows, builder.getI64Type());
+    Value labels = body.addArgument(
+        labelsType, NameLoc::get(StringAttr::get(ctx, "labels"), loc));
+    // Ignored rows make the mean's count a property of the step's labels:
+    // the run time scales then, and the constant stays 1.
+    float scale = hasIgnoreIndex
+                      ? 1.0f
+                      : 1.0f / static_cast<float>(microbatches *
+                                                  nn::getNumElements(rows));
+    auto scaleAttr = builder.getF32FloatAttr(scale);
+    IntegerAttr ignoreAttr =
+        hasIgnoreIndex ? builder.getI64IntegerAttr(ignoreIndex) : nullptr;
+    auto lossType = RankedTensorType::get({}, logitsType.getElementType());
+    tagger.follow(logits);
+    Value lossValue, lossGrad;
+    if (mse) {
+      lossValue = builder.create<nn::MseLossOp>(loc, lossType, logits, labels,
+                                                scaleAttr);
+      lossGrad = builder.create<nn::MseLossGradOp>(loc, logitsType, logits,
+                                                   labels, scaleAttr);
+    } else {
+      auto smoothing = builder.getF32FloatAttr(labelSmoothing);
+      lossValue = builder.create<nn::SoftmaxCrossEntropyOp>(
+          loc, lossType, logits, labels, scaleAttr, ignoreAttr, smoothing);
+      lossGrad = builder.create<nn::SoftmaxCrossEntropyGradOp>(
+          loc, logitsType, logits, labels, scaleAttr, ignoreAttr, smoothing);
+    }
+
+    if (original != logits) {
+      SmallVector<Value, 1> outputGrad;
+      tagger.follow(logits);
+      cast<nn::GradientOpInterface>(logits.getDefiningOp())
+          .buildGradients(builder, {lossGrad}, {true}, outputGrad);
+      lossGrad = outputGrad[0];
+    }
+    return AppendedLoss{logits, lossValue, lossGrad, labels};
   }
 
   LogicalResult differentiate(func::FuncOp main) {
@@ -194,44 +295,12 @@ struct AutodiffPass : public mlir::dpc::impl::AutodiffPassBase<AutodiffPass> {
     StageTagger tagger;
     builder.setListener(&tagger);
     Location loc = ret.getLoc();
-    MLIRContext *ctx = &getContext();
-    // Cross-entropy takes a class per row of the logits: per sample for a
-    // classifier, per position for a token-level loss, whose mean runs over
-    // every position. MSE takes a float target per element of the output,
-    // its mean running over every element.
-    ArrayRef<int64_t> rows =
-        mse ? logitsType.getShape() : logitsType.getShape().drop_back();
-    auto labelsType =
-        mse ? logitsType : RankedTensorType::get(rows, builder.getI64Type());
-    Value labels = body.addArgument(
-        labelsType, NameLoc::get(StringAttr::get(ctx, "labels"), loc));
-    // Ignored rows make the mean's count a property of the step's labels:
-    // the run time scales then, and the constant stays 1.
-    float scale = hasIgnoreIndex
-                      ? 1.0f
-                      : 1.0f / static_cast<float>(microbatches *
-                                                  nn::getNumElements(rows));
-    auto scaleAttr = builder.getF32FloatAttr(scale);
-    IntegerAttr ignoreAttr =
-        hasIgnoreIndex ? builder.getI64IntegerAttr(ignoreIndex) : nullptr;
-    auto lossType = RankedTensorType::get({}, logitsType.getElementType());
-    tagger.follow(logits);
-    Value lossValue, lossGrad;
-    if (mse) {
-      lossValue = builder.create<nn::MseLossOp>(loc, lossType, logits, labels,
-                                                scaleAttr);
-      lossGrad = builder.create<nn::MseLossGradOp>(loc, logitsType, logits,
-                                                   labels, scaleAttr);
-    } else {
-      auto smoothing = builder.getF32FloatAttr(labelSmoothing);
-      lossValue = builder.create<nn::SoftmaxCrossEntropyOp>(
-          loc, lossType, logits, labels, scaleAttr, ignoreAttr, smoothing);
-      lossGrad = builder.create<nn::SoftmaxCrossEntropyGradOp>(
-          loc, logitsType, logits, labels, scaleAttr, ignoreAttr, smoothing);
-    }
-
+    FailureOr<AppendedLoss> appended =
+        appendLoss(builder, tagger, main, logits, loc);
+    if (failed(appended))
+      return failure();
     GradientMap grads(builder, tagger);
-    grads.add(logits, lossGrad, loc);
+    grads.add(logits, appended->grad, loc);
 
     for (Operation *op : llvm::reverse(forward)) {
       SmallVector<Value> resultGrads;
@@ -291,10 +360,10 @@ struct AutodiffPass : public mlir::dpc::impl::AutodiffPassBase<AutodiffPass> {
       }
     }
 
-    ret->setOperands({lossValue, logits});
+    ret->setOperands({appended->value, appended->output});
     main.setFunctionType(builder.getFunctionType(body.getArgumentTypes(),
                                                  ret.getOperandTypes()));
-    main.setArgAttr(cast<BlockArgument>(labels).getArgNumber(),
+    main.setArgAttr(cast<BlockArgument>(appended->labels).getArgNumber(),
                     pipe::PipeDialect::kLabelsAttrName, builder.getUnitAttr());
     return success();
   }

@@ -40,6 +40,13 @@ def AutodiffPass : Pass<"dpc-autodiff", "::mlir::ModuleOp"> {
     target of the output's shape, whose mean runs over every element, as
     `torch.nn.MSELoss()`; N is then the microbatch's elements).
 
+    `class-axis` names the logits' class dimension for softmax-cross-entropy
+    when it is not the last: logits [N, C, d1, ...] with labels [N, d1,
+    ...], as `torch.nn.CrossEntropyLoss` takes per-pixel logits (class axis
+    1). The logits are transposed to put the classes last before the loss,
+    and that transposed tensor is the step's output (the predictions a
+    training build writes); its gradient goes back through the transpose.
+
     With `has-ignore-index`, rows labelled `ignore-index` are left out of the
     loss and its gradient, as `torch.nn.CrossEntropyLoss(ignore_index=N)`
     does, and the mean runs over the minibatch's other rows: a count of the
@@ -54,6 +61,9 @@ def AutodiffPass : Pass<"dpc-autodiff", "::mlir::ModuleOp"> {
            "mse">,
     Option<"microbatches", "microbatches", "int64_t", /*default=*/"1",
            "Microbatches per minibatch (the loss is their mean)">,
+    Option<"classAxis", "class-axis", "int64_t", /*default=*/"-1",
+           "The logits' class dimension for softmax-cross-entropy (-1: the "
+           "last)">,
     Option<"hasIgnoreIndex", "has-ignore-index", "bool", /*default=*/"false",
            "Whether rows labelled ignore-index are left out of the loss">,
     Option<"ignoreIndex", "ignore-index", "int64_t", /*default=*/"-100",

@@ -70,6 +70,7 @@ mlir::dpc::buildPipelinePasses(const PipelineOptions &o) {
   if (!o.inference) {
     AutodiffPassOptions autodiff;
     autodiff.loss = o.loss;
+    autodiff.classAxis = o.classAxis;
     autodiff.hasIgnoreIndex = o.hasIgnoreIndex;
     autodiff.ignoreIndex = o.ignoreIndex;
     // PipeDream updates after every microbatch, so each microbatch's loss is

@@ -76,6 +76,10 @@ struct PipelineOptions : public PassPipelineOptions<PipelineOptions> {
       llvm::cl::init(false)};
   Option<std::string> loss{*this, "loss", llvm::cl::desc("Loss kind"),
                            llvm::cl::init("softmax-cross-entropy")};
+  Option<int64_t> classAxis{
+      *this, "class-axis",
+      llvm::cl::desc("The logits' class dimension (-1: the last)"),
+      llvm::cl::init(-1)};
   Option<bool> hasIgnoreIndex{
       *this, "has-ignore-index",
       llvm::cl::desc("Leave out the positions labelled ignore-index"),

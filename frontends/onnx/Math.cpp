@@ -5,7 +5,10 @@
 // Add, Sub, Mul and Div (folded on the host when both operands are known at
 // import time), Pow, ReduceMean and ReduceSum, Clip, and the masks (the
 // comparisons and logic ops, Not, Where, Trilu) with the host folds they
-// use; and their rows of the handler table.
+// use; Max, Min, CumSum and Einsum, written as those ops (compare and
+// where, a GEMM by a constant triangle, transposes around one batched
+// GEMM), which need no kernels of their own; and their rows of the handler
+// table.
 //
 //===----------------------------------------------------------------------===//
 
@@ -13,12 +16,15 @@
 
 #include "llvm/ADT/StringSwitch.h"
 
+#include <cctype>
 #include <cmath>
 #include <limits>
+#include <map>
 #include <sstream>
 
 using namespace mlir;
 using namespace mlir::dpc;
+using namespace mlir::dpc::onnx_frontend;
 using namespace mlir::dpc::onnx_frontend::detail;
 using mlir::dpc::nn::shapeOf;
 
@@ -497,6 +503,343 @@ static LogicalResult importTrilu(Importer &im, const onnx::NodeProto &node) {
   return im.defineHost(node, std::move(*t));
 }
 
+//===----------------------------------------------------------------------===//
+// Handlers: Max, Min, CumSum and Einsum, written as the ops above
+//===----------------------------------------------------------------------===//
+
+// A float constant that an import writes (CumSum's triangle, the 1/2 of
+// Max's ties): a frozen parameter named after the node's output, read from
+// the weights file like an ONNX Constant in tensor arithmetic.
+static Value frozenConstant(Importer &im, const onnx::NodeProto &node,
+                            StringRef suffix, ArrayRef<int64_t> shape,
+                            const std::vector<float> &values) {
+  std::string name = node.output(0) + "/" + suffix.str();
+  if (Value known = im.values.lookup(name))
+    return known;
+  Value param = im.builder.create<nn::ParamOp>(
+      NameLoc::get(im.builder.getStringAttr(name)),
+      im.tensorType(shape, im.builder.getF32Type()), StringRef(name),
+      /*frozen=*/true);
+  im.model->params.push_back(ImportedParam::fromFloats(
+      name, std::vector<int64_t>(shape.begin(), shape.end()), values));
+  im.values[name] = param;
+  return param;
+}
+
+static Value transposeBy(Importer &im, Location loc, Value value,
+                         ArrayRef<int64_t> perm) {
+  bool identity = true;
+  for (size_t i = 0; i < perm.size(); ++i)
+    identity &= perm[i] == int64_t(i);
+  if (identity)
+    return value;
+  ArrayRef<int64_t> shape = shapeOf(value);
+  nn::Shape result;
+  for (int64_t d : perm)
+    result.push_back(shape[d]);
+  return im.builder.create<nn::TransposeOp>(
+      loc,
+      im.tensorType(result,
+                    cast<RankedTensorType>(value.getType()).getElementType()),
+      value, im.builder.getDenseI64ArrayAttr(perm));
+}
+
+static Value reshapeTo(Importer &im, Location loc, Value value,
+                       ArrayRef<int64_t> shape) {
+  if (shapeOf(value) == shape)
+    return value;
+  return im.builder.create<nn::ReshapeOp>(
+      loc,
+      im.tensorType(shape,
+                    cast<RankedTensorType>(value.getType()).getElementType()),
+      value);
+}
+
+// Max and Min of float tensors (any count, numpy broadcasting), pairwise
+// from the first: max(a, b) = a > b ? a : (a < b ? b : (a + b) / 2). The
+// tie's mean is a (or b) exactly, and its gradient gives each operand half,
+// which is torch.maximum's and torch.minimum's rule; elsewhere the larger
+// (smaller) operand takes the whole gradient. A NaN operand gives NaN.
+static LogicalResult importMaxMin(Importer &im, const onnx::NodeProto &node) {
+  bool isMax = node.op_type() == "Max";
+  FailureOr<Value> result = im.getValue(node, 0);
+  if (failed(result))
+    return failure();
+  Location loc = im.locOf(node);
+  auto error = [&] { return im.nodeError(node); };
+  for (int i = 0; i < node.input_size(); ++i) {
+    FailureOr<Value> next = i == 0 ? result : im.getValue(node, i);
+    if (failed(next))
+      return failure();
+    if (!cast<ShapedType>(next->getType()).getElementType().isF32())
+      return im.nodeError(node)
+             << "takes float32 tensors only, got '" << node.input(i)
+             << "' of element type "
+             << cast<ShapedType>(next->getType()).getElementType();
+    if (i == 0)
+      continue;
+    Value a = *result, b = *next;
+    FailureOr<nn::Shape> shape =
+        nn::inferBroadcastShape(shapeOf(a), shapeOf(b), error);
+    if (failed(shape))
+      return failure();
+    auto floats = im.tensorType(*shape, im.builder.getF32Type());
+    auto bools = im.tensorType(*shape, im.builder.getI1Type());
+    Value wins =
+        im.builder.create<nn::CompareOp>(loc, bools, a, b, isMax ? "gt" : "lt");
+    Value loses =
+        im.builder.create<nn::CompareOp>(loc, bools, a, b, isMax ? "lt" : "gt");
+    Value half = frozenConstant(im, node, "half", {}, {0.5f});
+    Value sum = im.builder.create<nn::AddOp>(loc, floats, a, b);
+    Value tie = im.builder.create<nn::MulOp>(loc, floats, sum, half);
+    Value other = im.builder.create<nn::WhereOp>(loc, floats, loses, b, tie);
+    *result = im.builder.create<nn::WhereOp>(loc, floats, wins, a, other);
+  }
+  return im.define(node, *result);
+}
+
+// CumSum along a constant axis: the axis moved last and multiplied by a
+// constant L x L triangle of ones (upper for a forward sum, lower for a
+// reverse one, its diagonal cleared when exclusive). The product's gradient
+// is the sum the other way (dy times the triangle's transpose). Exact
+// sums of the same terms as a running sum, in the GEMM's order: L^2 work
+// instead of L, for the short axes models take cumulative sums over.
+static LogicalResult importCumSum(Importer &im, const onnx::NodeProto &node) {
+  FailureOr<Value> input = im.getValue(node, 0);
+  if (failed(input))
+    return failure();
+  if (!cast<ShapedType>(input->getType()).getElementType().isF32())
+    return im.nodeError(node) << "takes a float32 tensor only";
+  FailureOr<std::vector<int64_t>> axes = im.getHostInts(node, 1);
+  if (failed(axes))
+    return failure();
+  if (axes->size() != 1)
+    return im.nodeError(node)
+           << "expects a single axis, got " << axes->size() << " values";
+  nn::Shape shape(shapeOf(*input));
+  int64_t rank = shape.size();
+  FailureOr<int64_t> axis =
+      nn::normalizeAxis((*axes)[0], rank, [&] { return im.nodeError(node); });
+  if (failed(axis))
+    return failure();
+  bool exclusive = im.getInt(node, "exclusive", 0) != 0;
+  bool reverse = im.getInt(node, "reverse", 0) != 0;
+  int64_t length = shape[*axis];
+  // y[j] = sum_i x[i] m[i][j].
+  std::vector<float> triangle(length * length, 0.0f);
+  for (int64_t i = 0; i < length; ++i)
+    for (int64_t j = 0; j < length; ++j)
+      triangle[i * length + j] =
+          (reverse ? i > j : i < j) || (!exclusive && i == j) ? 1.0f : 0.0f;
+  std::string kind = std::string(reverse ? "reverse_" : "") +
+                     (exclusive ? "exclusive_" : "") + "triangle";
+  Value m = frozenConstant(im, node, kind, {length, length}, triangle);
+  Location loc = im.locOf(node);
+  SmallVector<int64_t> perm, inverse(rank);
+  for (int64_t d = 0; d < rank; ++d)
+    if (d != *axis)
+      perm.push_back(d);
+  perm.push_back(*axis);
+  for (int64_t d = 0; d < rank; ++d)
+    inverse[perm[d]] = d;
+  Value moved = transposeBy(im, loc, *input, perm);
+  nn::Shape movedShape(shapeOf(moved));
+  Value rows =
+      reshapeTo(im, loc, moved, rank == 1 ? nn::Shape{1, length} : movedShape);
+  Value summed = im.builder.create<nn::MatmulOp>(loc, rows.getType(), rows, m,
+                                                 im.builder.getBoolAttr(false),
+                                                 im.builder.getBoolAttr(false));
+  Value back = reshapeTo(im, loc, summed, movedShape);
+  return im.define(node, transposeBy(im, loc, back, inverse));
+}
+
+namespace {
+// An einsum equation's operands and result as strings of letters, one per
+// dimension, and the size of each letter.
+struct EinsumTerms {
+  SmallVector<std::string, 2> inputs;
+  std::string output;
+  std::map<char, int64_t> sizes;
+};
+} // namespace
+
+static FailureOr<EinsumTerms> parseEinsum(Importer &im,
+                                          const onnx::NodeProto &node,
+                                          StringRef equation,
+                                          ArrayRef<Value> operands) {
+  auto refuse = [&](StringRef why) -> FailureOr<EinsumTerms> {
+    return im.nodeError(node) << "equation '" << equation << "' " << why;
+  };
+  std::string text;
+  for (char c : equation)
+    if (c != ' ')
+      text += c;
+  size_t arrow = text.find("->");
+  EinsumTerms terms;
+  StringRef lhs = StringRef(text).substr(0, arrow);
+  SmallVector<StringRef, 2> parts;
+  lhs.split(parts, ',');
+  for (StringRef part : parts)
+    terms.inputs.push_back(part.str());
+  if (terms.inputs.size() != operands.size())
+    return refuse("names " + std::to_string(terms.inputs.size()) +
+                  " operands, the node has " + std::to_string(operands.size()));
+  if (terms.inputs.size() > 2)
+    return refuse("is not supported: einsum of more than two operands");
+  std::map<char, int> counts;
+  for (size_t k = 0; k < terms.inputs.size(); ++k) {
+    const std::string &term = terms.inputs[k];
+    ArrayRef<int64_t> shape = shapeOf(operands[k]);
+    if (term.find('.') != std::string::npos)
+      return refuse("is not supported: ellipses ('...')");
+    if (term.size() != shape.size())
+      return refuse("gives operand " + std::to_string(k) + " " +
+                    std::to_string(term.size()) + " dimensions, it has " +
+                    std::to_string(shape.size()));
+    for (size_t d = 0; d < term.size(); ++d) {
+      char c = term[d];
+      if (!std::isalpha(static_cast<unsigned char>(c)))
+        return refuse(std::string("has the character '") + c +
+                      "', not a letter");
+      if (term.find(c) != d)
+        return refuse(std::string("is not supported: letter '") + c +
+                      "' twice in one operand (a diagonal)");
+      auto [it, inserted] = terms.sizes.insert({c, shape[d]});
+      if (!inserted && it->second != shape[d])
+        return refuse(std::string("gives letter '") + c + "' sizes " +
+                      std::to_string(it->second) + " and " +
+                      std::to_string(shape[d]));
+      ++counts[c];
+    }
+  }
+  if (arrow == std::string::npos) {
+    // Implicit form: the letters named once, in alphabetical order.
+    for (auto [c, count] : counts)
+      if (count == 1)
+        terms.output += c;
+  } else {
+    terms.output = text.substr(arrow + 2);
+    for (size_t d = 0; d < terms.output.size(); ++d) {
+      char c = terms.output[d];
+      if (!counts.count(c) || terms.output.find(c) != d)
+        return refuse(std::string("has output letter '") + c +
+                      "' that no operand names, or twice");
+    }
+  }
+  return terms;
+}
+
+// Sums `value` (letters `term`) over the letters not in `keep`, returning
+// the remaining letters in order.
+static Value sumOutLetters(Importer &im, Location loc, Value value,
+                           std::string &term, StringRef keep) {
+  nn::Shape shape(shapeOf(value)), kept = shape, squeezed;
+  std::string remaining;
+  for (size_t d = 0; d < term.size(); ++d) {
+    if (keep.contains(term[d])) {
+      squeezed.push_back(shape[d]);
+      remaining += term[d];
+    } else {
+      kept[d] = 1;
+    }
+  }
+  if (remaining.size() == term.size())
+    return value;
+  term = remaining;
+  Value sum = im.builder.create<nn::SumToShapeOp>(
+      loc, im.tensorType(kept, im.builder.getF32Type()), value,
+      im.builder.getF32FloatAttr(1.0f));
+  return reshapeTo(im, loc, sum, squeezed);
+}
+
+// The permutation that puts `term`'s letters in the order of `target`.
+static SmallVector<int64_t> lettersPerm(StringRef term, StringRef target) {
+  SmallVector<int64_t> perm;
+  for (char c : target)
+    perm.push_back(int64_t(term.find(c)));
+  return perm;
+}
+
+// Einsum of one or two float operands without repeated letters or
+// ellipses, as torch.onnx exports torch.einsum for attention
+// ("bhqd,bhkd->bhqk"), batched products ("bij,bjk->bik") and reductions
+// ("bi,bi->b", "ij->i"): letters only one operand names and the output
+// leaves out are summed first (nn.sum_to_shape); the rest is a transpose,
+// one batched nn.matmul ([batch, lhs free, contracted] by [batch,
+// contracted, rhs free]) and a transpose to the output's order. Autodiff
+// differentiates the pieces.
+static LogicalResult importEinsum(Importer &im, const onnx::NodeProto &node) {
+  SmallVector<Value, 2> operands;
+  for (int i = 0; i < node.input_size(); ++i) {
+    FailureOr<Value> v = im.getValue(node, i);
+    if (failed(v))
+      return failure();
+    if (!cast<ShapedType>(v->getType()).getElementType().isF32())
+      return im.nodeError(node) << "takes float32 operands only";
+    operands.push_back(*v);
+  }
+  std::string equation = im.getString(node, "equation", "");
+  FailureOr<EinsumTerms> terms = parseEinsum(im, node, equation, operands);
+  if (failed(terms))
+    return failure();
+  Location loc = im.locOf(node);
+  const std::string &out = terms->output;
+  auto sizesOf = [&](StringRef letters) {
+    nn::Shape shape;
+    for (char c : letters)
+      shape.push_back(terms->sizes[c]);
+    return shape;
+  };
+  std::string &a = terms->inputs[0];
+  if (operands.size() == 1) {
+    Value summed = sumOutLetters(im, loc, operands[0], a, out);
+    return im.define(node, transposeBy(im, loc, summed, lettersPerm(a, out)));
+  }
+  std::string &b = terms->inputs[1];
+  Value lhs = sumOutLetters(im, loc, operands[0], a, out + b);
+  Value rhs = sumOutLetters(im, loc, operands[1], b, out + a);
+  std::string batch, contracted, lhsFree, rhsFree;
+  for (char c : a) {
+    if (b.find(c) == std::string::npos)
+      lhsFree += c;
+    else if (out.find(c) == std::string::npos)
+      contracted += c;
+    else
+      batch += c;
+  }
+  for (char c : b)
+    if (a.find(c) == std::string::npos)
+      rhsFree += c;
+  auto product = [&](StringRef letters) {
+    return nn::getNumElements(sizesOf(letters));
+  };
+  int64_t n = product(batch), m = product(lhsFree), k = product(contracted),
+          p = product(rhsFree);
+  // Each operand read transposed by the GEMM where its letters already
+  // stand that way round, so that no transpose runs.
+  bool transposeLhs = a == batch + contracted + lhsFree && !lhsFree.empty();
+  bool transposeRhs = b == batch + rhsFree + contracted && !rhsFree.empty();
+  lhs =
+      transposeBy(im, loc, lhs,
+                  lettersPerm(a, transposeLhs ? batch + contracted + lhsFree
+                                              : batch + lhsFree + contracted));
+  rhs =
+      transposeBy(im, loc, rhs,
+                  lettersPerm(b, transposeRhs ? batch + rhsFree + contracted
+                                              : batch + contracted + rhsFree));
+  lhs = reshapeTo(im, loc, lhs,
+                  transposeLhs ? nn::Shape{n, k, m} : nn::Shape{n, m, k});
+  rhs = reshapeTo(im, loc, rhs,
+                  transposeRhs ? nn::Shape{n, p, k} : nn::Shape{n, k, p});
+  Value product3 = im.builder.create<nn::MatmulOp>(
+      loc, im.tensorType({n, m, p}, im.builder.getF32Type()), lhs, rhs,
+      im.builder.getBoolAttr(transposeLhs),
+      im.builder.getBoolAttr(transposeRhs));
+  std::string order = batch + lhsFree + rhsFree;
+  Value result = reshapeTo(im, loc, product3, sizesOf(order));
+  return im.define(node, transposeBy(im, loc, result, lettersPerm(order, out)));
+}
+
 ArrayRef<HandlerEntry> mlir::dpc::onnx_frontend::detail::mathHandlers() {
   static const HandlerEntry rows[] = {
       {"Relu", 13, &importUnary<nn::ReluOp>},
@@ -533,6 +876,10 @@ ArrayRef<HandlerEntry> mlir::dpc::onnx_frontend::detail::mathHandlers() {
       {"Where", 9, &importWhere},
       {"Where", 16, &importWhere},
       {"Trilu", 14, &importTrilu},
+      {"Max", 13, &importMaxMin},
+      {"Min", 13, &importMaxMin},
+      {"CumSum", 14, &importCumSum},
+      {"Einsum", 12, &importEinsum},
   };
   return rows;
 }

@@ -3,7 +3,8 @@
 // The handlers of ONNX's neural-network ops, as onnx-mlir's NN/ folder
 // groups them: Conv, MaxPool, AveragePool and GlobalAveragePool (with the
 // windows and auto_pad they share), BatchNormalization, LayerNormalization,
-// Softmax and LogSoftmax, and Dropout; and their rows of the handler table.
+// InstanceNormalization (and with it torch's GroupNorm), Softmax and
+// LogSoftmax, and Dropout; and their rows of the handler table.
 //
 //===----------------------------------------------------------------------===//
 
@@ -291,6 +292,70 @@ static LogicalResult importLayerNormalization(Importer &im,
                        im.builder.getF32FloatAttr(epsilon)));
 }
 
+// Whether input `index` is a constant all of whose elements are `value`
+// (the ones and zeros torch.onnx gives the InstanceNormalization inside
+// its GroupNorm).
+static bool isConstantOf(Importer &im, const onnx::NodeProto &node, int index,
+                         float value) {
+  if (!im.isHost(node.input(index)))
+    return false;
+  FailureOr<HostTensor> t = im.getHost(node, index);
+  return succeeded(t) && t->isFloat &&
+         llvm::all_of(t->floats, [&](float v) { return v == value; });
+}
+
+// InstanceNormalization: each (sample, channel) of an [N, C, ...] input
+// normalized over its spatial elements, then scaled and shifted per
+// channel. Written as nn.layer_norm over dimensions 2 onwards (the same
+// mean, biased variance and epsilon) and a multiply and add by the scale
+// and bias as [C, 1, ...], each left out when it is a constant of ones or
+// zeros. torch.onnx (opset 17) exports nn.GroupNorm as this op on the
+// input reshaped to [N, groups, -1] with such constants, then the affine
+// transform per channel: group normalization arrives as layer_norm too.
+static LogicalResult importInstanceNormalization(Importer &im,
+                                                 const onnx::NodeProto &node) {
+  FailureOr<Value> input = im.getValue(node, 0);
+  if (failed(input))
+    return failure();
+  ArrayRef<int64_t> shape = shapeOf(*input);
+  if (shape.size() < 3)
+    return im.nodeError(node)
+           << "expects an input of rank >= 3 (batch, channels, spatial "
+              "dimensions), got "
+           << nn::formatShape(shape);
+  float epsilon = im.getFloat(node, "epsilon", 1e-5f);
+  if (!(epsilon >= 0.0f))
+    return im.nodeError(node)
+           << "expects a non-negative epsilon, got " << epsilon;
+  Location loc = im.locOf(node);
+  Value result = im.builder.create<nn::LayerNormOp>(
+      loc, input->getType(), *input, Value(), Value(),
+      im.builder.getI64IntegerAttr(2), im.builder.getF32FloatAttr(epsilon));
+  nn::Shape perChannel(shape.size() - 1, 1);
+  perChannel[0] = shape[1];
+  for (int i : {1, 2}) {
+    if (isConstantOf(im, node, i, i == 1 ? 1.0f : 0.0f))
+      continue;
+    FailureOr<Value> weight = im.getValue(node, i);
+    if (failed(weight))
+      return failure();
+    if (shapeOf(*weight) != ArrayRef<int64_t>{shape[1]})
+      return im.nodeError(node) << "expects the " << (i == 1 ? "scale" : "bias")
+                                << " '" << node.input(i) << "' of shape ["
+                                << shape[1] << "] (one per channel), got "
+                                << nn::formatShape(shapeOf(*weight));
+    Value column = im.builder.create<nn::ReshapeOp>(
+        loc, im.tensorType(perChannel, im.builder.getF32Type()), *weight);
+    if (i == 1)
+      result =
+          im.builder.create<nn::MulOp>(loc, result.getType(), result, column);
+    else
+      result =
+          im.builder.create<nn::AddOp>(loc, result.getType(), result, column);
+  }
+  return im.define(node, result);
+}
+
 template <typename OpTy>
 static LogicalResult importSoftmax(Importer &im, const onnx::NodeProto &node) {
   FailureOr<Value> input = im.getValue(node, 0);
@@ -354,6 +419,7 @@ ArrayRef<HandlerEntry> mlir::dpc::onnx_frontend::detail::nnHandlers() {
       {"BatchNormalization", 14, &importBatchNormalization},
       {"BatchNormalization", 15, &importBatchNormalization},
       {"LayerNormalization", 17, &importLayerNormalization},
+      {"InstanceNormalization", 6, &importInstanceNormalization},
       {"Softmax", 13, &importSoftmax<nn::SoftmaxOp>},
       {"LogSoftmax", 13, &importSoftmax<nn::LogSoftmaxOp>},
       {"Dropout", 13, &importDropout},

@@ -133,7 +133,10 @@ def run_one(name, test_dir, work, dpc, retried):
         g = rewritten.graph
         for info, value in zip(inputs[1:], values[1:]):
             g.initializer.append(numpy_helper.from_array(value, info.name))
-        keep = [v for v in g.input if v.name == inputs[0].name or v.name in inits]
+        # Before IR version 4 an initializer must be a graph input too.
+        held = {info.name for info in inputs[1:]} if model.ir_version < 4 else set()
+        keep = [v for v in g.input
+                if v.name == inputs[0].name or v.name in inits | held]
         del g.input[:]
         g.input.extend(keep)
         model_path = os.path.join(case, "model.onnx")

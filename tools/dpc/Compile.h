@@ -51,6 +51,9 @@ struct CompileOptions {
   /// kernel reads NCHW (CUDA's only layout).
   std::string activationLayout = "plain";
   std::string loss = "softmax-cross-entropy";
+  /// The logits' class dimension for softmax-cross-entropy: -1 (the last),
+  /// or 1 for per-pixel logits [N, C, H, W] (torch's CrossEntropyLoss).
+  int64_t classAxis = -1;
   /// Rows with this label are left out of softmax-cross-entropy and of the
   /// mean (torch's ignore_index), which the runtime then scales per step.
   std::optional<int64_t> ignoreIndex;

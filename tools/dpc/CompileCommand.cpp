@@ -164,6 +164,11 @@ std::string checkOptions(const CompileOptions &o, const cli::ArgParser &p) {
   if (p.given("no-decay") && !p.given("weight-decay"))
     return "--no-decay names parameters left out of --weight-decay; give "
            "--weight-decay too";
+  if (p.given("class-axis") && o.loss != "softmax-cross-entropy")
+    return "--class-axis applies to --loss softmax-cross-entropy";
+  if (p.given("class-axis") && o.classAxis < 1 && o.classAxis != -1)
+    return "--class-axis expects a dimension of the logits after the batch "
+           "(1 for [N, C, H, W]) or -1 (the last)";
   if (o.ignoreIndex && o.loss != "softmax-cross-entropy")
     return "--ignore-index applies to --loss softmax-cross-entropy";
   if (!(o.labelSmoothing >= 0 && o.labelSmoothing < 1))
@@ -173,9 +178,9 @@ std::string checkOptions(const CompileOptions &o, const cli::ArgParser &p) {
   if (o.inference) {
     for (const char *training :
          {"devices", "replicas", "reduce", "shard-optimizer", "schedule",
-          "virtual-stages", "vertical-sync", "loss", "ignore-index",
-          "label-smoothing", "optimizer", "lr", "momentum", "betas", "eps",
-          "weight-decay", "no-decay"})
+          "virtual-stages", "vertical-sync", "loss", "class-axis",
+          "ignore-index", "label-smoothing", "optimizer", "lr", "momentum",
+          "betas", "eps", "weight-decay", "no-decay"})
       if (p.given(training))
         return std::string("--inference builds a forward pass only; --") +
                training + " applies to training";
@@ -294,6 +299,10 @@ void addCompileOptions(cli::ArgParser &p, CompileOptions &o,
               "(default auto for --target cpu; direct for cuda)");
   p.addOption("loss", oneOf(&o.loss, {"softmax-cross-entropy", "mse", "none"}),
               "KIND", "loss appended to the model's output");
+  p.addOption("class-axis", &o.classAxis, "D",
+              "softmax-cross-entropy's class dimension of the logits: 1 for "
+              "per-pixel logits [N, C, H, W] with labels [N, H, W], as "
+              "torch's CrossEntropyLoss takes them (default -1, the last)");
   ignoreIndex = -100;
   p.addOption("ignore-index", &ignoreIndex, "N",
               "softmax-cross-entropy leaves out positions labelled N, "

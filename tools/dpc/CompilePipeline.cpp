@@ -271,6 +271,7 @@ void setPipelineOptions(const CompileOptions &options,
   pipeline.graphOutput = options.graphOutput;
   pipeline.inference = options.inference;
   pipeline.loss = options.loss;
+  pipeline.classAxis = options.classAxis;
   pipeline.hasIgnoreIndex = options.ignoreIndex.has_value();
   pipeline.ignoreIndex = options.ignoreIndex.value_or(-100);
   pipeline.optimizer = options.optimizer;

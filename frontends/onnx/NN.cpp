@@ -26,83 +26,248 @@ struct PoolWindow {
 };
 } // namespace
 
-// Resolves auto_pad into explicit [top, left, bottom, right] pads.
+// Resolves auto_pad into explicit pads, ONNX's [begin..., end...] over the
+// spatial dimensions of `input` (N C D1..Dk, k = kernel.size()).
 static FailureOr<std::vector<int64_t>>
 windowPads(Importer &im, const onnx::NodeProto &node, ArrayRef<int64_t> input,
            ArrayRef<int64_t> kernel, ArrayRef<int64_t> strides,
            ArrayRef<int64_t> dilations) {
+  size_t k = kernel.size();
   std::string autoPad = im.getString(node, "auto_pad", "NOTSET");
   if (autoPad == "NOTSET")
-    return im.getInts(node, "pads", {0, 0, 0, 0});
+    return im.getInts(node, "pads", std::vector<int64_t>(2 * k, 0));
   if (autoPad == "VALID")
-    return std::vector<int64_t>{0, 0, 0, 0};
+    return std::vector<int64_t>(2 * k, 0);
   if (autoPad != "SAME_UPPER" && autoPad != "SAME_LOWER")
     return im.nodeError(node) << "unknown auto_pad '" << autoPad << "'";
-  if (kernel.size() != 2 || strides.size() != 2 || dilations.size() != 2 ||
-      input.size() != 4)
-    return im.nodeError(node) << "expects 2-D windows on an NCHW input";
-  std::vector<int64_t> pads(4);
-  for (int i = 0; i < 2; ++i) {
+  if (strides.size() != k || dilations.size() != k || input.size() != k + 2)
+    return im.nodeError(node)
+           << "expects " << k << " strides and dilations on a rank-" << k + 2
+           << " input";
+  std::vector<int64_t> pads(2 * k);
+  for (size_t i = 0; i < k; ++i) {
     int64_t in = input[2 + i];
     int64_t out = (in + strides[i] - 1) / strides[i];
     int64_t total = std::max<int64_t>(
         (out - 1) * strides[i] + (kernel[i] - 1) * dilations[i] + 1 - in, 0);
     int64_t small = total / 2, large = total - small;
     pads[i] = autoPad == "SAME_UPPER" ? small : large;
-    pads[2 + i] = autoPad == "SAME_UPPER" ? large : small;
+    pads[k + i] = autoPad == "SAME_UPPER" ? large : small;
   }
   return pads;
 }
 
-static LogicalResult importConv(Importer &im, const onnx::NodeProto &node) {
+namespace {
+// The operands and attributes of a Conv or ConvTranspose node, with the
+// spatial attributes of a 1-D one lifted to 2-D (a height of 1, stride and
+// dilation 1, no pads there): dpc computes 1-D convolutions as 2-D ones,
+// which gives the same sums in the same order.
+struct ConvNode {
+  Value input, filter, bias;
+  size_t spatial = 0; // the node's own spatial rank, 1 or 2
+  std::vector<int64_t> kernel, strides, dilations, pads;
+  int64_t groups = 1;
+};
+} // namespace
+
+static Type elementOf(Value value) {
+  return cast<RankedTensorType>(value.getType()).getElementType();
+}
+
+// A rank-3 tensor as rank 4 with a height of 1 (the identity on rank 4).
+static Value liftTo2d(Importer &im, const onnx::NodeProto &node, Value value) {
+  ArrayRef<int64_t> shape = shapeOf(value);
+  if (shape.size() != 3)
+    return value;
+  nn::Shape lifted = {shape[0], shape[1], 1, shape[2]};
+  return im.builder.create<nn::ReshapeOp>(
+      im.locOf(node), im.tensorType(lifted, elementOf(value)), value);
+}
+
+// Reads the operands, kernel_shape, strides, dilations and group of a Conv
+// or ConvTranspose (`what`: the filter's dimensions, for the messages).
+static FailureOr<ConvNode>
+readConvNode(Importer &im, const onnx::NodeProto &node, StringRef what) {
+  ConvNode c;
   FailureOr<Value> input = im.getValue(node, 0);
   FailureOr<Value> filter =
       failed(input) ? FailureOr<Value>(failure()) : im.getValue(node, 1);
   if (failed(filter))
     return failure();
-  ArrayRef<int64_t> inShape = shapeOf(*input), wShape = shapeOf(*filter);
-  if (inShape.size() != 4)
-    return im.nodeError(node) << "only 2-D convolution (rank-4 input) is "
-                                 "supported, got input of shape "
+  c.input = *input;
+  c.filter = *filter;
+  ArrayRef<int64_t> inShape = shapeOf(c.input), wShape = shapeOf(c.filter);
+  if (inShape.size() != 3 && inShape.size() != 4)
+    return im.nodeError(node) << "only 1-D and 2-D convolutions (rank-3 or "
+                                 "rank-4 input) are supported, got input of "
+                                 "shape "
                               << nn::formatShape(inShape);
-  if (wShape.size() != 4)
+  if (wShape.size() != inShape.size())
     return im.nodeError(node)
-           << "expects a rank-4 filter (output channels, "
-              "input channels, height, width), got '"
-           << node.input(1) << "' of shape " << nn::formatShape(wShape);
-  std::vector<int64_t> kernel =
+           << "expects a rank-" << inShape.size() << " filter (" << what
+           << "), got '" << node.input(1) << "' of shape "
+           << nn::formatShape(wShape);
+  c.spatial = inShape.size() - 2;
+  std::vector<int64_t> ones(c.spatial, 1);
+  c.kernel =
       im.getInts(node, "kernel_shape", {wShape.begin() + 2, wShape.end()});
-  if (ArrayRef<int64_t>(kernel) != wShape.drop_front(2))
+  if (ArrayRef<int64_t>(c.kernel) != wShape.drop_front(2))
     return im.nodeError(node) << "kernel_shape does not match the filter shape "
                               << nn::formatShape(wShape);
-  std::vector<int64_t> strides = im.getInts(node, "strides", {1, 1});
-  std::vector<int64_t> dilations = im.getInts(node, "dilations", {1, 1});
-  FailureOr<std::vector<int64_t>> pads =
-      windowPads(im, node, inShape, kernel, strides, dilations);
-  if (failed(pads))
-    return failure();
-  int64_t groups = im.getInt(node, "group", 1);
-  FailureOr<nn::Shape> shape =
-      nn::inferConv2dShape(inShape, wShape, strides, *pads, dilations, groups,
-                           [&] { return im.nodeError(node); });
-  if (failed(shape))
-    return failure();
-  Value bias;
+  c.strides = im.getInts(node, "strides", ones);
+  c.dilations = im.getInts(node, "dilations", ones);
+  if (c.strides.size() != c.spatial || c.dilations.size() != c.spatial)
+    return im.nodeError(node) << "expects " << c.spatial
+                              << " strides and dilations, one per spatial "
+                                 "dimension";
+  c.groups = im.getInt(node, "group", 1);
   if (im.hasInput(node, 2)) {
     FailureOr<Value> b = im.getValue(node, 2);
     if (failed(b))
       return failure();
-    bias = *b;
+    c.bias = *b;
   }
-  auto type = im.tensorType(
-      *shape, cast<RankedTensorType>(input->getType()).getElementType());
+  return c;
+}
+
+// Lifts a 1-D node's operands and attributes (pads already resolved) to
+// 2-D; `lifted` values get a leading 1 (strides, dilations) or 0 (output
+// padding).
+static void liftConvNode(Importer &im, const onnx::NodeProto &node, ConvNode &c,
+                         std::vector<int64_t> *zeroPadded = nullptr) {
+  if (c.spatial != 1)
+    return;
+  c.input = liftTo2d(im, node, c.input);
+  c.filter = liftTo2d(im, node, c.filter);
+  c.strides.insert(c.strides.begin(), 1);
+  c.dilations.insert(c.dilations.begin(), 1);
+  c.pads = {0, c.pads[0], 0, c.pads[1]};
+  if (zeroPadded)
+    zeroPadded->insert(zeroPadded->begin(), 0);
+}
+
+// The result of a lifted 2-D op back at the node's rank.
+static Value lowerFrom2d(Importer &im, const onnx::NodeProto &node,
+                         const ConvNode &c, Value result) {
+  if (c.spatial != 1)
+    return result;
+  ArrayRef<int64_t> shape = shapeOf(result);
+  return im.builder.create<nn::ReshapeOp>(
+      im.locOf(node),
+      im.tensorType({shape[0], shape[1], shape[3]}, elementOf(result)), result);
+}
+
+static LogicalResult importConv(Importer &im, const onnx::NodeProto &node) {
+  FailureOr<ConvNode> c = readConvNode(
+      im, node, "output channels, input channels / groups, spatial sizes");
+  if (failed(c))
+    return failure();
+  FailureOr<std::vector<int64_t>> pads = windowPads(
+      im, node, shapeOf(c->input), c->kernel, c->strides, c->dilations);
+  if (failed(pads))
+    return failure();
+  if (pads->size() != 2 * c->spatial)
+    return im.nodeError(node) << "expects " << 2 * c->spatial << " pads";
+  c->pads = std::move(*pads);
+  liftConvNode(im, node, *c);
+  FailureOr<nn::Shape> shape = nn::inferConv2dShape(
+      shapeOf(c->input), shapeOf(c->filter), c->strides, c->pads, c->dilations,
+      c->groups, [&] { return im.nodeError(node); });
+  if (failed(shape))
+    return failure();
+  auto type = im.tensorType(*shape, elementOf(c->input));
   Value result = im.builder.create<nn::Conv2dOp>(
-      im.locOf(node), type, *input, *filter, bias,
-      im.builder.getDenseI64ArrayAttr(strides),
-      im.builder.getDenseI64ArrayAttr(*pads),
-      im.builder.getDenseI64ArrayAttr(dilations),
-      im.builder.getI64IntegerAttr(groups), im.builder.getStringAttr("direct"));
-  return im.define(node, result);
+      im.locOf(node), type, c->input, c->filter, c->bias,
+      im.builder.getDenseI64ArrayAttr(c->strides),
+      im.builder.getDenseI64ArrayAttr(c->pads),
+      im.builder.getDenseI64ArrayAttr(c->dilations),
+      im.builder.getI64IntegerAttr(c->groups),
+      im.builder.getStringAttr("direct"));
+  return im.define(node, lowerFrom2d(im, node, *c, result));
+}
+
+static int64_t floorDiv2(int64_t v) { return v >= 0 ? v / 2 : -((-v + 1) / 2); }
+
+// ConvTranspose's pads and output padding, as ONNX defines them: the pads
+// attribute, or, with output_shape or a SAME auto_pad (output = input x
+// stride), the total padding that gives that output split begin/end (the
+// larger half at the end for SAME_UPPER, at the begin otherwise). A
+// negative end pad (an output_shape past the natural size) is more output
+// padding; a negative begin pad is refused.
+static LogicalResult convTransposePads(Importer &im,
+                                       const onnx::NodeProto &node, ConvNode &c,
+                                       std::vector<int64_t> &outputPadding) {
+  size_t k = c.spatial;
+  ArrayRef<int64_t> in = shapeOf(c.input);
+  std::string autoPad = im.getString(node, "auto_pad", "NOTSET");
+  std::vector<int64_t> outputShape = im.getInts(node, "output_shape", {});
+  if (outputShape.size() == k + 2)
+    outputShape.erase(outputShape.begin(), outputShape.begin() + 2);
+  if (!outputShape.empty() && outputShape.size() != k)
+    return im.nodeError(node)
+           << "expects an output_shape of " << k << " spatial sizes";
+  if (outputShape.empty() &&
+      (autoPad == "SAME_UPPER" || autoPad == "SAME_LOWER"))
+    for (size_t i = 0; i < k; ++i)
+      outputShape.push_back(in[2 + i] * c.strides[i]);
+  if (outputShape.empty()) {
+    if (autoPad != "NOTSET" && autoPad != "VALID")
+      return im.nodeError(node) << "unknown auto_pad '" << autoPad << "'";
+    c.pads = autoPad == "VALID"
+                 ? std::vector<int64_t>(2 * k, 0)
+                 : im.getInts(node, "pads", std::vector<int64_t>(2 * k, 0));
+    if (c.pads.size() != 2 * k)
+      return im.nodeError(node) << "expects " << 2 * k << " pads";
+    return success();
+  }
+  c.pads.assign(2 * k, 0);
+  for (size_t i = 0; i < k; ++i) {
+    int64_t total = c.strides[i] * (in[2 + i] - 1) + outputPadding[i] +
+                    (c.kernel[i] - 1) * c.dilations[i] + 1 - outputShape[i];
+    int64_t half = floorDiv2(total);
+    int64_t begin = autoPad == "SAME_UPPER" ? half : total - half;
+    int64_t end = total - begin;
+    if (begin < 0)
+      return im.nodeError(node)
+             << "output_shape " << nn::formatShape(outputShape)
+             << " would need a negative begin pad, which is not supported";
+    if (end < 0) {
+      outputPadding[i] -= end;
+      end = 0;
+    }
+    c.pads[i] = begin;
+    c.pads[k + i] = end;
+  }
+  return success();
+}
+
+static LogicalResult importConvTranspose(Importer &im,
+                                         const onnx::NodeProto &node) {
+  FailureOr<ConvNode> c = readConvNode(
+      im, node, "input channels, output channels / groups, spatial sizes");
+  if (failed(c))
+    return failure();
+  std::vector<int64_t> outputPadding =
+      im.getInts(node, "output_padding", std::vector<int64_t>(c->spatial, 0));
+  if (outputPadding.size() != c->spatial)
+    return im.nodeError(node)
+           << "expects " << c->spatial << " output_padding values";
+  if (failed(convTransposePads(im, node, *c, outputPadding)))
+    return failure();
+  liftConvNode(im, node, *c, &outputPadding);
+  FailureOr<nn::Shape> shape = nn::inferConvTranspose2dShape(
+      shapeOf(c->input), shapeOf(c->filter), c->strides, c->pads, c->dilations,
+      outputPadding, c->groups, [&] { return im.nodeError(node); });
+  if (failed(shape))
+    return failure();
+  Value result = im.builder.create<nn::ConvTranspose2dOp>(
+      im.locOf(node), im.tensorType(*shape, elementOf(c->input)), c->input,
+      c->filter, c->bias, im.builder.getDenseI64ArrayAttr(c->strides),
+      im.builder.getDenseI64ArrayAttr(c->pads),
+      im.builder.getDenseI64ArrayAttr(c->dilations),
+      im.builder.getDenseI64ArrayAttr(outputPadding),
+      im.builder.getI64IntegerAttr(c->groups));
+  return im.define(node, lowerFrom2d(im, node, *c, result));
 }
 
 static FailureOr<PoolWindow>
@@ -412,6 +577,7 @@ static LogicalResult importDropout(Importer &im, const onnx::NodeProto &node) {
 ArrayRef<HandlerEntry> mlir::dpc::onnx_frontend::detail::nnHandlers() {
   static const HandlerEntry rows[] = {
       {"Conv", 11, &importConv},
+      {"ConvTranspose", 11, &importConvTranspose},
       {"MaxPool", 12, &importMaxPool},
       {"AveragePool", 11, &importAveragePool},
       {"GlobalAveragePool", 1, &importGlobalAveragePool},

@@ -113,6 +113,17 @@ void lowering::populateMatmulConvLowerings(RuntimeLoweringTable &table) {
                                    bool(acc)))});
     rt.define(grad, dw);
   });
+  table.add<nn::ConvTranspose2dOp>([](nn::ConvTranspose2dOp conv,
+                                      RuntimeLowering &rt) {
+    Ptr y = rt.alloc(conv);
+    rt.call<abi::dpc_conv_transpose2d>(
+        {rt.ptrOf(conv.getInput()), rt.shape(conv.getInput()),
+         rt.ptrOf(conv.getFilter()), rt.shape(conv.getFilter()),
+         conv.getBias() ? rt.ptrOf(conv.getBias()) : rt.nullPtr(), y,
+         rt.shape(conv),
+         rt.constParams(convParams(conv, conv.getResult(), conv.getInput()))});
+    rt.define(conv, y);
+  });
   table.add<nn::Conv2dGradBiasOp>(
       [](nn::Conv2dGradBiasOp grad, RuntimeLowering &rt) {
         Ptr db = rt.alloc(grad);

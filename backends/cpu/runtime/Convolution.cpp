@@ -1,7 +1,8 @@
 //===- Convolution.cpp - conv2d and its gradients on oneDNN ---------------===//
 //
 // The convolution kernels: forward (with bias), input gradient and filter
-// gradient, each direct or Winograd's F(4x4, 3x3) and in f32 or bf16, on
+// gradient, each direct or Winograd's F(4x4, 3x3) and in f32 or bf16, and
+// ONNX ConvTranspose (oneDNN's deconvolution, f32), on
 // oneDNN primitives that pick their own layouts, cached by shape; filters
 // that are parameters are reordered once per write (ParamEpochs.h). Also
 // dpc_relayout, between the plain and the channel-blocked (nChw16c)
@@ -111,7 +112,17 @@ forwardDesc(const ConvDescs &d, bool bias, dnnl::algorithm algorithm) {
   return fwd::primitive_desc(desc, engine());
 }
 
-enum class ConvKind : int64_t { Forward, ForwardBias, Data, Weights };
+/// What a primitive computes: a convolution's forward (with or without
+/// bias), its data or weights gradient, or ONNX ConvTranspose (oneDNN's
+/// deconvolution, with or without bias).
+enum class ConvKind : int64_t {
+  Forward,
+  ForwardBias,
+  Data,
+  Weights,
+  Transposed,
+  TransposedBias
+};
 
 /// How a convolution is computed: the direct kernels, or Winograd's
 /// F(4x4, 3x3) (the _winograd ABI kernels, f32 only; select-conv-algorithm
@@ -168,6 +179,48 @@ ConvDescs hintLayouts(const ConvDescs &d, Precision precision) {
   return h;
 }
 
+/// The descriptors of a transposed convolution's buffers, for the conv2d
+/// geometry `g` it is the input gradient of: src is that convolution's
+/// output (x, NCHW), dst its input (y), and the ONNX filter (Cin, Cout/G,
+/// KH, KW) is oneDNN's deconvolution weights (Cout, Cin, KH, KW) stored
+/// input channels first: iohw, or giohw by group.
+ConvDescs transposedDescs(const ConvGeometry &g) {
+  ConvDescs d = convDescs(g);
+  ConvDescs t = d;
+  t.src = {{g.n, g.o, g.oh, g.ow}, dt::f32, tag::nchw};
+  t.dst = {{g.n, g.c, g.h, g.w}, dt::f32, tag::nchw};
+  t.weights = g.groups == 1 ? dnnl::memory::desc({g.c, g.o, g.kh, g.kw},
+                                                 dt::f32, tag::iohw)
+                            : dnnl::memory::desc({g.groups, g.c / g.groups,
+                                                  g.o / g.groups, g.kh, g.kw},
+                                                 dt::f32, tag::giohw);
+  t.bias = {{g.c}, dt::f32, tag::x};
+  return t;
+}
+
+/// oneDNN's deconvolution for ONNX ConvTranspose (f32), in the layouts it
+/// picks.
+ConvPrimitive createTransposedPrimitive(bool bias, const ConvGeometry &g) {
+  using fwd = dnnl::deconvolution_forward;
+  ConvDescs t = transposedDescs(g);
+  dnnl::memory::desc src(t.src.dims(), dt::f32, tag::any),
+      weights(t.weights.dims(), dt::f32, tag::any),
+      dst(t.dst.dims(), dt::f32, tag::any);
+  auto prop = dnnl::prop_kind::forward_training;
+  auto algorithm = dnnl::algorithm::deconvolution_direct;
+  auto desc = bias ? fwd::desc(prop, algorithm, src, weights, t.bias, dst,
+                               t.strides, t.dilates, t.padL, t.padR)
+                   : fwd::desc(prop, algorithm, src, weights, dst, t.strides,
+                               t.dilates, t.padL, t.padR);
+  fwd::primitive_desc pd(desc, engine());
+  ConvPrimitive cp;
+  cp.prim = fwd(pd);
+  cp.layouts = {{DNNL_ARG_SRC, pd.src_desc()},
+                {DNNL_ARG_WEIGHTS, pd.weights_desc()},
+                {DNNL_ARG_DST, pd.dst_desc()}};
+  return cp;
+}
+
 /// The primitive for `kind` computed by `algorithm`.
 ConvPrimitive createConvPrimitive(ConvKind kind, Precision precision,
                                   dnnl::algorithm algorithm,
@@ -196,6 +249,9 @@ ConvPrimitive createConvPrimitive(ConvKind kind, Precision precision,
                   {DNNL_ARG_DIFF_SRC, pd.diff_src_desc()}};
     break;
   }
+  case ConvKind::Transposed:
+  case ConvKind::TransposedBias:
+    return createTransposedPrimitive(kind == ConvKind::TransposedBias, g);
   case ConvKind::Weights: {
     using bwd = dnnl::convolution_backward_weights;
     bwd::desc desc(algorithm, d.src, d.weights, d.dst, d.strides, d.dilates,
@@ -431,9 +487,54 @@ void conv2dGradFilter(const char *kernel, Precision precision,
        {DNNL_ARG_DIFF_WEIGHTS, d.weights, dw, /*output=*/true, accumulate}});
 }
 
+/// ONNX ConvTranspose of x by w (+ bias) into y: the deconvolution whose
+/// geometry is that of the conv2d with input y, filter w and output x.
+void convTranspose2d(const char *kernel, const float *x, const int64_t *x_shape,
+                     const float *w, const int64_t *w_shape, const float *bias,
+                     float *y, const int64_t *y_shape,
+                     const dpc_conv_params *params) {
+  // Each output size is the natural one plus an output padding below the
+  // stride: the sizes whose convolution gives x back.
+  const int64_t strides[2] = {params->stride_h, params->stride_w};
+  const int64_t padSums[2] = {params->pad_top + params->pad_bottom,
+                              params->pad_left + params->pad_right};
+  const int64_t dilations[2] = {params->dilation_h, params->dilation_w};
+  for (int i = 0; i < 2; ++i) {
+    int64_t natural = (x_shape[2 + i] - 1) * strides[i] - padSums[i] +
+                      dilations[i] * (w_shape[2 + i] - 1) + 1;
+    if (strides[i] < 1 || y_shape[2 + i] < natural ||
+        y_shape[2 + i] >= natural + strides[i])
+      fail(kernel, "input " + shapeText(x_shape, 4) + ", filter " +
+                       shapeText(w_shape, 4) + ": output " +
+                       shapeText(y_shape, 4) +
+                       " is not the natural size plus an output padding "
+                       "below the stride");
+  }
+  ConvGeometry g = convGeometry(kernel, y_shape, w_shape, x_shape, params);
+  if (g.layouts)
+    fail(kernel,
+         "takes plain layouts only, got layouts " + std::to_string(g.layouts));
+  ConvDescs t = transposedDescs(g);
+  std::vector<ConvArg> args = {{DNNL_ARG_SRC, t.src, x},
+                               {DNNL_ARG_WEIGHTS, t.weights, w},
+                               {DNNL_ARG_DST, t.dst, y, /*output=*/true}};
+  if (bias)
+    args.push_back({DNNL_ARG_BIAS, t.bias, bias});
+  runConv(kernel, bias ? ConvKind::TransposedBias : ConvKind::Transposed,
+          Precision::F32, ConvAlgorithm::Direct, g, args);
+}
+
 } // namespace
 
 extern "C" {
+
+void dpc_conv_transpose2d(const float *x, const int64_t *x_shape,
+                          const float *w, const int64_t *w_shape,
+                          const float *bias, float *y, const int64_t *y_shape,
+                          const dpc_conv_params *params) {
+  convTranspose2d("dpc_conv_transpose2d", x, x_shape, w, w_shape, bias, y,
+                  y_shape, params);
+}
 
 void dpc_conv2d(const float *x, const int64_t *x_shape, const float *w,
                 const int64_t *w_shape, const float *bias, float *y,

@@ -17,6 +17,9 @@
 // run the convolution unpadded, and the input gradient is computed on the
 // padded shape and cropped.
 //
+// dpc_conv_transpose2d, ONNX ConvTranspose, is the input gradient of the
+// convolution it transposes (backward data) plus its bias.
+//
 // The bias gradient needs no cuDNN: dpc_conv2d_grad_bias sums dy over all
 // but the channel dimension with launchReduce (Elementwise.cu).
 //
@@ -35,7 +38,9 @@
 namespace dpc::cuda {
 namespace {
 
-enum class ConvKind : int64_t { Forward, GradInput, GradFilter };
+/// The cuDNN call of each kernel: a transposed convolution is the input
+/// gradient of the convolution it transposes, plus its bias.
+enum class ConvKind : int64_t { Forward, GradInput, GradFilter, Transposed };
 
 const char *kindName(ConvKind kind) {
   switch (kind) {
@@ -45,6 +50,8 @@ const char *kindName(ConvKind kind) {
     return "dpc_conv2d_grad_input";
   case ConvKind::GradFilter:
     return "dpc_conv2d_grad_filter";
+  case ConvKind::Transposed:
+    return "dpc_conv_transpose2d";
   }
   return "conv";
 }
@@ -60,7 +67,10 @@ struct Candidate {
 
 struct ConvPlan {
   ConvKind kind;
-  cudnnTensorDescriptor_t x = nullptr, y = nullptr, bias = nullptr;
+  // `unpadded`: a transposed convolution's output (x) as the caller holds
+  // it, where x is the explicitly padded one.
+  cudnnTensorDescriptor_t x = nullptr, y = nullptr, bias = nullptr,
+                          unpadded = nullptr;
   cudnnFilterDescriptor_t w = nullptr;
   cudnnConvolutionDescriptor_t conv = nullptr;
   /// Usable algorithms, best first; `chosen` moves past any that the
@@ -78,6 +88,8 @@ struct ConvPlan {
       cudnnDestroyTensorDescriptor(y);
     if (bias)
       cudnnDestroyTensorDescriptor(bias);
+    if (unpadded)
+      cudnnDestroyTensorDescriptor(unpadded);
     if (w)
       cudnnDestroyFilterDescriptor(w);
     if (conv)
@@ -151,14 +163,15 @@ void chooseAlgorithms(ConvPlan &plan) {
     }
     break;
   }
-  case ConvKind::GradInput: {
+  case ConvKind::GradInput:
+  case ConvKind::Transposed: {
     cudnnConvolutionBwdDataAlgoPerf_t
         perfs[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
     checkDnn(cudnnGetConvolutionBackwardDataAlgorithm_v7(
                  handle, plan.w, plan.y, plan.conv, plan.x,
                  CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &found, perfs),
-             "dpc_conv2d_grad_input: "
-             "cudnnGetConvolutionBackwardDataAlgorithm_v7");
+             std::string(kindName(plan.kind)) +
+                 ": cudnnGetConvolutionBackwardDataAlgorithm_v7");
     for (int algo : rankAlgorithms(perfs, found)) {
       size_t bytes = 0;
       cudnnStatus_t status = cudnnGetConvolutionBackwardDataWorkspaceSize(
@@ -288,11 +301,22 @@ ConvPlan &getPlan(ConvKind kind, const int64_t *xs, const int64_t *ws,
   checkDnn(cudnnSetTensor4dDescriptor(plan->y, CUDNN_TENSOR_NCHW,
                                       CUDNN_DATA_FLOAT, on, oc, oh, ow),
            std::string(what) + ": output descriptor");
-  if (kind == ConvKind::Forward) {
+  if (kind == ConvKind::Forward || kind == ConvKind::Transposed) {
+    // The bias is per channel of what the call writes: y, or x when
+    // transposed.
+    int channels = kind == ConvKind::Forward ? oc : narrow(xs[1], what);
     checkDnn(cudnnCreateTensorDescriptor(&plan->bias), what);
     checkDnn(cudnnSetTensor4dDescriptor(plan->bias, CUDNN_TENSOR_NCHW,
-                                        CUDNN_DATA_FLOAT, 1, oc, 1, 1),
+                                        CUDNN_DATA_FLOAT, 1, channels, 1, 1),
              std::string(what) + ": bias descriptor");
+  }
+  if (kind == ConvKind::Transposed) {
+    checkDnn(cudnnCreateTensorDescriptor(&plan->unpadded), what);
+    checkDnn(cudnnSetTensor4dDescriptor(
+                 plan->unpadded, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT,
+                 narrow(xs[0], what), narrow(xs[1], what), narrow(xs[2], what),
+                 narrow(xs[3], what)),
+             std::string(what) + ": output descriptor");
   }
   chooseAlgorithms(*plan);
   slot = std::move(plan);
@@ -331,6 +355,26 @@ template <typename Call> void execute(ConvPlan &plan, Call call) {
 
 const float kOne = 1.0f, kZero = 0.0f;
 
+/// dx = the input gradient of the convolution of `plan` for dy, by
+/// cuDNN's backward data (on the padded shape and cropped where the pads
+/// are uneven).
+void backwardData(ConvPlan &plan, const float *dy, const float *w, float *dx) {
+  float *out = dx;
+  if (plan.explicitPad)
+    out = static_cast<float *>(scratch(
+        Scratch::Input,
+        size_t(plan.n * plan.c * plan.paddedH * plan.paddedW) * sizeof(float)));
+  execute(plan, [&](int algo, void *workspace, size_t bytes) {
+    return cudnnConvolutionBackwardData(cudnn(), &kOne, plan.w, w, plan.y, dy,
+                                        plan.conv,
+                                        cudnnConvolutionBwdDataAlgo_t(algo),
+                                        workspace, bytes, &kZero, plan.x, out);
+  });
+  if (plan.explicitPad)
+    launchWindowCopy(out, plan.n, plan.c, plan.paddedH, plan.paddedW, dx,
+                     plan.h, plan.w_, plan.padTop, plan.padLeft);
+}
+
 } // namespace
 
 void releaseConvCache() { cache().clear(); }
@@ -366,22 +410,25 @@ void dpc_conv2d_grad_input(const float *dy, const int64_t *dy_shape,
   int64_t dxCount = dx_shape[0] * dx_shape[1] * dx_shape[2] * dx_shape[3];
   if (dxCount == 0)
     return;
+  backwardData(
+      getPlan(ConvKind::GradInput, dx_shape, w_shape, dy_shape, params), dy, w,
+      dx);
+}
+
+void dpc_conv_transpose2d(const float *x, const int64_t *x_shape,
+                          const float *w, const int64_t *w_shape,
+                          const float *bias, float *y, const int64_t *y_shape,
+                          const dpc_conv_params *params) {
+  if (y_shape[0] * y_shape[1] * y_shape[2] * y_shape[3] == 0)
+    return;
+  // The convolution transposed reads y and writes x.
   ConvPlan &plan =
-      getPlan(ConvKind::GradInput, dx_shape, w_shape, dy_shape, params);
-  float *out = dx;
-  if (plan.explicitPad)
-    out = static_cast<float *>(scratch(
-        Scratch::Input,
-        size_t(plan.n * plan.c * plan.paddedH * plan.paddedW) * sizeof(float)));
-  execute(plan, [&](int algo, void *workspace, size_t bytes) {
-    return cudnnConvolutionBackwardData(cudnn(), &kOne, plan.w, w, plan.y, dy,
-                                        plan.conv,
-                                        cudnnConvolutionBwdDataAlgo_t(algo),
-                                        workspace, bytes, &kZero, plan.x, out);
-  });
-  if (plan.explicitPad)
-    launchWindowCopy(out, plan.n, plan.c, plan.paddedH, plan.paddedW, dx,
-                     plan.h, plan.w_, plan.padTop, plan.padLeft);
+      getPlan(ConvKind::Transposed, y_shape, w_shape, x_shape, params);
+  backwardData(plan, x, w, y);
+  if (bias)
+    checkDnn(cudnnAddTensor(cudnn(), &kOne, plan.bias, bias, &kOne,
+                            plan.unpadded, y),
+             "dpc_conv_transpose2d: adding the bias");
 }
 
 void dpc_conv2d_grad_filter(const float *dy, const int64_t *dy_shape,

@@ -96,6 +96,26 @@ LogicalResult Conv2dGradBiasOp::verify() {
                     elementTypeOf(getResultGrad()));
 }
 
+FailureOr<RankedTensorType> ConvTranspose2dOp::inferResultType() {
+  return inferredType(
+      inferConvTranspose2dShape(shapeOf(getInput()), shapeOf(getFilter()),
+                                getStrides(), getPads(), getDilations(),
+                                getOutputPadding(), getGroups(),
+                                [&] { return emitOpError(); }),
+      elementTypeOf(getInput()));
+}
+
+LogicalResult ConvTranspose2dOp::verify() {
+  Type elementType = elementTypeOf(getInput());
+  if (failed(expectType(*this, "filter", getFilter(), shapeOf(getFilter()),
+                        elementType)))
+    return failure();
+  if (!getBias())
+    return success();
+  return expectType(*this, "bias", getBias(), {shapeOf(getResult())[1]},
+                    elementType);
+}
+
 //===----------------------------------------------------------------------===//
 // Matmul
 //===----------------------------------------------------------------------===//
@@ -179,6 +199,28 @@ void Conv2dOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
     grads[2] = b.create<Conv2dGradBiasOp>(loc, getBias().getType(), dy);
 }
 
+// The transposed convolution is conv2d's input gradient (by the same
+// filter and attributes, for a conv2d whose input has its result's shape),
+// so its gradients are that conv2d's forward and filter gradient.
+void ConvTranspose2dOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
+                                       ArrayRef<bool> needed,
+                                       SmallVectorImpl<Value> &grads) {
+  resetGrads(*this, grads);
+  Value dy = resultGrads[0];
+  Location loc = getLoc();
+  StringAttr direct = b.getStringAttr("direct");
+  if (needed[0])
+    grads[0] = b.create<Conv2dOp>(loc, getInput().getType(), dy, getFilter(),
+                                  Value(), getStridesAttr(), getPadsAttr(),
+                                  getDilationsAttr(), getGroupsAttr(), direct);
+  if (needed[1])
+    grads[1] = b.create<Conv2dGradFilterOp>(
+        loc, getFilter().getType(), getInput(), dy, getStridesAttr(),
+        getPadsAttr(), getDilationsAttr(), getGroupsAttr(), direct);
+  if (getBias() && needed[2])
+    grads[2] = b.create<Conv2dGradBiasOp>(loc, getBias().getType(), dy);
+}
+
 void MatmulOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
                               ArrayRef<bool> needed,
                               SmallVectorImpl<Value> &grads) {
@@ -238,10 +280,30 @@ static void estimateConv2d(Conv2dOp conv, OpWork &work) {
                 2;
 }
 
+// The input gradient of the conv2d it is the transpose of: each input
+// element meets Cout/groups x KH x KW filter taps.
+static void estimateConvTranspose2d(ConvTranspose2dOp conv, OpWork &work) {
+  ArrayRef<int64_t> f = shapeOf(conv.getFilter());
+  double macs = elementsOf(conv.getInput()) * f[1] * f[2] * f[3];
+  double bias = conv.getBias() ? elementsOf(conv.getResult()) : 0;
+  work.flops = 2 * macs + bias;
+  work.callMs = kOneDnnCallMs;
+  // A conv2d for the input's gradient and a filter gradient, each as large
+  // as the forward.
+  work.gradFlops = 4 * macs + bias;
+  work.gradBytes = 2 * work.bytes;
+  work.computeScale = channelBlockShare(shapeOf(conv.getResult())[1]);
+  work.gradComputeScale = (channelBlockShare(f[0]) +
+                           channelBlockShare(shapeOf(conv.getResult())[1])) /
+                          2;
+}
+
 CostRule mlir::dpc::nn::estimateConvWork(Operation *op, OpWork &work) {
   CostRule rule = CostRule::Counted;
   llvm::TypeSwitch<Operation *>(op)
       .Case([&](Conv2dOp conv) { estimateConv2d(conv, work); })
+      .Case(
+          [&](ConvTranspose2dOp conv) { estimateConvTranspose2d(conv, work); })
       .Case([&](MatmulOp matmul) {
         auto lhs = cast<RankedTensorType>(matmul.getLhs().getType());
         int64_t k = matmul.getTransposeLhs() ? lhs.getShape().end()[-2]

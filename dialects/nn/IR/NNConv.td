@@ -1,6 +1,7 @@
 //===- NNConv.td - nn convolutions and matmul --------------*- tablegen -*-===//
 //
-// conv2d and matmul, and their input and weight gradients.
+// conv2d, conv_transpose2d and matmul, and their input and weight
+// gradients.
 // Their verifiers and gradient rules are in NNConv.cpp; shape rules in
 // ShapeInference.{h,cpp}.
 //
@@ -100,6 +101,46 @@ def NN_Conv2dGradBiasOp : NN_Op<"conv2d_grad_bias", [Pure]> {
   let results = (outs NN_FloatTensor:$bias_grad);
   let assemblyFormat = [{
     $result_grad attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def NN_ConvTranspose2dOp : NN_Op<"conv_transpose2d", [Pure, NN_InferResult,
+    DeclareOpInterfaceMethods<NN_GradientOpInterface>]> {
+  let summary = "2-D transposed convolution in NCHW layout";
+  let description = [{
+    ONNX ConvTranspose: scatters each element of `input` (N x Cin x H x W)
+    through `filter` (Cin x Cout/groups x KH x KW) into the result
+    (N x Cout x OH x OW) and adds the optional per-channel `bias` (Cout).
+    It is the input gradient of the `nn.conv2d` with the same filter,
+    strides, pads ([top, left, bottom, right], cropped from the result),
+    dilations and groups whose input has the result's shape; each spatial
+    size is (in - 1) * stride - pad_begin - pad_end + dilation * (k - 1) +
+    1 + output_padding, with output_padding below the stride. A 1-D
+    ConvTranspose imports as this op on a height of 1.
+
+    Its gradients are convolutions: the input's is `nn.conv2d` of the
+    result's gradient by the filter, the filter's is
+    `nn.conv2d_grad_filter` with the input as that convolution's output
+    gradient, and the bias's is `nn.conv2d_grad_bias`.
+
+    ```mlir
+    %y = nn.conv_transpose2d %x, %w, %b {strides = array<i64: 2, 2>,
+        pads = array<i64: 1, 1, 1, 1>, output_padding = array<i64: 1, 1>}
+        : (tensor<2x8x7x7xf32>, tensor<8x4x3x3xf32>, tensor<4xf32>)
+        -> tensor<2x4x14x14xf32>
+    ```
+  }];
+  let arguments = (ins NN_FloatTensor:$input, NN_FloatTensor:$filter,
+                       Optional<NN_FloatTensor>:$bias,
+                       DefaultValuedAttr<DenseI64ArrayAttr, "{1, 1}">:$strides,
+                       DefaultValuedAttr<DenseI64ArrayAttr, "{0, 0, 0, 0}">:$pads,
+                       DefaultValuedAttr<DenseI64ArrayAttr, "{1, 1}">:$dilations,
+                       DefaultValuedAttr<DenseI64ArrayAttr, "{0, 0}">:$output_padding,
+                       DefaultValuedAttr<I64Attr, "1">:$groups);
+  let results = (outs NN_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $filter (`,` $bias^)? attr-dict `:` functional-type(operands, results)
   }];
   let hasVerifier = 1;
 }

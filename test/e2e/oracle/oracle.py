@@ -742,6 +742,7 @@ EXTRA_MODELS = {"resnet": ResNet, "resnet18": resnet18,
 EXTRA_MODELS.update({f"tv-{name}": (lambda name=name: vision.build(name))
                      for name in vision.NAMES})
 EXTRA_MODELS.update(__import__("rnn_models").MODELS_BY_NAME)
+EXTRA_MODELS.update(__import__("conv_models").MODELS_BY_NAME)
 
 
 def build(name):

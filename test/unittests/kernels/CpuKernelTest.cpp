@@ -93,6 +93,21 @@ TEST(RefusalDeathTest, ResizeRefusesAnotherBatchOrAnUnknownCode) {
                "dpc_resize_grad: cannot resize \\[2,1,3\\] to \\[2,1,6\\]");
 }
 
+// The output of a transposed convolution is the natural size plus an
+// output padding below the stride: 4 rows from 3 by 2 at stride 1 is 1 too
+// many.
+TEST(RefusalDeathTest, ConvTransposeRefusesAnOutputOfAnotherSize) {
+  int64_t x_shape[] = {1, 1, 3, 3}, w_shape[] = {1, 1, 2, 2},
+          y_shape[] = {1, 1, 5, 4};
+  float x[9] = {}, w[4] = {}, y[20];
+  dpc_conv_params params{1, 1, 0, 0, 0, 0, 1, 1, 1, 0};
+  EXPECT_DEATH(dpc_conv_transpose2d(x, x_shape, w, w_shape, nullptr, y, y_shape,
+                                    &params),
+               "dpc_conv_transpose2d: input \\[1,1,3,3\\], filter "
+               "\\[1,1,2,2\\]: output \\[1,1,5,4\\] is not the natural "
+               "size");
+}
+
 TEST(RefusalDeathTest, LayerNormRefusesAnEmptyRow) {
   Floats x(4), y(4);
   EXPECT_DEATH(

@@ -1,0 +1,66 @@
+"""Convolution models for the oracle (#43): a U-Net whose decoder upsamples
+with transposed convolutions, and a 1-D convolutional classifier of
+sequences [N, C, L] (an audio model's shape). Both train on Fashion-MNIST:
+the U-Net on the images, the 1-D model on each image's 784 pixels read as 4
+channels of 196 samples (vision.adapt_inputs). oracle.py adds
+MODELS_BY_NAME to its EXTRA_MODELS."""
+
+import torch
+import torch.nn as nn
+
+
+class TransposedUNet(nn.Module):
+    """A U-Net-shaped classifier whose decoder is nn.ConvTranspose2d, ONNX
+    ConvTranspose: conv 1->8 at 28x28, strided convs down to 16x14x14 and
+    16x7x7, a grouped transposed conv (4 groups, stride 2, padding 1,
+    output_padding 1) back to 14x14 added to the encoder's map, a transposed
+    conv (kernel 2, stride 2, with a bias) to 8x28x28 concatenated with the
+    first map, conv 16->8, global average pool and a linear head."""
+
+    def __init__(self):
+        super().__init__()
+        self.enc = nn.Conv2d(1, 8, 3, padding=1)
+        self.down1 = nn.Conv2d(8, 16, 3, stride=2, padding=1)
+        self.down2 = nn.Conv2d(16, 16, 3, stride=2, padding=1)
+        self.up2 = nn.ConvTranspose2d(16, 16, 3, stride=2, padding=1,
+                                      output_padding=1, groups=4)
+        self.up1 = nn.ConvTranspose2d(16, 8, 2, stride=2)
+        self.dec = nn.Conv2d(16, 8, 3, padding=1)
+        self.fc = nn.Linear(8, 10)
+
+    def forward(self, x):
+        e = torch.relu(self.enc(x))
+        d = torch.relu(self.down1(e))
+        m = torch.relu(self.down2(d))
+        u = torch.relu(self.up2(m)) + d
+        u = torch.relu(self.up1(u))
+        h = torch.relu(self.dec(torch.cat([u, e], dim=1)))
+        return self.fc(torch.flatten(nn.functional.adaptive_avg_pool2d(h, 1),
+                                     1))
+
+
+class Conv1dClassifier(nn.Module):
+    """An audio-style classifier of [N, 4, 196] sequences: nn.Conv1d with a
+    stride, then a dilated and grouped Conv1d, a strided grouped Conv1d, an
+    nn.ConvTranspose1d back up to 98 samples added to the dilated conv's
+    output, the mean over time and a linear head."""
+
+    input_shape = (4, 196)
+
+    def __init__(self):
+        super().__init__()
+        self.c1 = nn.Conv1d(4, 16, 5, stride=2, padding=2)
+        self.c2 = nn.Conv1d(16, 16, 3, padding=2, dilation=2, groups=4)
+        self.c3 = nn.Conv1d(16, 32, 3, stride=2, padding=1, groups=2)
+        self.up = nn.ConvTranspose1d(32, 16, 4, stride=2, padding=1)
+        self.fc = nn.Linear(16, 10)
+
+    def forward(self, x):
+        h = torch.relu(self.c1(x))
+        h = torch.relu(self.c2(h))
+        u = torch.relu(self.up(torch.relu(self.c3(h)))) + h
+        return self.fc(u.mean(dim=2))
+
+
+MODELS_BY_NAME = {"unet-transposed": TransposedUNet,
+                  "conv1d": Conv1dClassifier}

@@ -34,11 +34,13 @@ class GruLM(nn.Module):
 
 class BiRnnTagger(nn.Module):
     """A tagger of each position by the whole window: an embedding, a
-    bidirectional nn.GRU, a bidirectional nn.LSTM over its outputs (each
-    one ONNX node with direction = "bidirectional", its Y transposed and
-    reshaped to [B, T, 2H]) and a linear layer, logits [B, T, vocab]. The
-    task (the next token, in sight of the backward direction) is only there
-    to train the numerics."""
+    bidirectional nn.GRU, a bidirectional nn.LSTM over its outputs that
+    starts (h and c) from the GRU's final states (each one ONNX node with
+    direction = "bidirectional", its Y transposed and reshaped to
+    [B, T, 2H], its Y_h the forward direction's last step and the reverse
+    direction's first) and a linear layer, logits [B, T, vocab]. The task
+    (the next token, in sight of the backward direction) is only there to
+    train the numerics."""
 
     opset = 14
     fold_constants = False
@@ -55,8 +57,8 @@ class BiRnnTagger(nn.Module):
         self.out = nn.Linear(2 * hidden, vocab)
 
     def forward(self, ids):
-        h, _ = self.gru(self.embed(ids))
-        h, _ = self.lstm(h)
+        h, last = self.gru(self.embed(ids))
+        h, _ = self.lstm(h, (last, last))
         return self.out(h)
 
 

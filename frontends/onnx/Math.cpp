@@ -598,32 +598,76 @@ static LogicalResult importMaxMin(Importer &im, const onnx::NodeProto &node) {
   return im.define(node, *result);
 }
 
+// CumSum of a tensor known at import time (position ids summed from a
+// constant mask), in the element type, each line in order.
+static HostTensor foldCumSum(const HostTensor &t, int64_t axis, bool exclusive,
+                             bool reverse) {
+  HostTensor out = t;
+  int64_t length = t.shape[axis], stride = t.strides()[axis];
+  for (int64_t e = 0; e < t.size(); ++e) {
+    if ((e / stride) % length != 0)
+      continue; // Not the first element of a line along the axis.
+    int64_t ints = 0;
+    float floats = 0.0f;
+    for (int64_t k = 0; k < length; ++k) {
+      int64_t at = e + (reverse ? length - 1 - k : k) * stride;
+      auto take = [&] {
+        if (t.isFloat)
+          floats += t.floats[at];
+        else
+          ints += t.ints[at];
+      };
+      if (!exclusive)
+        take();
+      if (t.isFloat)
+        out.floats[at] = floats;
+      else
+        out.ints[at] = ints;
+      if (exclusive)
+        take();
+    }
+  }
+  out.isBool = false;
+  return out;
+}
+
 // CumSum along a constant axis: the axis moved last and multiplied by a
 // constant L x L triangle of ones (upper for a forward sum, lower for a
 // reverse one, its diagonal cleared when exclusive). The product's gradient
 // is the sum the other way (dy times the triangle's transpose). Exact
 // sums of the same terms as a running sum, in the GEMM's order: L^2 work
-// instead of L, for the short axes models take cumulative sums over.
+// instead of L, for the short axes models take cumulative sums over. A
+// constant input is summed at import time.
 static LogicalResult importCumSum(Importer &im, const onnx::NodeProto &node) {
-  FailureOr<Value> input = im.getValue(node, 0);
-  if (failed(input))
-    return failure();
-  if (!cast<ShapedType>(input->getType()).getElementType().isF32())
-    return im.nodeError(node) << "takes a float32 tensor only";
   FailureOr<std::vector<int64_t>> axes = im.getHostInts(node, 1);
   if (failed(axes))
     return failure();
   if (axes->size() != 1)
     return im.nodeError(node)
            << "expects a single axis, got " << axes->size() << " values";
-  nn::Shape shape(shapeOf(*input));
-  int64_t rank = shape.size();
-  FailureOr<int64_t> axis =
-      nn::normalizeAxis((*axes)[0], rank, [&] { return im.nodeError(node); });
-  if (failed(axis))
-    return failure();
   bool exclusive = im.getInt(node, "exclusive", 0) != 0;
   bool reverse = im.getInt(node, "reverse", 0) != 0;
+  auto error = [&] { return im.nodeError(node); };
+  if (im.isHost(node.input(0))) {
+    FailureOr<HostTensor> t = im.getHost(node, 0);
+    if (failed(t))
+      return failure();
+    FailureOr<int64_t> axis =
+        nn::normalizeAxis((*axes)[0], t->shape.size(), error);
+    if (failed(axis))
+      return failure();
+    return im.defineHost(node, foldCumSum(*t, *axis, exclusive, reverse));
+  }
+  FailureOr<Value> input = im.getValue(node, 0);
+  if (failed(input))
+    return failure();
+  if (!cast<ShapedType>(input->getType()).getElementType().isF32())
+    return im.nodeError(node) << "takes a float32 tensor only";
+  nn::Shape shape(shapeOf(*input));
+  int64_t rank = shape.size();
+  FailureOr<int64_t> axis = nn::normalizeAxis((*axes)[0], rank, error);
+  if (failed(axis))
+    return failure();
   int64_t length = shape[*axis];
   // y[j] = sum_i x[i] m[i][j].
   std::vector<float> triangle(length * length, 0.0f);

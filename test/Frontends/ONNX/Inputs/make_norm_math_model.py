@@ -94,6 +94,12 @@ def main():
                  helper.make_node("CumSum", ["x", "axes"], ["y"],
                                   name="cumsum")]
         save(path, nodes, [info("x", [2, 3])], info("y", [2, 3]))
+    elif kind == "cumsum-constant":
+        nodes = [const("c", [[1, 2, 3], [4, 5, 6]]), const("axis", 1, np.int64),
+                 helper.make_node("CumSum", ["c", "axis"], ["cs"],
+                                  name="cumsum", reverse=1),
+                 helper.make_node("Add", ["x", "cs"], ["y"], name="add")]
+        save(path, nodes, [info("x", [2, 3])], info("y", [2, 3]))
     elif kind == "instancenorm-rank2":
         inits = [numpy_helper.from_array(np.ones(3, np.float32), "s"),
                  numpy_helper.from_array(np.zeros(3, np.float32), "b")]

@@ -38,7 +38,9 @@ class SegNet(nn.Module):
     8x8, conv 8->16 with InstanceNorm2d (affine), a cumulative sum along
     the rows (an integral-image feature), self-attention over the 64
     positions written with torch.einsum ("bci,bcj->bij", "bij,bcj->bci"),
-    nearest upsampling back to 16x16 (a broadcast multiply) and a 1x1 conv to 8 channels merged
+    nearest upsampling back to 16x16 (a broadcast multiply) and a 1x1 conv
+    to 8 channels, torch.maximum of it times two equal per-channel gates
+    (a tie at every element: each gate gets half the gradient), merged
     with the skip connection by torch.maximum, torch.minimum against a
     constant, and a 1x1 conv head to 3 classes: logits [N, 3, 16, 16]."""
 
@@ -53,6 +55,10 @@ class SegNet(nn.Module):
         self.mid = nn.Conv2d(8, 16, 3, padding=1)
         self.inorm = nn.InstanceNorm2d(16, affine=True)
         self.up = nn.Conv2d(16, 8, 1)
+        # Two equal gates: maximum(u * a, u * b) ties everywhere, and stays
+        # tied only if each gate gets half the gradient (torch's rule).
+        self.gate_a = nn.Parameter(torch.ones(8, 1, 1))
+        self.gate_b = nn.Parameter(torch.ones(8, 1, 1))
         self.head = nn.Conv2d(8, CLASSES, 1)
 
     def forward(self, x):
@@ -70,6 +76,7 @@ class SegNet(nn.Module):
         m = (m.reshape(n, c, SIDE // 2, 1, SIDE // 2, 1) *
              torch.ones(1, 1, 1, 2, 1, 2)).reshape(n, c, SIDE, SIDE)
         u = self.up(m)
+        u = torch.maximum(u * self.gate_a, u * self.gate_b)
         h = torch.minimum(torch.maximum(u, e), torch.tensor(2.0))
         return self.head(h)
 

@@ -183,9 +183,13 @@ struct BuildSchedulePass
         candidates.back().kind = kind;
         candidates.back().stageInfo = stageInfo(kind);
       }
+      // The ranks' peaks count each segment's arena as it stands before
+      // fusion (plan-memory's final check counts the fused one).
+      schedule::VerifyOptions memory = memoryLimitsOf(module, memoryLimit);
+      memory.computeScratchBytes = arenaScratch(planSegmentArenas(module));
       std::string error;
-      int chosen = schedule::chooseFastestSchedule(
-          candidates, machine, memoryLimitsOf(module, memoryLimit), error);
+      int chosen =
+          schedule::chooseFastestSchedule(candidates, machine, memory, error);
       if (chosen < 0) {
         module.emitError(error);
         return signalPassFailure();
@@ -253,12 +257,25 @@ struct BuildSchedulePass
 schedule::VerifyOptions mlir::dpc::memoryLimitsOf(ModuleOp module,
                                                   double memoryLimit) {
   schedule::VerifyOptions options;
+  if (memoryLimit < 0)
+    return options;
   options.memoryLimit = memoryLimit;
   if (auto perRank = module->getAttrOfType<DenseI64ArrayAttr>(
           pipe::PipeDialect::kRankMemoryAttrName))
     for (int64_t bytes : perRank.asArrayRef())
       options.rankMemoryLimits.push_back(double(bytes));
   return options;
+}
+
+schedule::MemoryLevers mlir::dpc::memoryLeversOf(ModuleOp module,
+                                                 bool recompute) {
+  schedule::MemoryLevers levers{recompute, pipe::isBf16(module)};
+  module.walk([&](nn::ParamOp param) {
+    levers.largestParamBytes =
+        std::max(levers.largestParamBytes,
+                 double(nn::getSizeInBytes(param.getResult())));
+  });
+  return levers;
 }
 
 std::vector<schedule::StageInfo>

@@ -514,11 +514,23 @@ def PlanMemoryPass : Pass<"dpc-plan-memory", "::mlir::ModuleOp"> {
     stash slots for the microbatches in flight, transfer buffers) with each
     compute instruction's segment arena counted while it runs; the module
     gets `pipe.peak_memory`, one entry per stage.
+
+    With `memory-limit`, or devices of their own memory
+    (`pipe.rank_memory_bytes`), this peak is the one held to the limits:
+    verify-schedule's check counts no arena, and on a 0.5 B-parameter GPT
+    the arenas are a sixth of a rank's peak. A rank over its limit fails the
+    pass with verify-schedule's advice (by how much, and which lever would
+    close the gap).
   }];
   let dependentDialects = ["::mlir::dpc::pipe::PipeDialect"];
   let options = [
     Option<"scheduleFile", "schedule", "std::string", /*default=*/"\"\"",
            "The rank's schedule.json, for stash slots and in-flight buffers">,
+    Option<"memoryLimit", "memory-limit", "double", /*default=*/"0",
+           "Bytes a rank may hold, arenas counted (0: the devices' own; "
+           "< 0: none)">,
+    Option<"recompute", "recompute", "bool", /*default=*/"false",
+           "Whether the build recomputes already (for the advice)">,
   ];
 }
 
@@ -552,7 +564,8 @@ def VerifySchedulePass : Pass<"dpc-verify-schedule", "::mlir::ModuleOp"> {
     Option<"scheduleFile", "schedule", "std::string", /*default=*/"\"\"",
            "The schedule.json to verify (default: the pipe.schedule op)">,
     Option<"memoryLimit", "memory-limit", "double", /*default=*/"0",
-           "Bytes per rank the schedule must fit (0: no limit)">,
+           "Bytes per rank the schedule must fit (0: the devices' own; "
+           "< 0: none)">,
     Option<"recompute", "recompute", "bool", /*default=*/"false",
            "The build recomputes activations (said when over the limit)">,
   ];

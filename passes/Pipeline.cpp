@@ -120,7 +120,9 @@ mlir::dpc::buildPipelinePasses(const PipelineOptions &o) {
   add(createBuildSchedulePass(schedule));
   VerifySchedulePassOptions verify;
   verify.scheduleFile = o.scheduleOutput;
-  verify.memoryLimit = o.memoryLimit;
+  // A probe that measures the peaks (--recompute auto's) holds no rank to
+  // a limit.
+  verify.memoryLimit = o.checkMemory ? double(o.memoryLimit) : -1;
   verify.recompute = o.recompute != "none";
   add(createVerifySchedulePass(verify));
   if (o.fusion)
@@ -129,6 +131,8 @@ mlir::dpc::buildPipelinePasses(const PipelineOptions &o) {
     add(createPropagateLayoutsPass());
   PlanMemoryPassOptions memory;
   memory.scheduleFile = o.scheduleOutput;
+  memory.memoryLimit = o.checkMemory ? double(o.memoryLimit) : -1;
+  memory.recompute = o.recompute != "none";
   add(createPlanMemoryPass(memory));
   return passes;
 }

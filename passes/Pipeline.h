@@ -118,6 +118,12 @@ struct PipelineOptions : public PassPipelineOptions<PipelineOptions> {
   ListOption<int64_t> recomputeStages{
       *this, "recompute-stages",
       llvm::cl::desc("recompute=auto: the stages over the memory limit")};
+  Option<bool> checkMemory{
+      *this, "check-memory",
+      llvm::cl::desc("Hold the ranks to memory-limit and their devices' "
+                     "memory in verify-schedule and plan-memory (off: a "
+                     "probe that only measures the peaks)"),
+      llvm::cl::init(true)};
 
   // The schedule (build-schedule, verify-schedule, plan-memory).
   Option<std::string> schedule{*this, "schedule",

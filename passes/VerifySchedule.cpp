@@ -102,14 +102,8 @@ struct VerifySchedulePass
     schedule::VerifyResult result = schedule::verifySchedule(streams, options);
     for (const schedule::Violation &violation : result.violations)
       report(module, program, violation);
-    schedule::MemoryLevers levers{recompute, pipe::isBf16(module)};
-    module.walk([&](nn::ParamOp param) {
-      levers.largestParamBytes =
-          std::max(levers.largestParamBytes,
-                   double(nn::getSizeInBytes(param.getResult())));
-    });
-    if (std::string advice =
-            schedule::memoryAdvice(streams, options, result, levers);
+    if (std::string advice = schedule::memoryAdvice(
+            streams, options, result, memoryLeversOf(module, recompute));
         !advice.empty())
       module.emitError("schedule over its memory limit: ") << advice;
     if (!result.ok())

@@ -13,9 +13,12 @@ std::vector<ScheduleKind> autoScheduleKinds() {
 
 namespace {
 
-// Whether every rank's verified peak fits its limit.
+// Whether every rank's verified peak, with `memory`'s scratch counted,
+// fits its limit.
 bool fitsMemory(const Schedule &schedule, const VerifyOptions &memory) {
-  VerifyResult verified = verifySchedule(schedule);
+  VerifyOptions scratch;
+  scratch.computeScratchBytes = memory.computeScratchBytes;
+  VerifyResult verified = verifySchedule(schedule, scratch);
   for (size_t rank = 0; rank < verified.ranks.size(); ++rank) {
     double limit = memory.memoryLimitOf(int(rank));
     if (limit > 0 && double(verified.ranks[rank].peakMemoryBytes) > limit)

@@ -72,7 +72,15 @@ std::string memoryAdvice(const Schedule &s, const VerifyOptions &options,
                       std::to_string(needed) +
                       ": the resident bytes spread thinner)");
   }
-  if (!levers.recompute && transient >= worstOver)
+  // Recomputation keeps a stage's inputs instead of its activations: the
+  // fullest moment then holds one microbatch's activations, not one per
+  // microbatch in flight.
+  double stashed = 0;
+  for (int c = 0; c < s.chunks; ++c)
+    stashed += double(s.stage(worst, c).activationBytes);
+  double recomputeSaves =
+      std::max(0, result.ranks[size_t(worst)].peakStashes - 1) * stashed;
+  if (!levers.recompute && recomputeSaves >= worstOver)
     levers_.push_back("--recompute auto (recomputes activations in the "
                       "backward instead of stashing them)");
   if (!levers.bf16 && transient / 2 >= worstOver)

@@ -561,7 +561,8 @@ void RankReplay::track(double delta, int i) {
 void RankReplay::runScratch(int i) {
   if (!options.computeScratchBytes)
     return;
-  double scratch = options.computeScratchBytes(r, program[i]);
+  double scratch = options.computeScratchBytes(
+      s.virtualStage(r, program[i].chunk), program[i]);
   track(scratch, i);
   memory -= scratch;
 }

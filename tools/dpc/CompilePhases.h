@@ -106,16 +106,22 @@ bool completePlan(mlir::ModuleOp module, const fs::path &planPath,
                   const fs::path &schedulePath, bool inference);
 
 /// `--recompute auto`: the stages to recompute are those of every rank
-/// whose peak without recomputation exceeds `limit`, the peak the verifier
-/// holds against --memory-limit (parameters with their gradients and
-/// optimizer state, stash slots of the microbatches in flight, transfer
-/// buffers). Found by running the phases up to build-schedule on a copy of
-/// `module` with no stage recomputed (`runPhases` writes the schedule to
-/// `schedulePath`). All chunks of such a rank are recomputed. Nothing when
-/// a phase fails (it has said why).
+/// whose peak without recomputation exceeds `limit` (or its device's
+/// memory) and whose peak with it is lower. Peaks are plan-memory's, the
+/// ones held to the limits (parameters with their gradients and optimizer
+/// state, stash slots of the microbatches in flight, transfer buffers, and
+/// the arena of the segment running): recomputation shrinks the stashes
+/// but runs the forward again inside the backward's arena, so a rank with
+/// one microbatch in flight (the last) can only grow. Found by running the
+/// phases up to plan-memory on copies of `module` (`runPhases` runs
+/// `pipeline` as it is when called), with no stage recomputed, then, when
+/// a rank is over, with every stage, and no rank held to a limit; `pipeline`
+/// is left as it was. All chunks of such a rank are recomputed. Nothing
+/// when a phase fails (it has said why).
 std::optional<std::vector<int64_t>>
 stagesOverLimit(mlir::ModuleOp module, double limit,
-                const std::string &schedulePath, const PhaseRunner &runPhases);
+                mlir::dpc::PipelineOptions &pipeline,
+                const PhaseRunner &runPhases);
 
 //===----------------------------------------------------------------------===//
 // CompileOutputs.cpp: the files of the output directory

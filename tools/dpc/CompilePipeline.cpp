@@ -328,8 +328,8 @@ int runPipeline(const CompileOptions &options, mlir::MLIRContext &context,
     pipeline.profileLength = buckets.shapes[buckets.primary].length;
   }
   if (options.recompute == "auto") {
-    std::optional<std::vector<int64_t>> stages = stagesOverLimit(
-        *module, options.memoryLimit, pipeline.scheduleOutput, runPhases);
+    std::optional<std::vector<int64_t>> stages =
+        stagesOverLimit(*module, options.memoryLimit, pipeline, runPhases);
     if (!stages)
       return cli::kUsageError;
     pipeline.recomputeStages = *stages;
@@ -345,7 +345,7 @@ int runPipeline(const CompileOptions &options, mlir::MLIRContext &context,
         return true;
       })) {
     if (options.recompute != "none" &&
-        llvm::StringRef(current) == "verify-schedule")
+        (current == "verify-schedule" || current == "plan-memory"))
       std::cerr << "dpc compile: --memory-limit is too low even with "
                    "--recompute "
                 << options.recompute << " (above)\n";

@@ -5,18 +5,20 @@
 // and the planned peaks; compile.json, the options `dpc run --adapt`
 // compiles with again; and for --recompute auto, the stages whose ranks
 // would exceed --memory-limit, from a probe of the pipeline up to
-// build-schedule and the schedule verifier.
+// plan-memory.
 //
 //===----------------------------------------------------------------------===//
 
 #include "CompilePhases.h"
 
 #include "dialects/pipe/IR/PipeDialect.h"
+#include "passes/StageInfo.h"
 
 #include "dpc/schedule/Schedule.h"
 #include "dpc/schedule/Verifier.h"
 
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/ScopeExit.h"
 
 #include <algorithm>
 #include <fstream>
@@ -92,40 +94,85 @@ bool completePlan(mlir::ModuleOp module, const fs::path &planPath,
   return writeText(planPath, plan.dump(2) + "\n");
 }
 
-/// `--recompute auto`: the stages to recompute are those of every rank
-/// whose peak without recomputation exceeds `limit`, the peak the verifier
-/// holds against --memory-limit (parameters with their gradients and
-/// optimizer state, stash slots of the microbatches in flight, transfer
-/// buffers). Found by running the phases up to build-schedule on a copy of
-/// `module` with no stage recomputed (`runPhases` writes the schedule to
-/// `schedulePath`). All chunks of such a rank are recomputed. Nothing when
-/// a phase fails (it has said why).
-std::optional<std::vector<int64_t>> stagesOverLimit(
-    mlir::ModuleOp module, double limit, const std::string &schedulePath,
-    const std::function<bool(mlir::ModuleOp,
-                             const std::function<bool(llvm::StringRef)> &)>
-        &runPhases) {
-  mlir::OwningOpRef<mlir::ModuleOp> probe = module.clone();
-  bool scheduled = false;
-  runPhases(*probe, [&](llvm::StringRef phase) {
-    scheduled |= phase == "build-schedule";
-    return !scheduled;
-  });
-  if (!scheduled)
-    return std::nullopt;
+namespace {
+
+/// Each rank's peak (plan-memory's, arenas counted), the schedule and the
+/// ranks' limits (`limit`, or their devices' memory), from the pipeline run
+/// on a copy of `module` up to plan-memory; nullopt when a phase fails (it
+/// has said why).
+struct Probe {
+  std::vector<int64_t> peaks;
   dpc::schedule::Schedule streams;
-  if (std::string error =
-          dpc::schedule::readScheduleFile(schedulePath, streams);
-      !error.empty()) {
+  dpc::schedule::VerifyOptions limits;
+};
+
+std::optional<Probe> probePeaks(mlir::ModuleOp module, double limit,
+                                const std::string &schedulePath,
+                                const PhaseRunner &runPhases) {
+  mlir::OwningOpRef<mlir::ModuleOp> probe = module.clone();
+  bool planned = false;
+  runPhases(*probe, [&](llvm::StringRef phase) {
+    planned |= phase == "plan-memory";
+    return !planned;
+  });
+  if (!planned)
+    return std::nullopt;
+  auto peaks =
+      (*probe)->getAttrOfType<mlir::DenseI64ArrayAttr>("pipe.peak_memory");
+  Probe result;
+  std::string error =
+      dpc::schedule::readScheduleFile(schedulePath, result.streams);
+  if (error.empty() && (!peaks || int(peaks.size()) != result.streams.ranks))
+    error = "plan-memory gave no peak for each rank";
+  if (!error.empty()) {
     std::cerr << "dpc compile: --recompute auto: " << error << "\n";
     return std::nullopt;
   }
-  dpc::schedule::VerifyResult verified = dpc::schedule::verifySchedule(streams);
+  result.peaks.assign(peaks.asArrayRef().begin(), peaks.asArrayRef().end());
+  result.limits = mlir::dpc::memoryLimitsOf(*probe, limit);
+  return result;
+}
+
+} // namespace
+
+std::optional<std::vector<int64_t>>
+stagesOverLimit(mlir::ModuleOp module, double limit,
+                mlir::dpc::PipelineOptions &pipeline,
+                const PhaseRunner &runPhases) {
+  // Probes measure: no rank is held to a limit while they run.
+  pipeline.checkMemory = false;
+  std::string kind = pipeline.recompute;
+  std::vector<int64_t> given(pipeline.recomputeStages.begin(),
+                             pipeline.recomputeStages.end());
+  auto restore = llvm::make_scope_exit([&] {
+    pipeline.checkMemory = true;
+    pipeline.recompute = kind;
+    pipeline.recomputeStages = given;
+  });
+  pipeline.recompute = "auto";
+  pipeline.recomputeStages.clear();
+  std::optional<Probe> plain =
+      probePeaks(module, limit, pipeline.scheduleOutput, runPhases);
+  if (!plain)
+    return std::nullopt;
+  std::vector<int> over;
+  for (auto [rank, peak] : llvm::enumerate(plain->peaks)) {
+    double own = plain->limits.memoryLimitOf(int(rank));
+    if (own > 0 && double(peak) > own)
+      over.push_back(int(rank));
+  }
+  if (over.empty())
+    return std::vector<int64_t>{};
+  pipeline.recompute = "all";
+  std::optional<Probe> recomputed =
+      probePeaks(module, limit, pipeline.scheduleOutput, runPhases);
+  if (!recomputed)
+    return std::nullopt;
   std::vector<int64_t> stages;
-  for (auto [rank, stats] : llvm::enumerate(verified.ranks))
-    if (double(stats.peakMemoryBytes) > limit)
-      for (int chunk = 0; chunk < streams.chunks; ++chunk)
-        stages.push_back(streams.virtualStage(rank, chunk));
+  for (int rank : over)
+    if (recomputed->peaks[size_t(rank)] < plain->peaks[size_t(rank)])
+      for (int chunk = 0; chunk < plain->streams.chunks; ++chunk)
+        stages.push_back(plain->streams.virtualStage(rank, chunk));
   llvm::sort(stages);
   stages.erase(std::unique(stages.begin(), stages.end()), stages.end());
   return stages;

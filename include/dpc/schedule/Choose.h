@@ -31,12 +31,12 @@ constexpr double kAutoScheduleMinGain = 0.02;
 /// Builds every candidate (the options of one kind each, in order of
 /// preference), simulates it on `machine` (as build-schedule's prediction:
 /// the measured latencies, the cores the ranks share), and returns the
-/// index of
-/// the one with the shortest step among those whose every rank's peak memory
-/// fits `memory`'s limits, a later one winning only by more than
+/// index of the one with the shortest step among those whose every rank's
+/// peak memory (with `memory`'s computeScratchBytes counted) fits
+/// `memory`'s limits, a later one winning only by more than
 /// kAutoScheduleMinGain. When none fits, returns 0, the first, whose memory
-/// verify-schedule then reports. Returns -1 with `error` set when a candidate
-/// cannot be built or simulated.
+/// verify-schedule or plan-memory then reports. Returns -1 with `error` set
+/// when a candidate cannot be built or simulated.
 int chooseFastestSchedule(const std::vector<BuildOptions> &candidates,
                           const SimulateOptions &machine,
                           const VerifyOptions &memory, std::string &error);

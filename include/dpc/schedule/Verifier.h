@@ -92,9 +92,10 @@ struct VerifyOptions {
   /// absent or 0 = none. A rank is held to the smaller of both.
   std::vector<double> rankMemoryLimits;
   /// Scratch memory a compute instruction uses while it runs (plan-memory:
-  /// its segment's arena), by rank; absent = none. It counts toward the
-  /// peak at that instruction only.
-  std::function<double(int rank, const Instruction &)> computeScratchBytes;
+  /// its segment's arena), by the virtual stage it computes; absent = none.
+  /// It counts toward the peak at that instruction only.
+  std::function<double(int virtualStage, const Instruction &)>
+      computeScratchBytes;
   double memoryLimitOf(int rank) const {
     double own = rank >= 0 && size_t(rank) < rankMemoryLimits.size()
                      ? rankMemoryLimits[size_t(rank)]

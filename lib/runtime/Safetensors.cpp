@@ -406,7 +406,9 @@ bool streamSafetensors(int fd, const TensorFile &file) {
   if (!writeAll(fd, lengthPrefix(header).data(), 8) ||
       !writeAll(fd, header.data(), header.size()))
     return false;
-  constexpr size_t kPiece = size_t(64) << 20;
+  // A piece of a mapped tensor stays resident until given back: small
+  // pieces keep a large tensor from counting whole in the writer's RSS.
+  constexpr size_t kPiece = size_t(8) << 20;
   size_t k = 0;
   for (const auto &entry : file.tensors) {
     const Tensor &tensor = entry.second;

@@ -51,6 +51,19 @@ def tree_rss(root):
     return total
 
 
+def anon_rss(pid):
+    """The RssAnon of `pid` in bytes (its private memory, without the
+    shared libraries' resident code), or 0."""
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("RssAnon:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0
+
+
 def _first_line(path):
     try:
         with open(path) as f:
@@ -61,17 +74,20 @@ def _first_line(path):
 
 def run(command, env=None, first_line_of=None, sample_tree=False):
     """Runs `command` and returns {"rc", "seconds", "maxrss" (bytes),
-    "stdout", "stderr" (their last 20,000 characters), and with
-    `first_line_of` "first_line_s" (seconds from the start until that file
-    held a whole line; None if never), with `sample_tree` "tree_rss_peak"
-    (bytes)}."""
+    "anon_peak" (the largest RssAnon of the command's own process seen,
+    sampled every 20 ms), "stdout", "stderr" (their last 20,000
+    characters), and with `first_line_of` "first_line_s" (seconds from the
+    start until that file held a whole line; None if never), with
+    `sample_tree` "tree_rss_peak" (bytes)}."""
     with tempfile.TemporaryFile("w+") as out, \
             tempfile.TemporaryFile("w+") as err:
         started = time.perf_counter()
         process = subprocess.Popen(command, env=env, stdout=out, stderr=err,
                                    stdin=subprocess.DEVNULL, text=True)
         first_line_s, tree_peak, next_sample = None, 0, 0.0
+        anon_peak = 0
         while True:
+            anon_peak = max(anon_peak, anon_rss(process.pid))
             pid, status, usage = os.wait4(process.pid, os.WNOHANG)
             now = time.perf_counter() - started
             if pid:
@@ -92,6 +108,7 @@ def run(command, env=None, first_line_of=None, sample_tree=False):
         err.seek(0)
         result = {"rc": process.returncode, "seconds": seconds,
                   "maxrss": usage.ru_maxrss * 1024,
+                  "anon_peak": anon_peak,
                   "stdout": out.read()[-20000:],
                   "stderr": err.read()[-20000:]}
     if first_line_of:

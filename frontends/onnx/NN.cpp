@@ -64,7 +64,7 @@ namespace {
 // which gives the same sums in the same order.
 struct ConvNode {
   Value input, filter, bias;
-  size_t spatial = 0; // the node's own spatial rank, 1 or 2
+  size_t spatial = 0; // the node's own spatial rank, 1 to 3
   std::vector<int64_t> kernel, strides, dilations, pads;
   int64_t groups = 1;
 };
@@ -97,10 +97,10 @@ readConvNode(Importer &im, const onnx::NodeProto &node, StringRef what) {
   c.input = *input;
   c.filter = *filter;
   ArrayRef<int64_t> inShape = shapeOf(c.input), wShape = shapeOf(c.filter);
-  if (inShape.size() != 3 && inShape.size() != 4)
-    return im.nodeError(node) << "only 1-D and 2-D convolutions (rank-3 or "
-                                 "rank-4 input) are supported, got input of "
-                                 "shape "
+  if (inShape.size() < 3 || inShape.size() > 5)
+    return im.nodeError(node) << "only 1-D, 2-D and 3-D convolutions (rank-3 "
+                                 "to rank-5 input) are supported, got input "
+                                 "of shape "
                               << nn::formatShape(inShape);
   if (wShape.size() != inShape.size())
     return im.nodeError(node)
@@ -170,12 +170,21 @@ static LogicalResult importConv(Importer &im, const onnx::NodeProto &node) {
     return im.nodeError(node) << "expects " << 2 * c->spatial << " pads";
   c->pads = std::move(*pads);
   liftConvNode(im, node, *c);
-  FailureOr<nn::Shape> shape = nn::inferConv2dShape(
-      shapeOf(c->input), shapeOf(c->filter), c->strides, c->pads, c->dilations,
-      c->groups, [&] { return im.nodeError(node); });
+  size_t spatial = shapeOf(c->input).size() - 2;
+  FailureOr<nn::Shape> shape = nn::inferConvShape(
+      spatial, shapeOf(c->input), shapeOf(c->filter), c->strides, c->pads,
+      c->dilations, c->groups, [&] { return im.nodeError(node); });
   if (failed(shape))
     return failure();
   auto type = im.tensorType(*shape, elementOf(c->input));
+  if (spatial == 3)
+    return im.define(node,
+                     im.builder.create<nn::Conv3dOp>(
+                         im.locOf(node), type, c->input, c->filter, c->bias,
+                         im.builder.getDenseI64ArrayAttr(c->strides),
+                         im.builder.getDenseI64ArrayAttr(c->pads),
+                         im.builder.getDenseI64ArrayAttr(c->dilations),
+                         im.builder.getI64IntegerAttr(c->groups)));
   Value result = im.builder.create<nn::Conv2dOp>(
       im.locOf(node), type, c->input, c->filter, c->bias,
       im.builder.getDenseI64ArrayAttr(c->strides),
@@ -255,11 +264,23 @@ static LogicalResult importConvTranspose(Importer &im,
   if (failed(convTransposePads(im, node, *c, outputPadding)))
     return failure();
   liftConvNode(im, node, *c, &outputPadding);
-  FailureOr<nn::Shape> shape = nn::inferConvTranspose2dShape(
-      shapeOf(c->input), shapeOf(c->filter), c->strides, c->pads, c->dilations,
-      outputPadding, c->groups, [&] { return im.nodeError(node); });
+  size_t spatial = shapeOf(c->input).size() - 2;
+  FailureOr<nn::Shape> shape = nn::inferConvTransposeShape(
+      spatial, shapeOf(c->input), shapeOf(c->filter), c->strides, c->pads,
+      c->dilations, outputPadding, c->groups,
+      [&] { return im.nodeError(node); });
   if (failed(shape))
     return failure();
+  if (spatial == 3)
+    return im.define(node, im.builder.create<nn::ConvTranspose3dOp>(
+                               im.locOf(node),
+                               im.tensorType(*shape, elementOf(c->input)),
+                               c->input, c->filter, c->bias,
+                               im.builder.getDenseI64ArrayAttr(c->strides),
+                               im.builder.getDenseI64ArrayAttr(c->pads),
+                               im.builder.getDenseI64ArrayAttr(c->dilations),
+                               im.builder.getI64IntegerAttr(c->groups),
+                               im.builder.getDenseI64ArrayAttr(outputPadding)));
   Value result = im.builder.create<nn::ConvTranspose2dOp>(
       im.locOf(node), im.tensorType(*shape, elementOf(c->input)), c->input,
       c->filter, c->bias, im.builder.getDenseI64ArrayAttr(c->strides),

@@ -37,6 +37,20 @@ dpc_conv_params convParams(ConvLikeOp op, Value x, Value y,
   return p;
 }
 
+// A 3-D convolution's attributes as the ABI's params (plain layouts).
+template <typename ConvLikeOp>
+dpc_conv3d_params conv3dParams(ConvLikeOp op, bool accumulate = false) {
+  ArrayRef<int64_t> s = op.getStrides(), p = op.getPads(),
+                    d = op.getDilations();
+  return {s[0],           s[1],
+          s[2],           p[0],
+          p[1],           p[2],
+          p[3],           p[4],
+          p[5],           d[0],
+          d[1],           d[2],
+          op.getGroups(), accumulate ? int64_t(DPC_CONV_ACCUMULATE_DW) : 0};
+}
+
 // The ABI kernel of a convolution pass: its _winograd form for that
 // algorithm (f32 only: select-conv-algorithm leaves a bf16 build direct),
 // else the precision's.
@@ -124,6 +138,43 @@ void lowering::populateMatmulConvLowerings(RuntimeLoweringTable &table) {
          rt.constParams(convParams(conv, conv.getResult(), conv.getInput()))});
     rt.define(conv, y);
   });
+  table.add<nn::Conv3dOp>([](nn::Conv3dOp conv, RuntimeLowering &rt) {
+    Ptr y = rt.alloc(conv);
+    rt.call<abi::dpc_conv3d>(
+        {rt.ptrOf(conv.getInput()), rt.shape(conv.getInput()),
+         rt.ptrOf(conv.getFilter()), rt.shape(conv.getFilter()),
+         conv.getBias() ? rt.ptrOf(conv.getBias()) : rt.nullPtr(), y,
+         rt.shape(conv), rt.constParams(conv3dParams(conv))});
+    rt.define(conv, y);
+  });
+  table.add<nn::Conv3dGradInputOp>(
+      [](nn::Conv3dGradInputOp grad, RuntimeLowering &rt) {
+        Ptr dx = rt.alloc(grad);
+        rt.call<abi::dpc_conv3d_grad_input>(
+            {rt.ptrOf(grad.getResultGrad()), rt.shape(grad.getResultGrad()),
+             rt.ptrOf(grad.getFilter()), rt.shape(grad.getFilter()), dx,
+             rt.shape(grad), rt.constParams(conv3dParams(grad))});
+        rt.define(grad, dx);
+      });
+  table.add<nn::Conv3dGradFilterOp>(
+      [](nn::Conv3dGradFilterOp grad, RuntimeLowering &rt) {
+        Ptr dw = rt.alloc(grad);
+        rt.call<abi::dpc_conv3d_grad_filter>(
+            {rt.ptrOf(grad.getResultGrad()), rt.shape(grad.getResultGrad()),
+             rt.ptrOf(grad.getInput()), rt.shape(grad.getInput()), dw,
+             rt.shape(grad), rt.constParams(conv3dParams(grad))});
+        rt.define(grad, dw);
+      });
+  table.add<nn::ConvTranspose3dOp>(
+      [](nn::ConvTranspose3dOp conv, RuntimeLowering &rt) {
+        Ptr y = rt.alloc(conv);
+        rt.call<abi::dpc_conv_transpose3d>(
+            {rt.ptrOf(conv.getInput()), rt.shape(conv.getInput()),
+             rt.ptrOf(conv.getFilter()), rt.shape(conv.getFilter()),
+             conv.getBias() ? rt.ptrOf(conv.getBias()) : rt.nullPtr(), y,
+             rt.shape(conv), rt.constParams(conv3dParams(conv))});
+        rt.define(conv, y);
+      });
   table.add<nn::Conv2dGradBiasOp>(
       [](nn::Conv2dGradBiasOp grad, RuntimeLowering &rt) {
         Ptr db = rt.alloc(grad);
@@ -134,6 +185,12 @@ void lowering::populateMatmulConvLowerings(RuntimeLoweringTable &table) {
           rt.call<abi::dpc_batch_norm_grad_bias>(
               {rt.ptrOf(dy), rt.i64(shape[0]), rt.i64(shape[1]),
                rt.i64(shape[2] * shape[3]), rt.i64(nn::kChannelBlock), db});
+        } else if (shapeOf(dy).size() == 5) {
+          // A 3-D convolution's: depth and height summed as one dimension.
+          ArrayRef<int64_t> s = shapeOf(dy);
+          rt.call<abi::dpc_conv2d_grad_bias>(
+              {rt.ptrOf(dy), rt.constArray({s[0], s[1], s[2] * s[3], s[4]}),
+               db});
         } else {
           rt.call<abi::dpc_conv2d_grad_bias>({rt.ptrOf(dy), rt.shape(dy), db});
         }

@@ -2,7 +2,8 @@
 //
 // The convolution kernels: forward (with bias), input gradient and filter
 // gradient, each direct or Winograd's F(4x4, 3x3) and in f32 or bf16, and
-// ONNX ConvTranspose (oneDNN's deconvolution, f32), on
+// ONNX ConvTranspose (oneDNN's deconvolution, f32); and the same in 3-D
+// (f32, direct, plain layouts), on
 // oneDNN primitives that pick their own layouts, cached by shape; filters
 // that are parameters are reordered once per write (ParamEpochs.h). Also
 // dpc_relayout, between the plain and the channel-blocked (nChw16c)
@@ -32,6 +33,10 @@ struct ConvGeometry {
   // Which activations the caller's buffers hold channel-blocked
   // (dpc_conv_layouts); the primitive does not depend on it.
   int64_t layouts;
+  // A 3-D convolution's depth: input, filter and output extents, stride,
+  // front and back pads, dilation (a 2-D one has none).
+  bool volumetric = false;
+  int64_t d = 1, kd = 1, od = 1, sd = 1, pf = 0, pk = 0, dd = 1;
 };
 
 ConvGeometry convGeometry(const char *kernel, const int64_t *x,
@@ -67,14 +72,80 @@ ConvGeometry convGeometry(const char *kernel, const int64_t *x,
   return g;
 }
 
+/// The geometry of a 3-D convolution of x (NCDHW) by w (OIDHW) into y, in
+/// plain layouts (only DPC_CONV_ACCUMULATE_DW may be set).
+ConvGeometry convGeometry3d(const char *kernel, const int64_t *x,
+                            const int64_t *w, const int64_t *y,
+                            const dpc_conv3d_params *p) {
+  ConvGeometry g{x[0],          x[1],          x[3],         x[4],
+                 w[0],          w[3],          w[4],         y[3],
+                 y[4],          p->stride_h,   p->stride_w,  p->pad_top,
+                 p->pad_left,   p->pad_bottom, p->pad_right, p->dilation_h,
+                 p->dilation_w, p->groups,     p->layouts};
+  g.volumetric = true;
+  g.d = x[2];
+  g.kd = w[2];
+  g.od = y[2];
+  g.sd = p->stride_d;
+  g.pf = p->pad_front;
+  g.pk = p->pad_back;
+  g.dd = p->dilation_d;
+  std::string shapes = "input " + shapeText(x, 5) + ", filter " +
+                       shapeText(w, 5) + ", output " + shapeText(y, 5);
+  if (g.layouts & ~int64_t(DPC_CONV_ACCUMULATE_DW))
+    fail(kernel, shapes + ": bad layouts " + std::to_string(g.layouts));
+  if (g.groups < 1 || g.c % g.groups || g.o % g.groups ||
+      w[1] * g.groups != g.c)
+    fail(kernel, shapes + ": filter channels do not match " +
+                     std::to_string(g.groups) + " groups");
+  const int64_t in[3] = {g.d, g.h, g.w}, k[3] = {g.kd, g.kh, g.kw},
+                s[3] = {g.sd, g.sh, g.sw}, dil[3] = {g.dd, g.dh, g.dw},
+                begin[3] = {g.pf, g.pt, g.pl}, end[3] = {g.pk, g.pb, g.pr};
+  std::string expected = "[" + std::to_string(g.n) + "," + std::to_string(g.o);
+  bool sizesMatch = y[0] == g.n && y[1] == g.o;
+  for (int i = 0; i < 3; ++i) {
+    if (s[i] < 1 || dil[i] < 1 || begin[i] < 0 || end[i] < 0)
+      fail(kernel, shapes + ": bad strides, dilations or pads");
+    int64_t size =
+        (in[i] + begin[i] + end[i] - dil[i] * (k[i] - 1) - 1) / s[i] + 1;
+    expected += "," + std::to_string(size);
+    sizesMatch = sizesMatch && y[2 + i] == size;
+  }
+  if (!sizesMatch)
+    fail(kernel, shapes + ": the output should be " + expected + "]");
+  return g;
+}
+
 struct ConvDescs {
   dnnl::memory::desc src, weights, bias, dst;
   dims strides, dilates, padL, padR;
 };
 
+/// The descriptors of a 3-D convolution's buffers: NCDHW activations and
+/// OIDHW filters (goidhw by group).
+ConvDescs convDescs3d(const ConvGeometry &g) {
+  ConvDescs d;
+  d.src = {{g.n, g.c, g.d, g.h, g.w}, dt::f32, tag::ncdhw};
+  d.dst = {{g.n, g.o, g.od, g.oh, g.ow}, dt::f32, tag::ncdhw};
+  d.weights = g.groups == 1
+                  ? dnnl::memory::desc({g.o, g.c, g.kd, g.kh, g.kw}, dt::f32,
+                                       tag::oidhw)
+                  : dnnl::memory::desc({g.groups, g.o / g.groups,
+                                        g.c / g.groups, g.kd, g.kh, g.kw},
+                                       dt::f32, tag::goidhw);
+  d.bias = {{g.o}, dt::f32, tag::x};
+  d.strides = {g.sd, g.sh, g.sw};
+  d.dilates = {g.dd - 1, g.dh - 1, g.dw - 1};
+  d.padL = {g.pf, g.pt, g.pl};
+  d.padR = {g.pk, g.pb, g.pr};
+  return d;
+}
+
 /// The descriptors of the caller's buffers: NCHW activations, or nChw16c
 /// where g.layouts says, and OIHW filters.
 ConvDescs convDescs(const ConvGeometry &g) {
+  if (g.volumetric)
+    return convDescs3d(g);
   ConvDescs d;
   auto activation = [](bool blocked) {
     return blocked ? tag::nChw16c : tag::nchw;
@@ -185,8 +256,19 @@ ConvDescs hintLayouts(const ConvDescs &d, Precision precision) {
 /// KH, KW) is oneDNN's deconvolution weights (Cout, Cin, KH, KW) stored
 /// input channels first: iohw, or giohw by group.
 ConvDescs transposedDescs(const ConvGeometry &g) {
-  ConvDescs d = convDescs(g);
-  ConvDescs t = d;
+  ConvDescs t = convDescs(g);
+  if (g.volumetric) {
+    t.src = {{g.n, g.o, g.od, g.oh, g.ow}, dt::f32, tag::ncdhw};
+    t.dst = {{g.n, g.c, g.d, g.h, g.w}, dt::f32, tag::ncdhw};
+    t.weights = g.groups == 1
+                    ? dnnl::memory::desc({g.c, g.o, g.kd, g.kh, g.kw}, dt::f32,
+                                         tag::iodhw)
+                    : dnnl::memory::desc({g.groups, g.c / g.groups,
+                                          g.o / g.groups, g.kd, g.kh, g.kw},
+                                         dt::f32, tag::giodhw);
+    t.bias = {{g.c}, dt::f32, tag::x};
+    return t;
+  }
   t.src = {{g.n, g.o, g.oh, g.ow}, dt::f32, tag::nchw};
   t.dst = {{g.n, g.c, g.h, g.w}, dt::f32, tag::nchw};
   t.weights = g.groups == 1 ? dnnl::memory::desc({g.c, g.o, g.kh, g.kw},
@@ -274,8 +356,8 @@ ConvPrimitive createConvPrimitive(ConvKind kind, Precision precision,
 /// neither, and the ABI runs such a call on the direct kernels.
 bool winogradTakes(const ConvGeometry &g) {
   bool evenPads = g.pt == g.pb && g.pl == g.pr && g.pt == g.pl && g.pt <= 1;
-  return g.kh == 3 && g.kw == 3 && g.sh == 1 && g.sw == 1 && g.dh == 1 &&
-         g.dw == 1 && g.groups == 1 && evenPads;
+  return !g.volumetric && g.kh == 3 && g.kw == 3 && g.sh == 1 && g.sw == 1 &&
+         g.dh == 1 && g.dw == 1 && g.groups == 1 && evenPads;
 }
 
 /// Primitives by kind, algorithm and geometry: the same shapes recur every
@@ -309,7 +391,15 @@ ConvPrimitive &convPrimitive(ConvKind kind, Precision precision,
                               g.pr,
                               g.dh,
                               g.dw,
-                              g.groups};
+                              g.groups,
+                              int64_t(g.volumetric),
+                              g.d,
+                              g.kd,
+                              g.od,
+                              g.sd,
+                              g.pf,
+                              g.pk,
+                              g.dd};
   std::lock_guard<std::mutex> lock(mutex);
   auto it = cache.find(key);
   if (it != cache.end())
@@ -442,11 +532,9 @@ void refuseAccumulate(const char *kernel, const ConvGeometry &g) {
     fail(kernel, "only a filter gradient accumulates");
 }
 
-void conv2d(const char *kernel, Precision precision, ConvAlgorithm algorithm,
-            const float *x, const int64_t *x_shape, const float *w,
-            const int64_t *w_shape, const float *bias, float *y,
-            const int64_t *y_shape, const dpc_conv_params *params) {
-  ConvGeometry g = convGeometry(kernel, x_shape, w_shape, y_shape, params);
+void convForward(const char *kernel, Precision precision,
+                 ConvAlgorithm algorithm, const ConvGeometry &g, const float *x,
+                 const float *w, const float *bias, float *y) {
   refuseAccumulate(kernel, g);
   ConvDescs d = convDescs(g);
   std::vector<ConvArg> args = {{DNNL_ARG_SRC, d.src, x},
@@ -458,12 +546,9 @@ void conv2d(const char *kernel, Precision precision, ConvAlgorithm algorithm,
           effective(precision), algorithm, g, args);
 }
 
-void conv2dGradInput(const char *kernel, Precision precision,
-                     ConvAlgorithm algorithm, const float *dy,
-                     const int64_t *dy_shape, const float *w,
-                     const int64_t *w_shape, float *dx, const int64_t *dx_shape,
-                     const dpc_conv_params *params) {
-  ConvGeometry g = convGeometry(kernel, dx_shape, w_shape, dy_shape, params);
+void convGradInput(const char *kernel, Precision precision,
+                   ConvAlgorithm algorithm, const ConvGeometry &g,
+                   const float *dy, const float *w, float *dx) {
   refuseAccumulate(kernel, g);
   ConvDescs d = convDescs(g);
   runConv(kernel, ConvKind::Data, effective(precision), algorithm, g,
@@ -472,12 +557,9 @@ void conv2dGradInput(const char *kernel, Precision precision,
            {DNNL_ARG_DIFF_SRC, d.src, dx, /*output=*/true}});
 }
 
-void conv2dGradFilter(const char *kernel, Precision precision,
-                      ConvAlgorithm algorithm, const float *dy,
-                      const int64_t *dy_shape, const float *x,
-                      const int64_t *x_shape, float *dw,
-                      const int64_t *dw_shape, const dpc_conv_params *params) {
-  ConvGeometry g = convGeometry(kernel, x_shape, dw_shape, dy_shape, params);
+void convGradFilter(const char *kernel, Precision precision,
+                    ConvAlgorithm algorithm, const ConvGeometry &g,
+                    const float *dy, const float *x, float *dw) {
   ConvDescs d = convDescs(g);
   bool accumulate = g.layouts & DPC_CONV_ACCUMULATE_DW;
   runConv(
@@ -487,30 +569,30 @@ void conv2dGradFilter(const char *kernel, Precision precision,
        {DNNL_ARG_DIFF_WEIGHTS, d.weights, dw, /*output=*/true, accumulate}});
 }
 
-/// ONNX ConvTranspose of x by w (+ bias) into y: the deconvolution whose
-/// geometry is that of the conv2d with input y, filter w and output x.
-void convTranspose2d(const char *kernel, const float *x, const int64_t *x_shape,
-                     const float *w, const int64_t *w_shape, const float *bias,
-                     float *y, const int64_t *y_shape,
-                     const dpc_conv_params *params) {
-  // Each output size is the natural one plus an output padding below the
-  // stride: the sizes whose convolution gives x back.
-  const int64_t strides[2] = {params->stride_h, params->stride_w};
-  const int64_t padSums[2] = {params->pad_top + params->pad_bottom,
-                              params->pad_left + params->pad_right};
-  const int64_t dilations[2] = {params->dilation_h, params->dilation_w};
-  for (int i = 0; i < 2; ++i) {
-    int64_t natural = (x_shape[2 + i] - 1) * strides[i] - padSums[i] +
-                      dilations[i] * (w_shape[2 + i] - 1) + 1;
-    if (strides[i] < 1 || y_shape[2 + i] < natural ||
-        y_shape[2 + i] >= natural + strides[i])
-      fail(kernel, "input " + shapeText(x_shape, 4) + ", filter " +
-                       shapeText(w_shape, 4) + ": output " +
-                       shapeText(y_shape, 4) +
+/// Refuses a transposed convolution's output y unless each of its `rank` -
+/// 2 spatial sizes is the natural one plus an output padding below the
+/// stride (the sizes whose convolution gives x back).
+void checkTransposedOutput(const char *kernel, int rank, const int64_t *x,
+                           const int64_t *w, const int64_t *y,
+                           const int64_t *strides, const int64_t *padSums,
+                           const int64_t *dilations) {
+  for (int i = 0; i < rank - 2; ++i) {
+    int64_t natural = (x[2 + i] - 1) * strides[i] - padSums[i] +
+                      dilations[i] * (w[2 + i] - 1) + 1;
+    if (strides[i] < 1 || y[2 + i] < natural ||
+        y[2 + i] >= natural + strides[i])
+      fail(kernel, "input " + shapeText(x, rank) + ", filter " +
+                       shapeText(w, rank) + ": output " + shapeText(y, rank) +
                        " is not the natural size plus an output padding "
                        "below the stride");
   }
-  ConvGeometry g = convGeometry(kernel, y_shape, w_shape, x_shape, params);
+}
+
+/// ONNX ConvTranspose of x by w (+ bias) into y: the deconvolution whose
+/// geometry `g` is that of the convolution with input y, filter w and
+/// output x.
+void convTransposed(const char *kernel, const ConvGeometry &g, const float *x,
+                    const float *w, const float *bias, float *y) {
   if (g.layouts)
     fail(kernel,
          "takes plain layouts only, got layouts " + std::to_string(g.layouts));
@@ -524,6 +606,36 @@ void convTranspose2d(const char *kernel, const float *x, const int64_t *x_shape,
           Precision::F32, ConvAlgorithm::Direct, g, args);
 }
 
+// The 2-D kernels' geometry from their params.
+void conv2d(const char *kernel, Precision precision, ConvAlgorithm algorithm,
+            const float *x, const int64_t *x_shape, const float *w,
+            const int64_t *w_shape, const float *bias, float *y,
+            const int64_t *y_shape, const dpc_conv_params *params) {
+  convForward(kernel, precision, algorithm,
+              convGeometry(kernel, x_shape, w_shape, y_shape, params), x, w,
+              bias, y);
+}
+
+void conv2dGradInput(const char *kernel, Precision precision,
+                     ConvAlgorithm algorithm, const float *dy,
+                     const int64_t *dy_shape, const float *w,
+                     const int64_t *w_shape, float *dx, const int64_t *dx_shape,
+                     const dpc_conv_params *params) {
+  convGradInput(kernel, precision, algorithm,
+                convGeometry(kernel, dx_shape, w_shape, dy_shape, params), dy,
+                w, dx);
+}
+
+void conv2dGradFilter(const char *kernel, Precision precision,
+                      ConvAlgorithm algorithm, const float *dy,
+                      const int64_t *dy_shape, const float *x,
+                      const int64_t *x_shape, float *dw,
+                      const int64_t *dw_shape, const dpc_conv_params *params) {
+  convGradFilter(kernel, precision, algorithm,
+                 convGeometry(kernel, x_shape, dw_shape, dy_shape, params), dy,
+                 x, dw);
+}
+
 } // namespace
 
 extern "C" {
@@ -531,9 +643,61 @@ extern "C" {
 void dpc_conv_transpose2d(const float *x, const int64_t *x_shape,
                           const float *w, const int64_t *w_shape,
                           const float *bias, float *y, const int64_t *y_shape,
-                          const dpc_conv_params *params) {
-  convTranspose2d("dpc_conv_transpose2d", x, x_shape, w, w_shape, bias, y,
-                  y_shape, params);
+                          const dpc_conv_params *p) {
+  const char *kernel = "dpc_conv_transpose2d";
+  const int64_t strides[2] = {p->stride_h, p->stride_w},
+                padSums[2] = {p->pad_top + p->pad_bottom,
+                              p->pad_left + p->pad_right},
+                dilations[2] = {p->dilation_h, p->dilation_w};
+  checkTransposedOutput(kernel, 4, x_shape, w_shape, y_shape, strides, padSums,
+                        dilations);
+  convTransposed(kernel, convGeometry(kernel, y_shape, w_shape, x_shape, p), x,
+                 w, bias, y);
+}
+
+void dpc_conv3d(const float *x, const int64_t *x_shape, const float *w,
+                const int64_t *w_shape, const float *bias, float *y,
+                const int64_t *y_shape, const dpc_conv3d_params *params) {
+  const char *kernel = "dpc_conv3d";
+  convForward(kernel, Precision::F32, ConvAlgorithm::Direct,
+              convGeometry3d(kernel, x_shape, w_shape, y_shape, params), x, w,
+              bias, y);
+}
+
+void dpc_conv3d_grad_input(const float *dy, const int64_t *dy_shape,
+                           const float *w, const int64_t *w_shape, float *dx,
+                           const int64_t *dx_shape,
+                           const dpc_conv3d_params *params) {
+  const char *kernel = "dpc_conv3d_grad_input";
+  convGradInput(kernel, Precision::F32, ConvAlgorithm::Direct,
+                convGeometry3d(kernel, dx_shape, w_shape, dy_shape, params), dy,
+                w, dx);
+}
+
+void dpc_conv3d_grad_filter(const float *dy, const int64_t *dy_shape,
+                            const float *x, const int64_t *x_shape, float *dw,
+                            const int64_t *dw_shape,
+                            const dpc_conv3d_params *params) {
+  const char *kernel = "dpc_conv3d_grad_filter";
+  convGradFilter(kernel, Precision::F32, ConvAlgorithm::Direct,
+                 convGeometry3d(kernel, x_shape, dw_shape, dy_shape, params),
+                 dy, x, dw);
+}
+
+void dpc_conv_transpose3d(const float *x, const int64_t *x_shape,
+                          const float *w, const int64_t *w_shape,
+                          const float *bias, float *y, const int64_t *y_shape,
+                          const dpc_conv3d_params *p) {
+  const char *kernel = "dpc_conv_transpose3d";
+  const int64_t strides[3] = {p->stride_d, p->stride_h, p->stride_w},
+                padSums[3] = {p->pad_front + p->pad_back,
+                              p->pad_top + p->pad_bottom,
+                              p->pad_left + p->pad_right},
+                dilations[3] = {p->dilation_d, p->dilation_h, p->dilation_w};
+  checkTransposedOutput(kernel, 5, x_shape, w_shape, y_shape, strides, padSums,
+                        dilations);
+  convTransposed(kernel, convGeometry3d(kernel, y_shape, w_shape, x_shape, p),
+                 x, w, bias, y);
 }
 
 void dpc_conv2d(const float *x, const int64_t *x_shape, const float *w,

@@ -18,7 +18,9 @@
 // padded shape and cropped.
 //
 // dpc_conv_transpose2d, ONNX ConvTranspose, is the input gradient of the
-// convolution it transposes (backward data) plus its bias.
+// convolution it transposes (backward data) plus its bias. The 3-D kernels
+// (dpc_conv3d..., dpc_conv_transpose3d) are the same calls on N-d
+// descriptors, with even pads only.
 //
 // The bias gradient needs no cuDNN: dpc_conv2d_grad_bias sums dy over all
 // but the channel dimension with launchReduce (Elementwise.cu).
@@ -67,6 +69,8 @@ struct Candidate {
 
 struct ConvPlan {
   ConvKind kind;
+  /// The kernel's name, for messages.
+  const char *name = "";
   // `unpadded`: a transposed convolution's output (x) as the caller holds
   // it, where x is the explicitly padded one.
   cudnnTensorDescriptor_t x = nullptr, y = nullptr, bias = nullptr,
@@ -170,7 +174,7 @@ void chooseAlgorithms(ConvPlan &plan) {
     checkDnn(cudnnGetConvolutionBackwardDataAlgorithm_v7(
                  handle, plan.w, plan.y, plan.conv, plan.x,
                  CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &found, perfs),
-             std::string(kindName(plan.kind)) +
+             std::string(plan.name) +
                  ": cudnnGetConvolutionBackwardDataAlgorithm_v7");
     for (int algo : rankAlgorithms(perfs, found)) {
       size_t bytes = 0;
@@ -200,7 +204,7 @@ void chooseAlgorithms(ConvPlan &plan) {
   }
   }
   if (plan.candidates.empty())
-    fail(std::string(kindName(plan.kind)) +
+    fail(std::string(plan.name) +
          ": cuDNN offers no FP32 algorithm without tensor cores for this "
          "shape");
 }
@@ -248,6 +252,7 @@ ConvPlan &getPlan(ConvKind kind, const int64_t *xs, const int64_t *ws,
 
   auto plan = std::make_unique<ConvPlan>();
   plan->kind = kind;
+  plan->name = what;
   plan->n = xs[0];
   plan->c = xs[1];
   plan->h = xs[2];
@@ -323,6 +328,116 @@ ConvPlan &getPlan(ConvKind kind, const int64_t *xs, const int64_t *ws,
   return *slot;
 }
 
+const char *kindName3d(ConvKind kind) {
+  switch (kind) {
+  case ConvKind::Forward:
+    return "dpc_conv3d";
+  case ConvKind::GradInput:
+    return "dpc_conv3d_grad_input";
+  case ConvKind::GradFilter:
+    return "dpc_conv3d_grad_filter";
+  case ConvKind::Transposed:
+    return "dpc_conv_transpose3d";
+  }
+  return "conv3d";
+}
+
+/// A packed NCDHW (or [1, C, 1, 1, 1]) tensor descriptor.
+void setTensor5d(cudnnTensorDescriptor_t *desc, const int64_t *shape,
+                 const std::string &what) {
+  int dims[5], strides[5];
+  for (int i = 0; i < 5; ++i)
+    dims[i] = narrow(shape[i], what.c_str());
+  strides[4] = 1;
+  for (int i = 3; i >= 0; --i)
+    strides[i] = strides[i + 1] * dims[i + 1];
+  checkDnn(cudnnCreateTensorDescriptor(desc), what);
+  checkDnn(
+      cudnnSetTensorNdDescriptor(*desc, CUDNN_DATA_FLOAT, 5, dims, strides),
+      what + ": tensor descriptor");
+}
+
+/// The plan of a 3-D convolution with input xs, filter ws and output ys
+/// (NCDHW / OIDHW) on cuDNN's N-d descriptors. cuDNN pads symmetrically,
+/// and there is no explicit padding in 3-D here: uneven pads are refused
+/// (torch's Conv3d exports even ones).
+ConvPlan &getPlan3d(ConvKind kind, const int64_t *xs, const int64_t *ws,
+                    const int64_t *ys, const dpc_conv3d_params *p) {
+  const char *what = kindName3d(kind);
+  int64_t allowed = kind == ConvKind::GradFilter ? DPC_CONV_ACCUMULATE_DW : 0;
+  if (p->layouts & ~allowed)
+    fail(std::string(what) + ": layouts " + std::to_string(p->layouts));
+  std::vector<int64_t> key{int64_t(kind), 3};
+  key.insert(key.end(), xs, xs + 5);
+  key.insert(key.end(), ws, ws + 5);
+  key.insert(key.end(), ys, ys + 5);
+  key.insert(key.end(),
+             {p->stride_d, p->stride_h, p->stride_w, p->pad_front, p->pad_top,
+              p->pad_left, p->pad_back, p->pad_bottom, p->pad_right,
+              p->dilation_d, p->dilation_h, p->dilation_w, p->groups});
+  std::unique_ptr<ConvPlan> &slot = cache()[key];
+  if (slot)
+    return *slot;
+  if (p->groups < 1 || xs[1] != ws[1] * p->groups || ws[0] % p->groups != 0 ||
+      ys[0] != xs[0] || ys[1] != ws[0])
+    fail(std::string(what) +
+         ": input, filter and output channels do not "
+         "match with groups " +
+         std::to_string(p->groups));
+  if (p->pad_front != p->pad_back || p->pad_top != p->pad_bottom ||
+      p->pad_left != p->pad_right || p->pad_front < 0 || p->pad_top < 0 ||
+      p->pad_left < 0)
+    fail(std::string(what) + ": cuDNN takes even, non-negative pads in 3-D");
+  auto plan = std::make_unique<ConvPlan>();
+  plan->kind = kind;
+  plan->name = what;
+  std::string name = what;
+  setTensor5d(&plan->x, xs, name + ": input");
+  int filter[5];
+  for (int i = 0; i < 5; ++i)
+    filter[i] = narrow(ws[i], what);
+  checkDnn(cudnnCreateFilterDescriptor(&plan->w), name);
+  checkDnn(cudnnSetFilterNdDescriptor(plan->w, CUDNN_DATA_FLOAT,
+                                      CUDNN_TENSOR_NCHW, 5, filter),
+           name + ": filter descriptor");
+  int pads[3] = {narrow(p->pad_front, what), narrow(p->pad_top, what),
+                 narrow(p->pad_left, what)};
+  int strides[3] = {narrow(p->stride_d, what), narrow(p->stride_h, what),
+                    narrow(p->stride_w, what)};
+  int dilations[3] = {narrow(p->dilation_d, what), narrow(p->dilation_h, what),
+                      narrow(p->dilation_w, what)};
+  checkDnn(cudnnCreateConvolutionDescriptor(&plan->conv), name);
+  checkDnn(cudnnSetConvolutionNdDescriptor(plan->conv, 3, pads, strides,
+                                           dilations, CUDNN_CROSS_CORRELATION,
+                                           CUDNN_DATA_FLOAT),
+           name + ": convolution descriptor");
+  checkDnn(cudnnSetConvolutionGroupCount(plan->conv, int(p->groups)),
+           name + ": group count");
+  checkDnn(cudnnSetConvolutionMathType(plan->conv, CUDNN_FMA_MATH),
+           name + ": math type");
+  int out[5];
+  checkDnn(cudnnGetConvolutionNdForwardOutputDim(plan->conv, plan->x, plan->w,
+                                                 5, out),
+           name + ": output size");
+  for (int i = 0; i < 5; ++i)
+    if (out[i] != ys[i])
+      fail(name + ": output [" + std::to_string(ys[0]) +
+           ", ...] does not "
+           "match the convolution's, dimension " +
+           std::to_string(i) + " is " + std::to_string(out[i]));
+  setTensor5d(&plan->y, ys, name + ": output");
+  if (kind == ConvKind::Forward || kind == ConvKind::Transposed) {
+    const int64_t channels[5] = {1, kind == ConvKind::Forward ? ys[1] : xs[1],
+                                 1, 1, 1};
+    setTensor5d(&plan->bias, channels, name + ": bias");
+  }
+  if (kind == ConvKind::Transposed)
+    setTensor5d(&plan->unpadded, xs, name + ": output");
+  chooseAlgorithms(*plan);
+  slot = std::move(plan);
+  return *slot;
+}
+
 /// The input as the convolution sees it: x itself, or x padded into scratch.
 const float *paddedInput(const ConvPlan &plan, const float *x) {
   if (!plan.explicitPad)
@@ -346,10 +461,10 @@ template <typename Call> void execute(ConvPlan &plan, Call call) {
     cudnnStatus_t status = call(c.algo, workspace, c.workspaceBytes);
     if (status == CUDNN_STATUS_NOT_SUPPORTED)
       continue;
-    checkDnn(status, kindName(plan.kind));
+    checkDnn(status, plan.name);
     return;
   }
-  fail(std::string(kindName(plan.kind)) +
+  fail(std::string(plan.name) +
        ": every cuDNN algorithm was turned down for this shape");
 }
 
@@ -456,6 +571,74 @@ void dpc_conv2d_grad_filter(const float *dy, const int64_t *dy_shape,
         cudnnConvolutionBwdFilterAlgo_t(algo), workspace, bytes,
         accumulate ? &kOne : &kZero, plan.w, dw);
   });
+}
+
+void dpc_conv3d(const float *x, const int64_t *x_shape, const float *w,
+                const int64_t *w_shape, const float *bias, float *y,
+                const int64_t *y_shape, const dpc_conv3d_params *params) {
+  if (y_shape[0] * y_shape[1] * y_shape[2] * y_shape[3] * y_shape[4] == 0)
+    return;
+  ConvPlan &plan =
+      getPlan3d(ConvKind::Forward, x_shape, w_shape, y_shape, params);
+  execute(plan, [&](int algo, void *workspace, size_t bytes) {
+    return cudnnConvolutionForward(cudnn(), &kOne, plan.x, x, plan.w, w,
+                                   plan.conv, cudnnConvolutionFwdAlgo_t(algo),
+                                   workspace, bytes, &kZero, plan.y, y);
+  });
+  if (bias)
+    checkDnn(cudnnAddTensor(cudnn(), &kOne, plan.bias, bias, &kOne, plan.y, y),
+             "dpc_conv3d: adding the bias");
+}
+
+void dpc_conv3d_grad_input(const float *dy, const int64_t *dy_shape,
+                           const float *w, const int64_t *w_shape, float *dx,
+                           const int64_t *dx_shape,
+                           const dpc_conv3d_params *params) {
+  if (dx_shape[0] * dx_shape[1] * dx_shape[2] * dx_shape[3] * dx_shape[4] == 0)
+    return;
+  backwardData(
+      getPlan3d(ConvKind::GradInput, dx_shape, w_shape, dy_shape, params), dy,
+      w, dx);
+}
+
+void dpc_conv3d_grad_filter(const float *dy, const int64_t *dy_shape,
+                            const float *x, const int64_t *x_shape, float *dw,
+                            const int64_t *dw_shape,
+                            const dpc_conv3d_params *params) {
+  int64_t dwCount =
+      dw_shape[0] * dw_shape[1] * dw_shape[2] * dw_shape[3] * dw_shape[4];
+  if (dwCount == 0)
+    return;
+  bool accumulate = params->layouts & DPC_CONV_ACCUMULATE_DW;
+  if (x_shape[0] == 0) {
+    if (!accumulate)
+      check(cudaMemsetAsync(dw, 0, size_t(dwCount) * sizeof(float), stream()),
+            "dpc_conv3d_grad_filter: clearing for an empty batch");
+    return;
+  }
+  ConvPlan &plan =
+      getPlan3d(ConvKind::GradFilter, x_shape, dw_shape, dy_shape, params);
+  execute(plan, [&](int algo, void *workspace, size_t bytes) {
+    return cudnnConvolutionBackwardFilter(
+        cudnn(), &kOne, plan.x, x, plan.y, dy, plan.conv,
+        cudnnConvolutionBwdFilterAlgo_t(algo), workspace, bytes,
+        accumulate ? &kOne : &kZero, plan.w, dw);
+  });
+}
+
+void dpc_conv_transpose3d(const float *x, const int64_t *x_shape,
+                          const float *w, const int64_t *w_shape,
+                          const float *bias, float *y, const int64_t *y_shape,
+                          const dpc_conv3d_params *params) {
+  if (y_shape[0] * y_shape[1] * y_shape[2] * y_shape[3] * y_shape[4] == 0)
+    return;
+  ConvPlan &plan =
+      getPlan3d(ConvKind::Transposed, y_shape, w_shape, x_shape, params);
+  backwardData(plan, x, w, y);
+  if (bias)
+    checkDnn(cudnnAddTensor(cudnn(), &kOne, plan.bias, bias, &kOne,
+                            plan.unpadded, y),
+             "dpc_conv_transpose3d: adding the bias");
 }
 
 void dpc_conv2d_grad_bias(const float *dy, const int64_t *dy_shape, float *db) {

@@ -56,22 +56,26 @@ static FailureOr<Shape> inferConvFrom(ConvOp op, ArrayRef<int64_t> input,
   return shape;
 }
 
+/// The filter and the bias (one per result channel) of a forward
+/// convolution or transposed convolution have the input's element type.
+template <typename ConvOp> static LogicalResult verifyFilterAndBias(ConvOp op) {
+  Type elementType = elementTypeOf(op.getInput());
+  if (failed(expectType(op, "filter", op.getFilter(), shapeOf(op.getFilter()),
+                        elementType)))
+    return failure();
+  if (!op.getBias())
+    return success();
+  return expectType(op, "bias", op.getBias(), {shapeOf(op.getResult())[1]},
+                    elementType);
+}
+
 FailureOr<RankedTensorType> Conv2dOp::inferResultType() {
   return inferredType(
       inferConvFrom(*this, shapeOf(getInput()), shapeOf(getFilter())),
       elementTypeOf(getInput()));
 }
 
-LogicalResult Conv2dOp::verify() {
-  Type elementType = elementTypeOf(getInput());
-  if (failed(expectType(*this, "filter", getFilter(), shapeOf(getFilter()),
-                        elementType)))
-    return failure();
-  if (!getBias())
-    return success();
-  int64_t channels = shapeOf(getFilter())[0];
-  return expectType(*this, "bias", getBias(), {channels}, elementType);
-}
+LogicalResult Conv2dOp::verify() { return verifyFilterAndBias(*this); }
 
 LogicalResult Conv2dGradInputOp::verify() {
   return expectForwardResultGrad(
@@ -89,32 +93,63 @@ LogicalResult Conv2dGradFilterOp::verify() {
 
 LogicalResult Conv2dGradBiasOp::verify() {
   ArrayRef<int64_t> grad = shapeOf(getResultGrad());
-  if (grad.size() != 4)
-    return emitOpError("expects a rank-4 NCHW result_grad, got ")
+  if (grad.size() != 4 && grad.size() != 5)
+    return emitOpError("expects a rank-4 NCHW or rank-5 NCDHW result_grad, "
+                       "got ")
            << formatShape(grad);
   return expectType(*this, "bias_grad", getBiasGrad(), {grad[1]},
                     elementTypeOf(getResultGrad()));
 }
 
+template <typename ConvOp>
+static FailureOr<Shape> inferTransposedFrom(ConvOp op, size_t spatial) {
+  return inferConvTransposeShape(
+      spatial, shapeOf(op.getInput()), shapeOf(op.getFilter()), op.getStrides(),
+      op.getPads(), op.getDilations(), op.getOutputPadding(), op.getGroups(),
+      [&] { return op.emitOpError(); });
+}
+
 FailureOr<RankedTensorType> ConvTranspose2dOp::inferResultType() {
+  return inferredType(inferTransposedFrom(*this, 2), elementTypeOf(getInput()));
+}
+
+LogicalResult ConvTranspose2dOp::verify() { return verifyFilterAndBias(*this); }
+
+template <typename ConvOp>
+static FailureOr<Shape> inferConv3dFrom(ConvOp op, ArrayRef<int64_t> input,
+                                        ArrayRef<int64_t> filter) {
+  return inferConvShape(3, input, filter, op.getStrides(), op.getPads(),
+                        op.getDilations(), op.getGroups(),
+                        [&] { return op.emitOpError(); });
+}
+
+FailureOr<RankedTensorType> Conv3dOp::inferResultType() {
   return inferredType(
-      inferConvTranspose2dShape(shapeOf(getInput()), shapeOf(getFilter()),
-                                getStrides(), getPads(), getDilations(),
-                                getOutputPadding(), getGroups(),
-                                [&] { return emitOpError(); }),
+      inferConv3dFrom(*this, shapeOf(getInput()), shapeOf(getFilter())),
       elementTypeOf(getInput()));
 }
 
-LogicalResult ConvTranspose2dOp::verify() {
-  Type elementType = elementTypeOf(getInput());
-  if (failed(expectType(*this, "filter", getFilter(), shapeOf(getFilter()),
-                        elementType)))
-    return failure();
-  if (!getBias())
-    return success();
-  return expectType(*this, "bias", getBias(), {shapeOf(getResult())[1]},
-                    elementType);
+LogicalResult Conv3dOp::verify() { return verifyFilterAndBias(*this); }
+
+LogicalResult Conv3dGradInputOp::verify() {
+  return expectForwardResultGrad(
+      *this,
+      inferConv3dFrom(*this, shapeOf(getInputGrad()), shapeOf(getFilter())),
+      getResultGrad(), elementTypeOf(getInputGrad()));
 }
+
+LogicalResult Conv3dGradFilterOp::verify() {
+  return expectForwardResultGrad(
+      *this,
+      inferConv3dFrom(*this, shapeOf(getInput()), shapeOf(getFilterGrad())),
+      getResultGrad(), elementTypeOf(getFilterGrad()));
+}
+
+FailureOr<RankedTensorType> ConvTranspose3dOp::inferResultType() {
+  return inferredType(inferTransposedFrom(*this, 3), elementTypeOf(getInput()));
+}
+
+LogicalResult ConvTranspose3dOp::verify() { return verifyFilterAndBias(*this); }
 
 //===----------------------------------------------------------------------===//
 // Matmul
@@ -221,6 +256,44 @@ void ConvTranspose2dOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
     grads[2] = b.create<Conv2dGradBiasOp>(loc, getBias().getType(), dy);
 }
 
+void Conv3dOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
+                              ArrayRef<bool> needed,
+                              SmallVectorImpl<Value> &grads) {
+  resetGrads(*this, grads);
+  Value dy = resultGrads[0];
+  Location loc = getLoc();
+  if (needed[0])
+    grads[0] = b.create<Conv3dGradInputOp>(
+        loc, getInput().getType(), dy, getFilter(), getStridesAttr(),
+        getPadsAttr(), getDilationsAttr(), getGroupsAttr());
+  if (needed[1])
+    grads[1] = b.create<Conv3dGradFilterOp>(
+        loc, getFilter().getType(), dy, getInput(), getStridesAttr(),
+        getPadsAttr(), getDilationsAttr(), getGroupsAttr());
+  if (getBias() && needed[2])
+    grads[2] = b.create<Conv2dGradBiasOp>(loc, getBias().getType(), dy);
+}
+
+// As conv_transpose2d's: the conv3d it transposes, forward and filter
+// gradient.
+void ConvTranspose3dOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
+                                       ArrayRef<bool> needed,
+                                       SmallVectorImpl<Value> &grads) {
+  resetGrads(*this, grads);
+  Value dy = resultGrads[0];
+  Location loc = getLoc();
+  if (needed[0])
+    grads[0] = b.create<Conv3dOp>(loc, getInput().getType(), dy, getFilter(),
+                                  Value(), getStridesAttr(), getPadsAttr(),
+                                  getDilationsAttr(), getGroupsAttr());
+  if (needed[1])
+    grads[1] = b.create<Conv3dGradFilterOp>(
+        loc, getFilter().getType(), getInput(), dy, getStridesAttr(),
+        getPadsAttr(), getDilationsAttr(), getGroupsAttr());
+  if (getBias() && needed[2])
+    grads[2] = b.create<Conv2dGradBiasOp>(loc, getBias().getType(), dy);
+}
+
 void MatmulOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
                               ArrayRef<bool> needed,
                               SmallVectorImpl<Value> &grads) {
@@ -298,12 +371,46 @@ static void estimateConvTranspose2d(ConvTranspose2dOp conv, OpWork &work) {
                           2;
 }
 
+// A 3-D convolution (or its transpose, whose multiply-adds are counted per
+// input element): each of `elements` meets the filter's taps but one
+// dimension (C/groups x KD x KH x KW, or Cout/groups x ...). oneDNN has no
+// Winograd for it and keeps its channel blocks.
+static void estimateConv3d(double elements, Value filter, Value result,
+                           bool bias, OpWork &work) {
+  ArrayRef<int64_t> f = shapeOf(filter);
+  double macs = elements * double(getNumElements(f.drop_front()));
+  double biasFlops = bias ? elementsOf(result) : 0;
+  work.flops = 2 * macs + biasFlops;
+  work.callMs = kOneDnnCallMs;
+  work.gradFlops = 4 * macs + biasFlops;
+  work.gradBytes = 2 * work.bytes;
+  work.computeScale = channelBlockShare(shapeOf(result)[1]);
+  work.gradComputeScale = work.computeScale;
+}
+
 CostRule mlir::dpc::nn::estimateConvWork(Operation *op, OpWork &work) {
   CostRule rule = CostRule::Counted;
   llvm::TypeSwitch<Operation *>(op)
       .Case([&](Conv2dOp conv) { estimateConv2d(conv, work); })
       .Case(
           [&](ConvTranspose2dOp conv) { estimateConvTranspose2d(conv, work); })
+      .Case([&](Conv3dOp conv) {
+        estimateConv3d(elementsOf(conv.getResult()), conv.getFilter(),
+                       conv.getResult(), bool(conv.getBias()), work);
+      })
+      .Case([&](ConvTranspose3dOp conv) {
+        estimateConv3d(elementsOf(conv.getInput()), conv.getFilter(),
+                       conv.getResult(), bool(conv.getBias()), work);
+      })
+      .Case<Conv3dGradInputOp, Conv3dGradFilterOp>([&](Operation *) {
+        // The forward's multiply-adds: each result_grad element meets
+        // C/groups x KD x KH x KW taps.
+        Value filter =
+            isa<Conv3dGradInputOp>(op) ? op->getOperand(1) : op->getResult(0);
+        work.flops = 2 * elementsOf(op->getOperand(0)) *
+                     double(getNumElements(shapeOf(filter).drop_front()));
+        work.callMs = kOneDnnCallMs;
+      })
       .Case([&](MatmulOp matmul) {
         auto lhs = cast<RankedTensorType>(matmul.getLhs().getType());
         int64_t k = matmul.getTransposeLhs() ? lhs.getShape().end()[-2]

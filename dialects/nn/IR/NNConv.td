@@ -1,7 +1,7 @@
 //===- NNConv.td - nn convolutions and matmul --------------*- tablegen -*-===//
 //
-// conv2d, conv_transpose2d and matmul, and their input and weight
-// gradients.
+// conv2d, conv3d, conv_transpose2d, conv_transpose3d and matmul, and their
+// input and weight gradients.
 // Their verifiers and gradient rules are in NNConv.cpp; shape rules in
 // ShapeInference.{h,cpp}.
 //
@@ -91,11 +91,12 @@ def NN_Conv2dGradFilterOp : NN_Op<"conv2d_grad_filter", [Pure]> {
 }
 
 def NN_Conv2dGradBiasOp : NN_Op<"conv2d_grad_bias", [Pure]> {
-  let summary = "gradient of conv2d with respect to its bias";
+  let summary = "gradient of a convolution with respect to its bias";
   let description = [{
-    Sums the gradient of a conv2d result (N x O x H x W) over the batch and
-    spatial dimensions, giving the gradient of the bias (O). A weight
-    gradient, like `nn.conv2d_grad_filter`.
+    Sums the gradient of a conv2d, conv3d or transposed convolution result
+    (N x O x H x W, or N x O x D x H x W) over the batch and spatial
+    dimensions, giving the gradient of the bias (O). A weight gradient, like
+    `nn.conv2d_grad_filter`.
   }];
   let arguments = (ins NN_FloatTensor:$result_grad);
   let results = (outs NN_FloatTensor:$bias_grad);
@@ -138,6 +139,96 @@ def NN_ConvTranspose2dOp : NN_Op<"conv_transpose2d", [Pure, NN_InferResult,
                        DefaultValuedAttr<DenseI64ArrayAttr, "{1, 1}">:$dilations,
                        DefaultValuedAttr<DenseI64ArrayAttr, "{0, 0}">:$output_padding,
                        DefaultValuedAttr<I64Attr, "1">:$groups);
+  let results = (outs NN_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $filter (`,` $bias^)? attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+// Attributes shared by conv3d, its gradients and conv_transpose3d. Pads are
+// in ONNX order: [front, top, left, back, bottom, right].
+defvar NN_Conv3dAttrs = (ins
+  DefaultValuedAttr<DenseI64ArrayAttr, "{1, 1, 1}">:$strides,
+  DefaultValuedAttr<DenseI64ArrayAttr, "{0, 0, 0, 0, 0, 0}">:$pads,
+  DefaultValuedAttr<DenseI64ArrayAttr, "{1, 1, 1}">:$dilations,
+  DefaultValuedAttr<I64Attr, "1">:$groups);
+
+def NN_Conv3dOp : NN_Op<"conv3d", [Pure, NN_InferResult,
+    DeclareOpInterfaceMethods<NN_GradientOpInterface>]> {
+  let summary = "3-D convolution in NCDHW layout";
+  let description = [{
+    Cross-correlates `input` (N x C x D x H x W) with `filter`
+    (O x C/groups x KD x KH x KW) and adds the optional per-channel `bias`
+    (O), as `nn.conv2d` does in two dimensions (ONNX Conv of a rank-5
+    input). Its gradients are `nn.conv3d_grad_input`,
+    `nn.conv3d_grad_filter` and `nn.conv2d_grad_bias`.
+
+    ```mlir
+    %y = nn.conv3d %x, %w {pads = array<i64: 1, 1, 1, 1, 1, 1>}
+        : (tensor<2x3x4x8x8xf32>, tensor<6x3x3x3x3xf32>)
+        -> tensor<2x6x4x8x8xf32>
+    ```
+  }];
+  let arguments = !con((ins NN_FloatTensor:$input, NN_FloatTensor:$filter,
+                            Optional<NN_FloatTensor>:$bias),
+                       NN_Conv3dAttrs);
+  let results = (outs NN_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $filter (`,` $bias^)? attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def NN_Conv3dGradInputOp : NN_Op<"conv3d_grad_input", [Pure]> {
+  let summary = "gradient of conv3d with respect to its input";
+  let description = [{
+    Given the gradient of a conv3d result and the conv3d's filter, computes
+    the gradient of the conv3d's input; the result type is the forward
+    input's, as for `nn.conv2d_grad_input`.
+  }];
+  let arguments = !con((ins NN_FloatTensor:$result_grad,
+                            NN_FloatTensor:$filter),
+                       NN_Conv3dAttrs);
+  let results = (outs NN_FloatTensor:$input_grad);
+  let assemblyFormat = [{
+    $result_grad `,` $filter attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def NN_Conv3dGradFilterOp : NN_Op<"conv3d_grad_filter", [Pure]> {
+  let summary = "gradient of conv3d with respect to its filter";
+  let description = [{
+    Given the gradient of a conv3d result and the conv3d's input, computes
+    the gradient of the conv3d's filter. A weight gradient.
+  }];
+  let arguments = !con((ins NN_FloatTensor:$result_grad,
+                            NN_FloatTensor:$input),
+                       NN_Conv3dAttrs);
+  let results = (outs NN_FloatTensor:$filter_grad);
+  let assemblyFormat = [{
+    $result_grad `,` $input attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def NN_ConvTranspose3dOp : NN_Op<"conv_transpose3d", [Pure, NN_InferResult,
+    DeclareOpInterfaceMethods<NN_GradientOpInterface>]> {
+  let summary = "3-D transposed convolution in NCDHW layout";
+  let description = [{
+    ONNX ConvTranspose of a rank-5 input, as `nn.conv_transpose2d` in two
+    dimensions: `input` (N x Cin x D x H x W), `filter`
+    (Cin x Cout/groups x KD x KH x KW), the optional `bias` (Cout), one
+    output_padding per dimension below its stride. It is the input gradient
+    of the `nn.conv3d` with the same filter and attributes; its gradients
+    are that conv3d (input), `nn.conv3d_grad_filter` (filter) and
+    `nn.conv2d_grad_bias`.
+  }];
+  let arguments = !con((ins NN_FloatTensor:$input, NN_FloatTensor:$filter,
+                            Optional<NN_FloatTensor>:$bias),
+                       NN_Conv3dAttrs,
+                       (ins DefaultValuedAttr<DenseI64ArrayAttr, "{0, 0, 0}">:$output_padding));
   let results = (outs NN_FloatTensor:$result);
   let assemblyFormat = [{
     $input `,` $filter (`,` $bias^)? attr-dict `:` functional-type(operands, results)

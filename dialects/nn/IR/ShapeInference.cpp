@@ -70,34 +70,49 @@ static int64_t windowOutputSize(int64_t input, int64_t window, int64_t stride,
   return steps + 1;
 }
 
+// Checks the window attributes of `spatial` (2 or 3) dimensions: positive
+// strides and dilations, non-negative pads, all begins before all ends.
 static LogicalResult checkWindowAttrs(ArrayRef<int64_t> strides,
                                       ArrayRef<int64_t> pads,
                                       ArrayRef<int64_t> dilations,
-                                      EmitErrorFn emitError) {
-  if (strides.size() != 2 || !allPositive(strides))
-    return emitError() << "expects 2 positive strides";
-  if (pads.size() != 4 || !allNonNegative(pads))
-    return emitError()
-           << "expects 4 non-negative pads [top, left, bottom, right]";
-  if (dilations.size() != 2 || !allPositive(dilations))
-    return emitError() << "expects 2 positive dilations";
+                                      EmitErrorFn emitError,
+                                      size_t spatial = 2) {
+  if (strides.size() != spatial || !allPositive(strides))
+    return emitError() << "expects " << spatial << " positive strides";
+  if (pads.size() != 2 * spatial || !allNonNegative(pads))
+    return emitError() << "expects " << 2 * spatial << " non-negative pads "
+                       << (spatial == 2 ? "[top, left, bottom, right]"
+                                        : "[front, top, left, back, bottom, "
+                                          "right]");
+  if (dilations.size() != spatial || !allPositive(dilations))
+    return emitError() << "expects " << spatial << " positive dilations";
   return success();
 }
 
-FailureOr<Shape> inferConv2dShape(ArrayRef<int64_t> input,
-                                  ArrayRef<int64_t> filter,
-                                  ArrayRef<int64_t> strides,
-                                  ArrayRef<int64_t> pads,
-                                  ArrayRef<int64_t> dilations, int64_t groups,
-                                  EmitErrorFn emitError) {
-  if (input.size() != 4)
-    return emitError() << "expects a rank-4 NCHW input, got "
+// The input and filter ranks of a convolution of `spatial` dimensions.
+static LogicalResult checkConvRanks(ArrayRef<int64_t> input,
+                                    ArrayRef<int64_t> filter, size_t spatial,
+                                    bool transposed, EmitErrorFn emitError) {
+  if (input.size() != spatial + 2)
+    return emitError() << "expects a rank-" << spatial + 2
+                       << (spatial == 2 ? " NCHW" : " NCDHW") << " input, got "
                        << formatShape(input);
-  if (filter.size() != 4)
-    return emitError() << "expects a rank-4 filter (O x C/groups x KH x KW), "
-                          "got "
-                       << formatShape(filter);
-  if (failed(checkWindowAttrs(strides, pads, dilations, emitError)))
+  if (filter.size() != spatial + 2)
+    return emitError() << "expects a rank-" << spatial + 2 << " filter ("
+                       << (transposed ? "Cin x Cout/groups" : "O x C/groups")
+                       << (spatial == 2 ? " x KH x KW" : " x KD x KH x KW")
+                       << "), got " << formatShape(filter);
+  return success();
+}
+
+FailureOr<Shape> inferConvShape(size_t spatial, ArrayRef<int64_t> input,
+                                ArrayRef<int64_t> filter,
+                                ArrayRef<int64_t> strides,
+                                ArrayRef<int64_t> pads,
+                                ArrayRef<int64_t> dilations, int64_t groups,
+                                EmitErrorFn emitError) {
+  if (failed(checkConvRanks(input, filter, spatial, false, emitError)) ||
+      failed(checkWindowAttrs(strides, pads, dilations, emitError, spatial)))
     return failure();
   if (groups < 1)
     return emitError() << "expects groups >= 1, got " << groups;
@@ -110,10 +125,10 @@ FailureOr<Shape> inferConv2dShape(ArrayRef<int64_t> input,
                        << ") x groups (" << groups
                        << ") to equal the input channels (" << input[1] << ")";
   Shape result = {input[0], filter[0]};
-  for (int i = 0; i < 2; ++i) {
+  for (size_t i = 0; i < spatial; ++i) {
     int64_t size =
         windowOutputSize(input[2 + i], filter[2 + i], strides[i], pads[i],
-                         pads[2 + i], dilations[i], /*ceilMode=*/false);
+                         pads[spatial + i], dilations[i], /*ceilMode=*/false);
     if (size < 1)
       return emitError() << "expects the filter window to fit in the padded "
                             "input, got input "
@@ -124,20 +139,24 @@ FailureOr<Shape> inferConv2dShape(ArrayRef<int64_t> input,
   return result;
 }
 
+FailureOr<Shape> inferConv2dShape(ArrayRef<int64_t> input,
+                                  ArrayRef<int64_t> filter,
+                                  ArrayRef<int64_t> strides,
+                                  ArrayRef<int64_t> pads,
+                                  ArrayRef<int64_t> dilations, int64_t groups,
+                                  EmitErrorFn emitError) {
+  return inferConvShape(2, input, filter, strides, pads, dilations, groups,
+                        emitError);
+}
+
 FailureOr<Shape>
-inferConvTranspose2dShape(ArrayRef<int64_t> input, ArrayRef<int64_t> filter,
-                          ArrayRef<int64_t> strides, ArrayRef<int64_t> pads,
-                          ArrayRef<int64_t> dilations,
-                          ArrayRef<int64_t> outputPadding, int64_t groups,
-                          EmitErrorFn emitError) {
-  if (input.size() != 4)
-    return emitError() << "expects a rank-4 NCHW input, got "
-                       << formatShape(input);
-  if (filter.size() != 4)
-    return emitError() << "expects a rank-4 filter (Cin x Cout/groups x KH x "
-                          "KW), got "
-                       << formatShape(filter);
-  if (failed(checkWindowAttrs(strides, pads, dilations, emitError)))
+inferConvTransposeShape(size_t spatial, ArrayRef<int64_t> input,
+                        ArrayRef<int64_t> filter, ArrayRef<int64_t> strides,
+                        ArrayRef<int64_t> pads, ArrayRef<int64_t> dilations,
+                        ArrayRef<int64_t> outputPadding, int64_t groups,
+                        EmitErrorFn emitError) {
+  if (failed(checkConvRanks(input, filter, spatial, true, emitError)) ||
+      failed(checkWindowAttrs(strides, pads, dilations, emitError, spatial)))
     return failure();
   if (groups < 1)
     return emitError() << "expects groups >= 1, got " << groups;
@@ -145,18 +164,19 @@ inferConvTranspose2dShape(ArrayRef<int64_t> input, ArrayRef<int64_t> filter,
     return emitError() << "expects filter input channels (" << filter[0]
                        << ") equal to the input channels (" << input[1]
                        << ") and divisible by groups (" << groups << ")";
-  if (outputPadding.size() != 2)
-    return emitError() << "expects 2 output_padding values";
+  if (outputPadding.size() != spatial)
+    return emitError() << "expects " << spatial << " output_padding values";
   Shape result = {input[0], filter[1] * groups};
-  for (int i = 0; i < 2; ++i) {
+  for (size_t i = 0; i < spatial; ++i) {
     // Below the stride, the rows and columns added are ones that the
     // convolution back (the gradient) drops: the two stay adjoint.
     if (outputPadding[i] < 0 || outputPadding[i] >= strides[i])
       return emitError() << "expects output_padding in [0, stride), got "
                          << formatShape(outputPadding) << " with strides "
                          << formatShape(strides);
-    int64_t size = (input[2 + i] - 1) * strides[i] - pads[i] - pads[2 + i] +
-                   dilations[i] * (filter[2 + i] - 1) + 1 + outputPadding[i];
+    int64_t size = (input[2 + i] - 1) * strides[i] - pads[i] -
+                   pads[spatial + i] + dilations[i] * (filter[2 + i] - 1) + 1 +
+                   outputPadding[i];
     if (size < 1)
       return emitError() << "expects pads to leave a non-empty output, got "
                             "input "

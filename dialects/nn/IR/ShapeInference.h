@@ -33,18 +33,29 @@ FailureOr<Shape> inferConv2dShape(ArrayRef<int64_t> input,
                                   ArrayRef<int64_t> dilations, int64_t groups,
                                   EmitErrorFn emitError);
 
-/// Checks the conv_transpose2d attributes (those of conv2d, and 2
-/// output_padding values each in [0, stride)) and returns the result shape
-/// of ONNX ConvTranspose of `input` (N Cin H W) by `filter`
-/// (Cin Cout/groups KH KW): each spatial size is (in - 1) * stride -
-/// pad_begin - pad_end + dilation * (k - 1) + 1 + output_padding, the shape
-/// whose conv2d by the same filter and attributes gives `input` back.
+/// The same for `spatial` (2 or 3) dimensions: conv3d's input is N C D H W,
+/// its filter O C/groups KD KH KW, its pads [front, top, left, back,
+/// bottom, right].
+FailureOr<Shape> inferConvShape(size_t spatial, ArrayRef<int64_t> input,
+                                ArrayRef<int64_t> filter,
+                                ArrayRef<int64_t> strides,
+                                ArrayRef<int64_t> pads,
+                                ArrayRef<int64_t> dilations, int64_t groups,
+                                EmitErrorFn emitError);
+
+/// Checks the attributes of a transposed convolution of `spatial` (2 or 3)
+/// dimensions (those of the convolution, and one output_padding value per
+/// dimension in [0, stride)) and returns the result shape of ONNX
+/// ConvTranspose of `input` (N Cin D...) by `filter` (Cin Cout/groups
+/// K...): each spatial size is (in - 1) * stride - pad_begin - pad_end +
+/// dilation * (k - 1) + 1 + output_padding, the shape whose convolution by
+/// the same filter and attributes gives `input` back.
 FailureOr<Shape>
-inferConvTranspose2dShape(ArrayRef<int64_t> input, ArrayRef<int64_t> filter,
-                          ArrayRef<int64_t> strides, ArrayRef<int64_t> pads,
-                          ArrayRef<int64_t> dilations,
-                          ArrayRef<int64_t> outputPadding, int64_t groups,
-                          EmitErrorFn emitError);
+inferConvTransposeShape(size_t spatial, ArrayRef<int64_t> input,
+                        ArrayRef<int64_t> filter, ArrayRef<int64_t> strides,
+                        ArrayRef<int64_t> pads, ArrayRef<int64_t> dilations,
+                        ArrayRef<int64_t> outputPadding, int64_t groups,
+                        EmitErrorFn emitError);
 
 /// Whether Winograd's F(4x4, 3x3) tiles compute a convolution of these
 /// attributes as the CPU backend's kernels do it right: a 3x3 `filter`

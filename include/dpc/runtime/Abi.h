@@ -106,6 +106,18 @@ enum dpc_conv_layouts {
   DPC_CONV_ACCUMULATE_DW = 4,
 };
 
+/* conv3d's params, and its gradients' and conv_transpose3d's: shapes are
+ * NCDHW / OIDHW (transposed: CinCoutDHW), activations plain; `layouts` may
+ * hold DPC_CONV_ACCUMULATE_DW for a filter gradient only. */
+typedef struct dpc_conv3d_params {
+  int64_t stride_d, stride_h, stride_w;
+  int64_t pad_front, pad_top, pad_left, pad_back, pad_bottom, pad_right;
+  int64_t dilation_d, dilation_h, dilation_w;
+  int64_t groups;
+  int64_t layouts; /* dpc_conv_layouts bits */
+} dpc_conv3d_params;
+DPC_ABI_INT64_FIELDS(dpc_conv3d_params, 14);
+
 /* max_pool2d's params, its window: kernel, strides and pads. */
 typedef struct dpc_pool_params {
   int64_t kernel_h, kernel_w;

@@ -1,8 +1,9 @@
 """Convolution models for the oracle (#43): a U-Net whose decoder upsamples
-with transposed convolutions, and a 1-D convolutional classifier of
-sequences [N, C, L] (an audio model's shape). Both train on Fashion-MNIST:
-the U-Net on the images, the 1-D model on each image's 784 pixels read as 4
-channels of 196 samples (vision.adapt_inputs). oracle.py adds
+with transposed convolutions, a 1-D convolutional classifier of sequences
+[N, C, L] (an audio model's shape) and a 3-D one of volumes [N, C, D, H,
+W]. All train on Fashion-MNIST: the U-Net on the images, the others on
+each image's 784 pixels read as 4 channels of 196 samples or as a volume of
+4 x 14 x 14 (vision.adapt_inputs). oracle.py adds
 MODELS_BY_NAME to its EXTRA_MODELS."""
 
 import torch
@@ -62,5 +63,25 @@ class Conv1dClassifier(nn.Module):
         return self.fc(u.mean(dim=2))
 
 
+class Conv3dClassifier(nn.Module):
+    """A volume classifier of [N, 1, 4, 14, 14] inputs (a video's frames, or
+    a scan's slices): nn.Conv3d, a strided and grouped nn.Conv3d down to
+    8x2x7x7, an nn.ConvTranspose3d back to 4x4x14x14, the mean over the
+    volume and a linear head."""
+
+    input_shape = (1, 4, 14, 14)
+
+    def __init__(self):
+        super().__init__()
+        self.c1 = nn.Conv3d(1, 8, 3, padding=1)
+        self.c2 = nn.Conv3d(8, 8, 3, stride=2, padding=1, groups=2)
+        self.up = nn.ConvTranspose3d(8, 4, 2, stride=2)
+        self.fc = nn.Linear(4, 10)
+
+    def forward(self, x):
+        h = torch.relu(self.c2(torch.relu(self.c1(x))))
+        return self.fc(torch.relu(self.up(h)).mean(dim=(2, 3, 4)))
+
+
 MODELS_BY_NAME = {"unet-transposed": TransposedUNet,
-                  "conv1d": Conv1dClassifier}
+                  "conv1d": Conv1dClassifier, "conv3d": Conv3dClassifier}

@@ -84,9 +84,10 @@ def build(name):
 def adapt_inputs(x, input_shape):
     """Fashion-MNIST images [N, 1, 28, 28] as a model's [N, C, S, S] input:
     bilinear upscaling (align_corners=False, antialias off) and the gray
-    channel repeated C times. A sequence model's [N, C, L] input (C * L =
-    784) is each image's pixels in row-major order, C channels of L."""
-    if len(input_shape) == 2:
+    channel repeated C times. A sequence model's [N, C, L] input, or a
+    volume model's [N, C, D, H, W] (784 elements a sample), is each image's
+    pixels in row-major order."""
+    if len(input_shape) != 3:
         return x.reshape(x.shape[0], *input_shape).contiguous()
     channels, height, width = input_shape
     if x.shape[1:] == tuple(input_shape):

@@ -108,6 +108,17 @@ TEST(RefusalDeathTest, ConvTransposeRefusesAnOutputOfAnotherSize) {
                "size");
 }
 
+TEST(RefusalDeathTest, Conv3dRefusesAnOutputOfAnotherSize) {
+  int64_t x_shape[] = {1, 1, 3, 3, 3}, w_shape[] = {1, 1, 2, 2, 2},
+          y_shape[] = {1, 1, 2, 2, 3};
+  float x[27] = {}, w[8] = {}, y[12];
+  dpc_conv3d_params params{1, 1, 1, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 0};
+  EXPECT_DEATH(dpc_conv3d(x, x_shape, w, w_shape, nullptr, y, y_shape, &params),
+               "dpc_conv3d: input \\[1,1,3,3,3\\], filter "
+               "\\[1,1,2,2,2\\], output \\[1,1,2,2,3\\]: the output "
+               "should be \\[1,1,2,2,2\\]");
+}
+
 TEST(RefusalDeathTest, LayerNormRefusesAnEmptyRow) {
   Floats x(4), y(4);
   EXPECT_DEATH(

@@ -1,4 +1,4 @@
-"""Writes the small ONNX models of conv-transpose.test and conv1d.test.
+"""Writes the small ONNX models of conv-transpose.test.
 
 Usage: conv_models.py NAME OUT.onnx, as make_model.py (whose helpers it
 uses): each model built with onnx.helper, so that the test controls the
@@ -18,8 +18,8 @@ n = helper.make_node
 def conv1d(rank=3):
     """Two 1-D convolutions as torch.onnx writes nn.Conv1d: dilated and
     grouped with a bias, then strided with auto_pad SAME_UPPER. `rank` 5
-    makes the first a 3-D convolution (refused)."""
-    spatial = [20] if rank == 3 else [4, 4, 4]
+    makes them 3-D convolutions, rank 6 4-D ones (refused)."""
+    spatial = [20] if rank == 3 else [4] * (rank - 2)
     kernel = [3] * (rank - 2)
     nodes = [
         n("Conv", ["x", "c1.weight", "c1.bias"], ["h"], name="c1", group=2,
@@ -27,7 +27,7 @@ def conv1d(rank=3):
         n("Conv", ["h", "c2.weight"], ["y"], name="c2", strides=[2] * (rank - 2),
           auto_pad="SAME_UPPER"),
     ]
-    out = [10] if rank == 3 else [2, 2, 2]
+    out = [10] if rank == 3 else [2] * (rank - 2)
     return model(nodes, [tensor("x", 2, 4, *spatial)],
                  [tensor("y", 2, 5, *out)],
                  [init("c1.weight", 6, 2, *kernel), init("c1.bias", 6),
@@ -64,6 +64,7 @@ def conv_transpose(output_padding=(1, 1), output_shape=None, pads=(1, 1, 1, 1)):
 MODELS = {
     "conv1d": conv1d,
     "conv3d": lambda: conv1d(rank=5),
+    "conv4d": lambda: conv1d(rank=6),
     "conv-transpose": conv_transpose,
     "conv-transpose-big-output-padding":
         lambda: conv_transpose(output_padding=(2, 2)),

@@ -5,10 +5,9 @@
 // Add, Sub, Mul and Div (folded on the host when both operands are known at
 // import time), Pow, ReduceMean and ReduceSum, Clip, and the masks (the
 // comparisons and logic ops, Not, Where, Trilu) with the host folds they
-// use; Max, Min, CumSum and Einsum, written as those ops (compare and
-// where, a GEMM by a constant triangle, transposes around one batched
-// GEMM), which need no kernels of their own; and their rows of the handler
-// table.
+// use; CumSum (nn.cumsum); Max, Min and Einsum, written as those ops
+// (compare and where, transposes around one batched GEMM), which need no
+// kernels of their own; and their rows of the handler table.
 //
 //===----------------------------------------------------------------------===//
 
@@ -504,12 +503,12 @@ static LogicalResult importTrilu(Importer &im, const onnx::NodeProto &node) {
 }
 
 //===----------------------------------------------------------------------===//
-// Handlers: Max, Min, CumSum and Einsum, written as the ops above
+// Handlers: Max, Min, CumSum and Einsum
 //===----------------------------------------------------------------------===//
 
-// A float constant that an import writes (CumSum's triangle, the 1/2 of
-// Max's ties): a frozen parameter named after the node's output, read from
-// the weights file like an ONNX Constant in tensor arithmetic.
+// A float constant that an import writes (the 1/2 of Max's ties): a frozen
+// parameter named after the node's output, read from the weights file like an
+// ONNX Constant in tensor arithmetic.
 static Value frozenConstant(Importer &im, const onnx::NodeProto &node,
                             StringRef suffix, ArrayRef<int64_t> shape,
                             const std::vector<float> &values) {
@@ -631,13 +630,8 @@ static HostTensor foldCumSum(const HostTensor &t, int64_t axis, bool exclusive,
   return out;
 }
 
-// CumSum along a constant axis: the axis moved last and multiplied by a
-// constant L x L triangle of ones (upper for a forward sum, lower for a
-// reverse one, its diagonal cleared when exclusive). The product's gradient
-// is the sum the other way (dy times the triangle's transpose). Exact
-// sums of the same terms as a running sum, in the GEMM's order: L^2 work
-// instead of L, for the short axes models take cumulative sums over. A
-// constant input is summed at import time.
+// CumSum along a constant axis: nn.cumsum, whose gradient is the sum the
+// other way. A constant input is summed at import time.
 static LogicalResult importCumSum(Importer &im, const onnx::NodeProto &node) {
   FailureOr<std::vector<int64_t>> axes = im.getHostInts(node, 1);
   if (failed(axes))
@@ -663,38 +657,15 @@ static LogicalResult importCumSum(Importer &im, const onnx::NodeProto &node) {
     return failure();
   if (!cast<ShapedType>(input->getType()).getElementType().isF32())
     return im.nodeError(node) << "takes a float32 tensor only";
-  nn::Shape shape(shapeOf(*input));
-  int64_t rank = shape.size();
-  FailureOr<int64_t> axis = nn::normalizeAxis((*axes)[0], rank, error);
+  FailureOr<int64_t> axis =
+      nn::normalizeAxis((*axes)[0], shapeOf(*input).size(), error);
   if (failed(axis))
     return failure();
-  int64_t length = shape[*axis];
-  // y[j] = sum_i x[i] m[i][j].
-  std::vector<float> triangle(length * length, 0.0f);
-  for (int64_t i = 0; i < length; ++i)
-    for (int64_t j = 0; j < length; ++j)
-      triangle[i * length + j] =
-          (reverse ? i > j : i < j) || (!exclusive && i == j) ? 1.0f : 0.0f;
-  std::string kind = std::string(reverse ? "reverse_" : "") +
-                     (exclusive ? "exclusive_" : "") + "triangle";
-  Value m = frozenConstant(im, node, kind, {length, length}, triangle);
-  Location loc = im.locOf(node);
-  SmallVector<int64_t> perm, inverse(rank);
-  for (int64_t d = 0; d < rank; ++d)
-    if (d != *axis)
-      perm.push_back(d);
-  perm.push_back(*axis);
-  for (int64_t d = 0; d < rank; ++d)
-    inverse[perm[d]] = d;
-  Value moved = transposeBy(im, loc, *input, perm);
-  nn::Shape movedShape(shapeOf(moved));
-  Value rows =
-      reshapeTo(im, loc, moved, rank == 1 ? nn::Shape{1, length} : movedShape);
-  Value summed = im.builder.create<nn::MatmulOp>(loc, rows.getType(), rows, m,
-                                                 im.builder.getBoolAttr(false),
-                                                 im.builder.getBoolAttr(false));
-  Value back = reshapeTo(im, loc, summed, movedShape);
-  return im.define(node, transposeBy(im, loc, back, inverse));
+  return im.define(node, im.builder.create<nn::CumSumOp>(
+                             im.locOf(node), input->getType(), *input,
+                             im.builder.getI64IntegerAttr(*axis),
+                             exclusive ? im.builder.getUnitAttr() : UnitAttr(),
+                             reverse ? im.builder.getUnitAttr() : UnitAttr()));
 }
 
 namespace {

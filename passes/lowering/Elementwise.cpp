@@ -1,7 +1,8 @@
 //===- Elementwise.cpp - Elementwise and broadcasting ops -----------------===//
 //
 // Broadcasting arithmetic and comparisons (operand shapes padded to the
-// result's rank), masks and casts, clips, relu, dropout, and every function
+// result's rank), masks and casts, clips, cumsums, relu, dropout, and every
+// function
 // of include/dpc/runtime/UnaryFunctions.def through one dpc_unary call keyed
 // by the op's function code.
 //
@@ -131,6 +132,18 @@ void lowering::populateElementwiseLowerings(RuntimeLoweringTable &table) {
          rt.ptrOf(grad.getResultGrad()), dx, rt.shape(grad), rt.i64(rank),
          rt.i64(grad.getBranch())});
     rt.define(grad, dx);
+  });
+  table.add<nn::CumSumOp>([](nn::CumSumOp cumsum, RuntimeLowering &rt) {
+    ArrayRef<int64_t> shape = shapeOf(cumsum);
+    int64_t axis = cumsum.getAxisAttr().getInt();
+    Ptr y = rt.alloc(cumsum);
+    rt.call<abi::dpc_cumsum>(
+        {rt.ptrOf(cumsum.getInput()), y,
+         rt.i64(nn::getNumElements(shape.take_front(axis))),
+         rt.i64(shape[axis]),
+         rt.i64(nn::getNumElements(shape.drop_front(axis + 1))),
+         rt.i64(cumsum.getExclusive()), rt.i64(cumsum.getReverse())});
+    rt.define(cumsum, y);
   });
   table.add<nn::ClipOp>([](nn::ClipOp clip, RuntimeLowering &rt) {
     Ptr y = rt.alloc(clip);

@@ -3,8 +3,8 @@
 // The kernels that map elements to elements: the binary arithmetic, the
 // comparisons and logic on masks, casts, where, their broadcasts (with
 // sum_to_shape, the broadcast's gradient, and broadcast_to), dropout, clip,
-// ReLU and the functions of UnaryFunctions.def with their gradients. Long
-// loops run in chunks on the kernel threads (Internal.h).
+// cumsum, ReLU and the functions of UnaryFunctions.def with their gradients.
+// Long loops run in chunks on the kernel threads (Internal.h).
 //
 //===----------------------------------------------------------------------===//
 
@@ -298,6 +298,31 @@ void dpc_dropout(const float *x, float *y, int64_t count, float ratio,
       y[i] = dpc::random::dropoutKeeps(uint64_t(key), uint64_t(i), ratio)
                  ? x[i] * scale
                  : 0.0f;
+  });
+}
+
+void dpc_cumsum(const float *x, float *y, int64_t outer, int64_t length,
+                int64_t inner, int64_t exclusive, int64_t reverse) {
+  if (outer < 0 || length < 0 || inner < 0)
+    fail("dpc_cumsum", "negative size " + std::to_string(outer) + " x " +
+                           std::to_string(length) + " x " +
+                           std::to_string(inner));
+  // A line per (outer, inner) pair, summed in order along the middle.
+  parallelChunks(outer * inner, [&](int64_t begin, int64_t end) {
+    for (int64_t line = begin; line < end; ++line) {
+      const float *in = x + (line / inner) * length * inner + line % inner;
+      float *out = y + (in - x);
+      float sum = 0.0f;
+      for (int64_t k = 0; k < length; ++k) {
+        int64_t at = (reverse ? length - 1 - k : k) * inner;
+        float value = in[at];
+        if (!exclusive)
+          sum += value;
+        out[at] = sum;
+        if (exclusive)
+          sum += value;
+      }
+    }
   });
 }
 

@@ -4,7 +4,8 @@
 // broadcast_to; the scaled sums of sum_to_shape (launchReduce, which the
 // cuDNN and cuBLAS wrappers borrow); the masks (compare, not, cast, where and
 // its gradient, operands broadcast unmerged); dropout with the Philox masks
-// of backends/common/Random.h, clip, relu, and every function of
+// of backends/common/Random.h, clip, relu, cumsum (a thread per line), and
+// every function of
 // UnaryFunctions.def as one templated kernel per row, the math shared with
 // the CPU in backends/common/ElementwiseMath.h.
 //
@@ -454,6 +455,25 @@ __global__ void clipGradKernel(const float *dy, const float *x, float *dx,
   GRID_STRIDE(i, count) { dx[i] = x[i] >= lo && x[i] <= hi ? dy[i] : 0.0f; }
 }
 
+// A thread per (outer, inner) line, summing in order along the middle.
+__global__ void cumsumKernel(const float *x, float *y, int64_t outer,
+                             int64_t length, int64_t inner, bool exclusive,
+                             bool reverse) {
+  GRID_STRIDE(line, outer * inner) {
+    int64_t base = (line / inner) * length * inner + line % inner;
+    float sum = 0.0f;
+    for (int64_t k = 0; k < length; ++k) {
+      int64_t at = base + (reverse ? length - 1 - k : k) * inner;
+      float value = x[at];
+      if (!exclusive)
+        sum += value;
+      y[at] = sum;
+      if (exclusive)
+        sum += value;
+    }
+  }
+}
+
 __global__ void reluKernel(const float *x, float *y, int64_t count) {
   // NaN stays NaN, as on the CPU (std::max) and in torch.relu.
   GRID_STRIDE(i, count) { y[i] = x[i] < 0.0f ? 0.0f : x[i]; }
@@ -496,6 +516,16 @@ void dpc_dropout(const float *x, float *y, int64_t count, float ratio,
   dropoutKernel<<<blocksFor(count), kThreads, 0, stream()>>>(
       x, y, count, ratio, 1.0f / (1.0f - ratio), uint64_t(key));
   checkLaunch("dropout");
+}
+
+void dpc_cumsum(const float *x, float *y, int64_t outer, int64_t length,
+                int64_t inner, int64_t exclusive, int64_t reverse) {
+  int64_t lines = outer * inner;
+  if (lines <= 0 || length <= 0)
+    return;
+  cumsumKernel<<<blocksFor(lines), kThreads, 0, stream()>>>(
+      x, y, outer, length, inner, exclusive != 0, reverse != 0);
+  checkLaunch("cumsum");
 }
 
 void dpc_clip(const float *x, float *y, int64_t count, float lo, float hi) {

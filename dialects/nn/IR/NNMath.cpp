@@ -89,6 +89,25 @@ LogicalResult ClipOp::verify() {
   return success();
 }
 
+LogicalResult CumSumOp::verify() {
+  int64_t rank = cast<RankedTensorType>(getInput().getType()).getRank();
+  int64_t axis = getAxisAttr().getInt();
+  if (axis < 0 || axis >= rank)
+    return emitOpError("expects an axis in [0, ") << rank << "), got " << axis;
+  return success();
+}
+
+void CumSumOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
+                              ArrayRef<bool> needed,
+                              SmallVectorImpl<Value> &grads) {
+  resetGrads(*this, grads);
+  if (!needed[0])
+    return;
+  grads[0] = b.create<CumSumOp>(
+      getLoc(), resultGrads[0].getType(), resultGrads[0], getAxisAttr(),
+      getExclusiveAttr(), getReverse() ? UnitAttr() : b.getUnitAttr());
+}
+
 //===----------------------------------------------------------------------===//
 // Masks
 //===----------------------------------------------------------------------===//
@@ -314,7 +333,7 @@ CostRule mlir::dpc::nn::estimateMathWork(Operation *op, OpWork &work) {
   CostRule rule = CostRule::Counted;
   double elements = op->getNumResults() ? elementsOf(op->getResult(0)) : 0;
   llvm::TypeSwitch<Operation *>(op)
-      .Case<AddOp, SubOp, ReluOp, ClipOp>([&](Operation *) {
+      .Case<AddOp, SubOp, ReluOp, ClipOp, CumSumOp>([&](Operation *) {
         // A flop (or a compare) per element; the gradient is the adjoint
         // pass.
         work.flops = elements;

@@ -348,6 +348,28 @@ def NN_ClipGradOp : NN_Op<"clip_grad", [Pure, SameOperandsAndResultType]> {
       "$result_grad `,` $input attr-dict `:` type($input_grad)";
 }
 
+def NN_CumSumOp : NN_Op<"cumsum", [Pure, SameOperandsAndResultType,
+    DeclareOpInterfaceMethods<NN_GradientOpInterface>]> {
+  let summary = "cumulative sum along one dimension";
+  let description = [{
+    ONNX CumSum with a constant axis: `result[..., j, ...]` is the sum of
+    `input[..., i, ...]` over `i <= j` (`i < j` when `exclusive`; `i >= j`
+    and `i > j` when `reverse`), added in order along the axis from its
+    first summand, as torch.cumsum adds. The gradient is the same sum of the
+    result gradient the other way (`reverse` flipped, `exclusive` kept):
+    another nn.cumsum.
+
+    ```mlir
+    %c = nn.cumsum %x {axis = 1 : i64, exclusive} : tensor<2x5xf32>
+    ```
+  }];
+  let arguments = (ins NN_FloatTensor:$input, I64Attr:$axis,
+                       UnitAttr:$exclusive, UnitAttr:$reverse);
+  let results = (outs NN_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
 //===----------------------------------------------------------------------===//
 // Masks: comparisons, boolean logic, casts and selection
 //===----------------------------------------------------------------------===//

@@ -43,6 +43,12 @@ TEST(TargetDevice, IsTheHost) {
 // Refusals
 //===----------------------------------------------------------------------===//
 
+TEST(RefusalDeathTest, CumSumRefusesANegativeSize) {
+  float x[1] = {1}, y[1];
+  EXPECT_DEATH(dpc_cumsum(x, y, 1, -1, 1, 0, 0),
+               "dpc_cumsum: negative size 1 x -1 x 1");
+}
+
 TEST(RefusalDeathTest, BinaryRefusesAnUnknownFunction) {
   int64_t shape[] = {2};
   float a[2] = {1, 2}, y[2];

@@ -17,7 +17,6 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
-#include "mlir/IR/TypeUtilities.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/MapVector.h"
@@ -275,8 +274,7 @@ struct AutodiffPass : public mlir::dpc::impl::AutodiffPassBase<AutodiffPass> {
                             "softmax-cross-entropy, got ")
              << logits.getType();
 
-    // Float values that depend on a parameter need gradients; integer ids
-    // and boolean masks get none, whatever they were computed from.
+    // Values that depend on a parameter need gradients.
     SmallVector<Operation *> forward;
     llvm::DenseSet<Value> needsGrad;
     for (Operation &op : body.without_terminator()) {
@@ -287,9 +285,7 @@ struct AutodiffPass : public mlir::dpc::impl::AutodiffPassBase<AutodiffPass> {
                          return needsGrad.contains(v);
                        });
       if (fromParam)
-        for (Value result : op.getResults())
-          if (isa<FloatType>(getElementTypeOrSelf(result.getType())))
-            needsGrad.insert(result);
+        needsGrad.insert(op.result_begin(), op.result_end());
     }
     if (!needsGrad.contains(logits))
       return main.emitError("the output does not depend on any parameter: "

@@ -77,10 +77,10 @@ const void *dpc_input(dpc_context *ctx, int64_t index) {
                      " is not in the manifest's " +
                      std::to_string(s.manifest.inputs.size()) + " inputs");
     const Executor::Impl::Loaded &l = loadedOf(s);
-    if (!l.inputs)
+    if (size_t(index) >= l.inputs.size() || !l.inputs[size_t(index)])
       throw AbiError("microbatch " + std::to_string(s.currentMb) +
                      " has not been loaded");
-    return static_cast<const void *>(l.inputs.data());
+    return static_cast<const void *>(l.inputs[size_t(index)].data());
   });
 }
 

@@ -20,6 +20,7 @@
 
 #include <zlib.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
@@ -166,7 +167,8 @@ static void parseNpySpec(const std::vector<std::string> &parts,
                          DataSpec &spec) {
   const std::string usage =
       "data spec '" + spec.text +
-      "': expected npy:INPUTS.npy,LABELS.npy or npy:INPUTS.npy";
+      "': expected npy:INPUTS.npy,LABELS.npy, npy:INPUTS.npy or, for a "
+      "model of several inputs, npy:A.npy,B.npy,...,LABELS.npy";
   spec.kind = DataSpec::Kind::Npy;
   std::vector<std::string> files;
   for (const std::string &part : parts) {
@@ -198,14 +200,24 @@ static void parseNpySpec(const std::vector<std::string> &parts,
       throw InputError(usage + ",lengths=LENGTHS.npy; got '" + part + "'");
     spec.lengthsPath = part.substr(8);
   }
-  if (files.empty() || files.size() > 2 || files[0].empty() ||
-      (files.size() == 2 && files[1].empty()))
+  if (files.empty() ||
+      std::any_of(files.begin(), files.end(),
+                  [](const std::string &file) { return file.empty(); }))
     throw Error(usage);
   if (spec.npyMean.size() != spec.npyStd.size())
     throw Error(usage + "; mean= and std= go together, with as many values");
   spec.inputsPath = files[0];
-  if (files.size() == 2)
-    spec.labelsPath = files[1];
+  if (files.size() >= 2)
+    spec.labelsPath = files.back();
+  if (files.size() > 2)
+    spec.moreInputPaths.assign(files.begin() + 1, files.end() - 1);
+  if (!spec.moreInputPaths.empty() &&
+      (!spec.lengthsPath.empty() || spec.npyScale != 1.0 ||
+       !spec.npyMean.empty()))
+    throw InputError("data spec '" + spec.text +
+                     "': lengths=, scale=, mean= and std= apply to one "
+                     "input; several inputs (npy:A.npy,B.npy,...,LABELS.npy) "
+                     "take none of them");
   if (!spec.lengthsPath.empty() && spec.labelsPath.empty())
     throw InputError(
         "data spec '" + spec.text +
@@ -367,6 +379,11 @@ Dataset loadDataset(const DataSpec &spec, Split split,
     throw Error(spec.text + ": the dataset has no samples");
   if (model.sampleShape.empty())
     return data;
+  if (model.inputs.size() > 1 && data.inputCount() != model.inputs.size())
+    throw InputError(spec.text + ": the model reads " +
+                     std::to_string(model.inputs.size()) +
+                     " inputs and this data gives one a sample; give "
+                     "npy:A.npy,B.npy,...,LABELS.npy, one array an input");
   if (data.sampleShape() != model.sampleShape)
     throw Error(spec.text + ": samples have shape " +
                 shapeText(data.sampleShape()) + " but the model expects " +

@@ -213,11 +213,103 @@ static Dataset loadNpySequences(const DataSpec &spec,
                                      classes);
 }
 
+/// "input 1 (input1: 8 float32)" for messages.
+static std::string inputText(const ModelDataShape &model, size_t k) {
+  const ModelDataShape::Input &input = model.inputs[k];
+  return "input " + std::to_string(k) + " (" + input.name + ": " +
+         shapeText(input.sampleShape) +
+         (input.integer ? " int64 ids" : " float32") + ")";
+}
+
+/// One array of a several-input spec, checked against the model's input
+/// k: the file exists, integer ids for an int64 input and floats for a
+/// float one, the input's per-sample shape, `rows` samples.
+static std::shared_ptr<const NpyRows>
+openInput(const DataSpec &spec, const std::string &path, size_t k,
+          const ModelDataShape &model, int64_t rows) {
+  if (path.find_first_of("*?[") == std::string::npos && !fileExists(path))
+    throw InputError(path + ": no such file, for " + inputText(model, k) +
+                     " of the model");
+  auto array = std::make_shared<const NpyRows>(expandShards(path));
+  const ModelDataShape::Input &input = model.inputs[k];
+  if (array->integerType() != input.integer)
+    throw InputError(path + ": dtype '" + array->descr() + "' for " +
+                     inputText(model, k) + ", which takes " +
+                     (input.integer ? "integer ids (int64 or int32)"
+                                    : "floats (float32, float16 or float64)"));
+  std::vector<int64_t> sample(array->shape().begin() + 1, array->shape().end());
+  if (sample != input.sampleShape)
+    throw InputError(path + ": samples of shape " + shapeText(sample) +
+                     " for " + inputText(model, k) + " of the model");
+  if (rows >= 0 && array->rows() != rows)
+    throw InputError(path + ": " + std::to_string(array->rows()) +
+                     " samples for " + inputText(model, k) + " but " +
+                     std::to_string(rows) + " in " + spec.inputsPath);
+  return array;
+}
+
+/// npy:A.npy,B.npy,...,LABELS.npy: one array a graph input, in order.
+static Dataset loadNpyInputs(const DataSpec &spec,
+                             const ModelDataShape &model) {
+  std::vector<std::string> paths{spec.inputsPath};
+  paths.insert(paths.end(), spec.moreInputPaths.begin(),
+               spec.moreInputPaths.end());
+  std::vector<std::shared_ptr<const NpyRows>> arrays;
+  for (size_t k = 0; k < paths.size(); ++k)
+    arrays.push_back(
+        openInput(spec, paths[k], k, model, k ? arrays[0]->rows() : -1));
+  if (!fileExists(spec.labelsPath) &&
+      spec.labelsPath.find_first_of("*?[") == std::string::npos)
+    throw InputError(spec.labelsPath + ": no such file, for the labels");
+  auto labels = std::make_shared<const NpyRows>(expandShards(spec.labelsPath));
+  if (labels->rows() != arrays[0]->rows())
+    throw InputError(spec.labelsPath + ": " + std::to_string(labels->rows()) +
+                     " labels for " + std::to_string(arrays[0]->rows()) +
+                     " samples in " + spec.inputsPath);
+  if (!labels->integerType() || model.floatLabels)
+    throw InputError(spec.labelsPath +
+                     ": several inputs take int64 class "
+                     "labels, got dtype '" +
+                     labels->descr() + "'" +
+                     (model.floatLabels ? " for --loss mse" : ""));
+  std::vector<int64_t> labelShape(labels->shape().begin() + 1,
+                                  labels->shape().end());
+  int64_t classes = checkLabels(spec, *labels, model);
+  Dataset data = Dataset::fromRows(
+      model.inputs[0].sampleShape, arrays[0], model.inputs[0].integer,
+      std::move(labels), std::move(labelShape), classes, model.ignoreIndex);
+  for (size_t k = 1; k < arrays.size(); ++k)
+    data.addInput(model.inputs[k].sampleShape, arrays[k],
+                  model.inputs[k].integer);
+  return data;
+}
+
 namespace data_detail {
 
 Dataset loadNpy(const DataSpec &spec, const ModelDataShape &model) {
   if (!spec.lengthsPath.empty())
     return loadNpySequences(spec, model);
+  const size_t files = 1 + spec.moreInputPaths.size();
+  if (model.inputs.size() > 1 || files > 1) {
+    if (model.inputs.size() != files && !model.inputs.empty()) {
+      std::string list;
+      for (size_t k = 0; k < model.inputs.size(); ++k)
+        list += (k ? ", " : "") + inputText(model, k);
+      throw InputError(
+          spec.text + ": " + std::to_string(files) + " input array" +
+          (files == 1 ? "" : "s") + " for a model of " +
+          std::to_string(model.inputs.size()) + " inputs (" + list +
+          "); give npy:A.npy,B.npy,...,LABELS.npy, one "
+          "array an input in this order, then the labels");
+    }
+    if (model.inputs.empty())
+      throw InputError(spec.text + ": several input arrays need the model's "
+                                   "inputs to check them against");
+    if (spec.labelsPath.empty())
+      throw InputError(spec.text + ": a model of several inputs needs "
+                                   "labels: npy:A.npy,B.npy,...,LABELS.npy");
+    return loadNpyInputs(spec, model);
+  }
   auto inputs = std::make_shared<const NpyRows>(
       expandShards(spec.inputsPath),
       FloatTransform{spec.npyScale, spec.npyMean, spec.npyStd});

@@ -254,6 +254,48 @@ void Dataset::gatherIntInputs(const std::vector<int64_t> &indices,
   }
 }
 
+void Dataset::addInput(std::vector<int64_t> sampleShape,
+                       std::shared_ptr<const RowSource> rows, bool integer) {
+  if (!rows || rows->rows() != count ||
+      rows->rowElements() != product(sampleShape))
+    throw Error("dataset: input " + std::to_string(inputCount()) +
+                " does not have a row of " +
+                std::to_string(product(sampleShape)) + " values for each of " +
+                std::to_string(count) + " samples");
+  extraInputs.push_back({std::move(sampleShape), std::move(rows), integer});
+}
+
+const std::vector<int64_t> &Dataset::inputShape(size_t k) const {
+  return k == 0 ? shape : extraInputs.at(k - 1).shape;
+}
+
+bool Dataset::inputInteger(size_t k) const {
+  return k == 0 ? integer : extraInputs.at(k - 1).integer;
+}
+
+void Dataset::gatherInput(size_t k, const std::vector<int64_t> &indices,
+                          void *out) const {
+  if (k == 0) {
+    if (integer)
+      gatherIntInputs(indices, static_cast<int64_t *>(out));
+    else
+      gatherInputs(indices, static_cast<float *>(out));
+    return;
+  }
+  if (k >= inputCount())
+    throw Error("dataset: input " + std::to_string(k) + " of a sample of " +
+                std::to_string(inputCount()) + " inputs");
+  const ExtraInput &input = extraInputs[k - 1];
+  const int64_t n = product(input.shape);
+  for (size_t i = 0; i < indices.size(); ++i) {
+    checkIndex(indices[i]);
+    if (input.integer)
+      input.rows->readInts(indices[i], static_cast<int64_t *>(out) + i * n);
+    else
+      input.rows->readFloats(indices[i], static_cast<float *>(out) + i * n);
+  }
+}
+
 void Dataset::gatherLabels(const std::vector<int64_t> &indices,
                            int64_t *out) const {
   if (!labelled)

@@ -169,20 +169,23 @@ void Executor::Impl::load(int mb, int chunk, int64_t step, int microbatch) {
       planned && !evaluating
           ? mbSamples.at(size_t(mb))
           : currentSampler->microbatchIndices(step, microbatch);
+  // Every data input, in the manifest's order (the data's, checked at
+  // load); a later stage that reads one gets it sent like an activation.
   if (manifest.virtualStage(chunk) == 0) {
-    const ManifestTensor &input = (*shape.inputs)[0];
-    size_t bytes = size_t(input.bytes());
-    if (!l.inputs)
-      l.inputs = Buffer(pool, bytes);
-    uploadTo(device, l.inputs.data(), bytes, upStaging, [&](void *host) {
-      if (input.integer && currentData->variableLength())
-        currentData->gatherIntInputsPadded(indices, shape.batch, shape.length,
-                                           static_cast<int64_t *>(host));
-      else if (input.integer)
-        currentData->gatherIntInputs(indices, static_cast<int64_t *>(host));
-      else
-        currentData->gatherInputs(indices, static_cast<float *>(host));
-    });
+    l.inputs.resize(shape.inputs->size());
+    for (size_t k = 0; k < shape.inputs->size(); ++k) {
+      const ManifestTensor &input = (*shape.inputs)[k];
+      size_t bytes = size_t(input.bytes());
+      if (!l.inputs[k])
+        l.inputs[k] = Buffer(pool, bytes);
+      uploadTo(device, l.inputs[k].data(), bytes, upStaging, [&](void *host) {
+        if (input.integer && currentData->variableLength())
+          currentData->gatherIntInputsPadded(indices, shape.batch, shape.length,
+                                             static_cast<int64_t *>(host));
+        else
+          currentData->gatherInput(k, indices, host);
+      });
+    }
   }
   if (manifest.virtualStage(chunk) == lastStage() && manifest.labelsShape) {
     // Class ids, or float targets of the output's shape (--loss mse).

@@ -108,7 +108,8 @@ struct Executor::Impl : dpc_context {
   std::vector<int> mbBucket;
   std::vector<std::vector<int64_t>> mbSamples;
   struct Loaded {
-    Buffer inputs, labels;
+    std::vector<Buffer> inputs; // one a manifest input, on the first stage
+    Buffer labels;
   };
   std::map<std::pair<int, int>, Loaded> loaded; // mb, chunk
   std::vector<std::optional<double>> losses;

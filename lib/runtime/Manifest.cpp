@@ -478,10 +478,6 @@ void readInputs(Reader &r, const json &root, RankManifest &m) {
     r.fail("inputs", "only the first stage reads data inputs");
   if (m.isFirstStage() && m.inputs.empty())
     r.fail("inputs", "the first stage must read at least one data input");
-  if (m.inputs.size() > 1)
-    r.fail("inputs", "the runtime's datasets hold one input tensor per "
-                     "sample, the manifest lists " +
-                         std::to_string(m.inputs.size()));
 }
 
 /// The labels the last stage reads: shape, dtype and ignored index.

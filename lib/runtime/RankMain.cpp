@@ -88,20 +88,30 @@ int64_t product(const std::vector<int64_t> &v, size_t from) {
 
 ModelDataShape shareModelShape(Communicator &comm, const RankManifest &m) {
   constexpr size_t kMaxRank = 8;
-  // The first stage's input: rank, dimensions, and whether it holds ids.
-  std::vector<int64_t> shape(kMaxRank + 2, 0);
-  if (m.isFirstStage()) {
-    const std::vector<int64_t> &in = m.inputs[0].shape;
-    if (in.size() - 1 > kMaxRank)
-      throw Error("the model's input has rank " + std::to_string(in.size()) +
-                  "; the runtime handles up to " +
-                  std::to_string(kMaxRank + 1));
-    shape[0] = int64_t(in.size()) - 1;
-    for (size_t k = 1; k < in.size(); ++k)
-      shape[k] = in[k];
-    shape[kMaxRank + 1] = m.inputs[0].integer;
+  // The first stage's inputs: their count, then each one's rank,
+  // dimensions, and whether it holds ids.
+  std::vector<int64_t> count{int64_t(m.inputs.size())};
+  broadcastInts(comm, 0, count);
+  ModelDataShape model;
+  for (int64_t k = 0; k < count[0]; ++k) {
+    std::vector<int64_t> shape(kMaxRank + 2, 0);
+    if (m.isFirstStage()) {
+      const std::vector<int64_t> &in = m.inputs[size_t(k)].shape;
+      if (in.size() - 1 > kMaxRank)
+        throw Error("the model's input " + std::to_string(k) + " has rank " +
+                    std::to_string(in.size()) + "; the runtime handles up to " +
+                    std::to_string(kMaxRank + 1));
+      shape[0] = int64_t(in.size()) - 1;
+      for (size_t d = 1; d < in.size(); ++d)
+        shape[d] = in[d];
+      shape[kMaxRank + 1] = m.inputs[size_t(k)].integer;
+    }
+    broadcastInts(comm, 0, shape);
+    model.inputs.push_back(
+        {"input" + std::to_string(k),
+         std::vector<int64_t>(shape.begin() + 1, shape.begin() + 1 + shape[0]),
+         shape[kMaxRank + 1] != 0});
   }
-  broadcastInts(comm, 0, shape);
   // The last stage's classes and the shape of a sample's labels: a class
   // per row of the output, whose last dimension is the class dimension
   // when the labels have positions.
@@ -123,9 +133,10 @@ ModelDataShape shareModelShape(Communicator &comm, const RankManifest &m) {
       labels[k + 1] = (*m.labelsShape)[k];
   }
   broadcastInts(comm, comm.size() - 1, labels);
-  ModelDataShape model;
-  model.sampleShape.assign(shape.begin() + 1, shape.begin() + 1 + shape[0]);
-  model.integerInputs = shape[kMaxRank + 1] != 0;
+  if (!model.inputs.empty()) {
+    model.sampleShape = model.inputs[0].sampleShape;
+    model.integerInputs = model.inputs[0].integer;
+  }
   model.numClasses = labels[0];
   model.labelShape.assign(labels.begin() + 2, labels.begin() + 2 + labels[1]);
   if (labels[kMaxRank + 2])

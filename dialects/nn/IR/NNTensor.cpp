@@ -76,13 +76,8 @@ FailureOr<RankedTensorType> TransposeOp::inferResultType() {
 
 FailureOr<RankedTensorType> ConcatOp::inferResultType() {
   SmallVector<ArrayRef<int64_t>> shapes;
-  Type element = elementTypeOf(getInputs().front());
-  for (Value input : getInputs()) {
-    if (elementTypeOf(input) != element)
-      return emitOpError("expects inputs of one element type, got ")
-             << element << " and " << elementTypeOf(input);
+  for (Value input : getInputs())
     shapes.push_back(shapeOf(input));
-  }
   FailureOr<Shape> shape =
       inferConcatShape(shapes, getAxis(), [&] { return emitOpError(); });
   return inferredType(shape, elementTypeOf(getInputs().front()));
@@ -184,13 +179,10 @@ CostRule mlir::dpc::nn::estimateTensorWork(Operation *op, OpWork &work) {
   llvm::TypeSwitch<Operation *>(op)
       .Case<ConcatOp, SliceOp, PadOp>([&](Operation *) {
         // A copy per result element; the gradient is the adjoint copy (for
-        // a slice, also zeroing the rest of the input). Integer ids have
-        // none.
+        // a slice, also zeroing the rest of the input).
         work.flops = elementsOf(op->getResult(0));
-        if (isa<FloatType>(elementTypeOf(op->getResult(0)))) {
-          work.gradFlops = work.flops;
-          work.gradBytes = work.bytes;
-        }
+        work.gradFlops = work.flops;
+        work.gradBytes = work.bytes;
       })
       .Case([&](GatherOp gather) {
         // A row copy per index; the gradient clears the table and adds the
@@ -208,10 +200,8 @@ CostRule mlir::dpc::nn::estimateTensorWork(Operation *op, OpWork &work) {
         // One pass; the gradient is the inverse permutation's.
         work.flops = std::max(elementsOf(op->getOperand(0)),
                               elementsOf(op->getResult(0)));
-        if (isa<FloatType>(elementTypeOf(op->getResult(0)))) {
-          work.gradFlops = work.flops;
-          work.gradBytes = work.bytes;
-        }
+        work.gradFlops = work.flops;
+        work.gradBytes = work.bytes;
       })
       .Case([&](ReshapeOp) {
         // A view: no kernel runs, forward or backward.

@@ -26,6 +26,13 @@
 //                                  for --loss mse (regression)
 //   npy:INPUTS.npy                 inputs alone, for what needs no labels
 //                                  (predictions of an inference build)
+//   npy:A.npy,B.npy,...,LABELS.npy for a model of several inputs (BERT's
+//                                  ids, attention mask and token types):
+//                                  one array a graph input, in the
+//                                  graph's order, then the labels; each is
+//                                  checked against its input's dtype
+//                                  (integer ids or floats) and
+//                                  per-sample shape
 //   text:FILE[,stride=N][,vocab=V] a plain-text file as character tokens
 //                                  for a model reading token ids [B, T]:
 //                                  sample k is the window of T tokens at
@@ -212,6 +219,22 @@ public:
   /// The same for float targets; class labels throw.
   void gatherFloatLabels(const std::vector<int64_t> &indices, float *out) const;
 
+  /// The further inputs of a model with several (npy:A,B,...,LABELS):
+  /// input k (from 1) reads `rows`, samples of `sampleShape`, as integer
+  /// ids or floats. The first input is the one the constructors above set.
+  void addInput(std::vector<int64_t> sampleShape,
+                std::shared_ptr<const RowSource> rows, bool integer);
+  /// How many inputs a sample has: 1 plus those addInput added.
+  size_t inputCount() const { return 1 + extraInputs.size(); }
+  /// Input k's per-sample shape and whether it holds integers.
+  const std::vector<int64_t> &inputShape(size_t k) const;
+  bool inputInteger(size_t k) const;
+  /// Copies input k of `indices`, in order, to `out`: int64 values when
+  /// inputInteger(k), floats otherwise (input 0: gatherIntInputs or
+  /// gatherInputs).
+  void gatherInput(size_t k, const std::vector<int64_t> &indices,
+                   void *out) const;
+
   /// Variable-length sequences (text docs=, npy lengths=): every sample is
   /// stored padded to sampleShape()[0] (Lmax), input 0 and label the
   /// model's ignore index past its real length.
@@ -254,6 +277,12 @@ private:
   std::vector<int64_t> lengths; // variable-length sequences; empty: fixed
   std::shared_ptr<const RowSource> inputRows, labelRows; // fromRows
   std::optional<int64_t> ignoreLabel; // fromRows: passes the label check
+  struct ExtraInput {
+    std::vector<int64_t> shape;
+    std::shared_ptr<const RowSource> rows;
+    bool integer = false;
+  };
+  std::vector<ExtraInput> extraInputs; // addInput: inputs 1, 2, ...
 
   /// Reads the labels of row `index` from labelRows and checks them.
   void readLabelRow(int64_t index, int64_t *out) const;
@@ -311,6 +340,9 @@ struct DataSpec {
   std::string format;                 // "fashion-mnist" or "mnist" for Idx
   std::string dir;                    // Idx
   std::string inputsPath, labelsPath; // Npy; no labelsPath: unlabelled
+  /// Npy with several inputs (npy:A,B,...,LABELS): the inputs after the
+  /// first (inputsPath), in the graph's order.
+  std::vector<std::string> moreInputPaths;
   int64_t syntheticSamples = 0;       // Synthetic; 0: the default count
   std::string textPath;               // Text
   int64_t textStride = 0;             // Text and Tokens; 0: the sequence length
@@ -343,6 +375,15 @@ struct ModelDataShape {
   std::optional<int64_t> ignoreIndex;
   /// The loss takes float targets of labelShape (--loss mse), not class ids.
   bool floatLabels = false;
+  /// One of the graph's data inputs (the manifest's "inputs").
+  struct Input {
+    std::string name;
+    std::vector<int64_t> sampleShape;
+    bool integer = false;
+  };
+  /// Every input in the graph's order; the first is also sampleShape and
+  /// integerInputs. Empty: the checks of the inputs are skipped.
+  std::vector<Input> inputs;
 };
 
 /// Loads the split of the dataset `spec` names. Npy specs name their files

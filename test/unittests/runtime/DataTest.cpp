@@ -755,7 +755,9 @@ TEST(DataSpec, ParsesDocsAndLengths) {
               HasSubstr("lengths= needs labels"));
   EXPECT_THAT(inputError([] { parseDataSpec("npy:t.npy,l.npy,lengths="); }),
               HasSubstr("lengths=LENGTHS.npy; got 'lengths='"));
-  EXPECT_THAT(errorOf([] { parseDataSpec("npy:t.npy,l.npy,x.npy"); }),
+  // Three files are two inputs and labels (DataInputsTest.cpp); an empty
+  // one is malformed.
+  EXPECT_THAT(errorOf([] { parseDataSpec("npy:t.npy,,x.npy"); }),
               HasSubstr("expected npy:INPUTS.npy,LABELS.npy"));
 }
 

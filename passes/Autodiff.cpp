@@ -17,6 +17,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/TypeUtilities.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/MapVector.h"
@@ -274,7 +275,8 @@ struct AutodiffPass : public mlir::dpc::impl::AutodiffPassBase<AutodiffPass> {
                             "softmax-cross-entropy, got ")
              << logits.getType();
 
-    // Values that depend on a parameter need gradients.
+    // Float values that depend on a parameter need gradients; integer ids
+    // and boolean masks get none, whatever they were computed from.
     SmallVector<Operation *> forward;
     llvm::DenseSet<Value> needsGrad;
     for (Operation &op : body.without_terminator()) {
@@ -285,7 +287,9 @@ struct AutodiffPass : public mlir::dpc::impl::AutodiffPassBase<AutodiffPass> {
                          return needsGrad.contains(v);
                        });
       if (fromParam)
-        needsGrad.insert(op.result_begin(), op.result_end());
+        for (Value result : op.getResults())
+          if (isa<FloatType>(getElementTypeOrSelf(result.getType())))
+            needsGrad.insert(result);
     }
     if (!needsGrad.contains(logits))
       return main.emitError("the output does not depend on any parameter: "

@@ -80,12 +80,23 @@ static LogicalResult importTensorGather(Importer &im,
            << "axis " << axis << " is out of range for rank " << rank;
   if (axis < 0)
     axis += rank;
+  // Integer ids are gathered by constant indices that make a slice (one
+  // position of a window, every other token); a table is float.
   Type element = cast<RankedTensorType>(data->getType()).getElementType();
-  if (!isa<FloatType>(element))
+  auto refuseIds = [&] {
     return im.nodeError(node)
-           << "gathers from float tensors only, got " << data->getType();
+           << "gathers from an integer tensor (" << data->getType()
+           << ") by constant indices in an increasing arithmetic sequence "
+           << "only";
+  };
+  if (!isa<FloatType>(element) && !element.isInteger(64) &&
+      !element.isInteger(32))
+    return im.nodeError(node)
+           << "gathers from float or integer tensors only, got "
+           << data->getType();
   if (!im.isHost(node.input(1)))
-    return gatherRows(im, node, *data, axis);
+    return isa<FloatType>(element) ? gatherRows(im, node, *data, axis)
+                                   : refuseIds();
   FailureOr<HostTensor> indices = im.getHost(node, 1);
   if (failed(indices))
     return failure();
@@ -98,6 +109,8 @@ static LogicalResult importTensorGather(Importer &im,
                                 << "dimension " << axis << " of size " << dim;
   std::vector<int64_t> rows = rowsOf(*indices, dim);
   if (!isArithmeticSequence(rows)) {
+    if (!isa<FloatType>(element))
+      return refuseIds();
     if (axis == 0)
       return gatherRows(im, node, *data, axis);
     return im.nodeError(node)

@@ -4,7 +4,8 @@
 // sum_to_shape, the scale of broadcast_to and the interpolation of resize):
 // a reshape aliases its input, the others copy into a new buffer with the
 // layout kernels, as a relayout does between an activation's plain and
-// channel-blocked layouts.
+// channel-blocked layouts. Transposes, slices and concats of integer ids
+// run the same kernels on the ids' 32-bit words.
 //
 //===----------------------------------------------------------------------===//
 
@@ -28,6 +29,26 @@ LogicalResult expectI64Indices(Operation *op, Value indices) {
   return op->emitOpError(
              "expects int64 indices for the runtime's kernels, got ")
          << indices.getType();
+}
+
+// Integer ids move through the kernels of float activations as 32-bit
+// words, bit for bit: an int64 element is two words, so a box, a join or a
+// permutation of int64 tensors of shape S is the same of f32 tensors of
+// shape S x 2 whose last dimension goes whole. `list` (a shape, offsets,
+// steps or a permutation of `tensor`'s dimensions) gets `word` appended for
+// that dimension when `tensor` holds 64-bit elements; 32-bit ones are one
+// word each and keep it as it is.
+SmallVector<int64_t> inWords(ArrayRef<int64_t> list, Value tensor,
+                             int64_t word) {
+  SmallVector<int64_t> words(list);
+  if (cast<ShapedType>(tensor.getType()).getElementTypeBitWidth() == 64)
+    words.push_back(word);
+  return words;
+}
+
+// The dimensions of `tensor` in words (above).
+SmallVector<int64_t> wordShape(Value tensor) {
+  return inWords(shapeOf(tensor), tensor, 2);
 }
 
 // A scale as the exact fraction num / den of the double (of an ONNX float)
@@ -100,21 +121,24 @@ void lowering::populateViewLowerings(RuntimeLoweringTable &table) {
              rt.f32(broadcast.getScale().convertToFloat())});
         rt.define(broadcast, y);
       });
-  table.add<nn::TransposeOp>(
-      [](nn::TransposeOp transpose, RuntimeLowering &rt) {
-        Ptr y = rt.alloc(transpose);
-        rt.call<abi::dpc_transpose>({rt.ptrOf(transpose.getInput()),
-                                     rt.shape(transpose.getInput()), y,
-                                     rt.constArray(transpose.getPerm()),
-                                     rt.i64(transpose.getPerm().size())});
-        rt.define(transpose, y);
-      });
+  table.add<nn::TransposeOp>([](nn::TransposeOp transpose,
+                                RuntimeLowering &rt) {
+    Value x = transpose.getInput();
+    SmallVector<int64_t> perm =
+        inWords(transpose.getPerm(), x, transpose.getPerm().size());
+    Ptr y = rt.alloc(transpose);
+    rt.call<abi::dpc_transpose>({rt.ptrOf(x), rt.constArray(wordShape(x)), y,
+                                 rt.constArray(perm), rt.i64(perm.size())});
+    rt.define(transpose, y);
+  });
   table.add<nn::SliceOp>([](nn::SliceOp slice, RuntimeLowering &rt) {
+    Value x = slice.getInput();
+    SmallVector<int64_t> box = wordShape(slice);
     Ptr y = rt.alloc(slice);
-    rt.call<abi::dpc_slice>(
-        {rt.ptrOf(slice.getInput()), rt.shape(slice.getInput()), y,
-         rt.shape(slice), rt.i64(shapeOf(slice).size()),
-         rt.constArray(slice.getOffsets()), rt.constArray(slice.getSteps())});
+    rt.call<abi::dpc_slice>({rt.ptrOf(x), rt.constArray(wordShape(x)), y,
+                             rt.constArray(box), rt.i64(box.size()),
+                             rt.constArray(inWords(slice.getOffsets(), x, 0)),
+                             rt.constArray(inWords(slice.getSteps(), x, 1))});
     rt.define(slice, y);
   });
   table.add<nn::SliceGradOp>([](nn::SliceGradOp grad, RuntimeLowering &rt) {
@@ -129,13 +153,14 @@ void lowering::populateViewLowerings(RuntimeLoweringTable &table) {
   table.add<nn::ConcatOp>([](nn::ConcatOp concat, RuntimeLowering &rt) {
     // Each input into its place along the axis.
     Ptr y = rt.alloc(concat);
-    int64_t rank = int64_t(shapeOf(concat).size());
+    SmallVector<int64_t> whole = wordShape(concat);
+    int64_t rank = int64_t(whole.size());
     SmallVector<int64_t> offsets(rank, 0), steps(rank, 1);
     for (Value input : concat.getInputs()) {
-      rt.call<abi::dpc_insert>({rt.ptrOf(input), rt.shape(input), y,
-                                rt.shape(concat), rt.i64(rank),
-                                rt.constArray(offsets), rt.constArray(steps),
-                                rt.i64(0), rt.f32(0.0f)});
+      rt.call<abi::dpc_insert>(
+          {rt.ptrOf(input), rt.constArray(wordShape(input)), y,
+           rt.constArray(whole), rt.i64(rank), rt.constArray(offsets),
+           rt.constArray(steps), rt.i64(0), rt.f32(0.0f)});
       offsets[concat.getAxis()] += shapeOf(input)[concat.getAxis()];
     }
     rt.define(concat, y);

@@ -76,8 +76,13 @@ FailureOr<RankedTensorType> TransposeOp::inferResultType() {
 
 FailureOr<RankedTensorType> ConcatOp::inferResultType() {
   SmallVector<ArrayRef<int64_t>> shapes;
-  for (Value input : getInputs())
+  Type element = elementTypeOf(getInputs().front());
+  for (Value input : getInputs()) {
+    if (elementTypeOf(input) != element)
+      return emitOpError("expects inputs of one element type, got ")
+             << element << " and " << elementTypeOf(input);
     shapes.push_back(shapeOf(input));
+  }
   FailureOr<Shape> shape =
       inferConcatShape(shapes, getAxis(), [&] { return emitOpError(); });
   return inferredType(shape, elementTypeOf(getInputs().front()));
@@ -179,10 +184,13 @@ CostRule mlir::dpc::nn::estimateTensorWork(Operation *op, OpWork &work) {
   llvm::TypeSwitch<Operation *>(op)
       .Case<ConcatOp, SliceOp, PadOp>([&](Operation *) {
         // A copy per result element; the gradient is the adjoint copy (for
-        // a slice, also zeroing the rest of the input).
+        // a slice, also zeroing the rest of the input). Integer ids have
+        // none.
         work.flops = elementsOf(op->getResult(0));
-        work.gradFlops = work.flops;
-        work.gradBytes = work.bytes;
+        if (isa<FloatType>(elementTypeOf(op->getResult(0)))) {
+          work.gradFlops = work.flops;
+          work.gradBytes = work.bytes;
+        }
       })
       .Case([&](GatherOp gather) {
         // A row copy per index; the gradient clears the table and adds the
@@ -200,8 +208,10 @@ CostRule mlir::dpc::nn::estimateTensorWork(Operation *op, OpWork &work) {
         // One pass; the gradient is the inverse permutation's.
         work.flops = std::max(elementsOf(op->getOperand(0)),
                               elementsOf(op->getResult(0)));
-        work.gradFlops = work.flops;
-        work.gradBytes = work.bytes;
+        if (isa<FloatType>(elementTypeOf(op->getResult(0)))) {
+          work.gradFlops = work.flops;
+          work.gradBytes = work.bytes;
+        }
       })
       .Case([&](ReshapeOp) {
         // A view: no kernel runs, forward or backward.

@@ -11,6 +11,11 @@
 
 include "dialects/nn/IR/NNBase.td"
 
+// What the pure data movements (transpose, concat, slice) take: activations
+// and integer ids, so that one id input can be split, joined and permuted
+// inside the graph. An integer value gets no gradient.
+def NN_DataTensor : StaticShapeTensorOf<[F32, F16, BF16, I64, I32]>;
+
 //===----------------------------------------------------------------------===//
 // Shape
 //===----------------------------------------------------------------------===//
@@ -58,15 +63,16 @@ def NN_TransposeOp : NN_Op<"transpose", [Pure, NN_InferResult,
   let summary = "permutes the dimensions of a tensor";
   let description = [{
     Result dimension `i` is input dimension `perm[i]`, as in ONNX Transpose.
-    Its gradient is the transpose by the inverse permutation.
+    Its gradient is the transpose by the inverse permutation. Integer
+    tensors (ids) transpose too, without a gradient.
 
     ```mlir
     %kt = nn.transpose %k {perm = array<i64: 0, 2, 1>}
         : (tensor<8x28x16xf32>) -> tensor<8x16x28xf32>
     ```
   }];
-  let arguments = (ins NN_FloatTensor:$input, DenseI64ArrayAttr:$perm);
-  let results = (outs NN_FloatTensor:$result);
+  let arguments = (ins NN_DataTensor:$input, DenseI64ArrayAttr:$perm);
+  let results = (outs NN_DataTensor:$result);
   let assemblyFormat = [{
     $input attr-dict `:` functional-type(operands, results)
   }];
@@ -82,16 +88,17 @@ def NN_ConcatOp : NN_Op<"concat", [Pure, NN_InferResult,
   let description = [{
     Joins `inputs` (at least one, all of one rank, equal in every dimension
     but `axis`) along `axis`, as ONNX Concat (DenseNet's feature reuse,
-    Inception's branches). The gradient of each input is the slice of the
-    result's gradient where that input lies.
+    Inception's branches), all of one element type: floats, or integer ids.
+    The gradient of each float input is the slice of the result's gradient
+    where that input lies.
 
     ```mlir
     %y = nn.concat %a, %b {axis = 1 : i64}
         : (tensor<4x8x7x7xf32>, tensor<4x16x7x7xf32>) -> tensor<4x24x7x7xf32>
     ```
   }];
-  let arguments = (ins Variadic<NN_FloatTensor>:$inputs, I64Attr:$axis);
-  let results = (outs NN_FloatTensor:$result);
+  let arguments = (ins Variadic<NN_DataTensor>:$inputs, I64Attr:$axis);
+  let results = (outs NN_DataTensor:$result);
   let assemblyFormat = [{
     $inputs attr-dict `:` functional-type(operands, results)
   }];
@@ -103,18 +110,19 @@ def NN_SliceOp : NN_Op<"slice", [Pure,
   let description = [{
     Result element `i` (a multi-index) is input element `offsets + i *
     steps`, with one offset and one positive step per dimension: ONNX Slice
-    and each output of Split, normalized by the importer. The gradient
-    (`nn.slice_grad`) puts the result's gradient back into a zero tensor of
-    the input's shape.
+    and each output of Split, normalized by the importer. Integer ids slice
+    too (the source and target halves of one id input), without a gradient.
+    The gradient of a float slice (`nn.slice_grad`) puts the result's
+    gradient back into a zero tensor of the input's shape.
 
     ```mlir
     %h = nn.slice %x {offsets = array<i64: 0, 16>, steps = array<i64: 1, 1>}
         : (tensor<4x32xf32>) -> tensor<4x16xf32>
     ```
   }];
-  let arguments = (ins NN_FloatTensor:$input, DenseI64ArrayAttr:$offsets,
+  let arguments = (ins NN_DataTensor:$input, DenseI64ArrayAttr:$offsets,
                        DenseI64ArrayAttr:$steps);
-  let results = (outs NN_FloatTensor:$result);
+  let results = (outs NN_DataTensor:$result);
   let assemblyFormat = [{
     $input attr-dict `:` functional-type(operands, results)
   }];

@@ -744,6 +744,7 @@ EXTRA_MODELS.update({f"tv-{name}": (lambda name=name: vision.build(name))
 EXTRA_MODELS.update(__import__("rnn_models").MODELS_BY_NAME)
 EXTRA_MODELS.update(__import__("conv_models").MODELS_BY_NAME)
 EXTRA_MODELS.update(__import__("bert_models").MODELS_BY_NAME)
+EXTRA_MODELS.update(__import__("seq2seq_models").MODELS_BY_NAME)
 
 
 def build(name):

@@ -43,7 +43,9 @@ Ids awkwardIds(size_t n) {
       int64_t(0x80000000007FFFFF)}; // -0 over the largest subnormal
   Ids ids(n);
   for (size_t i = 0; i < n; ++i)
-    ids[i] = patterns[i % patterns.size()] + int64_t(i / patterns.size());
+    // Wrapping addition (in uint64_t: int64_t's would overflow at max()).
+    ids[i] = int64_t(uint64_t(patterns[i % patterns.size()]) +
+                     uint64_t(i / patterns.size()));
   return ids;
 }
 

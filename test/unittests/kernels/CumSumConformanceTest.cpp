@@ -17,6 +17,8 @@
 
 #include <gtest/gtest.h>
 
+#include <string>
+
 using namespace dpc::testing;
 
 namespace {
@@ -82,15 +84,21 @@ TEST_P(CumSum, GradientIsTheSumTheOtherWay) {
 
 INSTANTIATE_TEST_SUITE_P(
     Shapes, CumSum,
-    ::testing::Values(CumSumConfig{1, 7, 1, false, false},
-                      CumSumConfig{1, 7, 1, true, false},
-                      CumSumConfig{1, 7, 1, false, true},
-                      CumSumConfig{1, 7, 1, true, true},
-                      CumSumConfig{3, 5, 4, false, false},
-                      CumSumConfig{3, 5, 4, true, true},
-                      CumSumConfig{2, 9, 1, true, false},
-                      CumSumConfig{1, 6, 5, false, true},
-                      CumSumConfig{4, 1, 3, true, false},
-                      CumSumConfig{2, 33, 2, false, false}));
+    ::testing::Values(
+        CumSumConfig{1, 7, 1, false, false}, CumSumConfig{1, 7, 1, true, false},
+        CumSumConfig{1, 7, 1, false, true}, CumSumConfig{1, 7, 1, true, true},
+        CumSumConfig{3, 5, 4, false, false}, CumSumConfig{3, 5, 4, true, true},
+        CumSumConfig{2, 9, 1, true, false}, CumSumConfig{1, 6, 5, false, true},
+        CumSumConfig{4, 1, 3, true, false},
+        CumSumConfig{2, 33, 2, false, false}),
+    // Named by the fields: gtest's default prints the struct's bytes,
+    // padding included, which differ from run to run, and ctest filters
+    // by the name it listed at build time.
+    [](const ::testing::TestParamInfo<CumSumConfig> &info) {
+      const CumSumConfig &c = info.param;
+      return std::to_string(c.outer) + "x" + std::to_string(c.length) + "x" +
+             std::to_string(c.inner) + (c.exclusive ? "_exclusive" : "") +
+             (c.reverse ? "_reverse" : "");
+    });
 
 } // namespace

@@ -80,9 +80,9 @@ MatmulDims matmulDims(ArrayRef<int64_t> lhs, ArrayRef<int64_t> rhs, bool tA,
   return d;
 }
 
-} // namespace
-
-void lowering::populateMatmulConvLowerings(RuntimeLoweringTable &table) {
+// Convolutions of 2 and 3 spatial dimensions, transposed ones, and their
+// gradients.
+void addConvLowerings(RuntimeLoweringTable &table) {
   table.add<nn::Conv2dOp>([](nn::Conv2dOp conv, RuntimeLowering &rt) {
     Ptr y = rt.alloc(conv);
     rt.callAs<abi::dpc_conv2d>(
@@ -175,27 +175,30 @@ void lowering::populateMatmulConvLowerings(RuntimeLoweringTable &table) {
              rt.shape(conv), rt.constParams(conv3dParams(conv))});
         rt.define(conv, y);
       });
-  table.add<nn::Conv2dGradBiasOp>(
-      [](nn::Conv2dGradBiasOp grad, RuntimeLowering &rt) {
-        Ptr db = rt.alloc(grad);
-        Value dy = grad.getResultGrad();
-        if (nn::isChannelBlocked(dy)) {
-          // The same per-channel sums as batch normalization's bias gradient.
-          ArrayRef<int64_t> shape = shapeOf(dy);
-          rt.call<abi::dpc_batch_norm_grad_bias>(
-              {rt.ptrOf(dy), rt.i64(shape[0]), rt.i64(shape[1]),
-               rt.i64(shape[2] * shape[3]), rt.i64(nn::kChannelBlock), db});
-        } else if (shapeOf(dy).size() == 5) {
-          // A 3-D convolution's: depth and height summed as one dimension.
-          ArrayRef<int64_t> s = shapeOf(dy);
-          rt.call<abi::dpc_conv2d_grad_bias>(
-              {rt.ptrOf(dy), rt.constArray({s[0], s[1], s[2] * s[3], s[4]}),
-               db});
-        } else {
-          rt.call<abi::dpc_conv2d_grad_bias>({rt.ptrOf(dy), rt.shape(dy), db});
-        }
-        rt.define(grad, db);
-      });
+  table.add<nn::Conv2dGradBiasOp>([](nn::Conv2dGradBiasOp grad,
+                                     RuntimeLowering &rt) {
+    Ptr db = rt.alloc(grad);
+    Value dy = grad.getResultGrad();
+    if (nn::isChannelBlocked(dy)) {
+      // The same per-channel sums as batch normalization's bias gradient.
+      ArrayRef<int64_t> shape = shapeOf(dy);
+      rt.call<abi::dpc_batch_norm_grad_bias>(
+          {rt.ptrOf(dy), rt.i64(shape[0]), rt.i64(shape[1]),
+           rt.i64(shape[2] * shape[3]), rt.i64(nn::kChannelBlock), db});
+    } else if (shapeOf(dy).size() == 5) {
+      // A 3-D convolution's: depth and height summed as one dimension.
+      ArrayRef<int64_t> s = shapeOf(dy);
+      rt.call<abi::dpc_conv2d_grad_bias>(
+          {rt.ptrOf(dy), rt.constArray({s[0], s[1], s[2] * s[3], s[4]}), db});
+    } else {
+      rt.call<abi::dpc_conv2d_grad_bias>({rt.ptrOf(dy), rt.shape(dy), db});
+    }
+    rt.define(grad, db);
+  });
+}
+
+// Matrix products and their gradients.
+void addMatmulLowerings(RuntimeLoweringTable &table) {
   table.add<nn::MatmulOp>([](nn::MatmulOp mm, RuntimeLowering &rt) {
     MatmulDims d = matmulDims(shapeOf(mm.getLhs()), shapeOf(mm.getRhs()),
                               mm.getTransposeLhs(), mm.getTransposeRhs());
@@ -254,6 +257,10 @@ void lowering::populateMatmulConvLowerings(RuntimeLoweringTable &table) {
                                   rt.i64(d.aStride), rt.i64(accumulate)});
     rt.define(grad, db);
   });
+}
+
+// LSTM and GRU layers and their gradients.
+void addRecurrentLowerings(RuntimeLoweringTable &table) {
   table.add<nn::LstmOp>([](nn::LstmOp lstm, RuntimeLowering &rt) {
     ArrayRef<int64_t> x = shapeOf(lstm.getInput());
     int64_t hidden = shapeOf(lstm.getInitialH())[1];
@@ -300,4 +307,12 @@ void lowering::populateMatmulConvLowerings(RuntimeLoweringTable &table) {
          rt.i64(grad.getLinearBeforeReset()), rt.i64(grad.getReverse()), out});
     rt.define(grad, out);
   });
+}
+
+} // namespace
+
+void lowering::populateMatmulConvLowerings(RuntimeLoweringTable &table) {
+  addConvLowerings(table);
+  addMatmulLowerings(table);
+  addRecurrentLowerings(table);
 }

@@ -16,7 +16,6 @@ Usage: bert_models.py --out DIR [--steps 20] [--layers 2]
 
 import argparse
 import copy
-import json
 import math
 import os
 import sys
@@ -177,6 +176,7 @@ def main():
     args = parser.parse_args()
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     import oracle  # noqa: E402 (oracle.py imports this file)
+    import oracle_result  # noqa: E402
     microbatches, size, name = 4, 16, "bert-mlm"
     settings = {"kind": "sgd", "lr": 0.05, "momentum": 0.9,
                 "weight_decay": 0.0}
@@ -196,37 +196,18 @@ def main():
     minibatch = microbatches * size
     losses = train(model, (ids, mask, types), labels, args.steps, minibatch,
                    settings, oracle)
-    oracle.write_safetensors(
-        os.path.join(args.out, f"{name}.final.safetensors"),
-        oracle.trained_arrays(model))
     losses64 = train(reference, (ids, mask.double(), types), labels,
                      args.steps, minibatch, settings, oracle)
-    oracle.write_safetensors(
-        os.path.join(args.out, f"{name}.final64.safetensors"),
-        {k: v.detach().numpy().astype(np.float32)
-         for k, v in oracle.trained_state(reference).items()})
-    result = {
-        "model": name, "onnx": os.path.basename(onnx_path),
-        "initial_weights": f"{name}.init.safetensors",
-        "final_weights": f"{name}.final.safetensors",
-        "opset": BertMLM.opset, "onnx_ops": ops,
-        "inputs": list(INPUT_NAMES),
+    oracle_result.write(oracle, args.out, name, model, reference, onnx_path,
+                        ops, losses, losses64, {
+        "opset": BertMLM.opset, "inputs": list(INPUT_NAMES),
         "input_shape": [size, LENGTH],
-        "data": "npy:" + ",".join(files), "order": "file", "seed": 0,
+        "data": "npy:" + ",".join(files),
         "steps": args.steps, "microbatches": microbatches,
         "microbatch_size": size,
         "loss": "softmax-cross-entropy, mean over the minibatch's masked "
                 "positions (labels not ignore_index)",
-        "ignore_index": IGNORE_INDEX, "optimizer": settings,
-        "torch_version": torch.__version__, "first_step": 1,
-        "losses": losses, "losses64": losses64,
-    }
-    path = os.path.join(args.out, f"{name}.oracle.json")
-    with open(path, "w") as f:
-        json.dump(result, f, indent=1)
-        f.write("\n")
-    print(f"{name}: {onnx_path} ({', '.join(ops)}); {args.steps} steps, "
-          f"loss {losses[0]:.6f} -> {losses[-1]:.6f}; wrote {path}")
+        "ignore_index": IGNORE_INDEX, "optimizer": settings})
 
 
 if __name__ == "__main__":

@@ -16,7 +16,6 @@ Usage: seg_oracle.py --out DIR [--steps 20]
 
 import argparse
 import copy
-import json
 import os
 import sys
 
@@ -26,6 +25,7 @@ import torch.nn as nn
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import oracle  # noqa: E402
+import oracle_result  # noqa: E402
 
 CLASSES = 3
 SIDE = 16
@@ -126,36 +126,17 @@ def main():
     reference = copy.deepcopy(model).double()
     losses = oracle.train(model, x, y, args.steps, microbatches, size,
                           settings)
-    oracle.write_safetensors(
-        os.path.join(args.out, f"{name}.final.safetensors"),
-        oracle.trained_arrays(model))
     losses64 = oracle.train(reference, x.double(), y, args.steps,
                             microbatches, size, settings)
-    oracle.write_safetensors(
-        os.path.join(args.out, f"{name}.final64.safetensors"),
-        {k: v.detach().numpy().astype(np.float32)
-         for k, v in oracle.trained_state(reference).items()})
-    result = {
-        "model": name, "onnx": os.path.basename(onnx_path),
-        "initial_weights": f"{name}.init.safetensors",
-        "final_weights": f"{name}.final.safetensors",
-        "opset": SegNet.opset, "onnx_ops": ops,
-        "input_shape": [size, *SegNet.input_shape],
-        "data": "npy:" + ",".join(files), "order": "file", "seed": 0,
+    oracle_result.write(oracle, args.out, name, model, reference, onnx_path,
+                        ops, losses, losses64, {
+        "opset": SegNet.opset, "input_shape": [size, *SegNet.input_shape],
+        "data": "npy:" + ",".join(files),
         "steps": args.steps, "microbatches": microbatches,
         "microbatch_size": size,
         "loss": "softmax-cross-entropy over the class axis 1, mean over the "
                 "minibatch's pixels not labelled ignore_index",
-        "ignore_index": IGNORE_INDEX, "optimizer": settings,
-        "torch_version": torch.__version__, "first_step": 1,
-        "losses": losses, "losses64": losses64,
-    }
-    path = os.path.join(args.out, f"{name}.oracle.json")
-    with open(path, "w") as f:
-        json.dump(result, f, indent=1)
-        f.write("\n")
-    print(f"{name}: {onnx_path} ({', '.join(ops)}); {args.steps} steps, "
-          f"loss {losses[0]:.6f} -> {losses[-1]:.6f}; wrote {path}")
+        "ignore_index": IGNORE_INDEX, "optimizer": settings})
 
 
 if __name__ == "__main__":

@@ -1,5 +1,6 @@
 """Encoder-decoder models for the oracle (#43) whose one int64 id input
-feeds both sides, split inside the model. oracle.py adds MODELS_BY_NAME to
+feeds both sides, split inside the model (by Slice in t5-style, by Split in
+gnmt-style). oracle.py adds MODELS_BY_NAME to
 its EXTRA_MODELS."""
 
 import torch
@@ -52,4 +53,44 @@ class T5Style(nn.Module):
         return torch.cat([memory, h], dim=1) @ self.embed.weight.t()
 
 
-MODELS_BY_NAME = {"t5-style": T5Style}
+class GnmtStyle(nn.Module):
+    """A small GNMT-style LSTM encoder-decoder on text.py's tokens whose one
+    input of 2T ids [B, 2T] is cut into a source and a target by
+    torch.split, which torch.onnx writes as an ONNX Split of the int64 ids.
+    One embedding serves both sides; a two-layer nn.LSTM encoder over the
+    source; a one-layer nn.LSTM decoder over the target shifted right (the
+    source's last token first: a Slice and a Concat of ids) that starts
+    from the encoder's top layer's final h and c; dot-product attention of
+    each decoder state over the encoder's states; logits [B, 2T, vocab],
+    the encoder's positions from its states and the decoder's from its
+    state and context, under a token-level cross-entropy against the
+    window's next tokens."""
+
+    opset = 14
+    fold_constants = False
+    export_training = True
+    tokens = True
+
+    def __init__(self, vocab=text.VOCAB, half=5, width=16, hidden=16):
+        super().__init__()
+        self.half = half
+        self.input_shape = (2 * half,)
+        self.embed = nn.Embedding(vocab, width)
+        self.encoder = nn.LSTM(width, hidden, num_layers=2, batch_first=True)
+        self.decoder = nn.LSTM(width, hidden, batch_first=True)
+        self.src_out = nn.Linear(hidden, vocab)
+        self.out = nn.Linear(2 * hidden, vocab)
+
+    def forward(self, ids):
+        src, tgt = torch.split(ids, self.half, dim=1)
+        tgt = torch.cat([src[:, -1:], tgt[:, :-1]], dim=1)
+        memory, (h, c) = self.encoder(self.embed(src))
+        states, _ = self.decoder(self.embed(tgt), (h[-1:], c[-1:]))
+        weights = torch.softmax(states @ memory.transpose(1, 2), dim=-1)
+        context = weights @ memory
+        return torch.cat([self.src_out(memory),
+                          self.out(torch.cat([states, context], dim=-1))],
+                         dim=1)
+
+
+MODELS_BY_NAME = {"t5-style": T5Style, "gnmt-style": GnmtStyle}

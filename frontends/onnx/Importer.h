@@ -7,7 +7,8 @@
 // tensors and attributes) and Values.cpp (operands, results and host
 // values). The op handlers are free functions over the class's public
 // members, each beside its rows of the handler table in its family's file:
-// NN.cpp, RNN.cpp, Math.cpp, Tensor.cpp and GatherSlice.cpp. Adding an op
+// NN.cpp, RNN.cpp, Math.cpp, Tensor.cpp, GatherSlice.cpp and ShapeFold.cpp
+// (ops that only shape computations use, folded at import). Adding an op
 // to a family touches only that file. Nothing outside the folder includes
 // this header; the public interface is OnnxImporter.h.
 //
@@ -97,6 +98,14 @@ struct HostTensor {
 
 class Importer;
 
+/// Calls `f(result, offsets)` for each element of the numpy broadcast of
+/// `operands`, in row-major order, with each operand's offset of that
+/// element; `f` appends the element to `result` (Math.cpp).
+FailureOr<HostTensor>
+foldBroadcast(ArrayRef<const HostTensor *> operands,
+              llvm::function_ref<void(HostTensor &, ArrayRef<int64_t>)> f,
+              llvm::function_ref<InFlightDiagnostic()> error);
+
 /// An op handler: imports `node` into `im`, or reports with im.nodeError
 /// why it cannot. Handlers are free functions in their op family's file,
 /// written against Importer's public members.
@@ -122,6 +131,7 @@ ArrayRef<HandlerEntry> rnnHandlers();         // RNN.cpp
 ArrayRef<HandlerEntry> mathHandlers();        // Math.cpp
 ArrayRef<HandlerEntry> tensorHandlers();      // Tensor.cpp
 ArrayRef<HandlerEntry> gatherSliceHandlers(); // GatherSlice.cpp
+ArrayRef<HandlerEntry> shapeFoldHandlers();   // ShapeFold.cpp
 
 class Importer {
 public:

@@ -137,28 +137,29 @@ static LogicalResult importBinary(Importer &im, const onnx::NodeProto &node) {
     FailureOr<HostTensor> l = im.getHost(node, 0), r = im.getHost(node, 1);
     if (failed(l) || failed(r))
       return failure();
-    // Equal shapes, or a single number against a tensor.
-    bool scalarL = l->size() == 1, scalarR = r->size() == 1;
-    if (l->isFloat != r->isFloat ||
-        (l->shape != r->shape && !scalarL && !scalarR))
-      return im.nodeError(node) << "folds only operands of one element type "
-                                   "with equal shapes or a single element";
-    HostTensor out = scalarL && !scalarR ? *r : *l;
-    for (int64_t i = 0; i < out.size(); ++i) {
-      auto at = [&](const HostTensor &t) {
-        int64_t k = t.size() == 1 ? 0 : i;
-        return t.isFloat ? double(t.floats[k]) : double(t.ints[k]);
-      };
-      FailureOr<double> v =
-          foldNumbers(node.op_type(), at(*l), at(*r), out.isFloat);
-      if (failed(v))
-        return im.nodeError(node) << "divides by zero at import time";
-      if (out.isFloat)
-        out.floats[i] = float(*v);
-      else
-        out.ints[i] = int64_t(*v);
-    }
-    return im.defineHost(node, std::move(out));
+    if (l->isFloat != r->isFloat)
+      return im.nodeError(node) << "folds only operands of one element type";
+    const HostTensor &a = *l, &b = *r;
+    bool divideByZero = false;
+    FailureOr<HostTensor> out = foldBroadcast(
+        {&a, &b},
+        [&](HostTensor &y, ArrayRef<int64_t> o) {
+          double u = a.isFloat ? double(a.floats[o[0]]) : double(a.ints[o[0]]);
+          double v = b.isFloat ? double(b.floats[o[1]]) : double(b.ints[o[1]]);
+          FailureOr<double> w = foldNumbers(node.op_type(), u, v, a.isFloat);
+          divideByZero |= failed(w);
+          if (a.isFloat)
+            y.floats.push_back(float(succeeded(w) ? *w : 0.0));
+          else
+            y.ints.push_back(int64_t(succeeded(w) ? *w : 0.0));
+        },
+        [&] { return im.nodeError(node); });
+    if (failed(out))
+      return failure();
+    if (divideByZero)
+      return im.nodeError(node) << "divides by zero at import time";
+    out->isFloat = a.isFloat;
+    return im.defineHost(node, std::move(*out));
   }
   FailureOr<Value> l = im.getValue(node, 0);
   FailureOr<Value> r =
@@ -184,6 +185,21 @@ static LogicalResult importPow(Importer &im, const onnx::NodeProto &node) {
                               << exponent->size() << " values";
   double p = exponent->isFloat ? double(exponent->floats[0])
                                : double(exponent->ints[0]);
+  if (im.isHost(node.input(0))) {
+    // A shape computation's power (an attention scale from a head size):
+    // folded, in the base's element type, as ONNX's Pow.
+    FailureOr<HostTensor> host = im.getHost(node, 0);
+    if (failed(host))
+      return failure();
+    HostTensor out = *host;
+    for (int64_t i = 0; i < out.size(); ++i) {
+      if (out.isFloat)
+        out.floats[i] = float(std::pow(double(out.floats[i]), p));
+      else
+        out.ints[i] = int64_t(std::pow(double(out.ints[i]), p));
+    }
+    return im.defineHost(node, std::move(out));
+  }
   FailureOr<Value> base = im.getValue(node, 0);
   if (failed(base))
     return failure();
@@ -290,11 +306,10 @@ static LogicalResult importClip(Importer &im, const onnx::NodeProto &node) {
 // Handlers: masks
 //===----------------------------------------------------------------------===//
 
-// Folds `f` over host tensors broadcast by the numpy rules.
-static FailureOr<HostTensor>
-foldBroadcast(ArrayRef<const HostTensor *> operands,
-              llvm::function_ref<void(HostTensor &, ArrayRef<int64_t>)> f,
-              llvm::function_ref<InFlightDiagnostic()> error) {
+FailureOr<HostTensor> mlir::dpc::onnx_frontend::detail::foldBroadcast(
+    ArrayRef<const HostTensor *> operands,
+    llvm::function_ref<void(HostTensor &, ArrayRef<int64_t>)> f,
+    llvm::function_ref<InFlightDiagnostic()> error) {
   nn::Shape shape;
   for (const HostTensor *t : operands) {
     FailureOr<nn::Shape> next = nn::inferBroadcastShape(shape, t->shape, error);

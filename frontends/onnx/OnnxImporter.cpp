@@ -105,7 +105,7 @@ LogicalResult Importer::importNode(const onnx::NodeProto &node) {
   bool knownType = false;
   for (ArrayRef<HandlerEntry> family :
        {nnHandlers(), rnnHandlers(), mathHandlers(), tensorHandlers(),
-        gatherSliceHandlers()}) {
+        gatherSliceHandlers(), shapeFoldHandlers()}) {
     for (const HandlerEntry &entry : family) {
       if (node.op_type() != entry.opType)
         continue;
@@ -377,8 +377,8 @@ mlir::dpc::onnx_frontend::importOnnxBytes(StringRef bytes, StringRef path,
         node.name().empty() ? "<unnamed " + node.op_type() + ">" : node.name();
     return emitError(NameLoc::get(StringAttr::get(context, name), loc))
            << "ONNX node '" << name << "' (" << node.op_type() << ", opset "
-           << imported.fileOpset << "): attribute '" << bad->name
-           << "' holds " << bad->value << "; strides, dilations and kernel "
+           << imported.fileOpset << "): attribute '" << bad->name << "' holds "
+           << bad->value << "; strides, dilations and kernel "
            << "sizes must be positive";
   }
   int64_t newest = onnx::OpSchemaRegistry::DomainToVersionRange::Instance()

@@ -391,13 +391,21 @@ static LogicalResult importSqueeze(Importer &im, const onnx::NodeProto &node) {
 
 static LogicalResult importConcat(Importer &im, const onnx::NodeProto &node) {
   // Integer tensors known at import time fold on the host (shape
-  // arithmetic); anything else is a concatenation of activations.
+  // arithmetic), and so do float vectors of constants (Resize's scales, which
+  // a training-mode export builds by a Concat of two Constants); anything
+  // else is a concatenation of activations.
   bool hostOnly = true;
+  int floatInputs = 0;
   for (int i = 0; i < node.input_size(); ++i) {
     auto host = im.hostValues.find(node.input(i));
+    bool isFloat = host != im.hostValues.end() && host->second.isFloat;
     hostOnly = hostOnly && im.isHost(node.input(i)) &&
-               (host == im.hostValues.end() || !host->second.isFloat);
+               (!isFloat || host->second.shape.size() == 1);
+    floatInputs += isFloat;
   }
+  bool floats = floatInputs == node.input_size();
+  if (floatInputs != 0 && !floats)
+    hostOnly = false; // float constants among integers: activations
   if (!hostOnly) {
     // Activations (a float constant among them is a frozen parameter).
     SmallVector<Value> inputs;
@@ -424,18 +432,54 @@ static LogicalResult importConcat(Importer &im, const onnx::NodeProto &node) {
     return im.define(node, im.builder.create<nn::ConcatOp>(im.locOf(node), type,
                                                            inputs, axis));
   }
-  HostTensor result;
-  result.shape = {0};
+  // Host tensors of one rank, joined along the axis: each part contributes
+  // its block of the axis and the dimensions after it, once per index of
+  // the dimensions before it.
+  std::vector<HostTensor> parts;
   for (int i = 0; i < node.input_size(); ++i) {
     FailureOr<HostTensor> part = im.getHost(node, i);
     if (failed(part))
       return failure();
-    if (part->isFloat || part->shape.size() != 1)
-      return im.nodeError(node) << "folds only concatenations of integer "
-                                   "vectors";
-    result.ints.insert(result.ints.end(), part->ints.begin(), part->ints.end());
+    if (part->isFloat != floats ||
+        (!parts.empty() && part->shape.size() != parts.front().shape.size()))
+      return im.nodeError(node)
+             << "folds only tensors of one element type and rank";
+    parts.push_back(std::move(*part));
   }
-  result.shape[0] = result.ints.size();
+  int64_t rank = int64_t(parts.front().shape.size());
+  int64_t axis = im.getInt(node, "axis", 0);
+  if (axis < 0)
+    axis += rank;
+  if (axis < 0 || axis >= rank)
+    return im.nodeError(node) << "has axis " << im.getInt(node, "axis", 0)
+                              << " out of range for rank " << rank;
+  HostTensor result;
+  result.isFloat = floats;
+  result.shape = parts.front().shape;
+  result.shape[axis] = 0;
+  for (const HostTensor &part : parts) {
+    for (int64_t d = 0; d < rank; ++d)
+      if (d != axis && part.shape[d] != result.shape[d])
+        return im.nodeError(node)
+               << "joins tensors whose dimension " << d << " differs";
+    result.shape[axis] += part.shape[axis];
+  }
+  int64_t outer = 1;
+  for (int64_t d = 0; d < axis; ++d)
+    outer *= result.shape[d];
+  for (int64_t o = 0; o < outer; ++o) {
+    for (const HostTensor &part : parts) {
+      int64_t block = outer == 0 ? 0 : part.size() / outer;
+      if (floats)
+        result.floats.insert(result.floats.end(),
+                             part.floats.begin() + o * block,
+                             part.floats.begin() + (o + 1) * block);
+      else
+        result.ints.insert(result.ints.end(), part.ints.begin() + o * block,
+                           part.ints.begin() + (o + 1) * block);
+    }
+  }
+  result.isBool = parts.front().isBool;
   return im.defineHost(node, std::move(result));
 }
 

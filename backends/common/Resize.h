@@ -160,12 +160,11 @@ DPC_RESIZE Taps taps(const Geometry &g, const Axis &a, int64_t o) {
   return {i, next, 1.0f - w1, w1};
 }
 
-/// The value of output element `o` (row-major within its plane).
-DPC_RESIZE float value(const float *plane, const Geometry &g, int64_t o) {
-  const Axis &ad = g.axis[0], &ah = g.axis[1], &aw = g.axis[2];
-  Taps td = taps(g, ad, o / (ah.out * aw.out));
-  Taps th = taps(g, ah, (o / aw.out) % ah.out);
-  Taps tw = taps(g, aw, o % aw.out);
+/// The value of an output element that reads taps td, th and tw on its
+/// three axes.
+DPC_RESIZE float combine(const float *plane, const Geometry &g, const Taps &td,
+                         const Taps &th, const Taps &tw) {
+  const Axis &ah = g.axis[1], &aw = g.axis[2];
   auto row = [&](int64_t d, int64_t h) {
     const float *p = plane + (d * ah.in + h) * aw.in;
     return tw.w1 == 0.0f ? p[tw.first]
@@ -179,11 +178,22 @@ DPC_RESIZE float value(const float *plane, const Geometry &g, int64_t o) {
                        : td.w0 * slab(td.first) + td.w1 * slab(td.second);
 }
 
+/// The value of output element `o` (row-major within its plane).
+DPC_RESIZE float value(const float *plane, const Geometry &g, int64_t o) {
+  const Axis &ad = g.axis[0], &ah = g.axis[1], &aw = g.axis[2];
+  return combine(plane, g, taps(g, ad, o / (ah.out * aw.out)),
+                 taps(g, ah, (o / aw.out) % ah.out), taps(g, aw, o % aw.out));
+}
+
+/// The weight with which taps `t` read input `i`.
+DPC_RESIZE float weightOf(const Taps &t, int64_t i) {
+  return (t.first == i ? t.w0 : 0.0f) + (t.second == i ? t.w1 : 0.0f);
+}
+
 /// The weight with which output `o` of an axis reads input `i`.
 DPC_RESIZE float weight(const Geometry &g, const Axis &a, int64_t o,
                         int64_t i) {
-  Taps t = taps(g, a, o);
-  return (t.first == i ? t.w0 : 0.0f) + (t.second == i ? t.w1 : 0.0f);
+  return weightOf(taps(g, a, o), i);
 }
 
 /// The outputs [lo, hi] of an axis whose taps can include input `i` (empty
@@ -212,27 +222,51 @@ DPC_RESIZE void readers(const Geometry &g, const Axis &a, int64_t i,
   hi = l - 1;
 }
 
-/// The gradient of input element `i` (row-major within its plane): the sum
-/// of dy over the outputs that read it, each times its weight, in the
-/// order of the outputs.
-DPC_RESIZE float gradient(const float *dyPlane, const Geometry &g, int64_t i) {
-  const Axis &ad = g.axis[0], &ah = g.axis[1], &aw = g.axis[2];
-  int64_t id = i / (ah.in * aw.in), ih = (i / aw.in) % ah.in, iw = i % aw.in;
+/// The taps and readers of every axis, computed where they are asked for.
+/// The CPU kernel passes tables of them instead (the same values), which
+/// spares every element its floors and binary searches.
+struct ComputedTaps {
+  const Geometry *g;
+  DPC_RESIZE Taps at(int axis, int64_t o) const {
+    return taps(*g, g->axis[axis], o);
+  }
+  DPC_RESIZE void readersOf(int axis, int64_t i, int64_t &lo,
+                            int64_t &hi) const {
+    readers(*g, g->axis[axis], i, lo, hi);
+  }
+};
+
+/// The gradient of input element (id, ih, iw) of a plane: the sum of dy
+/// over the outputs that read it, each times its weight, in the order of
+/// the outputs. `source` gives the taps and readers (ComputedTaps or a
+/// table of the same).
+template <typename Source>
+DPC_RESIZE float gradientAt(const float *dyPlane, const Geometry &g,
+                            const Source &source, int64_t id, int64_t ih,
+                            int64_t iw) {
+  const Axis &ah = g.axis[1], &aw = g.axis[2];
   int64_t dLo, dHi, hLo, hHi, wLo, wHi;
-  readers(g, ad, id, dLo, dHi);
-  readers(g, ah, ih, hLo, hHi);
-  readers(g, aw, iw, wLo, wHi);
+  source.readersOf(0, id, dLo, dHi);
+  source.readersOf(1, ih, hLo, hHi);
+  source.readersOf(2, iw, wLo, wHi);
   float sum = 0.0f;
   for (int64_t od = dLo; od <= dHi; ++od) {
-    float wd = weight(g, ad, od, id);
+    float wd = weightOf(source.at(0, od), id);
     for (int64_t oh = hLo; oh <= hHi && wd != 0.0f; ++oh) {
-      float wdh = wd * weight(g, ah, oh, ih);
+      float wdh = wd * weightOf(source.at(1, oh), ih);
       const float *row = dyPlane + (od * ah.out + oh) * aw.out;
       for (int64_t ow = wLo; ow <= wHi && wdh != 0.0f; ++ow)
-        sum += wdh * weight(g, aw, ow, iw) * row[ow];
+        sum += wdh * weightOf(source.at(2, ow), iw) * row[ow];
     }
   }
   return sum;
+}
+
+/// The gradient of input element `i` (row-major within its plane).
+DPC_RESIZE float gradient(const float *dyPlane, const Geometry &g, int64_t i) {
+  const Axis &ah = g.axis[1], &aw = g.axis[2];
+  return gradientAt(dyPlane, g, ComputedTaps{&g}, i / (ah.in * aw.in),
+                    (i / aw.in) % ah.in, i % aw.in);
 }
 
 /// Elements of one plane of the input and of the output.

@@ -64,6 +64,34 @@ void forEachBoxSlice(const int64_t *box, int64_t rank, const BoxWalk &walk,
   });
 }
 
+// Every axis's taps (by output index) and readers (by input index), built
+// once a call from the same functions the per-element path calls, so the
+// kernels read the same elements with the same weights without a floor or
+// a binary search an element.
+struct TapTables {
+  std::vector<dpc::resize::Taps> taps[dpc::resize::kMaxAxes];
+  std::vector<int64_t> lo[dpc::resize::kMaxAxes], hi[dpc::resize::kMaxAxes];
+
+  TapTables(const dpc::resize::Geometry &g, bool readers) {
+    for (int a = 0; a < dpc::resize::kMaxAxes; ++a) {
+      const dpc::resize::Axis &axis = g.axis[a];
+      for (int64_t o = 0; o < axis.out; ++o)
+        taps[a].push_back(dpc::resize::taps(g, axis, o));
+      for (int64_t i = 0; readers && i < axis.in; ++i) {
+        int64_t l, h;
+        dpc::resize::readers(g, axis, i, l, h);
+        lo[a].push_back(l);
+        hi[a].push_back(h);
+      }
+    }
+  }
+  dpc::resize::Taps at(int axis, int64_t o) const { return taps[axis][o]; }
+  void readersOf(int axis, int64_t i, int64_t &l, int64_t &h) const {
+    l = lo[axis][i];
+    h = hi[axis][i];
+  }
+};
+
 } // namespace
 
 extern "C" {
@@ -189,12 +217,16 @@ void dpc_resize(const float *x, const int64_t *x_shape, float *y,
   dpc::resize::Geometry g =
       resizeGeometry("dpc_resize", x_shape, y_shape, rank, params);
   int64_t in = dpc::resize::inputPlane(g), out = dpc::resize::outputPlane(g);
-  int64_t width = g.axis[2].out, rows = g.planes * (out / width);
+  int64_t height = g.axis[1].out, width = g.axis[2].out;
+  int64_t rows = g.planes * (out / width);
+  TapTables t(g, /*readers=*/false);
   parallelFor(rows, rows * width * 8, [&](int64_t r) {
-    int64_t plane = r / (out / width), first = (r % (out / width)) * width;
-    float *row = y + plane * out + first;
+    int64_t plane = r / (out / width), rowInPlane = r % (out / width);
+    dpc::resize::Taps td = t.at(0, rowInPlane / height),
+                      th = t.at(1, rowInPlane % height);
+    float *row = y + plane * out + rowInPlane * width;
     for (int64_t i = 0; i < width; ++i)
-      row[i] = dpc::resize::value(x + plane * in, g, first + i);
+      row[i] = dpc::resize::combine(x + plane * in, g, td, th, t.at(2, i));
   });
 }
 
@@ -204,13 +236,16 @@ void dpc_resize_grad(const float *dy, const int64_t *dy_shape, float *dx,
   dpc::resize::Geometry g =
       resizeGeometry("dpc_resize_grad", dx_shape, dy_shape, rank, params);
   int64_t in = dpc::resize::inputPlane(g), out = dpc::resize::outputPlane(g);
-  int64_t width = g.axis[2].in, rows = g.planes * (in / width);
+  int64_t height = g.axis[1].in, width = g.axis[2].in;
+  int64_t rows = g.planes * (in / width);
   int64_t reads = (out + in - 1) / in + 1;
+  TapTables t(g, /*readers=*/true);
   parallelFor(rows, rows * width * reads * 4, [&](int64_t r) {
-    int64_t plane = r / (in / width), first = (r % (in / width)) * width;
-    float *row = dx + plane * in + first;
+    int64_t plane = r / (in / width), rowInPlane = r % (in / width);
+    float *row = dx + plane * in + rowInPlane * width;
     for (int64_t i = 0; i < width; ++i)
-      row[i] = dpc::resize::gradient(dy + plane * out, g, first + i);
+      row[i] = dpc::resize::gradientAt(
+          dy + plane * out, g, t, rowInPlane / height, rowInPlane % height, i);
   });
 }
 

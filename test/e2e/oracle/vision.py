@@ -30,7 +30,7 @@ NAMES = ["resnet18", "resnet50", "vgg16", "alexnet", "mobilenet_v2",
          "densenet121", "squeezenet1_0", "shufflenet_v2_x1_0", "googlenet",
          "inception_v3", "vgg11", "mobilenet_v3_small", "efficientnet_b0",
          "mnasnet0_5", "regnet_y_400mf", "resnext50_32x4d", "convnext_tiny",
-         "vit_mini", "convnext_mini"]
+         "vit_mini", "convnext_mini", "swin_mini"]
 
 # Small configurations of torchvision's VisionTransformer and ConvNeXt
 # classes, for tests on two cores: torchvision's own vit_b_16 and
@@ -38,11 +38,21 @@ NAMES = ["resnet18", "resnet50", "vgg16", "alexnet", "mobilenet_v2",
 # two heads on 32-pixel images cut into 8-pixel patches (class token, learned
 # position embedding, LayerNorm, GELU MLPs); "convnext_mini" is two stages of
 # one CNBlock each (depthwise 7x7 convolution, LayerNorm over channels,
-# GELU, layer scale) on 32-pixel images. Both names are dpc's, not
-# torchvision's.
+# GELU, layer scale) on 32-pixel images; "swin_mini" is torchvision's
+# SwinTransformer with 4-pixel patches on 32-pixel images, two stages of two
+# blocks (embedding 16, 2 and 4 heads, 4x4 windows: the 8x8 map of the first
+# stage has four windows and its second block shifts them, so the shifted
+# window mask and the relative position bias table are both exercised).
+# The names are dpc's, not torchvision's.
 def _small(name):
     from torchvision.models import VisionTransformer
     from torchvision.models.convnext import CNBlockConfig, ConvNeXt
+    from torchvision.models.swin_transformer import SwinTransformer
+    if name == "swin_mini":
+        return SwinTransformer(patch_size=[4, 4], embed_dim=16,
+                               depths=[2, 2], num_heads=[2, 4],
+                               window_size=[4, 4], stochastic_depth_prob=0.0,
+                               num_classes=10)
     if name == "vit_mini":
         return VisionTransformer(image_size=32, patch_size=8, num_layers=2,
                                  num_heads=2, hidden_dim=32, mlp_dim=64,
@@ -51,7 +61,7 @@ def _small(name):
                     stochastic_depth_prob=0.0, num_classes=10)
 
 
-SMALL = ("vit_mini", "convnext_mini")
+SMALL = ("vit_mini", "convnext_mini", "swin_mini")
 INPUT_SIDE.update({name: 32 for name in SMALL})
 
 
@@ -72,7 +82,7 @@ def build(name):
     side = INPUT_SIDE.get(name, 64)
     model.input_shape = (3, side, side)
     # Opset 17 exports layer normalization as one LayerNormalization node.
-    model.opset = 17 if name.startswith(("convnext", "vit")) else 14
+    model.opset = 17 if name.startswith(("convnext", "vit", "swin")) else 14
     # Exported for training as the user does, also where no batch
     # normalization or dropout asks for it (ConvNeXt): an eval-mode export
     # would merge its zero biases and unit LayerNorm scales into one

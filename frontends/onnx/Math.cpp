@@ -20,6 +20,7 @@
 #include <limits>
 #include <map>
 #include <sstream>
+#include <type_traits>
 
 using namespace mlir;
 using namespace mlir::dpc;
@@ -131,6 +132,36 @@ static FailureOr<double> foldNumbers(StringRef opType, double l, double r,
   return isFloat ? l / r : std::trunc(l / r);
 }
 
+// Integer arithmetic on tensors computed at run time (RoBERTa's position ids:
+// a cumsum of the padding mask, times the mask, plus the padding id; relative
+// positions as differences of them) runs on float32 copies, cast back to
+// int64: dpc's kernels compute in float32, which holds every integer of
+// magnitude up to 2^24 exactly, far above the ids, positions and offsets
+// such graphs compute.
+static Value castTo(Importer &im, Location loc, Value value, Type element) {
+  if (cast<RankedTensorType>(value.getType()).getElementType() == element)
+    return value;
+  return im.builder.create<nn::CastOp>(
+      loc, im.tensorType(shapeOf(value), element), value);
+}
+
+template <typename OpTy>
+static LogicalResult importIntegerBinary(Importer &im,
+                                         const onnx::NodeProto &node, Value l,
+                                         Value r, ArrayRef<int64_t> shape) {
+  if (!std::is_same_v<OpTy, nn::AddOp> && !std::is_same_v<OpTy, nn::SubOp> &&
+      !std::is_same_v<OpTy, nn::MulOp>)
+    return im.nodeError(node)
+           << "divides integer tensors computed at run time; dpc adds, "
+              "subtracts and multiplies them only";
+  Location loc = im.locOf(node);
+  Type f32 = im.builder.getF32Type();
+  Value result =
+      im.builder.create<OpTy>(loc, im.tensorType(shape, f32),
+                              castTo(im, loc, l, f32), castTo(im, loc, r, f32));
+  return im.define(node, castTo(im, loc, result, im.builder.getI64Type()));
+}
+
 template <typename OpTy>
 static LogicalResult importBinary(Importer &im, const onnx::NodeProto &node) {
   if (im.isHost(node.input(0)) && im.isHost(node.input(1))) {
@@ -171,6 +202,9 @@ static LogicalResult importBinary(Importer &im, const onnx::NodeProto &node) {
   if (failed(shape))
     return failure();
   Type elementType = cast<RankedTensorType>(l->getType()).getElementType();
+  if (elementType.isInteger(64) &&
+      cast<RankedTensorType>(r->getType()).getElementType().isInteger(64))
+    return importIntegerBinary<OpTy>(im, node, *l, *r, *shape);
   return im.define(
       node, im.builder.create<OpTy>(
                 im.locOf(node), im.tensorType(*shape, elementType), *l, *r));
@@ -670,17 +704,22 @@ static LogicalResult importCumSum(Importer &im, const onnx::NodeProto &node) {
   FailureOr<Value> input = im.getValue(node, 0);
   if (failed(input))
     return failure();
-  if (!cast<ShapedType>(input->getType()).getElementType().isF32())
-    return im.nodeError(node) << "takes a float32 tensor only";
+  // Integers (a mask's running count: position ids) are summed as float32
+  // copies, exact as castTo says, and cast back.
+  Type element = cast<ShapedType>(input->getType()).getElementType();
+  if (!element.isF32() && !element.isInteger(64))
+    return im.nodeError(node) << "takes a float32 or integer tensor only";
   FailureOr<int64_t> axis =
       nn::normalizeAxis((*axes)[0], shapeOf(*input).size(), error);
   if (failed(axis))
     return failure();
-  return im.define(node, im.builder.create<nn::CumSumOp>(
-                             im.locOf(node), input->getType(), *input,
-                             im.builder.getI64IntegerAttr(*axis),
-                             exclusive ? im.builder.getUnitAttr() : UnitAttr(),
-                             reverse ? im.builder.getUnitAttr() : UnitAttr()));
+  Location loc = im.locOf(node);
+  Value x = castTo(im, loc, *input, im.builder.getF32Type());
+  Value sum = im.builder.create<nn::CumSumOp>(
+      loc, x.getType(), x, im.builder.getI64IntegerAttr(*axis),
+      exclusive ? im.builder.getUnitAttr() : UnitAttr(),
+      reverse ? im.builder.getUnitAttr() : UnitAttr());
+  return im.define(node, castTo(im, loc, sum, element));
 }
 
 namespace {

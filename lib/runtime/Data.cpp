@@ -8,8 +8,8 @@
 // DataSources.h: this file holds what every source kind shares (reading a
 // file that may be gzipped, the spec parser, the checks of the data against
 // the model in loadDataset); Dataset.cpp the in-memory dataset; DataIdx.cpp,
-// DataNpy.cpp, DataText.cpp, DataTokens.cpp and DataSynthetic.cpp a source
-// kind each.
+// DataNpy.cpp, DataText.cpp, DataTokens.cpp, DataImageFolder.cpp and
+// DataSynthetic.cpp a source kind each.
 //
 //===----------------------------------------------------------------------===//
 
@@ -294,6 +294,37 @@ static void parseTokensSpec(const std::vector<std::string> &parts,
   }
 }
 
+static void parseImageFolderSpec(const std::vector<std::string> &parts,
+                                 DataSpec &spec) {
+  const std::string usage = "data spec '" + spec.text +
+                            "': expected imagefolder:DIR[,resize=N]"
+                            "[,mean=M1/M2/..,std=D1/D2/..][,augment=none]";
+  if (parts[0].empty())
+    throw Error(usage);
+  spec.kind = DataSpec::Kind::ImageFolder;
+  spec.imageDir = parts[0];
+  for (size_t i = 1; i < parts.size(); ++i) {
+    const std::string &option = parts[i];
+    if (option.rfind("resize=", 0) == 0) {
+      spec.imageResize = positiveOption(option, 7, usage);
+    } else if (option == "augment=none") {
+      spec.imageAugment = false;
+    } else if (option.rfind("mean=", 0) == 0) {
+      spec.npyMean = numberList(option, 5, usage);
+    } else if (option.rfind("std=", 0) == 0) {
+      spec.npyStd = numberList(option, 4, usage);
+      for (double d : spec.npyStd)
+        if (d <= 0)
+          throw Error(usage + "; std= takes positive numbers, got '" + option +
+                      "'");
+    } else {
+      throw Error(usage + "; unknown option '" + option + "'");
+    }
+  }
+  if (spec.npyMean.size() != spec.npyStd.size())
+    throw Error(usage + "; mean= and std= go together, with as many values");
+}
+
 DataSpec parseDataSpec(const std::string &text) {
   DataSpec spec;
   spec.text = text;
@@ -328,6 +359,10 @@ DataSpec parseDataSpec(const std::string &text) {
     parseTokensSpec(parts, spec);
     return spec;
   }
+  if (kind == "imagefolder") {
+    parseImageFolderSpec(parts, spec);
+    return spec;
+  }
   if (kind == "synthetic") {
     spec.kind = DataSpec::Kind::Synthetic;
     if (colon != std::string::npos) {
@@ -343,8 +378,8 @@ DataSpec parseDataSpec(const std::string &text) {
   }
   throw Error("data spec '" + text + "': unknown kind '" + kind +
               "'; expected fashion-mnist:DIR, mnist:DIR, "
-              "npy:INPUTS.npy[,LABELS.npy], text:FILE, tokens:FILE or "
-              "synthetic[:SAMPLES]");
+              "npy:INPUTS.npy[,LABELS.npy], text:FILE, tokens:FILE, "
+              "imagefolder:DIR or synthetic[:SAMPLES]");
 }
 
 Dataset loadDataset(const DataSpec &spec, Split split,
@@ -352,7 +387,8 @@ Dataset loadDataset(const DataSpec &spec, Split split,
                     bool readsInputs) {
   if (model.floatLabels &&
       (spec.kind == DataSpec::Kind::Idx || spec.kind == DataSpec::Kind::Text ||
-       spec.kind == DataSpec::Kind::Tokens))
+       spec.kind == DataSpec::Kind::Tokens ||
+       spec.kind == DataSpec::Kind::ImageFolder))
     throw InputError(spec.text +
                      ": the data has class labels but the model's loss takes "
                      "float targets (--loss mse; give "
@@ -370,6 +406,9 @@ Dataset loadDataset(const DataSpec &spec, Split split,
     break;
   case DataSpec::Kind::Tokens:
     data = loadTokens(spec, split, model);
+    break;
+  case DataSpec::Kind::ImageFolder:
+    data = loadImageFolder(spec, split, model, seed, readsInputs);
     break;
   case DataSpec::Kind::Synthetic:
     data = makeSynthetic(spec, split, model, seed, readsInputs);

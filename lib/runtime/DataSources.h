@@ -5,7 +5,8 @@
 // sources share), Dataset.cpp (the in-memory dataset and its gathers), and
 // one file a source kind: DataIdx.cpp (Fashion-MNIST and MNIST IDX files),
 // DataNpy.cpp (.npy arrays, with or without lengths), DataText.cpp (a text's
-// windows or documents), DataTokens.cpp (a binary file of token ids) and
+// windows or documents), DataTokens.cpp (a binary file of token ids),
+// DataImageFolder.cpp (a folder of JPEG and PNG images) and
 // DataSynthetic.cpp. This header declares what
 // more than one of them uses and each kind's loader, which loadDataset
 // calls. Nothing outside lib/runtime includes it.
@@ -50,6 +51,11 @@ Dataset loadTokens(const DataSpec &spec, Split split,
 /// text:FILE (DataText.cpp).
 Dataset loadText(const DataSpec &spec, Split split,
                  const ModelDataShape &model);
+/// imagefolder:DIR (DataImageFolder.cpp). `readsInputs` false: labels
+/// only, from the listing, nothing opened.
+Dataset loadImageFolder(const DataSpec &spec, Split split,
+                        const ModelDataShape &model, uint64_t seed,
+                        bool readsInputs);
 /// synthetic[:SAMPLES] (DataSynthetic.cpp).
 Dataset makeSynthetic(const DataSpec &spec, Split split,
                       const ModelDataShape &model, uint64_t seed,

@@ -209,8 +209,15 @@ int64_t Dataset::label(int64_t index) const {
   return labels[size_t(index)];
 }
 
-void Dataset::gatherInputs(const std::vector<int64_t> &indices,
-                           float *out) const {
+std::string Dataset::describeSample(int64_t index, int64_t epoch) const {
+  checkIndex(index);
+  if (inputRows)
+    return inputRows->describe(index, epoch);
+  return "sample " + std::to_string(index);
+}
+
+void Dataset::gatherInputs(const std::vector<int64_t> &indices, float *out,
+                           int64_t epoch) const {
   if (!withInputs)
     throw Error("dataset: loaded without its inputs");
   if (integer)
@@ -218,7 +225,7 @@ void Dataset::gatherInputs(const std::vector<int64_t> &indices,
   for (int64_t index : indices) {
     checkIndex(index);
     if (inputRows) {
-      inputRows->readFloats(index, out);
+      inputRows->readFloatsAt(index, epoch, out);
     } else if (!bytePixels.empty()) {
       const uint8_t *in = &bytePixels[size_t(index * elements)];
       // float(byte) / 255.0f is one correctly rounded division, the same
@@ -274,12 +281,12 @@ bool Dataset::inputInteger(size_t k) const {
 }
 
 void Dataset::gatherInput(size_t k, const std::vector<int64_t> &indices,
-                          void *out) const {
+                          void *out, int64_t epoch) const {
   if (k == 0) {
     if (integer)
       gatherIntInputs(indices, static_cast<int64_t *>(out));
     else
-      gatherInputs(indices, static_cast<float *>(out));
+      gatherInputs(indices, static_cast<float *>(out), epoch);
     return;
   }
   if (k >= inputCount())

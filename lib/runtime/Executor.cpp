@@ -179,11 +179,20 @@ void Executor::Impl::load(int mb, int chunk, int64_t step, int microbatch) {
       if (!l.inputs[k])
         l.inputs[k] = Buffer(pool, bytes);
       uploadTo(device, l.inputs[k].data(), bytes, upStaging, [&](void *host) {
+        const double start = nowMs();
+        if (k == 0 && loader && !evaluating && !planned) {
+          int64_t seq = step * sched.microbatches + microbatch;
+          stepTimes.loadMs += loader->take(seq, static_cast<float *>(host));
+          return;
+        }
         if (input.integer && currentData->variableLength())
           currentData->gatherIntInputsPadded(indices, shape.batch, shape.length,
                                              static_cast<int64_t *>(host));
         else
-          currentData->gatherInput(k, indices, host);
+          currentData->gatherInput(
+              k, indices, host, evaluating ? 0 : currentSampler->epochOf(step));
+        if (!evaluating)
+          stepTimes.loadMs += nowMs() - start;
       });
     }
   }
@@ -667,6 +676,7 @@ std::vector<float> Executor::param(int64_t id) const {
 }
 
 void Executor::setTrainData(const Dataset *data, bool shuffle, uint64_t seed) {
+  impl->loader.reset();
   impl->trainData = data;
   impl->seed = seed;
   impl->trainSampler.reset();
@@ -682,6 +692,27 @@ void Executor::setTrainData(const Dataset *data, bool shuffle, uint64_t seed) {
 }
 
 Sampler *Executor::trainSampler() { return impl->trainSampler.get(); }
+
+bool Executor::setLoader(int threads, int depth) {
+  Impl &s = *impl;
+  s.loader.reset();
+  const Dataset *data = s.trainData;
+  if (!data || !s.manifest.isFirstStage() || !data->decodesInputs() ||
+      data->integerInputs() || data->inputCount() != 1)
+    return false;
+  // The loader's own sampler: the executor's, copied, gives the same
+  // indices and is used on the taking thread only.
+  auto sampler = std::make_shared<Sampler>(*s.trainSampler);
+  const int64_t m = s.sched.microbatches;
+  s.loader = std::make_unique<InputLoader>(
+      *data, threads, depth, [sampler, m](int64_t seq) {
+        int64_t step = seq / m;
+        return InputLoader::Batch{
+            sampler->microbatchIndices(step, int(seq % m)),
+            sampler->epochOf(step)};
+      });
+  return true;
+}
 
 double Executor::runStep(int64_t step) {
   Impl &s = *impl;

@@ -22,6 +22,7 @@
 #include "Transfers.h"
 
 #include "dpc/runtime/Executor.h"
+#include "dpc/runtime/Loader.h"
 
 #include <functional>
 #include <map>
@@ -124,6 +125,8 @@ struct Executor::Impl : dpc_context {
   // Data.
   const Dataset *trainData = nullptr;
   std::unique_ptr<Sampler> trainSampler;
+  /// Reads the training inputs ahead on threads of its own (setLoader).
+  std::unique_ptr<InputLoader> loader;
   const Dataset *currentData = nullptr;
   Sampler *currentSampler = nullptr;
   int64_t currentStep = 0;

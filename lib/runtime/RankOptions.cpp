@@ -38,7 +38,8 @@ std::vector<RankOptionInfo> dataRows() {
        "[,scale=S][,mean=M1/..,std=D1/..] (each file may be a glob of "
        "shards), "
        "text:FILE[,stride=N|,docs=fortune|line|blank][,vocab=ascii64|bytes], "
-       "tokens:FILE[,dtype=uint16|uint32][,seq=N][,stride=N] "
+       "tokens:FILE[,dtype=uint16|uint32][,seq=N][,stride=N], "
+       "imagefolder:DIR[,resize=N][,mean=M1/..,std=D1/..] "
        "or synthetic[:N]",
        "fashion-mnist:/usr/share/datasets/fashion-mnist", &O::data},
       {"eval-data", "SPEC",
@@ -53,6 +54,12 @@ std::vector<RankOptionInfo> dataRows() {
        /*training=*/true,
        [](const O &o) { return positive(o.epochs, "epochs"); }},
       {"seed", "N", "seed of shuffling and synthetic data", "0", &O::seed},
+      {"loader-threads", "N",
+       "threads decoding an image folder's inputs ahead of the first stage "
+       "(default: half the rank's compute threads, at least 1)",
+       nullptr, &O::loaderThreads, /*negatable=*/false, /*forwarded=*/true,
+       /*training=*/true,
+       [](const O &o) { return positive(o.loaderThreads, "loader-threads"); }},
   };
 }
 

@@ -28,6 +28,7 @@
 #include "dpc/runtime/Error.h"
 #include "dpc/runtime/Heartbeat.h"
 #include "dpc/runtime/Interference.h"
+#include "dpc/runtime/Loader.h"
 #include "dpc/runtime/LrSchedule.h"
 #include "dpc/runtime/Safetensors.h"
 #include "dpc/runtime/StepPlanner.h"
@@ -35,6 +36,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -185,6 +187,17 @@ void TrainingRun::loadData() {
                     compiledMemoryLimit(dir));
   exec.setTrainData(readsData || planner ? &*train : nullptr, opts.shuffle,
                     uint64_t(opts.seed));
+  // Decoded inputs (image folders) are read ahead on loader threads: a
+  // step's worth of microbatches, at least two.
+  int threads = opts.loaderThreads > 0
+                    ? int(opts.loaderThreads)
+                    : defaultLoaderThreads(computeThreadsOfProcess());
+  int depth = int(std::max<int64_t>(microbatches, 2));
+  if (m.isFirstStage() && exec.setLoader(threads, depth) && firstReplica)
+    printLine("loader: " + std::to_string(threads) + " thread" +
+              (threads == 1 ? "" : "s") + " decode " + trainSpec.text +
+              " ahead of stage 0, up to " + std::to_string(depth) +
+              " microbatches");
 }
 
 void TrainingRun::loadParameters() {
@@ -329,17 +342,20 @@ static double toMicros(double ms) { return std::round(ms * 1e3) / 1e3; }
 
 void TrainingRun::recordStep(int64_t step, const StepResult &result) {
   nlohmann::ordered_json compute = nlohmann::ordered_json::array(),
-                         wait = nlohmann::ordered_json::array();
+                         wait = nlohmann::ordered_json::array(),
+                         load = nlohmann::ordered_json::array();
   for (const StepTimes &t : result.times) {
     compute.push_back(toMicros(t.computeMs));
     wait.push_back(toMicros(t.waitMs));
+    load.push_back(toMicros(t.loadMs));
   }
   nlohmann::ordered_json record = {{"step", step + 1},
                                    {"loss", result.loss},
                                    {"samples", (step + 1) * samplesPerStep},
                                    {"time_s", result.endS},
                                    {"compute_ms", std::move(compute)},
-                                   {"wait_ms", std::move(wait)}};
+                                   {"wait_ms", std::move(wait)},
+                                   {"load_wait_ms", std::move(load)}};
   if (std::optional<double> lr = exec.learningRate())
     record["lr"] = *lr;
   if (opts.clipGradNorm > 0)
@@ -405,6 +421,27 @@ TrainingRun::decideAdapt(int64_t step, const StepResult &result) {
   return decision;
 }
 
+/// A line when a rank's compute waited for its inputs over a tenth of the
+/// step (the loader threads, or a synchronous read, are the bottleneck).
+static std::string loadWaitLine(int64_t step, const StepResult &result) {
+  int worst = -1;
+  for (size_t r = 0; r < result.times.size(); ++r)
+    if (worst < 0 || result.times[r].loadMs > result.times[worst].loadMs)
+      worst = int(r);
+  if (worst < 0)
+    return "";
+  const StepTimes &t = result.times[size_t(worst)];
+  if (t.stepMs <= 0 || t.loadMs < 0.1 * t.stepMs)
+    return "";
+  char line[200];
+  std::snprintf(line, sizeof line,
+                "  step %lld: rank %d waited %.1f ms for data (%.0f%% of its "
+                "step): the loader is the bottleneck (--loader-threads)",
+                (long long)(step + 1), worst, t.loadMs,
+                100 * t.loadMs / t.stepMs);
+  return line;
+}
+
 void TrainingRun::reportStep(int64_t step, const StepResult &result) {
   if (metrics)
     recordStep(step, result);
@@ -426,6 +463,8 @@ void TrainingRun::reportStep(int64_t step, const StepResult &result) {
   if (totalSteps - firstStep <= 100 || step == firstStep || last ||
       result.endS - lastPrint >= 1.0) {
     printLine(formatProgress(progress));
+    if (std::string line = loadWaitLine(step, result); !line.empty())
+      printLine(line);
     if (result.planned)
       printLine("  step " + std::to_string(step + 1) + ": " +
                 result.planned->describe());

@@ -11,7 +11,7 @@ namespace dpc::runtime {
 std::vector<StepTimes> gatherStepTimes(Communicator &comm, int root,
                                        const StepTimes &mine) {
   const int tag = kFirstControlTag + 4;
-  static_assert(sizeof(StepTimes) == 3 * sizeof(double));
+  static_assert(sizeof(StepTimes) == 4 * sizeof(double));
   std::vector<StepTimes> all;
   if (comm.rank() != root) {
     Request r = comm.isend(&mine, sizeof mine, root, tag);

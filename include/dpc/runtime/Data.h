@@ -67,6 +67,18 @@
 //                                  the test split the last 10%; an id
 //                                  outside the model's vocabulary stops
 //                                  the run naming the file and sample
+//   imagefolder:DIR[,resize=N][,mean=M1/..,std=D1/..][,augment=none]
+//                                  a folder of JPEG and PNG images, one
+//                                  subfolder a class (torchvision's
+//                                  ImageFolder); DIR/train with DIR/val or
+//                                  DIR/test splits it. Decoded as gathered:
+//                                  train samples by RandomResizedCrop and a
+//                                  horizontal flip keyed by (seed, epoch,
+//                                  sample), test samples by a resize of the
+//                                  shorter side to N and a center crop
+//                                  (augment=none: in training too);
+//                                  then /255 and mean=, std= per channel
+//                                  (DataImageFolder.cpp)
 //   synthetic[:N]                  N seeded random samples shaped like the
 //                                  model's input (default 4096 train, 1024
 //                                  test); token ids and labels below the
@@ -135,6 +147,21 @@ public:
   virtual void readInts(int64_t row, int64_t *out) const = 0;
   /// Where row `row` comes from, for messages: "FILE: sample N".
   virtual std::string where(int64_t row) const = 0;
+  /// Row `row` as training epoch `epoch` sees it: rows augmented at random
+  /// (image folders) draw from (seed, epoch, row); others ignore the epoch.
+  virtual void readFloatsAt(int64_t row, int64_t epoch, float *out) const {
+    (void)epoch;
+    readFloats(row, out);
+  }
+  /// What readFloatsAt(row, epoch) reads, for tools and tests: where(),
+  /// with the augmentation's parameters where there are some.
+  virtual std::string describe(int64_t row, int64_t epoch) const {
+    (void)epoch;
+    return where(row);
+  }
+  /// Whether reading a row costs real work (decoding an image), so that a
+  /// pool of loader threads should read ahead (Loader.h).
+  virtual bool decodes() const { return false; }
 };
 
 /// Samples held in memory, or read from RowSources as they are gathered. IDX
@@ -210,7 +237,15 @@ public:
 
   /// Copies the inputs of `indices`, in order, to `out`, which holds
   /// indices.size() * sampleElements() floats; integer inputs throw.
-  void gatherInputs(const std::vector<int64_t> &indices, float *out) const;
+  /// `epoch` keys the augmentation of an image folder's training split.
+  void gatherInputs(const std::vector<int64_t> &indices, float *out,
+                    int64_t epoch = 0) const;
+  /// Whether gathering the inputs decodes (image folders): a rank then
+  /// reads them ahead on loader threads (Loader.h).
+  bool decodesInputs() const { return inputRows && inputRows->decodes(); }
+  /// Where input sample `index` comes from and, for augmented data, how
+  /// epoch `epoch` transforms it (RowSource::describe).
+  std::string describeSample(int64_t index, int64_t epoch) const;
   /// The same for integer inputs; float inputs throw.
   void gatherIntInputs(const std::vector<int64_t> &indices, int64_t *out) const;
   /// Copies the labels of `indices`, in order, to `out`, which holds
@@ -232,8 +267,8 @@ public:
   /// Copies input k of `indices`, in order, to `out`: int64 values when
   /// inputInteger(k), floats otherwise (input 0: gatherIntInputs or
   /// gatherInputs).
-  void gatherInput(size_t k, const std::vector<int64_t> &indices,
-                   void *out) const;
+  void gatherInput(size_t k, const std::vector<int64_t> &indices, void *out,
+                   int64_t epoch = 0) const;
 
   /// Variable-length sequences (text docs=, npy lengths=): every sample is
   /// stored padded to sampleShape()[0] (Lmax), input 0 and label the
@@ -334,7 +369,7 @@ std::vector<std::string> textDocuments(const std::vector<uint8_t> &bytes,
 std::string lengthHistogram(const Dataset &data, int bins = 6);
 
 struct DataSpec {
-  enum class Kind { Idx, Npy, Text, Tokens, Synthetic };
+  enum class Kind { Idx, Npy, Text, Tokens, ImageFolder, Synthetic };
   Kind kind = Kind::Synthetic;
   std::string text;                   // the spec as given, for messages
   std::string format;                 // "fashion-mnist" or "mnist" for Idx
@@ -350,7 +385,10 @@ struct DataSpec {
   TextDocs textDocs = TextDocs::Windows; // Text; docs=
   std::string lengthsPath;               // Npy; lengths=, variable length
   double npyScale = 1.0;                 // Npy; scale=: inputs / scale
-  std::vector<double> npyMean, npyStd;   // Npy; mean=, std= per channel
+  std::vector<double> npyMean, npyStd;   // Npy, ImageFolder; mean=, std=
+  std::string imageDir;                  // ImageFolder
+  int64_t imageResize = 0;               // ImageFolder; resize=, 0: max(H, W)
+  bool imageAugment = true; // ImageFolder; augment=none: the test transform
   std::string tokensPath;                // Tokens
   int tokenBytes = 2;                    // Tokens; dtype=uint16 or uint32
   int64_t tokensSeq = 0; // Tokens; seq=, 0: the model's sequence length

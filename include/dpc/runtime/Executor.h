@@ -194,6 +194,11 @@ public:
   /// The sampler setTrainData made (which samples each step trains on), or
   /// nullptr without training data.
   Sampler *trainSampler();
+  /// The first stage of training data that decodes (image folders): reads
+  /// the inputs of the next `depth` microbatches ahead on `threads` loader
+  /// threads (Loader.h). Call after setTrainData; returns whether a loader
+  /// was started (not on other stages or data).
+  bool setLoader(int threads, int depth);
 
   /// Runs the program of this rank for global step `step`. Returns the step's
   /// loss on the last stage, 0 elsewhere: the sum of the reported microbatch

@@ -36,6 +36,9 @@ struct RankOptions {
 
   std::string data, evalData;
   int64_t steps = 0, epochs = 0, seed = 0;
+  /// --loader-threads: threads decoding an image folder's inputs on the
+  /// first stage (0: half the rank's compute threads, at least 1).
+  int64_t loaderThreads = 0;
   std::string metrics, trace, opTimes, predictions, checkpointDir;
   int64_t checkpointEvery = 0;
   /// The training recipe: LrSchedule.h's text, and the global gradient

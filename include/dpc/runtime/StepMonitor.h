@@ -43,10 +43,14 @@ struct StepTimes {
   double computeMs = 0;
   double waitMs = 0;
   double stepMs = 0;
+  /// Of the step, how long the rank waited for its microbatches' inputs:
+  /// the loader threads' queue not ready (Loader.h), or a synchronous
+  /// gather. 0 on ranks that read no inputs.
+  double loadMs = 0;
 };
 
 /// Collects every rank's times of the step just run on rank `root`, indexed
-/// by rank (others get an empty result): one message of three doubles from
+/// by rank (others get an empty result): one message of four doubles from
 /// each rank, on a control tag. Every rank calls it after each step. The
 /// root waits for the slowest rank to end the step, which a flushed
 /// (synchronous) schedule's next step would wait for anyway.

@@ -79,7 +79,8 @@ TEST(RankOptions, ForwardedOptionsRoundTrip) {
   std::vector<std::string> args = roundTrip(
       words("--data synthetic:64 --reduce-grace 2.5 "
             "--eval-data npy:x.npy,y.npy --steps 3 "
-            "--seed -7 --metrics m.jsonl --trace t.json --op-times ops.json "
+            "--seed -7 --loader-threads 3 --metrics m.jsonl --trace t.json "
+            "--op-times ops.json "
             "--predictions p.npy --checkpoint-dir ckpt --checkpoint-every 2 "
             "--lr-schedule warmup:steps=3+cosine:steps=9,min=1e-5 "
             "--clip-grad-norm 0.75 --tensorboard tb --eval-every 5 --keep-best "

@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """PyTorch oracle for a model of several graph inputs (#43): a tiny BERT
 masked-LM that takes token ids, an attention mask and token types as three
-inputs, as BERT-style models are exported.
+inputs, as BERT-style models are exported, and its RoBERTa-style variant
+whose position ids are computed inside the graph from the ids.
 
 Trains BertMLM the way oracle.py trains its models (export, reload of the
 exported initializers, SGD steps on minibatches in file order, a float32
@@ -11,7 +12,8 @@ the arrays written beside it), MODEL.init/final/final64.safetensors.
 oracle.py's single-input export and data cannot express three inputs,
 hence a main of its own; oracle.py adds MODELS_BY_NAME to EXTRA_MODELS.
 
-Usage: bert_models.py --out DIR [--steps 20] [--layers 2]
+Usage: bert_models.py --out DIR [--model bert-mlm|roberta-mlm] [--steps 20]
+       [--layers 2]
 """
 
 import argparse
@@ -84,9 +86,11 @@ class BertMLM(nn.Module):
         self.head_ln = nn.LayerNorm(WIDTH)
         self.bias = nn.Parameter(torch.zeros(VOCAB))
 
+    def positions(self, ids):
+        return torch.arange(ids.shape[1])
+
     def forward(self, ids, mask, types):
-        positions = torch.arange(ids.shape[1])
-        x = self.ln(self.word(ids) + self.position(positions) +
+        x = self.ln(self.word(ids) + self.position(self.positions(ids)) +
                     self.token_type(types))
         for layer in self.layers:
             x = layer(x, mask)
@@ -94,7 +98,23 @@ class BertMLM(nn.Module):
         return h @ self.word.weight.t() + self.bias
 
 
-MODELS_BY_NAME = {"bert-mlm": BertMLM}
+class RobertaMLM(BertMLM):
+    """BertMLM with RoBERTa's position ids, computed inside the graph from
+    the ids: the running count of the real (non-PAD) tokens, times the
+    mask, plus PAD (CumSum of a Cast of Not(Equal), Mul, Add), so the
+    position table, of LENGTH + 1 rows, is gathered by indices computed at
+    run time and PAD positions read its row PAD."""
+
+    def __init__(self, layers=2):
+        super().__init__(layers)
+        self.position = nn.Embedding(LENGTH + 1, WIDTH)
+
+    def positions(self, ids):
+        real = ids.ne(PAD).int()
+        return (torch.cumsum(real, dim=1).type_as(real) * real).long() + PAD
+
+
+MODELS_BY_NAME = {"bert-mlm": BertMLM, "roberta-mlm": RobertaMLM}
 
 
 def synthetic_data(count, generator):
@@ -173,18 +193,20 @@ def main():
     parser.add_argument("--out", required=True)
     parser.add_argument("--steps", type=int, default=20)
     parser.add_argument("--layers", type=int, default=2)
+    parser.add_argument("--model", choices=sorted(MODELS_BY_NAME),
+                        default="bert-mlm")
     args = parser.parse_args()
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     import oracle  # noqa: E402 (oracle.py imports this file)
     import oracle_result  # noqa: E402
-    microbatches, size, name = 4, 16, "bert-mlm"
+    microbatches, size, name = 4, 16, args.model
     settings = {"kind": "sgd", "lr": 0.05, "momentum": 0.9,
                 "weight_decay": 0.0}
     os.makedirs(args.out, exist_ok=True)
     torch.set_num_threads(1)
     torch.use_deterministic_algorithms(True)
     torch.manual_seed(0)
-    model = BertMLM(args.layers)
+    model = MODELS_BY_NAME[name](args.layers)
     onnx_path, ops = export_and_reload(oracle, model, name, size, args.out)
     ids, mask, types, labels = synthetic_data(
         args.steps * microbatches * size, torch.Generator().manual_seed(1))

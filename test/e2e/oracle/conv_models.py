@@ -1,5 +1,5 @@
 """Convolution models for the oracle (#43): a U-Net whose decoder upsamples
-with transposed convolutions, a 1-D convolutional classifier of sequences
+with transposed convolutions, a U-Net normalized by GroupNorm, a 1-D convolutional classifier of sequences
 [N, C, L] (an audio model's shape) and a 3-D one of volumes [N, C, D, H,
 W]. All train on Fashion-MNIST: the U-Net on the images, the others on
 each image's 784 pixels read as 4 channels of 196 samples or as a volume of
@@ -83,5 +83,42 @@ class Conv3dClassifier(nn.Module):
         return self.fc(torch.relu(self.up(h)).mean(dim=(2, 3, 4)))
 
 
+class GroupNormUNet(nn.Module):
+    """oracle.py's unet (conv at 28x28, max pool, conv, a max pool brought
+    back by nearest upsampling and added, bilinear upsampling to 28x28, the
+    skip concatenated, conv, global average pool, linear head) with
+    nn.GroupNorm(4 groups) after each convolution, as diffusion U-Nets
+    normalize; torch.onnx (opset 14) writes each GroupNorm as Reshape,
+    InstanceNormalization and Reshape, then the affine Mul and Add. The
+    upsamplings are given their output sizes, which the training-mode
+    export computes from Shape (integers the importer folds)."""
+
+    # An eval-mode export would merge the fresh GroupNorms' equal weights
+    # into one initializer and fold them into constants.
+    export_training = True
+
+    def __init__(self, width=8, groups=4):
+        super().__init__()
+        self.enc = nn.Conv2d(1, width, 3, padding=1)
+        self.mid = nn.Conv2d(width, 2 * width, 3, padding=1)
+        self.dec = nn.Conv2d(3 * width, 2 * width, 3, padding=1)
+        self.pool = nn.MaxPool2d(2)
+        self.fc = nn.Linear(2 * width, 10)
+        self.n_enc = nn.GroupNorm(groups, width)
+        self.n_mid = nn.GroupNorm(groups, 2 * width)
+        self.n_dec = nn.GroupNorm(groups, 2 * width)
+
+    def forward(self, x):
+        f = nn.functional
+        e = torch.relu(self.n_enc(self.enc(x)))
+        m = torch.relu(self.n_mid(self.mid(self.pool(e))))
+        m = m + f.interpolate(self.pool(m), size=m.shape[2:], mode="nearest")
+        u = f.interpolate(m, size=e.shape[2:], mode="bilinear",
+                          align_corners=False)
+        d = torch.relu(self.n_dec(self.dec(torch.cat([u, e], dim=1))))
+        return self.fc(torch.flatten(f.adaptive_avg_pool2d(d, 1), 1))
+
+
 MODELS_BY_NAME = {"unet-transposed": TransposedUNet,
+                  "unet-groupnorm": GroupNormUNet,
                   "conv1d": Conv1dClassifier, "conv3d": Conv3dClassifier}

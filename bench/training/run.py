@@ -112,6 +112,8 @@ def dpc_compile(dpc, onnx_path, out_dir, stages, microbatches, args):
                "--precision", args.precision]
     if args.fusion:
         command += ["--fusion", args.fusion]
+    # A caller's own options (bench/families: --ignore-index for BERT).
+    command += getattr(args, "compile_options", [])
     started = time.perf_counter()
     result = subprocess.run(command, capture_output=True, text=True)
     seconds = time.perf_counter() - started

@@ -2,6 +2,8 @@
 //
 //   dpc-data SPEC --shape C,H,W [--classes N] [--split train|test]
 //            [--epoch E] [--seed S] [--samples I,J,..] [--npy FILE]
+//   dpc-data SPEC --shape C,H,W --throughput N [--loader-threads T]
+//            [--batch B]
 //
 // Loads SPEC as a rank reading inputs [B, C, H, W] of float32 would
 // (loadDataset), prints one line a listed sample (Dataset::describeSample:
@@ -10,11 +12,19 @@
 // [count, C, H, W]. A bad input stops it as it stops a run: one line, exit
 // 2. Used by the imagefolder tests to compare dpc's pixels with PIL's.
 //
+// --throughput N reads the first N samples (epoch E) in batches of B
+// (default 64) through the loader threads a run would use (Loader.h, T
+// threads, default 1) and prints the samples per second: bench/data's
+// decode rate.
+//
 //===----------------------------------------------------------------------===//
 
 #include "dpc/runtime/Data.h"
 #include "dpc/runtime/Error.h"
+#include "dpc/runtime/Loader.h"
 
+#include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -47,10 +57,39 @@ std::vector<int64_t> integers(const std::string &text) {
   return values;
 }
 
+/// Reads samples [0, count) in batches of `batch` on `threads` loader
+/// threads and prints the rate.
+void throughput(const Dataset &data, int64_t count, int64_t batch, int threads,
+                int64_t epoch) {
+  count = std::min(count, data.size());
+  batch = std::max<int64_t>(1, std::min(batch, count));
+  const int64_t batches = count / batch;
+  InputLoader loader(data, threads, 2 * threads + 2, [&](int64_t seq) {
+    InputLoader::Batch b;
+    b.epoch = epoch;
+    for (int64_t i = 0; i < batch; ++i)
+      b.indices.push_back((seq * batch + i) % data.size());
+    return b;
+  });
+  std::vector<float> out(size_t(batch * data.sampleElements()));
+  auto start = std::chrono::steady_clock::now();
+  for (int64_t k = 0; k < batches; ++k)
+    loader.take(k, out.data());
+  double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
+  std::printf("decoded %lld samples in %.3f s: %.1f samples/s on %d loader "
+              "thread%s\n",
+              (long long)(batches * batch), seconds,
+              double(batches * batch) / seconds, threads,
+              threads == 1 ? "" : "s");
+}
+
 int usage() {
   std::fprintf(stderr, "usage: dpc-data SPEC --shape C,H,W [--classes N] "
                        "[--split train|test] [--epoch E] [--seed S] "
-                       "[--samples I,J,..] [--npy FILE]\n");
+                       "[--samples I,J,..] [--npy FILE] [--throughput N "
+                       "[--loader-threads T] [--batch B]]\n");
   return 1;
 }
 
@@ -60,7 +99,7 @@ int run(int argc, char **argv) {
   std::string spec = argv[1], npy;
   ModelDataShape model;
   Split split = Split::Train;
-  int64_t epoch = 0, seed = 0;
+  int64_t epoch = 0, seed = 0, count = 0, batch = 64, threads = 1;
   std::vector<int64_t> samples = {0};
   for (int i = 2; i < argc; ++i) {
     std::string arg = argv[i];
@@ -81,6 +120,12 @@ int run(int argc, char **argv) {
       samples = integers(value);
     else if (arg == "--npy")
       npy = value;
+    else if (arg == "--throughput")
+      count = integers(value).at(0);
+    else if (arg == "--batch")
+      batch = integers(value).at(0);
+    else if (arg == "--loader-threads")
+      threads = integers(value).at(0);
     else
       return usage();
   }
@@ -89,6 +134,10 @@ int run(int argc, char **argv) {
   model.inputs.push_back({"input", model.sampleShape, false});
   Dataset data =
       loadDataset(parseDataSpec(spec), split, model, uint64_t(seed), true);
+  if (count > 0) {
+    throughput(data, count, batch, int(std::max<int64_t>(threads, 1)), epoch);
+    return 0;
+  }
   std::vector<float> values(samples.size() * size_t(data.sampleElements()));
   data.gatherInputs(samples, values.data(), epoch);
   for (int64_t index : samples)

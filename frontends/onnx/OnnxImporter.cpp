@@ -23,6 +23,7 @@
 
 #include "frontends/onnx/OnnxImporter.h"
 #include "frontends/onnx/Importer.h"
+#include "frontends/onnx/Opset18.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Verifier.h"
@@ -357,6 +358,13 @@ mlir::dpc::onnx_frontend::importOnnxBytes(StringRef bytes, StringRef path,
   if (failed(parseModel(bytes, path, context, model)))
     return failure();
 
+  int64_t newest = onnx::OpSchemaRegistry::DomainToVersionRange::Instance()
+                       .Map()
+                       .at(onnx::ONNX_DOMAIN)
+                       .second;
+  // GroupNormalization's opset 18, one newer than the library's newest.
+  if (failed(lowerOpset18(model, modelOpset(model), newest, loc)))
+    return failure();
   ImportedModel imported;
   imported.fileOpset = modelOpset(model);
   // External files lie beside the model file, wherever dpc was started.
@@ -381,10 +389,6 @@ mlir::dpc::onnx_frontend::importOnnxBytes(StringRef bytes, StringRef path,
            << bad->value << "; strides, dilations and kernel "
            << "sizes must be positive";
   }
-  int64_t newest = onnx::OpSchemaRegistry::DomainToVersionRange::Instance()
-                       .Map()
-                       .at(onnx::ONNX_DOMAIN)
-                       .second;
   if (imported.fileOpset > newest)
     return emitError(loc) << "the model's opset " << imported.fileOpset
                           << " is newer than opset " << newest

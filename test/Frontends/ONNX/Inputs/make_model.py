@@ -389,6 +389,7 @@ MODELS = {
     "mlp-opset11": lambda: mlp(opset=11),
     "mlp-opset17": lambda: mlp(opset=17),
     "mlp-opset18": lambda: mlp(opset=18),
+    "mlp-opset19": lambda: mlp(opset=19),
     "unsupported": unsupported,
     "branches": branches,
     "pad": pad,

@@ -181,7 +181,10 @@ void Executor::Impl::load(int mb, int chunk, int64_t step, int microbatch) {
       uploadTo(device, l.inputs[k].data(), bytes, upStaging, [&](void *host) {
         const double start = nowMs();
         if (k == 0 && loader && !evaluating && !planned) {
-          int64_t seq = step * sched.microbatches + microbatch;
+          auto at =
+              std::lower_bound(loaderMbs.begin(), loaderMbs.end(), microbatch);
+          int64_t seq = step * int64_t(loaderMbs.size()) +
+                        int64_t(at - loaderMbs.begin());
           stepTimes.loadMs += loader->take(seq, static_cast<float *>(host));
           return;
         }
@@ -700,16 +703,27 @@ bool Executor::setLoader(int threads, int depth) {
   if (!data || !s.manifest.isFirstStage() || !data->decodesInputs() ||
       data->integerInputs() || data->inputCount() != 1)
     return false;
+  // The microbatches this rank loads inputs for (a replica loads its
+  // share), so that it decodes no other.
+  std::vector<int> mbs;
+  for (const schedule::Instruction &i : s.sched.programs[size_t(s.rank)])
+    if (i.op == schedule::Op::LoadMicrobatch &&
+        s.manifest.virtualStage(i.chunk) == 0)
+      mbs.push_back(i.mb);
+  std::sort(mbs.begin(), mbs.end());
+  mbs.erase(std::unique(mbs.begin(), mbs.end()), mbs.end());
+  if (mbs.empty())
+    return false;
+  s.loaderMbs = mbs;
   // The loader's own sampler: the executor's, copied, gives the same
   // indices and is used on the taking thread only.
   auto sampler = std::make_shared<Sampler>(*s.trainSampler);
-  const int64_t m = s.sched.microbatches;
   s.loader = std::make_unique<InputLoader>(
-      *data, threads, depth, [sampler, m](int64_t seq) {
-        int64_t step = seq / m;
-        return InputLoader::Batch{
-            sampler->microbatchIndices(step, int(seq % m)),
-            sampler->epochOf(step)};
+      *data, threads, depth, [sampler, mbs](int64_t seq) {
+        int64_t step = seq / int64_t(mbs.size());
+        int mb = mbs[size_t(seq % int64_t(mbs.size()))];
+        return InputLoader::Batch{sampler->microbatchIndices(step, mb),
+                                  sampler->epochOf(step)};
       });
   return true;
 }

@@ -125,8 +125,12 @@ struct Executor::Impl : dpc_context {
   // Data.
   const Dataset *trainData = nullptr;
   std::unique_ptr<Sampler> trainSampler;
-  /// Reads the training inputs ahead on threads of its own (setLoader).
+  /// Reads the training inputs ahead on threads of its own (setLoader):
+  /// the microbatches of a step this rank loads inputs for, in order (all
+  /// M, or a replica's share), microbatch k of step t being the loader's
+  /// seq t * loaderMbs.size() + k.
   std::unique_ptr<InputLoader> loader;
+  std::vector<int> loaderMbs;
   const Dataset *currentData = nullptr;
   Sampler *currentSampler = nullptr;
   int64_t currentStep = 0;

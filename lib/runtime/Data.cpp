@@ -168,7 +168,8 @@ static void parseNpySpec(const std::vector<std::string> &parts,
   const std::string usage =
       "data spec '" + spec.text +
       "': expected npy:INPUTS.npy,LABELS.npy, npy:INPUTS.npy or, for a "
-      "model of several inputs, npy:A.npy,B.npy,...,LABELS.npy";
+      "model of several inputs, npy:A.npy,B.npy,...,LABELS.npy or "
+      "npy:NAME=A.npy,...,LABELS.npy";
   spec.kind = DataSpec::Kind::Npy;
   std::vector<std::string> files;
   for (const std::string &part : parts) {
@@ -192,6 +193,20 @@ static void parseNpySpec(const std::vector<std::string> &parts,
                       "'");
       continue;
     }
+    // NAME=PATH gives the graph input NAME its array (a '/' before the '='
+    // makes it a path).
+    size_t equals = part.find('=');
+    if (part.rfind("lengths=", 0) != 0 && equals != std::string::npos &&
+        equals > 0 && part.find('/') > equals) {
+      if (equals + 1 == part.size())
+        throw InputError(usage + "; '" + part + "' names no file");
+      for (const auto &[name, path] : spec.namedInputPaths)
+        if (name == part.substr(0, equals))
+          throw InputError(usage + "; input '" + name + "' is given twice");
+      spec.namedInputPaths.emplace_back(part.substr(0, equals),
+                                        part.substr(equals + 1));
+      continue;
+    }
     if (part.rfind("lengths=", 0) != 0) {
       files.push_back(part);
       continue;
@@ -199,6 +214,19 @@ static void parseNpySpec(const std::vector<std::string> &parts,
     if (part.size() == 8 || !spec.lengthsPath.empty())
       throw InputError(usage + ",lengths=LENGTHS.npy; got '" + part + "'");
     spec.lengthsPath = part.substr(8);
+  }
+  if (!spec.namedInputPaths.empty()) {
+    // Named inputs, then at most one file: the labels.
+    if (files.size() > 1 || !spec.lengthsPath.empty() || spec.npyScale != 1.0 ||
+        !spec.npyMean.empty() || !spec.npyStd.empty())
+      throw InputError("data spec '" + spec.text +
+                       "': with inputs by name (npy:NAME=A.npy,...,"
+                       "LABELS.npy), name every input and give the labels "
+                       "last, unnamed; lengths=, scale=, mean= and std= "
+                       "do not apply");
+    if (!files.empty())
+      spec.labelsPath = files[0];
+    return;
   }
   if (files.empty() ||
       std::any_of(files.begin(), files.end(),

@@ -286,7 +286,41 @@ static Dataset loadNpyInputs(const DataSpec &spec,
 
 namespace data_detail {
 
+/// The spec with inputs by name in the positional form, in the graph's
+/// order: every input named once, no name the model lacks.
+static DataSpec orderNamedInputs(const DataSpec &spec,
+                                 const ModelDataShape &model) {
+  std::string names;
+  for (size_t k = 0; k < model.inputs.size(); ++k)
+    names += (k ? ", " : "") + model.inputs[k].name;
+  if (model.inputs.empty())
+    throw InputError(spec.text + ": inputs by name need the model's inputs "
+                                 "to match them to");
+  DataSpec ordered = spec;
+  ordered.namedInputPaths.clear();
+  std::vector<std::string> paths;
+  for (const ModelDataShape::Input &input : model.inputs) {
+    auto named = std::find_if(
+        spec.namedInputPaths.begin(), spec.namedInputPaths.end(),
+        [&](const auto &pair) { return pair.first == input.name; });
+    if (named == spec.namedInputPaths.end())
+      throw InputError(spec.text + ": no array for the model's input '" +
+                       input.name + "' (its inputs: " + names + ")");
+    paths.push_back(named->second);
+  }
+  for (const auto &[name, path] : spec.namedInputPaths)
+    if (std::none_of(model.inputs.begin(), model.inputs.end(),
+                     [&](const auto &input) { return input.name == name; }))
+      throw InputError(spec.text + ": the model has no input '" + name +
+                       "' (its inputs: " + names + ")");
+  ordered.inputsPath = paths[0];
+  ordered.moreInputPaths.assign(paths.begin() + 1, paths.end());
+  return ordered;
+}
+
 Dataset loadNpy(const DataSpec &spec, const ModelDataShape &model) {
+  if (!spec.namedInputPaths.empty())
+    return loadNpy(orderNamedInputs(spec, model), model);
   if (!spec.lengthsPath.empty())
     return loadNpySequences(spec, model);
   const size_t files = 1 + spec.moreInputPaths.size();

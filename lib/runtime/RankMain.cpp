@@ -107,8 +107,19 @@ ModelDataShape shareModelShape(Communicator &comm, const RankManifest &m) {
       shape[kMaxRank + 1] = m.inputs[size_t(k)].integer;
     }
     broadcastInts(comm, 0, shape);
+    // The input's name (the graph's), by which npy:NAME=A.npy,... gives
+    // it its array on every rank that loads the data.
+    std::vector<int64_t> name;
+    if (m.isFirstStage())
+      for (char c : m.inputs[size_t(k)].name)
+        name.push_back(static_cast<unsigned char>(c));
+    std::vector<int64_t> length{int64_t(name.size())};
+    broadcastInts(comm, 0, length);
+    name.resize(size_t(length[0]));
+    if (!name.empty())
+      broadcastInts(comm, 0, name);
     model.inputs.push_back(
-        {"input" + std::to_string(k),
+        {std::string(name.begin(), name.end()),
          std::vector<int64_t>(shape.begin() + 1, shape.begin() + 1 + shape[0]),
          shape[kMaxRank + 1] != 0});
   }

@@ -18,6 +18,18 @@ using namespace mlir;
 using namespace mlir::dpc;
 using namespace mlir::dpc::lowering;
 
+// The graph input's name, which the importer gives its argument (and
+// OutlineStages the read) as a NameLoc; "inputK" where a location lost it.
+static std::string inputName(pipe::InputOp input, int64_t index) {
+  Location loc = input.getLoc();
+  if (auto fused = dyn_cast<FusedLoc>(loc);
+      fused && !fused.getLocations().empty())
+    loc = fused.getLocations().front();
+  if (auto name = dyn_cast<NameLoc>(loc))
+    return name.getName().str();
+  return "input" + std::to_string(index);
+}
+
 void lowering::populateTransferLowerings(RuntimeLoweringTable &table) {
   table.add<nn::ParamOp>([](nn::ParamOp read, RuntimeLowering &rt) {
     int64_t id = rt.manifest.paramId(read);
@@ -27,8 +39,8 @@ void lowering::populateTransferLowerings(RuntimeLoweringTable &table) {
     int64_t index = input.getIndexAttr().getInt();
     bool integer =
         isa<IntegerType>(cast<ShapedType>(input.getType()).getElementType());
-    rt.manifest.inputs[index] = {"input" + std::to_string(index),
-                                 shapeOf(input).vec(), integer};
+    rt.manifest.inputs[index] = {inputName(input, index), shapeOf(input).vec(),
+                                 integer};
     rt.manifest.noteBatch(shapeOf(input));
     rt.define(input, rt.call<abi::dpc_input>({rt.context, rt.i64(index)}));
   });

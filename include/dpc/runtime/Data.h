@@ -96,6 +96,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace dpc::runtime {
@@ -378,6 +379,10 @@ struct DataSpec {
   /// Npy with several inputs (npy:A,B,...,LABELS): the inputs after the
   /// first (inputsPath), in the graph's order.
   std::vector<std::string> moreInputPaths;
+  /// Npy by name (npy:NAME=A.npy,...,LABELS.npy): each graph input's array
+  /// by the input's name, in the spec's order; loadDataset puts them in the
+  /// graph's order as inputsPath and moreInputPaths.
+  std::vector<std::pair<std::string, std::string>> namedInputPaths;
   int64_t syntheticSamples = 0;       // Synthetic; 0: the default count
   std::string textPath;               // Text
   int64_t textStride = 0;             // Text and Tokens; 0: the sequence length

@@ -1,5 +1,6 @@
 // Data of a model with several graph inputs (#43), npy:A.npy,B.npy,...,
-// LABELS.npy: each array is gathered as its input, and a missing file, a
+// LABELS.npy or by name, npy:NAME=A.npy,...,LABELS.npy: each array is
+// gathered as its input, and a missing file, a
 // count, dtype, shape or sample-count mismatch is refused as an InputError
 // (exit 2) whose one line names the file and the input.
 
@@ -17,6 +18,7 @@ using namespace dpc::runtime;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::Not;
+using ::testing::Pair;
 
 namespace {
 
@@ -190,6 +192,58 @@ TEST(SeveralInputs, SyntheticDataIsRefusedForSeveralInputs) {
               }),
               HasSubstr("synthetic:8: the model reads 3 inputs and this data "
                         "gives one a sample"));
+}
+
+TEST(SeveralInputs, ParsesInputsByNameThenLabels) {
+  DataSpec spec = parseDataSpec("npy:input_ids=a.npy,mask=/d/b.npy,l.npy");
+  EXPECT_THAT(spec.namedInputPaths, ElementsAre(Pair("input_ids", "a.npy"),
+                                                Pair("mask", "/d/b.npy")));
+  EXPECT_EQ(spec.labelsPath, "l.npy");
+  // A '/' before the '=' makes it a path.
+  DataSpec path = parseDataSpec("npy:/d/a=b.npy,l.npy");
+  EXPECT_EQ(path.inputsPath, "/d/a=b.npy");
+  EXPECT_TRUE(path.namedInputPaths.empty());
+  EXPECT_THAT(inputErrorOf([] { parseDataSpec("npy:a=x.npy,a=y.npy,l.npy"); }),
+              HasSubstr("input 'a' is given twice"));
+  EXPECT_THAT(inputErrorOf([] { parseDataSpec("npy:a=x.npy,b.npy,l.npy"); }),
+              HasSubstr("name every input and give the labels last"));
+}
+
+TEST(SeveralInputs, GathersInputsByNameInTheGraphsOrder) {
+  TempDir dir;
+  BertFiles files(dir);
+  std::string spec = "npy:input2=" + files.types + ",input0=" + files.ids +
+                     ",input1=" + files.mask + "," + files.labels;
+  Dataset data = loadDataset(parseDataSpec(spec), Split::Train, bertModel());
+  ASSERT_EQ(data.inputCount(), 3u);
+  std::vector<int64_t> ids(6), types(6);
+  std::vector<float> mask(6);
+  data.gatherInput(0, {1, 0}, ids.data());
+  data.gatherInput(1, {1, 0}, mask.data());
+  data.gatherInput(2, {1, 0}, types.data());
+  EXPECT_THAT(ids, ElementsAre(4, 5, 6, 1, 2, 3));
+  EXPECT_THAT(mask, ElementsAre(1, 0.5f, 0, 1, 1, 0));
+  EXPECT_THAT(types, ElementsAre(0, 0, 1, 0, 1, 1));
+}
+
+TEST(SeveralInputs, RefusesAMissingOrUnknownName) {
+  TempDir dir;
+  BertFiles files(dir);
+  std::string missing =
+      "npy:input0=" + files.ids + ",input2=" + files.types + "," + files.labels;
+  EXPECT_THAT(inputErrorOf([&] {
+                loadDataset(parseDataSpec(missing), Split::Train, bertModel());
+              }),
+              HasSubstr(": no array for the model's input 'input1' (its "
+                        "inputs: input0, input1, input2)"));
+  std::string unknown = "npy:input0=" + files.ids + ",input1=" + files.mask +
+                        ",input2=" + files.types + ",extra=" + files.types +
+                        "," + files.labels;
+  EXPECT_THAT(inputErrorOf([&] {
+                loadDataset(parseDataSpec(unknown), Split::Train, bertModel());
+              }),
+              HasSubstr(": the model has no input 'extra' (its inputs: "
+                        "input0, input1, input2)"));
 }
 
 } // namespace

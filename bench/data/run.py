@@ -130,10 +130,10 @@ def export_resnet(path):
                       training=torch.onnx.TrainingMode.TRAINING, **legacy)
 
 
-def train(build, work, name, data, eval_data):
+def train(build, work, name, data, eval_data, seed):
     metrics = os.path.join(work, re.sub(r"[^a-z0-9]+", "-", name) + ".jsonl")
     cmd = [os.path.join(BIN, "dpc"), "run", build, "--epochs", "1",
-           "--data", data, "--metrics", metrics]
+           "--data", data, "--metrics", metrics, "--seed", str(seed)]
     if eval_data:
         cmd += ["--eval-data", eval_data]
     start = time.perf_counter()
@@ -158,6 +158,13 @@ def main():
     parser.add_argument("--decode-samples", type=int, default=4000)
     parser.add_argument("--no-train", action="store_true",
                         help="only the conversion and the decode rates")
+    parser.add_argument("--no-decode", action="store_true",
+                        help="leave out the decode rates")
+    parser.add_argument("--seed", type=int, default=0,
+                        help="dpc run --seed: the shuffle and augmentation")
+    parser.add_argument("--runs", default="npy,none,augmented",
+                        help="which trainings: npy, none (JPEGs, "
+                        "augment=none), augmented (JPEGs)")
     args = parser.parse_args()
     print(f"cores {os.cpu_count()}, {load()}")
     shutil.rmtree(args.work, ignore_errors=True)
@@ -170,20 +177,29 @@ def main():
     print(f"converted {args.train_count} + {args.test_count} images to JPEG "
           f"in {time.perf_counter() - start:.1f} s")
     train_folder = os.path.join(folder, "train")
-    print("decode rate, RandomResizedCrop(64) + flip + ToTensor + Normalize, "
-          "3 channels, batches of 64:")
-    for threads in (1, 2):
-        rate = dpc_decode_rate(train_folder, args.decode_samples, threads)
-        print(f"  dpc loader, {threads} thread{'s' if threads > 1 else ''}: "
-              f"{rate:8.0f} samples/s ({rate / threads:.0f} per thread)")
-    for workers in (0, 2):
-        rate = torch_decode_rate(train_folder, args.decode_samples, workers)
-        label = ("main process" if workers == 0 else f"{workers} workers")
-        print(f"  torch DataLoader, {label}: {rate:8.0f} samples/s"
-              f" ({rate / max(workers, 1):.0f} per process)")
+    if not args.no_decode:
+        decode_rates(train_folder, args.decode_samples)
     if args.no_train:
         print(load())
         return
+    train_all(args, folder)
+
+
+def decode_rates(train_folder, samples):
+    print("decode rate, RandomResizedCrop(64) + flip + ToTensor + Normalize, "
+          "3 channels, batches of 64:")
+    for threads in (1, 2):
+        rate = dpc_decode_rate(train_folder, samples, threads)
+        print(f"  dpc loader, {threads} thread{'s' if threads > 1 else ''}: "
+              f"{rate:8.0f} samples/s ({rate / threads:.0f} per thread)")
+    for workers in (0, 2):
+        rate = torch_decode_rate(train_folder, samples, workers)
+        label = ("main process" if workers == 0 else f"{workers} workers")
+        print(f"  torch DataLoader, {label}: {rate:8.0f} samples/s"
+              f" ({rate / max(workers, 1):.0f} per process)")
+
+
+def train_all(args, folder):
     onnx = os.path.join(args.work, "resnet18.onnx")
     export_resnet(onnx)
     build = os.path.join(args.work, "rn")
@@ -192,15 +208,18 @@ def main():
          "--momentum", "0.9"])
     npy = write_npy(args.work, "train", args.train_count, "train")
     npy_test = write_npy(args.work, "t10k", args.test_count, "test")
-    results = [
-        train(build, args.work, "npy", npy, npy_test),
-        train(build, args.work, "jpeg, augment=none", "imagefolder:" +
-              folder + ",augment=none,mean=0.5,std=0.5", None),
-        train(build, args.work, "jpeg, augmented", "imagefolder:" + folder +
-              ",mean=0.5,std=0.5", None),
-    ]
+    runs = {
+        "npy": ("npy", npy, npy_test),
+        "none": ("jpeg, augment=none", "imagefolder:" + folder +
+                 ",augment=none,mean=0.5,std=0.5", None),
+        "augmented": ("jpeg, augmented", "imagefolder:" + folder +
+                      ",mean=0.5,std=0.5", None),
+    }
+    results = [train(build, args.work, *runs[key], args.seed)
+               for key in args.runs.split(",")]
     print(f"ResNet-18 64x64, 1 stage, 4 x 16, one epoch of "
-          f"{args.train_count} samples, {args.test_count} test images:")
+          f"{args.train_count} samples, {args.test_count} test images, "
+          f"seed {args.seed}:")
     print(f"  {'data':20} {'test accuracy':>18} {'step ms':>8} "
           f"{'load wait ms':>12} {'final loss':>10}")
     for r in results:

@@ -40,6 +40,7 @@
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <iostream>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -422,7 +423,9 @@ TrainingRun::decideAdapt(int64_t step, const StepResult &result) {
 }
 
 /// A line when a rank's compute waited for its inputs over a tenth of the
-/// step (the loader threads, or a synchronous read, are the bottleneck).
+/// step and at least a millisecond (the loader threads, or a synchronous
+/// read, are the bottleneck). It is a warning about timing, so it goes to
+/// stderr: the progress on stdout stays the same from run to run.
 static std::string loadWaitLine(int64_t step, const StepResult &result) {
   int worst = -1;
   for (size_t r = 0; r < result.times.size(); ++r)
@@ -431,7 +434,7 @@ static std::string loadWaitLine(int64_t step, const StepResult &result) {
   if (worst < 0)
     return "";
   const StepTimes &t = result.times[size_t(worst)];
-  if (t.stepMs <= 0 || t.loadMs < 0.1 * t.stepMs)
+  if (t.stepMs <= 0 || t.loadMs < 0.1 * t.stepMs || t.loadMs < 1.0)
     return "";
   char line[200];
   std::snprintf(line, sizeof line,
@@ -464,7 +467,7 @@ void TrainingRun::reportStep(int64_t step, const StepResult &result) {
       result.endS - lastPrint >= 1.0) {
     printLine(formatProgress(progress));
     if (std::string line = loadWaitLine(step, result); !line.empty())
-      printLine(line);
+      std::cerr << line + "\n" << std::flush;
     if (result.planned)
       printLine("  step " + std::to_string(step + 1) + ": " +
                 result.planned->describe());

@@ -41,3 +41,18 @@ if nvidia_smi:
             config.available_features.add("gpu")
     except (OSError, subprocess.TimeoutExpired):
         pass
+# "cluster": this machine can make the emulated cluster of scripts/cluster
+# (root, network, UTS and mount namespaces, a bridge); where it cannot, its
+# tests are unsupported, and `scripts/cluster check` prints why.
+cluster_script = os.path.join(config.dpc_src_root, "scripts", "cluster")
+try:
+    checked = subprocess.run([cluster_script, "check"], capture_output=True,
+                             timeout=60)
+    if checked.returncode == 0:
+        config.available_features.add("cluster")
+    else:
+        lit_config.note("cluster tests unsupported: " +
+                        checked.stdout.decode(errors="replace").strip())
+except (OSError, subprocess.TimeoutExpired) as error:
+    lit_config.note(f"cluster tests unsupported: {error}")
+config.substitutions.append(("%cluster", cluster_script))

@@ -24,6 +24,7 @@
 
 #include <cstdlib>
 #include <iostream>
+#include <optional>
 #include <sstream>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -160,6 +161,19 @@ int launchOnce(const LaunchOptions &options, const std::string &givenOutDir,
                        " slots for the " + std::to_string(ranks) +
                        " ranks of " + appfilePath);
   }
+  // Without a shared file system the ranks read and write under the
+  // staging directory on their hosts.
+  std::optional<Staging> staging;
+  RankOptions forRanks = rankOptions;
+  if (!options.stageDir.empty()) {
+    if (options.launcher == "srun")
+      throw InputError("--stage works under mpirun only");
+    staging = planStaging(options, job, forRanks);
+    job.runDir = staging->dir + "/out";
+    // The ranks' working directory on every host: DIR, which exists there
+    // (the launching directory need not, nor a home directory).
+    job.workDir = staging->dir;
+  }
   if (options.launcher == "srun") {
     job.rankArgs = forwarded;
     return runSrun(job, options.npCheck);
@@ -169,9 +183,11 @@ int launchOnce(const LaunchOptions &options, const std::string &givenOutDir,
     throw Error(problem);
   // Under mpirun the ranks of a dpc build also write their step times and
   // a heartbeat for the watchdog.
-  RankOptions withLauncher = rankOptions;
+  RankOptions withLauncher = forRanks;
   if (!summaryPath.empty()) {
-    withLauncher.summary = summaryPath;
+    withLauncher.summary =
+        staging ? staging->stageOutput(summaryPath, "summary", false)
+                : summaryPath;
     withLauncher.heartbeat = true;
     withLauncher.given.insert({"summary", "heartbeat"});
   }
@@ -219,6 +235,10 @@ int launchOnce(const LaunchOptions &options, const std::string &givenOutDir,
               << mpirunAppfile(job);
     return 0;
   }
+  if (staging) {
+    stageToHosts(*staging, job.outDir);
+    job.afterRun = [&] { return collectFromHosts(*staging); };
+  }
   return runMpirun(options, rankOptions, std::move(argv), job, summaryPath,
                    planPath, shared, onStdout);
 }
@@ -241,6 +261,9 @@ int launch(const LaunchOptions &options, const RankOptions &rankOptions) {
     if (options.launcher != "mpirun" && options.launcher != "srun")
       throw InputError("option '--launcher' expects mpirun or srun, not '" +
                        options.launcher + "'");
+    if (rankOptions.adapt && !options.stageDir.empty())
+      throw InputError("--stage does not support --adapt yet: its "
+                       "re-partitions coordinate through files");
     if (rankOptions.adapt && !options.npCheck)
       return launchAdaptive(options, rankOptions);
     return launchOnce(options, options.outDir, rankOptions, nullptr);

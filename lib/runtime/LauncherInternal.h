@@ -121,6 +121,54 @@ int launchOnce(const LaunchOptions &options, const std::string &givenOutDir,
 /// its own.
 int launchAdaptive(const LaunchOptions &options, const RankOptions &given);
 
+//===----------------------------------------------------------------------===//
+// Hosts without a shared file system: --stage (LauncherStaging.cpp)
+//===----------------------------------------------------------------------===//
+
+/// What `dpc run --stage DIR` copies to every host and brings back.
+struct Staging {
+  /// DIR: the same absolute path on every host.
+  std::string dir;
+  /// The command that runs a shell command on a host: AGENT HOST COMMAND.
+  std::string agent;
+  /// The hosts of the placement, each once.
+  std::vector<std::string> hosts;
+  /// Local files or directories copied to `to` on every host: `names`
+  /// (relative to `from`) as tar packs them.
+  struct Input {
+    std::string from;
+    std::vector<std::string> names;
+    std::string to;
+  };
+  std::vector<Input> inputs;
+  /// What the ranks write under `staged` on their hosts, brought back to
+  /// `local` (a file's directory, or the directory itself).
+  struct Output {
+    std::string staged;
+    std::string local;
+    bool isDirectory = false;
+  };
+  std::vector<Output> outputs;
+
+  /// AGENT HOST 'COMMAND', for /bin/sh.
+  std::string remote(const std::string &host, const std::string &command) const;
+  /// A data spec with each of its paths staged under DIR/data.
+  std::string stageData(const std::string &spec, const std::string &name);
+  /// The staged path of an output (DIR/results/NAME/...), recorded to be
+  /// brought back to `path`; "" stays "".
+  std::string stageOutput(const std::string &path, const char *name,
+                          bool isDirectory);
+};
+
+/// Checks --stage and rewrites the paths of `rankOptions` into DIR.
+Staging planStaging(const LaunchOptions &options, const LaunchJob &job,
+                    RankOptions &rankOptions);
+/// Copies OUT (without its IR) and the inputs to DIR on every host.
+void stageToHosts(const Staging &staging, const std::string &outDir);
+/// Brings the outputs back and removes DIR from every host; "" or what
+/// failed.
+std::string collectFromHosts(const Staging &staging);
+
 } // namespace dpc::runtime::launcher_detail
 
 #endif // DPC_LIB_RUNTIME_LAUNCHERINTERNAL_H

@@ -166,6 +166,10 @@ int Watchdog::silentRank() const {
   return -1;
 }
 
+bool Watchdog::isSilent(int rank) const {
+  return rank >= 0 && rank < ranks && beats[size_t(rank)].reported;
+}
+
 std::string Watchdog::seconds(double s) {
   char text[32];
   std::snprintf(text, sizeof(text), "%.0f s", s);

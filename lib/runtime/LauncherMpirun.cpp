@@ -46,9 +46,12 @@ std::string mpirunAppfile(const LaunchJob &job) {
       appfile << "--host " << list << " ";
     }
     ranks += line.ranks;
+    if (!job.workDir.empty())
+      appfile << "--wdir " << job.workDir << " ";
     for (const std::string &o : line.mpirunOptions)
       appfile << o << " ";
-    appfile << resolveProgram(job.outDir, line.program);
+    appfile << resolveProgram(job.runDir.empty() ? job.outDir : job.runDir,
+                              line.program);
     for (const std::string &a : line.programArgs)
       appfile << " " << a;
     for (const std::string &a : job.rankArgs)
@@ -177,9 +180,10 @@ int runMpirun(const LaunchOptions &options, const RankOptions &rankOptions,
   int status = runAndFollow(argv, follower, watchdog);
   int startErrno = errno;
   ::unlink(tempPath);
+  std::string collected = job.afterRun ? job.afterRun() : "";
   if (status != -1 && WIFEXITED(status) && WEXITSTATUS(status) == 0) {
-    std::string error;
-    if (!trace.empty())
+    std::string error = collected;
+    if (!trace.empty() && error.empty())
       error = mergeTraces(trace, ranks);
     if (!summaryPath.empty()) {
       if (error.empty())
@@ -190,6 +194,8 @@ int runMpirun(const LaunchOptions &options, const RankOptions &rankOptions,
       throw Error(error);
     return 0;
   }
+  if (!collected.empty())
+    std::cerr << kCommand << ": " << collected << "\n";
   // A failed run leaves no trace and no step times.
   if (!trace.empty())
     removeTraceParts(trace, ranks);
@@ -201,15 +207,34 @@ int runMpirun(const LaunchOptions &options, const RankOptions &rankOptions,
 
   // A rank that stopped answering is the cause, whatever mpirun says of the
   // ranks it then killed or that gave up waiting for it.
+  // With a host file, the silent rank's host too: a host whose network
+  // went down silences all of its ranks.
+  auto onHost = [&](int rank) {
+    if (rank >= int(job.placement.size()))
+      return std::string();
+    const std::string &host = job.placement[rank];
+    std::string others;
+    bool all = true;
+    for (int r = 0; r < int(job.placement.size()); ++r)
+      if (job.placement[r] == host && r != rank) {
+        others += (others.empty() ? "" : ", ") + std::to_string(r);
+        all = all && watchdog.isSilent(r);
+      }
+    std::string text = " on host " + host;
+    if (!others.empty() && all)
+      text += " (its other ranks, " + others +
+              ", are silent too: the host or its network is down)";
+    return text;
+  };
   std::string stalled;
   if (watchdog.timedOut() >= 0)
     stalled = "rank " + std::to_string(watchdog.timedOut()) +
-              " has not answered for " +
+              onHost(watchdog.timedOut()) + " has not answered for " +
               Watchdog::seconds(watchdog.silentSeconds()) + " (--timeout " +
               Watchdog::seconds(timeoutSeconds) + "); the job was ended";
   else if (watchdog.silentRank() >= 0)
     stalled = "rank " + std::to_string(watchdog.silentRank()) +
-              " had stopped answering";
+              onHost(watchdog.silentRank()) + " had stopped answering";
 
   std::string how = WIFEXITED(status)
                         ? "exit code " + std::to_string(WEXITSTATUS(status))

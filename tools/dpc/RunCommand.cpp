@@ -40,6 +40,14 @@ int runRunCommand(const Args &args) {
   parser.addOption("launcher", &launch.launcher, "L",
                    "mpirun (default) or srun (Slurm: prints the srun command "
                    "and runs it where srun exists)");
+  parser.addOption("stage", &launch.stageDir, "DIR",
+                   "hosts without a shared file system: copy the compiled "
+                   "ranks and their data to DIR on every host of --hostfile "
+                   "through the launch agent, run them there and bring back "
+                   "what they write");
+  parser.addOption("agent", &launch.agent, "CMD",
+                   "how --stage runs a command on a host, CMD HOST COMMAND "
+                   "(default: $OMPI_MCA_plm_rsh_agent, else ssh)");
   // Per-rank options, forwarded to every rank.
   runtime::addRankOptions(parser, rankOptions,
                           runtime::RankOptionSet::Forwarded);

@@ -44,6 +44,13 @@ struct LaunchOptions {
   bool npCheck = false;
   /// Also print mpirun's own messages when a rank fails.
   bool verbose = false;
+  /// No shared file system: stage what the ranks read to this directory on
+  /// every host of the host file and bring back what they write; "": the
+  /// hosts see the launching host's paths.
+  std::string stageDir;
+  /// How --stage reaches a host: AGENT HOST COMMAND; "": Open MPI's
+  /// OMPI_MCA_plm_rsh_agent, else ssh.
+  std::string agent;
 };
 
 /// Launches the job and waits for it. Problems are one line on stderr,
@@ -110,6 +117,15 @@ struct LaunchJob {
   std::vector<std::string> placement;
   /// What every rank gets after its appfile line's own arguments.
   std::vector<std::string> rankArgs;
+  /// Where the programs are run from on the hosts, when not outDir
+  /// (--stage).
+  std::string runDir;
+  /// The ranks' working directory on their hosts (every appfile line's
+  /// --wdir), when not mpirun's own choice.
+  std::string workDir;
+  /// Called when mpirun has ended, before the results are read (--stage
+  /// brings them back); returns "" or what failed.
+  std::function<std::string()> afterRun;
 
   int ranks() const;
 };
@@ -212,6 +228,8 @@ public:
   bool check();
   /// A rank whose heartbeat has stopped, or -1.
   int silentRank() const;
+  /// Whether `rank` has been named silent.
+  bool isSilent(int rank) const;
   int timedOut() const { return timedOutRank; }
   double silentSeconds() const { return silentFor; }
 

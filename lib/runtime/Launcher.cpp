@@ -214,9 +214,17 @@ int launchOnce(const LaunchOptions &options, const std::string &givenOutDir,
                                   "openmpi-bin)")
                     : options.mpirun + ": not an executable");
   long cores = ::sysconf(_SC_NPROCESSORS_ONLN);
-  // Kernel threads per rank, so that ranks do not fight over cores.
+  // Kernel threads per rank, so that ranks do not fight over cores: on
+  // this machine its cores shared out, on the hosts of a host file each
+  // host's slots (per appfile line).
+  const char *user = std::getenv("OMP_NUM_THREADS");
   long threads = threadsPerRank(ranks, cores);
   ::setenv("OMP_NUM_THREADS", std::to_string(threads).c_str(), 0);
+  long bound = threads;
+  if (!job.hosts.empty()) {
+    job.lineThreads = hostThreads(job, user ? std::atol(user) : 0);
+    bound = boundThreads(job);
+  }
   // Ranks whose threads outnumber this machine's cores share them: idle
   // OpenMP threads sleep (mpirunCommand exports it), and the step is
   // predicted on the shared cores.
@@ -226,7 +234,7 @@ int launchOnce(const LaunchOptions &options, const std::string &givenOutDir,
   std::vector<std::string> argv = mpirunCommand(
       mpirunPath,
       options.hostfile.empty() ? "" : absolutePath(options.hostfile), ranks,
-      cores, threads);
+      cores, bound);
 
   if (options.npCheck) {
     argv.push_back(appfilePath + " (with the per-rank options)");

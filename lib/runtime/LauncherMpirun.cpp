@@ -20,6 +20,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
+#include <map>
 #include <sstream>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -29,7 +30,8 @@ namespace dpc::runtime {
 std::string mpirunAppfile(const LaunchJob &job) {
   std::ostringstream appfile;
   int ranks = 0;
-  for (const AppLine &line : job.lines) {
+  for (size_t l = 0; l < job.lines.size(); ++l) {
+    const AppLine &line = job.lines[l];
     if (!job.placement.empty()) {
       // HOST:SLOTS, each host of the line's ranks once: Open MPI fills the
       // slots in order as placeRanks did, counting what earlier lines took
@@ -46,6 +48,9 @@ std::string mpirunAppfile(const LaunchJob &job) {
       appfile << "--host " << list << " ";
     }
     ranks += line.ranks;
+    // A line's own -x overrides mpirun's for its ranks (Open MPI 4.1).
+    if (l < job.lineThreads.size())
+      appfile << "-x OMP_NUM_THREADS=" << job.lineThreads[l] << " ";
     if (!job.workDir.empty())
       appfile << "--wdir " << job.workDir << " ";
     for (const std::string &o : line.mpirunOptions)
@@ -71,6 +76,56 @@ long threadsPerRank(int ranks, long cores) {
   if (const char *user = std::getenv("OMP_NUM_THREADS"))
     return std::atol(user);
   return std::max<long>(1, cores > 0 ? cores / ranks : 1);
+}
+
+namespace {
+
+/// The ranks placed on each host.
+std::map<std::string, int> ranksPerHost(const LaunchJob &job) {
+  std::map<std::string, int> count;
+  for (const std::string &host : job.placement)
+    ++count[host];
+  return count;
+}
+
+int slotsOf(const LaunchJob &job, const std::string &host) {
+  for (const HostSlots &h : job.hosts)
+    if (h.host == host)
+      return h.slots;
+  return 1;
+}
+
+} // namespace
+
+std::vector<long> hostThreads(const LaunchJob &job, long userThreads) {
+  std::map<std::string, int> placed = ranksPerHost(job);
+  std::vector<long> threads;
+  int first = 0;
+  for (const AppLine &line : job.lines) {
+    long least = 0;
+    for (int r = first; r < first + line.ranks && r < int(job.placement.size());
+         ++r) {
+      const std::string &host = job.placement[r];
+      long share = std::max(1, slotsOf(job, host) / placed[host]);
+      least = least == 0 ? share : std::min(least, share);
+    }
+    threads.push_back(userThreads > 0 ? userThreads : std::max(1L, least));
+    first += line.ranks;
+  }
+  return threads;
+}
+
+long boundThreads(const LaunchJob &job) {
+  if (job.lineThreads.empty())
+    return 0;
+  long common = job.lineThreads.front();
+  for (long t : job.lineThreads)
+    if (t != common)
+      return 0;
+  for (const auto &[host, ranks] : ranksPerHost(job))
+    if (ranks * common > slotsOf(job, host))
+      return 0;
+  return common;
 }
 
 int sharedCores(const std::string &hostfile, int ranks, long cores,
@@ -109,9 +164,18 @@ std::vector<std::string> mpirunCommand(const std::string &mpirun,
     argv.push_back("OMP_WAIT_POLICY");
     argv.push_back("--bind-to");
     argv.push_back("none");
-  } else if (threads != 1) {
-    // Hosts of a host file: Open MPI binds each rank of a small job to one
-    // core, which suits one thread; a rank with more must not be bound.
+  } else if (std::getenv("OMPI_MCA_hwloc_base_binding_policy")) {
+    // The user (or scripts/cluster) chose Open MPI's binding.
+  } else if (threads > 0) {
+    // Hosts of a host file whose ranks' threads fit their slots: each rank
+    // on cores of its own on its host, as many as its threads.
+    argv.push_back("--map-by");
+    argv.push_back("slot:PE=" + std::to_string(threads));
+    argv.push_back("--bind-to");
+    argv.push_back("core");
+  } else {
+    // Thread counts that differ between lines, or more than the slots:
+    // nothing is bound (Open MPI would bind each rank to one core).
     argv.push_back("--bind-to");
     argv.push_back("none");
   }

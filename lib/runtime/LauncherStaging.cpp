@@ -214,7 +214,8 @@ void stageToHosts(const Staging &staging, const std::string &outDir) {
     std::string made;
     for (const Staging::Output &out : staging.outputs)
       made += " " + shellQuote(out.staged);
-    command += " && " + staging.remote(host, "mkdir -p" + made);
+    if (!made.empty())
+      command += " && " + staging.remote(host, "mkdir -p" + made);
     for (const Staging::Input &input : staging.inputs) {
       std::string names;
       for (const std::string &n : input.names)

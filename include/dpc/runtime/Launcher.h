@@ -123,6 +123,9 @@ struct LaunchJob {
   /// The ranks' working directory on their hosts (every appfile line's
   /// --wdir), when not mpirun's own choice.
   std::string workDir;
+  /// OMP_NUM_THREADS of each line's ranks on the hosts of a host file
+  /// (hostThreads), exported per line; empty without a host file.
+  std::vector<long> lineThreads;
   /// Called when mpirun has ended, before the results are read (--stage
   /// brings them back); returns "" or what failed.
   std::function<std::string()> afterRun;
@@ -131,8 +134,9 @@ struct LaunchJob {
 };
 
 /// The appfile mpirun runs: with a host file, each line's hosts as
-/// `--host HOST:SLOTS,...`; then the line's options, the resolved program,
-/// its arguments and `rankArgs`.
+/// `--host HOST:SLOTS,...` and its `-x OMP_NUM_THREADS=N` (lineThreads);
+/// then the line's options, the resolved program, its arguments and
+/// `rankArgs`.
 std::string mpirunAppfile(const LaunchJob &job);
 
 /// Whether ranks of `threads` threads each fit this machine's `cores`, each
@@ -144,6 +148,18 @@ bool threadsFitCores(const std::string &hostfile, int ranks, long cores,
 /// machine's `cores`: the user's OMP_NUM_THREADS, or the cores shared out
 /// among the ranks.
 long threadsPerRank(int ranks, long cores);
+
+/// The kernel threads of each appfile line's ranks on the hosts of a host
+/// file (job.hosts, job.placement): `userThreads` when the user set
+/// OMP_NUM_THREADS (> 0), else each host's slots shared out among the ranks
+/// placed on it, at least 1. A line whose ranks lie on hosts of different
+/// shares gets the smallest, so that no host runs more threads than slots.
+std::vector<long> hostThreads(const LaunchJob &job, long userThreads);
+
+/// The thread count every rank of a host file job binds to cores of its
+/// own (mpirunCommand's `threads`): the lines' common count when each
+/// host's ranks times their threads fit its slots, else 0 (nothing bound).
+long boundThreads(const LaunchJob &job);
 
 /// The cores ranks of `threads` threads share when their threads do not fit
 /// this machine's `cores` (one rank's threads count as one), or 0 when each
@@ -157,7 +173,10 @@ int sharedCores(const std::string &hostfile, int ranks, long cores,
 /// exported. On one machine each rank is bound to `threads` cores of its own
 /// when the ranks' threads fit its `cores`; when they do not, nothing is
 /// bound and OMP_WAIT_POLICY is exported (the launcher makes it passive). On
-/// the hosts of a host file, ranks of several threads are not bound.
+/// the hosts of a host file, `threads` is boundThreads: each rank is bound
+/// to that many cores of its host, or nothing is bound when it is 0 or the
+/// environment sets Open MPI's binding (OMPI_MCA_hwloc_base_binding_policy,
+/// as scripts/cluster does for hosts that share this machine's cores).
 std::vector<std::string> mpirunCommand(const std::string &mpirun,
                                        const std::string &hostfile, int ranks,
                                        long cores, long threads);

@@ -205,14 +205,64 @@ TEST(Launcher, MpirunCommand) {
   EXPECT_EQ(mpirunCommand("mpirun", "", 2, 4, 0)[5], "OMP_WAIT_POLICY");
   EXPECT_TRUE(threadsFitCores("", 2, 4, 2));
   EXPECT_FALSE(threadsFitCores("/h", 2, 4, 2));
+  // On the hosts of a host file: bound to cores of their hosts when the
+  // threads fit the slots (boundThreads), else nothing bound; a binding
+  // the environment chooses is left to Open MPI.
+  EXPECT_EQ(
+      mpirunCommand("mpirun", "/h", 2, 4, 2),
+      (std::vector<std::string>{"mpirun", "--tag-output", "--hostfile", "/h",
+                                "-x", "OMP_NUM_THREADS", "--map-by",
+                                "slot:PE=2", "--bind-to", "core", "--app"}));
+  EXPECT_EQ(mpirunCommand("mpirun", "/h", 8, 4, 0),
+            (std::vector<std::string>{
+                "mpirun", "--tag-output", "--hostfile", "/h", "--oversubscribe",
+                "-x", "OMP_NUM_THREADS", "--bind-to", "none", "--app"}));
+  ::setenv("OMPI_MCA_hwloc_base_binding_policy", "none", 1);
   EXPECT_EQ(mpirunCommand("mpirun", "/h", 2, 4, 2),
             (std::vector<std::string>{"mpirun", "--tag-output", "--hostfile",
-                                      "/h", "-x", "OMP_NUM_THREADS",
-                                      "--bind-to", "none", "--app"}));
-  EXPECT_EQ(mpirunCommand("mpirun", "/h", 8, 4, 1),
-            (std::vector<std::string>{"mpirun", "--tag-output", "--hostfile",
-                                      "/h", "--oversubscribe", "-x",
-                                      "OMP_NUM_THREADS", "--app"}));
+                                      "/h", "-x", "OMP_NUM_THREADS", "--app"}));
+  ::unsetenv("OMPI_MCA_hwloc_base_binding_policy");
+}
+
+TEST(Launcher, ThreadsPerHostFromItsSlots) {
+  // Ranks 0-1 on nodeA (2 slots), ranks 2-4 on nodeB (7 slots): 1 thread
+  // each on nodeA, 7 / 3 = 2 on nodeB.
+  LaunchJob job;
+  job.lines = {{1, {"-np", "1"}, "rank0", {}, 1},
+               {2, {"-np", "2"}, "rank1", {}, 2},
+               {3, {"-np", "2"}, "rank2", {}, 2}};
+  job.hosts = {{"nodeA", 2}, {"nodeB", 7}};
+  job.placement = placeRanks(job.hosts, 5);
+  // The second line spans both hosts: the smaller share.
+  EXPECT_EQ(hostThreads(job, 0), (std::vector<long>{1, 1, 2}));
+  job.lineThreads = hostThreads(job, 0);
+  EXPECT_EQ(mpirunAppfile(job),
+            "--host nodeA:2 -x OMP_NUM_THREADS=1 -np 1 rank0\n"
+            "--host nodeA:2,nodeB:7 -x OMP_NUM_THREADS=1 -np 2 rank1\n"
+            "--host nodeB:7 -x OMP_NUM_THREADS=2 -np 2 rank2\n");
+  // Counts that differ bind nothing.
+  EXPECT_EQ(boundThreads(job), 0);
+  // The user's OMP_NUM_THREADS everywhere, bound where it fits the slots:
+  // 2 threads for nodeA's 2 ranks do not fit its 2 slots.
+  job.lineThreads = hostThreads(job, 2);
+  EXPECT_EQ(job.lineThreads, (std::vector<long>{2, 2, 2}));
+  EXPECT_EQ(boundThreads(job), 0);
+  job.hosts[0].slots = 4;
+  EXPECT_EQ(boundThreads(job), 2);
+  // Slots fill in order: nodeA's 4 take ranks 0-3, one thread each, and
+  // the last line's rank 4 on nodeB gets the smaller share of its line.
+  job.placement = placeRanks(job.hosts, 5);
+  EXPECT_EQ(hostThreads(job, 0), (std::vector<long>{1, 1, 1}));
+  // Hosts with fewer ranks than slots share them out: 2 ranks on nodeA's
+  // 4 slots get 2 threads each, nodeB's one rank all 4.
+  job.hosts = {{"nodeA", 4}, {"nodeB", 4}};
+  job.lines = {{1, {}, "rank0", {}, 2}, {2, {}, "rank1", {}, 1}};
+  job.placement = {"nodeA", "nodeA", "nodeB"};
+  job.lineThreads = hostThreads(job, 0);
+  EXPECT_EQ(job.lineThreads, (std::vector<long>{2, 4}));
+  EXPECT_EQ(boundThreads(job), 0);
+  // No host file: nothing per line.
+  EXPECT_EQ(boundThreads(LaunchJob()), 0);
 }
 
 TEST(Launcher, SrunCommand) {
@@ -270,9 +320,11 @@ TEST(Launcher, NpCheckPrintsTheLaunch) {
       << l.out;
   EXPECT_NE(l.out.find("--app " + out +
                        "/appfile (with the per-rank options)\n"
-                       "--host h1:1 -np 1 " +
-                       out + "/rank0 --steps 3\n--host h2:1 -np 1 " + out +
-                       "/rank1 --stage 1 --steps 3\n"),
+                       "--host h1:1 -x OMP_NUM_THREADS=1 -np 1 " +
+                       out +
+                       "/rank0 --steps 3\n--host h2:1 -x OMP_NUM_THREADS=1 "
+                       "-np 1 " +
+                       out + "/rank1 --stage 1 --steps 3\n"),
             std::string::npos)
       << l.out;
 

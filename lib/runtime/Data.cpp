@@ -302,7 +302,8 @@ static void parseTokensSpec(const std::vector<std::string> &parts,
                             DataSpec &spec) {
   const std::string usage =
       "data spec '" + spec.text +
-      "': expected tokens:FILE[,dtype=uint16|uint32][,seq=N][,stride=N]";
+      "': expected tokens:FILE[,dtype=uint16|uint32][,seq=N][,stride=N]"
+      "[,eot=ID]";
   if (parts[0].empty())
     throw Error(usage);
   spec.kind = DataSpec::Kind::Tokens;
@@ -317,9 +318,17 @@ static void parseTokensSpec(const std::vector<std::string> &parts,
       spec.tokensSeq = positiveOption(option, 4, usage);
     else if (option.rfind("stride=", 0) == 0)
       spec.textStride = positiveOption(option, 7, usage);
+    else if (option == "eot=0")
+      spec.tokensEot = 0;
+    else if (option.rfind("eot=", 0) == 0)
+      spec.tokensEot = positiveOption(option, 4, usage);
     else
       throw Error(usage + "; unknown option '" + option + "'");
   }
+  if (spec.tokensEot >= 0 && spec.textStride > 0)
+    throw InputError("data spec '" + spec.text +
+                     "': stride= cuts fixed windows and eot= one sample "
+                     "a document; give one of them");
 }
 
 static void parseImageFolderSpec(const std::vector<std::string> &parts,

@@ -11,6 +11,13 @@
 // Ids are checked against the model's vocabulary as they are read, and,
 // for files of up to kScanLimit tokens, all at load, before training.
 //
+// `eot=ID` makes one sample of each document instead, the ids between two
+// end-of-text ids (and before the first, after the last), as text: docs=
+// does for a text: the load scans the file once for the ids, checking
+// every id against the vocabulary on the way, and keeps an index of the
+// documents only, 12 bytes a document (where it starts, 8 bytes, and its
+// sample's length, 4); the tokens stay in the file.
+//
 //===----------------------------------------------------------------------===//
 
 #include "dpc/runtime/Data.h"
@@ -19,8 +26,12 @@
 #include "dpc/runtime/Error.h"
 #include "dpc/support/MappedFile.h"
 
+#include <algorithm>
 #include <cstring>
 #include <memory>
+#include <sys/mman.h>
+#include <unistd.h>
+#include <vector>
 
 namespace dpc::runtime {
 
@@ -32,6 +43,35 @@ namespace {
 
 /// Files of up to this many tokens are checked whole at load.
 constexpr int64_t kScanLimit = int64_t(1) << 26;
+/// A scan of the whole file unmaps what it read every this many tokens.
+constexpr int64_t kScanChunk = int64_t(1) << 22;
+
+int64_t tokenAt(const MappedFile &file, int tokenBytes, int64_t index);
+
+/// Unmaps the pages that hold bytes [offset, offset + size) of the file
+/// from this process, rounded out to whole pages. The mapping is shared
+/// and read-only, so the page cache keeps them and a later read maps them
+/// again without I/O; but a rank's resident set stops counting the pages
+/// it read, which otherwise (the kernel maps a large folio, up to the
+/// read-ahead, 8 MB here, on each fault) grew by about 1 MB a window.
+void unmapPages(const MappedFile &file, size_t offset, size_t size) {
+  static const size_t page = size_t(::sysconf(_SC_PAGESIZE));
+  if (size == 0 || offset >= file.size())
+    return;
+  size_t first = offset / page * page;
+  size_t last = std::min(offset + size, file.size());
+  last = (last + page - 1) / page * page;
+  ::madvise(const_cast<uint8_t *>(file.data()) + first, last - first,
+            MADV_DONTNEED);
+}
+
+/// madvise(advice) on the whole mapping: MADV_RANDOM for shuffled windows
+/// (a fault reads its page, not the read-ahead around it), MADV_SEQUENTIAL
+/// for a scan.
+void adviseFile(const MappedFile &file, int advice) {
+  if (file.size() > 0)
+    ::madvise(const_cast<uint8_t *>(file.data()), file.size(), advice);
+}
 
 /// The windows of one split of a mapped token file: inputs (offset 0) or
 /// their next-token labels (offset 1).
@@ -54,36 +94,95 @@ public:
       throw Error(file->path() + ": window " + std::to_string(row) +
                   " out of range (" + std::to_string(windows) + " windows)");
     const int64_t first = begin + row * stride + offset;
-    for (int64_t t = 0; t < length; ++t) {
+    for (int64_t t = 0; t < length; ++t)
       out[t] = id(first + t);
+    unmapPages(*file, size_t(first) * size_t(tokenBytes),
+               size_t(length) * size_t(tokenBytes));
+    for (int64_t t = 0; t < length; ++t)
       if (out[t] >= vocab)
         throw InputError(where(row) + ": token id " + std::to_string(out[t]) +
                          " at token " + std::to_string(first + t) +
                          " is outside the model's vocabulary of " +
                          std::to_string(vocab));
-    }
   }
   std::string where(int64_t row) const override {
     return file->path() + ": sample " + std::to_string(row);
   }
 
   /// Token `index` of the file.
-  int64_t id(int64_t index) const {
-    const uint8_t *p = file->data() + size_t(index) * size_t(tokenBytes);
-    if (tokenBytes == 2) {
-      uint16_t v;
-      std::memcpy(&v, p, 2);
-      return v;
-    }
-    uint32_t v;
-    std::memcpy(&v, p, 4);
-    return v;
-  }
+  int64_t id(int64_t index) const { return tokenAt(*file, tokenBytes, index); }
 
 private:
   std::shared_ptr<const MappedFile> file;
   int tokenBytes;
   int64_t begin, windows, length, stride, offset, vocab;
+};
+
+/// Token `index` of a mapped file of `tokenBytes`-byte ids.
+int64_t tokenAt(const MappedFile &file, int tokenBytes, int64_t index) {
+  const uint8_t *p = file.data() + size_t(index) * size_t(tokenBytes);
+  if (tokenBytes == 2) {
+    uint16_t v;
+    std::memcpy(&v, p, 2);
+    return v;
+  }
+  uint32_t v;
+  std::memcpy(&v, p, 4);
+  return v;
+}
+
+/// The documents of a token file that eot= cuts: where each starts and its
+/// sample's length, min(n - 1, T) for a document of n >= 2 tokens.
+struct DocumentIndex {
+  std::vector<int64_t> begins;
+  std::vector<int32_t> lengths;
+};
+
+/// One split's documents of a mapped token file, each a row of T values:
+/// inputs (offset 0) or their next-token labels (offset 1), padded past
+/// the sample's length with `pad` (0 for inputs, the ignore index for
+/// labels). The ids were checked at load.
+class TokenDocuments : public RowSource {
+public:
+  TokenDocuments(std::shared_ptr<const MappedFile> file, int tokenBytes,
+                 std::shared_ptr<const DocumentIndex> index, int64_t first,
+                 int64_t count, int64_t length, int64_t offset, int64_t pad)
+      : file(std::move(file)), index(std::move(index)), tokenBytes(tokenBytes),
+        first(first), count(count), length(length), offset(offset), pad(pad) {}
+
+  int64_t rows() const override { return count; }
+  int64_t rowElements() const override { return length; }
+  int64_t rowLength(int64_t row) const override {
+    check(row);
+    return index->lengths[size_t(first + row)];
+  }
+  void readFloats(int64_t, float *) const override {
+    throw Error(file->path() + ": token ids are not float inputs");
+  }
+  void readInts(int64_t row, int64_t *out) const override {
+    const int64_t real = rowLength(row);
+    const int64_t begin = index->begins[size_t(first + row)] + offset;
+    for (int64_t t = 0; t < real; ++t)
+      out[t] = tokenAt(*file, tokenBytes, begin + t);
+    unmapPages(*file, size_t(begin) * size_t(tokenBytes),
+               size_t(real) * size_t(tokenBytes));
+    std::fill(out + real, out + length, pad);
+  }
+  std::string where(int64_t row) const override {
+    return file->path() + ": document " + std::to_string(first + row);
+  }
+
+private:
+  void check(int64_t row) const {
+    if (row < 0 || row >= count)
+      throw Error(file->path() + ": document " + std::to_string(row) +
+                  " out of range (" + std::to_string(count) + " documents)");
+  }
+
+  std::shared_ptr<const MappedFile> file;
+  std::shared_ptr<const DocumentIndex> index;
+  int tokenBytes;
+  int64_t first, count, length, offset, pad;
 };
 
 /// Throws unless the model reads token ids [B, T] with a label per position.
@@ -110,6 +209,77 @@ int64_t sequenceLength(const DataSpec &spec, const ModelDataShape &model) {
   return length;
 }
 
+/// Scans the whole file for eot= documents, checking every id against
+/// `vocab`; documents of fewer than 2 tokens are left out.
+DocumentIndex indexDocuments(const DataSpec &spec, const MappedFile &file,
+                             int64_t total, int64_t length, int64_t vocab) {
+  DocumentIndex index;
+  auto add = [&](int64_t begin, int64_t end) {
+    if (end - begin >= 2) {
+      index.begins.push_back(begin);
+      index.lengths.push_back(int32_t(std::min(end - begin - 1, length)));
+    }
+  };
+  int64_t begin = 0;
+  adviseFile(file, MADV_SEQUENTIAL);
+  for (int64_t k = 0; k < total; ++k) {
+    if (k % kScanChunk == 0 && k > 0)
+      unmapPages(file, size_t(k - kScanChunk) * size_t(spec.tokenBytes),
+                 size_t(kScanChunk) * size_t(spec.tokenBytes));
+    const int64_t id = tokenAt(file, spec.tokenBytes, k);
+    if (id == spec.tokensEot) {
+      add(begin, k);
+      begin = k + 1;
+    } else if (id >= vocab) {
+      throw InputError(spec.text + ": " + spec.tokensPath + ": token id " +
+                       std::to_string(id) + " at token " + std::to_string(k) +
+                       " (document " + std::to_string(index.begins.size()) +
+                       ") is outside the model's vocabulary of " +
+                       std::to_string(vocab));
+    }
+  }
+  add(begin, total);
+  unmapPages(file, 0, file.size());
+  adviseFile(file, MADV_RANDOM);
+  return index;
+}
+
+/// tokens:FILE,eot=ID: a sample of each document, the last tenth of the
+/// documents the test split.
+Dataset loadTokenDocuments(const DataSpec &spec, Split split,
+                           const ModelDataShape &model,
+                           std::shared_ptr<const MappedFile> file,
+                           int64_t total, int64_t length) {
+  checkSequenceModel(spec, model, "eot=");
+  const int64_t vocab =
+      model.numClasses > 0 ? model.numClasses : (int64_t(1) << 32);
+  if (spec.tokensEot >= vocab)
+    throw InputError(spec.text + ": eot=" + std::to_string(spec.tokensEot) +
+                     " is outside the model's vocabulary of " +
+                     std::to_string(vocab));
+  auto index = std::make_shared<const DocumentIndex>(
+      indexDocuments(spec, *file, total, length, vocab));
+  const int64_t documents = int64_t(index->begins.size());
+  const int64_t cut = documents - documents / 10;
+  const int64_t first = split == Split::Train ? 0 : cut;
+  const int64_t count = split == Split::Train ? cut : documents - cut;
+  if (count == 0)
+    throw InputError(spec.text + ": " + spec.tokensPath + " holds " +
+                     std::to_string(documents) +
+                     " documents of at least 2 tokens between eot=" +
+                     std::to_string(spec.tokensEot) + " ids, none for the " +
+                     (split == Split::Train ? "train split"
+                                            : "test split (the last tenth)"));
+  // Without a model (tools), torch's default ignore index pads the labels.
+  const int64_t ignore = model.ignoreIndex.value_or(-100);
+  auto inputs = std::make_shared<const TokenDocuments>(
+      file, spec.tokenBytes, index, first, count, length, 0, 0);
+  auto labels = std::make_shared<const TokenDocuments>(
+      file, spec.tokenBytes, index, first, count, length, 1, ignore);
+  return Dataset::fromSequenceRows(length, std::move(inputs), std::move(labels),
+                                   vocab, ignore);
+}
+
 } // namespace
 
 namespace data_detail {
@@ -130,6 +300,9 @@ Dataset loadTokens(const DataSpec &spec, Split split,
                      "-bit token ids (dtype=uint" +
                      std::to_string(spec.tokenBytes * 8) + ")");
   const int64_t total = int64_t(file->size()) / spec.tokenBytes;
+  if (spec.tokensEot >= 0)
+    return loadTokenDocuments(spec, split, model, std::move(file), total,
+                              length);
   const int64_t cut = total - total / 10;
   const int64_t begin = split == Split::Train ? 0 : cut;
   const int64_t end = split == Split::Train ? cut : total;
@@ -157,6 +330,8 @@ Dataset loadTokens(const DataSpec &spec, Split split,
             std::to_string(inputs->id(k)) + " at token " + std::to_string(k) +
             " (sample " + std::to_string((k - begin) / stride) +
             ") is outside the model's vocabulary of " + std::to_string(vocab));
+  unmapPages(*file, 0, file->size());
+  adviseFile(*file, MADV_RANDOM);
   return Dataset::fromRows({length}, std::move(inputs), true, std::move(labels),
                            {length}, vocab, std::nullopt);
 }

@@ -362,10 +362,22 @@ Dataset Dataset::fromTokenSequences(int64_t maxLength,
   return d;
 }
 
+Dataset Dataset::fromSequenceRows(int64_t maxLength,
+                                  std::shared_ptr<const RowSource> inputs,
+                                  std::shared_ptr<const RowSource> labels,
+                                  int64_t numClasses, int64_t ignoreIndex) {
+  Dataset d = fromRows({maxLength}, std::move(inputs), true, std::move(labels),
+                       {maxLength}, numClasses, ignoreIndex);
+  d.rowLengths = true;
+  return d;
+}
+
 int64_t Dataset::sequenceLength(int64_t index) const {
   checkIndex(index);
   if (!lengths.empty())
     return lengths[size_t(index)];
+  if (rowLengths)
+    return (inputRows ? inputRows : labelRows)->rowLength(index);
   if (shape.empty())
     throw Error("dataset: a sample of scalars has no sequence length");
   return shape[0];
@@ -395,10 +407,15 @@ void Dataset::gatherIntInputsPadded(const std::vector<int64_t> &indices,
   if (!integer)
     throw Error("dataset: the inputs are floats, not integer token ids");
   checkPadded(indices, rows, length);
-  // Stored samples are already 0 past their length; samples read from rows
-  // are all of the full length, which checkPadded made `length`.
+  // Stored samples are already 0 past their length, and so are rows of
+  // variable length; fixed rows are all of the full length, which
+  // checkPadded made `length`.
+  std::vector<int64_t> row(rowLengths ? size_t(elements) : 0);
   for (int64_t index : indices) {
-    if (inputRows)
+    if (inputRows && rowLengths) {
+      inputRows->readInts(index, row.data());
+      std::memcpy(out, row.data(), size_t(length) * sizeof(int64_t));
+    } else if (inputRows)
       inputRows->readInts(index, out);
     else
       std::memcpy(out, &intInputs[size_t(index * elements)],
@@ -416,9 +433,13 @@ void Dataset::gatherLabelsPadded(const std::vector<int64_t> &indices,
   if (labelDims != shape)
     throw Error("dataset: padded labels need a label per position");
   checkPadded(indices, rows, length);
+  std::vector<int64_t> row(rowLengths ? size_t(labelCount) : 0);
   for (int64_t index : indices) {
     int64_t real = sequenceLength(index);
-    if (labelRows)
+    if (labelRows && rowLengths) {
+      readLabelRow(index, row.data());
+      std::memcpy(out, row.data(), size_t(real) * sizeof(int64_t));
+    } else if (labelRows)
       readLabelRow(index, out);
     else
       std::memcpy(out, &labels[size_t(index * labelCount)],

@@ -67,6 +67,11 @@
 //                                  the test split the last 10%; an id
 //                                  outside the model's vocabulary stops
 //                                  the run naming the file and sample
+//   tokens:FILE,eot=ID[,dtype=..]  one sample per document: the ids
+//                                  between two end-of-text ids ID, as
+//                                  text docs= (padded to T, variable
+//                                  length); the last tenth of the
+//                                  documents is the test split
 //   imagefolder:DIR[,resize=N][,mean=M1/..,std=D1/..][,augment=none]
 //                                  a folder of JPEG and PNG images, one
 //                                  subfolder a class (torchvision's
@@ -163,6 +168,13 @@ public:
   /// Whether reading a row costs real work (decoding an image), so that a
   /// pool of loader threads should read ahead (Loader.h).
   virtual bool decodes() const { return false; }
+  /// The real length of row `row` of a source of variable-length token
+  /// sequences (Dataset::fromSequenceRows), which fills the rest of the
+  /// row with padding; rowElements() for fixed rows.
+  virtual int64_t rowLength(int64_t row) const {
+    (void)row;
+    return rowElements();
+  }
 };
 
 /// Samples held in memory, or read from RowSources as they are gathered. IDX
@@ -279,7 +291,15 @@ public:
                                     std::vector<int64_t> labels,
                                     std::vector<int64_t> lengths,
                                     int64_t numClasses);
-  bool variableLength() const { return !lengths.empty(); }
+  /// The same from rows read as they are gathered (tokens: eot=): each
+  /// row holds maxLength values, padded past its RowSource::rowLength,
+  /// which the dataset asks instead of holding the lengths. Labels past a
+  /// length are `ignoreIndex`.
+  static Dataset fromSequenceRows(int64_t maxLength,
+                                  std::shared_ptr<const RowSource> inputs,
+                                  std::shared_ptr<const RowSource> labels,
+                                  int64_t numClasses, int64_t ignoreIndex);
+  bool variableLength() const { return !lengths.empty() || rowLengths; }
   /// The real length of a sample: sampleShape()[0] for fixed-length data.
   int64_t sequenceLength(int64_t index) const;
   /// The first `length` token ids of each of `indices`, as `rows` rows of
@@ -311,6 +331,7 @@ private:
   bool floatTargets = false;
   std::vector<float> targets;
   std::vector<int64_t> lengths; // variable-length sequences; empty: fixed
+  bool rowLengths = false;      // variable lengths asked of the rows
   std::shared_ptr<const RowSource> inputRows, labelRows; // fromRows
   std::optional<int64_t> ignoreLabel; // fromRows: passes the label check
   struct ExtraInput {
@@ -397,6 +418,7 @@ struct DataSpec {
   std::string tokensPath;                // Tokens
   int tokenBytes = 2;                    // Tokens; dtype=uint16 or uint32
   int64_t tokensSeq = 0; // Tokens; seq=, 0: the model's sequence length
+  int64_t tokensEot = -1; // Tokens; eot=, -1: windows, not documents
 };
 
 /// Parses a --data / --eval-data spec; throws Error on a malformed one.

@@ -103,23 +103,18 @@ def cluster_file(work, layout, hosts, slots, intra, between, used=None):
     return path
 
 
-def main():
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--rate", default="100mbit")
-    p.add_argument("--intra", type=float, default=2e9,
-                   help="B/s within a host (shared memory)")
-    p.add_argument("--steps", type=int, default=40)
-    p.add_argument("--repeat", type=int, default=3,
-                   help="runs of each variant; the median is reported")
-    p.add_argument("--microbatches", type=int, default=4)
-    p.add_argument("--microbatch-size", type=int, default=32)
-    p.add_argument("--layouts", default="2x2,4x1")
-    p.add_argument("--no-profile", action="store_true",
-                   help="plan on the cost model's op costs, not dpc "
-                   "profile's")
-    args = p.parse_args()
-    between = rate_bytes(args.rate)
-    work = tempfile.mkdtemp(prefix="dpc-bench-cluster-")
+def model_and_data(model, work, args):
+    """The ONNX model and a --data spec: LeNet-5 (make_model.py) on random
+    images, or the e2e tests' tiny GPT (test/e2e/oracle) on the token ids
+    of a text file."""
+    if model == "tiny-gpt":
+        oracle = os.path.join(REPO, "test", "e2e", "oracle")
+        sh(["/usr/bin/python3", os.path.join(oracle, "oracle.py"), "--model",
+            "tiny-gpt", "--out", work])
+        tokens = os.path.join(work, "gpl.u16")
+        sh(["/usr/bin/python3", os.path.join(oracle, "write_data.py"),
+            "tokens", "/usr/share/common-licenses/GPL-3", tokens])
+        return os.path.join(work, "tiny-gpt.onnx"), "tokens:" + tokens
     onnx = os.path.join(work, "lenet.onnx")
     sh(["/usr/bin/python3",
         os.path.join(REPO, "test/Frontends/ONNX/Inputs/make_model.py"),
@@ -130,23 +125,46 @@ def main():
     np.save(os.path.join(work, "x.npy"),
             r.random((n, 1, 28, 28), dtype=np.float32))
     np.save(os.path.join(work, "y.npy"), r.integers(0, 10, n))
-    data = f"npy:{work}/x.npy,{work}/y.npy"
+    return onnx, f"npy:{work}/x.npy,{work}/y.npy"
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--model", default="lenet", choices=["lenet", "tiny-gpt"])
+    p.add_argument("--rate", default="100mbit")
+    p.add_argument("--intra", type=float, default=2e9,
+                   help="B/s within a host (shared memory)")
+    p.add_argument("--steps", type=int, default=40)
+    p.add_argument("--repeat", type=int, default=3,
+                   help="runs of each variant; the median is reported")
+    p.add_argument("--microbatches", type=int, default=4)
+    p.add_argument("--microbatch-size", type=int, default=32,
+                   help="LeNet-5's; the tiny GPT keeps its own batch")
+    p.add_argument("--layouts", default="2x2,4x1")
+    p.add_argument("--no-profile", action="store_true",
+                   help="plan on the cost model's op costs, not dpc "
+                   "profile's")
+    args = p.parse_args()
+    between = rate_bytes(args.rate)
+    work = tempfile.mkdtemp(prefix="dpc-bench-cluster-")
+    onnx, data = model_and_data(args.model, work, args)
+    batch = (["--microbatch-size", str(args.microbatch_size)]
+             if args.model == "lenet" else [])
     print(f"load before: {os.getloadavg()[0]:.2f}; links between hosts "
           f"{args.rate} ({between:.3g} B/s), within {args.intra:.3g} B/s; "
-          f"LeNet-5, {args.microbatches} x {args.microbatch_size} samples "
-          f"a step, {args.steps} steps, 2 real cores", flush=True)
+          f"{args.model}, {args.microbatches} microbatches"
+          f"{' of ' + str(args.microbatch_size) if batch else ''} a step, "
+          f"{args.steps} steps, 2 real cores", flush=True)
     # The ops' costs measured here, on one thread as the ranks run (one
     # slot a rank), instead of the planner's defaults.
     profile = os.path.join(work, "profile.json")
     if not args.no_profile:
         sh([DPC, "profile", onnx, "-o", profile, "--microbatches",
-            str(args.microbatches), "--microbatch-size",
-            str(args.microbatch_size)],
+            str(args.microbatches)] + batch,
            env=dict(os.environ, OMP_NUM_THREADS="1"))
     common = (["--profile", profile] if not args.no_profile else []) + [
-        "--microbatches", str(args.microbatches), "--microbatch-size",
-              str(args.microbatch_size), "--schedule", "1f1b", "--lr",
-              "0.00001", "--cores", "2"]
+        "--microbatches", str(args.microbatches)] + batch + [
+        "--schedule", "1f1b", "--lr", "0.00001", "--cores", "2"]
     rows = []
     for layout in args.layouts.split(","):
         hosts, slots = (int(v) for v in layout.split("x"))

@@ -239,6 +239,8 @@ DocumentIndex indexDocuments(const DataSpec &spec, const MappedFile &file,
     }
   }
   add(begin, total);
+  index.begins.shrink_to_fit();
+  index.lengths.shrink_to_fit();
   unmapPages(file, 0, file.size());
   adviseFile(file, MADV_RANDOM);
   return index;

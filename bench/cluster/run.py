@@ -31,6 +31,7 @@ import argparse
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -145,8 +146,15 @@ def main():
                    help="plan on the cost model's op costs, not dpc "
                    "profile's")
     args = p.parse_args()
-    between = rate_bytes(args.rate)
     work = tempfile.mkdtemp(prefix="dpc-bench-cluster-")
+    try:
+        measure(args, work)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def measure(args, work):
+    between = rate_bytes(args.rate)
     onnx, data = model_and_data(args.model, work, args)
     batch = (["--microbatch-size", str(args.microbatch_size)]
              if args.model == "lenet" else [])

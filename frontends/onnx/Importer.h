@@ -50,6 +50,10 @@ struct HostTensor {
   std::vector<float> floats;
 
   int64_t size() const { return isFloat ? floats.size() : ints.size(); }
+  /// Element `i` as a double, whichever the element type.
+  double number(int64_t i) const {
+    return isFloat ? double(floats[i]) : double(ints[i]);
+  }
   static HostTensor vector(std::vector<int64_t> values) {
     HostTensor t;
     t.shape = {static_cast<int64_t>(values.size())};

@@ -175,9 +175,8 @@ static LogicalResult importBinary(Importer &im, const onnx::NodeProto &node) {
     FailureOr<HostTensor> out = foldBroadcast(
         {&a, &b},
         [&](HostTensor &y, ArrayRef<int64_t> o) {
-          double u = a.isFloat ? double(a.floats[o[0]]) : double(a.ints[o[0]]);
-          double v = b.isFloat ? double(b.floats[o[1]]) : double(b.ints[o[1]]);
-          FailureOr<double> w = foldNumbers(node.op_type(), u, v, a.isFloat);
+          FailureOr<double> w = foldNumbers(node.op_type(), a.number(o[0]),
+                                            b.number(o[1]), a.isFloat);
           divideByZero |= failed(w);
           if (a.isFloat)
             y.floats.push_back(float(succeeded(w) ? *w : 0.0));
@@ -217,8 +216,7 @@ static LogicalResult importPow(Importer &im, const onnx::NodeProto &node) {
   if (exponent->size() != 1)
     return im.nodeError(node) << "expects a single exponent, got "
                               << exponent->size() << " values";
-  double p = exponent->isFloat ? double(exponent->floats[0])
-                               : double(exponent->ints[0]);
+  double p = exponent->number(0);
   if (im.isHost(node.input(0))) {
     // A shape computation's power (an attention scale from a head size):
     // folded, in the base's element type, as ONNX's Pow.
@@ -379,10 +377,6 @@ FailureOr<HostTensor> mlir::dpc::onnx_frontend::detail::foldBroadcast(
   return result;
 }
 
-static double hostNumber(const HostTensor &t, int64_t i) {
-  return t.isFloat ? double(t.floats[i]) : double(t.ints[i]);
-}
-
 static LogicalResult importCompare(Importer &im, const onnx::NodeProto &node) {
   StringRef op = node.op_type();
   StringRef name = llvm::StringSwitch<StringRef>(op)
@@ -403,7 +397,7 @@ static LogicalResult importCompare(Importer &im, const onnx::NodeProto &node) {
     FailureOr<HostTensor> out = foldBroadcast(
         {&a, &b},
         [&](HostTensor &y, ArrayRef<int64_t> o) {
-          double u = hostNumber(a, o[0]), v = hostNumber(b, o[1]);
+          double u = a.number(o[0]), v = b.number(o[1]);
           bool value = llvm::StringSwitch<bool>(name)
                            .Case("eq", u == v)
                            .Case("lt", u < v)

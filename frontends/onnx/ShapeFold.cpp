@@ -29,10 +29,6 @@ static LogicalResult requireHostInputs(Importer &im,
   return success();
 }
 
-static double numberAt(const HostTensor &t, int64_t i) {
-  return t.isFloat ? double(t.floats[i]) : double(t.ints[i]);
-}
-
 //===----------------------------------------------------------------------===//
 // Range
 //===----------------------------------------------------------------------===//
@@ -52,8 +48,8 @@ static LogicalResult importRange(Importer &im, const onnx::NodeProto &node) {
   bool isFloat = operands[0].isFloat;
   if (operands[1].isFloat != isFloat || operands[2].isFloat != isFloat)
     return im.nodeError(node) << "expects start, limit and delta of one type";
-  double start = numberAt(operands[0], 0), limit = numberAt(operands[1], 0),
-         delta = numberAt(operands[2], 0);
+  double start = operands[0].number(0), limit = operands[1].number(0),
+         delta = operands[2].number(0);
   if (delta == 0)
     return im.nodeError(node) << "has a delta of 0";
   // ONNX: max(ceil((limit - start) / delta), 0) elements, start + i*delta.

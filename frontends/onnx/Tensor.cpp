@@ -440,36 +440,29 @@ static LogicalResult importConcat(Importer &im, const onnx::NodeProto &node) {
     FailureOr<HostTensor> part = im.getHost(node, i);
     if (failed(part))
       return failure();
-    if (part->isFloat != floats ||
-        (!parts.empty() && part->shape.size() != parts.front().shape.size()))
-      return im.nodeError(node)
-             << "folds only tensors of one element type and rank";
+    if (part->isFloat != floats)
+      return im.nodeError(node) << "folds only tensors of one element type";
     parts.push_back(std::move(*part));
   }
-  int64_t rank = int64_t(parts.front().shape.size());
+  SmallVector<ArrayRef<int64_t>> shapes;
+  for (const HostTensor &part : parts)
+    shapes.push_back(part.shape);
   int64_t axis = im.getInt(node, "axis", 0);
   if (axis < 0)
-    axis += rank;
-  if (axis < 0 || axis >= rank)
-    return im.nodeError(node) << "has axis " << im.getInt(node, "axis", 0)
-                              << " out of range for rank " << rank;
+    axis += int64_t(shapes.front().size());
+  FailureOr<nn::Shape> shape =
+      nn::inferConcatShape(shapes, axis, [&] { return im.nodeError(node); });
+  if (failed(shape))
+    return failure();
   HostTensor result;
   result.isFloat = floats;
-  result.shape = parts.front().shape;
-  result.shape[axis] = 0;
-  for (const HostTensor &part : parts) {
-    for (int64_t d = 0; d < rank; ++d)
-      if (d != axis && part.shape[d] != result.shape[d])
-        return im.nodeError(node)
-               << "joins tensors whose dimension " << d << " differs";
-    result.shape[axis] += part.shape[axis];
-  }
+  result.shape.assign(shape->begin(), shape->end());
   int64_t outer = 1;
   for (int64_t d = 0; d < axis; ++d)
     outer *= result.shape[d];
   for (int64_t o = 0; o < outer; ++o) {
     for (const HostTensor &part : parts) {
-      int64_t block = outer == 0 ? 0 : part.size() / outer;
+      int64_t block = part.size() / outer;
       if (floats)
         result.floats.insert(result.floats.end(),
                              part.floats.begin() + o * block,

@@ -191,31 +191,52 @@ Staging planStaging(const LaunchOptions &options, const LaunchJob &job,
   return staging;
 }
 
+namespace {
+
+/// Ends what is left of the job on `host` and removes DIR there, bounded
+/// in time (a host whose network is down must not hang the launcher).
+/// What is left (ranks of a failed run whose peers are gone, Open MPI's
+/// daemon when the host lost its network) is every process whose command
+/// line names DIR: the ranks by their programs, the daemon by its session
+/// directory. The pattern's bracket keeps the shell running pkill from
+/// matching itself.
+void clearHost(const Staging &staging, const std::string &host) {
+  std::string pattern =
+      "[" + staging.dir.substr(0, 1) + "]" + staging.dir.substr(1) + "/";
+  runShell("timeout 30 " +
+           staging.remote(host, "pkill -9 -f " + shellQuote(pattern) +
+                                    "; rm -rf " + shellQuote(staging.dir)) +
+           " >/dev/null 2>&1");
+}
+
+/// The exit status of the remote command when DIR already exists on a
+/// host: it is not dpc's to fill and remove.
+constexpr int kStageDirExists = 3;
+
+} // namespace
+
 void stageToHosts(const Staging &staging, const std::string &outDir) {
-  // Open MPI's session directories, on the launching host and (mpirun
-  // passes the setting on to its daemons) on every host: inside DIR, so
-  // the job writes nothing on a host outside it, and its daemon is known
-  // by DIR on its command line.
-  std::string session = staging.dir + "/ompi";
-  if (!succeeded(runShell("mkdir -p " + shellQuote(session))))
-    throw Error("--stage: cannot create " + session + " on this host");
-  ::setenv("OMPI_MCA_orte_tmpdir_base", session.c_str(), 1);
-  for (const std::string &host : staging.hosts) {
+  // DIR is created by dpc run and removed after the run, here and on every
+  // host, so it must not exist before: it could be the user's.
+  if (::access(staging.dir.c_str(), F_OK) == 0)
+    throw InputError("--stage: " + staging.dir +
+                     " exists on this host; --stage needs a directory that "
+                     "dpc run creates and removes");
+  // The outputs' directories, which the ranks do not create.
+  std::string made = " " + shellQuote(staging.dir + "/ompi") + " " +
+                     shellQuote(staging.dir + "/out");
+  for (const Staging::Output &out : staging.outputs)
+    made += " " + shellQuote(out.staged);
+  for (size_t h = 0; h < staging.hosts.size(); ++h) {
+    const std::string &host = staging.hosts[h];
     // The compiled output without what only the compiler reads.
     std::string command =
         "tar -c -C " + shellQuote(outDir) +
         " --exclude=./mlir --exclude='./model.*' --exclude='./.dpc-*' . | " +
-        staging.remote(host,
-                       "rm -rf " + shellQuote(staging.dir) + " && mkdir -p " +
-                           shellQuote(staging.dir + "/ompi") + " " +
-                           shellQuote(staging.dir + "/out") + " && tar -x -C " +
-                           shellQuote(staging.dir + "/out"));
-    // The directories the ranks write into, which they do not create.
-    std::string made;
-    for (const Staging::Output &out : staging.outputs)
-      made += " " + shellQuote(out.staged);
-    if (!made.empty())
-      command += " && " + staging.remote(host, "mkdir -p" + made);
+        staging.remote(host, "test ! -e " + shellQuote(staging.dir) +
+                                 " || exit " + std::to_string(kStageDirExists) +
+                                 "; mkdir -p" + made + " && tar -x -C " +
+                                 shellQuote(staging.dir + "/out"));
     for (const Staging::Input &input : staging.inputs) {
       std::string names;
       for (const std::string &n : input.names)
@@ -225,10 +246,30 @@ void stageToHosts(const Staging &staging, const std::string &outDir) {
           staging.remote(host, "mkdir -p " + shellQuote(input.to) +
                                    " && tar -x -C " + shellQuote(input.to));
     }
-    if (!succeeded(runShell(command)))
-      throw Error("--stage: copying to host " + host + " failed (" +
-                  staging.agent + " " + host + "; tar)");
+    int status = runShell(command);
+    if (succeeded(status))
+      continue;
+    // Nothing of a refused run stays: DIR goes from the hosts it was made
+    // on (this one too, unless it was there before).
+    bool existed = status != -1 && WIFEXITED(status) &&
+                   WEXITSTATUS(status) == kStageDirExists;
+    for (size_t k = 0; k < h + (existed ? 0 : 1); ++k)
+      clearHost(staging, staging.hosts[k]);
+    if (existed)
+      throw InputError("--stage: " + staging.dir + " exists on host " + host +
+                       "; --stage needs a directory that dpc run creates "
+                       "and removes");
+    throw Error("--stage: copying to host " + host + " failed (" +
+                staging.agent + " " + host + "; tar)");
   }
+  // Open MPI's session directories, on the launching host and (mpirun
+  // passes the setting on to its daemons) on every host: inside DIR, so
+  // the job writes nothing on a host outside it, and its daemon is known
+  // by DIR on its command line.
+  std::string session = staging.dir + "/ompi";
+  if (!succeeded(runShell("mkdir -p " + shellQuote(session))))
+    throw Error("--stage: cannot create " + session + " on this host");
+  ::setenv("OMPI_MCA_orte_tmpdir_base", session.c_str(), 1);
 }
 
 std::string collectFromHosts(const Staging &staging) {
@@ -262,21 +303,10 @@ std::string collectFromHosts(const Staging &staging) {
     } else if (error.empty()) {
       error = "--stage: cannot bring back the results of host " + host;
     }
-    // What is left of the job there (ranks of a failed run whose peers are
-    // gone, Open MPI's daemon when the host lost its network): every
-    // process whose command line names DIR, the ranks by their programs and
-    // the daemon by its session directory. The pattern's bracket keeps the
-    // shell running pkill from matching itself.
-    std::string pattern =
-        "[" + staging.dir.substr(0, 1) + "]" + staging.dir.substr(1) + "/";
-    runShell("timeout 30 " +
-             staging.remote(host, "pkill -9 -f " + shellQuote(pattern) +
-                                      "; rm -rf " + shellQuote(staging.dir)) +
-             " >/dev/null 2>&1");
+    clearHost(staging, host);
   }
-  runShell("rm -rf " + shellQuote(temp) + " " +
-           shellQuote(staging.dir + "/ompi"));
-  ::rmdir(staging.dir.c_str());
+  // DIR here held Open MPI's session directories; dpc run made it.
+  runShell("rm -rf " + shellQuote(temp) + " " + shellQuote(staging.dir));
   return error;
 }
 

@@ -16,18 +16,20 @@ class TransposedUNet(nn.Module):
     16x7x7, a grouped transposed conv (4 groups, stride 2, padding 1,
     output_padding 1) back to 14x14 added to the encoder's map, a transposed
     conv (kernel 2, stride 2, with a bias) to 8x28x28 concatenated with the
-    first map, conv 16->8, global average pool and a linear head."""
+    first map, conv 16->8, global average pool and a linear head. `width`
+    scales the channels (8 and 16 are width and 2 * width): bench/training
+    trains it at 16."""
 
-    def __init__(self):
+    def __init__(self, width=8):
         super().__init__()
-        self.enc = nn.Conv2d(1, 8, 3, padding=1)
-        self.down1 = nn.Conv2d(8, 16, 3, stride=2, padding=1)
-        self.down2 = nn.Conv2d(16, 16, 3, stride=2, padding=1)
-        self.up2 = nn.ConvTranspose2d(16, 16, 3, stride=2, padding=1,
-                                      output_padding=1, groups=4)
-        self.up1 = nn.ConvTranspose2d(16, 8, 2, stride=2)
-        self.dec = nn.Conv2d(16, 8, 3, padding=1)
-        self.fc = nn.Linear(8, 10)
+        self.enc = nn.Conv2d(1, width, 3, padding=1)
+        self.down1 = nn.Conv2d(width, 2 * width, 3, stride=2, padding=1)
+        self.down2 = nn.Conv2d(2 * width, 2 * width, 3, stride=2, padding=1)
+        self.up2 = nn.ConvTranspose2d(2 * width, 2 * width, 3, stride=2,
+                                      padding=1, output_padding=1, groups=4)
+        self.up1 = nn.ConvTranspose2d(2 * width, width, 2, stride=2)
+        self.dec = nn.Conv2d(2 * width, width, 3, padding=1)
+        self.fc = nn.Linear(width, 10)
 
     def forward(self, x):
         e = torch.relu(self.enc(x))

@@ -40,6 +40,9 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(
     __file__))))
 BIN = os.path.join(ROOT, "build", "bin")
 sys.path.insert(0, os.path.join(ROOT, "test", "e2e", "oracle"))
+sys.path.insert(0, os.path.join(ROOT, "bench", "common"))
+
+from procs import descendants  # noqa: E402  (the ranks under dpc run)
 
 
 def load():
@@ -76,26 +79,6 @@ def export_and_compile(work, stages):
                     "--stages", str(stages), "--microbatches", "4"],
                    check=True, stdout=subprocess.DEVNULL)
     return out, model.tok.num_embeddings
-
-
-def descendants(pid):
-    """The processes under `pid` (not itself), by /proc's parent links."""
-    children = {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat") as f:
-                fields = f.read().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        children.setdefault(int(fields[1]), []).append(int(entry))
-    found, todo = [], [pid]
-    while todo:
-        for child in children.get(todo.pop(), []):
-            found.append(child)
-            todo.append(child)
-    return found
 
 
 def status_of(pid):

@@ -15,31 +15,15 @@ import subprocess
 import tempfile
 import time
 
+from procs import descendants  # bench/common, on the importer's path
+
 SAMPLE_S = 1.0  # a /proc walk a second: little of the cores it measures
-
-
-def _children():
-    """{ppid: [pid]} of every process now."""
-    tree = {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat") as f:
-                fields = f.read().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        tree.setdefault(int(fields[1]), []).append(int(entry))
-    return tree
 
 
 def tree_rss(root):
     """The summed VmRSS in bytes of `root` and its descendants."""
-    tree = _children()
-    total, todo = 0, [root]
-    while todo:
-        pid = todo.pop()
-        todo.extend(tree.get(pid, []))
+    total = 0
+    for pid in [root] + descendants(root):
         try:
             with open(f"/proc/{pid}/status") as f:
                 for line in f:

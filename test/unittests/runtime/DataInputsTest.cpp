@@ -7,6 +7,8 @@
 #include "dpc/runtime/Data.h"
 #include "dpc/runtime/Error.h"
 
+#include "test/unittests/runtime/ErrorOf.h"
+#include "test/unittests/runtime/NpyFile.h"
 #include "test/unittests/runtime/TempDir.h"
 
 #include <gmock/gmock.h>
@@ -23,25 +25,7 @@ using ::testing::Pair;
 namespace {
 
 using dpc::test::TempDir;
-
-template <typename T>
-void writeNpy(const std::string &path, const std::string &descr,
-              const std::vector<int64_t> &shape, const std::vector<T> &values) {
-  writeNpyFile(path, descr, shape, values.data(), values.size() * sizeof(T));
-}
-
-/// The message of the InputError `f` throws; "" when it throws none, and
-/// "not an InputError: ..." for another error.
-template <typename F> std::string inputErrorOf(F &&f) {
-  try {
-    f();
-  } catch (const InputError &e) {
-    return e.what();
-  } catch (const std::exception &e) {
-    return std::string("not an InputError: ") + e.what();
-  }
-  return "";
-}
+using dpc::test::writeNpy;
 
 /// BERT's three inputs of 3 positions: int64 ids, a float mask, int64
 /// token types, and a label per position.

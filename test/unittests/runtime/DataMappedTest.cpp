@@ -6,6 +6,7 @@
 #include "dpc/runtime/Error.h"
 
 #include "test/unittests/runtime/ErrorOf.h"
+#include "test/unittests/runtime/NpyFile.h"
 #include "test/unittests/runtime/TempDir.h"
 
 #include <gmock/gmock.h>
@@ -24,12 +25,7 @@ using ::testing::HasSubstr;
 namespace {
 
 using dpc::test::TempDir;
-
-template <typename T>
-void writeNpy(const std::string &path, const std::string &descr,
-              const std::vector<int64_t> &shape, const std::vector<T> &values) {
-  writeNpyFile(path, descr, shape, values.data(), values.size() * sizeof(T));
-}
+using dpc::test::writeNpy;
 
 template <typename T>
 void writeRaw(const std::string &path, const std::vector<T> &values) {

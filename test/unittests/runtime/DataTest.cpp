@@ -15,7 +15,6 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
-#include <functional>
 #include <numeric>
 #include <string>
 #include <unistd.h>
@@ -328,14 +327,6 @@ TEST(Dataset, LoadsFloatTargetsForARegression) {
   EXPECT_THAT(errorOf([&] { data.gatherLabels({0}, ids); }),
               HasSubstr("the labels are float targets, not class ids"));
 
-  auto inputErrorOf = [](const std::function<void()> &f) -> std::string {
-    try {
-      f();
-    } catch (const InputError &e) {
-      return e.what();
-    }
-    return "(no InputError)";
-  };
   ModelDataShape wider = model;
   wider.labelShape = {8};
   EXPECT_EQ(inputErrorOf([&] { loadDataset(spec, Split::Train, wider); }),
@@ -474,14 +465,6 @@ TEST(Dataset, TextErrorsNameTheFileAndAreInputErrors) {
   TempDir dir;
   writeBytes(dir.file("short.txt"), {'a', 'b', 'c'});
   ModelDataShape model{{4}, 64, true, {4}};
-  auto inputErrorOf = [](const std::function<void()> &f) -> std::string {
-    try {
-      f();
-    } catch (const InputError &e) {
-      return e.what();
-    }
-    return "(no InputError)";
-  };
   std::string missing = dir.file("missing.txt");
   EXPECT_THAT(inputErrorOf([&] {
                 loadDataset(parseDataSpec("text:" + missing), Split::Train,
@@ -686,17 +669,6 @@ TEST(Dataset, FashionMnistWhenInstalled) {
 
 namespace {
 
-template <typename F> std::string inputError(F &&f) {
-  try {
-    f();
-  } catch (const InputError &e) {
-    return e.what();
-  } catch (const Error &e) {
-    return std::string("(not an InputError) ") + e.what();
-  }
-  return "(no error)";
-}
-
 std::vector<uint8_t> bytesOf(const std::string &text) {
   return std::vector<uint8_t>(text.begin(), text.end());
 }
@@ -739,11 +711,11 @@ TEST(DataSpec, ParsesDocsAndLengths) {
   EXPECT_EQ(parseDataSpec("text:a.txt,docs=line").textDocs, TextDocs::Line);
   EXPECT_EQ(parseDataSpec("text:a.txt,docs=blank").textDocs, TextDocs::Blank);
   EXPECT_EQ(parseDataSpec("text:a.txt").textDocs, TextDocs::Windows);
-  EXPECT_THAT(inputError([] { parseDataSpec("text:/x/f.txt,docs=para"); }),
+  EXPECT_THAT(inputErrorOf([] { parseDataSpec("text:/x/f.txt,docs=para"); }),
               HasSubstr("unknown docs= mode 'para' for /x/f.txt; expected "
                         "docs=fortune, docs=line or docs=blank"));
   EXPECT_THAT(
-      inputError([] { parseDataSpec("text:f.txt,docs=line,stride=2"); }),
+      inputErrorOf([] { parseDataSpec("text:f.txt,docs=line,stride=2"); }),
       HasSubstr("give one of them"));
 
   DataSpec npy = parseDataSpec("npy:t.npy,l.npy,lengths=n.npy");
@@ -751,9 +723,9 @@ TEST(DataSpec, ParsesDocsAndLengths) {
   EXPECT_EQ(npy.labelsPath, "l.npy");
   EXPECT_EQ(npy.lengthsPath, "n.npy");
   EXPECT_EQ(parseDataSpec("npy:t.npy,l.npy").lengthsPath, "");
-  EXPECT_THAT(inputError([] { parseDataSpec("npy:t.npy,lengths=n.npy"); }),
+  EXPECT_THAT(inputErrorOf([] { parseDataSpec("npy:t.npy,lengths=n.npy"); }),
               HasSubstr("lengths= needs labels"));
-  EXPECT_THAT(inputError([] { parseDataSpec("npy:t.npy,l.npy,lengths="); }),
+  EXPECT_THAT(inputErrorOf([] { parseDataSpec("npy:t.npy,l.npy,lengths="); }),
               HasSubstr("lengths=LENGTHS.npy; got 'lengths='"));
   // Three files are two inputs and labels (DataInputsTest.cpp); an empty
   // one is malformed.
@@ -846,42 +818,43 @@ TEST(Dataset, DocumentErrorsNameTheFileAndAreInputErrors) {
                   const ModelDataShape &model) {
     return [=] { loadDataset(parseDataSpec(spec), split, model); };
   };
-  EXPECT_THAT(inputError(load("text:" + none + ",docs=line", Split::Train,
-                              kSequenceModel)),
+  EXPECT_THAT(inputErrorOf(load("text:" + none + ",docs=line", Split::Train,
+                                kSequenceModel)),
               HasSubstr("text:" + none + ",docs=line: " + none +
                         " holds no document of at least 2 tokens (docs=line)"));
-  EXPECT_THAT(inputError(load("text:" + few + ",docs=line", Split::Test,
-                              kSequenceModel)),
+  EXPECT_THAT(inputErrorOf(load("text:" + few + ",docs=line", Split::Test,
+                                kSequenceModel)),
               HasSubstr(few + " holds 5 documents of at least 2 tokens, none "
                               "for the test split"));
   EXPECT_EQ(loadDataset(parseDataSpec("text:" + few + ",docs=line"),
                         Split::Train, kSequenceModel)
                 .size(),
             5);
-  EXPECT_THAT(inputError(load("text:" + few + ",docs=line", Split::Train,
-                              {{1, 28, 28}, 10, false, {}})),
+  EXPECT_THAT(inputErrorOf(load("text:" + few + ",docs=line", Split::Train,
+                                {{1, 28, 28}, 10, false, {}})),
               HasSubstr("text:" + few +
                         ",docs=line: docs=line needs a token model reading ids "
                         "[B, T] with a label per position, but this one reads "
                         "floats of shape [B, 1x28x28] with one label a "
                         "sample"));
-  EXPECT_THAT(inputError(load("text:" + few + ",docs=blank", Split::Train,
-                              {{4}, 64, true, {}, int64_t(-100)})),
+  EXPECT_THAT(inputErrorOf(load("text:" + few + ",docs=blank", Split::Train,
+                                {{4}, 64, true, {}, int64_t(-100)})),
               HasSubstr("docs=blank needs a token model reading ids [B, T] "
                         "with a label per position, but this one reads "
                         "integer ids of shape [B, 4] with one label a sample"));
-  EXPECT_THAT(inputError(load("text:" + few + ",docs=fortune", Split::Train,
-                              {{4}, 64, true, {4}})),
+  EXPECT_THAT(inputErrorOf(load("text:" + few + ",docs=fortune", Split::Train,
+                                {{4}, 64, true, {4}})),
               HasSubstr("docs=fortune pads samples to the model's length 4 "
                         "and needs a loss that skips the padding (dpc compile "
                         "--ignore-index P)"));
-  EXPECT_THAT(inputError(load("text:" + few + ",docs=line,vocab=bytes",
-                              Split::Train, kSequenceModel)),
+  EXPECT_THAT(inputErrorOf(load("text:" + few + ",docs=line,vocab=bytes",
+                                Split::Train, kSequenceModel)),
               HasSubstr("the bytes vocabulary has 256 tokens but the model "
                         "predicts 64 classes"));
-  EXPECT_THAT(inputError(load("text:" + dir.file("missing.txt") + ",docs=line",
-                              Split::Train, kSequenceModel)),
-              HasSubstr("cannot read " + dir.file("missing.txt")));
+  EXPECT_THAT(
+      inputErrorOf(load("text:" + dir.file("missing.txt") + ",docs=line",
+                        Split::Train, kSequenceModel)),
+      HasSubstr("cannot read " + dir.file("missing.txt")));
 }
 
 TEST(Dataset, LoadsNpyWithLengths) {
@@ -928,39 +901,39 @@ TEST(Dataset, LoadsNpyWithLengths) {
   };
   write("long.npy", {2, 5, 1}, {3});
   EXPECT_THAT(
-      inputError([&] { loadDataset(spec("long.npy"), Split::Train, model); }),
+      inputErrorOf([&] { loadDataset(spec("long.npy"), Split::Train, model); }),
       HasSubstr(dir.file("long.npy") +
                 ": length 5 of sample 1 is outside 1..4"));
   write("zero.npy", {0, 4, 1}, {3});
   EXPECT_THAT(
-      inputError([&] { loadDataset(spec("zero.npy"), Split::Train, model); }),
+      inputErrorOf([&] { loadDataset(spec("zero.npy"), Split::Train, model); }),
       HasSubstr(dir.file("zero.npy") +
                 ": length 0 of sample 0 is outside 1..4"));
   write("two.npy", {2, 4}, {2});
   EXPECT_THAT(
-      inputError([&] { loadDataset(spec("two.npy"), Split::Train, model); }),
+      inputErrorOf([&] { loadDataset(spec("two.npy"), Split::Train, model); }),
       HasSubstr(dir.file("two.npy") +
                 ": lengths of shape 2 for 3 "
                 "samples in " +
                 dir.file("t.npy")));
   write("flat.npy", {1, 2, 3}, {3});
-  EXPECT_THAT(inputError([&] {
+  EXPECT_THAT(inputErrorOf([&] {
                 loadDataset(spec("n.npy", "flat.npy"), Split::Train, model);
               }),
               HasSubstr(dir.file("flat.npy") + ": labels of shape 3 for token "
                                                "ids of shape 3x4"));
   // Labels within a length are checked against the classes.
   write("big.npy", {2, 3, 0, 0, 6, 7, 8, 9, 16, 0, 0, 0}, {3, 4});
-  EXPECT_THAT(inputError([&] {
+  EXPECT_THAT(inputErrorOf([&] {
                 loadDataset(spec("n.npy", "big.npy"), Split::Train, model);
               }),
               HasSubstr(dir.file("big.npy") +
                         ": label 16 of sample 2 is outside [0, 16)"));
-  EXPECT_THAT(inputError([&] {
+  EXPECT_THAT(inputErrorOf([&] {
                 loadDataset(spec("n.npy"), Split::Train, {{4}, 16, true, {4}});
               }),
               HasSubstr("lengths= pads samples to the model's length 4"));
-  EXPECT_THAT(inputError([&] {
+  EXPECT_THAT(inputErrorOf([&] {
                 loadDataset(spec("n.npy"), Split::Train,
                             {{4}, 16, true, {}, int64_t(-100)});
               }),

@@ -19,6 +19,20 @@ template <typename F> std::string errorOf(F &&f) {
   return "";
 }
 
+/// The message of the InputError (the user's to fix, exit 2) `f` throws;
+/// "(not an InputError) MESSAGE" for another Error, "(no error)" when it
+/// throws none, so that a test expecting the user's error sees which.
+template <typename F> std::string inputErrorOf(F &&f) {
+  try {
+    f();
+  } catch (const InputError &e) {
+    return e.what();
+  } catch (const Error &e) {
+    return std::string("(not an InputError) ") + e.what();
+  }
+  return "(no error)";
+}
+
 } // namespace dpc::runtime
 
 #endif // DPC_TEST_UNITTESTS_RUNTIME_ERROROF_H

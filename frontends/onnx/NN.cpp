@@ -3,7 +3,7 @@
 // The handlers of ONNX's neural-network ops, as onnx-mlir's NN/ folder
 // groups them: Conv, MaxPool, AveragePool and GlobalAveragePool (with the
 // windows and auto_pad they share), BatchNormalization, LayerNormalization,
-// InstanceNormalization (and with it torch's GroupNorm), Softmax and
+// InstanceNormalization (and with it torch's GroupNorm), LRN, Softmax and
 // LogSoftmax, and Dropout; and their rows of the handler table.
 //
 //===----------------------------------------------------------------------===//
@@ -371,6 +371,27 @@ static LogicalResult importGlobalAveragePool(Importer &im,
                                                                 type, *input));
 }
 
+static LogicalResult importLrn(Importer &im, const onnx::NodeProto &node) {
+  FailureOr<Value> input = im.getValue(node, 0);
+  if (failed(input))
+    return failure();
+  // The ONNX checker has refused a node without its size.
+  int64_t size = im.getInt(node, "size", 0);
+  FailureOr<nn::Shape> shape = nn::LrnOp::inferShape(
+      shapeOf(*input), size, [&] { return im.nodeError(node); });
+  if (failed(shape))
+    return failure();
+  auto type = im.tensorType(
+      *shape, cast<RankedTensorType>(input->getType()).getElementType());
+  return im.define(
+      node,
+      im.builder.create<nn::LrnOp>(
+          im.locOf(node), type, *input, im.builder.getI64IntegerAttr(size),
+          im.builder.getF32FloatAttr(im.getFloat(node, "alpha", 1e-4f)),
+          im.builder.getF32FloatAttr(im.getFloat(node, "beta", 0.75f)),
+          im.builder.getF32FloatAttr(im.getFloat(node, "bias", 1.0f))));
+}
+
 static LogicalResult importBatchNormalization(Importer &im,
                                               const onnx::NodeProto &node) {
   // Outputs 1-4 (the updated running statistics and the saved batch
@@ -607,6 +628,7 @@ ArrayRef<HandlerEntry> mlir::dpc::onnx_frontend::detail::nnHandlers() {
       {"BatchNormalization", 15, &importBatchNormalization},
       {"LayerNormalization", 17, &importLayerNormalization},
       {"InstanceNormalization", 6, &importInstanceNormalization},
+      {"LRN", 13, &importLrn},
       {"Softmax", 13, &importSoftmax<nn::SoftmaxOp>},
       {"LogSoftmax", 13, &importSoftmax<nn::LogSoftmaxOp>},
       {"Dropout", 13, &importDropout},

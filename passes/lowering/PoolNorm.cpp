@@ -2,7 +2,8 @@
 //
 // Ops that reduce over windows, channels or an axis: the tensor is viewed as
 // the few dimensions the kernel loops over (outer x n x inner for softmax,
-// N x C x spatial for pooling and batch norm, rows x size for layer norm).
+// N x C x spatial for pooling, batch norm and LRN, rows x size for layer
+// norm).
 //
 //===----------------------------------------------------------------------===//
 
@@ -251,6 +252,31 @@ void addLayerNormLowerings(RuntimeLoweringTable &table) {
   });
 }
 
+// Local response normalization across channels, and its gradient.
+void addLrnLowerings(RuntimeLoweringTable &table) {
+  table.add<nn::LrnOp>([](nn::LrnOp lrn, RuntimeLowering &rt) {
+    ChannelDims d = channelDims(shapeOf(lrn.getInput()));
+    Ptr y = rt.alloc(lrn);
+    rt.call<abi::dpc_lrn>({rt.ptrOf(lrn.getInput()), rt.i64(d.n), rt.i64(d.c),
+                           rt.i64(d.s), rt.i64(lrn.getSize()),
+                           rt.f32(lrn.getAlpha().convertToFloat()),
+                           rt.f32(lrn.getBeta().convertToFloat()),
+                           rt.f32(lrn.getBias().convertToFloat()), y});
+    rt.define(lrn, y);
+  });
+  table.add<nn::LrnGradOp>([](nn::LrnGradOp grad, RuntimeLowering &rt) {
+    ChannelDims d = channelDims(shapeOf(grad.getInput()));
+    Ptr dx = rt.alloc(grad);
+    rt.call<abi::dpc_lrn_grad>(
+        {rt.ptrOf(grad.getResultGrad()), rt.ptrOf(grad.getInput()), rt.i64(d.n),
+         rt.i64(d.c), rt.i64(d.s), rt.i64(grad.getSize()),
+         rt.f32(grad.getAlpha().convertToFloat()),
+         rt.f32(grad.getBeta().convertToFloat()),
+         rt.f32(grad.getBias().convertToFloat()), dx});
+    rt.define(grad, dx);
+  });
+}
+
 } // namespace
 
 void lowering::populatePoolNormLowerings(RuntimeLoweringTable &table) {
@@ -258,4 +284,5 @@ void lowering::populatePoolNormLowerings(RuntimeLoweringTable &table) {
   addPoolingLowerings(table);
   addBatchNormLowerings(table);
   addLayerNormLowerings(table);
+  addLrnLowerings(table);
 }

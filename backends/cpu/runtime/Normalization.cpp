@@ -4,9 +4,12 @@
 // statistics (with the running ones), the affine forward and the three
 // gradients, on the lane sums of ChannelSums.cpp. Layer normalization and
 // its gradients on oneDNN's layer_normalization primitive, cached by shape.
+// Local response normalization across channels, on the windows of
+// backends/common/Lrn.h, a plane per task.
 //
 //===----------------------------------------------------------------------===//
 
+#include "backends/common/Lrn.h"
 #include "backends/cpu/runtime/Internal.h"
 
 #include <cmath>
@@ -406,6 +409,70 @@ void dpc_layer_norm_grad_scale(const float *dy, const float *x, int64_t rows,
     for (int64_t j = 0; j < size; ++j)
       dscale[j] += grad[j] * ((in[j] - mean) * invStd);
   }
+}
+
+} // extern "C"
+
+namespace {
+
+/// Fails unless the sizes describe a tensor (none negative) and the window
+/// holds at least one channel.
+void checkLrnSizes(const char *kernel, int64_t n, int64_t c, int64_t s,
+                   int64_t size) {
+  if (n < 0 || c < 0 || s < 0 || size < 1)
+    fail(kernel, "bad sizes n " + std::to_string(n) + ", c " +
+                     std::to_string(c) + ", s " + std::to_string(s) +
+                     ", size " + std::to_string(size));
+}
+
+} // namespace
+
+extern "C" {
+
+void dpc_lrn(const float *x, int64_t n, int64_t c, int64_t s, int64_t size,
+             float alpha, float beta, float bias, float *y) {
+  checkLrnSizes("dpc_lrn", n, c, s, size);
+  parallelFor(n * c, n * c * s * size, [&](int64_t plane) {
+    int64_t image = plane / c, k = plane % c;
+    dpc::lrn::Window w = dpc::lrn::window(k, c, size);
+    for (int64_t j = 0; j < s; ++j) {
+      float base = dpc::lrn::base(
+          dpc::lrn::sumSquares(x, image * c * s + j, s, w), size, alpha, bias);
+      y[plane * s + j] = x[plane * s + j] * std::pow(base, -beta);
+    }
+  });
+}
+
+// Two passes over the planes: each element's base and its share
+// dy * x * base^(-beta-1), then each input element gathers the shares of
+// the channels whose windows hold it.
+void dpc_lrn_grad(const float *dy, const float *x, int64_t n, int64_t c,
+                  int64_t s, int64_t size, float alpha, float beta, float bias,
+                  float *dx) {
+  checkLrnSizes("dpc_lrn_grad", n, c, s, size);
+  std::vector<float> bases(size_t(n * c * s)), shares(bases.size());
+  parallelFor(n * c, n * c * s * size, [&](int64_t plane) {
+    int64_t image = plane / c, k = plane % c;
+    dpc::lrn::Window w = dpc::lrn::window(k, c, size);
+    for (int64_t j = 0; j < s; ++j) {
+      int64_t e = plane * s + j;
+      bases[e] = dpc::lrn::base(
+          dpc::lrn::sumSquares(x, image * c * s + j, s, w), size, alpha, bias);
+      shares[e] = dy[e] * x[e] * std::pow(bases[e], -beta - 1.0f);
+    }
+  });
+  parallelFor(n * c, n * c * s * size, [&](int64_t plane) {
+    int64_t image = plane / c, k = plane % c;
+    dpc::lrn::Window w = dpc::lrn::covering(k, c, size);
+    for (int64_t j = 0; j < s; ++j) {
+      int64_t e = plane * s + j;
+      float gathered = 0.0f;
+      for (int64_t from = w.first; from <= w.last; ++from)
+        gathered += shares[(image * c + from) * s + j];
+      dx[e] = dpc::lrn::inputGradient(dy[e], x[e], bases[e], gathered, size,
+                                      alpha, beta);
+    }
+  });
 }
 
 } // extern "C"

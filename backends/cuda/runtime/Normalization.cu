@@ -4,10 +4,13 @@
 // running update, the forward pass, and the input, scale and bias gradients,
 // a block per channel for the sums. Layer normalization: forward and input
 // gradient a warp per row, recomputing the row's mean and inverse standard
-// deviation; the scale gradient a thread per column over the rows.
+// deviation; the scale gradient a thread per column over the rows. Local
+// response normalization a thread per element, on the windows of
+// backends/common/Lrn.h; its gradient recomputes the bases it gathers.
 //
 //===----------------------------------------------------------------------===//
 
+#include "backends/common/Lrn.h"
 #include "backends/cuda/runtime/Kernels.cuh"
 
 using namespace dpc::cuda;
@@ -336,6 +339,84 @@ void dpc_layer_norm_grad_scale(const float *dy, const float *x, int64_t rows,
   layerNormGradScaleColumns<<<blocksFor(size), kThreads, 0, stream()>>>(
       dy, x, moments, rows, size, dscale);
   checkLaunch("layer_norm_grad_scale");
+}
+
+} // extern "C"
+
+//===----------------------------------------------------------------------===//
+// Local response normalization: a thread per element
+//===----------------------------------------------------------------------===//
+
+namespace dpc::cuda {
+namespace {
+
+struct LrnArgs {
+  int64_t n, c, s, size;
+  float alpha, beta, bias;
+};
+
+/// The base of element (image, k, j): its window's sum of squares.
+__device__ float lrnBase(const float *x, const LrnArgs &a, int64_t image,
+                         int64_t k, int64_t j) {
+  dpc::lrn::Window w = dpc::lrn::window(k, a.c, a.size);
+  return dpc::lrn::base(dpc::lrn::sumSquares(x, image * a.c * a.s + j, a.s, w),
+                        a.size, a.alpha, a.bias);
+}
+
+__global__ void lrnKernel(const float *x, LrnArgs a, float *y) {
+  GRID_STRIDE(e, a.n * a.c * a.s) {
+    int64_t j = e % a.s, k = e / a.s % a.c, image = e / (a.s * a.c);
+    y[e] = x[e] * powf(lrnBase(x, a, image, k, j), -a.beta);
+  }
+}
+
+__global__ void lrnGradKernel(const float *dy, const float *x, LrnArgs a,
+                              float *dx) {
+  GRID_STRIDE(e, a.n * a.c * a.s) {
+    int64_t j = e % a.s, k = e / a.s % a.c, image = e / (a.s * a.c);
+    dpc::lrn::Window w = dpc::lrn::covering(k, a.c, a.size);
+    float gathered = 0.0f;
+    for (int64_t from = w.first; from <= w.last; ++from) {
+      int64_t f = (image * a.c + from) * a.s + j;
+      gathered +=
+          dy[f] * x[f] * powf(lrnBase(x, a, image, from, j), -a.beta - 1.0f);
+    }
+    dx[e] = dpc::lrn::inputGradient(dy[e], x[e], lrnBase(x, a, image, k, j),
+                                    gathered, a.size, a.alpha, a.beta);
+  }
+}
+
+void checkLrnSizes(const char *kernel, const LrnArgs &a) {
+  if (a.n < 0 || a.c < 0 || a.s < 0 || a.size < 1)
+    fail(std::string(kernel) + ": bad sizes n " + std::to_string(a.n) + ", c " +
+         std::to_string(a.c) + ", s " + std::to_string(a.s) + ", size " +
+         std::to_string(a.size));
+}
+
+} // namespace
+} // namespace dpc::cuda
+
+extern "C" {
+
+void dpc_lrn(const float *x, int64_t n, int64_t c, int64_t s, int64_t size,
+             float alpha, float beta, float bias, float *y) {
+  LrnArgs a{n, c, s, size, alpha, beta, bias};
+  checkLrnSizes("dpc_lrn", a);
+  if (n * c * s == 0)
+    return;
+  lrnKernel<<<blocksFor(n * c * s), kThreads, 0, stream()>>>(x, a, y);
+  checkLaunch("lrn");
+}
+
+void dpc_lrn_grad(const float *dy, const float *x, int64_t n, int64_t c,
+                  int64_t s, int64_t size, float alpha, float beta, float bias,
+                  float *dx) {
+  LrnArgs a{n, c, s, size, alpha, beta, bias};
+  checkLrnSizes("dpc_lrn_grad", a);
+  if (n * c * s == 0)
+    return;
+  lrnGradKernel<<<blocksFor(n * c * s), kThreads, 0, stream()>>>(dy, x, a, dx);
+  checkLaunch("lrn_grad");
 }
 
 } // extern "C"

@@ -259,6 +259,42 @@ static void estimateMaxPool(MaxPool2dOp pool, OpWork &work) {
   work.gradLoopMs = work.loopMs;
 }
 
+//===----------------------------------------------------------------------===//
+// Local response normalization
+//===----------------------------------------------------------------------===//
+
+FailureOr<Shape> LrnOp::inferShape(ArrayRef<int64_t> input, int64_t size,
+                                   function_ref<InFlightDiagnostic()> error) {
+  if (input.size() < 2) {
+    error() << "expects an input of rank at least 2 (N x C x ...), got rank "
+            << input.size();
+    return failure();
+  }
+  if (size < 1) {
+    error() << "expects size at least 1, got " << size;
+    return failure();
+  }
+  return Shape(input);
+}
+
+FailureOr<RankedTensorType> LrnOp::inferResultType() {
+  FailureOr<Shape> shape =
+      inferShape(shapeOf(getInput()), getSize(), [&] { return emitOpError(); });
+  return inferredType(shape, elementTypeOf(getInput()));
+}
+
+LogicalResult LrnGradOp::verify() {
+  FailureOr<Shape> shape = LrnOp::inferShape(shapeOf(getInput()), getSize(),
+                                             [&] { return emitOpError(); });
+  if (failed(shape))
+    return failure();
+  Type elementType = elementTypeOf(getInput());
+  if (failed(
+          expectForwardResultGrad(*this, shape, getResultGrad(), elementType)))
+    return failure();
+  return expectType(*this, "input_grad", getInputGrad(), *shape, elementType);
+}
+
 CostRule mlir::dpc::nn::estimatePoolNormWork(Operation *op, OpWork &work) {
   CostRule rule = CostRule::Counted;
   llvm::TypeSwitch<Operation *>(op)
@@ -306,6 +342,20 @@ CostRule mlir::dpc::nn::estimatePoolNormWork(Operation *op, OpWork &work) {
       .Case([&](LayerNormGradScaleOp) {
         work.flops = 6 * elementsOf(op->getOperand(0));
         work.callMs = kOneDnnCallMs;
+      })
+      .Case([&](LrnOp lrn) {
+        // A multiply-add per window channel, then the base's power and the
+        // product. Backward: the bases again, each share's power and
+        // product, the gather over the turned windows, and the element's
+        // own term; reading dy and the input twice.
+        double elements = elementsOf(lrn.getInput());
+        double window = double(lrn.getSize());
+        work.flops = elements * (2 * window + 3);
+        work.gradFlops = elements * (4 * window + 10);
+        work.gradBytes = 3 * work.bytes;
+      })
+      .Case([&](LrnGradOp grad) {
+        work.flops = elementsOf(grad.getInput()) * (4 * grad.getSize() + 10);
       })
       .Case<BatchNormGradInputOp, BatchNormGradScaleOp>(
           [&](Operation *) { work.flops = 4 * elementsOf(op->getOperand(0)); })

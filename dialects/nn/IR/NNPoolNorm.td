@@ -1,8 +1,9 @@
 //===- NNPoolNorm.td - nn pooling and normalization --------*- tablegen -*-===//
 //
-// max, average and global average pooling, batch and layer normalization.
-// Their verifiers and gradient rules are in NNPoolNorm.cpp; shape rules in
-// ShapeInference.{h,cpp}.
+// max, average and global average pooling, batch, layer and local response
+// normalization. Their verifiers and gradient rules are in NNPoolNorm.cpp;
+// shape rules in ShapeInference.{h,cpp}, but for nn.lrn's, a static member
+// of its op (docs/EXTENDING.md).
 //
 //===----------------------------------------------------------------------===//
 
@@ -317,6 +318,66 @@ def NN_LayerNormGradScaleOp : NN_Op<"layer_norm_grad_scale", [Pure]> {
                        DefaultValuedAttr<I64Attr, "-1">:$axis,
                        DefaultValuedAttr<F32Attr, "1e-5f">:$epsilon);
   let results = (outs NN_FloatTensor:$scale_grad);
+  let assemblyFormat = [{
+    $result_grad `,` $input attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Local response normalization
+//===----------------------------------------------------------------------===//
+
+defvar NN_LrnAttrs = (ins I64Attr:$size,
+  DefaultValuedAttr<F32Attr, "1e-4f">:$alpha,
+  DefaultValuedAttr<F32Attr, "0.75f">:$beta,
+  DefaultValuedAttr<F32Attr, "1.0f">:$bias);
+
+def NN_LrnOp : NN_Op<"lrn", [Pure, NN_InferResult,
+    DeclareOpInterfaceMethods<NN_GradientOpInterface>]> {
+  let summary = "local response normalization across channels";
+  let description = [{
+    ONNX LRN of `input`, N x C x D1..Dk: each element x_c is divided by
+    `(bias + alpha / size * s_c)^beta`, s_c the sum of the squares of the
+    elements at the same position in channels
+    [c - floor((size - 1) / 2), c + ceil((size - 1) / 2)] that exist. For
+    an odd `size` that is PyTorch's `local_response_norm`. The backward
+    pass recomputes the sums from `input`.
+
+    ```mlir
+    %y = nn.lrn %x {size = 5 : i64, alpha = 1.0e-04 : f32, beta = 0.75 : f32}
+        : (tensor<8x64x14x14xf32>) -> tensor<8x64x14x14xf32>
+    ```
+  }];
+  let arguments = !con((ins NN_FloatTensor:$input), NN_LrnAttrs);
+  let results = (outs NN_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input attr-dict `:` functional-type(operands, results)
+  }];
+  let extraClassDeclaration = [{
+    /// The result shape of an input of shape `input` over windows of `size`
+    /// channels: the input's, when it has a batch and a channel dimension
+    /// and `size` is at least 1. `error` starts the message.
+    static ::mlir::FailureOr<::llvm::SmallVector<int64_t, 4>>
+    inferShape(::llvm::ArrayRef<int64_t> input, int64_t size,
+               ::llvm::function_ref<::mlir::InFlightDiagnostic()> error);
+  }];
+  let extraClassDefinition = NN_InputGradient<"LrnGradOp",
+      "getInput(), getSizeAttr(), getAlphaAttr(), getBetaAttr(), " #
+      "getBiasAttr()">.rule;
+}
+
+def NN_LrnGradOp : NN_Op<"lrn_grad", [Pure]> {
+  let summary = "gradient of lrn";
+  let description = [{
+    With b_c the base of channel c's element and w(j) the channels whose
+    windows hold channel j:
+    `result_grad_j * b_j^-beta - 2 * alpha * beta / size * input_j *
+    sum over c in w(j) of result_grad_c * input_c * b_c^(-beta - 1)`.
+  }];
+  let arguments = !con((ins NN_FloatTensor:$result_grad, NN_FloatTensor:$input),
+                       NN_LrnAttrs);
+  let results = (outs NN_FloatTensor:$input_grad);
   let assemblyFormat = [{
     $result_grad `,` $input attr-dict `:` functional-type(operands, results)
   }];

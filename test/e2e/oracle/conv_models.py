@@ -1,7 +1,8 @@
 """Convolution models for the oracle (#43): a U-Net whose decoder upsamples
 with transposed convolutions, a U-Net normalized by GroupNorm, a 1-D convolutional classifier of sequences
 [N, C, L] (an audio model's shape) and a 3-D one of volumes [N, C, D, H,
-W]. All train on Fashion-MNIST: the U-Net on the images, the others on
+W], and a small AlexNet-style net with local response normalization (ONNX
+LRN). All train on Fashion-MNIST: the U-Net on the images, the others on
 each image's 784 pixels read as 4 channels of 196 samples or as a volume of
 4 x 14 x 14 (vision.adapt_inputs). oracle.py adds
 MODELS_BY_NAME to its EXTRA_MODELS."""
@@ -121,6 +122,56 @@ class GroupNormUNet(nn.Module):
         return self.fc(torch.flatten(f.adaptive_avg_pool2d(d, 1), 1))
 
 
+class _LocalResponseNorm(torch.autograd.Function):
+    """torch's local_response_norm (its forward and, by autograd, its
+    backward) that torch.onnx writes as one ONNX LRN node: torch exports
+    nn.LocalResponseNorm as a padded average pooling of the squares. For an
+    odd size the two agree; for an even one ONNX's window reaches a channel
+    further up, so the model below uses odd sizes only."""
+
+    @staticmethod
+    def symbolic(g, x, size, alpha, beta, k):
+        return g.op("LRN", x, size_i=size, alpha_f=alpha, beta_f=beta,
+                    bias_f=k)
+
+    @staticmethod
+    def forward(ctx, x, size, alpha, beta, k):
+        ctx.save_for_backward(x)
+        ctx.settings = (size, alpha, beta, k)
+        return nn.functional.local_response_norm(x, size, alpha, beta, k)
+
+    @staticmethod
+    def backward(ctx, dy):
+        (x,) = ctx.saved_tensors
+        with torch.enable_grad():
+            x = x.detach().requires_grad_()
+            y = nn.functional.local_response_norm(x, *ctx.settings)
+            (dx,) = torch.autograd.grad(y, x, dy)
+        return dx, None, None, None, None
+
+
+class LrnNet(nn.Module):
+    """A small AlexNet-style classifier (Krizhevsky et al.'s normalization
+    after the first two convolutions, as Caffe's AlexNet and GoogLeNet in
+    the ONNX model zoo have it): conv 1->16 5x5, ReLU, LRN over 5 channels,
+    max pool; conv 16->32 3x3, ReLU, LRN over 3 channels, max pool; a
+    linear head. The alphas are larger than AlexNet's 1e-4 so that the
+    normalization changes the activations (and the gradients) visibly."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv1 = nn.Conv2d(1, 16, 5, padding=2)
+        self.conv2 = nn.Conv2d(16, 32, 3, padding=1)
+        self.fc = nn.Linear(32 * 7 * 7, 10)
+
+    def forward(self, x):
+        lrn, pool = _LocalResponseNorm.apply, nn.functional.max_pool2d
+        h = pool(lrn(torch.relu(self.conv1(x)), 5, 0.5, 0.75, 2.0), 2)
+        h = pool(lrn(torch.relu(self.conv2(h)), 3, 0.2, 0.75, 1.0), 2)
+        return self.fc(torch.flatten(h, 1))
+
+
 MODELS_BY_NAME = {"unet-transposed": TransposedUNet,
                   "unet-groupnorm": GroupNormUNet,
-                  "conv1d": Conv1dClassifier, "conv3d": Conv3dClassifier}
+                  "conv1d": Conv1dClassifier, "conv3d": Conv3dClassifier,
+                  "lrn-net": LrnNet}

@@ -49,6 +49,14 @@ TEST(RefusalDeathTest, CumSumRefusesANegativeSize) {
                "dpc_cumsum: negative size 1 x -1 x 1");
 }
 
+TEST(RefusalDeathTest, LrnRefusesAnEmptyWindow) {
+  float x[4] = {1, 2, 3, 4}, y[4];
+  EXPECT_DEATH(dpc_lrn(x, 1, 4, 1, 0, 1e-4f, 0.75f, 1.0f, y),
+               "dpc_lrn: bad sizes n 1, c 4, s 1, size 0");
+  EXPECT_DEATH(dpc_lrn_grad(x, x, 1, -4, 1, 3, 1e-4f, 0.75f, 1.0f, y),
+               "dpc_lrn_grad: bad sizes n 1, c -4, s 1, size 3");
+}
+
 TEST(RefusalDeathTest, BinaryRefusesAnUnknownFunction) {
   int64_t shape[] = {2};
   float a[2] = {1, 2}, y[2];
@@ -141,8 +149,8 @@ TEST(RefusalDeathTest, LstmRefusesAnEmptySequence) {
 
 TEST(RefusalDeathTest, GruRefusesAnEmptyBatch) {
   Floats x(4), w(12), r(12), h(2), s(10);
-  EXPECT_DEATH(dpc_gru(x.data(), w.data(), r.data(), nullptr, h.data(), 1, 0,
-                       2, 2, 1, 0, s.data()),
+  EXPECT_DEATH(dpc_gru(x.data(), w.data(), r.data(), nullptr, h.data(), 1, 0, 2,
+                       2, 1, 0, s.data()),
                "dpc_gru: bad sizes steps 1, batch 0");
 }
 
@@ -304,8 +312,9 @@ TEST(Threads, ResultsDoNotDependOnTheThreadCount) {
     add(all, [&](float *y) {
       dpc_softmax_grad(dy.data(), x.data(), y, n * c, h, w, 1);
     });
-    add(planes,
-        [&](float *y) { dpc_max_pool2d(x.data(), shape, y, pooled, &pool.window); });
+    add(planes, [&](float *y) {
+      dpc_max_pool2d(x.data(), shape, y, pooled, &pool.window);
+    });
     add(all, [&](float *y) {
       dpc_max_pool2d_grad(pooledDy.data(), pooled, x.data(), shape, y,
                           &pool.window);

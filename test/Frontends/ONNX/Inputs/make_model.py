@@ -382,6 +382,25 @@ def upsample():
     return model(nodes, [tensor("x", 2, 1, 3, 4)], [tensor("y", 2, 2, 9, 8)],
                  [init("conv.weight", 2, 1, 1, 1), scales], opset=9)
 
+def lrn(size=5, opset=13):
+    """Conv, then LRN as Caffe's AlexNet writes it (size 5; alpha, beta
+    and bias of its own; no size when `size` is None), then a linear head."""
+    n = helper.make_node
+    attrs = {} if size is None else {"size": size}
+    nodes = [
+        n("Conv", ["x", "conv.weight"], ["c"], name="conv", pads=[1, 1, 1, 1]),
+        n("LRN", ["c"], ["l"], name="norm", alpha=2e-3, beta=0.5, bias=2.0,
+          **attrs),
+        n("Flatten", ["l"], ["f"], name="flatten"),
+        n("Gemm", ["f", "fc.weight", "fc.bias"], ["logits"], name="fc",
+          transB=1),
+    ]
+    inits = [init("conv.weight", 6, 1, 3, 3), init("fc.weight", 10, 96),
+             init("fc.bias", 10)]
+    return model(nodes, [tensor("x", 2, 1, 4, 4)], [tensor("logits", 2, 10)],
+                 inits, opset=opset)
+
+
 MODELS = {
     "lenet": lambda: lenet(),
     "lenet-fixed-batch": lambda: lenet(batch=16),
@@ -426,6 +445,10 @@ MODELS = {
     "resize-cubic": lambda: resize(cubic=True),
     "resize-channel-scale": lambda: resize(channel_scale=True),
     "upsample": upsample,
+    "lrn": lrn,
+    "lrn-opset9": lambda: lrn(opset=9),
+    "lrn-no-size": lambda: lrn(size=None),
+    "lrn-size-0": lambda: lrn(size=0),
 }
 
 if __name__ == "__main__":

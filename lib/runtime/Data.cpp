@@ -6,16 +6,19 @@
 //
 // The data lives in files by concern, over the private header
 // DataSources.h: this file holds what every source kind shares (reading a
-// file that may be gzipped, the spec parser, the checks of the data against
-// the model in loadDataset); Dataset.cpp the in-memory dataset; DataIdx.cpp,
-// DataNpy.cpp, DataText.cpp, DataTokens.cpp, DataImageFolder.cpp and
-// DataSynthetic.cpp a source kind each.
+// file that may be gzipped, the options several kinds take, the table of
+// kinds, the spec parser that dispatches through it, the checks of the data
+// against the model in loadDataset); Dataset.cpp the in-memory dataset;
+// each Data<Kind>.cpp (DataIdx.cpp, DataNpy.cpp, DataText.cpp,
+// DataTokens.cpp, DataImageFolder.cpp, DataSynthetic.cpp) a source kind,
+// its row of the table (DataKinds.h) with its parser and loader.
 //
 //===----------------------------------------------------------------------===//
 
 #include "dpc/runtime/Data.h"
 
 #include "DataSources.h"
+#include "dpc/runtime/DataKinds.h"
 #include "dpc/runtime/Error.h"
 
 #include <zlib.h>
@@ -122,13 +125,12 @@ std::vector<uint8_t> readMaybeGzipFile(const std::string &path) {
 }
 
 //===----------------------------------------------------------------------===//
-// Specs and loading
+// Options several kinds take
 //===----------------------------------------------------------------------===//
 
-/// A positive integer option's value ("stride=8" -> 8); throws `usage`
-/// with the option otherwise.
-static int64_t positiveOption(const std::string &option, size_t nameLength,
-                              const std::string &usage) {
+int64_t data_detail::positiveOption(const std::string &option,
+                                    size_t nameLength,
+                                    const std::string &usage) {
   const std::string name = option.substr(0, nameLength - 1);
   std::string value = option.substr(nameLength);
   char *end = nullptr;
@@ -140,11 +142,9 @@ static int64_t positiveOption(const std::string &option, size_t nameLength,
   return n;
 }
 
-/// "0.5/0.25" -> {0.5, 0.25}: finite numbers separated by '/'; throws
-/// `usage` otherwise.
-static std::vector<double> numberList(const std::string &option,
-                                      size_t nameLength,
-                                      const std::string &usage) {
+std::vector<double> data_detail::numberList(const std::string &option,
+                                            size_t nameLength,
+                                            const std::string &usage) {
   std::vector<double> values;
   std::string rest = option.substr(nameLength);
   for (size_t begin = 0;;) {
@@ -163,294 +163,86 @@ static std::vector<double> numberList(const std::string &option,
   }
 }
 
-static void parseNpySpec(const std::vector<std::string> &parts,
-                         DataSpec &spec) {
-  const std::string usage =
-      "data spec '" + spec.text +
-      "': expected npy:INPUTS.npy,LABELS.npy, npy:INPUTS.npy or, for a "
-      "model of several inputs, npy:A.npy,B.npy,...,LABELS.npy or "
-      "npy:NAME=A.npy,...,LABELS.npy";
-  spec.kind = DataSpec::Kind::Npy;
-  std::vector<std::string> files;
-  for (const std::string &part : parts) {
-    if (part.rfind("scale=", 0) == 0) {
-      std::vector<double> scale = numberList(part, 6, usage);
-      if (scale.size() != 1 || scale[0] <= 0)
-        throw Error(usage + "; scale= takes one positive number, got '" + part +
-                    "'");
-      spec.npyScale = scale[0];
-      continue;
-    }
-    if (part.rfind("mean=", 0) == 0) {
-      spec.npyMean = numberList(part, 5, usage);
-      continue;
-    }
-    if (part.rfind("std=", 0) == 0) {
-      spec.npyStd = numberList(part, 4, usage);
-      for (double d : spec.npyStd)
-        if (d <= 0)
-          throw Error(usage + "; std= takes positive numbers, got '" + part +
-                      "'");
-      continue;
-    }
-    // NAME=PATH gives the graph input NAME its array (a '/' before the '='
-    // makes it a path).
-    size_t equals = part.find('=');
-    if (part.rfind("lengths=", 0) != 0 && equals != std::string::npos &&
-        equals > 0 && part.find('/') > equals) {
-      if (equals + 1 == part.size())
-        throw InputError(usage + "; '" + part + "' names no file");
-      for (const auto &[name, path] : spec.namedInputPaths)
-        if (name == part.substr(0, equals))
-          throw InputError(usage + "; input '" + name + "' is given twice");
-      spec.namedInputPaths.emplace_back(part.substr(0, equals),
-                                        part.substr(equals + 1));
-      continue;
-    }
-    if (part.rfind("lengths=", 0) != 0) {
-      files.push_back(part);
-      continue;
-    }
-    if (part.size() == 8 || !spec.lengthsPath.empty())
-      throw InputError(usage + ",lengths=LENGTHS.npy; got '" + part + "'");
-    spec.lengthsPath = part.substr(8);
-  }
-  if (!spec.namedInputPaths.empty()) {
-    // Named inputs, then at most one file: the labels.
-    if (files.size() > 1 || !spec.lengthsPath.empty() || spec.npyScale != 1.0 ||
-        !spec.npyMean.empty() || !spec.npyStd.empty())
-      throw InputError("data spec '" + spec.text +
-                       "': with inputs by name (npy:NAME=A.npy,...,"
-                       "LABELS.npy), name every input and give the labels "
-                       "last, unnamed; lengths=, scale=, mean= and std= "
-                       "do not apply");
-    if (!files.empty())
-      spec.labelsPath = files[0];
-    return;
-  }
-  if (files.empty() ||
-      std::any_of(files.begin(), files.end(),
-                  [](const std::string &file) { return file.empty(); }))
-    throw Error(usage);
-  if (spec.npyMean.size() != spec.npyStd.size())
-    throw Error(usage + "; mean= and std= go together, with as many values");
-  spec.inputsPath = files[0];
-  if (files.size() >= 2)
-    spec.labelsPath = files.back();
-  if (files.size() > 2)
-    spec.moreInputPaths.assign(files.begin() + 1, files.end() - 1);
-  if (!spec.moreInputPaths.empty() &&
-      (!spec.lengthsPath.empty() || spec.npyScale != 1.0 ||
-       !spec.npyMean.empty()))
-    throw InputError("data spec '" + spec.text +
-                     "': lengths=, scale=, mean= and std= apply to one "
-                     "input; several inputs (npy:A.npy,B.npy,...,LABELS.npy) "
-                     "take none of them");
-  if (!spec.lengthsPath.empty() && spec.labelsPath.empty())
-    throw InputError(
-        "data spec '" + spec.text +
-        "': lengths= needs labels: npy:TOKENS.npy,LABELS.npy,lengths=" +
-        spec.lengthsPath);
-  if (!spec.lengthsPath.empty() &&
-      (spec.npyScale != 1.0 || !spec.npyMean.empty()))
-    throw InputError("data spec '" + spec.text +
-                     "': scale=, mean= and std= apply to float inputs, not "
-                     "to the token ids of lengths=");
+//===----------------------------------------------------------------------===//
+// The table of kinds, specs and loading
+//===----------------------------------------------------------------------===//
+
+const std::vector<DataSourceKind> &dataSourceKinds() {
+  static const std::vector<DataSourceKind> kinds = [] {
+    std::vector<DataSourceKind> rows = {
+#define DPC_DATA_KIND(Kind) dataSourceKind##Kind(),
+#include "DataKinds.inc"
+#undef DPC_DATA_KIND
+    };
+    std::stable_sort(rows.begin(), rows.end(),
+                     [](const DataSourceKind &a, const DataSourceKind &b) {
+                       return a.order < b.order;
+                     });
+    return rows;
+  }();
+  return kinds;
 }
 
-static void parseTextSpec(const std::vector<std::string> &parts,
-                          DataSpec &spec) {
-  const std::string usage =
-      "data spec '" + spec.text +
-      "': expected text:FILE[,stride=N][,vocab=ascii64|bytes]"
-      "[,docs=fortune|line|blank]";
-  if (parts[0].empty())
-    throw Error(usage);
-  spec.kind = DataSpec::Kind::Text;
-  spec.textPath = parts[0];
-  for (size_t i = 1; i < parts.size(); ++i) {
-    const std::string &option = parts[i];
-    if (option.rfind("stride=", 0) == 0) {
-      spec.textStride = positiveOption(option, 7, usage);
-    } else if (option == "vocab=ascii64") {
-      spec.textVocab = TextVocab::Ascii64;
-    } else if (option == "vocab=bytes") {
-      spec.textVocab = TextVocab::Bytes;
-    } else if (option.rfind("docs=", 0) == 0) {
-      std::string mode = option.substr(5);
-      if (mode == "fortune")
-        spec.textDocs = TextDocs::Fortune;
-      else if (mode == "line")
-        spec.textDocs = TextDocs::Line;
-      else if (mode == "blank")
-        spec.textDocs = TextDocs::Blank;
-      else
-        throw InputError("data spec '" + spec.text + "': unknown docs= mode '" +
-                         mode + "' for " + spec.textPath +
-                         "; expected docs=fortune, docs=line or docs=blank");
-    } else {
-      throw Error(usage + "; unknown option '" + option + "'");
-    }
-  }
-  if (spec.textDocs != TextDocs::Windows && spec.textStride > 0)
-    throw InputError("data spec '" + spec.text +
-                     "': stride= cuts fixed windows and docs= one sample "
-                     "a document; give one of them");
+/// The kinds' `field`s as a list: "a, b or c".
+static std::string kindList(std::string DataSourceKind::*field) {
+  const std::vector<DataSourceKind> &kinds = dataSourceKinds();
+  std::string list;
+  for (size_t i = 0; i < kinds.size(); ++i)
+    list += (i == 0                  ? ""
+             : i + 1 == kinds.size() ? " or "
+                                     : ", ") +
+            kinds[i].*field;
+  return list;
 }
 
-static void parseTokensSpec(const std::vector<std::string> &parts,
-                            DataSpec &spec) {
-  const std::string usage =
-      "data spec '" + spec.text +
-      "': expected tokens:FILE[,dtype=uint16|uint32][,seq=N][,stride=N]"
-      "[,eot=ID]";
-  if (parts[0].empty())
-    throw Error(usage);
-  spec.kind = DataSpec::Kind::Tokens;
-  spec.tokensPath = parts[0];
-  for (size_t i = 1; i < parts.size(); ++i) {
-    const std::string &option = parts[i];
-    if (option == "dtype=uint16")
-      spec.tokenBytes = 2;
-    else if (option == "dtype=uint32")
-      spec.tokenBytes = 4;
-    else if (option.rfind("seq=", 0) == 0)
-      spec.tokensSeq = positiveOption(option, 4, usage);
-    else if (option.rfind("stride=", 0) == 0)
-      spec.textStride = positiveOption(option, 7, usage);
-    else if (option == "eot=0")
-      spec.tokensEot = 0;
-    else if (option.rfind("eot=", 0) == 0)
-      spec.tokensEot = positiveOption(option, 4, usage);
-    else
-      throw Error(usage + "; unknown option '" + option + "'");
-  }
-  if (spec.tokensEot >= 0 && spec.textStride > 0)
-    throw InputError("data spec '" + spec.text +
-                     "': stride= cuts fixed windows and eot= one sample "
-                     "a document; give one of them");
-}
+std::string dataKindsUsage() { return kindList(&DataSourceKind::usage); }
 
-static void parseImageFolderSpec(const std::vector<std::string> &parts,
-                                 DataSpec &spec) {
-  const std::string usage = "data spec '" + spec.text +
-                            "': expected imagefolder:DIR[,resize=N]"
-                            "[,mean=M1/M2/..,std=D1/D2/..][,augment=none]";
-  if (parts[0].empty())
-    throw Error(usage);
-  spec.kind = DataSpec::Kind::ImageFolder;
-  spec.imageDir = parts[0];
-  for (size_t i = 1; i < parts.size(); ++i) {
-    const std::string &option = parts[i];
-    if (option.rfind("resize=", 0) == 0) {
-      spec.imageResize = positiveOption(option, 7, usage);
-    } else if (option == "augment=none") {
-      spec.imageAugment = false;
-    } else if (option.rfind("mean=", 0) == 0) {
-      spec.npyMean = numberList(option, 5, usage);
-    } else if (option.rfind("std=", 0) == 0) {
-      spec.npyStd = numberList(option, 4, usage);
-      for (double d : spec.npyStd)
-        if (d <= 0)
-          throw Error(usage + "; std= takes positive numbers, got '" + option +
-                      "'");
-    } else {
-      throw Error(usage + "; unknown option '" + option + "'");
-    }
-  }
-  if (spec.npyMean.size() != spec.npyStd.size())
-    throw Error(usage + "; mean= and std= go together, with as many values");
-}
+std::string dataKindsHelp() { return kindList(&DataSourceKind::help); }
 
 DataSpec parseDataSpec(const std::string &text) {
-  DataSpec spec;
-  spec.text = text;
+  DataSpecParts parts;
   size_t colon = text.find(':');
-  std::string kind = text.substr(0, colon);
-  std::string rest = colon == std::string::npos ? "" : text.substr(colon + 1);
-  if (kind == "fashion-mnist" || kind == "mnist") {
-    if (rest.empty())
-      throw Error("data spec '" + text + "': expected " + kind + ":DIR");
-    spec.kind = DataSpec::Kind::Idx;
-    spec.format = kind;
-    spec.dir = rest;
-    return spec;
-  }
-  std::vector<std::string> parts;
+  parts.prefix = text.substr(0, colon);
+  parts.hasColon = colon != std::string::npos;
+  parts.rest = parts.hasColon ? text.substr(colon + 1) : "";
   for (size_t begin = 0;;) {
-    size_t comma = rest.find(',', begin);
-    parts.push_back(rest.substr(begin, comma - begin));
+    size_t comma = parts.rest.find(',', begin);
+    parts.options.push_back(parts.rest.substr(begin, comma - begin));
     if (comma == std::string::npos)
       break;
     begin = comma + 1;
   }
-  if (kind == "npy") {
-    parseNpySpec(parts, spec);
+  for (const DataSourceKind &kind : dataSourceKinds()) {
+    if (std::find(kind.prefixes.begin(), kind.prefixes.end(), parts.prefix) ==
+        kind.prefixes.end())
+      continue;
+    DataSpec spec;
+    spec.text = text;
+    spec.kind = kind.name;
+    kind.parse(parts, spec);
     return spec;
   }
-  if (kind == "text") {
-    parseTextSpec(parts, spec);
-    return spec;
-  }
-  if (kind == "tokens") {
-    parseTokensSpec(parts, spec);
-    return spec;
-  }
-  if (kind == "imagefolder") {
-    parseImageFolderSpec(parts, spec);
-    return spec;
-  }
-  if (kind == "synthetic") {
-    spec.kind = DataSpec::Kind::Synthetic;
-    if (colon != std::string::npos) {
-      char *end = nullptr;
-      long long n = std::strtoll(rest.c_str(), &end, 10);
-      if (rest.empty() || *end != '\0' || n <= 0)
-        throw Error("data spec '" + text +
-                    "': expected synthetic or synthetic:SAMPLES with a "
-                    "positive sample count");
-      spec.syntheticSamples = n;
-    }
-    return spec;
-  }
-  throw Error("data spec '" + text + "': unknown kind '" + kind +
-              "'; expected fashion-mnist:DIR, mnist:DIR, "
-              "npy:INPUTS.npy[,LABELS.npy], text:FILE, tokens:FILE, "
-              "imagefolder:DIR or synthetic[:SAMPLES]");
+  throw Error("data spec '" + text + "': unknown kind '" + parts.prefix +
+              "'; expected " + dataKindsUsage());
 }
 
 Dataset loadDataset(const DataSpec &spec, Split split,
                     const ModelDataShape &model, uint64_t seed,
                     bool readsInputs) {
-  if (model.floatLabels &&
-      (spec.kind == DataSpec::Kind::Idx || spec.kind == DataSpec::Kind::Text ||
-       spec.kind == DataSpec::Kind::Tokens ||
-       spec.kind == DataSpec::Kind::ImageFolder))
+  const std::vector<DataSourceKind> &kinds = dataSourceKinds();
+  auto kind =
+      std::find_if(kinds.begin(), kinds.end(), [&](const DataSourceKind &row) {
+        return row.name == spec.kind;
+      });
+  if (kind == kinds.end())
+    throw Error("data spec '" + spec.text + "': unknown kind '" + spec.kind +
+                "'");
+  if (model.floatLabels && kind->classLabels)
     throw InputError(spec.text +
                      ": the data has class labels but the model's loss takes "
                      "float targets (--loss mse; give "
                      "npy:INPUTS.npy,TARGETS.npy)");
-  Dataset data;
-  switch (spec.kind) {
-  case DataSpec::Kind::Idx:
-    data = loadIdx(spec, split, model);
-    break;
-  case DataSpec::Kind::Npy:
-    data = loadNpy(spec, model);
-    break;
-  case DataSpec::Kind::Text:
-    data = loadText(spec, split, model);
-    break;
-  case DataSpec::Kind::Tokens:
-    data = loadTokens(spec, split, model);
-    break;
-  case DataSpec::Kind::ImageFolder:
-    data = loadImageFolder(spec, split, model, seed, readsInputs);
-    break;
-  case DataSpec::Kind::Synthetic:
-    data = makeSynthetic(spec, split, model, seed, readsInputs);
-    break;
-  }
+  Dataset data = kind->load(spec, split, model, seed, readsInputs);
   if (data.size() == 0)
     throw Error(spec.text + ": the dataset has no samples");
   if (model.sampleShape.empty())

@@ -70,10 +70,8 @@ static std::string findIdxFile(const DataSpec &spec, const std::string &stem) {
               "[.gz] (is the " + spec.format + " dataset installed there?)");
 }
 
-namespace data_detail {
-
-Dataset loadIdx(const DataSpec &spec, Split split,
-                const ModelDataShape &model) {
+static Dataset loadIdx(const DataSpec &spec, Split split,
+                       const ModelDataShape &model, uint64_t, bool) {
   std::string prefix = split == Split::Train ? "train" : "t10k";
   std::string imagesPath = findIdxFile(spec, prefix + "-images-idx3-ubyte");
   std::string labelsPath = findIdxFile(spec, prefix + "-labels-idx1-ubyte");
@@ -95,6 +93,25 @@ Dataset loadIdx(const DataSpec &spec, Split split,
                             classes);
 }
 
-} // namespace data_detail
+static void parseIdxSpec(const DataSpecParts &parts, DataSpec &spec) {
+  if (parts.rest.empty())
+    throw Error("data spec '" + spec.text + "': expected " + parts.prefix +
+                ":DIR");
+  spec.format = parts.prefix;
+  spec.dir = parts.rest;
+}
+
+DataSourceKind data_detail::dataSourceKindIdx() {
+  DataSourceKind kind;
+  kind.name = "idx";
+  kind.prefixes = {"fashion-mnist", "mnist"};
+  kind.order = 10;
+  kind.usage = "fashion-mnist:DIR, mnist:DIR";
+  kind.help = "fashion-mnist:DIR, mnist:DIR";
+  kind.classLabels = true;
+  kind.parse = parseIdxSpec;
+  kind.load = loadIdx;
+  return kind;
+}
 
 } // namespace dpc::runtime

@@ -323,11 +323,9 @@ void checkSignatures(const Listing &listing) {
 
 } // namespace
 
-namespace data_detail {
-
-Dataset loadImageFolder(const DataSpec &spec, Split split,
-                        const ModelDataShape &model, uint64_t seed,
-                        bool readsInputs) {
+static Dataset loadImageFolder(const DataSpec &spec, Split split,
+                               const ModelDataShape &model, uint64_t seed,
+                               bool readsInputs) {
   ImageSettings settings = model.sampleShape.empty()
                                ? ImageSettings{}
                                : settingsFor(spec, split, model, seed);
@@ -348,6 +346,47 @@ Dataset loadImageFolder(const DataSpec &spec, Split split,
                            std::move(labels), {}, numClasses, std::nullopt);
 }
 
-} // namespace data_detail
+static void parseImageFolderSpec(const DataSpecParts &cut, DataSpec &spec) {
+  const std::vector<std::string> &parts = cut.options;
+  const std::string usage = "data spec '" + spec.text +
+                            "': expected imagefolder:DIR[,resize=N]"
+                            "[,mean=M1/M2/..,std=D1/D2/..][,augment=none]";
+  if (parts[0].empty())
+    throw Error(usage);
+  spec.imageDir = parts[0];
+  for (size_t i = 1; i < parts.size(); ++i) {
+    const std::string &option = parts[i];
+    if (option.rfind("resize=", 0) == 0) {
+      spec.imageResize = positiveOption(option, 7, usage);
+    } else if (option == "augment=none") {
+      spec.imageAugment = false;
+    } else if (option.rfind("mean=", 0) == 0) {
+      spec.npyMean = numberList(option, 5, usage);
+    } else if (option.rfind("std=", 0) == 0) {
+      spec.npyStd = numberList(option, 4, usage);
+      for (double d : spec.npyStd)
+        if (d <= 0)
+          throw Error(usage + "; std= takes positive numbers, got '" + option +
+                      "'");
+    } else {
+      throw Error(usage + "; unknown option '" + option + "'");
+    }
+  }
+  if (spec.npyMean.size() != spec.npyStd.size())
+    throw Error(usage + "; mean= and std= go together, with as many values");
+}
+
+DataSourceKind data_detail::dataSourceKindImageFolder() {
+  DataSourceKind kind;
+  kind.name = "imagefolder";
+  kind.prefixes = {"imagefolder"};
+  kind.order = 50;
+  kind.usage = "imagefolder:DIR";
+  kind.help = "imagefolder:DIR[,resize=N][,mean=M1/..,std=D1/..]";
+  kind.classLabels = true;
+  kind.parse = parseImageFolderSpec;
+  kind.load = loadImageFolder;
+  return kind;
+}
 
 } // namespace dpc::runtime

@@ -284,8 +284,6 @@ static Dataset loadNpyInputs(const DataSpec &spec,
   return data;
 }
 
-namespace data_detail {
-
 /// The spec with inputs by name in the positional form, in the graph's
 /// order: every input named once, no name the model lacks.
 static DataSpec orderNamedInputs(const DataSpec &spec,
@@ -318,9 +316,12 @@ static DataSpec orderNamedInputs(const DataSpec &spec,
   return ordered;
 }
 
-Dataset loadNpy(const DataSpec &spec, const ModelDataShape &model) {
+static Dataset loadNpy(const DataSpec &spec, Split split,
+                       const ModelDataShape &model, uint64_t seed,
+                       bool readsInputs) {
   if (!spec.namedInputPaths.empty())
-    return loadNpy(orderNamedInputs(spec, model), model);
+    return loadNpy(orderNamedInputs(spec, model), split, model, seed,
+                   readsInputs);
   if (!spec.lengthsPath.empty())
     return loadNpySequences(spec, model);
   const size_t files = 1 + spec.moreInputPaths.size();
@@ -388,6 +389,112 @@ Dataset loadNpy(const DataSpec &spec, const ModelDataShape &model) {
                            model.ignoreIndex);
 }
 
-} // namespace data_detail
+static void parseNpySpec(const DataSpecParts &cut, DataSpec &spec) {
+  const std::vector<std::string> &parts = cut.options;
+  const std::string usage =
+      "data spec '" + spec.text +
+      "': expected npy:INPUTS.npy,LABELS.npy, npy:INPUTS.npy or, for a "
+      "model of several inputs, npy:A.npy,B.npy,...,LABELS.npy or "
+      "npy:NAME=A.npy,...,LABELS.npy";
+  std::vector<std::string> files;
+  for (const std::string &part : parts) {
+    if (part.rfind("scale=", 0) == 0) {
+      std::vector<double> scale = numberList(part, 6, usage);
+      if (scale.size() != 1 || scale[0] <= 0)
+        throw Error(usage + "; scale= takes one positive number, got '" + part +
+                    "'");
+      spec.npyScale = scale[0];
+      continue;
+    }
+    if (part.rfind("mean=", 0) == 0) {
+      spec.npyMean = numberList(part, 5, usage);
+      continue;
+    }
+    if (part.rfind("std=", 0) == 0) {
+      spec.npyStd = numberList(part, 4, usage);
+      for (double d : spec.npyStd)
+        if (d <= 0)
+          throw Error(usage + "; std= takes positive numbers, got '" + part +
+                      "'");
+      continue;
+    }
+    // NAME=PATH gives the graph input NAME its array (a '/' before the '='
+    // makes it a path).
+    size_t equals = part.find('=');
+    if (part.rfind("lengths=", 0) != 0 && equals != std::string::npos &&
+        equals > 0 && part.find('/') > equals) {
+      if (equals + 1 == part.size())
+        throw InputError(usage + "; '" + part + "' names no file");
+      for (const auto &[name, path] : spec.namedInputPaths)
+        if (name == part.substr(0, equals))
+          throw InputError(usage + "; input '" + name + "' is given twice");
+      spec.namedInputPaths.emplace_back(part.substr(0, equals),
+                                        part.substr(equals + 1));
+      continue;
+    }
+    if (part.rfind("lengths=", 0) != 0) {
+      files.push_back(part);
+      continue;
+    }
+    if (part.size() == 8 || !spec.lengthsPath.empty())
+      throw InputError(usage + ",lengths=LENGTHS.npy; got '" + part + "'");
+    spec.lengthsPath = part.substr(8);
+  }
+  if (!spec.namedInputPaths.empty()) {
+    // Named inputs, then at most one file: the labels.
+    if (files.size() > 1 || !spec.lengthsPath.empty() || spec.npyScale != 1.0 ||
+        !spec.npyMean.empty() || !spec.npyStd.empty())
+      throw InputError("data spec '" + spec.text +
+                       "': with inputs by name (npy:NAME=A.npy,...,"
+                       "LABELS.npy), name every input and give the labels "
+                       "last, unnamed; lengths=, scale=, mean= and std= "
+                       "do not apply");
+    if (!files.empty())
+      spec.labelsPath = files[0];
+    return;
+  }
+  if (files.empty() ||
+      std::any_of(files.begin(), files.end(),
+                  [](const std::string &file) { return file.empty(); }))
+    throw Error(usage);
+  if (spec.npyMean.size() != spec.npyStd.size())
+    throw Error(usage + "; mean= and std= go together, with as many values");
+  spec.inputsPath = files[0];
+  if (files.size() >= 2)
+    spec.labelsPath = files.back();
+  if (files.size() > 2)
+    spec.moreInputPaths.assign(files.begin() + 1, files.end() - 1);
+  if (!spec.moreInputPaths.empty() &&
+      (!spec.lengthsPath.empty() || spec.npyScale != 1.0 ||
+       !spec.npyMean.empty()))
+    throw InputError("data spec '" + spec.text +
+                     "': lengths=, scale=, mean= and std= apply to one "
+                     "input; several inputs (npy:A.npy,B.npy,...,LABELS.npy) "
+                     "take none of them");
+  if (!spec.lengthsPath.empty() && spec.labelsPath.empty())
+    throw InputError(
+        "data spec '" + spec.text +
+        "': lengths= needs labels: npy:TOKENS.npy,LABELS.npy,lengths=" +
+        spec.lengthsPath);
+  if (!spec.lengthsPath.empty() &&
+      (spec.npyScale != 1.0 || !spec.npyMean.empty()))
+    throw InputError("data spec '" + spec.text +
+                     "': scale=, mean= and std= apply to float inputs, not "
+                     "to the token ids of lengths=");
+}
+
+DataSourceKind data_detail::dataSourceKindNpy() {
+  DataSourceKind kind;
+  kind.name = "npy";
+  kind.prefixes = {"npy"};
+  kind.order = 20;
+  kind.usage = "npy:INPUTS.npy[,LABELS.npy]";
+  kind.help = "npy:INPUTS,LABELS[,lengths=L.npy][,scale=S][,mean=M1/..,std=D1/"
+              "..] (each file may be a glob of shards)";
+  kind.classLabels = false;
+  kind.parse = parseNpySpec;
+  kind.load = loadNpy;
+  return kind;
+}
 
 } // namespace dpc::runtime

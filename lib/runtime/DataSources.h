@@ -1,15 +1,15 @@
 //===- DataSources.h - Shared pieces of the data sources --------*- C++ -*-===//
 //
 // Private to lib/runtime. The training data (dpc/runtime/Data.h) lives in
-// files by concern: Data.cpp (the spec parser, loadDataset and what the
-// sources share), Dataset.cpp (the in-memory dataset and its gathers), and
-// one file a source kind: DataIdx.cpp (Fashion-MNIST and MNIST IDX files),
-// DataNpy.cpp (.npy arrays, with or without lengths), DataText.cpp (a text's
-// windows or documents), DataTokens.cpp (a binary file of token ids),
+// files by concern: Data.cpp (the table of source kinds, the spec parser,
+// loadDataset and what the sources share), Dataset.cpp (the in-memory
+// dataset and its gathers), and one file a source kind, Data<Kind>.cpp:
+// DataIdx.cpp (Fashion-MNIST and MNIST IDX files), DataNpy.cpp (.npy
+// arrays, with or without lengths), DataText.cpp (a text's windows or
+// documents), DataTokens.cpp (a binary file of token ids),
 // DataImageFolder.cpp (a folder of JPEG and PNG images) and
-// DataSynthetic.cpp. This header declares what
-// more than one of them uses and each kind's loader, which loadDataset
-// calls. Nothing outside lib/runtime includes it.
+// DataSynthetic.cpp. This header declares what more than one of them uses
+// and each kind's row of the table. Nothing outside lib/runtime includes it.
 //
 //===----------------------------------------------------------------------===//
 
@@ -17,6 +17,7 @@
 #define DPC_LIB_RUNTIME_DATASOURCES_H
 
 #include "dpc/runtime/Data.h"
+#include "dpc/runtime/DataKinds.h"
 
 #include <cstdint>
 #include <string>
@@ -37,29 +38,24 @@ std::string shapeText(const std::vector<int64_t> &shape);
 void checkSequenceModel(const DataSpec &spec, const ModelDataShape &model,
                         const std::string &what);
 
+/// A positive integer option's value ("stride=8", `nameLength` 7: 8);
+/// throws Error `usage` with the option otherwise.
+int64_t positiveOption(const std::string &option, size_t nameLength,
+                       const std::string &usage);
+/// "mean=0.5/0.25", `nameLength` 5: {0.5, 0.25}, finite numbers separated
+/// by '/'; throws Error `usage` otherwise.
+std::vector<double> numberList(const std::string &option, size_t nameLength,
+                               const std::string &usage);
+
 //===----------------------------------------------------------------------===//
-// The loaders of the source kinds, one a file
+// The source kinds, one a file
 //===----------------------------------------------------------------------===//
 
-/// fashion-mnist:DIR and mnist:DIR (DataIdx.cpp).
-Dataset loadIdx(const DataSpec &spec, Split split, const ModelDataShape &model);
-/// npy:INPUTS.npy[,LABELS.npy][,lengths=LENGTHS.npy] (DataNpy.cpp).
-Dataset loadNpy(const DataSpec &spec, const ModelDataShape &model);
-/// tokens:FILE (DataTokens.cpp).
-Dataset loadTokens(const DataSpec &spec, Split split,
-                   const ModelDataShape &model);
-/// text:FILE (DataText.cpp).
-Dataset loadText(const DataSpec &spec, Split split,
-                 const ModelDataShape &model);
-/// imagefolder:DIR (DataImageFolder.cpp). `readsInputs` false: labels
-/// only, from the listing, nothing opened.
-Dataset loadImageFolder(const DataSpec &spec, Split split,
-                        const ModelDataShape &model, uint64_t seed,
-                        bool readsInputs);
-/// synthetic[:SAMPLES] (DataSynthetic.cpp).
-Dataset makeSynthetic(const DataSpec &spec, Split split,
-                      const ModelDataShape &model, uint64_t seed,
-                      bool readsInputs);
+// Each Data<Kind>.cpp defines dataSourceKind<Kind>(), its row of the table
+// (DataKinds.h); the build lists the files in DataKinds.inc.
+#define DPC_DATA_KIND(Kind) DataSourceKind dataSourceKind##Kind();
+#include "DataKinds.inc"
+#undef DPC_DATA_KIND
 
 } // namespace dpc::runtime::data_detail
 

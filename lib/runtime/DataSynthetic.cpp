@@ -14,18 +14,40 @@
 #include "Random.h"
 #include "dpc/runtime/Error.h"
 
+#include <cstdlib>
+
 namespace dpc::runtime::data_detail {
 
-Dataset makeSynthetic(const DataSpec &spec, Split split,
+namespace {
+
+/// The options of synthetic:SAMPLES, the kind's own (DataSpec::options).
+struct SyntheticOptions {
+  int64_t samples = 0; // 0: the default count of the split
+};
+
+void parseSyntheticSpec(const DataSpecParts &parts, DataSpec &spec) {
+  SyntheticOptions options;
+  if (parts.hasColon) {
+    char *end = nullptr;
+    long long n = std::strtoll(parts.rest.c_str(), &end, 10);
+    if (parts.rest.empty() || *end != '\0' || n <= 0)
+      throw Error("data spec '" + spec.text +
+                  "': expected synthetic or synthetic:SAMPLES with a "
+                  "positive sample count");
+    options.samples = n;
+  }
+  spec.options = options;
+}
+
+Dataset loadSynthetic(const DataSpec &spec, Split split,
                       const ModelDataShape &model, uint64_t seed,
                       bool readsInputs) {
   if (model.sampleShape.empty() ||
       (model.numClasses <= 0 && !model.floatLabels))
     throw Error(spec.text + ": synthetic data needs the model's input shape "
                             "and class count");
-  int64_t count = spec.syntheticSamples > 0
-                      ? spec.syntheticSamples
-                      : (split == Split::Train ? 4096 : 1024);
+  const int64_t samples = spec.optionsAs<SyntheticOptions>().samples;
+  int64_t count = samples > 0 ? samples : (split == Split::Train ? 4096 : 1024);
   int64_t elements = product(model.sampleShape);
   // Train and test draw from different streams so that evaluation does not
   // see training samples.
@@ -73,6 +95,21 @@ Dataset makeSynthetic(const DataSpec &spec, Split split,
     y = random.unitFloat();
   return Dataset::fromFloatTargets(model.sampleShape, std::move(inputs),
                                    std::move(targets), model.labelShape);
+}
+
+} // namespace
+
+DataSourceKind dataSourceKindSynthetic() {
+  DataSourceKind kind;
+  kind.name = "synthetic";
+  kind.prefixes = {"synthetic"};
+  kind.order = 100;
+  kind.usage = "synthetic[:SAMPLES]";
+  kind.help = "synthetic[:N]";
+  kind.classLabels = false;
+  kind.parse = parseSyntheticSpec;
+  kind.load = loadSynthetic;
+  return kind;
 }
 
 } // namespace dpc::runtime::data_detail

@@ -164,13 +164,11 @@ static Dataset textDocumentSamples(const DataSpec &spec, Split split,
                                      model.numClasses);
 }
 
-namespace data_detail {
-
 // A text's windows for a model reading [B, T] token ids: the train split
 // from the first 90% of the tokens, the test split from the rest, so that
 // evaluation never reads a training window's tokens however they overlap.
-Dataset loadText(const DataSpec &spec, Split split,
-                 const ModelDataShape &model) {
+static Dataset loadText(const DataSpec &spec, Split split,
+                        const ModelDataShape &model, uint64_t, bool) {
   const std::string &path = spec.textPath;
   if (spec.textDocs != TextDocs::Windows)
     checkSequenceModel(spec, model,
@@ -237,6 +235,57 @@ Dataset loadText(const DataSpec &spec, Split split,
                            model.numClasses, {length});
 }
 
-} // namespace data_detail
+static void parseTextSpec(const DataSpecParts &cut, DataSpec &spec) {
+  const std::vector<std::string> &parts = cut.options;
+  const std::string usage =
+      "data spec '" + spec.text +
+      "': expected text:FILE[,stride=N][,vocab=ascii64|bytes]"
+      "[,docs=fortune|line|blank]";
+  if (parts[0].empty())
+    throw Error(usage);
+  spec.textPath = parts[0];
+  for (size_t i = 1; i < parts.size(); ++i) {
+    const std::string &option = parts[i];
+    if (option.rfind("stride=", 0) == 0) {
+      spec.textStride = positiveOption(option, 7, usage);
+    } else if (option == "vocab=ascii64") {
+      spec.textVocab = TextVocab::Ascii64;
+    } else if (option == "vocab=bytes") {
+      spec.textVocab = TextVocab::Bytes;
+    } else if (option.rfind("docs=", 0) == 0) {
+      std::string mode = option.substr(5);
+      if (mode == "fortune")
+        spec.textDocs = TextDocs::Fortune;
+      else if (mode == "line")
+        spec.textDocs = TextDocs::Line;
+      else if (mode == "blank")
+        spec.textDocs = TextDocs::Blank;
+      else
+        throw InputError("data spec '" + spec.text + "': unknown docs= mode '" +
+                         mode + "' for " + spec.textPath +
+                         "; expected docs=fortune, docs=line or docs=blank");
+    } else {
+      throw Error(usage + "; unknown option '" + option + "'");
+    }
+  }
+  if (spec.textDocs != TextDocs::Windows && spec.textStride > 0)
+    throw InputError("data spec '" + spec.text +
+                     "': stride= cuts fixed windows and docs= one sample "
+                     "a document; give one of them");
+}
+
+DataSourceKind data_detail::dataSourceKindText() {
+  DataSourceKind kind;
+  kind.name = "text";
+  kind.prefixes = {"text"};
+  kind.order = 30;
+  kind.usage = "text:FILE";
+  kind.help =
+      "text:FILE[,stride=N|,docs=fortune|line|blank][,vocab=ascii64|bytes]";
+  kind.classLabels = true;
+  kind.parse = parseTextSpec;
+  kind.load = loadText;
+  return kind;
+}
 
 } // namespace dpc::runtime

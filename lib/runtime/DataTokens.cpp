@@ -284,10 +284,8 @@ Dataset loadTokenDocuments(const DataSpec &spec, Split split,
 
 } // namespace
 
-namespace data_detail {
-
-Dataset loadTokens(const DataSpec &spec, Split split,
-                   const ModelDataShape &model) {
+static Dataset loadTokens(const DataSpec &spec, Split split,
+                          const ModelDataShape &model, uint64_t, bool) {
   const int64_t length = sequenceLength(spec, model);
   std::shared_ptr<const MappedFile> file;
   try {
@@ -338,6 +336,49 @@ Dataset loadTokens(const DataSpec &spec, Split split,
                            {length}, vocab, std::nullopt);
 }
 
-} // namespace data_detail
+static void parseTokensSpec(const DataSpecParts &cut, DataSpec &spec) {
+  const std::vector<std::string> &parts = cut.options;
+  const std::string usage =
+      "data spec '" + spec.text +
+      "': expected tokens:FILE[,dtype=uint16|uint32][,seq=N][,stride=N]"
+      "[,eot=ID]";
+  if (parts[0].empty())
+    throw Error(usage);
+  spec.tokensPath = parts[0];
+  for (size_t i = 1; i < parts.size(); ++i) {
+    const std::string &option = parts[i];
+    if (option == "dtype=uint16")
+      spec.tokenBytes = 2;
+    else if (option == "dtype=uint32")
+      spec.tokenBytes = 4;
+    else if (option.rfind("seq=", 0) == 0)
+      spec.tokensSeq = positiveOption(option, 4, usage);
+    else if (option.rfind("stride=", 0) == 0)
+      spec.textStride = positiveOption(option, 7, usage);
+    else if (option == "eot=0")
+      spec.tokensEot = 0;
+    else if (option.rfind("eot=", 0) == 0)
+      spec.tokensEot = positiveOption(option, 4, usage);
+    else
+      throw Error(usage + "; unknown option '" + option + "'");
+  }
+  if (spec.tokensEot >= 0 && spec.textStride > 0)
+    throw InputError("data spec '" + spec.text +
+                     "': stride= cuts fixed windows and eot= one sample "
+                     "a document; give one of them");
+}
+
+DataSourceKind data_detail::dataSourceKindTokens() {
+  DataSourceKind kind;
+  kind.name = "tokens";
+  kind.prefixes = {"tokens"};
+  kind.order = 40;
+  kind.usage = "tokens:FILE";
+  kind.help = "tokens:FILE[,dtype=uint16|uint32][,seq=N][,stride=N]";
+  kind.classLabels = true;
+  kind.parse = parseTokensSpec;
+  kind.load = loadTokens;
+  return kind;
+}
 
 } // namespace dpc::runtime

@@ -9,6 +9,7 @@
 
 #include "dpc/runtime/RankOptions.h"
 
+#include "dpc/runtime/DataKinds.h"
 #include "dpc/runtime/LrSchedule.h"
 
 #include "dpc/support/CommandLine.h"
@@ -31,16 +32,13 @@ std::string positive(int64_t value, const char *name) {
 /// The data and how long to train on it.
 std::vector<RankOptionInfo> dataRows() {
   using O = RankOptions;
+  // The kinds' specs come from their table (DataKinds.h), so that a new
+  // kind is listed without an edit here.
+  static const std::string dataHelp =
+      "training data (inference builds: the samples to predict): " +
+      dataKindsHelp();
   return {
-      {"data", "SPEC",
-       "training data (inference builds: the samples to predict): "
-       "fashion-mnist:DIR, mnist:DIR, npy:INPUTS,LABELS[,lengths=L.npy]"
-       "[,scale=S][,mean=M1/..,std=D1/..] (each file may be a glob of "
-       "shards), "
-       "text:FILE[,stride=N|,docs=fortune|line|blank][,vocab=ascii64|bytes], "
-       "tokens:FILE[,dtype=uint16|uint32][,seq=N][,stride=N], "
-       "imagefolder:DIR[,resize=N][,mean=M1/..,std=D1/..] "
-       "or synthetic[:N]",
+      {"data", "SPEC", dataHelp.c_str(),
        "fashion-mnist:/usr/share/datasets/fashion-mnist", &O::data},
       {"eval-data", "SPEC",
        "data evaluated after training (default: the test split of --data)",

@@ -97,6 +97,7 @@
 #ifndef DPC_RUNTIME_DATA_H
 #define DPC_RUNTIME_DATA_H
 
+#include <any>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -320,10 +321,10 @@ private:
   bool labelled = true;
   bool withInputs = true;
   int64_t classes = 0;
-  std::vector<uint8_t> bytePixels; // IDX data, scaled by 1/255 on gather
-  std::vector<float> floatInputs;  // npy and synthetic data
+  std::vector<uint8_t> bytePixels;     // IDX data, scaled by 1/255 on gather
+  std::vector<float> floatInputs;      // npy and synthetic data
   std::optional<uint64_t> inputStream; // fromFloatStream
-  std::vector<int64_t> intInputs;  // token ids (npy, synthetic)
+  std::vector<int64_t> intInputs;      // token ids (npy, synthetic)
   bool integer = false;
   std::vector<int64_t> labelDims;
   int64_t labelCount = 1;
@@ -390,10 +391,21 @@ std::vector<std::string> textDocuments(const std::vector<uint8_t> &bytes,
 /// at the longest sample. Fixed-length data: "lengths: all T".
 std::string lengthHistogram(const Dataset &data, int bins = 6);
 
+/// A parsed --data spec. `kind` names its row in the table of source kinds
+/// (DataKinds.h). A kind keeps its options in a struct of its own, in
+/// `options`, as synthetic does; the fields below are the options of the
+/// kinds written before the table, which their tests read.
 struct DataSpec {
-  enum class Kind { Idx, Npy, Text, Tokens, ImageFolder, Synthetic };
-  Kind kind = Kind::Synthetic;
-  std::string text;                   // the spec as given, for messages
+  /// "idx", "npy", "text", "tokens", "imagefolder", "synthetic", ...
+  std::string kind;
+  std::string text; // the spec as given, for messages
+  /// The options of a kind that holds them in its own struct T (defined in
+  /// its Data<Kind>.cpp): its parser sets them, its loader reads
+  /// optionsAs<T>().
+  std::any options;
+  template <typename T> const T &optionsAs() const {
+    return std::any_cast<const T &>(options);
+  }
   std::string format;                 // "fashion-mnist" or "mnist" for Idx
   std::string dir;                    // Idx
   std::string inputsPath, labelsPath; // Npy; no labelsPath: unlabelled
@@ -404,9 +416,8 @@ struct DataSpec {
   /// by the input's name, in the spec's order; loadDataset puts them in the
   /// graph's order as inputsPath and moreInputPaths.
   std::vector<std::pair<std::string, std::string>> namedInputPaths;
-  int64_t syntheticSamples = 0;       // Synthetic; 0: the default count
-  std::string textPath;               // Text
-  int64_t textStride = 0;             // Text and Tokens; 0: the sequence length
+  std::string textPath;   // Text
+  int64_t textStride = 0; // Text and Tokens; 0: the sequence length
   TextVocab textVocab = TextVocab::Ascii64;
   TextDocs textDocs = TextDocs::Windows; // Text; docs=
   std::string lengthsPath;               // Npy; lengths=, variable length
@@ -415,10 +426,10 @@ struct DataSpec {
   std::string imageDir;                  // ImageFolder
   int64_t imageResize = 0;               // ImageFolder; resize=, 0: max(H, W)
   bool imageAugment = true; // ImageFolder; augment=none: the test transform
-  std::string tokensPath;                // Tokens
-  int tokenBytes = 2;                    // Tokens; dtype=uint16 or uint32
-  int64_t tokensSeq = 0; // Tokens; seq=, 0: the model's sequence length
-  int64_t tokensEot = -1; // Tokens; eot=, -1: windows, not documents
+  std::string tokensPath;   // Tokens
+  int tokenBytes = 2;       // Tokens; dtype=uint16 or uint32
+  int64_t tokensSeq = 0;    // Tokens; seq=, 0: the model's sequence length
+  int64_t tokensEot = -1;   // Tokens; eot=, -1: windows, not documents
 };
 
 /// Parses a --data / --eval-data spec; throws Error on a malformed one.

@@ -169,7 +169,7 @@ TEST(Tokens, WindowsOfAMappedFileWithNextTokenLabels) {
   std::iota(ids.begin(), ids.end(), uint16_t(0));
   writeRaw(dir.file("t.bin"), ids);
   DataSpec spec = parseDataSpec("tokens:" + dir.file("t.bin"));
-  EXPECT_EQ(spec.kind, DataSpec::Kind::Tokens);
+  EXPECT_EQ(spec.kind, "tokens");
   Dataset train = loadDataset(spec, Split::Train, tokenModel(4, 100));
   // Windows at 0, 4, ..., each needing its next token inside the split.
   EXPECT_EQ(train.size(), (90 - 4 - 1) / 4 + 1);

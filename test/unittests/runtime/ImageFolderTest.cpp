@@ -255,7 +255,7 @@ TEST(ImageTransforms, CenterCropRoundsHalvesToEven) {
 TEST(ImageFolder, ParsesItsSpec) {
   DataSpec spec = parseDataSpec(
       "imagefolder:/d,resize=72,mean=0.1/0.2/0.3,std=1/2/3,augment=none");
-  EXPECT_EQ(spec.kind, DataSpec::Kind::ImageFolder);
+  EXPECT_EQ(spec.kind, "imagefolder");
   EXPECT_EQ(spec.imageDir, "/d");
   EXPECT_EQ(spec.imageResize, 72);
   EXPECT_EQ(spec.npyMean, (std::vector<double>{0.1, 0.2, 0.3}));

@@ -2,15 +2,16 @@
 //
 // What `dpc plan --cluster FILE` does with a file's text: the cluster
 // reader, then, for up to 8 devices, the planner on a small fixed graph and
-// plan.json. Bad input must come back as an error message; a crash, an
-// exception or a sanitizer report is a bug, and so is a plan whose ranks do
-// not name every device once.
+// plan.json. Bad input must throw dpc::Error; a crash, another exception
+// or a sanitizer report is a bug, and so is a plan whose ranks do not name
+// every device once.
 //
 //===----------------------------------------------------------------------===//
 
 #include "dpc/planner/Cluster.h"
 #include "dpc/planner/PlanJson.h"
 #include "dpc/planner/Planner.h"
+#include "dpc/support/Error.h"
 
 #include <cstddef>
 #include <cstdint>
@@ -20,8 +21,13 @@
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   using namespace dpc::planner;
   std::string text(reinterpret_cast<const char *>(data), size);
-  Expected<Cluster> cluster = parseCluster(text, "fuzz.json");
-  if (!cluster || cluster->devices.size() > 8)
+  Cluster cluster;
+  try {
+    cluster = parseCluster(text, "fuzz.json");
+  } catch (const dpc::Error &) {
+    return 0;
+  }
+  if (cluster.devices.size() > 8)
     return 0;
   // A branch and a join: five nodes of unequal costs after the input.
   Graph graph;
@@ -40,19 +46,22 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
        {std::pair{0, 1}, {1, 2}, {1, 3}, {2, 4}, {3, 4}, {4, 5}})
     graph.addEdge(from, to);
   PlannerOptions options;
-  options.cost.topology = cluster->topology;
-  options.devices = cluster->devices;
-  Expected<PlanResult> plan = planPipeline(graph, options);
-  if (!plan)
+  options.cost.topology = cluster.topology;
+  options.devices = cluster.devices;
+  PlanResult plan;
+  try {
+    plan = planPipeline(graph, options);
+  } catch (const dpc::Error &) {
     return 0;
+  }
   std::vector<char> seen(options.devices.size(), 0);
-  if (plan->rankDevices.size() != seen.size())
+  if (plan.rankDevices.size() != seen.size())
     std::abort();
-  for (int k : plan->rankDevices) {
+  for (int k : plan.rankDevices) {
     if (k < 0 || size_t(k) >= seen.size() || seen[k])
       std::abort();
     seen[k] = 1;
   }
-  (void)planToJson(graph, *plan, options).dump();
+  (void)planToJson(graph, plan, options).dump();
   return 0;
 }

@@ -37,6 +37,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "passes/DiagnoseErrors.h"
 #include "passes/Passes.h"
 
 #include "dialects/pipe/IR/PipeOps.h"
@@ -178,12 +179,10 @@ struct ApplyProfilePass
       return signalPassFailure();
     // A bf16 build's convolutions and matmuls take other times than an f32
     // build's: the profile must time the build's precision.
-    planner::Expected<std::string> precision =
-        planner::loadProfilePrecision(profile);
-    if (!precision) {
-      module.emitError("cannot read the profile: ") << precision.error();
+    FailureOr<std::string> precision = readProfile(
+        module, [&] { return planner::loadProfilePrecision(profile); });
+    if (failed(precision))
       return signalPassFailure();
-    }
     std::string built = pipe::isBf16(module) ? "bf16" : "fp32";
     if (*precision != built) {
       module.emitError("the profile times a ")
@@ -230,12 +229,12 @@ struct ApplyProfilePass
 
     std::vector<double> times = scaleToMeasured(ops, *measured);
     Builder b(&getContext());
-    planner::Expected<planner::MessageLatencies> factors =
-        planner::loadMessageLatencies(profile, planner::kComputeFactorSection);
-    if (!factors) {
-      module.emitError("cannot read the profile: ") << factors.error();
+    FailureOr<planner::MessageLatencies> factors = readProfile(module, [&] {
+      return planner::loadMessageLatencies(profile,
+                                           planner::kComputeFactorSection);
+    });
+    if (failed(factors))
       return signalPassFailure();
-    }
     double factor = 1;
     if (!factors->empty() && ranks(module) > 1) {
       factor = planner::messageLatencyFor(*factors, ranks(module));
@@ -255,16 +254,23 @@ struct ApplyProfilePass
                     pipe::PipeDialect::kMessageLatencyAttrName},
           std::pair{planner::kWakeLatencySection,
                     pipe::PipeDialect::kWakeLatencyAttrName}}) {
-      planner::Expected<planner::MessageLatencies> latencies =
-          planner::loadMessageLatencies(profile, section);
-      if (!latencies) {
-        module.emitError("cannot read the profile: ") << latencies.error();
+      FailureOr<planner::MessageLatencies> latencies = readProfile(module, [&] {
+        return planner::loadMessageLatencies(profile, section);
+      });
+      if (failed(latencies))
         return signalPassFailure();
-      }
       if (!latencies->empty())
         module->setAttr(attrName, b.getF64FloatAttr(planner::messageLatencyFor(
                                       *latencies, ranks(module))));
     }
+  }
+
+  // What `read` reads from the profile, or failure with its error.
+  template <typename Read>
+  static FailureOr<std::invoke_result_t<Read>> readProfile(ModuleOp module,
+                                                           Read &&read) {
+    return diagnoseErrors(
+        module, "cannot read the profile: ", std::forward<Read>(read));
   }
 
   // The ranks of the outlined module: a rank per stage (per chunks of
@@ -291,13 +297,14 @@ struct ApplyProfilePass
   measuredTimes(ModuleOp module) {
     if (profile.empty())
       return module.emitError("expects a profile file (the profile option)");
-    planner::Expected<planner::Graph> graph = planner::loadProfile(profile);
-    if (!graph)
-      return module.emitError("cannot read the profile: ") << graph.error();
-    planner::Expected<std::vector<planner::MeasuredShape>> shapes =
-        planner::loadProfileShapes(profile);
-    if (!shapes)
-      return module.emitError("cannot read the profile: ") << shapes.error();
+    FailureOr<planner::Graph> graph =
+        readProfile(module, [&] { return planner::loadProfile(profile); });
+    if (failed(graph))
+      return failure();
+    FailureOr<std::vector<planner::MeasuredShape>> shapes = readProfile(
+        module, [&] { return planner::loadProfileShapes(profile); });
+    if (failed(shapes))
+      return failure();
     std::map<std::string, planner::NodeTimes> times;
     if (batch == 0 && length == 0) {
       for (planner::NodeId id = 0; id < graph->size(); ++id) {

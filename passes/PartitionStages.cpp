@@ -5,6 +5,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "passes/DiagnoseErrors.h"
 #include "passes/Passes.h"
 
 #include "dialects/nn/IR/NNOps.h"
@@ -128,14 +129,14 @@ struct PartitionStagesPass
         return signalPassFailure();
       return;
     }
-    planner::Expected<planner::PlanResult> result =
-        planner::planPipeline(sg->graph, *options);
-    if (!result) {
-      module.emitError("cannot partition @main: ") << result.error();
+    FailureOr<planner::PlanResult> result =
+        diagnoseErrors(module, "cannot partition @main: ", [&] {
+          return planner::planPipeline(sg->graph, *options);
+        });
+    if (failed(result))
       return signalPassFailure();
-    }
-    if (!replicas.empty() && failed(pinReplicas(module, sg->graph, *result,
-                                                *options)))
+    if (!replicas.empty() &&
+        failed(pinReplicas(module, sg->graph, *result, *options)))
       return signalPassFailure();
     if (failed(applyPlan(module, main, *sg, result->plan)))
       return signalPassFailure();
@@ -189,11 +190,12 @@ struct PartitionStagesPass
       firstRank += stage.replicas;
     }
     options.cost.topology = planner::Topology::flat(firstRank, bandwidth);
-    planner::Expected<planner::Evaluation> evaluation =
-        planner::evaluate(graph, result.plan, options.cost);
-    if (!evaluation)
-      return module.emitError("cannot evaluate the plan with replicas: ")
-             << evaluation.error();
+    FailureOr<planner::Evaluation> evaluation =
+        diagnoseErrors(module, "cannot evaluate the plan with replicas: ", [&] {
+          return planner::evaluate(graph, result.plan, options.cost);
+        });
+    if (failed(evaluation))
+      return failure();
     result.evaluation = *evaluation;
     return success();
   }
@@ -201,9 +203,12 @@ struct PartitionStagesPass
   // Measured forward and backward times replace the analytic ones, node by
   // node; every costed op must have been measured.
   LogicalResult applyProfile(ModuleOp module, planner::Graph &graph) {
-    planner::Expected<planner::Graph> measured = planner::loadProfile(profile);
-    if (!measured)
-      return module.emitError("cannot read the profile: ") << measured.error();
+    FailureOr<planner::Graph> measured =
+        diagnoseErrors(module, "cannot read the profile: ", [&] {
+          return planner::loadProfile(profile);
+        });
+    if (failed(measured))
+      return failure();
     for (planner::NodeId id = 0; id < graph.size(); ++id) {
       planner::Node &node = graph.node(id);
       if (node.isInput)
@@ -257,10 +262,12 @@ struct PartitionStagesPass
     int deviceCount = stages > 0 ? stages * virtualStages : devices;
     options.cost.topology = planner::Topology::flat(deviceCount, bandwidth);
     if (onCluster) {
-      planner::Expected<planner::Cluster> loaded =
-          planner::loadCluster(cluster);
-      if (!loaded)
-        return module.emitError("cannot read the cluster: ") << loaded.error();
+      FailureOr<planner::Cluster> loaded =
+          diagnoseErrors(module, "cannot read the cluster: ", [&] {
+            return planner::loadCluster(cluster);
+          });
+      if (failed(loaded))
+        return failure();
       options.cost.topology = loaded->topology;
       options.devices = std::move(loaded->devices);
     }
@@ -381,7 +388,8 @@ struct PartitionStagesPass
   LogicalResult writePlan(ModuleOp module, const StageGraph &sg,
                           const planner::PlanResult &result,
                           const planner::PlannerOptions &options) {
-    nlohmann::ordered_json plan = planner::planToJson(sg.graph, result, options);
+    nlohmann::ordered_json plan =
+        planner::planToJson(sg.graph, result, options);
     // The planner saw one device per model chunk; the job has one per rank.
     if (virtualStages > 1) {
       plan["devices"] = stages.getValue();

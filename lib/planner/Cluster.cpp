@@ -2,6 +2,8 @@
 
 #include "dpc/planner/Cluster.h"
 
+#include "dpc/support/Error.h"
+
 #include <nlohmann/json.hpp>
 
 #include <cmath>
@@ -194,54 +196,54 @@ std::string readLevels(const json &doc, size_t devices, Topology &topology) {
 
 } // namespace
 
-Expected<Cluster> parseCluster(const std::string &text,
-                               const std::string &source) {
-  auto fail = [&](const std::string &why) {
-    return Expected<Cluster>::failure(source + ": " + why);
+Cluster parseCluster(const std::string &text, const std::string &source) {
+  auto invalid = [&](const std::string &why) {
+    return InputError(source + ": " + why);
   };
   json doc = json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (doc.is_discarded())
-    return fail("not valid JSON");
+    throw invalid("not valid JSON");
   if (!doc.is_object())
-    return fail("expected an object with a \"devices\" array");
+    throw invalid("expected an object with a \"devices\" array");
   if (std::string bad = unknownKey(doc, "",
                                    {"format", "version", "description",
                                     "devices", "levels", "bandwidth"});
       !bad.empty())
-    return fail(bad);
+    throw invalid(bad);
   if (doc.contains("format") && doc["format"] != "dpc-cluster")
-    return fail("format must be \"dpc-cluster\", got " + shown(doc["format"]));
+    throw invalid("format must be \"dpc-cluster\", got " +
+                  shown(doc["format"]));
   if (doc.contains("version") && doc["version"] != 1)
-    return fail("version must be 1, got " + shown(doc["version"]));
+    throw invalid("version must be 1, got " + shown(doc["version"]));
   if (doc.contains("description") && !doc["description"].is_string())
-    return fail("description must be a string");
+    throw invalid("description must be a string");
   if (!doc.contains("devices"))
-    return fail("expected an object with a \"devices\" array");
+    throw invalid("expected an object with a \"devices\" array");
   Cluster cluster;
   if (std::string bad = readDevices(doc["devices"], cluster.devices);
       !bad.empty())
-    return fail(bad);
+    throw invalid(bad);
   if (std::string bad =
           readLevels(doc, cluster.devices.size(), cluster.topology);
       !bad.empty())
-    return fail(bad);
+    throw invalid(bad);
   return cluster;
 }
 
-Expected<Cluster> loadCluster(const std::string &path) {
+Cluster loadCluster(const std::string &path) {
   std::ifstream in(path, std::ios::binary);
   if (!in)
-    return Expected<Cluster>::failure("cannot read cluster '" + path + "'");
+    throw InputError("cannot read cluster '" + path + "'");
   // One byte past the limit is enough to refuse a device or an endless pipe.
   std::string text(kMaxClusterBytes + 1, '\0');
   in.read(text.data(), static_cast<std::streamsize>(text.size()));
   if (in.bad())
-    return Expected<Cluster>::failure("cannot read cluster '" + path + "'");
+    throw InputError("cannot read cluster '" + path + "'");
   text.resize(static_cast<size_t>(in.gcount()));
   if (text.size() > kMaxClusterBytes)
-    return Expected<Cluster>::failure(path + ": larger than " +
-                                      std::to_string(kMaxClusterBytes >> 20) +
-                                      " MiB, the most a cluster file may hold");
+    throw InputError(path + ": larger than " +
+                     std::to_string(kMaxClusterBytes >> 20) +
+                     " MiB, the most a cluster file may hold");
   return parseCluster(text, path);
 }
 

@@ -3,6 +3,7 @@
 #include "dpc/planner/CostModel.h"
 
 #include "dpc/schedule/Schedule.h"
+#include "dpc/support/Error.h"
 
 #include <algorithm>
 #include <cassert>
@@ -173,67 +174,63 @@ void predictStep(const CostOptions &options, Evaluation &eval) {
   eval.bubbleFraction = std::max(0.0, 1.0 - busyFraction);
 }
 
-Expected<Evaluation> evaluate(const Graph &graph, const Plan &plan,
-                              const CostOptions &options) {
-  using Result = Expected<Evaluation>;
+namespace {
+
+/// Costs `plan` into `eval`; returns why the plan is not a valid pipeline,
+/// "" when it is one.
+std::string costPlan(const Graph &graph, const Plan &plan,
+                     const CostOptions &options, Evaluation &eval) {
   size_t numStages = plan.stages.size();
   int devices = options.topology.devices();
   if (numStages == 0)
-    return Result::failure("plan has no stages");
+    return "plan has no stages";
   if (!options.rankSpeeds.empty() &&
       options.rankSpeeds.size() != static_cast<size_t>(devices))
-    return Result::failure(
-        "the cost options give " + std::to_string(options.rankSpeeds.size()) +
-        " rank speeds for " + std::to_string(devices) + " devices");
+    return "the cost options give " +
+           std::to_string(options.rankSpeeds.size()) + " rank speeds for " +
+           std::to_string(devices) + " devices";
 
   std::vector<int> stageOf(graph.size(), -1);
   std::vector<int> rankOwner(devices, -1);
   for (size_t s = 0; s < numStages; ++s) {
     const StagePlan &stage = plan.stages[s];
     if (stage.nodes.empty())
-      return Result::failure("stage " + std::to_string(s) + " has no nodes");
+      return "stage " + std::to_string(s) + " has no nodes";
     if (stage.replicas < 1 || stage.firstRank < 0 ||
         stage.firstRank + stage.replicas > devices)
-      return Result::failure("stage " + std::to_string(s) +
-                             " has ranks outside the " +
-                             std::to_string(devices) + " devices");
+      return "stage " + std::to_string(s) + " has ranks outside the " +
+             std::to_string(devices) + " devices";
     for (int r = stage.firstRank; r < stage.firstRank + stage.replicas; ++r) {
       if (rankOwner[r] >= 0)
-        return Result::failure("rank " + std::to_string(r) +
-                               " is in two stages");
+        return "rank " + std::to_string(r) + " is in two stages";
       rankOwner[r] = static_cast<int>(s);
     }
     for (NodeId v : stage.nodes) {
       if (v >= graph.size())
-        return Result::failure("plan names a node outside the graph");
+        return "plan names a node outside the graph";
       if (stageOf[v] >= 0)
-        return Result::failure("node '" + graph.node(v).name +
-                               "' is in two stages");
+        return "node '" + graph.node(v).name + "' is in two stages";
       stageOf[v] = static_cast<int>(s);
     }
   }
 
   for (NodeId v = 0; v < graph.size(); ++v)
     if (stageOf[v] < 0)
-      return Result::failure("node '" + graph.node(v).name +
-                             "' is in no stage");
+      return "node '" + graph.node(v).name + "' is in no stage";
 
-  Evaluation eval;
   eval.stages.resize(numStages);
   eval.cutBytes.assign(numStages - 1, 0.0);
   std::vector<double> compute(numStages), params(numStages), acts(numStages);
   for (NodeId v = 0; v < graph.size(); ++v) {
     int s = stageOf[v];
     if (graph.node(v).isInput && s != 0)
-      return Result::failure("input '" + graph.node(v).name +
-                             "' is not in the first stage");
+      return "input '" + graph.node(v).name + "' is not in the first stage";
     int lastReader = s;
     for (NodeId w : graph.successors(v)) {
       if (stageOf[w] < s)
-        return Result::failure("edge " + graph.node(v).name + " -> " +
-                               graph.node(w).name + " goes from stage " +
-                               std::to_string(s) + " back to stage " +
-                               std::to_string(stageOf[w]));
+        return "edge " + graph.node(v).name + " -> " + graph.node(w).name +
+               " goes from stage " + std::to_string(s) + " back to stage " +
+               std::to_string(stageOf[w]);
       lastReader = std::max(lastReader, stageOf[w]);
     }
     // The activation crosses every cut between its stage and its last reader.
@@ -277,6 +274,24 @@ Expected<Evaluation> evaluate(const Graph &graph, const Plan &plan,
   }
   eval.usedDevices = devicesFromHere;
   predictStep(options, eval);
+  return "";
+}
+
+} // namespace
+
+Evaluation evaluate(const Graph &graph, const Plan &plan,
+                    const CostOptions &options) {
+  Evaluation eval;
+  if (std::string bad = costPlan(graph, plan, options, eval); !bad.empty())
+    throw Error(bad);
+  return eval;
+}
+
+std::optional<Evaluation> evaluateIfValid(const Graph &graph, const Plan &plan,
+                                          const CostOptions &options) {
+  Evaluation eval;
+  if (!costPlan(graph, plan, options, eval).empty())
+    return std::nullopt;
   return eval;
 }
 

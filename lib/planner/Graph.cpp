@@ -2,6 +2,8 @@
 
 #include "dpc/planner/Graph.h"
 
+#include "dpc/support/Error.h"
+
 #include <algorithm>
 #include <cassert>
 
@@ -48,7 +50,7 @@ double Graph::parameterBytes(NodeId id) const {
   return nodes[id].isInput ? 0.0 : nodes[id].parameterBytes;
 }
 
-Expected<std::vector<NodeId>> Graph::topologicalOrder() const {
+std::vector<NodeId> Graph::topologicalOrder() const {
   size_t n = nodes.size();
   std::vector<uint32_t> indegree(n);
   for (size_t v = 0; v < n; ++v)
@@ -96,7 +98,7 @@ Expected<std::vector<NodeId>> Graph::topologicalOrder() const {
   for (NodeId c : cycle)
     path += nodes[c].name + " -> ";
   path += nodes[cycle.front()].name;
-  return Expected<std::vector<NodeId>>::failure("graph has a cycle: " + path);
+  throw InputError("graph has a cycle: " + path);
 }
 
 } // namespace dpc::planner

@@ -2,6 +2,8 @@
 
 #include "dpc/planner/PlanJson.h"
 
+#include "dpc/support/Error.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -114,63 +116,59 @@ nlohmann::ordered_json planToJson(const Graph &graph, const PlanResult &result,
 
 namespace {
 
-// Parses plan.json's text; fails when it is not a JSON object. nlohmann's
+// Parses plan.json's text; throws when it is not a JSON object. nlohmann's
 // parser refuses invalid UTF-8, so what it accepts dumps again.
-Expected<nlohmann::ordered_json> parsePlan(const std::string &text,
-                                           const std::string &name) {
+nlohmann::ordered_json parsePlan(const std::string &text,
+                                 const std::string &name) {
   nlohmann::ordered_json plan =
       nlohmann::ordered_json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (plan.is_discarded() || !plan.is_object())
-    return Expected<nlohmann::ordered_json>::failure(name +
-                                                     ": not a JSON object");
+    throw Error(name + ": not a JSON object");
   return plan;
 }
 
 } // namespace
 
-Expected<PlanSummary> readPlanSummary(const std::string &text,
-                                      const std::string &name) {
-  Expected<nlohmann::ordered_json> plan = parsePlan(text, name);
-  if (!plan)
-    return Expected<PlanSummary>::failure(plan.error());
+PlanSummary readPlanSummary(const std::string &text, const std::string &name) {
+  nlohmann::ordered_json plan = parsePlan(text, name);
   PlanSummary summary;
-  if (plan->contains("devices")) {
-    const auto &devices = (*plan)["devices"];
-    bool valid =
-        devices.is_number_unsigned()
-            ? devices.get<uint64_t>() >= 1 && devices.get<uint64_t>() <= INT32_MAX
-            : devices.is_number_integer() && devices.get<int64_t>() >= 1 &&
-                  devices.get<int64_t>() <= INT32_MAX;
+  if (plan.contains("devices")) {
+    const auto &devices = plan["devices"];
+    bool valid = devices.is_number_unsigned()
+                     ? devices.get<uint64_t>() >= 1 &&
+                           devices.get<uint64_t>() <= INT32_MAX
+                     : devices.is_number_integer() &&
+                           devices.get<int64_t>() >= 1 &&
+                           devices.get<int64_t>() <= INT32_MAX;
     if (!valid)
-      return Expected<PlanSummary>::failure(
+      throw Error(
           name + ": \"devices\" must be an integer from 1 to 2147483647, got " +
           devices.dump());
     summary.devices = devices.get<int64_t>();
   }
-  if (plan->contains("predicted") && (*plan)["predicted"].is_object() &&
-      (*plan)["predicted"].contains("simulated_step_ms")) {
-    const auto &step = (*plan)["predicted"]["simulated_step_ms"];
+  if (plan.contains("predicted") && plan["predicted"].is_object() &&
+      plan["predicted"].contains("simulated_step_ms")) {
+    const auto &step = plan["predicted"]["simulated_step_ms"];
     if (!step.is_number() || !std::isfinite(step.get<double>()) ||
         step.get<double>() < 0)
-      return Expected<PlanSummary>::failure(
-          name + ": \"predicted.simulated_step_ms\" must be a finite number "
-                 ">= 0, got " +
-          step.dump());
+      throw Error(name +
+                  ": \"predicted.simulated_step_ms\" must be a finite number "
+                  ">= 0, got " +
+                  step.dump());
     summary.simulatedStepMs = step.get<double>();
   }
-  if (plan->contains("memory_limit_bytes")) {
-    const auto &limit = (*plan)["memory_limit_bytes"];
+  if (plan.contains("memory_limit_bytes")) {
+    const auto &limit = plan["memory_limit_bytes"];
     if (!limit.is_number() || !std::isfinite(limit.get<double>()) ||
         limit.get<double>() < 0)
-      return Expected<PlanSummary>::failure(
-          name +
-          ": \"memory_limit_bytes\" must be a finite number >= 0, "
-          "got " +
-          limit.dump());
+      throw Error(name +
+                  ": \"memory_limit_bytes\" must be a finite number >= 0, "
+                  "got " +
+                  limit.dump());
     summary.memoryLimitBytes = limit.get<double>();
   }
-  if (plan->contains("stages") && (*plan)["stages"].is_array())
-    for (const auto &stage : (*plan)["stages"]) {
+  if (plan.contains("stages") && plan["stages"].is_array())
+    for (const auto &stage : plan["stages"]) {
       if (!stage.is_object() || !stage.contains("planned_peak_bytes") ||
           !stage.contains("ranks"))
         continue;
@@ -181,9 +179,9 @@ Expected<PlanSummary> readPlanSummary(const std::string &text,
       for (const auto &rank : ranks) {
         if (!rank.is_number_integer() || rank.get<int64_t>() < 0 ||
             rank.get<int64_t>() > INT32_MAX)
-          return Expected<PlanSummary>::failure(
-              name + ": a stage's \"ranks\" must hold rank numbers, got " +
-              ranks.dump());
+          throw Error(name +
+                      ": a stage's \"ranks\" must hold rank numbers, got " +
+                      ranks.dump());
         size_t r = size_t(rank.get<int64_t>());
         if (summary.plannedPeakBytes.size() <= r)
           summary.plannedPeakBytes.resize(r + 1, 0);
@@ -193,24 +191,20 @@ Expected<PlanSummary> readPlanSummary(const std::string &text,
   return summary;
 }
 
-Expected<PlanSummary> loadPlanSummary(const std::string &path,
-                                      std::string &text) {
+PlanSummary loadPlanSummary(const std::string &path, std::string &text) {
   std::ifstream in(path);
   text.assign(std::istreambuf_iterator<char>(in),
               std::istreambuf_iterator<char>());
   return readPlanSummary(text, path);
 }
 
-Expected<std::string> setPlanKey(const std::string &text,
-                                 const std::string &name,
-                                 const std::string &key,
-                                 const nlohmann::ordered_json &value) {
-  Expected<PlanSummary> summary = readPlanSummary(text, name);
-  if (!summary)
-    return Expected<std::string>::failure(summary.error());
-  Expected<nlohmann::ordered_json> plan = parsePlan(text, name);
-  (*plan)[key] = value;
-  return plan->dump(2) + "\n";
+std::string setPlanKey(const std::string &text, const std::string &name,
+                       const std::string &key,
+                       const nlohmann::ordered_json &value) {
+  (void)readPlanSummary(text, name); // throws when plan.json is not valid
+  nlohmann::ordered_json plan = parsePlan(text, name);
+  plan[key] = value;
+  return plan.dump(2) + "\n";
 }
 
 } // namespace dpc::planner

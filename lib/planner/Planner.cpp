@@ -12,6 +12,8 @@
 
 #include "SplitSearch.h"
 
+#include "dpc/support/Error.h"
+
 #include <algorithm>
 #include <cassert>
 #include <cmath>
@@ -87,7 +89,7 @@ Plan refinePlan(const Graph &g, Plan plan, const PlannerOptions &opts,
         stageOf[v] = static_cast<int>(s);
   };
   assign(plan);
-  Expected<Evaluation> current = evaluate(g, plan, opts.cost);
+  std::optional<Evaluation> current = evaluateIfValid(g, plan, opts.cost);
   if (!current)
     return plan;
   for (size_t round = 0; round < 2 * numStages + 4; ++round) {
@@ -123,7 +125,7 @@ Plan refinePlan(const Graph &g, Plan plan, const PlannerOptions &opts,
       auto &from = trial.stages[stageOf[v]].nodes;
       from.erase(std::find(from.begin(), from.end(), v));
       trial.stages[to].nodes.push_back(v);
-      Expected<Evaluation> e = evaluate(g, trial, opts.cost);
+      std::optional<Evaluation> e = evaluateIfValid(g, trial, opts.cost);
       if (!e || !fits(place, trial, *e))
         continue;
       const Evaluation &reference = bestEval ? *bestEval : *current;
@@ -180,7 +182,7 @@ OrderResult planOrder(const Graph &g, const OrderCosts &oc,
     if (!sol.found())
       return;
     Plan plan = toPlan(oc, sol);
-    Expected<Evaluation> e = evaluate(g, plan, opts.cost);
+    std::optional<Evaluation> e = evaluateIfValid(g, plan, opts.cost);
     assert(e && "the dynamic program built an invalid plan");
     if (!e)
       return;
@@ -233,7 +235,7 @@ void preferLeastLatency(const Graph &g, const std::vector<NodeId> &order,
   if (!sol.found())
     return;
   Plan plan = toPlan(oc, sol);
-  Expected<Evaluation> e = evaluate(g, plan, opts.cost);
+  std::optional<Evaluation> e = evaluateIfValid(g, plan, opts.cost);
   if (e && fits(place, plan, *e) && bottleneckBetter(*e, best.evaluation)) {
     best.plan = std::move(plan);
     best.evaluation = std::move(*e);
@@ -333,7 +335,8 @@ OrderResult searchOrders(const Graph &g, const PlannerOptions &opts,
       std::vector<NodeId> order = stageMajorOrder(g, moved, reference);
       OrderResult r = planOrder(g, buildOrderCosts(g, order), opts, place,
                                 best.evaluation.bottleneckSeconds * (1 + 1e-9));
-      Expected<Evaluation> movedEval = evaluate(g, moved, opts.cost);
+      std::optional<Evaluation> movedEval =
+          evaluateIfValid(g, moved, opts.cost);
       bool improved = false;
       if (r.found && bottleneckBetter(r.evaluation, best.evaluation)) {
         best = std::move(r);
@@ -390,7 +393,7 @@ void placeOnDevices(const Graph &g, const PlannerOptions &options,
     result.rankDevices[k] = order[(k + shift) % N];
   for (StagePlan &st : result.plan.stages)
     st.firstRank -= shift;
-  Expected<Evaluation> e = evaluate(
+  std::optional<Evaluation> e = evaluateIfValid(
       g, result.plan, withDeviceOrder(options, result.rankDevices).cost);
   assert(e && "moving a plan by whole groups keeps it valid");
   if (e)
@@ -495,14 +498,12 @@ std::vector<std::vector<int>> deviceOrders(const std::vector<Device> &devices,
   return orders;
 }
 
-Expected<PlanResult> partitionOrder(const Graph &g,
-                                    const std::vector<NodeId> &order,
-                                    const PlannerOptions &opts) {
-  using Result = Expected<PlanResult>;
+PlanResult partitionOrder(const Graph &g, const std::vector<NodeId> &order,
+                          const PlannerOptions &opts) {
   if (order.size() != g.size())
-    return Result::failure("order does not list every node once");
+    throw InputError("order does not list every node once");
   if (std::string bad = checkDevices(opts); !bad.empty())
-    return Result::failure(bad);
+    throw InputError(bad);
   std::vector<int> identity(opts.devices.size());
   for (size_t k = 0; k < identity.size(); ++k)
     identity[k] = static_cast<int>(k);
@@ -511,7 +512,7 @@ Expected<PlanResult> partitionOrder(const Graph &g,
   Placement place(o.cost.topology, o);
   OrderResult r = planOrder(g, oc, o, place, kInf);
   if (!r.found)
-    return Result::failure("no split of the order meets the constraints");
+    throw InputError("no split of the order meets the constraints");
   if (o.objective == Objective::Bottleneck)
     preferLeastLatency(g, order, o, place, r);
   PlanResult result;
@@ -523,42 +524,38 @@ Expected<PlanResult> partitionOrder(const Graph &g,
   return result;
 }
 
-Expected<PlanResult> planPipeline(const Graph &g,
-                                  const PlannerOptions &options) {
-  using Result = Expected<PlanResult>;
+PlanResult planPipeline(const Graph &g, const PlannerOptions &options) {
   const PlannerOptions &opts = options;
   if (g.size() == 0)
-    return Result::failure("graph has no nodes");
-  Expected<std::vector<NodeId>> topo = g.topologicalOrder();
-  if (!topo)
-    return Result::failure(topo.error());
+    throw InputError("graph has no nodes");
+  (void)g.topologicalOrder(); // throws on a cycle
   const Topology &t = opts.cost.topology;
   if (t.levelSizes.empty() || t.levelSizes.size() != t.bandwidths.size())
-    return Result::failure("topology needs one bandwidth per level");
+    throw InputError("topology needs one bandwidth per level");
   for (size_t l = 0; l < t.levelSizes.size(); ++l)
     if (t.levelSizes[l] < 1 || !(t.bandwidths[l] > 0))
-      return Result::failure("topology levels need at least one device and "
-                             "a positive bandwidth");
+      throw InputError("topology levels need at least one device and "
+                       "a positive bandwidth");
   int devices = t.devices();
   if (devices > 4096)
-    return Result::failure("at most 4096 devices are supported");
+    throw InputError("at most 4096 devices are supported");
   if (std::string bad = checkDevices(opts); !bad.empty())
-    return Result::failure(bad);
+    throw InputError(bad);
 
   size_t nonInputs = 0;
   for (NodeId v = 0; v < g.size(); ++v)
     nonInputs += !g.node(v).isInput;
   size_t maxStages = std::max<size_t>(nonInputs, 1);
   if (opts.stages < 0)
-    return Result::failure("the stage count must be positive");
+    throw InputError("the stage count must be positive");
   if (static_cast<size_t>(opts.stages) > maxStages)
-    return Result::failure(
-        "more stages than nodes: " + std::to_string(opts.stages) +
-        " stages for " + std::to_string(maxStages) + " non-input nodes");
+    throw InputError("more stages than nodes: " + std::to_string(opts.stages) +
+                     " stages for " + std::to_string(maxStages) +
+                     " non-input nodes");
   if (opts.stages > devices)
-    return Result::failure(std::to_string(opts.stages) + " stages need " +
-                           std::to_string(opts.stages) + " devices, " +
-                           std::to_string(devices) + " given");
+    throw InputError(std::to_string(opts.stages) + " stages need " +
+                     std::to_string(opts.stages) + " devices, " +
+                     std::to_string(devices) + " given");
 
   // Devices that differ: every distinct order of them when few, since
   // which device runs which stage matters; each order is planned whole.
@@ -620,17 +617,17 @@ Expected<PlanResult> planPipeline(const Graph &g,
                                     .value);
     }
     if (least < kInf && ratio)
-      return Result::failure(
-          "no plan fits the devices' memory; it takes at least " +
-          ratioText(least) + " times each device's memory_bytes" +
-          (opts.memoryLimitBytes > 0 ? " (or --memory-limit where lower)"
-                                     : ""));
+      throw InputError("no plan fits the devices' memory; it takes at least " +
+                       ratioText(least) + " times each device's memory_bytes" +
+                       (opts.memoryLimitBytes > 0
+                            ? " (or --memory-limit where lower)"
+                            : ""));
     if (least < kInf)
-      return Result::failure(
+      throw InputError(
           "no plan fits in " + bytesText(opts.memoryLimitBytes) +
           " bytes per device; the smallest limit that would work is " +
           bytesText(least) + " bytes");
-    return Result::failure("no plan meets the constraints");
+    throw InputError("no plan meets the constraints");
   }
 
   result.plan = std::move(best.plan);

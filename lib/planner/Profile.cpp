@@ -3,6 +3,7 @@
 #include "dpc/planner/Profile.h"
 
 #include "dpc/support/CommandLine.h"
+#include "dpc/support/Error.h"
 
 #include <nlohmann/json.hpp>
 
@@ -104,16 +105,15 @@ struct PendingEdge {
 
 } // namespace
 
-Expected<Graph> parsePipeDreamProfile(const std::string &text,
-                                      const std::string &source) {
-  using Result = Expected<Graph>;
+Graph parsePipeDreamProfile(const std::string &text,
+                            const std::string &source) {
   Graph graph;
   std::vector<PendingEdge> edges;
   std::istringstream in(text);
   std::string raw;
   size_t lineNo = 0;
-  auto fail = [&](const std::string &why) {
-    return Result::failure(source + ":" + std::to_string(lineNo) + ": " + why);
+  auto invalid = [&](const std::string &why) {
+    return InputError(source + ":" + std::to_string(lineNo) + ": " + why);
   };
   const std::string sep = " -- ";
 
@@ -124,18 +124,18 @@ Expected<Graph> parsePipeDreamProfile(const std::string &text,
     if (trim(raw).empty())
       continue;
     if (!isUtf8(raw))
-      return fail("not UTF-8 text");
+      throw invalid("not UTF-8 text");
 
     if (raw[0] == '\t') {
       std::string body = trim(raw);
       size_t at = body.find(sep);
       if (at == std::string::npos ||
           body.find(sep, at + 1) != std::string::npos)
-        return fail("malformed edge line, expected '<tab>nodeA -- nodeB'");
+        throw invalid("malformed edge line, expected '<tab>nodeA -- nodeB'");
       std::string from = trim(body.substr(0, at));
       std::string to = trim(body.substr(at + sep.size()));
       if (from.empty() || to.empty())
-        return fail("malformed edge line, expected '<tab>nodeA -- nodeB'");
+        throw invalid("malformed edge line, expected '<tab>nodeA -- nodeB'");
       edges.push_back({from, to, lineNo});
       continue;
     }
@@ -145,17 +145,17 @@ Expected<Graph> parsePipeDreamProfile(const std::string &text,
     size_t first = raw.find(sep);
     size_t last = raw.rfind(sep);
     if (first == std::string::npos || first == last)
-      return fail("malformed node line, expected 'name -- description -- "
-                  "forward_compute_time=F, backward_compute_time=B, "
-                  "activation_size=A, parameter_size=P'");
+      throw invalid("malformed node line, expected 'name -- description -- "
+                    "forward_compute_time=F, backward_compute_time=B, "
+                    "activation_size=A, parameter_size=P'");
     Node node;
     node.name = trim(raw.substr(0, first));
     node.description =
         trim(raw.substr(first + sep.size(), last - first - sep.size()));
     if (node.name.empty())
-      return fail("node line without a name");
+      throw invalid("node line without a name");
     if (graph.find(node.name))
-      return fail("node '" + node.name + "' defined twice");
+      throw invalid("node '" + node.name + "' defined twice");
     node.isInput = node.description.rfind("Input", 0) == 0;
 
     double *fields[4] = {&node.forwardMs, &node.backwardMs,
@@ -168,22 +168,24 @@ Expected<Graph> parsePipeDreamProfile(const std::string &text,
     while (std::getline(costs, item, ',')) {
       size_t eq = item.find('=');
       if (eq == std::string::npos)
-        return fail("malformed cost '" + trim(item) + "', expected key=value");
+        throw invalid("malformed cost '" + trim(item) +
+                      "', expected key=value");
       std::string key = trim(item.substr(0, eq));
       std::string value = item.substr(eq + 1);
       for (int k = 0; k < 4; ++k) {
         if (key != keys[k])
           continue;
         if (!parseSize(value, *fields[k]))
-          return fail("bad value '" + trim(value) + "' for " + key +
-                      " (expected a decimal number from 0 to 1e18, or a "
-                      "[a; b] list of them)");
+          throw invalid("bad value '" + trim(value) + "' for " + key +
+                        " (expected a decimal number from 0 to 1e18, or a "
+                        "[a; b] list of them)");
         seen[k] = true;
       }
     }
     for (int k = 0; k < 4; ++k)
       if (!seen[k])
-        return fail(std::string("node '") + node.name + "' has no " + keys[k]);
+        throw invalid(std::string("node '") + node.name + "' has no " +
+                      keys[k]);
     graph.addNode(std::move(node));
   }
 
@@ -191,42 +193,40 @@ Expected<Graph> parsePipeDreamProfile(const std::string &text,
     auto from = graph.find(e.from), to = graph.find(e.to);
     lineNo = e.line;
     if (!from)
-      return fail("edge from unknown node '" + e.from + "'");
+      throw invalid("edge from unknown node '" + e.from + "'");
     if (!to)
-      return fail("edge to unknown node '" + e.to + "'");
+      throw invalid("edge to unknown node '" + e.to + "'");
     if (*from == *to)
-      return fail("graph has a cycle: " + e.from + " -> " + e.to);
+      throw invalid("graph has a cycle: " + e.from + " -> " + e.to);
     graph.addEdge(*from, *to);
   }
   if (graph.size() == 0)
-    return Result::failure(source + ": profile has no nodes");
+    throw InputError(source + ": profile has no nodes");
   return graph;
 }
 
-Expected<Graph> parseJsonProfile(const std::string &text,
-                                 const std::string &source) {
-  using Result = Expected<Graph>;
+Graph parseJsonProfile(const std::string &text, const std::string &source) {
   nlohmann::json doc = nlohmann::json::parse(text, nullptr,
                                              /*allow_exceptions=*/false);
   if (doc.is_discarded())
-    return Result::failure(source + ": not valid JSON");
-  auto fail = [&](const std::string &why) {
-    return Result::failure(source + ": " + why);
+    throw InputError(source + ": not valid JSON");
+  auto invalid = [&](const std::string &why) {
+    return InputError(source + ": " + why);
   };
   if (!doc.is_object() || !doc.contains("nodes") || !doc["nodes"].is_array())
-    return fail("expected an object with a \"nodes\" array");
+    throw invalid("expected an object with a \"nodes\" array");
 
   Graph graph;
   size_t index = 0;
   for (const nlohmann::json &j : doc["nodes"]) {
     std::string where = "nodes[" + std::to_string(index++) + "]";
     if (!j.is_object() || !j.contains("name") || !j["name"].is_string())
-      return fail(where + " has no \"name\" string");
+      throw invalid(where + " has no \"name\" string");
     Node node;
     node.name = j["name"].get<std::string>();
     where += " ('" + node.name + "')";
     if (graph.find(node.name))
-      return fail(where + " is defined twice");
+      throw invalid(where + " is defined twice");
     if (j.contains("description") && j["description"].is_string())
       node.description = j["description"].get<std::string>();
     struct Field {
@@ -241,13 +241,13 @@ Expected<Graph> parseJsonProfile(const std::string &text,
         continue; // absent costs are zero, as for an op that was not measured
       if (!j[f.key].is_number() || !(j[f.key].get<double>() >= 0) ||
           j[f.key].get<double>() > kMaxProfileValue)
-        return fail(where + " has a bad \"" + f.key +
-                    "\" (expected a number from 0 to 1e18)");
+        throw invalid(where + " has a bad \"" + f.key +
+                      "\" (expected a number from 0 to 1e18)");
       *f.out = j[f.key].get<double>();
     }
     if (j.contains("input")) {
       if (!j["input"].is_boolean())
-        return fail(where + " has a bad \"input\" (expected true or false)");
+        throw invalid(where + " has a bad \"input\" (expected true or false)");
       node.isInput = j["input"].get<bool>();
     }
     graph.addNode(std::move(node));
@@ -255,26 +255,26 @@ Expected<Graph> parseJsonProfile(const std::string &text,
 
   if (doc.contains("edges")) {
     if (!doc["edges"].is_array())
-      return fail("\"edges\" must be an array of [from, to] pairs");
+      throw invalid("\"edges\" must be an array of [from, to] pairs");
     index = 0;
     for (const nlohmann::json &e : doc["edges"]) {
       std::string where = "edges[" + std::to_string(index++) + "]";
       if (!e.is_array() || e.size() != 2 || !e[0].is_string() ||
           !e[1].is_string())
-        return fail(where + " is not a [from, to] pair of node names");
+        throw invalid(where + " is not a [from, to] pair of node names");
       auto from = graph.find(e[0].get<std::string>());
       auto to = graph.find(e[1].get<std::string>());
       if (!from || !to)
-        return fail(where + " names unknown node '" +
-                    (!from ? e[0] : e[1]).get<std::string>() + "'");
+        throw invalid(where + " names unknown node '" +
+                      (!from ? e[0] : e[1]).get<std::string>() + "'");
       if (*from == *to)
-        return fail("graph has a cycle: " + e[0].get<std::string>() + " -> " +
-                    e[1].get<std::string>());
+        throw invalid("graph has a cycle: " + e[0].get<std::string>() + " -> " +
+                      e[1].get<std::string>());
       graph.addEdge(*from, *to);
     }
   }
   if (graph.size() == 0)
-    return fail("profile has no nodes");
+    throw invalid("profile has no nodes");
   return graph;
 }
 
@@ -334,10 +334,10 @@ std::string writeJsonProfile(const Graph &graph,
 namespace {
 
 // The text of the profile at `path`, read up to kMaxProfileBytes.
-Expected<std::string> readProfileText(const std::string &path) {
+std::string readProfileText(const std::string &path) {
   std::ifstream in(path, std::ios::binary);
   if (!in)
-    return Expected<std::string>::failure("cannot read profile '" + path + "'");
+    throw InputError("cannot read profile '" + path + "'");
   // Read at most one byte past the limit, so that /dev/zero or a runaway
   // pipe fails at once instead of filling memory.
   std::string text;
@@ -345,12 +345,12 @@ Expected<std::string> readProfileText(const std::string &path) {
   while (in.read(chunk, sizeof(chunk)) || in.gcount() > 0) {
     text.append(chunk, size_t(in.gcount()));
     if (text.size() > kMaxProfileBytes)
-      return Expected<std::string>::failure(
-          path + ": larger than " + std::to_string(kMaxProfileBytes >> 20) +
-          " MiB, the most a profile may hold");
+      throw InputError(path + ": larger than " +
+                       std::to_string(kMaxProfileBytes >> 20) +
+                       " MiB, the most a profile may hold");
   }
   if (in.bad())
-    return Expected<std::string>::failure("cannot read profile '" + path + "'");
+    throw InputError("cannot read profile '" + path + "'");
   return text;
 }
 
@@ -361,75 +361,69 @@ bool isJson(const std::string &text) {
 
 } // namespace
 
-Expected<Graph> loadProfile(const std::string &path) {
-  Expected<std::string> text = readProfileText(path);
-  if (!text)
-    return Expected<Graph>::failure(text.error());
-  if (isJson(*text))
-    return parseJsonProfile(*text, path);
-  return parsePipeDreamProfile(*text, path);
+Graph loadProfile(const std::string &path) {
+  std::string text = readProfileText(path);
+  if (isJson(text))
+    return parseJsonProfile(text, path);
+  return parsePipeDreamProfile(text, path);
 }
 
 namespace {
 
 // A profile.json's document for its optional sections: null for a
 // graph.txt, which has none.
-Expected<nlohmann::json> sectionsOf(const std::string &text,
-                                    const std::string &source) {
+nlohmann::json sectionsOf(const std::string &text, const std::string &source) {
   if (!isJson(text))
     return nlohmann::json();
   nlohmann::json doc = nlohmann::json::parse(text, nullptr,
                                              /*allow_exceptions=*/false);
   if (doc.is_discarded() || !doc.is_object())
-    return Expected<nlohmann::json>::failure(source + ": not a JSON object");
+    throw InputError(source + ": not a JSON object");
   return doc;
 }
 
 } // namespace
 
-Expected<std::vector<MeasuredShape>>
-parseProfileShapes(const std::string &text, const std::string &source) {
-  using Result = Expected<std::vector<MeasuredShape>>;
+std::vector<MeasuredShape> parseProfileShapes(const std::string &text,
+                                              const std::string &source) {
   std::vector<MeasuredShape> shapes;
-  Expected<nlohmann::json> doc = sectionsOf(text, source);
-  if (!doc)
-    return Result::failure(doc.error());
-  if (!doc->contains("shapes"))
+  nlohmann::json doc = sectionsOf(text, source);
+  if (!doc.contains("shapes"))
     return shapes;
-  auto fail = [&](const std::string &why) {
-    return Result::failure(source + ": " + why);
+  auto invalid = [&](const std::string &why) {
+    return InputError(source + ": " + why);
   };
-  if (!(*doc)["shapes"].is_array())
-    return fail("\"shapes\" must be an array");
-  for (size_t i = 0; i < (*doc)["shapes"].size(); ++i) {
-    const nlohmann::json &j = (*doc)["shapes"][i];
+  if (!doc["shapes"].is_array())
+    throw invalid("\"shapes\" must be an array");
+  for (size_t i = 0; i < doc["shapes"].size(); ++i) {
+    const nlohmann::json &j = doc["shapes"][i];
     std::string where = "shapes[" + std::to_string(i) + "]";
     if (!j.is_object())
-      return fail(where + " is not an object");
+      throw invalid(where + " is not an object");
     MeasuredShape shape;
     for (auto [key, out] : {std::pair{"batch", &shape.batch},
                             std::pair{"length", &shape.length}}) {
       if (!j.contains(key) || !j[key].is_number_integer() ||
           j[key].get<int64_t>() < 1 || j[key].get<int64_t>() > (1 << 30))
-        return fail(where + " has no \"" + key +
-                    "\" (expected an integer from 1 to 2^30)");
+        throw invalid(where + " has no \"" + key +
+                      "\" (expected an integer from 1 to 2^30)");
       *out = j[key].get<int64_t>();
     }
     for (const MeasuredShape &other : shapes)
       if (other.batch == shape.batch && other.length == shape.length)
-        return fail(where + " repeats the shape " +
-                    std::to_string(shape.batch) + "x" +
-                    std::to_string(shape.length));
+        throw invalid(where + " repeats the shape " +
+                      std::to_string(shape.batch) + "x" +
+                      std::to_string(shape.length));
     if (!j.contains("nodes") || !j["nodes"].is_array())
-      return fail(where + " has no \"nodes\" array");
+      throw invalid(where + " has no \"nodes\" array");
     for (size_t k = 0; k < j["nodes"].size(); ++k) {
       const nlohmann::json &n = j["nodes"][k];
       std::string at = where + ".nodes[" + std::to_string(k) + "]";
       if (!n.is_object() || !n.contains("name") || !n["name"].is_string())
-        return fail(at + " has no \"name\" string");
+        throw invalid(at + " has no \"name\" string");
       std::string name = n["name"].get<std::string>();
       if (shape.nodes.count(name))
-        return fail(at + " ('" + name + "') is defined twice");
+        throw invalid(at + " ('" + name + "') is defined twice");
       NodeTimes times;
       for (auto [key, out] : {std::pair{"forward_ms", &times.forwardMs},
                               std::pair{"backward_ms", &times.backwardMs}}) {
@@ -437,8 +431,8 @@ parseProfileShapes(const std::string &text, const std::string &source) {
           continue;
         if (!n[key].is_number() || !(n[key].get<double>() >= 0) ||
             n[key].get<double>() > kMaxProfileValue)
-          return fail(at + " ('" + name + "') has a bad \"" + key +
-                      "\" (expected a number from 0 to 1e18)");
+          throw invalid(at + " ('" + name + "') has a bad \"" + key +
+                        "\" (expected a number from 0 to 1e18)");
         *out = n[key].get<double>();
       }
       shape.nodes.emplace(std::move(name), times);
@@ -448,72 +442,56 @@ parseProfileShapes(const std::string &text, const std::string &source) {
   return shapes;
 }
 
-Expected<std::vector<MeasuredShape>>
-loadProfileShapes(const std::string &path) {
-  Expected<std::string> text = readProfileText(path);
-  if (!text)
-    return Expected<std::vector<MeasuredShape>>::failure(text.error());
-  return parseProfileShapes(*text, path);
+std::vector<MeasuredShape> loadProfileShapes(const std::string &path) {
+  return parseProfileShapes(readProfileText(path), path);
 }
 
-Expected<MessageLatencies> parseMessageLatencies(const std::string &text,
-                                                 const std::string &source,
-                                                 const char *section) {
-  using Result = Expected<MessageLatencies>;
+MessageLatencies parseMessageLatencies(const std::string &text,
+                                       const std::string &source,
+                                       const char *section) {
   MessageLatencies messages;
-  Expected<nlohmann::json> doc = sectionsOf(text, source);
-  if (!doc)
-    return Result::failure(doc.error());
-  if (!doc->contains(section))
+  nlohmann::json doc = sectionsOf(text, source);
+  if (!doc.contains(section))
     return messages;
-  const nlohmann::json &latencies = (*doc)[section];
+  const nlohmann::json &latencies = doc[section];
   std::string where = source + ": " + section + ": ";
   if (!latencies.is_object())
-    return Result::failure(where + "expected an object of milliseconds by "
-                                   "rank count");
+    throw InputError(where + "expected an object of milliseconds by "
+                             "rank count");
   for (const auto &[key, value] : latencies.items()) {
     int64_t ranks = 0;
     if (!cli::parseInteger(key, ranks) || ranks < 1 || ranks > (1 << 20))
-      return Result::failure(where + "'" + key + "' is not a rank count");
+      throw InputError(where + "'" + key + "' is not a rank count");
     bool factor = std::string(section) == kComputeFactorSection;
     if (!value.is_number() || !std::isfinite(value.get<double>()) ||
         value.get<double>() < 0 || (factor && value.get<double>() <= 0))
-      return Result::failure(where + key +
-                             (factor ? ": expected a factor > 0"
-                                     : ": expected milliseconds >= 0"));
+      throw InputError(where + key +
+                       (factor ? ": expected a factor > 0"
+                               : ": expected milliseconds >= 0"));
     messages[int(ranks)] = value.get<double>();
   }
   return messages;
 }
 
-Expected<std::string> parseProfilePrecision(const std::string &text,
-                                            const std::string &source) {
-  using Result = Expected<std::string>;
-  Expected<nlohmann::json> doc = sectionsOf(text, source);
-  if (!doc)
-    return Result::failure(doc.error());
-  if (!doc->contains("precision"))
-    return std::string("fp32");
-  const nlohmann::json &precision = (*doc)["precision"];
+std::string parseProfilePrecision(const std::string &text,
+                                  const std::string &source) {
+  nlohmann::json doc = sectionsOf(text, source);
+  if (!doc.contains("precision"))
+    return "fp32";
+  const nlohmann::json &precision = doc["precision"];
   if (!precision.is_string() || (precision != "fp32" && precision != "bf16"))
-    return Result::failure(source + ": precision: expected \"fp32\" or "
-                                    "\"bf16\"");
+    throw InputError(source + ": precision: expected \"fp32\" or "
+                              "\"bf16\"");
   return precision.get<std::string>();
 }
 
-Expected<std::string> loadProfilePrecision(const std::string &path) {
-  Expected<std::string> text = readProfileText(path);
-  if (!text)
-    return text;
-  return parseProfilePrecision(*text, path);
+std::string loadProfilePrecision(const std::string &path) {
+  return parseProfilePrecision(readProfileText(path), path);
 }
 
-Expected<MessageLatencies> loadMessageLatencies(const std::string &path,
-                                                const char *section) {
-  Expected<std::string> text = readProfileText(path);
-  if (!text)
-    return Expected<MessageLatencies>::failure(text.error());
-  return parseMessageLatencies(*text, path, section);
+MessageLatencies loadMessageLatencies(const std::string &path,
+                                      const char *section) {
+  return parseMessageLatencies(readProfileText(path), path, section);
 }
 
 double messageLatencyFor(const MessageLatencies &messages, int ranks) {

@@ -196,14 +196,11 @@ int launchOnce(const LaunchOptions &options, const std::string &givenOutDir,
   // plan.json, when there, says how many ranks the plan was made for.
   if (isRegularFile(planPath)) {
     std::string text;
-    planner::Expected<planner::PlanSummary> plan =
-        planner::loadPlanSummary(planPath, text);
-    if (!plan)
-      throw Error(plan.error());
-    if (plan->devices && *plan->devices != ranks)
+    planner::PlanSummary plan = planner::loadPlanSummary(planPath, text);
+    if (plan.devices && *plan.devices != ranks)
       throw Error(appfilePath + " launches " + std::to_string(ranks) +
                   " ranks but " + planPath + " plans for " +
-                  std::to_string(*plan->devices) + " devices");
+                  std::to_string(*plan.devices) + " devices");
   }
 
   std::string mpirunPath =

@@ -156,11 +156,8 @@ int AdaptiveLaunch::setUp() {
 
   planPath = outDir + "/plan.json";
   std::string text;
-  planner::Expected<planner::PlanSummary> plan =
-      planner::loadPlanSummary(planPath, text);
-  if (!plan)
-    throw Error(plan.error());
-  int devices = int(plan->devices.value_or(0));
+  planner::PlanSummary plan = planner::loadPlanSummary(planPath, text);
+  int devices = int(plan.devices.value_or(0));
   if (devices <= 0)
     throw Error(planPath + ": no device count to re-plan for");
   speeds.assign(size_t(devices), 1.0);

@@ -97,11 +97,13 @@ std::string recordStepTime(const std::string &summaryPath,
   double measured = median(stepMs);
 
   std::string planText;
-  planner::Expected<planner::PlanSummary> plan =
-      planner::loadPlanSummary(planPath, planText);
-  if (!plan)
-    return plan.error();
-  std::optional<double> predicted = plan->simulatedStepMs;
+  planner::PlanSummary plan;
+  try {
+    plan = planner::loadPlanSummary(planPath, planText);
+  } catch (const Error &e) {
+    return e.what();
+  }
+  std::optional<double> predicted = plan.simulatedStepMs;
   std::optional<double> corePerRank;
   std::string dir = planPath.substr(0, planPath.find_last_of('/') + 1);
   schedule::Schedule built;
@@ -135,10 +137,12 @@ std::string recordStepTime(const std::string &summaryPath,
   if (samplesPerStep > 0 && measured > 0)
     record["samples_per_second"] = double(samplesPerStep) * 1000.0 / measured;
   record["schedule"] = summary.value("schedule", "");
-  planner::Expected<std::string> updated =
-      planner::setPlanKey(planText, planPath, "measured", record);
-  if (!updated)
-    return updated.error();
+  std::string updated;
+  try {
+    updated = planner::setPlanKey(planText, planPath, "measured", record);
+  } catch (const Error &e) {
+    return e.what();
+  }
 
   char line[200];
   if (record.contains("ratio") && corePerRank)
@@ -159,7 +163,7 @@ std::string recordStepTime(const std::string &summaryPath,
                   measured);
   std::cout << line << "\n" << std::flush;
   std::string error;
-  if (!support::writeAtomically(planPath, *updated, error))
+  if (!support::writeAtomically(planPath, updated, error))
     return error;
   return "";
 }

@@ -51,11 +51,7 @@ dpc::planner::PlanSummary compiledPlan(const std::string &dir) {
   if (!fileExists(path))
     return {};
   std::string text;
-  dpc::planner::Expected<dpc::planner::PlanSummary> plan =
-      dpc::planner::loadPlanSummary(path, text);
-  if (!plan)
-    throw Error(plan.error());
-  return *plan;
+  return dpc::planner::loadPlanSummary(path, text);
 }
 
 double compiledMemoryLimit(const std::string &dir) {

@@ -3,7 +3,8 @@
 // `dpc plan --profile graph.txt --devices 16 -o plan.json`: plans a PipeDream
 // graph.txt or a dpc profile.json and writes plan.json. Every failure the
 // user can fix (bad options, a malformed profile, a cyclic graph, a memory
-// limit no plan meets) exits 2 and leaves no output file behind.
+// limit no plan meets) exits 2 and leaves no output file behind: lib/planner
+// throws those as dpc::InputError, which dpc's main prints.
 //
 //===----------------------------------------------------------------------===//
 
@@ -146,7 +147,8 @@ void addPlanOptions(cli::ArgParser &parser, PlanArgs &a) {
   parser.addFlag("quiet", &a.quiet, "no summary on stdout when -o is given");
 }
 
-/// The planner's options from the command line, or what is wrong with it.
+/// The planner's options from the command line, or what is wrong with it
+/// (a --cluster file that is not valid throws dpc::InputError).
 std::string toPlannerOptions(PlanArgs &a, const cli::ArgParser &parser,
                              PlannerOptions &opts) {
   if (a.profilePath.empty())
@@ -157,12 +159,10 @@ std::string toPlannerOptions(PlanArgs &a, const cli::ArgParser &parser,
         return std::string("--cluster gives the devices and their "
                            "bandwidths; drop --") +
                flat;
-    Expected<Cluster> cluster = loadCluster(a.clusterPath);
-    if (!cluster)
-      return cluster.error();
-    a.levels = cluster->topology.levelSizes;
-    a.bandwidths = cluster->topology.bandwidths;
-    opts.devices = std::move(cluster->devices);
+    Cluster cluster = loadCluster(a.clusterPath);
+    a.levels = cluster.topology.levelSizes;
+    a.bandwidths = cluster.topology.bandwidths;
+    opts.devices = std::move(cluster.devices);
   }
   if (a.bandwidths.size() == 1 && a.levels.size() > 1)
     a.bandwidths.assign(a.levels.size(), a.bandwidths[0]);
@@ -252,18 +252,14 @@ int runPlanCommand(const Args &args) {
   if (std::string problem = toPlannerOptions(a, parser, opts); !problem.empty())
     return usage(problem);
 
-  Expected<Graph> graph = loadProfile(a.profilePath);
-  if (!graph)
-    return usage(graph.error());
+  Graph graph = loadProfile(a.profilePath);
   auto start = std::chrono::steady_clock::now();
-  Expected<PlanResult> result = planPipeline(*graph, opts);
+  PlanResult result = planPipeline(graph, opts);
   double planMs = std::chrono::duration<double, std::milli>(
                       std::chrono::steady_clock::now() - start)
                       .count();
-  if (!result)
-    return usage(result.error());
 
-  nlohmann::ordered_json doc = planToJson(*graph, *result, opts);
+  nlohmann::ordered_json doc = planToJson(graph, result, opts);
   doc["profile"] = a.profilePath;
   if (!a.clusterPath.empty())
     doc["cluster"]["file"] = a.clusterPath;
@@ -284,7 +280,7 @@ int runPlanCommand(const Args &args) {
     return 1;
   }
   if (!a.quiet)
-    printPlanSummary(*result, opts, planMs);
+    printPlanSummary(result, opts, planMs);
   return 0;
 }
 

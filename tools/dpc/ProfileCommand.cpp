@@ -31,6 +31,7 @@
 #include "dpc/schedule/Schedule.h"
 #include "dpc/schedule/Timeline.h"
 #include "dpc/support/CommandLine.h"
+#include "dpc/support/Error.h"
 #include "dpc/support/WriteFile.h"
 
 #include "llvm/ADT/SmallVector.h"
@@ -160,13 +161,13 @@ int measure(CompileOptions compile, const fs::path &dir, int64_t steps,
     std::cerr << "dpc profile: " << error << "\n";
     return 1;
   }
-  planner::Expected<planner::Graph> loaded =
-      planner::loadProfile(compile.graphOutput);
-  if (!loaded) {
-    std::cerr << "dpc profile: " << loaded.error() << "\n";
+  try {
+    graph = planner::loadProfile(compile.graphOutput);
+  } catch (const dpc::Error &e) {
+    // The graph the timing build wrote: not the user's input, exit 1.
+    std::cerr << "dpc profile: " << e.what() << "\n";
     return 1;
   }
-  graph = std::move(*loaded);
   for (planner::NodeId id = 0; id < graph.size(); ++id) {
     planner::Node &node = graph.node(id);
     if (node.isInput)

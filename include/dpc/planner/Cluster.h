@@ -45,12 +45,13 @@ constexpr int kMaxClusterDevices = 4096;
 /// The largest cluster file loadCluster reads.
 constexpr size_t kMaxClusterBytes = size_t(1) << 20;
 
-/// Parses a cluster description; `source` names it in messages.
-Expected<Cluster> parseCluster(const std::string &text,
-                               const std::string &source);
+/// Parses a cluster description; `source` names it in messages. Throws
+/// dpc::InputError when it is malformed.
+Cluster parseCluster(const std::string &text, const std::string &source);
 
-/// Reads and parses the cluster file at `path`.
-Expected<Cluster> loadCluster(const std::string &path);
+/// Reads and parses the cluster file at `path` (dpc::InputError when it
+/// cannot be read).
+Cluster loadCluster(const std::string &path);
 
 } // namespace dpc::planner
 

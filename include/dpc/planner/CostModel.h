@@ -14,6 +14,7 @@
 
 #include "dpc/planner/Graph.h"
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -119,12 +120,17 @@ double stageMemoryBytes(const CostOptions &options, double parameterBytes,
 /// Step time and bubble fraction of the schedule for the given stage costs.
 void predictStep(const CostOptions &options, Evaluation &eval);
 
-/// Costs `plan` on `graph`. Fails when the plan is not a valid pipeline: a
-/// node missing or in two stages, an edge that goes backwards, an input
-/// outside the first stage, ranks that overlap or leave the topology, or
-/// rank speeds that do not match the topology's devices.
-Expected<Evaluation> evaluate(const Graph &graph, const Plan &plan,
-                              const CostOptions &options);
+/// Costs `plan` on `graph`. Throws dpc::Error when the plan is not a valid
+/// pipeline: a node missing or in two stages, an edge that goes backwards,
+/// an input outside the first stage, ranks that overlap or leave the
+/// topology, or rank speeds that do not match the topology's devices.
+Evaluation evaluate(const Graph &graph, const Plan &plan,
+                    const CostOptions &options);
+
+/// evaluate for the plans the planner's search builds itself: nullopt where
+/// evaluate would throw.
+std::optional<Evaluation> evaluateIfValid(const Graph &graph, const Plan &plan,
+                                          const CostOptions &options);
 
 } // namespace dpc::planner
 

@@ -6,6 +6,11 @@
 // compiler's partition-stages pass fills it from the IR after annotate-costs.
 // Nothing here knows about MLIR.
 //
+// What the user can fix (a malformed profile or cluster file, a cyclic
+// graph, a constraint no plan meets) throws dpc::InputError, and a plan or
+// plan.json that is not valid dpc::Error, each with one line naming the
+// file or node (docs/ARCHITECTURE.md, "Errors"); bugs assert.
+//
 //===----------------------------------------------------------------------===//
 
 #ifndef DPC_PLANNER_GRAPH_H
@@ -23,29 +28,6 @@ namespace dpc::planner {
 
 /// Index of a node in its Graph, dense from 0.
 using NodeId = uint32_t;
-
-/// A value or the message of a failure the user can fix (a malformed profile,
-/// a cyclic graph, a constraint no plan meets). Compiler bugs assert instead.
-template <typename T> class Expected {
-public:
-  Expected(T value) : val(std::move(value)) {}
-  static Expected failure(std::string message) {
-    Expected e;
-    e.message = std::move(message);
-    return e;
-  }
-  explicit operator bool() const { return val.has_value(); }
-  T &operator*() { return *val; }
-  const T &operator*() const { return *val; }
-  T *operator->() { return &*val; }
-  const T *operator->() const { return &*val; }
-  const std::string &error() const { return message; }
-
-private:
-  Expected() = default;
-  std::optional<T> val;
-  std::string message;
-};
 
 struct Node {
   std::string name;
@@ -86,9 +68,9 @@ public:
   double activationBytes(NodeId id) const;
   double parameterBytes(NodeId id) const;
 
-  /// Checks that the graph is a DAG. On a cycle the message names the nodes
-  /// of one cycle in edge order.
-  Expected<std::vector<NodeId>> topologicalOrder() const;
+  /// A topological order of the nodes. Throws dpc::InputError when the
+  /// graph is not a DAG, naming the nodes of one cycle in edge order.
+  std::vector<NodeId> topologicalOrder() const;
 
 private:
   std::vector<Node> nodes;

@@ -26,7 +26,7 @@ nlohmann::ordered_json planToJson(const Graph &graph, const PlanResult &result,
 /// count the plan was made for and the simulated step time, each when
 /// present. A file that is not a JSON object, a device count that is not an
 /// integer from 1 to 2^31-1 or a step time or memory limit that is not a
-/// finite number >= 0 fails naming `name` and the key.
+/// finite number >= 0 throws dpc::Error naming `name` and the key.
 struct PlanSummary {
   std::optional<int64_t> devices;
   std::optional<double> simulatedStepMs;
@@ -36,19 +36,16 @@ struct PlanSummary {
   /// "planned_peak_bytes"); empty when the plan has none.
   std::vector<int64_t> plannedPeakBytes;
 };
-Expected<PlanSummary> readPlanSummary(const std::string &text,
-                                      const std::string &name);
+PlanSummary readPlanSummary(const std::string &text, const std::string &name);
 
 /// readPlanSummary of the file at `path`, whose text is left in `text`.
-Expected<PlanSummary> loadPlanSummary(const std::string &path,
-                                      std::string &text);
+PlanSummary loadPlanSummary(const std::string &path, std::string &text);
 
 /// plan.json's `text` with the top-level `key` set to `value` (dpc run's
-/// "measured" record), keys in their order; fails as readPlanSummary does.
-Expected<std::string> setPlanKey(const std::string &text,
-                                 const std::string &name,
-                                 const std::string &key,
-                                 const nlohmann::ordered_json &value);
+/// "measured" record), keys in their order; throws as readPlanSummary does.
+std::string setPlanKey(const std::string &text, const std::string &name,
+                       const std::string &key,
+                       const nlohmann::ordered_json &value);
 
 } // namespace dpc::planner
 

@@ -78,21 +78,19 @@ struct PlanResult {
   bool allDeviceOrders = false;
 };
 
-/// Plans `graph`. Fails (with a message for the user) when the graph is
-/// cyclic, when more stages are asked for than there are nodes or devices,
-/// or when no plan fits the memory limit; the last message gives the
-/// smallest limit that admits a plan.
-Expected<PlanResult> planPipeline(const Graph &graph,
-                                  const PlannerOptions &options);
+/// Plans `graph`. Throws dpc::InputError when the graph is cyclic, when
+/// more stages are asked for than there are nodes or devices, or when no
+/// plan fits the memory limit; the last message gives the smallest limit
+/// that admits a plan.
+PlanResult planPipeline(const Graph &graph, const PlannerOptions &options);
 
 /// The exact part of the planner, exposed for tests: the best plan whose
 /// stages are contiguous runs of `order` (a topological order with the
 /// graph's inputs first), under `options` (refine and the order search are
-/// not used; `options.devices` are taken in their order). Fails when no
-/// split meets the constraints.
-Expected<PlanResult> partitionOrder(const Graph &graph,
-                                    const std::vector<NodeId> &order,
-                                    const PlannerOptions &options);
+/// not used; `options.devices` are taken in their order). Throws
+/// dpc::InputError when no split meets the constraints.
+PlanResult partitionOrder(const Graph &graph, const std::vector<NodeId> &order,
+                          const PlannerOptions &options);
 
 /// The topological orders the planner starts from (deduplicated).
 std::vector<std::vector<NodeId>> candidateOrders(const Graph &graph);

@@ -5,7 +5,8 @@
 // activation_size=A, parameter_size=P`, edge lines `\tnodeA -- nodeB`) so that
 // the published profiles plan unchanged, and dpc's own profile.json (see
 // docs/PLANNER.md), which `dpc profile` writes and which holds the same data
-// with explicit units. Errors name the file and line.
+// with explicit units. A profile that cannot be read or is malformed throws
+// dpc::InputError naming the file and line.
 //
 //===----------------------------------------------------------------------===//
 
@@ -24,12 +25,10 @@
 namespace dpc::planner {
 
 /// Parses a PipeDream graph.txt. `source` names the input in messages.
-Expected<Graph> parsePipeDreamProfile(const std::string &text,
-                                      const std::string &source);
+Graph parsePipeDreamProfile(const std::string &text, const std::string &source);
 
 /// Parses dpc's profile.json.
-Expected<Graph> parseJsonProfile(const std::string &text,
-                                 const std::string &source);
+Graph parseJsonProfile(const std::string &text, const std::string &source);
 
 /// Measured milliseconds of one model node per microbatch.
 struct NodeTimes {
@@ -81,15 +80,15 @@ std::string writeJsonProfile(const Graph &graph,
                              const ProfileSections &sections = {});
 
 /// The "precision" of a profile.json: "bf16", or "fp32" when it has none.
-Expected<std::string> parseProfilePrecision(const std::string &text,
-                                            const std::string &source);
-Expected<std::string> loadProfilePrecision(const std::string &path);
+std::string parseProfilePrecision(const std::string &text,
+                                  const std::string &source);
+std::string loadProfilePrecision(const std::string &path);
 
 /// A section of latencies of a profile.json: empty when it has none.
-Expected<MessageLatencies>
+MessageLatencies
 parseMessageLatencies(const std::string &text, const std::string &source,
                       const char *section = kMessageLatencySection);
-Expected<MessageLatencies>
+MessageLatencies
 loadMessageLatencies(const std::string &path,
                      const char *section = kMessageLatencySection);
 
@@ -99,8 +98,8 @@ double messageLatencyFor(const MessageLatencies &messages, int ranks);
 
 /// The "shapes" of a profile.json: empty when it has none (a graph.txt or a
 /// profile of one shape). Errors name the shape and node index.
-Expected<std::vector<MeasuredShape>>
-parseProfileShapes(const std::string &text, const std::string &source);
+std::vector<MeasuredShape> parseProfileShapes(const std::string &text,
+                                              const std::string &source);
 
 /// The largest profile loadProfile reads: 64 MiB, some 400,000 graph.txt
 /// nodes (the published profiles are under 40 KiB). A bound, so that a
@@ -110,10 +109,10 @@ constexpr size_t kMaxProfileBytes = size_t(64) << 20;
 /// Reads `path` and picks the format from its content: JSON when the first
 /// non-blank character is '{', graph.txt otherwise. Numbers are decimal
 /// (no hex, inf or nan) from 0 to 1e18.
-Expected<Graph> loadProfile(const std::string &path);
+Graph loadProfile(const std::string &path);
 
 /// The measured shapes of the profile at `path` (see parseProfileShapes).
-Expected<std::vector<MeasuredShape>> loadProfileShapes(const std::string &path);
+std::vector<MeasuredShape> loadProfileShapes(const std::string &path);
 
 /// Node times at any microbatch shape from the shapes a profile measured.
 /// A measured shape gives its own times. Any other shape is estimated node

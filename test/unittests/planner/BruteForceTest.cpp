@@ -14,11 +14,13 @@
 //===----------------------------------------------------------------------===//
 
 #include "dpc/planner/Planner.h"
+#include "dpc/support/Error.h"
 
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <functional>
+#include <optional>
 #include <random>
 
 using namespace dpc::planner;
@@ -64,7 +66,7 @@ double costOnDevices(const Graph &g, const Plan &plan,
   CostOptions cost = opts.cost;
   for (const Device &d : devices)
     cost.rankSpeeds.push_back(d.speed);
-  Expected<Evaluation> e = evaluate(g, plan, cost);
+  std::optional<Evaluation> e = evaluateIfValid(g, plan, cost);
   if (!e)
     return kInf;
   for (size_t s = 0; s < plan.stages.size(); ++s) {
@@ -223,16 +225,17 @@ TEST(BruteForceTest, ExactAlongAnOrder) {
     ASSERT_FALSE(orders.empty());
     const auto &order = orders[rng() % orders.size()];
     double expected = bruteForceSplits(g, order, opts);
-    Expected<PlanResult> r = partitionOrder(g, order, opts);
     if (expected == kInf) {
-      EXPECT_FALSE(r) << "trial " << trial;
+      EXPECT_THROW(partitionOrder(g, order, opts), dpc::InputError)
+          << "trial " << trial;
       continue;
     }
-    ASSERT_TRUE(r) << r.error() << " trial " << trial;
-    EXPECT_NEAR(r->evaluation.bottleneckSeconds, expected, expected * 1e-9)
+    PlanResult r;
+    ASSERT_NO_THROW(r = partitionOrder(g, order, opts)) << "trial " << trial;
+    EXPECT_NEAR(r.evaluation.bottleneckSeconds, expected, expected * 1e-9)
         << "trial " << trial;
     if (opts.stages)
-      EXPECT_EQ(r->plan.stages.size(), static_cast<size_t>(opts.stages));
+      EXPECT_EQ(r.plan.stages.size(), static_cast<size_t>(opts.stages));
   }
 }
 
@@ -256,20 +259,20 @@ TEST(BruteForceTest, ExactAlongAnOrderWithMemoryAndTopology) {
     auto order = candidateOrders(g)[0];
     // A memory limit between the least and the largest need.
     PlannerOptions loose = opts;
-    Expected<PlanResult> free = partitionOrder(g, order, loose);
-    ASSERT_TRUE(free);
+    PlanResult free = partitionOrder(g, order, loose);
     opts.memoryLimitBytes =
-        free->evaluation.peakMemoryBytes * (0.4 + 0.1 * (trial % 6));
+        free.evaluation.peakMemoryBytes * (0.4 + 0.1 * (trial % 6));
     double expected = bruteForceSplits(g, order, opts);
-    Expected<PlanResult> r = partitionOrder(g, order, opts);
     if (expected == kInf) {
-      EXPECT_FALSE(r) << "trial " << trial;
+      EXPECT_THROW(partitionOrder(g, order, opts), dpc::InputError)
+          << "trial " << trial;
       continue;
     }
-    ASSERT_TRUE(r) << r.error() << " trial " << trial;
-    EXPECT_NEAR(r->evaluation.bottleneckSeconds, expected, expected * 1e-9)
+    PlanResult r;
+    ASSERT_NO_THROW(r = partitionOrder(g, order, opts)) << "trial " << trial;
+    EXPECT_NEAR(r.evaluation.bottleneckSeconds, expected, expected * 1e-9)
         << "trial " << trial;
-    EXPECT_LE(r->evaluation.peakMemoryBytes, opts.memoryLimitBytes);
+    EXPECT_LE(r.evaluation.peakMemoryBytes, opts.memoryLimitBytes);
   }
 }
 
@@ -279,10 +282,9 @@ TEST(BruteForceTest, ExhaustiveOrdersAreOptimalOverAllStageAssignments) {
     Graph g = randomDag(rng, 2 + trial % 6, 0.35, trial % 3 == 0);
     PlannerOptions opts = randomOptions(rng, 4);
     double expected = bruteForceAssignments(g, opts);
-    Expected<PlanResult> r = planPipeline(g, opts);
-    ASSERT_TRUE(r) << r.error();
-    ASSERT_TRUE(r->exhaustive) << "trial " << trial;
-    EXPECT_NEAR(r->evaluation.bottleneckSeconds, expected, expected * 1e-9)
+    PlanResult r = planPipeline(g, opts);
+    ASSERT_TRUE(r.exhaustive) << "trial " << trial;
+    EXPECT_NEAR(r.evaluation.bottleneckSeconds, expected, expected * 1e-9)
         << "trial " << trial;
   }
 }
@@ -296,9 +298,8 @@ TEST(BruteForceTest, HeuristicOrdersAreValidAndClose) {
     PlannerOptions opts = randomOptions(rng, 4);
     opts.exhaustiveOrderLimit = 0; // the path large graphs take
     double expected = bruteForceAssignments(g, opts);
-    Expected<PlanResult> r = planPipeline(g, opts);
-    ASSERT_TRUE(r) << r.error();
-    double got = r->evaluation.bottleneckSeconds;
+    PlanResult r = planPipeline(g, opts);
+    double got = r.evaluation.bottleneckSeconds;
     // Never below the optimum: the plan is real and costed exactly.
     EXPECT_GE(got, expected * (1 - 1e-9)) << "trial " << trial;
     optimal += got <= expected * (1 + 1e-9);
@@ -324,11 +325,10 @@ TEST(BruteForceTest, ChainsHaveOneOrderAndAreExact) {
       chain.addEdge(v - 1, v);
     PlannerOptions opts = randomOptions(rng, 6);
     opts.exhaustiveOrderLimit = 0;
-    Expected<PlanResult> r = planPipeline(chain, opts);
-    ASSERT_TRUE(r);
-    EXPECT_NEAR(r->evaluation.bottleneckSeconds,
+    PlanResult r = planPipeline(chain, opts);
+    EXPECT_NEAR(r.evaluation.bottleneckSeconds,
                 bruteForceAssignments(chain, opts),
-                r->evaluation.bottleneckSeconds * 1e-9);
+                r.evaluation.bottleneckSeconds * 1e-9);
   }
 }
 
@@ -435,23 +435,23 @@ TEST(BruteForceTest, HeterogeneousExactAlongAnOrder) {
                                std::min<size_t>(g.size() - (trial % 4 == 0),
                                                 opts.cost.topology.devices()));
     auto order = candidateOrders(g)[0];
-    Expected<PlanResult> free = partitionOrder(g, order, opts);
-    ASSERT_TRUE(free) << free.error();
+    PlanResult free = partitionOrder(g, order, opts);
     opts.devices =
         randomDevices(rng, opts.cost.topology.devices(), trial % 2 == 1,
-                      free->evaluation.peakMemoryBytes);
+                      free.evaluation.peakMemoryBytes);
     withMemory += trial % 2 == 1;
     double expected = bruteForceSplits(g, order, opts);
-    Expected<PlanResult> r = partitionOrder(g, order, opts);
     if (expected == kInf) {
-      EXPECT_FALSE(r) << "trial " << trial;
+      EXPECT_THROW(partitionOrder(g, order, opts), dpc::InputError)
+          << "trial " << trial;
       ++infeasible;
       continue;
     }
-    ASSERT_TRUE(r) << r.error() << " trial " << trial;
-    EXPECT_NEAR(r->evaluation.bottleneckSeconds, expected, expected * 1e-9)
+    PlanResult r;
+    ASSERT_NO_THROW(r = partitionOrder(g, order, opts)) << "trial " << trial;
+    EXPECT_NEAR(r.evaluation.bottleneckSeconds, expected, expected * 1e-9)
         << "trial " << trial;
-    expectPlacedOnItsDevices(g, *r, opts, trial);
+    expectPlacedOnItsDevices(g, r, opts, trial);
   }
   // Both outcomes are exercised.
   EXPECT_GT(infeasible, 5);
@@ -475,25 +475,25 @@ void checkStepObjectiveAlongAnOrder(unsigned seed, bool onDevices) {
     opts.objective = Objective::Step;
     auto order = candidateOrders(g)[0];
     if (onDevices) {
-      Expected<PlanResult> free = partitionOrder(g, order, opts);
-      ASSERT_TRUE(free) << free.error();
+      PlanResult free = partitionOrder(g, order, opts);
       opts.devices =
           randomDevices(rng, opts.cost.topology.devices(), trial % 2 == 0,
-                        free->evaluation.peakMemoryBytes);
+                        free.evaluation.peakMemoryBytes);
     }
     double expected = bruteForceSplits(g, order, opts);
-    Expected<PlanResult> r = partitionOrder(g, order, opts);
     if (expected == kInf) {
-      EXPECT_FALSE(r) << "trial " << trial;
+      EXPECT_THROW(partitionOrder(g, order, opts), dpc::InputError)
+          << "trial " << trial;
       continue;
     }
-    ASSERT_TRUE(r) << r.error() << " trial " << trial;
-    double got = r->evaluation.stepSeconds;
+    PlanResult r;
+    ASSERT_NO_THROW(r = partitionOrder(g, order, opts)) << "trial " << trial;
+    double got = r.evaluation.stepSeconds;
     EXPECT_GE(got, expected * (1 - 1e-9)) << "trial " << trial;
     EXPECT_LE(got, expected * (1 + opts.stepGrid) * (1 + 1e-9))
         << "trial " << trial;
     if (onDevices)
-      expectPlacedOnItsDevices(g, *r, opts, trial);
+      expectPlacedOnItsDevices(g, r, opts, trial);
   }
 }
 
@@ -517,24 +517,23 @@ TEST(BruteForceTest, HeterogeneousOptimalOverAllDeviceAssignments) {
     opts.cost.schedule =
         trial % 2 ? ScheduleKind::PipeDream : ScheduleKind::OneFOneB;
     opts.cost.microbatches = 1 + trial % 3;
-    Expected<PlanResult> free = planPipeline(g, opts);
-    ASSERT_TRUE(free) << free.error();
+    PlanResult free = planPipeline(g, opts);
     opts.devices =
-        randomDevices(rng, N, trial % 3 != 0, free->evaluation.peakMemoryBytes);
+        randomDevices(rng, N, trial % 3 != 0, free.evaluation.peakMemoryBytes);
     double expected = bruteForceDeviceAssignments(g, opts);
     // With the devices in the file's order alone the plan can be worse:
     // which device runs which stage matters.
     double fileOrder = bruteForceAssignments(g, opts);
-    Expected<PlanResult> r = planPipeline(g, opts);
     if (expected == kInf) {
-      EXPECT_FALSE(r) << "trial " << trial;
+      EXPECT_THROW(planPipeline(g, opts), dpc::InputError) << "trial " << trial;
       continue;
     }
-    ASSERT_TRUE(r) << r.error() << " trial " << trial;
-    ASSERT_TRUE(r->exhaustive && r->allDeviceOrders) << "trial " << trial;
-    double got = objectiveOf(*r, opts);
+    PlanResult r;
+    ASSERT_NO_THROW(r = planPipeline(g, opts)) << "trial " << trial;
+    ASSERT_TRUE(r.exhaustive && r.allDeviceOrders) << "trial " << trial;
+    double got = objectiveOf(r, opts);
     EXPECT_NEAR(got, expected, expected * 1e-9) << "trial " << trial;
-    expectPlacedOnItsDevices(g, *r, opts, trial);
+    expectPlacedOnItsDevices(g, r, opts, trial);
     EXPECT_LE(got, fileOrder * (1 + 1e-9)) << "trial " << trial;
     differ += fileOrder > got * (1 + 1e-9);
   }

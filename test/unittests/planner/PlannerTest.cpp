@@ -4,6 +4,8 @@
 #include "dpc/planner/PlanJson.h"
 #include "dpc/planner/Profile.h"
 
+#include "test/unittests/runtime/ErrorOf.h"
+
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -11,14 +13,12 @@
 #include <cstdio>
 
 using namespace dpc::planner;
+using dpc::inputErrorOf;
 
 namespace {
 
 Graph loadShared(const std::string &name) {
-  Expected<Graph> g =
-      loadProfile(std::string(DPC_PROFILES_DIR) + "/" + name + ".txt");
-  EXPECT_TRUE(g) << g.error();
-  return g ? std::move(*g) : Graph();
+  return loadProfile(std::string(DPC_PROFILES_DIR) + "/" + name + ".txt");
 }
 
 PlannerOptions flat(int devices, bool straight) {
@@ -62,22 +62,19 @@ TEST_P(BarTest, MeetsPipeDreamOnEveryCell) {
   for (int k = 0; k < 4; ++k) {
     for (bool straight : {false, true}) {
       PlannerOptions opts = flat(deviceCounts[k], straight);
-      Expected<PlanResult> r = planPipeline(g, opts);
-      ASSERT_TRUE(r) << r.error();
+      PlanResult r = planPipeline(g, opts);
       double bar = straight ? row.straight[k] : row.hybrid[k];
       // The table is rounded to the microsecond; an exact tie may round
       // either way.
-      EXPECT_LE(r->evaluation.bottleneckSeconds, bar * (1 + 1e-6) + 5e-7)
+      EXPECT_LE(r.evaluation.bottleneckSeconds, bar * (1 + 1e-6) + 5e-7)
           << row.profile << " on " << deviceCounts[k] << " devices"
           << (straight ? " straight" : " hybrid");
       // The reported costs are the evaluator's, not the optimizer's own.
-      Expected<Evaluation> again = evaluate(g, r->plan, opts.cost);
-      ASSERT_TRUE(again) << again.error();
-      EXPECT_DOUBLE_EQ(again->bottleneckSeconds,
-                       r->evaluation.bottleneckSeconds);
-      EXPECT_LE(again->usedDevices, deviceCounts[k]);
+      Evaluation again = evaluate(g, r.plan, opts.cost);
+      EXPECT_DOUBLE_EQ(again.bottleneckSeconds, r.evaluation.bottleneckSeconds);
+      EXPECT_LE(again.usedDevices, deviceCounts[k]);
       if (straight)
-        for (const StagePlan &s : r->plan.stages)
+        for (const StagePlan &s : r.plan.stages)
           EXPECT_EQ(s.replicas, 1);
     }
   }
@@ -93,21 +90,19 @@ TEST(PlannerTest, MoreDevicesNeverHurt) {
     Graph g = loadShared(name);
     double previous = INFINITY;
     for (int n = 1; n <= 16; ++n) {
-      Expected<PlanResult> r = planPipeline(g, flat(n, false));
-      ASSERT_TRUE(r) << r.error();
-      EXPECT_LE(r->evaluation.bottleneckSeconds, previous * (1 + 1e-12))
+      PlanResult r = planPipeline(g, flat(n, false));
+      EXPECT_LE(r.evaluation.bottleneckSeconds, previous * (1 + 1e-12))
           << name << " on " << n;
-      previous = r->evaluation.bottleneckSeconds;
+      previous = r.evaluation.bottleneckSeconds;
     }
   }
 }
 
 TEST(PlannerTest, InputsStayInTheFirstStage) {
   Graph g = loadShared("gnmt");
-  Expected<PlanResult> r = planPipeline(g, flat(8, true));
-  ASSERT_TRUE(r) << r.error();
-  for (size_t s = 1; s < r->plan.stages.size(); ++s)
-    for (NodeId v : r->plan.stages[s].nodes)
+  PlanResult r = planPipeline(g, flat(8, true));
+  for (size_t s = 1; s < r.plan.stages.size(); ++s)
+    for (NodeId v : r.plan.stages[s].nodes)
       EXPECT_FALSE(g.node(v).isInput) << g.node(v).name;
 }
 
@@ -116,33 +111,28 @@ TEST(PlannerTest, ForcedStageCount) {
   for (int stages : {1, 3, 5, 8}) {
     PlannerOptions opts = flat(8, false);
     opts.stages = stages;
-    Expected<PlanResult> r = planPipeline(g, opts);
-    ASSERT_TRUE(r) << r.error();
-    EXPECT_EQ(r->plan.stages.size(), static_cast<size_t>(stages));
+    PlanResult r = planPipeline(g, opts);
+    EXPECT_EQ(r.plan.stages.size(), static_cast<size_t>(stages));
   }
   PlannerOptions opts = flat(8, false);
   opts.stages = 9;
-  Expected<PlanResult> r = planPipeline(g, opts);
-  ASSERT_FALSE(r);
-  EXPECT_EQ(r.error(), "9 stages need 9 devices, 8 given");
+  EXPECT_EQ(inputErrorOf([&] { planPipeline(g, opts); }),
+            "9 stages need 9 devices, 8 given");
   opts = flat(4096, true);
   opts.stages = 4000;
-  r = planPipeline(g, opts);
-  ASSERT_FALSE(r);
-  EXPECT_NE(r.error().find("more stages than nodes"), std::string::npos);
+  std::string tooMany = inputErrorOf([&] { planPipeline(g, opts); });
+  EXPECT_NE(tooMany.find("more stages than nodes"), std::string::npos)
+      << tooMany;
 }
 
 TEST(PlannerTest, MemoryLimitAndSmallestWorkingLimit) {
   Graph g = loadShared("vgg16");
   PlannerOptions opts = flat(8, false);
-  Expected<PlanResult> free = planPipeline(g, opts);
-  ASSERT_TRUE(free);
-  double peak = free->evaluation.peakMemoryBytes;
+  PlanResult free = planPipeline(g, opts);
+  double peak = free.evaluation.peakMemoryBytes;
 
   opts.memoryLimitBytes = 1e6; // far too small
-  Expected<PlanResult> r = planPipeline(g, opts);
-  ASSERT_FALSE(r);
-  const std::string &msg = r.error();
+  std::string msg = inputErrorOf([&] { planPipeline(g, opts); });
   size_t at = msg.find("the smallest limit that would work is ");
   ASSERT_NE(at, std::string::npos) << msg;
   double least = std::stod(msg.substr(at + 38));
@@ -150,19 +140,17 @@ TEST(PlannerTest, MemoryLimitAndSmallestWorkingLimit) {
 
   // The limit it names works, and a bit less does not.
   opts.memoryLimitBytes = least;
-  r = planPipeline(g, opts);
-  ASSERT_TRUE(r) << r.error();
-  EXPECT_LE(r->evaluation.peakMemoryBytes, least);
+  PlanResult r = planPipeline(g, opts);
+  EXPECT_LE(r.evaluation.peakMemoryBytes, least);
   opts.memoryLimitBytes = least * 0.999;
-  EXPECT_FALSE(planPipeline(g, opts));
+  EXPECT_THROW(planPipeline(g, opts), dpc::InputError);
 
   // Between the two, the plan fits and is no faster than the free one.
   opts.memoryLimitBytes = (least + peak) / 2;
   r = planPipeline(g, opts);
-  ASSERT_TRUE(r) << r.error();
-  EXPECT_LE(r->evaluation.peakMemoryBytes, opts.memoryLimitBytes);
-  EXPECT_GE(r->evaluation.bottleneckSeconds,
-            free->evaluation.bottleneckSeconds * (1 - 1e-12));
+  EXPECT_LE(r.evaluation.peakMemoryBytes, opts.memoryLimitBytes);
+  EXPECT_GE(r.evaluation.bottleneckSeconds,
+            free.evaluation.bottleneckSeconds * (1 - 1e-12));
 }
 
 TEST(PlannerTest, StepObjectiveForSynchronousSchedules) {
@@ -170,14 +158,13 @@ TEST(PlannerTest, StepObjectiveForSynchronousSchedules) {
   PlannerOptions opts = flat(8, false);
   opts.cost.schedule = ScheduleKind::OneFOneB;
   opts.cost.microbatches = 8;
-  Expected<PlanResult> byBottleneck = planPipeline(g, opts);
+  PlanResult byBottleneck = planPipeline(g, opts);
   opts.objective = Objective::Step;
-  Expected<PlanResult> byStep = planPipeline(g, opts);
-  ASSERT_TRUE(byBottleneck && byStep);
-  EXPECT_LE(byStep->evaluation.stepSeconds,
-            byBottleneck->evaluation.stepSeconds * (1 + 1e-12));
-  EXPECT_GE(byStep->evaluation.bottleneckSeconds,
-            byBottleneck->evaluation.bottleneckSeconds * (1 - 1e-12));
+  PlanResult byStep = planPipeline(g, opts);
+  EXPECT_LE(byStep.evaluation.stepSeconds,
+            byBottleneck.evaluation.stepSeconds * (1 + 1e-12));
+  EXPECT_GE(byStep.evaluation.bottleneckSeconds,
+            byBottleneck.evaluation.bottleneckSeconds * (1 - 1e-12));
 }
 
 TEST(PlannerTest, HierarchicalTopologyPrefersFastLinks) {
@@ -188,21 +175,19 @@ TEST(PlannerTest, HierarchicalTopologyPrefersFastLinks) {
   mixed.cost.topology.levelSizes = {4, 4};
   mixed.cost.topology.bandwidths = {25e9, 1e9};
   PlannerOptions slow = flat(16, false);
-  Expected<PlanResult> a = planPipeline(g, fast), b = planPipeline(g, mixed),
-                       c = planPipeline(g, slow);
-  ASSERT_TRUE(a && b && c);
-  EXPECT_LE(a->evaluation.bottleneckSeconds,
-            b->evaluation.bottleneckSeconds * (1 + 1e-12));
-  EXPECT_LE(b->evaluation.bottleneckSeconds,
-            c->evaluation.bottleneckSeconds * (1 + 1e-12));
+  PlanResult a = planPipeline(g, fast), b = planPipeline(g, mixed),
+             c = planPipeline(g, slow);
+  EXPECT_LE(a.evaluation.bottleneckSeconds,
+            b.evaluation.bottleneckSeconds * (1 + 1e-12));
+  EXPECT_LE(b.evaluation.bottleneckSeconds,
+            c.evaluation.bottleneckSeconds * (1 + 1e-12));
 }
 
 TEST(PlannerTest, PlanJsonHasTheDesignKeys) {
   Graph g = loadShared("alexnet");
   PlannerOptions opts = flat(16, true);
-  Expected<PlanResult> r = planPipeline(g, opts);
-  ASSERT_TRUE(r);
-  nlohmann::ordered_json j = planToJson(g, *r, opts);
+  PlanResult r = planPipeline(g, opts);
+  nlohmann::ordered_json j = planToJson(g, r, opts);
   EXPECT_EQ(j["devices"], 16);
   EXPECT_EQ(j["schedule"]["kind"], "pipedream");
   EXPECT_TRUE(j["predicted"].contains("bottleneck_ms"));
@@ -268,18 +253,16 @@ TEST(PlannerTest, BranchyGraphsStayFast) {
   for (int devices : {4, 16}) {
     PlannerOptions opts = flat(devices, false);
     auto start = std::chrono::steady_clock::now();
-    Expected<PlanResult> r = planPipeline(g, opts);
+    PlanResult r = planPipeline(g, opts);
     double ms = std::chrono::duration<double, std::milli>(
                     std::chrono::steady_clock::now() - start)
                     .count();
-    ASSERT_TRUE(r) << r.error();
-    Expected<Evaluation> e = evaluate(g, r->plan, opts.cost);
-    ASSERT_TRUE(e) << e.error();
-    EXPECT_DOUBLE_EQ(e->bottleneckSeconds, r->evaluation.bottleneckSeconds);
+    Evaluation e = evaluate(g, r.plan, opts.cost);
+    EXPECT_DOUBLE_EQ(e.bottleneckSeconds, r.evaluation.bottleneckSeconds);
     // A generous bound: this guards against exponential blow-up, not speed.
     EXPECT_LT(ms, 2000.0);
     std::printf("%zu-node branchy graph on %d devices: %.2f ms, %zu stages\n",
-                g.size(), devices, ms, r->plan.stages.size());
+                g.size(), devices, ms, r.plan.stages.size());
   }
 }
 

@@ -1,4 +1,9 @@
-//===- ErrorOf.h - The message of a runtime error in tests ------*- C++ -*-===//
+//===- ErrorOf.h - The message of a dpc::Error in tests ---------*- C++ -*-===//
+//
+// The runtime's and the planner's tests check what host code throws
+// (docs/ARCHITECTURE.md, "Errors") through these.
+//
+//===----------------------------------------------------------------------===//
 
 #ifndef DPC_TEST_UNITTESTS_RUNTIME_ERROROF_H
 #define DPC_TEST_UNITTESTS_RUNTIME_ERROROF_H
@@ -7,7 +12,7 @@
 
 #include <string>
 
-namespace dpc::runtime {
+namespace dpc {
 
 /// The message of the Error `f` throws, or "" when it throws none.
 template <typename F> std::string errorOf(F &&f) {
@@ -33,6 +38,11 @@ template <typename F> std::string inputErrorOf(F &&f) {
   return "(no error)";
 }
 
-} // namespace dpc::runtime
+namespace runtime {
+using dpc::errorOf;
+using dpc::inputErrorOf;
+} // namespace runtime
+
+} // namespace dpc
 
 #endif // DPC_TEST_UNITTESTS_RUNTIME_ERROROF_H

@@ -5,7 +5,7 @@ emulated cluster of scripts/cluster with shaped links between hosts.
 For each layout (2 hosts x 2 ranks, 4 hosts x 1 rank) it brings up the
 cluster with every host's link shaped to --rate, then compiles LeNet-5
 three ways and runs each with `dpc run --hostfile ... --stage
-/tmp/dpc-stage`:
+/tmp/dpc-stage-bch38`:
 
   planned  `dpc compile --cluster FILE`: FILE describes the two levels
            (within a host unshaped, --intra B/s; between hosts --rate), so
@@ -204,7 +204,7 @@ def measure(args, work):
                 for _ in range(args.repeat):
                     run = sh([DPC, "run", out, "--hostfile",
                               env["DPC_CLUSTER_HOSTFILE"], "--stage",
-                              "/tmp/dpc-stage", "--steps", str(args.steps),
+                              f"/tmp/dpc-stage-{NAME}", "--steps", str(args.steps),
                               "--data", data, "--no-eval"], env=env)
                     line = [ln for ln in run.stdout.splitlines()
                             if ln.startswith("step time:")]

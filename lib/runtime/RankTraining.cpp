@@ -15,12 +15,14 @@
 // - each step: trainStep runs it (planned or not) and gathers every rank's
 //   times, recordStep writes its metrics record, reportStep prints its
 //   progress, slowdowns and --adapt's decisions, and afterStep stops for a
-//   re-partition or checkpoints and evaluates;
+//   re-partition or checkpoints (--checkpoint-every's files written by
+//   CheckpointWriter while the next steps run) and evaluates;
 // - finish: the last checkpoint, the end-of-training reports and
 //   evaluation, the trace and op times.
 //
 //===----------------------------------------------------------------------===//
 
+#include "CheckpointWriter.h"
 #include "Evaluation.h"
 #include "RankRun.h"
 
@@ -87,7 +89,11 @@ private:
   /// False when the ranks stop after `step` for a re-partition.
   bool afterStep(int64_t step);
   void finish();
-  void saveCheckpointIn(const std::string &into, int64_t stepsDone);
+  /// Copies the stage's state after `stepsDone` steps into `into`; with
+  /// `inBackground` (--checkpoint-every's) the file is written while the
+  /// rank trains on.
+  void saveCheckpointIn(const std::string &into, int64_t stepsDone,
+                        bool inBackground = false);
   void evaluateAfter(int64_t stepsDone);
 
   const Options &opts;
@@ -121,6 +127,7 @@ private:
   double lastPrint = -1;
   std::optional<SlowdownMonitor> monitor;
   std::optional<BestLoss> best;
+  CheckpointWriter writer;
   std::optional<AdaptTrigger> trigger;
   // The step after which --adapt's trigger decided, and after which the
   // ranks stopped: once the launcher has the new layout ready (its file
@@ -494,7 +501,8 @@ void TrainingRun::reportStep(int64_t step, const StepResult &result) {
   }
 }
 
-void TrainingRun::saveCheckpointIn(const std::string &into, int64_t stepsDone) {
+void TrainingRun::saveCheckpointIn(const std::string &into, int64_t stepsDone,
+                                   bool inBackground) {
   // A sharded optimizer's replicas each hold a share of the state: all of
   // them gather it, the first writes it.
   if (!firstReplica) {
@@ -502,10 +510,17 @@ void TrainingRun::saveCheckpointIn(const std::string &into, int64_t stepsDone) {
       exec.checkpoint(stepsDone);
     return;
   }
+  // The previous write ends first: its failure surfaces here, and no more
+  // than one copy of the state waits to be written.
+  setActivity("writes a checkpoint after step " + std::to_string(stepsDone));
+  writer.waitForWrite();
   ::mkdir(opts.checkpointDir.c_str(), 0777); // may exist already
   ::mkdir(into.c_str(), 0777);
-  setActivity("writes a checkpoint after step " + std::to_string(stepsDone));
-  writeSafetensors(checkpointPath(into, m.stage), exec.checkpoint(stepsDone));
+  TensorFile file = exec.checkpoint(stepsDone);
+  if (inBackground)
+    writer.writeInBackground(checkpointPath(into, m.stage), std::move(file));
+  else
+    writeSafetensors(checkpointPath(into, m.stage), file);
 }
 
 // --eval-every: every rank evaluates together; with --keep-best the last
@@ -543,7 +558,7 @@ bool TrainingRun::afterStep(int64_t step) {
   }
   if (!opts.checkpointDir.empty() && opts.checkpointEvery > 0 &&
       (step + 1) % opts.checkpointEvery == 0 && step + 1 < totalSteps)
-    saveCheckpointIn(opts.checkpointDir, step + 1);
+    saveCheckpointIn(opts.checkpointDir, step + 1, /*inBackground=*/true);
   if (opts.evalEvery > 0 && (step + 1) % opts.evalEvery == 0 &&
       evalMicrobatches > 0)
     evaluateAfter(step + 1);
@@ -551,6 +566,8 @@ bool TrainingRun::afterStep(int64_t step) {
 }
 
 void TrainingRun::finish() {
+  // The last periodic checkpoint is complete before the job can end.
+  writer.waitForWrite();
   if (!opts.checkpointDir.empty() && stoppedAfter < 0)
     saveCheckpointIn(opts.checkpointDir, totalSteps);
   if (partial)

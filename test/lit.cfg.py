@@ -56,3 +56,13 @@ try:
 except (OSError, subprocess.TimeoutExpired) as error:
     lit_config.note(f"cluster tests unsupported: {error}")
 config.substitutions.append(("%cluster", cluster_script))
+# "slurm": Debian's slurm-wlm and munge are installed, for Slurm on the
+# emulated cluster (scripts/cluster slurm-up).
+slurm_path = os.pathsep.join([config.environment.get("PATH", ""), "/usr/sbin"])
+slurm_missing = [tool for tool in ("munged", "slurmctld", "slurmd", "srun", "sinfo")
+                 if not shutil.which(tool, path=slurm_path)]
+if slurm_missing:
+    lit_config.note("slurm tests unsupported: missing " + ", ".join(slurm_missing) +
+                    " (Debian packages slurm-wlm and munge)")
+else:
+    config.available_features.add("slurm")

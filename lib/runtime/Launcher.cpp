@@ -166,23 +166,17 @@ int launchOnce(const LaunchOptions &options, const std::string &givenOutDir,
   std::optional<Staging> staging;
   RankOptions forRanks = rankOptions;
   if (!options.stageDir.empty()) {
-    if (options.launcher == "srun")
-      throw InputError("--stage works under mpirun only");
     staging = planStaging(options, job, forRanks);
     job.runDir = staging->dir + "/out";
     // The ranks' working directory on every host: DIR, which exists there
     // (the launching directory need not, nor a home directory).
     job.workDir = staging->dir;
   }
-  if (options.launcher == "srun") {
-    job.rankArgs = forwarded;
-    return runSrun(job, options.npCheck);
-  }
   if (std::string problem = checkPrograms(job, outDir, appfilePath);
       !problem.empty())
     throw Error(problem);
-  // Under mpirun the ranks of a dpc build also write their step times and
-  // a heartbeat for the watchdog.
+  // The ranks of a dpc build also write their step times and a heartbeat
+  // for the watchdog.
   RankOptions withLauncher = forRanks;
   if (!summaryPath.empty()) {
     withLauncher.summary =
@@ -202,6 +196,10 @@ int launchOnce(const LaunchOptions &options, const std::string &givenOutDir,
                   " ranks but " + planPath + " plans for " +
                   std::to_string(*plan.devices) + " devices");
   }
+
+  if (options.launcher == "srun")
+    return runSrun(options, rankOptions, job, summaryPath, planPath,
+                   staging ? &*staging : nullptr, onStdout);
 
   std::string mpirunPath =
       findProgram(options.mpirun.empty() ? "mpirun" : options.mpirun);

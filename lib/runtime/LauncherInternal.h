@@ -66,9 +66,21 @@ std::string checkPrograms(const LaunchJob &job, const std::string &outDir,
 
 /// Runs `argv`, following its stdout and stderr; returns its wait status.
 /// When the watchdog says so, ends mpirun (which takes the ranks down,
-/// stopped ones included) and, should that not do, kills it.
+/// stopped ones included) or srun and, should that not do within
+/// `graceSeconds`, kills it.
 int runAndFollow(const std::vector<std::string> &argv, OutputFollower &out,
-                 Watchdog &watchdog);
+                 Watchdog &watchdog, int graceSeconds);
+
+/// Runs the launch command `argv` (options.launcher's: mpirun or srun)
+/// with the watchdog, brings back what a staged job wrote (job.afterRun)
+/// and reports how the job ended: after a success the merged trace and the
+/// measured step time; after a failure it throws, naming the rank that
+/// failed first or stopped answering and its host. `shared` (0: none) are
+/// the cores the ranks share, for the step-time prediction.
+int followJob(const LaunchOptions &options, const RankOptions &rankOptions,
+              const std::vector<std::string> &argv, const LaunchJob &job,
+              const std::string &summaryPath, const std::string &planPath,
+              int shared, const StdoutHook &onStdout);
 
 //===----------------------------------------------------------------------===//
 // After the run (LauncherReport.cpp)
@@ -97,9 +109,16 @@ std::string recordStepTime(const std::string &summaryPath,
 // The launch commands
 //===----------------------------------------------------------------------===//
 
+struct Staging;
+
 /// `--launcher srun`: writes OUT/.dpc-srun.conf (and OUT/.dpc-srun.hosts),
-/// prints the command and the files, then runs it where srun exists.
-int runSrun(const LaunchJob &job, bool npCheck);
+/// prints the command and the files, then (not with --np-check) stages the
+/// job when `staging` is given and runs it where srun exists, as runMpirun
+/// does under mpirun.
+int runSrun(const LaunchOptions &options, const RankOptions &rankOptions,
+            LaunchJob &job, const std::string &summaryPath,
+            const std::string &planPath, const Staging *staging,
+            const StdoutHook &onStdout);
 
 /// Runs the job under mpirun and reports how it ended; `shared` (0:
 /// none) are the cores its ranks share, for the step-time prediction.

@@ -1,19 +1,23 @@
 //===- LauncherMonitor.cpp - Following a running job ----------------------===//
 //
-// Output passes through live. mpirun runs with --tag-output so that every
-// line says which rank wrote it; OutputFollower strips the tags before
+// Output passes through live. mpirun runs with --tag-output (srun with
+// --label) so that every line says which rank wrote it; OutputFollower
+// strips the tags before
 // printing and keeps, for the failure summary, which rank failed first and
 // the last error each rank printed, and findFailedRank reads mpirun's own
 // account of the failure. The Watchdog reads the ranks' heartbeats, names a
 // rank that stops answering and ends the job when one stays silent for the
-// timeout; runAndFollow runs mpirun with both.
+// timeout; runAndFollow runs mpirun (srun) with both, and followJob, the
+// run of either, reports how the job ended.
 //
 //===----------------------------------------------------------------------===//
 
 #include "LauncherInternal.h"
 
 #include "dpc/runtime/Heartbeat.h"
+#include "dpc/support/CommandLine.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <csignal>
 #include <cstring>
@@ -34,16 +38,16 @@ void OutputFollower::feed(bool fromStderr, const char *data, size_t size) {
   pending.append(data, size);
   size_t newline;
   while ((newline = pending.find('\n')) != std::string::npos) {
-    handleLine(pending.substr(0, newline));
+    handleLine(pending.substr(0, newline), fromStderr);
     pending.erase(0, newline + 1);
   }
 }
 
 void OutputFollower::finish() {
   if (!pendingOut.empty())
-    handleLine(pendingOut);
+    handleLine(pendingOut, false);
   if (!pendingErr.empty())
-    handleLine(pendingErr);
+    handleLine(pendingErr, true);
   pendingOut.clear();
   pendingErr.clear();
 }
@@ -56,18 +60,25 @@ std::string OutputFollower::lastMessage(int rank) const {
   return it == lastStderr.end() ? "" : it->second;
 }
 
-void OutputFollower::handleLine(const std::string &line) {
+void OutputFollower::handleLine(const std::string &line, bool fromStderr) {
   static const std::regex tag(R"(^\[\d+,(\d+)\]<(stdout|stderr)>:(.*)$)");
+  // srun pads the label to the width of the largest rank.
+  static const std::regex label(R"(^ *(\d+): (.*)$)");
   std::smatch match;
-  if (!std::regex_match(line, match, tag)) {
-    // mpirun's own messages: kept for the failure summary and shown only
-    // when they say something the summary does not.
-    launcher += line + "\n";
-    return;
-  }
-  int rank = std::stoi(match[1].str());
-  std::string text = match[3].str();
-  if (match[2] == "stdout") {
+  if (srunLabels && std::regex_match(line, match, label))
+    return handleRankLine(std::stoi(match[1].str()), fromStderr,
+                          match[2].str());
+  if (!srunLabels && std::regex_match(line, match, tag))
+    return handleRankLine(std::stoi(match[1].str()), match[2] == "stderr",
+                          match[3].str());
+  // mpirun's (srun's) own messages: kept for the failure summary and shown
+  // only when they say something the summary does not.
+  launcher += line + "\n";
+}
+
+void OutputFollower::handleRankLine(int rank, bool fromStderr,
+                                    const std::string &text) {
+  if (!fromStderr) {
     std::cout << text << "\n" << std::flush;
     if (onStdout)
       onStdout(rank, text);
@@ -105,6 +116,14 @@ std::optional<RankFailure> findFailedRank(const std::string &launcher) {
     return RankFailure{std::stoi(m[1].str()),
                        "was killed by signal " + m[2].str() +
                            (m[4].matched ? " (" + m[4].str() + ")" : "")};
+  // srun, the first of its reports: "srun: error: h1: task 3: Exited with
+  // exit code 1", "...: tasks 0-1: Killed".
+  static const std::regex srunRe(
+      R"(srun: error: \S+: tasks? (\d+)[^:]*: (Exited with exit code (-?\d+)|.*))");
+  if (std::regex_search(launcher, m, srunRe))
+    return RankFailure{std::stoi(m[1].str()),
+                       m[3].matched ? "exited with code " + m[3].str()
+                                    : "was ended (srun: " + m[2].str() + ")"};
   return std::nullopt;
 }
 
@@ -201,7 +220,7 @@ void forwardSignal(int signal) {
 namespace launcher_detail {
 
 int runAndFollow(const std::vector<std::string> &argv, OutputFollower &out,
-                 Watchdog &watchdog) {
+                 Watchdog &watchdog, int graceSeconds) {
   int outPipe[2], errPipe[2];
   if (::pipe(outPipe) != 0 || ::pipe(errPipe) != 0)
     return -1;
@@ -245,8 +264,8 @@ int runAndFollow(const std::vector<std::string> &argv, OutputFollower &out,
     if (!endedAt && watchdog.check()) {
       endedAt = Watchdog::Clock::now();
       ::kill(pid, SIGTERM);
-    } else if (endedAt &&
-               Watchdog::Clock::now() - *endedAt > std::chrono::seconds(10)) {
+    } else if (endedAt && Watchdog::Clock::now() - *endedAt >
+                              std::chrono::seconds(graceSeconds)) {
       ::kill(pid, SIGKILL);
       endedAt = Watchdog::Clock::now();
     }
@@ -278,6 +297,150 @@ int runAndFollow(const std::vector<std::string> &argv, OutputFollower &out,
   ::sigaction(SIGINT, &oldInt, nullptr);
   ::sigaction(SIGTERM, &oldTerm, nullptr);
   return status;
+}
+
+namespace {
+
+/// Drops a leading "rank N: " and "error: " from a rank's message, since the
+/// summary says both already.
+std::string trimMessage(std::string text, int rank) {
+  std::string prefix = "rank " + std::to_string(rank) + ": ";
+  if (text.rfind(prefix, 0) == 0)
+    text.erase(0, prefix.size());
+  if (text.rfind("error: ", 0) == 0)
+    text.erase(0, 7);
+  return text;
+}
+
+/// " on host HOST" for a rank of a host file job, saying when the host's
+/// other ranks are silent too: a host whose network went down silences all
+/// of its ranks.
+std::string onHost(const LaunchJob &job, const Watchdog &watchdog, int rank) {
+  if (rank >= int(job.placement.size()))
+    return std::string();
+  const std::string &host = job.placement[rank];
+  std::string others;
+  bool all = true;
+  for (int r = 0; r < int(job.placement.size()); ++r)
+    if (job.placement[r] == host && r != rank) {
+      others += (others.empty() ? "" : ", ") + std::to_string(r);
+      all = all && watchdog.isSilent(r);
+    }
+  std::string text = " on host " + host;
+  if (!others.empty() && all)
+    text += " (its other ranks, " + others +
+            ", are silent too: the host or its network is down)";
+  return text;
+}
+
+/// Throws what ended a failed job (wait status `status`), named as well as
+/// the watchdog, the launch command's report and the ranks' output allow.
+[[noreturn]] void reportFailure(const LaunchOptions &options,
+                                const LaunchJob &job, int status,
+                                const OutputFollower &follower,
+                                const Watchdog &watchdog,
+                                double timeoutSeconds) {
+  const std::string &name = options.launcher;
+  // A rank that stopped answering is the cause, whatever the launch
+  // command says of the ranks it then killed or that gave up waiting for
+  // it. With a host file, the silent rank's host too.
+  std::string stalled;
+  if (watchdog.timedOut() >= 0)
+    stalled = "rank " + std::to_string(watchdog.timedOut()) +
+              onHost(job, watchdog, watchdog.timedOut()) +
+              " has not answered for " +
+              Watchdog::seconds(watchdog.silentSeconds()) + " (--timeout " +
+              Watchdog::seconds(timeoutSeconds) + "); the job was ended";
+  else if (watchdog.silentRank() >= 0)
+    stalled = "rank " + std::to_string(watchdog.silentRank()) +
+              onHost(job, watchdog, watchdog.silentRank()) +
+              " had stopped answering";
+
+  std::string how = WIFEXITED(status)
+                        ? "exit code " + std::to_string(WEXITSTATUS(status))
+                        : "signal " + std::to_string(WTERMSIG(status));
+  std::optional<RankFailure> failure =
+      findFailedRank(follower.launcherOutput());
+  // The launch command does not always get to print which process failed
+  // first (under load mpirun may exit right after killing the others); the
+  // first rank that reported an error is then the best guess.
+  if (!failure && follower.firstRankWithError() >= 0)
+    failure = RankFailure{follower.firstRankWithError(),
+                          "failed (" + name + " " + how + ")"};
+  if ((!failure && stalled.empty()) || options.verbose)
+    std::cerr << follower.launcherOutput();
+  if (watchdog.timedOut() >= 0)
+    throw Error(stalled);
+  if (!failure)
+    throw Error(stalled.empty() ? name + " failed (" + how + ")"
+                                : stalled + " (" + name + " " + how + ")");
+  std::string message =
+      trimMessage(follower.lastMessage(failure->rank), failure->rank);
+  std::string what = (stalled.empty() ? "" : stalled + ": ") + "rank " +
+                     std::to_string(failure->rank) + " " + failure->how +
+                     (message.empty() ? "" : ": " + message);
+  // A rank refusing its input (a bad option value, an unusable checkpoint
+  // directory) aborts with the usage code, and so does the job.
+  if (WIFEXITED(status) && WEXITSTATUS(status) == cli::kUsageError)
+    throw InputError(what);
+  throw Error(what);
+}
+
+} // namespace
+
+int followJob(const LaunchOptions &options, const RankOptions &rankOptions,
+              const std::vector<std::string> &argv, const LaunchJob &job,
+              const std::string &summaryPath, const std::string &planPath,
+              int shared, const StdoutHook &onStdout) {
+  const int ranks = job.ranks();
+  const std::string &trace = rankOptions.trace;
+  OutputFollower follower;
+  follower.srunLabels = options.launcher == "srun";
+  // A rank silent for 5 s is named (sooner with a shorter --timeout); one
+  // silent for the timeout ends the job. Ranks that are not dpc's (no
+  // plan.json) write no heartbeat and are not watched.
+  double timeoutSeconds = rankOptions.timeoutSeconds > 0
+                              ? rankOptions.timeoutSeconds
+                              : kDefaultTimeoutSeconds;
+  Watchdog watchdog(ranks, std::min(5.0, timeoutSeconds), timeoutSeconds);
+  follower.onHeartbeat = [&](int rank, const std::string &activity) {
+    watchdog.heartbeat(rank, activity);
+  };
+  follower.onStdout = onStdout;
+  if (!summaryPath.empty())
+    ::unlink(summaryPath.c_str());
+  // srun, told to end a step, waits KillWait (30 s by default) for the
+  // ranks of a host it cannot reach; they are not waited for (the staged
+  // job's hosts are cleared through the agent after the run). mpirun ends
+  // its ranks, a host's silent ones included, within its own bounds.
+  int graceSeconds = options.launcher == "srun" ? 2 : 10;
+  int status = runAndFollow(argv, follower, watchdog, graceSeconds);
+  int startErrno = errno;
+  std::string collected = job.afterRun ? job.afterRun() : "";
+  if (status != -1 && WIFEXITED(status) && WEXITSTATUS(status) == 0) {
+    std::string error = collected;
+    if (!trace.empty() && error.empty())
+      error = mergeTraces(trace, ranks);
+    if (!summaryPath.empty()) {
+      if (error.empty())
+        error = recordStepTime(summaryPath, planPath, shared);
+      ::unlink(summaryPath.c_str());
+    }
+    if (!error.empty())
+      throw Error(error);
+    return 0;
+  }
+  if (!collected.empty())
+    std::cerr << kCommand << ": " << collected << "\n";
+  // A failed run leaves no trace and no step times.
+  if (!trace.empty())
+    removeTraceParts(trace, ranks);
+  if (!summaryPath.empty())
+    ::unlink(summaryPath.c_str());
+  if (status == -1)
+    throw Error("cannot start " + options.launcher + ": " +
+                std::strerror(startErrno));
+  reportFailure(options, job, status, follower, watchdog, timeoutSeconds);
 }
 
 } // namespace launcher_detail

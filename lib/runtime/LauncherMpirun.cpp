@@ -6,23 +6,19 @@
 // ranks than cores, cores bound per rank when the ranks' threads fit the
 // machine, and program paths that work from any directory. mpirun itself
 // ends the job when one rank exits non-zero, aborts or dies, so nothing is
-// left hanging; runMpirun then names the rank that failed first and its last
-// error.
+// left hanging; followJob (LauncherMonitor.cpp, shared with srun) then
+// names the rank that failed first and its last error.
 //
 //===----------------------------------------------------------------------===//
 
 #include "LauncherInternal.h"
 
-#include "dpc/support/CommandLine.h"
-
 #include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
-#include <iostream>
 #include <map>
 #include <sstream>
-#include <sys/wait.h>
 #include <unistd.h>
 
 namespace dpc::runtime {
@@ -183,21 +179,6 @@ std::vector<std::string> mpirunCommand(const std::string &mpirun,
   return argv;
 }
 
-namespace {
-
-/// Drops a leading "rank N: " and "error: " from a rank's message, since the
-/// summary says both already.
-std::string trimMessage(std::string text, int rank) {
-  std::string prefix = "rank " + std::to_string(rank) + ": ";
-  if (text.rfind(prefix, 0) == 0)
-    text.erase(0, prefix.size());
-  if (text.rfind("error: ", 0) == 0)
-    text.erase(0, 7);
-  return text;
-}
-
-} // namespace
-
 namespace launcher_detail {
 
 int runMpirun(const LaunchOptions &options, const RankOptions &rankOptions,
@@ -225,109 +206,12 @@ int runMpirun(const LaunchOptions &options, const RankOptions &rankOptions,
     ::setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
   }
 
-  const int ranks = job.ranks();
-  const std::string &trace = rankOptions.trace;
-  OutputFollower follower;
-  // A rank silent for 5 s is named (sooner with a shorter --timeout); one
-  // silent for the timeout ends the job. Ranks that are not dpc's (no
-  // plan.json) write no heartbeat and are not watched.
-  double timeoutSeconds = rankOptions.timeoutSeconds > 0
-                              ? rankOptions.timeoutSeconds
-                              : kDefaultTimeoutSeconds;
-  Watchdog watchdog(ranks, std::min(5.0, timeoutSeconds), timeoutSeconds);
-  follower.onHeartbeat = [&](int rank, const std::string &activity) {
-    watchdog.heartbeat(rank, activity);
-  };
-  follower.onStdout = onStdout;
-  if (!summaryPath.empty())
-    ::unlink(summaryPath.c_str());
-  int status = runAndFollow(argv, follower, watchdog);
-  int startErrno = errno;
-  ::unlink(tempPath);
-  std::string collected = job.afterRun ? job.afterRun() : "";
-  if (status != -1 && WIFEXITED(status) && WEXITSTATUS(status) == 0) {
-    std::string error = collected;
-    if (!trace.empty() && error.empty())
-      error = mergeTraces(trace, ranks);
-    if (!summaryPath.empty()) {
-      if (error.empty())
-        error = recordStepTime(summaryPath, planPath, shared);
-      ::unlink(summaryPath.c_str());
-    }
-    if (!error.empty())
-      throw Error(error);
-    return 0;
-  }
-  if (!collected.empty())
-    std::cerr << kCommand << ": " << collected << "\n";
-  // A failed run leaves no trace and no step times.
-  if (!trace.empty())
-    removeTraceParts(trace, ranks);
-  if (!summaryPath.empty())
-    ::unlink(summaryPath.c_str());
-  if (status == -1)
-    throw Error(std::string("cannot start mpirun: ") +
-                std::strerror(startErrno));
-
-  // A rank that stopped answering is the cause, whatever mpirun says of the
-  // ranks it then killed or that gave up waiting for it.
-  // With a host file, the silent rank's host too: a host whose network
-  // went down silences all of its ranks.
-  auto onHost = [&](int rank) {
-    if (rank >= int(job.placement.size()))
-      return std::string();
-    const std::string &host = job.placement[rank];
-    std::string others;
-    bool all = true;
-    for (int r = 0; r < int(job.placement.size()); ++r)
-      if (job.placement[r] == host && r != rank) {
-        others += (others.empty() ? "" : ", ") + std::to_string(r);
-        all = all && watchdog.isSilent(r);
-      }
-    std::string text = " on host " + host;
-    if (!others.empty() && all)
-      text += " (its other ranks, " + others +
-              ", are silent too: the host or its network is down)";
-    return text;
-  };
-  std::string stalled;
-  if (watchdog.timedOut() >= 0)
-    stalled = "rank " + std::to_string(watchdog.timedOut()) +
-              onHost(watchdog.timedOut()) + " has not answered for " +
-              Watchdog::seconds(watchdog.silentSeconds()) + " (--timeout " +
-              Watchdog::seconds(timeoutSeconds) + "); the job was ended";
-  else if (watchdog.silentRank() >= 0)
-    stalled = "rank " + std::to_string(watchdog.silentRank()) +
-              onHost(watchdog.silentRank()) + " had stopped answering";
-
-  std::string how = WIFEXITED(status)
-                        ? "exit code " + std::to_string(WEXITSTATUS(status))
-                        : "signal " + std::to_string(WTERMSIG(status));
-  std::optional<RankFailure> failure =
-      findFailedRank(follower.launcherOutput());
-  // mpirun does not always get to print which process failed first (under
-  // load it may exit right after killing the others); the first rank that
-  // reported an error is then the best guess.
-  if (!failure && follower.firstRankWithError() >= 0)
-    failure = RankFailure{follower.firstRankWithError(),
-                          "failed (mpirun " + how + ")"};
-  if ((!failure && stalled.empty()) || options.verbose)
-    std::cerr << follower.launcherOutput();
-  if (watchdog.timedOut() >= 0)
-    throw Error(stalled);
-  if (!failure)
-    throw Error(stalled.empty() ? "mpirun failed (" + how + ")"
-                                : stalled + " (mpirun " + how + ")");
-  std::string message =
-      trimMessage(follower.lastMessage(failure->rank), failure->rank);
-  std::string what = (stalled.empty() ? "" : stalled + ": ") + "rank " +
-                     std::to_string(failure->rank) + " " + failure->how +
-                     (message.empty() ? "" : ": " + message);
-  // A rank refusing its input (a bad option value, an unusable checkpoint
-  // directory) aborts with the usage code, and so does the job.
-  if (WIFEXITED(status) && WEXITSTATUS(status) == cli::kUsageError)
-    throw InputError(what);
-  throw Error(what);
+  struct RemoveAppfile {
+    const char *path;
+    ~RemoveAppfile() { ::unlink(path); }
+  } removeAppfile{tempPath};
+  return followJob(options, rankOptions, argv, job, summaryPath, planPath,
+                   shared, onStdout);
 }
 
 } // namespace launcher_detail

@@ -3,7 +3,12 @@
 // `dpc run --launcher srun`: the job as a Slurm --multi-prog configuration,
 // a line per rank, with SLURM_HOSTFILE placing the ranks when a host file
 // is given. The command and its files are printed, then run where srun
-// exists.
+// exists, followed as under mpirun (followJob): srun's --label tags each
+// line with its rank, the ranks' heartbeats feed the watchdog, and after
+// the run come the merged trace and the measured step time. With --stage
+// the ranks run from DIR on their hosts (srun --chdir, and TMPDIR inside
+// it), staged through the launch agent as under mpirun. srun passes the
+// environment on, so the ranks get OMP_NUM_THREADS and TMPDIR from here.
 //
 //===----------------------------------------------------------------------===//
 
@@ -11,12 +16,11 @@
 
 #include "dpc/support/WriteFile.h"
 
-#include <cerrno>
+#include <algorithm>
 #include <cstdlib>
-#include <cstring>
 #include <iostream>
 #include <sstream>
-#include <sys/wait.h>
+#include <unistd.h>
 
 namespace dpc::runtime {
 
@@ -26,7 +30,9 @@ SrunCommand srunCommand(const LaunchJob &job) {
   int ranks = 0;
   for (const AppLine &line : job.lines)
     for (int k = 0; k < line.ranks; ++k, ++ranks) {
-      conf << ranks << " " << resolveProgram(job.outDir, line.program);
+      conf << ranks << " "
+           << resolveProgram(job.runDir.empty() ? job.outDir : job.runDir,
+                             line.program);
       for (const std::string &a : line.programArgs)
         conf << " " << a;
       for (const std::string &a : job.rankArgs)
@@ -43,6 +49,8 @@ SrunCommand srunCommand(const LaunchJob &job) {
   }
   srun.argv = {"srun", "--ntasks=" + std::to_string(ranks),
                "--kill-on-bad-exit=1", "--label"};
+  if (!job.workDir.empty())
+    srun.argv.push_back("--chdir=" + job.workDir);
   if (!job.placement.empty())
     srun.argv.push_back("--distribution=arbitrary");
   srun.argv.push_back("--multi-prog");
@@ -52,7 +60,28 @@ SrunCommand srunCommand(const LaunchJob &job) {
 
 namespace launcher_detail {
 
-int runSrun(const LaunchJob &job, bool npCheck) {
+namespace {
+
+/// The ranks' kernel threads, exported to them through srun's environment
+/// unless the user set OMP_NUM_THREADS: this machine's cores shared out,
+/// or on the hosts of a host file the fewest any line gets from its hosts'
+/// slots (hostThreads; srun has no per-rank environment).
+void exportThreads(const LaunchJob &job) {
+  long threads = threadsPerRank(job.ranks(), ::sysconf(_SC_NPROCESSORS_ONLN));
+  if (!job.hosts.empty()) {
+    std::vector<long> lines = hostThreads(job, 0);
+    if (!lines.empty())
+      threads = *std::min_element(lines.begin(), lines.end());
+  }
+  ::setenv("OMP_NUM_THREADS", std::to_string(threads).c_str(), 0);
+}
+
+} // namespace
+
+int runSrun(const LaunchOptions &options, const RankOptions &rankOptions,
+            LaunchJob &job, const std::string &summaryPath,
+            const std::string &planPath, const Staging *staging,
+            const StdoutHook &onStdout) {
   SrunCommand command = srunCommand(job);
   bool placed = !command.hostsPath.empty();
   std::string error;
@@ -67,7 +96,7 @@ int runSrun(const LaunchJob &job, bool npCheck) {
   if (placed)
     std::cout << command.hostsPath << ":\n" << command.hosts;
   std::cout.flush();
-  if (npCheck)
+  if (options.npCheck)
     return 0;
   std::string srun = findProgram("srun");
   if (srun.empty())
@@ -75,18 +104,21 @@ int runSrun(const LaunchJob &job, bool npCheck) {
                 "run");
   if (placed)
     ::setenv("SLURM_HOSTFILE", command.hostsPath.c_str(), 1);
+  exportThreads(job);
+  // slurmstepd makes srun's TMPDIR on every host for the ranks (and leaves
+  // it there): a staged job's is inside DIR, which goes after the run.
+  if (!job.workDir.empty())
+    ::setenv("TMPDIR", (job.workDir + "/tmp").c_str(), 1);
+  if (staging) {
+    stageToHosts(*staging, job.outDir);
+    job.afterRun = [staging] { return collectFromHosts(*staging); };
+  }
   std::vector<std::string> argv = command.argv;
   argv[0] = srun;
-  int status = runProgram(argv, "");
-  if (status == -1)
-    throw Error(std::string("cannot run srun: ") + std::strerror(errno));
-  if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
-    return 0;
-  throw Error("srun failed (" +
-              (WIFEXITED(status)
-                   ? "exit code " + std::to_string(WEXITSTATUS(status))
-                   : "signal " + std::to_string(WTERMSIG(status))) +
-              ")");
+  // The ranks share this machine's cores only without a host file (and
+  // then only as Slurm places them): the prediction assumes a core each.
+  return followJob(options, rankOptions, argv, job, summaryPath, planPath,
+                   /*shared=*/0, onStdout);
 }
 
 } // namespace launcher_detail

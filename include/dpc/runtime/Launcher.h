@@ -4,7 +4,7 @@
 // (the `mpirun --app` format, a line per rank or replicated stage), check the
 // rank executables, place the ranks on the hosts of a host file, forward the
 // rank options to every rank, and run the job under mpirun (or print and
-// run the srun command). Under mpirun it follows the output live, stripping
+// run the srun command). Under either it follows the output live, stripping
 // the rank tags, watches the ranks' heartbeats (runtime/Heartbeat.h) and,
 // when the job fails, names the rank that failed first and its last error.
 // After a successful run it merges the ranks' traces and records the
@@ -196,17 +196,21 @@ SrunCommand srunCommand(const LaunchJob &job);
 // Following the job
 //===----------------------------------------------------------------------===//
 
-/// Splits mpirun's tagged output ("[1,3]<stderr>:text") back into per-rank
+/// Splits mpirun's tagged output ("[1,3]<stderr>:text"), or srun's
+/// labelled one ("3: text" on srun's stdout or stderr), back into per-rank
 /// streams, printing every line as it arrives.
 class OutputFollower {
 public:
+  /// Reads srun's labels instead of mpirun's tags.
+  bool srunLabels = false;
+
   void feed(bool fromStderr, const char *data, size_t size);
   void finish();
 
   /// The last error-looking line a rank wrote to stderr, else its last
   /// stderr line.
   std::string lastMessage(int rank) const;
-  /// mpirun's own output (not from a rank): its failure reports.
+  /// mpirun's (srun's) own output (not from a rank): its failure reports.
   const std::string &launcherOutput() const { return launcher; }
   /// The first rank that printed an error-looking line, or -1.
   int firstRankWithError() const { return firstErrorRank; }
@@ -219,14 +223,16 @@ public:
   std::function<void(int, const std::string &)> onStdout;
 
 private:
-  void handleLine(const std::string &line);
+  void handleLine(const std::string &line, bool fromStderr);
+  void handleRankLine(int rank, bool fromStderr, const std::string &text);
 
   std::string pendingOut, pendingErr, launcher;
   std::map<int, std::string> lastStderr, lastError;
   int firstErrorRank = -1;
 };
 
-/// What mpirun says about the first rank that failed.
+/// What mpirun (or srun: "srun: error: HOST: task 3: Exited with exit code
+/// 1") says about the first rank that failed.
 struct RankFailure {
   int rank = -1;
   std::string how; // "exited with code 3", "was killed by signal 9 (Killed)"

@@ -281,6 +281,13 @@ TEST(Launcher, SrunCommand) {
   EXPECT_EQ(placed.argv[4], "--distribution=arbitrary");
   EXPECT_EQ(placed.hostsPath, "/out/.dpc-srun.hosts");
   EXPECT_EQ(placed.hosts, "a\nb\nb\n");
+  // Staged (--stage DIR): the programs and the working directory in DIR.
+  job.runDir = "/stage/out";
+  job.workDir = "/stage";
+  SrunCommand staged = srunCommand(job);
+  EXPECT_EQ(staged.argv[4], "--chdir=/stage");
+  EXPECT_EQ(staged.conf.substr(0, staged.conf.find('\n')),
+            "0 /stage/out/rank0 --steps 3");
 }
 
 //===----------------------------------------------------------------------===//
@@ -474,6 +481,40 @@ TEST(Launcher, FindsTheFailedRank) {
                        "node box exited on signal 9 (Killed)."),
             "0 was killed by signal 9 (Killed)");
   EXPECT_EQ(failedRank("all is well"), "none");
+  // srun's reports: the first task it names.
+  EXPECT_EQ(failedRank("srun: error: h1: task 3: Exited with exit code 2\n"
+                       "srun: error: h0: tasks 0-1: Killed\n"),
+            "3 exited with code 2");
+  EXPECT_EQ(failedRank("srun: error: h0: tasks 0-1: Killed\n"),
+            "0 was ended (srun: Killed)");
+}
+
+TEST(Launcher, OutputFollowerReadsSrunLabels) {
+  OutputFollower follower;
+  follower.srunLabels = true;
+  std::vector<int> beats;
+  follower.onHeartbeat = [&](int rank, const std::string &) {
+    beats.push_back(rank);
+  };
+  ::testing::internal::CaptureStdout();
+  ::testing::internal::CaptureStderr();
+  // srun pads a label to the width of the largest rank; the stream is
+  // srun's own.
+  std::string out = " 0: step 1/3\n10: done\n";
+  std::string err = "10: rank 10: error: bad data\n 2: dpc-heartbeat: idle\n"
+                    "srun: error: h1: task 10: Exited with exit code 1\n"
+                    "[1,0]<stderr>:not a label\n";
+  follower.feed(false, out.data(), out.size());
+  follower.feed(true, err.data(), err.size());
+  follower.finish();
+  EXPECT_EQ(::testing::internal::GetCapturedStdout(), "step 1/3\ndone\n");
+  EXPECT_EQ(::testing::internal::GetCapturedStderr(),
+            "rank 10: error: bad data\n");
+  EXPECT_EQ(follower.firstRankWithError(), 10);
+  EXPECT_EQ(beats, std::vector<int>{2});
+  EXPECT_EQ(follower.launcherOutput(),
+            "srun: error: h1: task 10: Exited with exit code 1\n"
+            "[1,0]<stderr>:not a label\n");
 }
 
 TEST(Launcher, WatchdogEndsTheJobOfASilentRank) {

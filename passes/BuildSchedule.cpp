@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "passes/DiagnoseErrors.h"
 #include "passes/Passes.h"
 #include "passes/StageInfo.h"
 
@@ -187,14 +188,12 @@ struct BuildSchedulePass
       // fusion (plan-memory's final check counts the fused one).
       schedule::VerifyOptions memory = memoryLimitsOf(module, memoryLimit);
       memory.computeScratchBytes = arenaScratch(planSegmentArenas(module));
-      std::string error;
-      int chosen =
-          schedule::chooseFastestSchedule(candidates, machine, memory, error);
-      if (chosen < 0) {
-        module.emitError(error);
+      FailureOr<size_t> chosen = diagnoseErrors(module, "", [&] {
+        return schedule::chooseFastestSchedule(candidates, machine, memory);
+      });
+      if (failed(chosen))
         return signalPassFailure();
-      }
-      options.kind = candidates[chosen].kind;
+      options.kind = candidates[*chosen].kind;
     }
     options.stageInfo = stageInfo(options.kind);
 

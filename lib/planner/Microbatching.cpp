@@ -13,6 +13,7 @@
 
 #include "dpc/schedule/Builder.h"
 #include "dpc/schedule/Simulator.h"
+#include "dpc/support/Error.h"
 
 #include <algorithm>
 #include <cmath>
@@ -190,19 +191,16 @@ Microbatching materialize(const Sorted &s, const Split &split,
 
 } // namespace
 
-bool planMicrobatches(const std::vector<int64_t> &lengths,
-                      const SequenceCost &cost,
-                      const MicrobatchingOptions &options,
-                      Microbatching &result, std::string &error) {
-  result = Microbatching();
+Microbatching planMicrobatches(const std::vector<int64_t> &lengths,
+                               const SequenceCost &cost,
+                               const MicrobatchingOptions &options) {
+  Microbatching result;
   if (lengths.empty())
-    return true;
+    return result;
   for (size_t i = 0; i < lengths.size(); ++i)
-    if (lengths[i] <= 0) {
-      error = "sequence " + std::to_string(i) + " has length " +
-              std::to_string(lengths[i]) + "; lengths must be positive";
-      return false;
-    }
+    if (lengths[i] <= 0)
+      throw Error("sequence " + std::to_string(i) + " has length " +
+                  std::to_string(lengths[i]) + "; lengths must be positive");
   int stages = std::max(options.stages, 1);
   int64_t maxSamples = std::max<int64_t>(options.maxSamples, 1);
   double perMicrobatch = options.memoryLimitBytes > 0
@@ -227,11 +225,9 @@ bool planMicrobatches(const std::vector<int64_t> &lengths,
     int64_t kmax = std::min<int64_t>(maxSamples, int64_t(j));
     if (cost.capacity)
       kmax = std::min(kmax, cost.capacity(length));
-    if (kmax <= 0) {
-      error = "a sequence of " + std::to_string(length) +
-              " tokens fits no microbatch shape";
-      return false;
-    }
+    if (kmax <= 0)
+      throw Error("a sequence of " + std::to_string(length) +
+                  " tokens fits no microbatch shape");
     if (cost.activationBytes) {
       // The most sequences of this length the limit allows (bytes grow
       // with the samples).
@@ -245,14 +241,12 @@ bool planMicrobatches(const std::vector<int64_t> &lengths,
       }
       kmax = low;
     }
-    if (kmax == 0) {
-      error = "a sequence of " + std::to_string(length) +
-              " tokens alone needs more activation memory than a " +
-              std::to_string(stages) +
-              "-stage 1F1B pipeline leaves a microbatch under the memory "
-              "limit";
-      return false;
-    }
+    if (kmax == 0)
+      throw Error("a sequence of " + std::to_string(length) +
+                  " tokens alone needs more activation memory than a " +
+                  std::to_string(stages) +
+                  "-stage 1F1B pipeline leaves a microbatch under the memory "
+                  "limit");
     std::vector<double> &row = runCost[j];
     row.resize(size_t(kmax) + 1);
     row[0] = 0; // no run
@@ -334,7 +328,7 @@ bool planMicrobatches(const std::vector<int64_t> &lengths,
   }
   fillSummary(result, lengths, stages);
   result.simulatedMs = bestTime;
-  return true;
+  return result;
 }
 
 Microbatching padMicrobatches(const std::vector<int64_t> &lengths, int count,

@@ -9,6 +9,8 @@
 
 #include "dpc/runtime/Adapt.h"
 
+#include "dpc/runtime/Error.h"
+
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -21,23 +23,23 @@ namespace dpc::runtime {
 
 namespace {
 
-/// Parses the JSON object at `path` into `doc`; "" or what is wrong.
-std::string readJsonObject(const std::string &path, nlohmann::json &doc) {
+/// The JSON object at `path`.
+nlohmann::json readJsonObject(const std::string &path) {
   std::ifstream in(path);
   if (!in)
-    return path + ": " + std::strerror(errno);
-  doc = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+    throw Error(path + ": " + std::strerror(errno));
+  nlohmann::json doc =
+      nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
   if (doc.is_discarded() || !doc.is_object())
-    return path + ": not a JSON object";
-  return "";
+    throw Error(path + ": not a JSON object");
+  return doc;
 }
 
 } // namespace
 
-std::string readAdaptRequest(const std::string &path, AdaptRequest &request) {
-  nlohmann::json doc;
-  if (std::string problem = readJsonObject(path, doc); !problem.empty())
-    return problem;
+AdaptRequest readAdaptRequest(const std::string &path) {
+  nlohmann::json doc = readJsonObject(path);
+  AdaptRequest request;
   try {
     request.decidedAfter = doc.at("decided_after").get<int64_t>();
     request.rank = doc.at("rank").get<int>();
@@ -46,47 +48,43 @@ std::string readAdaptRequest(const std::string &path, AdaptRequest &request) {
     request.sinceStep = doc.at("since_step").get<int64_t>();
     request.slowdowns = doc.at("slowdowns").get<std::vector<double>>();
   } catch (const nlohmann::json::exception &e) {
-    return path + ": not a re-partition request: " + e.what();
+    throw Error(path + ": not a re-partition request: " + e.what());
   }
   if (request.decidedAfter < 1 || request.slowdowns.empty() ||
       request.rank < 0 || size_t(request.rank) >= request.slowdowns.size())
-    return path + ": not a re-partition request";
-  return "";
+    throw Error(path + ": not a re-partition request");
+  return request;
 }
 
-std::string readAdaptStop(const std::string &path, AdaptStop &stop) {
-  nlohmann::json doc;
-  if (std::string problem = readJsonObject(path, doc); !problem.empty())
-    return problem;
+AdaptStop readAdaptStop(const std::string &path) {
+  nlohmann::json doc = readJsonObject(path);
+  AdaptStop stop;
   try {
     stop.stoppedAfter = doc.at("stopped_after").get<int64_t>();
     stop.stoppedAtS = doc.at("stopped_at_s").get<double>();
   } catch (const nlohmann::json::exception &e) {
-    return path + ": not a re-partition stop: " + e.what();
+    throw Error(path + ": not a re-partition stop: " + e.what());
   }
   if (stop.stoppedAfter < 1)
-    return path + ": not a re-partition stop";
-  return "";
+    throw Error(path + ": not a re-partition stop");
+  return stop;
 }
 
-std::string readCompileRecord(const std::string &path, CompileRecord &record) {
-  nlohmann::json doc;
-  if (std::string problem = readJsonObject(path, doc); !problem.empty())
-    return problem;
+CompileRecord readCompileRecord(const std::string &path) {
+  nlohmann::json doc = readJsonObject(path);
+  CompileRecord record;
   try {
     record.model = doc.at("model").get<std::string>();
     record.directory = doc.at("directory").get<std::string>();
     record.options = doc.at("options").get<std::vector<std::string>>();
   } catch (const nlohmann::json::exception &e) {
-    return path + ": not dpc compile's record: " + e.what();
+    throw Error(path + ": not dpc compile's record: " + e.what());
   }
-  return "";
+  return record;
 }
 
-std::string replanOptions(const std::vector<std::string> &recorded,
-                          std::vector<std::string> &kept, double &bandwidth) {
-  bandwidth = 1e9;
-  kept.clear();
+ReplanOptions replanOptions(const std::vector<std::string> &recorded) {
+  ReplanOptions replan;
   for (size_t i = 0; i < recorded.size(); ++i) {
     const std::string &a = recorded[i];
     std::string name = a.substr(0, a.find('='));
@@ -95,10 +93,10 @@ std::string replanOptions(const std::vector<std::string> &recorded,
                         : i + 1 < recorded.size() ? recorded[i + 1]
                                                   : "";
     if (name == "--cluster" || name == "--replicas")
-      return "--adapt re-plans builds of --stages or --devices, not of " +
-             name + " (yet)";
+      throw Error("--adapt re-plans builds of --stages or --devices, not of " +
+                  name + " (yet)");
     if (name != "--devices" && name != "--bandwidth") {
-      kept.push_back(a);
+      replan.kept.push_back(a);
       continue;
     }
     if (!inlineValue)
@@ -106,13 +104,13 @@ std::string replanOptions(const std::vector<std::string> &recorded,
     char *end = nullptr;
     double number = std::strtod(value.c_str(), &end);
     if (value.empty() || *end != '\0' || !(number > 0))
-      return "--adapt: the build's " + name + " '" + value +
-             "' is not one flat level (a hierarchical build cannot be "
-             "re-planned yet)";
+      throw Error("--adapt: the build's " + name + " '" + value +
+                  "' is not one flat level (a hierarchical build cannot be "
+                  "re-planned yet)");
     if (name == "--bandwidth")
-      bandwidth = number;
+      replan.bandwidth = number;
   }
-  return "";
+  return replan;
 }
 
 std::vector<double> slowedSpeeds(std::vector<double> speeds,
@@ -154,18 +152,16 @@ std::string adaptClusterJson(const std::vector<double> &speeds,
   return cluster.dump(2) + "\n";
 }
 
-std::string readRankDevices(const std::string &planPath,
-                            std::vector<int> &rankDevices) {
-  nlohmann::json plan;
-  if (std::string problem = readJsonObject(planPath, plan); !problem.empty())
-    return problem;
-  rankDevices.clear();
+std::vector<int> readRankDevices(const std::string &planPath) {
+  nlohmann::json plan = readJsonObject(planPath);
+  std::vector<int> rankDevices;
   const nlohmann::json *names = nullptr;
   if (plan.contains("cluster") && plan["cluster"].is_object() &&
       plan["cluster"].contains("rank_devices"))
     names = &plan["cluster"]["rank_devices"];
   if (!names || !names->is_array())
-    return planPath + ": no cluster.rank_devices (not planned on a cluster)";
+    throw Error(planPath +
+                ": no cluster.rank_devices (not planned on a cluster)");
   for (const nlohmann::json &name : *names) {
     int device = -1;
     char tail = 0;
@@ -173,11 +169,11 @@ std::string readRankDevices(const std::string &planPath,
         std::sscanf(name.get<std::string>().c_str(), "slot%d%c", &device,
                     &tail) != 1 ||
         device < 0)
-      return planPath + ": cluster.rank_devices names a device that is not "
-                        "dpc run --adapt's slotN";
+      throw Error(planPath + ": cluster.rank_devices names a device that is "
+                             "not dpc run --adapt's slotN");
     rankDevices.push_back(device);
   }
-  return "";
+  return rankDevices;
 }
 
 std::string onDevicesRank(const std::string &rankStepValue,

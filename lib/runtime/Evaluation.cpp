@@ -98,9 +98,11 @@ void BestLoss::record(int64_t step, double candidate) {
   nlohmann::ordered_json record;
   record["step"] = step;
   record["eval_loss"] = candidate;
-  std::string error;
-  if (!support::writeAtomically(bestPath(dir), record.dump() + "\n", error))
-    throw Error(bestPath(dir) + ": " + error);
+  try {
+    support::writeAtomically(bestPath(dir), record.dump() + "\n");
+  } catch (const Error &e) {
+    throw Error(bestPath(dir) + ": " + e.what());
+  }
 }
 
 } // namespace dpc::runtime

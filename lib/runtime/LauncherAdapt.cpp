@@ -93,6 +93,7 @@ public:
 private:
   /// Plans and compiles the layout after this round's into `next`, once
   /// the last stage has asked; creating readyPath tells the ranks to stop.
+  /// Throws an Error saying why it could not.
   void prepareNext(int round, NextLayout &next) const;
   /// The rank options that resume the run, stopped as `stop` says, in the
   /// layout of `newDevices` (each rank's device).
@@ -102,9 +103,8 @@ private:
   const LaunchOptions &options;
   const RankOptions &given;
   CompileRecord record;
-  /// The options of `dpc compile` that a re-plan keeps.
-  std::vector<std::string> kept;
-  double bandwidth = 1e9;
+  /// The options of `dpc compile` that a re-plan keeps, and its bandwidth.
+  ReplanOptions recompile;
   std::string adaptDir, requestPath, readyPath, stopPath, dpcPath;
   /// The build of this round and its plan.
   std::string outDir, planPath;
@@ -124,14 +124,14 @@ int AdaptiveLaunch::setUp() {
   while (outDir.size() > 1 && outDir.back() == '/')
     outDir.pop_back();
   const std::string originalOut = absolutePath(outDir);
-  if (std::string problem =
-          readCompileRecord(originalOut + "/compile.json", record);
-      !problem.empty())
-    throw Error(problem + " (--adapt compiles the model again as 'dpc "
-                          "compile' recorded it; compile again)");
-  if (std::string problem = replanOptions(record.options, kept, bandwidth);
-      !problem.empty())
-    throw Error(problem);
+  try {
+    record = readCompileRecord(originalOut + "/compile.json");
+  } catch (const Error &e) {
+    throw Error(std::string(e.what()) +
+                " (--adapt compiles the model again as 'dpc compile' "
+                "recorded it; compile again)");
+  }
+  recompile = replanOptions(record.options);
   // Beside OUT, not in it: OUT stays the output 'dpc compile' wrote.
   adaptDir = originalOut + ".adapt";
   ::mkdir(adaptDir.c_str(), 0777);
@@ -170,40 +170,25 @@ int AdaptiveLaunch::setUp() {
 
 void AdaptiveLaunch::prepareNext(int round, NextLayout &next) const {
   auto started = Watchdog::Clock::now();
-  AdaptRequest request;
-  if (std::string problem = readAdaptRequest(requestPath, request);
-      !problem.empty()) {
-    next.problem = problem;
-    return;
-  }
+  AdaptRequest request = readAdaptRequest(requestPath);
   next.speeds = slowedSpeeds(speeds, rankDevices, request.slowdowns);
   next.dir = adaptDir + "/" + std::to_string(round);
   next.planPath = next.dir + "/plan.json";
   std::string clusterPath =
       adaptDir + "/cluster-" + std::to_string(round) + ".json";
-  std::string error;
-  if (!support::writeAtomically(
-          clusterPath, adaptClusterJson(next.speeds, bandwidth), error)) {
-    next.problem = error;
-    return;
-  }
+  support::writeAtomically(clusterPath,
+                           adaptClusterJson(next.speeds, recompile.bandwidth));
   printAdaptLine("adapt: re-partition " + std::to_string(round) +
                  " (asked after step " + std::to_string(request.decidedAfter) +
                  "): planning again on devices of speeds " +
                  formatSpeeds(next.speeds) + " (" + clusterPath + ")");
   std::vector<std::string> argv = {dpcPath, "compile", record.model};
-  argv.insert(argv.end(), kept.begin(), kept.end());
+  argv.insert(argv.end(), recompile.kept.begin(), recompile.kept.end());
   argv.insert(argv.end(), {"--cluster", clusterPath, "-o", next.dir});
   int compiled = runProgram(argv, record.directory);
-  if (compiled == -1 || !WIFEXITED(compiled) || WEXITSTATUS(compiled) != 0) {
-    next.problem = "'" + joinCommand(argv) + "' failed";
-    return;
-  }
-  if (std::string problem = readRankDevices(next.planPath, next.rankDevices);
-      !problem.empty()) {
-    next.problem = problem;
-    return;
-  }
+  if (compiled == -1 || !WIFEXITED(compiled) || WEXITSTATUS(compiled) != 0)
+    throw Error("'" + joinCommand(argv) + "' failed");
+  next.rankDevices = readRankDevices(next.planPath);
   double compileS =
       std::chrono::duration<double>(Watchdog::Clock::now() - started).count();
   char line[256];
@@ -213,10 +198,7 @@ void AdaptiveLaunch::prepareNext(int round, NextLayout &next) const {
                 next.dir.c_str(), compileS, stageNodeCounts(planPath).c_str(),
                 stageNodeCounts(next.planPath).c_str());
   printAdaptLine(line);
-  if (!support::writeAtomically(readyPath, next.dir + "\n", error)) {
-    next.problem = error;
-    return;
-  }
+  support::writeAtomically(readyPath, next.dir + "\n");
 }
 
 int AdaptiveLaunch::run() {
@@ -235,7 +217,13 @@ int AdaptiveLaunch::run() {
         interferenceStarted = Watchdog::Clock::now();
       if (!asked && line.rfind("adapt: stage ", 0) == 0) {
         asked = true;
-        replan = std::thread([&] { prepareNext(round, next); });
+        replan = std::thread([&] {
+          try {
+            prepareNext(round, next);
+          } catch (const Error &e) {
+            next.problem = e.what();
+          }
+        });
       }
     };
     int status = 0;
@@ -260,9 +248,7 @@ int AdaptiveLaunch::run() {
                        "; the job trained on in its layout");
       return status;
     }
-    AdaptStop stop;
-    if (std::string problem = readAdaptStop(stopPath, stop); !problem.empty())
-      throw Error(problem);
+    AdaptStop stop = readAdaptStop(stopPath);
     if (!asked || !next.problem.empty())
       throw Error("re-partition " + std::to_string(round) + ": " +
                   (asked ? next.problem : "stopped without a request"));

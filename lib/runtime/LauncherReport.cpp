@@ -74,9 +74,11 @@ std::string mergeTraces(const std::string &trace, int ranks) {
   removeTraceParts(trace, ranks);
   if (!error.empty())
     return "cannot merge the ranks' traces: " + error;
-  if (!support::writeAtomically(trace, schedule::toChromeTrace(merged) + "\n",
-                                error))
-    return error;
+  try {
+    support::writeAtomically(trace, schedule::toChromeTrace(merged) + "\n");
+  } catch (const Error &e) {
+    return e.what();
+  }
   return "";
 }
 
@@ -162,9 +164,11 @@ std::string recordStepTime(const std::string &summaryPath,
                   "step time: measured %.3g ms (plan.json predicts none)",
                   measured);
   std::cout << line << "\n" << std::flush;
-  std::string error;
-  if (!support::writeAtomically(planPath, updated, error))
-    return error;
+  try {
+    support::writeAtomically(planPath, updated);
+  } catch (const Error &e) {
+    return e.what();
+  }
   return "";
 }
 

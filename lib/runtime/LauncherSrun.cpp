@@ -84,11 +84,9 @@ int runSrun(const LaunchOptions &options, const RankOptions &rankOptions,
             const StdoutHook &onStdout) {
   SrunCommand command = srunCommand(job);
   bool placed = !command.hostsPath.empty();
-  std::string error;
-  if (!support::writeAtomically(command.confPath, command.conf, error) ||
-      (placed &&
-       !support::writeAtomically(command.hostsPath, command.hosts, error)))
-    throw Error(error);
+  support::writeAtomically(command.confPath, command.conf);
+  if (placed)
+    support::writeAtomically(command.hostsPath, command.hosts);
   std::cout << (placed ? "SLURM_HOSTFILE=" + command.hostsPath + " " : "")
             << joinCommand(command.argv) << "\n"
             << command.confPath << ":\n"

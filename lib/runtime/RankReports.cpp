@@ -138,9 +138,7 @@ void writeSummary(const std::string &path, const std::vector<double> &stepEnds,
   for (size_t k = 0; k < stepEnds.size(); ++k)
     stepMs.push_back((stepEnds[k] - (k ? stepEnds[k - 1] : 0)) * 1000);
   summary["step_ms"] = stepMs;
-  std::string error;
-  if (!dpc::support::writeAtomically(path, summary.dump() + "\n", error))
-    throw Error(error);
+  dpc::support::writeAtomically(path, summary.dump() + "\n");
 }
 
 double epochSeconds() {
@@ -158,17 +156,13 @@ void writeAdaptRequest(const std::string &path, const AdaptDecision &decision,
                                     {"slowdown", decision.slowdown},
                                     {"since_step", decision.sinceStep},
                                     {"slowdowns", slowdowns}};
-  std::string error;
-  if (!dpc::support::writeAtomically(path, request.dump() + "\n", error))
-    throw Error(error);
+  dpc::support::writeAtomically(path, request.dump() + "\n");
 }
 
 void writeAdaptStop(const std::string &path, int64_t stoppedAfter) {
   nlohmann::ordered_json stop = {{"stopped_after", stoppedAfter},
                                  {"stopped_at_s", epochSeconds()}};
-  std::string error;
-  if (!dpc::support::writeAtomically(path, stop.dump() + "\n", error))
-    throw Error(error);
+  dpc::support::writeAtomically(path, stop.dump() + "\n");
 }
 
 void reportMemory(Communicator &comm, const Executor &exec, bool reports,

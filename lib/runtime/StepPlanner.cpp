@@ -191,11 +191,12 @@ StepPlanner::groupSamples(size_t n,
     options.maxSamples = int64_t(best.front().size()) - 1;
     if (memoryLimit > 0)
       options.memoryLimitBytes = memoryLimit - residentBytes;
-    planner::Microbatching result;
-    std::string error;
-    if (!planner::planMicrobatches(seqLengths, cost, options, result, error))
-      throw Error("microbatching: " + error);
-    groups = std::move(result.microbatches);
+    try {
+      groups =
+          planner::planMicrobatches(seqLengths, cost, options).microbatches;
+    } catch (const Error &e) {
+      throw Error(std::string("microbatching: ") + e.what());
+    }
     break;
   }
   case MicrobatchingMode::Padded: {

@@ -3,6 +3,7 @@
 #include "dpc/schedule/Choose.h"
 
 #include "dpc/schedule/Simulator.h"
+#include "dpc/support/Error.h"
 
 namespace dpc::schedule {
 
@@ -29,40 +30,37 @@ bool fitsMemory(const Schedule &schedule, const VerifyOptions &memory) {
 
 } // namespace
 
-int chooseFastestSchedule(const std::vector<BuildOptions> &candidates,
-                          const SimulateOptions &machine,
-                          const VerifyOptions &memory, std::string &error) {
-  int chosen = -1;
+size_t chooseFastestSchedule(const std::vector<BuildOptions> &candidates,
+                             const SimulateOptions &machine,
+                             const VerifyOptions &memory) {
+  if (candidates.empty())
+    throw Error("no schedule kind to choose from");
+  size_t chosen = 0;
   bool chosenFits = false;
   double chosenStep = 0;
   for (size_t k = 0; k < candidates.size(); ++k) {
     const BuildOptions &options = candidates[k];
     Schedule built;
-    if (error = buildSchedule(options, built); !error.empty()) {
-      error = "cannot build the " + std::string(kindName(options.kind)) +
-              " schedule: " + error;
-      return -1;
-    }
+    if (std::string error = buildSchedule(options, built); !error.empty())
+      throw Error("cannot build the " + std::string(kindName(options.kind)) +
+                  " schedule: " + error);
     SimulateOptions simulate = machine;
     simulate.recordTimeline = false;
     simulate.steps = kSteadyStateSteps;
     SimulateResult simulated;
-    if (error = simulateSchedule(built, simulate, simulated); !error.empty()) {
-      error = "cannot simulate the " + std::string(kindName(options.kind)) +
-              " schedule: " + error;
-      return -1;
-    }
+    if (std::string error = simulateSchedule(built, simulate, simulated);
+        !error.empty())
+      throw Error("cannot simulate the " + std::string(kindName(options.kind)) +
+                  " schedule: " + error);
     bool fits = fitsMemory(built, memory);
-    if (chosen < 0 || (fits && !chosenFits) ||
+    if (k == 0 || (fits && !chosenFits) ||
         (fits &&
          simulated.steadyStepTime < chosenStep * (1 - kAutoScheduleMinGain))) {
-      chosen = int(k);
+      chosen = k;
       chosenFits = fits;
       chosenStep = simulated.steadyStepTime;
     }
   }
-  if (chosen < 0)
-    error = "no schedule kind to choose from";
   return chosen;
 }
 

@@ -2,6 +2,8 @@
 
 #include "dpc/support/OutputDirectory.h"
 
+#include "dpc/support/Error.h"
+
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
@@ -64,19 +66,17 @@ std::vector<std::string> listEntries(const fs::path &dir, std::error_code &ec) {
 }
 
 // A fresh directory named `prefix` plus a unique suffix.
-std::string makeUniqueDirectory(const fs::path &prefix, fs::path &made) {
+fs::path makeUniqueDirectory(const fs::path &prefix) {
   std::string pattern = prefix.string() + "-XXXXXX";
   if (!::mkdtemp(pattern.data()))
-    return "cannot create a directory beside '" + prefix.string() +
-           "': " + std::strerror(errno);
-  made = pattern;
-  return "";
+    throw Error("cannot create a directory beside '" + prefix.string() +
+                "': " + std::strerror(errno));
+  return pattern;
 }
 
-} // namespace
-
-std::string checkOutputTarget(const fs::path &target,
-                              const std::vector<fs::path> &inputs) {
+// checkOutputTarget's reason, or "".
+std::string targetProblem(const fs::path &target,
+                          const std::vector<fs::path> &inputs) {
   std::string shown = "'" + target.string() + "'";
   fs::path absolute = normalized(target);
   std::error_code ec;
@@ -134,6 +134,14 @@ std::string checkOutputTarget(const fs::path &target,
          "); move them or give another directory";
 }
 
+} // namespace
+
+void checkOutputTarget(const fs::path &target,
+                       const std::vector<fs::path> &inputs) {
+  if (std::string problem = targetProblem(target, inputs); !problem.empty())
+    throw InputError(problem);
+}
+
 OutputDirectory::OutputDirectory(fs::path target)
     : target(normalized(target)) {}
 
@@ -143,18 +151,18 @@ OutputDirectory::~OutputDirectory() {
     fs::remove_all(staging, ec);
 }
 
-std::string OutputDirectory::open(const std::vector<fs::path> &inputs) {
-  if (std::string problem = checkOutputTarget(target, inputs); !problem.empty())
-    return problem;
+void OutputDirectory::open(const std::vector<fs::path> &inputs) {
+  if (std::string problem = targetProblem(target, inputs); !problem.empty())
+    throw Error(problem);
   std::error_code ec;
   fs::create_directories(target.parent_path(), ec);
   if (ec)
-    return "cannot create '" + target.parent_path().string() +
-           "': " + ec.message();
-  return makeUniqueDirectory(target.string() + ".dpc-partial", staging);
+    throw Error("cannot create '" + target.parent_path().string() +
+                "': " + ec.message());
+  staging = makeUniqueDirectory(target.string() + ".dpc-partial");
 }
 
-std::string OutputDirectory::commit() {
+void OutputDirectory::commit() {
   std::error_code ec;
   std::vector<std::string> entries = listEntries(staging, ec);
   std::ofstream marker(staging / kOutputMarker, std::ios::trunc);
@@ -163,11 +171,11 @@ std::string OutputDirectory::commit() {
     marker << entry << "\n";
   marker.close();
   if (ec || !marker)
-    return "cannot write '" + (staging / kOutputMarker).string() + "'";
+    throw Error("cannot write '" + (staging / kOutputMarker).string() + "'");
 
   // The target may have changed since open(): check it again, then swap.
-  if (std::string problem = checkOutputTarget(target, {}); !problem.empty())
-    return problem;
+  if (std::string problem = targetProblem(target, {}); !problem.empty())
+    throw Error(problem);
   std::string reason;
   bool exists =
       fs::symlink_status(target, ec).type() != fs::file_type::not_found;
@@ -177,7 +185,7 @@ std::string OutputDirectory::commit() {
         (errno == EINVAL &&
          std::rename(staging.c_str(), target.c_str()) == 0)) {
       committed = true;
-      return "";
+      return;
     }
     reason = std::strerror(errno);
   } else if (::renameat2(AT_FDCWD, staging.c_str(), AT_FDCWD, target.c_str(),
@@ -185,20 +193,16 @@ std::string OutputDirectory::commit() {
     // The previous output now lies at the staging path.
     committed = true;
     fs::remove_all(staging, ec);
-    return "";
+    return;
   } else if (errno == EINVAL) {
     // A file system without exchange: move the previous output aside (it is
     // never missing), move the new one in, then remove the old one.
-    fs::path aside;
-    if (std::string problem =
-            makeUniqueDirectory(target.string() + ".dpc-old", aside);
-        !problem.empty())
-      return problem;
+    fs::path aside = makeUniqueDirectory(target.string() + ".dpc-old");
     if (std::rename(target.c_str(), aside.c_str()) == 0) {
       if (std::rename(staging.c_str(), target.c_str()) == 0) {
         committed = true;
         fs::remove_all(aside, ec);
-        return "";
+        return;
       }
       reason = std::strerror(errno);
       std::rename(aside.c_str(), target.c_str());
@@ -209,7 +213,8 @@ std::string OutputDirectory::commit() {
   } else {
     reason = std::strerror(errno);
   }
-  return "cannot move the output into '" + target.string() + "': " + reason;
+  throw Error("cannot move the output into '" + target.string() +
+              "': " + reason);
 }
 
 } // namespace dpc::support

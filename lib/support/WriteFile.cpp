@@ -2,14 +2,15 @@
 
 #include "dpc/support/WriteFile.h"
 
+#include "dpc/support/Error.h"
+
 #include <cstdio>
 #include <fstream>
 #include <unistd.h>
 
 namespace dpc::support {
 
-bool writeAtomically(const std::string &path, const std::string &text,
-                     std::string &error) {
+void writeAtomically(const std::string &path, const std::string &text) {
   std::string temp = path + ".tmp." + std::to_string(::getpid());
   {
     std::ofstream out(temp, std::ios::binary | std::ios::trunc);
@@ -19,16 +20,13 @@ bool writeAtomically(const std::string &path, const std::string &text,
     }
     if (!out) {
       std::remove(temp.c_str());
-      error = "cannot write '" + path + "'";
-      return false;
+      throw Error("cannot write '" + path + "'");
     }
   }
   if (std::rename(temp.c_str(), path.c_str()) != 0) {
     std::remove(temp.c_str());
-    error = "cannot write '" + path + "'";
-    return false;
+    throw Error("cannot write '" + path + "'");
   }
-  return true;
 }
 
 std::string perRankPath(const std::string &path, int rank) {

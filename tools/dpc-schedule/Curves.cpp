@@ -119,12 +119,7 @@ int runCurves(const std::vector<std::string> &args) {
     for (size_t k = 2; k < 5; ++k)
       panels[k - 1].series.push_back(series[k]);
   }
-  std::string error;
-  if (!dpc::support::writeAtomically(
-          svg, dpc::support::lineChartSvg(title, panels), error)) {
-    std::cerr << command << ": " << error << "\n";
-    return 1;
-  }
+  dpc::support::writeAtomically(svg, dpc::support::lineChartSvg(title, panels));
   std::printf("drew %zu run%s, %zu steps, to %s\n", runs, runs == 1 ? "" : "s",
               points, svg.c_str());
   return 0;

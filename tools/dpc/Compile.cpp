@@ -16,6 +16,8 @@
 #include "dialects/pipe/IR/PipeDialect.h"
 
 #include "dpc/support/CommandLine.h"
+#include "dpc/support/Error.h"
+#include "dpc/support/OutputDirectory.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -52,9 +54,11 @@ int checkInputs(const CompileOptions &options, std::vector<fs::path> &inputs) {
   inputs = {model};
   if (!options.profile.empty())
     inputs.emplace_back(options.profile);
-  if (std::string problem = support::checkOutputTarget(options.outDir, inputs);
-      !problem.empty()) {
-    std::cerr << "dpc compile: " << problem << "\n";
+  try {
+    support::checkOutputTarget(options.outDir, inputs);
+  } catch (const dpc::InputError &e) {
+    // Named "dpc compile" under dpc profile's timing builds too.
+    std::cerr << "dpc compile: " << e.what() << "\n";
     return cli::kUsageError;
   }
 
@@ -104,8 +108,10 @@ int compileModel(const CompileOptions &options) {
   // Everything is written under a staging name and appears at -o only when
   // the whole compilation succeeded.
   support::OutputDirectory out(options.outDir);
-  if (std::string problem = out.open(inputs); !problem.empty()) {
-    std::cerr << "dpc compile: " << problem << "\n";
+  try {
+    out.open(inputs);
+  } catch (const dpc::Error &e) {
+    std::cerr << "dpc compile: " << e.what() << "\n";
     return 1;
   }
 
@@ -139,8 +145,10 @@ int compileModel(const CompileOptions &options) {
   if (int exit = writeRanks(options, module, weights, buckets, out))
     return exit;
 
-  if (std::string problem = out.commit(); !problem.empty()) {
-    std::cerr << "dpc compile: " << problem << "\n";
+  try {
+    out.commit();
+  } catch (const dpc::Error &e) {
+    std::cerr << "dpc compile: " << e.what() << "\n";
     return 1;
   }
   return 0;

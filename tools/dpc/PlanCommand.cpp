@@ -274,11 +274,7 @@ int runPlanCommand(const Args &args) {
     std::cout << text;
     return 0;
   }
-  std::string error;
-  if (!support::writeAtomically(a.output, text, error)) {
-    std::cerr << "dpc plan: " << error << "\n";
-    return 1;
-  }
+  support::writeAtomically(a.output, text);
   if (!a.quiet)
     printPlanSummary(result, opts, planMs);
   return 0;

@@ -416,13 +416,8 @@ int measureAllMessages(const CompileOptions &compile, const fs::path &scratch,
       steps,
       std::min<int64_t>(kMaxMessageSteps,
                         int64_t(kMessageRunMs / std::max(stepMs, 1e-3))));
-  std::string error;
   std::string times = (scratch / "times.json").string();
-  if (!support::writeAtomically(
-          times, planner::writeJsonProfile(graph, sections), error)) {
-    std::cerr << "dpc profile: " << error << "\n";
-    return 1;
-  }
+  support::writeAtomically(times, planner::writeJsonProfile(graph, sections));
   for (int64_t ranks : messageRanks) {
     if (ranks < 2)
       continue;
@@ -500,12 +495,8 @@ int runProfileCommand(const Args &args) {
                                   a.messageRanks, shapes, graph, sections))
     return rc;
 
-  std::string error;
-  if (!support::writeAtomically(
-          a.output, planner::writeJsonProfile(graph, sections), error)) {
-    std::cerr << "dpc profile: " << error << "\n";
-    return 1;
-  }
+  support::writeAtomically(a.output,
+                           planner::writeJsonProfile(graph, sections));
   std::cout << "dpc profile: " << graph.size() << " nodes";
   if (!sections.shapes.empty())
     std::cout << " at " << sections.shapes.size() << " shapes";

@@ -77,12 +77,11 @@ struct Microbatching {
 /// longest microbatch, a dynamic program over the runs minimises the sum of
 /// their times; the splits the model ranks best are timed as 1F1B
 /// schedules, run longest or shortest first, and the fastest wins.
-/// Returns false with `error` set when one sequence alone breaks the memory
-/// limit or a length is not positive.
-bool planMicrobatches(const std::vector<int64_t> &lengths,
-                      const SequenceCost &cost,
-                      const MicrobatchingOptions &options,
-                      Microbatching &result, std::string &error);
+/// Throws dpc::Error when one sequence alone breaks the memory limit or a
+/// length is not positive.
+Microbatching planMicrobatches(const std::vector<int64_t> &lengths,
+                               const SequenceCost &cost,
+                               const MicrobatchingOptions &options);
 
 /// The usual way, for comparison: `count` microbatches of consecutive
 /// sequences in the given order (sizes differing by at most one), each

@@ -37,8 +37,8 @@ struct AdaptRequest {
   /// Every rank's slowdown against the calibrated plan.
   std::vector<double> slowdowns;
 };
-/// Reads it; returns "" or what is wrong, naming the file.
-std::string readAdaptRequest(const std::string &path, AdaptRequest &request);
+/// Reads it; throws an Error naming the file when it cannot.
+AdaptRequest readAdaptRequest(const std::string &path);
 
 /// What the last stage writes when the ranks stop for the re-partition, once
 /// the launcher has said the new layout is ready (adaptReadyPath).
@@ -49,7 +49,8 @@ struct AdaptStop {
   /// the downtime).
   double stoppedAtS = 0;
 };
-std::string readAdaptStop(const std::string &path, AdaptStop &stop);
+/// Reads it; throws an Error naming the file when it cannot.
+AdaptStop readAdaptStop(const std::string &path);
 
 /// The files beside the request (OUT.adapt/request.json): the launcher
 /// creates "ready" once the new layout is compiled, and the last stage
@@ -77,14 +78,20 @@ struct CompileRecord {
   /// The options, less MODEL and -o.
   std::vector<std::string> options;
 };
-std::string readCompileRecord(const std::string &path, CompileRecord &record);
+/// Reads it; throws an Error naming the file when it cannot.
+CompileRecord readCompileRecord(const std::string &path);
 
 /// The recorded options a re-plan compiles with: --devices and --bandwidth
-/// go into the cluster file (`bandwidth` gets --bandwidth's value, else
-/// 1e9), the rest is kept. Returns "" or why the build cannot be re-planned
-/// this way (a --cluster, --replicas, or hierarchical --devices build).
-std::string replanOptions(const std::vector<std::string> &recorded,
-                          std::vector<std::string> &kept, double &bandwidth);
+/// go into the cluster file, the rest is kept.
+struct ReplanOptions {
+  std::vector<std::string> kept;
+  /// --bandwidth's value, else 1e9.
+  double bandwidth = 1e9;
+};
+/// Splits the recorded options; throws an Error saying why the build cannot
+/// be re-planned this way (a --cluster, --replicas, or hierarchical
+/// --devices build).
+ReplanOptions replanOptions(const std::vector<std::string> &recorded);
 
 /// The devices' speeds after a re-partition: `speeds[d]` is device d's (the
 /// first launch's rank d, the slot it ran on) before, `rankDevices[k]` the
@@ -105,9 +112,9 @@ std::string adaptClusterJson(const std::vector<double> &speeds,
                              double bandwidth);
 
 /// The device of every rank of the plan at `planPath` (its
-/// cluster.rank_devices, "slotD" -> D); "" or what is wrong.
-std::string readRankDevices(const std::string &planPath,
-                            std::vector<int> &rankDevices);
+/// cluster.rank_devices, "slotD" -> D); throws an Error naming the file when
+/// it has none.
+std::vector<int> readRankDevices(const std::string &planPath);
 
 /// A RANK:FROM_STEP:VALUE option (--interfere, --test-forward-delay), whose
 /// RANK names a device (the first launch's rank), for the layout whose ranks

@@ -35,11 +35,11 @@ constexpr double kAutoScheduleMinGain = 0.02;
 /// peak memory (with `memory`'s computeScratchBytes counted) fits
 /// `memory`'s limits, a later one winning only by more than
 /// kAutoScheduleMinGain. When none fits, returns 0, the first, whose memory
-/// verify-schedule or plan-memory then reports. Returns -1 with `error` set
-/// when a candidate cannot be built or simulated.
-int chooseFastestSchedule(const std::vector<BuildOptions> &candidates,
-                          const SimulateOptions &machine,
-                          const VerifyOptions &memory, std::string &error);
+/// verify-schedule or plan-memory then reports. Throws dpc::Error when a
+/// candidate cannot be built or simulated, or there is none.
+size_t chooseFastestSchedule(const std::vector<BuildOptions> &candidates,
+                             const SimulateOptions &machine,
+                             const VerifyOptions &memory);
 
 } // namespace dpc::schedule
 

@@ -23,13 +23,13 @@ namespace dpc::support {
 /// entries dpc wrote into it, one name per line after a header line.
 inline constexpr const char *kOutputMarker = ".dpc-output";
 
-/// Why `target` may not become (or be replaced by) an output directory, or ""
-/// when it may: it is missing, an empty directory, or a marked dpc output
-/// holding only the entries its marker lists. `inputs` are files the command
-/// reads; a target that contains one of them is refused, as is a target that
-/// contains the working directory.
-std::string checkOutputTarget(const std::filesystem::path &target,
-                              const std::vector<std::filesystem::path> &inputs);
+/// Throws dpc::InputError saying why `target` may not become (or be replaced
+/// by) an output directory. It may when it is missing, an empty directory,
+/// or a marked dpc output holding only the entries its marker lists.
+/// `inputs` are files the command reads; a target that contains one of them
+/// is refused, as is a target that contains the working directory.
+void checkOutputTarget(const std::filesystem::path &target,
+                       const std::vector<std::filesystem::path> &inputs);
 
 /// A directory that appears at its final path only on commit() and is
 /// removed otherwise, so a failed command leaves nothing behind.
@@ -40,9 +40,10 @@ public:
   OutputDirectory(const OutputDirectory &) = delete;
   OutputDirectory &operator=(const OutputDirectory &) = delete;
 
-  /// Checks the target (checkOutputTarget) and creates a staging directory
-  /// of a name no other process uses, beside it. Returns the problem, or "".
-  std::string open(const std::vector<std::filesystem::path> &inputs);
+  /// Checks the target (as checkOutputTarget) and creates a staging
+  /// directory of a name no other process uses, beside it. Throws
+  /// dpc::Error saying why it cannot.
+  void open(const std::vector<std::filesystem::path> &inputs);
 
   /// Where to write until commit().
   const std::filesystem::path &path() const { return staging; }
@@ -50,8 +51,8 @@ public:
   /// Writes the marker and swaps the staging directory into place in one
   /// rename (the previous output, if any, is removed after the swap). The
   /// target is checked again first, so an output that changed meanwhile is
-  /// never replaced. Returns the problem, or "".
-  std::string commit();
+  /// never replaced. Throws dpc::Error saying why it cannot.
+  void commit();
 
 private:
   std::filesystem::path target, staging;

@@ -15,9 +15,8 @@
 namespace dpc::support {
 
 /// Writes `text` to `path` through a temporary file and a rename. On failure
-/// returns false, sets `error` and leaves `path` as it was.
-bool writeAtomically(const std::string &path, const std::string &text,
-                     std::string &error);
+/// throws dpc::Error ("cannot write 'PATH'") and leaves `path` as it was.
+void writeAtomically(const std::string &path, const std::string &text);
 
 /// Where rank `rank` writes its part of an output file that every rank
 /// writes: `path` with ".rankK" before its extension ("trace.json" ->

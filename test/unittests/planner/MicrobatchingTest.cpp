@@ -1,6 +1,7 @@
 //===- MicrobatchingTest.cpp - Variable-length microbatches ---------------===//
 
 #include "dpc/planner/Microbatching.h"
+#include "test/unittests/runtime/ErrorOf.h"
 
 #include <gtest/gtest.h>
 
@@ -10,6 +11,7 @@
 #include <random>
 
 using namespace dpc::planner;
+using dpc::errorOf;
 
 namespace {
 
@@ -99,12 +101,12 @@ TEST(Microbatching, FindsTheModelsBestSplitOnSmallMinibatches) {
         trial % 3 == 0 ? 0 : options.stages * 1024.0 * 600 * (1 + gen() % 3);
     options.bounds = 1000; // every candidate
     Microbatching plan;
-    std::string error;
     Brute want = bruteForce(lengths, cost, options);
-    bool ok = planMicrobatches(lengths, cost, options, plan, error);
-    ASSERT_EQ(ok, std::isfinite(want.modelled))
+    std::string error =
+        errorOf([&] { plan = planMicrobatches(lengths, cost, options); });
+    ASSERT_EQ(error.empty(), std::isfinite(want.modelled))
         << "trial " << trial << ": " << error;
-    if (!ok)
+    if (!error.empty())
       continue;
     EXPECT_GE(plan.predictedMs, want.modelled * (1 - 1e-12));
     EXPECT_LE(plan.simulatedMs, want.simulated * (1 + 1e-12))
@@ -151,8 +153,8 @@ TEST(Microbatching, BeatsPaddedMicrobatchesOnALongTail) {
   options.maxSamples = 128;
   options.memoryLimitBytes = 4 * 1024.0 * 64 * 2048; // 64 of the longest
   Microbatching plan;
-  std::string error;
-  ASSERT_TRUE(planMicrobatches(lengths, cost, options, plan, error)) << error;
+  ASSERT_EQ(errorOf([&] { plan = planMicrobatches(lengths, cost, options); }),
+            "");
   Microbatching padded = padMicrobatches(lengths, 8, cost, 4);
   double ours = plan.simulatedMs;
   double theirs = simulateMicrobatching(padded, 4);
@@ -176,14 +178,14 @@ TEST(Microbatching, KeepsEveryMicrobatchWithinItsCapacity) {
   for (int i = 0; i < 40; ++i)
     lengths.push_back(1 + i % 16);
   Microbatching plan;
-  std::string error;
-  ASSERT_TRUE(planMicrobatches(lengths, cost, options, plan, error)) << error;
+  ASSERT_EQ(errorOf([&] { plan = planMicrobatches(lengths, cost, options); }),
+            "");
   for (size_t k = 0; k < plan.microbatches.size(); ++k)
     EXPECT_LE(int64_t(plan.microbatches[k].size()),
               cost.capacity(plan.paddedLength[k]))
         << "microbatch " << k;
-  EXPECT_FALSE(planMicrobatches({10, 300}, cost, options, plan, error));
-  EXPECT_EQ(error, "a sequence of 300 tokens fits no microbatch shape");
+  EXPECT_EQ(errorOf([&] { planMicrobatches({10, 300}, cost, options); }),
+            "a sequence of 300 tokens fits no microbatch shape");
 }
 
 TEST(Microbatching, RefusesWhatCannotRun) {
@@ -192,16 +194,17 @@ TEST(Microbatching, RefusesWhatCannotRun) {
   options.stages = 2;
   options.memoryLimitBytes = 2 * 1024.0 * 100; // 100 tokens a microbatch
   Microbatching plan;
-  std::string error;
-  EXPECT_FALSE(planMicrobatches({50, 150}, cost, options, plan, error));
-  EXPECT_EQ(error, "a sequence of 150 tokens alone needs more activation "
-                   "memory than a 2-stage 1F1B pipeline leaves a microbatch "
-                   "under the memory limit");
-  EXPECT_FALSE(planMicrobatches({50, 0}, cost, options, plan, error));
-  EXPECT_EQ(error, "sequence 1 has length 0; lengths must be positive");
+  EXPECT_EQ(errorOf([&] { planMicrobatches({50, 150}, cost, options); }),
+            "a sequence of 150 tokens alone needs more activation memory "
+            "than a 2-stage 1F1B pipeline leaves a microbatch under the "
+            "memory limit");
+  EXPECT_EQ(errorOf([&] { planMicrobatches({50, 0}, cost, options); }),
+            "sequence 1 has length 0; lengths must be positive");
   // Within the limit, two 50-token sequences may share a microbatch but no
   // third joins them.
-  ASSERT_TRUE(planMicrobatches({50, 50, 50}, cost, options, plan, error));
+  ASSERT_EQ(
+      errorOf([&] { plan = planMicrobatches({50, 50, 50}, cost, options); }),
+      "");
   for (const auto &mb : plan.microbatches)
     EXPECT_LE(mb.size(), 2u);
 }

@@ -1,6 +1,7 @@
 //===- AdaptTest.cpp - dpc run --adapt's re-planning pieces ---------------===//
 
 #include "dpc/runtime/Adapt.h"
+#include "test/unittests/runtime/ErrorOf.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -53,22 +54,22 @@ TEST(Adapt, ClusterFileNamesTheSlots) {
 }
 
 TEST(Adapt, ReplanOptionsFoldDevicesAndBandwidthIntoTheCluster) {
-  std::vector<std::string> kept;
-  double bandwidth = 0;
-  EXPECT_EQ(replanOptions({"--stages", "2", "--bandwidth", "2e9",
-                           "--microbatches=4", "--devices=2"},
-                          kept, bandwidth),
+  ReplanOptions replan;
+  EXPECT_EQ(errorOf([&] {
+              replan = replanOptions({"--stages", "2", "--bandwidth", "2e9",
+                                      "--microbatches=4", "--devices=2"});
+            }),
             "");
-  EXPECT_THAT(kept,
+  EXPECT_THAT(replan.kept,
               ::testing::ElementsAre("--stages", "2", "--microbatches=4"));
-  EXPECT_EQ(bandwidth, 2e9);
-  EXPECT_EQ(replanOptions({"--stages", "2"}, kept, bandwidth), "");
-  EXPECT_EQ(bandwidth, 1e9);
-  EXPECT_THAT(replanOptions({"--cluster", "c.json"}, kept, bandwidth),
+  EXPECT_EQ(replan.bandwidth, 2e9);
+  EXPECT_EQ(errorOf([&] { replan = replanOptions({"--stages", "2"}); }), "");
+  EXPECT_EQ(replan.bandwidth, 1e9);
+  EXPECT_THAT(errorOf([] { replanOptions({"--cluster", "c.json"}); }),
               HasSubstr("not of --cluster"));
-  EXPECT_THAT(replanOptions({"--replicas=1,2"}, kept, bandwidth),
+  EXPECT_THAT(errorOf([] { replanOptions({"--replicas=1,2"}); }),
               HasSubstr("not of --replicas"));
-  EXPECT_THAT(replanOptions({"--devices", "4x2"}, kept, bandwidth),
+  EXPECT_THAT(errorOf([] { replanOptions({"--devices", "4x2"}); }),
               HasSubstr("'4x2' is not one flat level"));
 }
 
@@ -83,38 +84,39 @@ TEST(Adapt, ReadsTheRequestAndTheRecord) {
       R"({"decided_after": 32, "rank": 1, "stage": 1, "slowdown": 9.5,
           "since_step": 21, "slowdowns": [1.0, 9.5]})");
   AdaptRequest request;
-  EXPECT_EQ(readAdaptRequest(path, request), "");
+  EXPECT_EQ(errorOf([&] { request = readAdaptRequest(path); }), "");
   EXPECT_EQ(request.decidedAfter, 32);
   EXPECT_EQ(request.sinceStep, 21);
   EXPECT_THAT(request.slowdowns, ::testing::ElementsAre(1.0, 9.5));
   std::remove(path.c_str());
 
   path = writeTemp(R"({"decided_after": 32, "rank": 1})");
-  EXPECT_THAT(readAdaptRequest(path, request),
+  EXPECT_THAT(errorOf([&] { readAdaptRequest(path); }),
               HasSubstr("not a re-partition request"));
   std::remove(path.c_str());
 
   // The stop comes later, in a file of its own.
   path = writeTemp(R"({"stopped_after": 40, "stopped_at_s": 1.5e9})");
   AdaptStop stop;
-  EXPECT_EQ(readAdaptStop(path, stop), "");
+  EXPECT_EQ(errorOf([&] { stop = readAdaptStop(path); }), "");
   EXPECT_EQ(stop.stoppedAfter, 40);
   EXPECT_EQ(stop.stoppedAtS, 1.5e9);
-  EXPECT_THAT(readAdaptRequest(path, request),
+  EXPECT_THAT(errorOf([&] { readAdaptRequest(path); }),
               HasSubstr("not a re-partition request"));
   std::remove(path.c_str());
   path = writeTemp(R"({"stopped_after": 0, "stopped_at_s": 1.5e9})");
-  EXPECT_THAT(readAdaptStop(path, stop), HasSubstr("not a re-partition stop"));
+  EXPECT_THAT(errorOf([&] { readAdaptStop(path); }),
+              HasSubstr("not a re-partition stop"));
   std::remove(path.c_str());
 
   path = writeTemp(R"({"format": "dpc-compile", "model": "/m.onnx",
       "directory": "/w", "options": ["--stages", "2"]})");
   CompileRecord record;
-  EXPECT_EQ(readCompileRecord(path, record), "");
+  EXPECT_EQ(errorOf([&] { record = readCompileRecord(path); }), "");
   EXPECT_EQ(record.model, "/m.onnx");
   EXPECT_THAT(record.options, ::testing::ElementsAre("--stages", "2"));
   std::remove(path.c_str());
-  EXPECT_THAT(readCompileRecord("/nonexistent/compile.json", record),
+  EXPECT_THAT(errorOf([] { readCompileRecord("/nonexistent/compile.json"); }),
               HasSubstr("/nonexistent/compile.json: "));
 }
 
@@ -129,14 +131,14 @@ TEST(Adapt, RankDevicesOfAPlanOnTheSlots) {
   std::string path =
       writeTemp(R"({"cluster": {"rank_devices": ["slot1", "slot0"]}})");
   std::vector<int> devices;
-  EXPECT_EQ(readRankDevices(path, devices), "");
+  EXPECT_EQ(errorOf([&] { devices = readRankDevices(path); }), "");
   EXPECT_THAT(devices, ::testing::ElementsAre(1, 0));
   std::remove(path.c_str());
   path = writeTemp(R"({"cluster": {"rank_devices": ["fast"]}})");
-  EXPECT_THAT(readRankDevices(path, devices), HasSubstr("slotN"));
+  EXPECT_THAT(errorOf([&] { readRankDevices(path); }), HasSubstr("slotN"));
   std::remove(path.c_str());
   path = writeTemp(R"({"stages": []})");
-  EXPECT_THAT(readRankDevices(path, devices),
+  EXPECT_THAT(errorOf([&] { readRankDevices(path); }),
               HasSubstr("no cluster.rank_devices"));
   std::remove(path.c_str());
 }

@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "dpc/schedule/Choose.h"
+#include "test/unittests/runtime/ErrorOf.h"
 
 #include <gtest/gtest.h>
 
@@ -39,11 +40,12 @@ std::vector<BuildOptions> candidates(int p, int m, double weight = 1) {
 
 ScheduleKind choose(const std::vector<BuildOptions> &all,
                     VerifyOptions memory = {}, SimulateOptions machine = {}) {
-  std::string error;
-  int chosen = chooseFastestSchedule(all, machine, memory, error);
-  EXPECT_EQ(error, "");
-  EXPECT_GE(chosen, 0);
-  return chosen < 0 ? ScheduleKind::Custom : all[chosen].kind;
+  size_t chosen = all.size();
+  EXPECT_EQ(dpc::errorOf(
+                [&] { chosen = chooseFastestSchedule(all, machine, memory); }),
+            "");
+  EXPECT_LT(chosen, all.size());
+  return chosen < all.size() ? all[chosen].kind : ScheduleKind::Custom;
 }
 
 // The peak memory of each rank of `kind`'s build of `all`.
@@ -151,8 +153,7 @@ TEST(ChooseSchedule, OnlyAKindThatFitsTheMemoryLimit) {
 TEST(ChooseSchedule, ABuildErrorIsReported) {
   std::vector<BuildOptions> all = candidates(2, 4);
   all[1].replicas = {1, 2, 3}; // not one entry per stage
-  std::string error;
-  EXPECT_EQ(chooseFastestSchedule(all, {}, {}, error), -1);
+  std::string error = dpc::errorOf([&] { chooseFastestSchedule(all, {}, {}); });
   EXPECT_NE(error.find("cannot build the zb-h1 schedule"), std::string::npos)
       << error;
 }

@@ -1,6 +1,7 @@
 //===- OutputDirectoryTest.cpp - Output that never loses data -------------===//
 
 #include "dpc/support/OutputDirectory.h"
+#include "test/unittests/runtime/ErrorOf.h"
 
 #include <gtest/gtest.h>
 
@@ -14,6 +15,13 @@ using dpc::support::kOutputMarker;
 using dpc::support::OutputDirectory;
 
 namespace {
+
+// The InputError checkOutputTarget throws for `target`, "(no error)" when it
+// may be used.
+std::string targetError(const fs::path &target,
+                        const std::vector<fs::path> &inputs) {
+  return dpc::inputErrorOf([&] { checkOutputTarget(target, inputs); });
+}
 
 class OutputDirectoryTest : public ::testing::Test {
 protected:
@@ -37,12 +45,13 @@ protected:
   std::string produce(const fs::path &target,
                       const std::vector<std::string> &files,
                       const std::string &text) {
-    OutputDirectory out(target);
-    if (std::string problem = out.open({}); !problem.empty())
-      return problem;
-    for (const std::string &file : files)
-      write(out.path() / file, text);
-    return out.commit();
+    return dpc::errorOf([&] {
+      OutputDirectory out(target);
+      out.open({});
+      for (const std::string &file : files)
+        write(out.path() / file, text);
+      out.commit();
+    });
   }
   // The entries directly in `root`, to see that no staging directory stayed.
   std::vector<std::string> rootEntries() const {
@@ -60,10 +69,10 @@ TEST_F(OutputDirectoryTest, NewTargetAppearsOnlyOnCommit) {
   fs::path target = root / "out";
   {
     OutputDirectory out(target);
-    ASSERT_EQ(out.open({}), "");
+    ASSERT_EQ(dpc::errorOf([&] { out.open({}); }), "");
     write(out.path() / "plan.json", "{}");
     EXPECT_FALSE(fs::exists(target));
-    ASSERT_EQ(out.commit(), "");
+    ASSERT_EQ(dpc::errorOf([&] { out.commit(); }), "");
   }
   EXPECT_EQ(read(target / "plan.json"), "{}");
   EXPECT_EQ(read(target / kOutputMarker), "dpc-output 1\nplan.json\n");
@@ -73,7 +82,7 @@ TEST_F(OutputDirectoryTest, NewTargetAppearsOnlyOnCommit) {
 TEST_F(OutputDirectoryTest, AbandonedOutputLeavesNothing) {
   {
     OutputDirectory out(root / "out");
-    ASSERT_EQ(out.open({}), "");
+    ASSERT_EQ(dpc::errorOf([&] { out.open({}); }), "");
     write(out.path() / "mlir" / "00-import.mlir", "module {}");
   }
   EXPECT_TRUE(rootEntries().empty());
@@ -116,7 +125,7 @@ TEST_F(OutputDirectoryTest, RefusesAnOutputThatGainedFiles) {
   write(target / "checkpoints" / "stage0.safetensors", "weights");
   write(target / "checkpoints" / "stage1.safetensors", "weights");
   write(target / "plan.json", "{\"measured\": 1}");
-  std::string problem = checkOutputTarget(target, {});
+  std::string problem = targetError(target, {});
   EXPECT_NE(problem.find("holds files dpc did not write there (checkpoints)"),
             std::string::npos)
       << problem;
@@ -126,14 +135,14 @@ TEST_F(OutputDirectoryTest, RefusesAnOutputThatGainedFiles) {
 
 TEST_F(OutputDirectoryTest, RefusesAFileALinkAndAForgedMarker) {
   write(root / "file", "mine");
-  EXPECT_NE(checkOutputTarget(root / "file", {}).find("is not a directory"),
+  EXPECT_NE(targetError(root / "file", {}).find("is not a directory"),
             std::string::npos);
   fs::create_directory(root / "dir");
   fs::create_directory_symlink(root / "dir", root / "link");
-  EXPECT_NE(checkOutputTarget(root / "link", {}).find("symbolic link"),
+  EXPECT_NE(targetError(root / "link", {}).find("symbolic link"),
             std::string::npos);
   write(root / "forged" / kOutputMarker, "something else\n");
-  EXPECT_NE(checkOutputTarget(root / "forged", {}).find("not written by dpc"),
+  EXPECT_NE(targetError(root / "forged", {}).find("not written by dpc"),
             std::string::npos);
   EXPECT_EQ(read(root / "file"), "mine");
 }
@@ -141,12 +150,11 @@ TEST_F(OutputDirectoryTest, RefusesAFileALinkAndAForgedMarker) {
 TEST_F(OutputDirectoryTest, RefusesATargetHoldingAnInput) {
   fs::path target = root / "out";
   ASSERT_EQ(produce(target, {"model.onnx"}, "model"), "");
-  std::string problem =
-      checkOutputTarget(root / "out", {target / "model.onnx"});
+  std::string problem = targetError(root / "out", {target / "model.onnx"});
   EXPECT_NE(problem.find("holds the input"), std::string::npos) << problem;
   // The same input named through another spelling of the path.
-  problem = checkOutputTarget(root / "out",
-                              {root / "out" / ".." / "out" / "model.onnx"});
+  problem =
+      targetError(root / "out", {root / "out" / ".." / "out" / "model.onnx"});
   EXPECT_NE(problem.find("holds the input"), std::string::npos) << problem;
 }
 
@@ -154,8 +162,8 @@ TEST_F(OutputDirectoryTest, RefusesTheWorkingDirectoryAndItsParents) {
   fs::create_directories(root / "work");
   fs::path previous = fs::current_path();
   fs::current_path(root / "work");
-  std::string here = checkOutputTarget(".", {});
-  std::string parent = checkOutputTarget("..", {});
+  std::string here = targetError(".", {});
+  std::string parent = targetError("..", {});
   fs::current_path(previous);
   EXPECT_NE(here.find("contains the working directory"), std::string::npos);
   EXPECT_NE(parent.find("contains the working directory"), std::string::npos);
@@ -164,11 +172,11 @@ TEST_F(OutputDirectoryTest, RefusesTheWorkingDirectoryAndItsParents) {
 TEST_F(OutputDirectoryTest, RecheckedAtCommit) {
   fs::path target = root / "out";
   OutputDirectory out(target);
-  ASSERT_EQ(out.open({}), "");
+  ASSERT_EQ(dpc::errorOf([&] { out.open({}); }), "");
   write(out.path() / "a", "new");
   // Someone else puts a directory of their own there meanwhile.
   write(target / "theirs.txt", "theirs");
-  EXPECT_NE(out.commit(), "");
+  EXPECT_NE(dpc::errorOf([&] { out.commit(); }), "");
   EXPECT_EQ(read(target / "theirs.txt"), "theirs");
 }
 

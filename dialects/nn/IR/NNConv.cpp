@@ -43,17 +43,50 @@ static LogicalResult verifyConvAlgorithm(ConvOp op, ArrayRef<int64_t> filter,
   return success();
 }
 
-template <typename ConvOp>
+/// The result shape of a convolution of `spatial` dimensions of `input` by
+/// `filter` with `op`'s attributes, and its algorithm checked (conv2d's ops
+/// have one, conv3d's do not).
+template <size_t spatial, typename ConvOp>
 static FailureOr<Shape> inferConvFrom(ConvOp op, ArrayRef<int64_t> input,
                                       ArrayRef<int64_t> filter) {
-  FailureOr<Shape> shape = inferConv2dShape(
-      input, filter, op.getStrides(), op.getPads(), op.getDilations(),
+  FailureOr<Shape> shape = inferConvShape(
+      spatial, input, filter, op.getStrides(), op.getPads(), op.getDilations(),
       op.getGroups(), [&] { return op.emitOpError(); });
   if (failed(shape))
     return failure();
-  if (failed(verifyConvAlgorithm(op, filter, elementTypeOf(op->getResult(0)))))
-    return failure();
+  if constexpr (spatial == 2)
+    if (failed(
+            verifyConvAlgorithm(op, filter, elementTypeOf(op->getResult(0)))))
+      return failure();
   return shape;
+}
+
+template <size_t spatial, typename ConvOp>
+static FailureOr<RankedTensorType> inferConvResultType(ConvOp op) {
+  return inferredType(inferConvFrom<spatial>(op, shapeOf(op.getInput()),
+                                             shapeOf(op.getFilter())),
+                      elementTypeOf(op.getInput()));
+}
+
+/// The result gradient of a convolution has the shape of the convolution of
+/// the input gradient's shape by the filter.
+template <size_t spatial, typename GradOp>
+static LogicalResult verifyConvGradInput(GradOp op) {
+  return expectForwardResultGrad(
+      op,
+      inferConvFrom<spatial>(op, shapeOf(op.getInputGrad()),
+                             shapeOf(op.getFilter())),
+      op.getResultGrad(), elementTypeOf(op.getInputGrad()));
+}
+
+/// The same with the input by the filter gradient's shape.
+template <size_t spatial, typename GradOp>
+static LogicalResult verifyConvGradFilter(GradOp op) {
+  return expectForwardResultGrad(
+      op,
+      inferConvFrom<spatial>(op, shapeOf(op.getInput()),
+                             shapeOf(op.getFilterGrad())),
+      op.getResultGrad(), elementTypeOf(op.getFilterGrad()));
 }
 
 /// The filter and the bias (one per result channel) of a forward
@@ -70,25 +103,17 @@ template <typename ConvOp> static LogicalResult verifyFilterAndBias(ConvOp op) {
 }
 
 FailureOr<RankedTensorType> Conv2dOp::inferResultType() {
-  return inferredType(
-      inferConvFrom(*this, shapeOf(getInput()), shapeOf(getFilter())),
-      elementTypeOf(getInput()));
+  return inferConvResultType<2>(*this);
 }
 
 LogicalResult Conv2dOp::verify() { return verifyFilterAndBias(*this); }
 
 LogicalResult Conv2dGradInputOp::verify() {
-  return expectForwardResultGrad(
-      *this,
-      inferConvFrom(*this, shapeOf(getInputGrad()), shapeOf(getFilter())),
-      getResultGrad(), elementTypeOf(getInputGrad()));
+  return verifyConvGradInput<2>(*this);
 }
 
 LogicalResult Conv2dGradFilterOp::verify() {
-  return expectForwardResultGrad(
-      *this,
-      inferConvFrom(*this, shapeOf(getInput()), shapeOf(getFilterGrad())),
-      getResultGrad(), elementTypeOf(getFilterGrad()));
+  return verifyConvGradFilter<2>(*this);
 }
 
 LogicalResult Conv2dGradBiasOp::verify() {
@@ -115,34 +140,18 @@ FailureOr<RankedTensorType> ConvTranspose2dOp::inferResultType() {
 
 LogicalResult ConvTranspose2dOp::verify() { return verifyFilterAndBias(*this); }
 
-template <typename ConvOp>
-static FailureOr<Shape> inferConv3dFrom(ConvOp op, ArrayRef<int64_t> input,
-                                        ArrayRef<int64_t> filter) {
-  return inferConvShape(3, input, filter, op.getStrides(), op.getPads(),
-                        op.getDilations(), op.getGroups(),
-                        [&] { return op.emitOpError(); });
-}
-
 FailureOr<RankedTensorType> Conv3dOp::inferResultType() {
-  return inferredType(
-      inferConv3dFrom(*this, shapeOf(getInput()), shapeOf(getFilter())),
-      elementTypeOf(getInput()));
+  return inferConvResultType<3>(*this);
 }
 
 LogicalResult Conv3dOp::verify() { return verifyFilterAndBias(*this); }
 
 LogicalResult Conv3dGradInputOp::verify() {
-  return expectForwardResultGrad(
-      *this,
-      inferConv3dFrom(*this, shapeOf(getInputGrad()), shapeOf(getFilter())),
-      getResultGrad(), elementTypeOf(getInputGrad()));
+  return verifyConvGradInput<3>(*this);
 }
 
 LogicalResult Conv3dGradFilterOp::verify() {
-  return expectForwardResultGrad(
-      *this,
-      inferConv3dFrom(*this, shapeOf(getInput()), shapeOf(getFilterGrad())),
-      getResultGrad(), elementTypeOf(getFilterGrad()));
+  return verifyConvGradFilter<3>(*this);
 }
 
 FailureOr<RankedTensorType> ConvTranspose3dOp::inferResultType() {
@@ -216,82 +225,84 @@ LogicalResult MatmulGradRhsOp::verify() {
       getResultGrad(), elementTypeOf(getRhsGrad()));
 }
 
+/// The gradients of a convolution: `InputGradOp` and `FilterGradOp` of the
+/// result gradient, with the convolution's window attributes and then
+/// `algorithm` where the ops have one (conv3d's do not), and the bias
+/// gradient.
+template <typename InputGradOp, typename FilterGradOp, typename ConvOp,
+          typename... Algorithm>
+static void
+buildConvGradients(ConvOp conv, OpBuilder &b, Value dy, ArrayRef<bool> needed,
+                   SmallVectorImpl<Value> &grads, Algorithm... algorithm) {
+  resetGrads(conv, grads);
+  Location loc = conv.getLoc();
+  if (needed[0])
+    grads[0] = b.create<InputGradOp>(
+        loc, conv.getInput().getType(), dy, conv.getFilter(),
+        conv.getStridesAttr(), conv.getPadsAttr(), conv.getDilationsAttr(),
+        conv.getGroupsAttr(), algorithm...);
+  if (needed[1])
+    grads[1] = b.create<FilterGradOp>(
+        loc, conv.getFilter().getType(), dy, conv.getInput(),
+        conv.getStridesAttr(), conv.getPadsAttr(), conv.getDilationsAttr(),
+        conv.getGroupsAttr(), algorithm...);
+  if (conv.getBias() && needed[2])
+    grads[2] = b.create<Conv2dGradBiasOp>(loc, conv.getBias().getType(), dy);
+}
+
 void Conv2dOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
                               ArrayRef<bool> needed,
                               SmallVectorImpl<Value> &grads) {
-  resetGrads(*this, grads);
-  Value dy = resultGrads[0];
-  Location loc = getLoc();
-  if (needed[0])
-    grads[0] = b.create<Conv2dGradInputOp>(
-        loc, getInput().getType(), dy, getFilter(), getStridesAttr(),
-        getPadsAttr(), getDilationsAttr(), getGroupsAttr(), getAlgorithmAttr());
-  if (needed[1])
-    grads[1] = b.create<Conv2dGradFilterOp>(
-        loc, getFilter().getType(), dy, getInput(), getStridesAttr(),
-        getPadsAttr(), getDilationsAttr(), getGroupsAttr(), getAlgorithmAttr());
-  if (getBias() && needed[2])
-    grads[2] = b.create<Conv2dGradBiasOp>(loc, getBias().getType(), dy);
-}
-
-// The transposed convolution is conv2d's input gradient (by the same
-// filter and attributes, for a conv2d whose input has its result's shape),
-// so its gradients are that conv2d's forward and filter gradient.
-void ConvTranspose2dOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
-                                       ArrayRef<bool> needed,
-                                       SmallVectorImpl<Value> &grads) {
-  resetGrads(*this, grads);
-  Value dy = resultGrads[0];
-  Location loc = getLoc();
-  StringAttr direct = b.getStringAttr("direct");
-  if (needed[0])
-    grads[0] = b.create<Conv2dOp>(loc, getInput().getType(), dy, getFilter(),
-                                  Value(), getStridesAttr(), getPadsAttr(),
-                                  getDilationsAttr(), getGroupsAttr(), direct);
-  if (needed[1])
-    grads[1] = b.create<Conv2dGradFilterOp>(
-        loc, getFilter().getType(), getInput(), dy, getStridesAttr(),
-        getPadsAttr(), getDilationsAttr(), getGroupsAttr(), direct);
-  if (getBias() && needed[2])
-    grads[2] = b.create<Conv2dGradBiasOp>(loc, getBias().getType(), dy);
+  buildConvGradients<Conv2dGradInputOp, Conv2dGradFilterOp>(
+      *this, b, resultGrads[0], needed, grads, getAlgorithmAttr());
 }
 
 void Conv3dOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
                               ArrayRef<bool> needed,
                               SmallVectorImpl<Value> &grads) {
-  resetGrads(*this, grads);
-  Value dy = resultGrads[0];
-  Location loc = getLoc();
-  if (needed[0])
-    grads[0] = b.create<Conv3dGradInputOp>(
-        loc, getInput().getType(), dy, getFilter(), getStridesAttr(),
-        getPadsAttr(), getDilationsAttr(), getGroupsAttr());
-  if (needed[1])
-    grads[1] = b.create<Conv3dGradFilterOp>(
-        loc, getFilter().getType(), dy, getInput(), getStridesAttr(),
-        getPadsAttr(), getDilationsAttr(), getGroupsAttr());
-  if (getBias() && needed[2])
-    grads[2] = b.create<Conv2dGradBiasOp>(loc, getBias().getType(), dy);
+  buildConvGradients<Conv3dGradInputOp, Conv3dGradFilterOp>(
+      *this, b, resultGrads[0], needed, grads);
 }
 
-// As conv_transpose2d's: the conv3d it transposes, forward and filter
-// gradient.
+// A transposed convolution is the input gradient of the `ForwardOp` it
+// transposes (by the same filter and attributes, for a forward convolution
+// whose input has its result's shape), so its gradients are that
+// convolution's forward and filter gradient, by the direct algorithm where
+// the ops have one.
+template <typename ForwardOp, typename FilterGradOp, typename ConvOp,
+          typename... Algorithm>
+static void buildTransposedGradients(ConvOp conv, OpBuilder &b, Value dy,
+                                     ArrayRef<bool> needed,
+                                     SmallVectorImpl<Value> &grads,
+                                     Algorithm... algorithm) {
+  resetGrads(conv, grads);
+  Location loc = conv.getLoc();
+  if (needed[0])
+    grads[0] = b.create<ForwardOp>(
+        loc, conv.getInput().getType(), dy, conv.getFilter(), Value(),
+        conv.getStridesAttr(), conv.getPadsAttr(), conv.getDilationsAttr(),
+        conv.getGroupsAttr(), algorithm...);
+  if (needed[1])
+    grads[1] = b.create<FilterGradOp>(
+        loc, conv.getFilter().getType(), conv.getInput(), dy,
+        conv.getStridesAttr(), conv.getPadsAttr(), conv.getDilationsAttr(),
+        conv.getGroupsAttr(), algorithm...);
+  if (conv.getBias() && needed[2])
+    grads[2] = b.create<Conv2dGradBiasOp>(loc, conv.getBias().getType(), dy);
+}
+
+void ConvTranspose2dOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
+                                       ArrayRef<bool> needed,
+                                       SmallVectorImpl<Value> &grads) {
+  buildTransposedGradients<Conv2dOp, Conv2dGradFilterOp>(
+      *this, b, resultGrads[0], needed, grads, b.getStringAttr("direct"));
+}
+
 void ConvTranspose3dOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
                                        ArrayRef<bool> needed,
                                        SmallVectorImpl<Value> &grads) {
-  resetGrads(*this, grads);
-  Value dy = resultGrads[0];
-  Location loc = getLoc();
-  if (needed[0])
-    grads[0] = b.create<Conv3dOp>(loc, getInput().getType(), dy, getFilter(),
-                                  Value(), getStridesAttr(), getPadsAttr(),
-                                  getDilationsAttr(), getGroupsAttr());
-  if (needed[1])
-    grads[1] = b.create<Conv3dGradFilterOp>(
-        loc, getFilter().getType(), getInput(), dy, getStridesAttr(),
-        getPadsAttr(), getDilationsAttr(), getGroupsAttr());
-  if (getBias() && needed[2])
-    grads[2] = b.create<Conv2dGradBiasOp>(loc, getBias().getType(), dy);
+  buildTransposedGradients<Conv3dOp, Conv3dGradFilterOp>(
+      *this, b, resultGrads[0], needed, grads);
 }
 
 void MatmulOp::buildGradients(OpBuilder &b, ValueRange resultGrads,

@@ -139,16 +139,6 @@ FailureOr<Shape> inferConvShape(size_t spatial, ArrayRef<int64_t> input,
   return result;
 }
 
-FailureOr<Shape> inferConv2dShape(ArrayRef<int64_t> input,
-                                  ArrayRef<int64_t> filter,
-                                  ArrayRef<int64_t> strides,
-                                  ArrayRef<int64_t> pads,
-                                  ArrayRef<int64_t> dilations, int64_t groups,
-                                  EmitErrorFn emitError) {
-  return inferConvShape(2, input, filter, strides, pads, dilations, groups,
-                        emitError);
-}
-
 FailureOr<Shape>
 inferConvTransposeShape(size_t spatial, ArrayRef<int64_t> input,
                         ArrayRef<int64_t> filter, ArrayRef<int64_t> strides,

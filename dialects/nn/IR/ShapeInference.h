@@ -23,19 +23,12 @@ namespace mlir::dpc::nn {
 using EmitErrorFn = llvm::function_ref<InFlightDiagnostic()>;
 using Shape = llvm::SmallVector<int64_t, 4>;
 
-/// Checks the conv2d attributes (2 positive strides and dilations, 4
-/// non-negative pads, positive groups) and returns the result shape of a
-/// convolution of `input` (N C H W) with `filter` (O C/groups KH KW).
-FailureOr<Shape> inferConv2dShape(ArrayRef<int64_t> input,
-                                  ArrayRef<int64_t> filter,
-                                  ArrayRef<int64_t> strides,
-                                  ArrayRef<int64_t> pads,
-                                  ArrayRef<int64_t> dilations, int64_t groups,
-                                  EmitErrorFn emitError);
-
-/// The same for `spatial` (2 or 3) dimensions: conv3d's input is N C D H W,
-/// its filter O C/groups KD KH KW, its pads [front, top, left, back,
-/// bottom, right].
+/// Checks the attributes of a convolution of `spatial` (2 or 3) dimensions
+/// (`spatial` positive strides and dilations, 2 x `spatial` non-negative
+/// pads, positive groups) and returns the result shape of a convolution of
+/// `input` (N C H W) with `filter` (O C/groups KH KW); conv3d's input is
+/// N C D H W, its filter O C/groups KD KH KW, its pads [front, top, left,
+/// back, bottom, right].
 FailureOr<Shape> inferConvShape(size_t spatial, ArrayRef<int64_t> input,
                                 ArrayRef<int64_t> filter,
                                 ArrayRef<int64_t> strides,

@@ -42,6 +42,42 @@ LogicalResult LstmGradOp::verify() {
                     shapeOf(getStates()), elementTypeOf(getStates()));
 }
 
+namespace {
+/// Creates the ops of a recurrent layer's gradient rule, all at one
+/// location and of the layer's element type.
+struct RecurrentGradBuilder {
+  OpBuilder &b;
+  Location loc;
+  Type elementType;
+
+  RankedTensorType type(ArrayRef<int64_t> shape) const {
+    return RankedTensorType::get(shape, elementType);
+  }
+  Value slice(Value value, ArrayRef<int64_t> offsets,
+              ArrayRef<int64_t> shape) const {
+    SmallVector<int64_t> ones(shape.size(), 1);
+    return b.create<SliceOp>(loc, type(shape), value, offsets, ones);
+  }
+  Value reshape(Value value, ArrayRef<int64_t> shape) const {
+    return b.create<ReshapeOp>(loc, type(shape), value);
+  }
+  Value matmul(Value lhs, Value rhs, ArrayRef<int64_t> shape,
+               bool transposeLhs) const {
+    return b.create<MatmulOp>(loc, type(shape), lhs, rhs,
+                              b.getBoolAttr(transposeLhs),
+                              b.getBoolAttr(false));
+  }
+  Value concat(ValueRange parts, ArrayRef<int64_t> shape) const {
+    return b.create<ConcatOp>(loc, type(shape), parts, b.getI64IntegerAttr(0));
+  }
+  /// The sum of the rows of `value` (rows x `width`), as a `width` vector.
+  Value sumRows(Value value, int64_t width) const {
+    return reshape(b.create<SumToShapeOp>(loc, type({1, width}), value),
+                   {width});
+  }
+};
+} // namespace
+
 // h[t-1] for every step t (h[t+1] in a reverse layer): the initial state,
 // then the outputs but the last one run, as a T x B x H tensor.
 static Value previousStates(OpBuilder &b, Location loc, Value states,
@@ -78,63 +114,45 @@ void LstmOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
   ArrayRef<int64_t> x = shapeOf(getInput());
   int64_t steps = x[0], batch = x[1], inputSize = x[2];
   int64_t h = cast<RankedTensorType>(getInitialH().getType()).getDimSize(1);
-  Type f32 = cast<RankedTensorType>(getInput().getType()).getElementType();
-  auto type = [&](ArrayRef<int64_t> shape) {
-    return RankedTensorType::get(shape, f32);
-  };
-  auto slice = [&](Value value, ArrayRef<int64_t> offsets,
-                   ArrayRef<int64_t> shape) -> Value {
-    SmallVector<int64_t> ones(shape.size(), 1);
-    return b.create<SliceOp>(loc, type(shape), value, offsets, ones);
-  };
-  auto reshape = [&](Value value, ArrayRef<int64_t> shape) -> Value {
-    return b.create<ReshapeOp>(loc, type(shape), value);
-  };
-  auto matmul = [&](Value lhs, Value rhs, ArrayRef<int64_t> shape,
-                    bool transposeLhs) -> Value {
-    return b.create<MatmulOp>(loc, type(shape), lhs, rhs,
-                              b.getBoolAttr(transposeLhs),
-                              b.getBoolAttr(false));
-  };
+  RecurrentGradBuilder g{b, loc, elementTypeOf(getInput())};
 
   unsigned biasIndex = 3, initialHIndex = getBias() ? 4 : 3;
   unsigned initialCIndex = initialHIndex + 1;
   Value sequence = b.create<LstmGradOp>(
-      loc, type({steps, batch, 5 * h}), resultGrads[0], getStates(),
+      loc, g.type({steps, batch, 5 * h}), resultGrads[0], getStates(),
       getRecurrence(), getInitialC(), getReverse());
-  Value gates = slice(sequence, {0, 0, 0}, {steps, batch, 4 * h});
+  Value gates = g.slice(sequence, {0, 0, 0}, {steps, batch, 4 * h});
   // The step that reads the initial states.
   int64_t first = getReverse() ? steps - 1 : 0;
   if (needed[0])
-    grads[0] = matmul(gates, getWeight(), {steps, batch, inputSize}, false);
+    grads[0] = g.matmul(gates, getWeight(), {steps, batch, inputSize}, false);
   if (needed[initialHIndex])
-    grads[initialHIndex] = matmul(
-        reshape(slice(gates, {first, 0, 0}, {1, batch, 4 * h}), {batch, 4 * h}),
-        getRecurrence(), {batch, h}, false);
+    grads[initialHIndex] =
+        g.matmul(g.reshape(g.slice(gates, {first, 0, 0}, {1, batch, 4 * h}),
+                           {batch, 4 * h}),
+                 getRecurrence(), {batch, h}, false);
   if (needed[initialCIndex]) {
-    Value cellGrad = slice(sequence, {first, 0, 4 * h}, {1, batch, h});
-    Value forget = slice(getStates(), {first, 0, 4 * h}, {1, batch, h});
+    Value cellGrad = g.slice(sequence, {first, 0, 4 * h}, {1, batch, h});
+    Value forget = g.slice(getStates(), {first, 0, 4 * h}, {1, batch, h});
     grads[initialCIndex] =
-        reshape(b.create<MulOp>(loc, type({1, batch, h}), cellGrad, forget),
-                {batch, h});
+        g.reshape(b.create<MulOp>(loc, g.type({1, batch, h}), cellGrad, forget),
+                  {batch, h});
   }
 
-  Value rows = reshape(gates, {steps * batch, 4 * h});
+  Value rows = g.reshape(gates, {steps * batch, 4 * h});
   if (needed[1])
-    grads[1] = matmul(rows, reshape(getInput(), {steps * batch, inputSize}),
-                      {4 * h, inputSize}, true);
+    grads[1] = g.matmul(rows, g.reshape(getInput(), {steps * batch, inputSize}),
+                        {4 * h, inputSize}, true);
   if (needed[2]) {
     Value previous =
         previousStates(b, loc, getStates(), getInitialH(), getReverse());
-    grads[2] =
-        matmul(rows, reshape(previous, {steps * batch, h}), {4 * h, h}, true);
+    grads[2] = g.matmul(rows, g.reshape(previous, {steps * batch, h}),
+                        {4 * h, h}, true);
   }
   if (getBias() && needed[biasIndex]) {
     // Both halves of the bias are added to the same pre-activations.
-    Value sum =
-        reshape(b.create<SumToShapeOp>(loc, type({1, 4 * h}), rows), {4 * h});
-    grads[biasIndex] = b.create<ConcatOp>(
-        loc, type({8 * h}), ValueRange{sum, sum}, b.getI64IntegerAttr(0));
+    Value sum = g.sumRows(rows, 4 * h);
+    grads[biasIndex] = g.concat({sum, sum}, {8 * h});
   }
 }
 
@@ -175,69 +193,47 @@ void GruOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
   ArrayRef<int64_t> x = shapeOf(getInput());
   int64_t steps = x[0], batch = x[1], inputSize = x[2], rows = steps * batch;
   int64_t h = cast<RankedTensorType>(getInitialH().getType()).getDimSize(1);
-  Type f32 = cast<RankedTensorType>(getInput().getType()).getElementType();
-  auto type = [&](ArrayRef<int64_t> shape) {
-    return RankedTensorType::get(shape, f32);
-  };
-  auto slice = [&](Value value, ArrayRef<int64_t> offsets,
-                   ArrayRef<int64_t> shape) -> Value {
-    SmallVector<int64_t> ones(shape.size(), 1);
-    return b.create<SliceOp>(loc, type(shape), value, offsets, ones);
-  };
-  auto reshape = [&](Value value, ArrayRef<int64_t> shape) -> Value {
-    return b.create<ReshapeOp>(loc, type(shape), value);
-  };
-  auto matmul = [&](Value lhs, Value rhs, ArrayRef<int64_t> shape,
-                    bool transposeLhs) -> Value {
-    return b.create<MatmulOp>(loc, type(shape), lhs, rhs,
-                              b.getBoolAttr(transposeLhs),
-                              b.getBoolAttr(false));
-  };
-  auto concat = [&](ValueRange parts, ArrayRef<int64_t> shape) -> Value {
-    return b.create<ConcatOp>(loc, type(shape), parts, b.getI64IntegerAttr(0));
-  };
+  RecurrentGradBuilder g{b, loc, elementTypeOf(getInput())};
   // A T x B x width part of the backward's result as rows x width.
   auto part = [&](Value value, int64_t offset, int64_t width) {
-    return reshape(slice(value, {0, 0, offset}, {steps, batch, width}),
-                   {rows, width});
+    return g.reshape(g.slice(value, {0, 0, offset}, {steps, batch, width}),
+                     {rows, width});
   };
 
   unsigned biasIndex = 3, initialHIndex = getBias() ? 4 : 3;
   Value sequence = b.create<GruGradOp>(
-      loc, type({steps, batch, 5 * h}), resultGrads[0], getStates(),
+      loc, g.type({steps, batch, 5 * h}), resultGrads[0], getStates(),
       getRecurrence(), getInitialH(), getLinearBeforeReset(), getReverse());
-  Value inputPart = slice(sequence, {0, 0, 0}, {steps, batch, 3 * h});
+  Value inputPart = g.slice(sequence, {0, 0, 0}, {steps, batch, 3 * h});
   if (needed[0])
-    grads[0] = matmul(inputPart, getWeight(), {steps, batch, inputSize}, false);
+    grads[0] =
+        g.matmul(inputPart, getWeight(), {steps, batch, inputSize}, false);
   if (needed[initialHIndex]) {
     int64_t first = getReverse() ? steps - 1 : 0;
-    grads[initialHIndex] =
-        reshape(slice(sequence, {first, 0, 4 * h}, {1, batch, h}), {batch, h});
+    grads[initialHIndex] = g.reshape(
+        g.slice(sequence, {first, 0, 4 * h}, {1, batch, h}), {batch, h});
   }
 
-  Value gates = reshape(inputPart, {rows, 3 * h});
+  Value gates = g.reshape(inputPart, {rows, 3 * h});
   Value zr = part(sequence, 0, 2 * h), dq = part(sequence, 3 * h, h);
   if (needed[1])
-    grads[1] = matmul(gates, reshape(getInput(), {rows, inputSize}),
-                      {3 * h, inputSize}, true);
+    grads[1] = g.matmul(gates, g.reshape(getInput(), {rows, inputSize}),
+                        {3 * h, inputSize}, true);
   if (needed[2]) {
-    Value previous = reshape(
+    Value previous = g.reshape(
         previousStates(b, loc, getStates(), getInitialH(), getReverse()),
         {rows, h});
     // Rh multiplies h[t-1] or, without linear_before_reset, r * h[t-1].
     Value reset =
         getLinearBeforeReset() ? previous : part(getStates(), 4 * h, h);
-    grads[2] = concat({matmul(zr, previous, {2 * h, h}, true),
-                       matmul(dq, reset, {h, h}, true)},
-                      {3 * h, h});
+    grads[2] = g.concat({g.matmul(zr, previous, {2 * h, h}, true),
+                         g.matmul(dq, reset, {h, h}, true)},
+                        {3 * h, h});
   }
   if (getBias() && needed[biasIndex]) {
-    auto sum = [&](Value value, int64_t width) {
-      return reshape(b.create<SumToShapeOp>(loc, type({1, width}), value),
-                     {width});
-    };
-    grads[biasIndex] =
-        concat({sum(gates, 3 * h), sum(zr, 2 * h), sum(dq, h)}, {6 * h});
+    grads[biasIndex] = g.concat(
+        {g.sumRows(gates, 3 * h), g.sumRows(zr, 2 * h), g.sumRows(dq, h)},
+        {6 * h});
   }
 }
 
@@ -245,53 +241,56 @@ void GruOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
 // Costs
 //===----------------------------------------------------------------------===//
 
+// A recurrent layer of `gates` gates (the LSTM's 4, the GRU's 3) over `x`
+// (T x B x I): the input projection and the recurrence, T x B x gates*H x
+// (I + H) multiply-adds, and `gateFlops` per hidden unit and step for the
+// gates. Backward: the recurrence again in its grad op (as
+// estimateRecurrentGrad, with `gradGateFlops`), then the input's and the
+// weights' GEMMs of the forward's sizes and the bias sums.
+static void estimateRecurrentLayer(ArrayRef<int64_t> x, Value initialH,
+                                   double gates, double gateFlops,
+                                   double gradGateFlops, OpWork &work) {
+  double h = double(cast<RankedTensorType>(initialH.getType()).getDimSize(1));
+  double cells = double(x[0]) * double(x[1]) * h;
+  double macs = cells * gates * (double(x[2]) + h);
+  work.flops = 2 * macs + gateFlops * cells;
+  work.gradFlops = 4 * macs + 2 * cells * gates * h + gradGateFlops * cells;
+  work.gradBytes = 3 * work.bytes;
+  work.callMs = kOneDnnCallMs;
+}
+
+// The backward recurrence of a layer of `gates` gates, whose `states` are
+// T x B x `width`*H: dh[t-1] = z_grad[t] R per step, and `gradGateFlops`
+// per hidden unit and step for the gate derivatives.
+static void estimateRecurrentGrad(ArrayRef<int64_t> states, int64_t width,
+                                  double gates, double gradGateFlops,
+                                  OpWork &work) {
+  double h = double(states[2] / width);
+  double cells = double(states[0]) * double(states[1]) * h;
+  work.flops = 2 * cells * gates * h + gradGateFlops * cells;
+  work.callMs = kOneDnnCallMs;
+}
+
 CostRule mlir::dpc::nn::estimateRecurrentWork(Operation *op, OpWork &work) {
   CostRule rule = CostRule::Counted;
   llvm::TypeSwitch<Operation *>(op)
       .Case([&](LstmOp lstm) {
-        // The input projection and the recurrence: T x B x 4H x (I + H)
-        // multiply-adds, and ~30 flops per hidden unit and step for the
-        // gates. Backward: the recurrence again in nn.lstm_grad, then the
-        // input's, the weights' and the recurrence's products (three GEMMs
-        // of the forward's sizes) and the bias sums.
-        ArrayRef<int64_t> x = shapeOf(lstm.getInput());
-        double h = double(
-            cast<RankedTensorType>(lstm.getInitialH().getType()).getDimSize(1));
-        double cells = double(x[0]) * double(x[1]) * h;
-        double macs = cells * 4 * (double(x[2]) + h);
-        work.flops = 2 * macs + 30 * cells;
-        work.gradFlops = 4 * macs + 2 * cells * 4 * h + 40 * cells;
-        work.gradBytes = 3 * work.bytes;
-        work.callMs = kOneDnnCallMs;
+        estimateRecurrentLayer(shapeOf(lstm.getInput()), lstm.getInitialH(),
+                               /*gates=*/4, /*gateFlops=*/30,
+                               /*gradGateFlops=*/40, work);
       })
       .Case([&](LstmGradOp grad) {
-        // dh[t-1] = z_grad[t] r per step, and the gate derivatives.
-        ArrayRef<int64_t> states = shapeOf(grad.getStates());
-        double h = double(states[2] / 6);
-        double cells = double(states[0]) * double(states[1]) * h;
-        work.flops = 2 * cells * 4 * h + 40 * cells;
-        work.callMs = kOneDnnCallMs;
+        estimateRecurrentGrad(shapeOf(grad.getStates()), /*width=*/6,
+                              /*gates=*/4, /*gradGateFlops=*/40, work);
       })
       .Case([&](GruOp gru) {
-        // As the LSTM's with three gates: T x B x 3H x (I + H)
-        // multiply-adds and ~20 flops per hidden unit and step; backward
-        // the recurrence again, the input's and the weights' GEMMs.
-        ArrayRef<int64_t> x = shapeOf(gru.getInput());
-        double h = double(
-            cast<RankedTensorType>(gru.getInitialH().getType()).getDimSize(1));
-        double cells = double(x[0]) * double(x[1]) * h;
-        double macs = cells * 3 * (double(x[2]) + h);
-        work.flops = 2 * macs + 20 * cells;
-        work.gradFlops = 4 * macs + 2 * cells * 3 * h + 30 * cells;
-        work.gradBytes = 3 * work.bytes;
-        work.callMs = kOneDnnCallMs;
+        estimateRecurrentLayer(shapeOf(gru.getInput()), gru.getInitialH(),
+                               /*gates=*/3, /*gateFlops=*/20,
+                               /*gradGateFlops=*/30, work);
       })
       .Case([&](GruGradOp grad) {
-        ArrayRef<int64_t> states = shapeOf(grad.getStates());
-        double h = double(states[2] / 5);
-        double cells = double(states[0]) * double(states[1]) * h;
-        work.flops = 2 * cells * 3 * h + 30 * cells;
-        work.callMs = kOneDnnCallMs;
+        estimateRecurrentGrad(shapeOf(grad.getStates()), /*width=*/5,
+                              /*gates=*/3, /*gradGateFlops=*/30, work);
       })
       .Default([&](Operation *) { rule = CostRule::NotInFamily; });
   return rule;

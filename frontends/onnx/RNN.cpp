@@ -67,8 +67,12 @@ struct RecurrentNode {
 
   LogicalResult readAttributes(ArrayRef<StringRef> activations);
   LogicalResult readInput();
+  FailureOr<Value> directionPart(int index, StringRef what,
+                                 ArrayRef<int64_t> onnxShape, int64_t axis,
+                                 int64_t direction, ArrayRef<int64_t> shape);
   FailureOr<Value> weight(int index, StringRef what, int64_t rows, int64_t cols,
                           int64_t direction);
+  FailureOr<Value> bias(int64_t direction);
   FailureOr<Value> initialState(int index, StringRef what, int64_t direction);
   void defineOutputs(ArrayRef<Value> states, ArrayRef<int64_t> offsets);
 };
@@ -143,32 +147,49 @@ LogicalResult RecurrentNode::readInput() {
   return success();
 }
 
-// Input `index` (directions x rows, or x rows x cols when cols > 0) read
-// for one direction as rows (x cols). The exporter's slices and concats of
-// torch's parameters stay differentiable views of them.
-FailureOr<Value> RecurrentNode::weight(int index, StringRef what, int64_t rows,
-                                       int64_t cols, int64_t direction) {
+// Input `index`, `what` of `onnxShape`, read for one direction as `shape`:
+// with two directions, the part at `direction` along `axis`.
+FailureOr<Value> RecurrentNode::directionPart(int index, StringRef what,
+                                              ArrayRef<int64_t> onnxShape,
+                                              int64_t axis, int64_t direction,
+                                              ArrayRef<int64_t> shape) {
   FailureOr<Value> value = im.getValue(node, index);
   if (failed(value))
     return failure();
-  SmallVector<int64_t> onnxShape = {directions, rows};
-  SmallVector<int64_t> shape = {rows};
-  if (cols > 0) {
-    onnxShape.push_back(cols);
-    shape.push_back(cols);
-  }
-  if (shapeOf(*value) != ArrayRef<int64_t>(onnxShape))
+  if (shapeOf(*value) != onnxShape)
     return im.nodeError(node) << "expects " << what << " '" << node.input(index)
                               << "' of shape " << nn::formatShape(onnxShape)
                               << ", got " << nn::formatShape(shapeOf(*value));
   Value part = *value;
   if (directions > 1) {
     SmallVector<int64_t> offsets(onnxShape.size(), 0), box(onnxShape);
-    offsets[0] = direction;
-    box[0] = 1;
+    offsets[axis] = direction;
+    box[axis] = 1;
     part = slice(part, offsets, box);
   }
   return reshape(part, shape);
+}
+
+// Input `index` (directions x rows, or x rows x cols when cols > 0) read
+// for one direction as rows (x cols). The exporter's slices and concats of
+// torch's parameters stay differentiable views of them.
+FailureOr<Value> RecurrentNode::weight(int index, StringRef what, int64_t rows,
+                                       int64_t cols, int64_t direction) {
+  SmallVector<int64_t> onnxShape = {directions, rows};
+  SmallVector<int64_t> shape = {rows};
+  if (cols > 0) {
+    onnxShape.push_back(cols);
+    shape.push_back(cols);
+  }
+  return directionPart(index, what, onnxShape, 0, direction, shape);
+}
+
+// B (directions x 2*gates*H: the input's and the recurrence's biases) for
+// one direction, or a null value when the node has none.
+FailureOr<Value> RecurrentNode::bias(int64_t direction) {
+  if (!im.hasInput(node, 3))
+    return Value();
+  return weight(3, "B", 2 * gates * hidden, 0, direction);
 }
 
 // An initial state (directions x B x H, or B x directions x H batch-major)
@@ -187,24 +208,11 @@ FailureOr<Value> RecurrentNode::initialState(int index, StringRef what,
         name, {batch, hidden}, std::vector<float>(batch * hidden, 0.0f)));
     return zero;
   }
-  FailureOr<Value> value = im.getValue(node, index);
-  if (failed(value))
-    return failure();
   SmallVector<int64_t> onnxShape =
       batchMajor ? SmallVector<int64_t>{batch, directions, hidden}
                  : SmallVector<int64_t>{directions, batch, hidden};
-  if (shapeOf(*value) != ArrayRef<int64_t>(onnxShape))
-    return im.nodeError(node) << "expects " << what << " '" << node.input(index)
-                              << "' of shape " << nn::formatShape(onnxShape)
-                              << ", got " << nn::formatShape(shapeOf(*value));
-  Value part = *value;
-  if (directions > 1) {
-    SmallVector<int64_t> offsets(3, 0), box(onnxShape);
-    offsets[batchMajor ? 1 : 0] = direction;
-    box[batchMajor ? 1 : 0] = 1;
-    part = slice(part, offsets, box);
-  }
-  return reshape(part, {batch, hidden});
+  return directionPart(index, what, onnxShape, batchMajor ? 1 : 0, direction,
+                       {batch, hidden});
 }
 
 // Y (T x D x B x H; B x T x D x H batch-major) from the h part of each
@@ -258,16 +266,12 @@ static LogicalResult importLstm(Importer &im, const onnx::NodeProto &node) {
     FailureOr<Value> initialC = rnn.initialState(6, "initial_c", d);
     if (failed(w) || failed(r) || failed(initialH) || failed(initialC))
       return failure();
-    Value bias;
-    if (im.hasInput(node, 3)) {
-      FailureOr<Value> b = rnn.weight(3, "B", 8 * h, 0, d);
-      if (failed(b))
-        return failure();
-      bias = *b;
-    }
+    FailureOr<Value> bias = rnn.bias(d);
+    if (failed(bias))
+      return failure();
     std::optional<ArrayRef<int64_t>> biasShape;
-    if (bias)
-      biasShape = shapeOf(bias);
+    if (*bias)
+      biasShape = shapeOf(*bias);
     FailureOr<nn::Shape> shape = nn::inferLstmShape(
         shapeOf(rnn.input), shapeOf(*w), shapeOf(*r),
         biasShape ? &*biasShape : nullptr, shapeOf(*initialH),
@@ -275,7 +279,7 @@ static LogicalResult importLstm(Importer &im, const onnx::NodeProto &node) {
     if (failed(shape))
       return failure();
     states.push_back(im.builder.create<nn::LstmOp>(
-        rnn.loc(), im.tensorType(*shape, rnn.f32()), rnn.input, *w, *r, bias,
+        rnn.loc(), im.tensorType(*shape, rnn.f32()), rnn.input, *w, *r, *bias,
         *initialH, *initialC, rnn.reversed(d)));
   }
   // Y, Y_h and Y_c: h of every step, h and c of the last.
@@ -305,16 +309,12 @@ static LogicalResult importGru(Importer &im, const onnx::NodeProto &node) {
     FailureOr<Value> initialH = rnn.initialState(5, "initial_h", d);
     if (failed(w) || failed(r) || failed(initialH))
       return failure();
-    Value bias;
-    if (im.hasInput(node, 3)) {
-      FailureOr<Value> b = rnn.weight(3, "B", 6 * h, 0, d);
-      if (failed(b))
-        return failure();
-      bias = *b;
-    }
+    FailureOr<Value> bias = rnn.bias(d);
+    if (failed(bias))
+      return failure();
     std::optional<ArrayRef<int64_t>> biasShape;
-    if (bias)
-      biasShape = shapeOf(bias);
+    if (*bias)
+      biasShape = shapeOf(*bias);
     FailureOr<nn::Shape> shape =
         nn::inferGruShape(shapeOf(rnn.input), shapeOf(*w), shapeOf(*r),
                           biasShape ? &*biasShape : nullptr, shapeOf(*initialH),
@@ -322,7 +322,7 @@ static LogicalResult importGru(Importer &im, const onnx::NodeProto &node) {
     if (failed(shape))
       return failure();
     states.push_back(im.builder.create<nn::GruOp>(
-        rnn.loc(), im.tensorType(*shape, rnn.f32()), rnn.input, *w, *r, bias,
+        rnn.loc(), im.tensorType(*shape, rnn.f32()), rnn.input, *w, *r, *bias,
         *initialH, linearBeforeReset == 1, rnn.reversed(d)));
   }
   // Y and Y_h: h of every step and of the last.

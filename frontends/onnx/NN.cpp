@@ -314,6 +314,24 @@ poolWindow(Importer &im, const onnx::NodeProto &node, ArrayRef<int64_t> input) {
   return window;
 }
 
+// Defines the node's result as `PoolOp` of `input` over the node's window:
+// kernel, strides, pads and ceil mode, then the `extra` attributes.
+template <typename PoolOp, typename... Extra>
+static LogicalResult definePool(Importer &im, const onnx::NodeProto &node,
+                                Value input, Extra... extra) {
+  FailureOr<PoolWindow> w = poolWindow(im, node, shapeOf(input));
+  if (failed(w))
+    return failure();
+  auto type = im.tensorType(
+      w->resultShape, cast<RankedTensorType>(input.getType()).getElementType());
+  Value result = im.builder.create<PoolOp>(
+      im.locOf(node), type, input, im.builder.getDenseI64ArrayAttr(w->kernel),
+      im.builder.getDenseI64ArrayAttr(w->strides),
+      im.builder.getDenseI64ArrayAttr(w->pads),
+      im.builder.getBoolAttr(w->ceilMode), extra...);
+  return im.define(node, result);
+}
+
 static LogicalResult importMaxPool(Importer &im, const onnx::NodeProto &node) {
   if (failed(im.checkNoOutputsBeyond(node, 1)))
     return failure();
@@ -322,18 +340,7 @@ static LogicalResult importMaxPool(Importer &im, const onnx::NodeProto &node) {
     return failure();
   if (im.getInt(node, "storage_order", 0) != 0)
     return im.nodeError(node) << "storage_order 1 is not supported";
-  FailureOr<PoolWindow> w = poolWindow(im, node, shapeOf(*input));
-  if (failed(w))
-    return failure();
-  auto type =
-      im.tensorType(w->resultShape,
-                    cast<RankedTensorType>(input->getType()).getElementType());
-  Value result = im.builder.create<nn::MaxPool2dOp>(
-      im.locOf(node), type, *input, im.builder.getDenseI64ArrayAttr(w->kernel),
-      im.builder.getDenseI64ArrayAttr(w->strides),
-      im.builder.getDenseI64ArrayAttr(w->pads),
-      im.builder.getBoolAttr(w->ceilMode));
-  return im.define(node, result);
+  return definePool<nn::MaxPool2dOp>(im, node, *input);
 }
 
 static LogicalResult importAveragePool(Importer &im,
@@ -341,19 +348,9 @@ static LogicalResult importAveragePool(Importer &im,
   FailureOr<Value> input = im.getValue(node, 0);
   if (failed(input))
     return failure();
-  FailureOr<PoolWindow> w = poolWindow(im, node, shapeOf(*input));
-  if (failed(w))
-    return failure();
-  auto type =
-      im.tensorType(w->resultShape,
-                    cast<RankedTensorType>(input->getType()).getElementType());
-  Value result = im.builder.create<nn::AvgPool2dOp>(
-      im.locOf(node), type, *input, im.builder.getDenseI64ArrayAttr(w->kernel),
-      im.builder.getDenseI64ArrayAttr(w->strides),
-      im.builder.getDenseI64ArrayAttr(w->pads),
-      im.builder.getBoolAttr(w->ceilMode),
+  return definePool<nn::AvgPool2dOp>(
+      im, node, *input,
       im.builder.getBoolAttr(im.getInt(node, "count_include_pad", 0) != 0));
-  return im.define(node, result);
 }
 
 static LogicalResult importGlobalAveragePool(Importer &im,

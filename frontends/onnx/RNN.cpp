@@ -20,6 +20,18 @@ using mlir::dpc::nn::shapeOf;
 
 namespace {
 
+// The operands of one direction of a node: B is null when the node has
+// none, initial_c the LSTM's only.
+struct DirectionOperands {
+  Value w, r, bias, initialH, initialC;
+  std::optional<ArrayRef<int64_t>> biasShape;
+
+  // B's shape for the shape rules, which take null for none.
+  const ArrayRef<int64_t> *biasShapeOrNull() const {
+    return biasShape ? &*biasShape : nullptr;
+  }
+};
+
 // What the LSTM and GRU handlers share: the node's attributes and sizes,
 // and the per-direction reading of its operands and writing of its outputs.
 struct RecurrentNode {
@@ -72,8 +84,8 @@ struct RecurrentNode {
                                  int64_t direction, ArrayRef<int64_t> shape);
   FailureOr<Value> weight(int index, StringRef what, int64_t rows, int64_t cols,
                           int64_t direction);
-  FailureOr<Value> bias(int64_t direction);
   FailureOr<Value> initialState(int index, StringRef what, int64_t direction);
+  FailureOr<DirectionOperands> readDirection(int64_t direction);
   void defineOutputs(ArrayRef<Value> states, ArrayRef<int64_t> offsets);
 };
 
@@ -184,14 +196,6 @@ FailureOr<Value> RecurrentNode::weight(int index, StringRef what, int64_t rows,
   return directionPart(index, what, onnxShape, 0, direction, shape);
 }
 
-// B (directions x 2*gates*H: the input's and the recurrence's biases) for
-// one direction, or a null value when the node has none.
-FailureOr<Value> RecurrentNode::bias(int64_t direction) {
-  if (!im.hasInput(node, 3))
-    return Value();
-  return weight(3, "B", 2 * gates * hidden, 0, direction);
-}
-
 // An initial state (directions x B x H, or B x directions x H batch-major)
 // for one direction as B x H; zeros, read like a constant of the model,
 // when the node has none.
@@ -213,6 +217,30 @@ FailureOr<Value> RecurrentNode::initialState(int index, StringRef what,
                  : SmallVector<int64_t>{directions, batch, hidden};
   return directionPart(index, what, onnxShape, batchMajor ? 1 : 0, direction,
                        {batch, hidden});
+}
+
+// W, R, initial_h and (an LSTM's) initial_c, then B (directions x
+// 2*gates*H: the input's and the recurrence's biases) when the node has it,
+// for one direction.
+FailureOr<DirectionOperands> RecurrentNode::readDirection(int64_t direction) {
+  int64_t h = hidden;
+  FailureOr<Value> w = weight(1, "W", gates * h, inputSize, direction);
+  FailureOr<Value> r = weight(2, "R", gates * h, h, direction);
+  FailureOr<Value> initialH = initialState(5, "initial_h", direction);
+  FailureOr<Value> initialC = gates == 4
+                                  ? initialState(6, "initial_c", direction)
+                                  : FailureOr<Value>(Value());
+  if (failed(w) || failed(r) || failed(initialH) || failed(initialC))
+    return failure();
+  DirectionOperands operands{*w, *r, Value(), *initialH, *initialC, {}};
+  if (im.hasInput(node, 3)) {
+    FailureOr<Value> b = weight(3, "B", 2 * gates * h, 0, direction);
+    if (failed(b))
+      return failure();
+    operands.bias = *b;
+    operands.biasShape = shapeOf(*b);
+  }
+  return operands;
 }
 
 // Y (T x D x B x H; B x T x D x H batch-major) from the h part of each
@@ -257,33 +285,23 @@ static LogicalResult importLstm(Importer &im, const onnx::NodeProto &node) {
     return im.nodeError(node) << "peephole weights (input 7) are not supported";
   if (failed(rnn.readInput()))
     return failure();
-  int64_t h = rnn.hidden;
   SmallVector<Value, 2> states;
   for (int64_t d = 0; d < rnn.directions; ++d) {
-    FailureOr<Value> w = rnn.weight(1, "W", 4 * h, rnn.inputSize, d);
-    FailureOr<Value> r = rnn.weight(2, "R", 4 * h, h, d);
-    FailureOr<Value> initialH = rnn.initialState(5, "initial_h", d);
-    FailureOr<Value> initialC = rnn.initialState(6, "initial_c", d);
-    if (failed(w) || failed(r) || failed(initialH) || failed(initialC))
+    FailureOr<DirectionOperands> o = rnn.readDirection(d);
+    if (failed(o))
       return failure();
-    FailureOr<Value> bias = rnn.bias(d);
-    if (failed(bias))
-      return failure();
-    std::optional<ArrayRef<int64_t>> biasShape;
-    if (*bias)
-      biasShape = shapeOf(*bias);
     FailureOr<nn::Shape> shape = nn::inferLstmShape(
-        shapeOf(rnn.input), shapeOf(*w), shapeOf(*r),
-        biasShape ? &*biasShape : nullptr, shapeOf(*initialH),
-        shapeOf(*initialC), [&] { return im.nodeError(node); });
+        shapeOf(rnn.input), shapeOf(o->w), shapeOf(o->r), o->biasShapeOrNull(),
+        shapeOf(o->initialH), shapeOf(o->initialC),
+        [&] { return im.nodeError(node); });
     if (failed(shape))
       return failure();
     states.push_back(im.builder.create<nn::LstmOp>(
-        rnn.loc(), im.tensorType(*shape, rnn.f32()), rnn.input, *w, *r, *bias,
-        *initialH, *initialC, rnn.reversed(d)));
+        rnn.loc(), im.tensorType(*shape, rnn.f32()), rnn.input, o->w, o->r,
+        o->bias, o->initialH, o->initialC, rnn.reversed(d)));
   }
   // Y, Y_h and Y_c: h of every step, h and c of the last.
-  rnn.defineOutputs(states, {0, 0, h});
+  rnn.defineOutputs(states, {0, 0, rnn.hidden});
   return success();
 }
 
@@ -301,29 +319,19 @@ static LogicalResult importGru(Importer &im, const onnx::NodeProto &node) {
            << "linear_before_reset " << linearBeforeReset << " is not 0 or 1";
   if (failed(rnn.readInput()))
     return failure();
-  int64_t h = rnn.hidden;
   SmallVector<Value, 2> states;
   for (int64_t d = 0; d < rnn.directions; ++d) {
-    FailureOr<Value> w = rnn.weight(1, "W", 3 * h, rnn.inputSize, d);
-    FailureOr<Value> r = rnn.weight(2, "R", 3 * h, h, d);
-    FailureOr<Value> initialH = rnn.initialState(5, "initial_h", d);
-    if (failed(w) || failed(r) || failed(initialH))
+    FailureOr<DirectionOperands> o = rnn.readDirection(d);
+    if (failed(o))
       return failure();
-    FailureOr<Value> bias = rnn.bias(d);
-    if (failed(bias))
-      return failure();
-    std::optional<ArrayRef<int64_t>> biasShape;
-    if (*bias)
-      biasShape = shapeOf(*bias);
-    FailureOr<nn::Shape> shape =
-        nn::inferGruShape(shapeOf(rnn.input), shapeOf(*w), shapeOf(*r),
-                          biasShape ? &*biasShape : nullptr, shapeOf(*initialH),
-                          [&] { return im.nodeError(node); });
+    FailureOr<nn::Shape> shape = nn::inferGruShape(
+        shapeOf(rnn.input), shapeOf(o->w), shapeOf(o->r), o->biasShapeOrNull(),
+        shapeOf(o->initialH), [&] { return im.nodeError(node); });
     if (failed(shape))
       return failure();
     states.push_back(im.builder.create<nn::GruOp>(
-        rnn.loc(), im.tensorType(*shape, rnn.f32()), rnn.input, *w, *r, *bias,
-        *initialH, linearBeforeReset == 1, rnn.reversed(d)));
+        rnn.loc(), im.tensorType(*shape, rnn.f32()), rnn.input, o->w, o->r,
+        o->bias, o->initialH, linearBeforeReset == 1, rnn.reversed(d)));
   }
   // Y and Y_h: h of every step and of the last.
   rnn.defineOutputs(states, {0, 0});

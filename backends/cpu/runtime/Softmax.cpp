@@ -9,6 +9,7 @@
 #include "backends/cpu/runtime/Internal.h"
 
 #include <cmath>
+#include <utility>
 
 using namespace dpc::cpu;
 
@@ -75,6 +76,25 @@ void dpc_softmax_grad(const float *dy, const float *y, float *dx, int64_t outer,
   });
 }
 
+// Fails unless row `i`'s label is one of the `c` classes.
+static void checkLabel(const char *name, const int64_t *labels, int64_t i,
+                       int64_t c) {
+  if (labels[i] < 0 || labels[i] >= c)
+    fail(name, "label " + std::to_string(labels[i]) + " of row " +
+                   std::to_string(i) + " is outside [0, " + std::to_string(c) +
+                   ")");
+}
+
+// A row's maximum m and the sum over it of exp(x - m): subtracting the
+// maximum keeps exp() finite.
+static std::pair<float, double> expSumBelowMax(const float *row, int64_t c) {
+  float m = *std::max_element(row, row + c);
+  double sum = 0;
+  for (int64_t j = 0; j < c; ++j)
+    sum += std::exp(double(row[j]) - m);
+  return {m, sum};
+}
+
 // `ignored` points at the label whose rows are left out, or is null.
 static void crossEntropy(const char *name, const float *logits,
                          const int64_t *labels, int64_t n, int64_t c,
@@ -85,15 +105,8 @@ static void crossEntropy(const char *name, const float *logits,
     const float *row = logits + i * c;
     if (ignored && labels[i] == *ignored)
       continue;
-    if (labels[i] < 0 || labels[i] >= c)
-      fail(name, "label " + std::to_string(labels[i]) + " of row " +
-                     std::to_string(i) + " is outside [0, " +
-                     std::to_string(c) + ")");
-    // Subtracting the maximum keeps exp() finite.
-    float m = *std::max_element(row, row + c);
-    double sum = 0;
-    for (int64_t j = 0; j < c; ++j)
-      sum += std::exp(double(row[j]) - m);
+    checkLabel(name, labels, i, c);
+    auto [m, sum] = expSumBelowMax(row, c);
     double lse = double(m) + std::log(sum);
     if (smoothing == 0) {
       total += lse - double(row[labels[i]]);
@@ -120,14 +133,8 @@ static void crossEntropyGrad(const char *name, const float *logits,
       std::fill(out, out + c, 0.0f);
       continue;
     }
-    if (labels[i] < 0 || labels[i] >= c)
-      fail(name, "label " + std::to_string(labels[i]) + " of row " +
-                     std::to_string(i) + " is outside [0, " +
-                     std::to_string(c) + ")");
-    float m = *std::max_element(row, row + c);
-    double sum = 0;
-    for (int64_t j = 0; j < c; ++j)
-      sum += std::exp(double(row[j]) - m);
+    checkLabel(name, labels, i, c);
+    auto [m, sum] = expSumBelowMax(row, c);
     double hit = 1 - smoothing, spread = smoothing / double(c);
     for (int64_t j = 0; j < c; ++j) {
       double p = std::exp(double(row[j]) - m) / sum;

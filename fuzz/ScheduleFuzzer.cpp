@@ -1,13 +1,14 @@
 //===- ScheduleFuzzer.cpp - libFuzzer target for schedule.json ------------===//
 //
 // What a rank does with schedule.json at start-up: parse it, then verify
-// it (the non-blocking model). Errors are messages; a crash, an exception
-// or a sanitizer report is a bug.
+// it (the non-blocking model). Bad input must throw dpc::Error; a crash,
+// another exception or a sanitizer report is a bug.
 //
 //===----------------------------------------------------------------------===//
 
 #include "dpc/schedule/Schedule.h"
 #include "dpc/schedule/Verifier.h"
+#include "dpc/support/Error.h"
 
 #include <cstddef>
 #include <cstdint>
@@ -15,10 +16,13 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   using namespace dpc::schedule;
-  Schedule schedule;
   std::string text(reinterpret_cast<const char *>(data), size);
-  if (!fromJson(text, schedule).empty())
+  Schedule schedule;
+  try {
+    schedule = fromJson(text);
+  } catch (const dpc::Error &) {
     return 0;
+  }
   VerifyOptions options;
   options.checkBlocking = false;
   (void)verifySchedule(schedule, options);

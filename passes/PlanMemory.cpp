@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "passes/DiagnoseErrors.h"
 #include "passes/Passes.h"
 
 #include "dialects/pipe/IR/PipeOps.h"
@@ -39,12 +40,13 @@ struct PlanMemoryPass
     if (scheduleFile.empty())
       return;
 
-    schedule::Schedule streams;
-    if (std::string error = schedule::readScheduleFile(scheduleFile, streams);
-        !error.empty()) {
-      module.emitError("cannot read the schedule: ") << error;
+    FailureOr<schedule::Schedule> read =
+        diagnoseErrors(module, "cannot read the schedule: ", [&] {
+          return schedule::readScheduleFile(scheduleFile);
+        });
+    if (failed(read))
       return signalPassFailure();
-    }
+    schedule::Schedule streams = std::move(*read);
     if (streams.numVirtualStages() != int(arenas.size())) {
       module.emitError("the schedule has ")
           << streams.numVirtualStages() << " stages, the IR " << arenas.size();

@@ -11,6 +11,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "passes/DiagnoseErrors.h"
 #include "passes/Passes.h"
 #include "passes/StageInfo.h"
 
@@ -85,11 +86,13 @@ struct VerifySchedulePass
     schedule::Schedule streams;
     if (!scheduleFile.empty()) {
       program = nullptr;
-      if (std::string error = schedule::readScheduleFile(scheduleFile, streams);
-          !error.empty()) {
-        module.emitError("cannot read the schedule: ") << error;
+      FailureOr<schedule::Schedule> read =
+          diagnoseErrors(module, "cannot read the schedule: ", [&] {
+            return schedule::readScheduleFile(scheduleFile);
+          });
+      if (failed(read))
         return signalPassFailure();
-      }
+      streams = std::move(*read);
     } else if (program) {
       streams = program.toSchedule();
     } else {
@@ -168,7 +171,8 @@ struct VerifySchedulePass
         auto [send, peer, act] = t;
         module.emitError("schedule verification failed: rank ")
             << rank << (streams.chunks > 1 ? " chunk " : "")
-            << (streams.chunks > 1 ? std::to_string(chunk) : "") << ": the IR " << (send ? "sends " : "receives ")
+            << (streams.chunks > 1 ? std::to_string(chunk) : "") << ": the IR "
+            << (send ? "sends " : "receives ")
             << (act ? "activations" : "gradients") << (send ? " to" : " from")
             << " stage " << peer << " but the schedule never "
             << (send ? "sends" : "receives") << " them";

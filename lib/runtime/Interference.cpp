@@ -2,6 +2,8 @@
 
 #include "dpc/runtime/Interference.h"
 
+#include "dpc/runtime/Error.h"
+
 #include <cerrno>
 #include <csignal>
 #include <cstdio>
@@ -18,10 +20,10 @@ namespace dpc::runtime {
 
 Interferer::~Interferer() { stop(); }
 
-std::string Interferer::start(double seconds) {
+void Interferer::start(double seconds) {
   stop();
   if (!(seconds > 0))
-    return "the interference needs a positive duration";
+    throw Error("the interference needs a positive duration");
   char duration[32];
   std::snprintf(duration, sizeof duration, "%.3f", seconds);
   // `timeout` ends the loop however long the rank lives; the shell's
@@ -48,10 +50,9 @@ std::string Interferer::start(double seconds) {
   posix_spawn_file_actions_destroy(&files);
   posix_spawnattr_destroy(&attributes);
   if (error)
-    return std::string("cannot start the interfering process: ") +
-           std::strerror(error);
+    throw Error(std::string("cannot start the interfering process: ") +
+                std::strerror(error));
   child = pid;
-  return "";
 }
 
 void Interferer::stop() {

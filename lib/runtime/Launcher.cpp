@@ -113,9 +113,7 @@ int launchOnce(const LaunchOptions &options, const std::string &givenOutDir,
                const RankOptions &rankOptions, const StdoutHook &onStdout) {
   LaunchJob job;
   if (!options.hostfile.empty())
-    if (std::string problem = parseHostfile(options.hostfile, job.hosts);
-        !problem.empty())
-      throw InputError(problem);
+    job.hosts = parseHostfile(options.hostfile);
 
   // The options every rank gets, in the table's order.
   std::vector<std::string> forwarded =
@@ -139,9 +137,7 @@ int launchOnce(const LaunchOptions &options, const std::string &givenOutDir,
   if (!isRegularFile(appfilePath))
     throw Error(appfilePath + ": no such file; is " + outDir +
                 " the output directory of 'dpc compile'?");
-  if (std::string problem = parseAppfile(appfilePath, job.lines);
-      !problem.empty())
-    throw Error(problem);
+  job.lines = parseAppfile(appfilePath);
   job.outDir = absolutePath(outDir);
   const int ranks = job.ranks();
 
@@ -172,9 +168,7 @@ int launchOnce(const LaunchOptions &options, const std::string &givenOutDir,
     // (the launching directory need not, nor a home directory).
     job.workDir = staging->dir;
   }
-  if (std::string problem = checkPrograms(job, outDir, appfilePath);
-      !problem.empty())
-    throw Error(problem);
+  checkPrograms(job, outDir, appfilePath);
   // The ranks of a dpc build also write their step times and a heartbeat
   // for the watchdog.
   RankOptions withLauncher = forRanks;

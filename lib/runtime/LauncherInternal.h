@@ -56,9 +56,10 @@ using StdoutHook = std::function<void(int, const std::string &)>;
 //===----------------------------------------------------------------------===//
 
 /// Every program of the appfile that is a path must be an executable file
-/// and a program (programProblem). `outDir` is as the user gave it.
-std::string checkPrograms(const LaunchJob &job, const std::string &outDir,
-                          const std::string &appfilePath);
+/// and a program (programProblem); throws an Error naming the first that is
+/// not. `outDir` is as the user gave it.
+void checkPrograms(const LaunchJob &job, const std::string &outDir,
+                   const std::string &appfilePath);
 
 //===----------------------------------------------------------------------===//
 // Following the job (LauncherMonitor.cpp)

@@ -9,6 +9,8 @@
 
 #include "LauncherInternal.h"
 
+#include "dpc/runtime/Error.h"
+
 #include <algorithm>
 #include <cerrno>
 #include <cstdlib>
@@ -85,12 +87,12 @@ std::string programProblem(const std::string &path) {
 // The appfile
 //===----------------------------------------------------------------------===//
 
-/// Parses OUT/appfile; on failure returns an error message naming the file
-/// and line.
-std::string parseAppfile(const std::string &path, std::vector<AppLine> &lines) {
+/// Parses OUT/appfile; on failure throws an Error naming the file and line.
+std::vector<AppLine> parseAppfile(const std::string &path) {
   std::ifstream in(path);
   if (!in)
-    return path + ": " + std::strerror(errno);
+    throw Error(path + ": " + std::strerror(errno));
+  std::vector<AppLine> lines;
   std::string text;
   for (int number = 1; std::getline(in, text); ++number) {
     std::vector<std::string> words = splitWords(text);
@@ -105,8 +107,8 @@ std::string parseAppfile(const std::string &path, std::vector<AppLine> &lines) {
                       : takesOneValue(option) ? 1
                                               : 0;
       if (i + values >= words.size())
-        return path + ":" + std::to_string(number) + ": option '" + option +
-               "' without its value";
+        throw Error(path + ":" + std::to_string(number) + ": option '" +
+                    option + "' without its value");
       line.mpirunOptions.push_back(option);
       for (size_t v = 1; v <= values; ++v)
         line.mpirunOptions.push_back(words[i + v]);
@@ -114,21 +116,21 @@ std::string parseAppfile(const std::string &path, std::vector<AppLine> &lines) {
         char *end = nullptr;
         long n = std::strtol(words[i + 1].c_str(), &end, 10);
         if (*end != '\0' || n <= 0)
-          return path + ":" + std::to_string(number) + ": bad rank count '" +
-                 words[i + 1] + "'";
+          throw Error(path + ":" + std::to_string(number) +
+                      ": bad rank count '" + words[i + 1] + "'");
         line.ranks = int(n);
       }
       i += values;
     }
     if (i == words.size())
-      return path + ":" + std::to_string(number) + ": no program to run";
+      throw Error(path + ":" + std::to_string(number) + ": no program to run");
     line.program = words[i];
     line.programArgs.assign(words.begin() + long(i) + 1, words.end());
     lines.push_back(std::move(line));
   }
   if (lines.empty())
-    return path + ": no ranks to launch";
-  return "";
+    throw Error(path + ": no ranks to launch");
+  return lines;
 }
 
 //===----------------------------------------------------------------------===//
@@ -137,12 +139,12 @@ std::string parseAppfile(const std::string &path, std::vector<AppLine> &lines) {
 
 /// Reads an Open MPI host file: `HOST [slots=N] [max_slots=N]` a line,
 /// `#` comments, blank lines. A host named twice adds its slots. On failure
-/// returns one line naming the file and line.
-std::string parseHostfile(const std::string &path,
-                          std::vector<HostSlots> &hosts) {
+/// throws an InputError naming the file and line.
+std::vector<HostSlots> parseHostfile(const std::string &path) {
   std::ifstream in(path);
   if (!in)
-    return path + ": " + std::strerror(errno);
+    throw InputError(path + ": " + std::strerror(errno));
+  std::vector<HostSlots> hosts;
   std::string text;
   for (int number = 1; std::getline(in, text); ++number) {
     std::string at = path + ":" + std::to_string(number) + ": ";
@@ -151,19 +153,21 @@ std::string parseHostfile(const std::string &path,
     if (words.empty())
       continue;
     if (words[0].find('=') != std::string::npos)
-      return at + "expected a host name before '" + words[0] + "'";
+      throw InputError(at + "expected a host name before '" + words[0] + "'");
     HostSlots entry{words[0], 1};
     for (size_t i = 1; i < words.size(); ++i) {
       size_t eq = words[i].find('=');
       std::string key = words[i].substr(0, eq);
       if (eq == std::string::npos ||
           (key != "slots" && key != "max_slots" && key != "max-slots"))
-        return at + "expected slots=N or max_slots=N, not '" + words[i] + "'";
+        throw InputError(at + "expected slots=N or max_slots=N, not '" +
+                         words[i] + "'");
       std::string value = words[i].substr(eq + 1);
       char *end = nullptr;
       long n = std::strtol(value.c_str(), &end, 10);
       if (value.empty() || *end != '\0' || n <= 0 || n > 1 << 20)
-        return at + key + " expects a positive integer, not '" + value + "'";
+        throw InputError(at + key + " expects a positive integer, not '" +
+                         value + "'");
       if (key == "slots")
         entry.slots = int(n);
     }
@@ -176,8 +180,8 @@ std::string parseHostfile(const std::string &path,
       hosts.push_back(entry);
   }
   if (hosts.empty())
-    return path + ": no hosts";
-  return "";
+    throw InputError(path + ": no hosts");
+  return hosts;
 }
 
 /// The host of every rank: ranks in order (the appfile's, which is stage
@@ -210,20 +214,20 @@ std::string resolveProgram(const std::string &outDir,
 
 namespace launcher_detail {
 
-std::string checkPrograms(const LaunchJob &job, const std::string &outDir,
-                          const std::string &appfilePath) {
+void checkPrograms(const LaunchJob &job, const std::string &outDir,
+                   const std::string &appfilePath) {
   for (const AppLine &line : job.lines) {
     std::string program = resolveProgram(job.outDir, line.program);
     if (program.find('/') == std::string::npos)
       continue;
     std::string at = appfilePath + ":" + std::to_string(line.lineNumber) + ": ";
     if (!isRegularFile(program) || ::access(program.c_str(), X_OK) != 0)
-      return at + outDir + "/" + line.program +
-             (isRegularFile(program) ? " is not executable" : ": no such file");
+      throw Error(
+          at + outDir + "/" + line.program +
+          (isRegularFile(program) ? " is not executable" : ": no such file"));
     if (std::string problem = programProblem(program); !problem.empty())
-      return at + program + " " + problem + ": a corrupt rank executable";
+      throw Error(at + program + " " + problem + ": a corrupt rank executable");
   }
-  return "";
 }
 
 } // namespace launcher_detail

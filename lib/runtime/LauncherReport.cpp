@@ -52,6 +52,16 @@ std::optional<double> simulateOnCores(const schedule::Schedule &s, int cores) {
   return result.steadyStepTime;
 }
 
+/// The schedule at `path`, or nothing when it cannot be read (the plan's
+/// prediction then stands).
+std::optional<schedule::Schedule> readScheduleIfAny(const std::string &path) {
+  try {
+    return schedule::readScheduleFile(path);
+  } catch (const Error &) {
+    return std::nullopt;
+  }
+}
+
 } // namespace
 
 namespace launcher_detail {
@@ -66,10 +76,14 @@ std::string mergeTraces(const std::string &trace, int ranks) {
   merged.ranks = ranks;
   std::string error;
   for (int r = 0; r < ranks && error.empty(); ++r) {
-    schedule::Timeline part;
-    error = schedule::readChromeTraceFile(support::perRankPath(trace, r), part);
-    merged.events.insert(merged.events.end(), part.events.begin(),
-                         part.events.end());
+    try {
+      schedule::Timeline part =
+          schedule::readChromeTraceFile(support::perRankPath(trace, r));
+      merged.events.insert(merged.events.end(), part.events.begin(),
+                           part.events.end());
+    } catch (const Error &e) {
+      error = e.what();
+    }
   }
   removeTraceParts(trace, ranks);
   if (!error.empty())
@@ -108,15 +122,14 @@ std::string recordStepTime(const std::string &summaryPath,
   std::optional<double> predicted = plan.simulatedStepMs;
   std::optional<double> corePerRank;
   std::string dir = planPath.substr(0, planPath.find_last_of('/') + 1);
-  schedule::Schedule built;
-  if (predicted &&
-      schedule::readScheduleFile(dir + "schedule.json", built).empty()) {
-    int assumed = sharing(built, built.cores), here = sharing(built, cores);
+  std::optional<schedule::Schedule> built;
+  if (predicted && (built = readScheduleIfAny(dir + "schedule.json"))) {
+    int assumed = sharing(*built, built->cores), here = sharing(*built, cores);
     std::optional<double> own =
-        assumed == 0 ? predicted : simulateOnCores(built, 0);
+        assumed == 0 ? predicted : simulateOnCores(*built, 0);
     std::optional<double> onHere = here == assumed ? predicted
                                    : here == 0     ? own
-                                               : simulateOnCores(built, here);
+                                               : simulateOnCores(*built, here);
     if (onHere && (here == 0 || own)) {
       predicted = onHere;
       if (here > 0)

@@ -246,10 +246,8 @@ int runRank(int argc, char **argv, Communicator &comm) {
   std::string dir = directoryOf(exe);
   RankManifest manifest = parseManifest(dpc_rank_manifest, exe);
   std::string schedulePath = resolve(dir, manifest.schedule);
-  dpc::schedule::Schedule schedule;
-  std::string error = dpc::schedule::readScheduleFile(schedulePath, schedule);
-  if (!error.empty())
-    throw Error(error); // names the file already
+  dpc::schedule::Schedule schedule =
+      dpc::schedule::readScheduleFile(schedulePath);
   manifest.schedule = schedulePath;
   // A bf16 build on a CPU without native bf16 still runs, in f32 (oneDNN
   // would emulate bf16 slower than f32 or have no kernel at all).

@@ -1,6 +1,7 @@
 //===- Schedule.cpp - Instruction names and schedule.json -----------------===//
 
 #include "dpc/schedule/Schedule.h"
+#include "dpc/support/Error.h"
 
 #include <nlohmann/json.hpp>
 
@@ -449,9 +450,8 @@ std::string parseInstruction(const json &j, Instruction &inst) {
   return "";
 }
 
-} // namespace
-
-std::string fromJson(const std::string &text, Schedule &schedule) {
+/// fromJson's reading into `schedule`; "" or what is wrong.
+std::string parseSchedule(const std::string &text, Schedule &schedule) {
   json root;
   try {
     root = json::parse(text);
@@ -549,8 +549,9 @@ std::string fromJson(const std::string &text, Schedule &schedule) {
   return "";
 }
 
-std::string stagesFromJson(const std::string &text,
-                           std::vector<StageInfo> &stages) {
+/// stagesFromJson's reading into `stages`; "" or what is wrong.
+std::string parseStages(const std::string &text,
+                        std::vector<StageInfo> &stages) {
   json root;
   try {
     root = json::parse(text);
@@ -578,16 +579,32 @@ std::string stagesFromJson(const std::string &text,
   return "";
 }
 
-std::string readScheduleFile(const std::string &path, Schedule &schedule) {
+} // namespace
+
+Schedule fromJson(const std::string &text) {
+  Schedule schedule;
+  if (std::string error = parseSchedule(text, schedule); !error.empty())
+    throw Error(error);
+  return schedule;
+}
+
+std::vector<StageInfo> stagesFromJson(const std::string &text) {
+  std::vector<StageInfo> stages;
+  if (std::string error = parseStages(text, stages); !error.empty())
+    throw Error(error);
+  return stages;
+}
+
+Schedule readScheduleFile(const std::string &path) {
   std::ifstream in(path);
   if (!in)
-    return "cannot open '" + path + "'";
+    throw Error("cannot open '" + path + "'");
   std::stringstream buffer;
   buffer << in.rdbuf();
-  std::string error = fromJson(buffer.str(), schedule);
-  if (!error.empty())
-    return path + ": " + error;
-  return "";
+  Schedule schedule;
+  if (std::string error = parseSchedule(buffer.str(), schedule); !error.empty())
+    throw Error(path + ": " + error);
+  return schedule;
 }
 
 } // namespace dpc::schedule

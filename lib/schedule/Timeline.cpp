@@ -2,6 +2,7 @@
 
 #include "dpc/schedule/Timeline.h"
 
+#include "dpc/support/Error.h"
 #include "dpc/support/Svg.h"
 
 #include <nlohmann/json.hpp>
@@ -130,7 +131,10 @@ std::string toChromeTrace(const Timeline &timeline) {
   return root.dump();
 }
 
-std::string fromChromeTrace(const std::string &text, Timeline &timeline) {
+namespace {
+
+/// fromChromeTrace's reading into `timeline`; "" or what is wrong.
+std::string parseChromeTrace(const std::string &text, Timeline &timeline) {
   using nlohmann::json;
   json root = json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (root.is_discarded())
@@ -187,14 +191,26 @@ std::string fromChromeTrace(const std::string &text, Timeline &timeline) {
   return "";
 }
 
-std::string readChromeTraceFile(const std::string &path, Timeline &timeline) {
+} // namespace
+
+Timeline fromChromeTrace(const std::string &text) {
+  Timeline timeline;
+  if (std::string error = parseChromeTrace(text, timeline); !error.empty())
+    throw Error(error);
+  return timeline;
+}
+
+Timeline readChromeTraceFile(const std::string &path) {
   std::ifstream in(path);
   if (!in)
-    return "cannot open '" + path + "'";
+    throw Error("cannot open '" + path + "'");
   std::stringstream buffer;
   buffer << in.rdbuf();
-  std::string error = fromChromeTrace(buffer.str(), timeline);
-  return error.empty() ? "" : path + ": " + error;
+  Timeline timeline;
+  if (std::string error = parseChromeTrace(buffer.str(), timeline);
+      !error.empty())
+    throw Error(path + ": " + error);
+  return timeline;
 }
 
 namespace {

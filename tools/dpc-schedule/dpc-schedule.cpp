@@ -102,8 +102,11 @@ std::string parseCosts(CostOptions &opts, std::vector<StageInfo> &stages) {
            opts.costs + "'";
   std::stringstream text;
   text << in.rdbuf();
-  if (std::string error = stagesFromJson(text.str(), stages); !error.empty())
-    return opts.costs + ": bad cost file: " + error;
+  try {
+    stages = stagesFromJson(text.str());
+  } catch (const dpc::Error &e) {
+    return opts.costs + ": bad cost file: " + e.what();
+  }
   try {
     nlohmann::json root = nlohmann::json::parse(text.str());
     opts.latency = root.value("latency_ms", opts.latency);
@@ -308,11 +311,7 @@ int runVerify(const std::vector<std::string> &args) {
     std::cerr << command << ": missing the schedule file\n";
     return cli::kUsageError;
   }
-  Schedule schedule;
-  if (std::string error = readScheduleFile(path, schedule); !error.empty()) {
-    std::cerr << command << ": " << error << "\n";
-    return kFailure;
-  }
+  Schedule schedule = readScheduleFile(path);
   VerifyResult vr = verifySchedule(schedule, verify);
   if (!report(command, path + ": ", vr))
     return kFailure;
@@ -351,11 +350,7 @@ int runSimulate(const std::vector<std::string> &args) {
     std::cerr << command << ": " << error << "\n";
     return cli::kUsageError;
   }
-  Schedule schedule;
-  if (std::string error = readScheduleFile(path, schedule); !error.empty()) {
-    std::cerr << command << ": " << error << "\n";
-    return kFailure;
-  }
+  Schedule schedule = readScheduleFile(path);
   // Simulating an unverified stream could time nonsense; verify first.
   VerifyOptions verify;
   verify.checkBlocking = false;
@@ -615,11 +610,7 @@ int runRender(const std::vector<std::string> &args) {
               << (path.empty() ? "the trace file" : "--svg FILE") << "\n";
     return cli::kUsageError;
   }
-  Timeline timeline;
-  if (std::string error = readChromeTraceFile(path, timeline); !error.empty()) {
-    std::cerr << command << ": " << error << "\n";
-    return kFailure;
-  }
+  Timeline timeline = readChromeTraceFile(path);
   if (timeline.events.empty()) {
     std::cerr << command << ": " << path << ": no spans to draw\n";
     return kFailure;

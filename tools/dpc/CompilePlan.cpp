@@ -16,6 +16,7 @@
 
 #include "dpc/schedule/Schedule.h"
 #include "dpc/schedule/Verifier.h"
+#include "dpc/support/Error.h"
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/ScopeExit.h"
@@ -120,8 +121,12 @@ std::optional<Probe> probePeaks(mlir::ModuleOp module, double limit,
   auto peaks =
       (*probe)->getAttrOfType<mlir::DenseI64ArrayAttr>("pipe.peak_memory");
   Probe result;
-  std::string error =
-      dpc::schedule::readScheduleFile(schedulePath, result.streams);
+  std::string error;
+  try {
+    result.streams = dpc::schedule::readScheduleFile(schedulePath);
+  } catch (const dpc::Error &e) {
+    error = e.what();
+  }
   if (error.empty() && (!peaks || int(peaks.size()) != result.streams.ranks))
     error = "plan-memory gave no peak for each rank";
   if (!error.empty()) {

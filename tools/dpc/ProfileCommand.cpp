@@ -199,12 +199,7 @@ int measureMessages(CompileOptions compile, const fs::path &dir, int64_t steps,
   if (int rc = train(compile.outDir, steps, {"--trace", traceArg},
                      "the run on " + std::to_string(ranks) + " stages"))
     return rc;
-  schedule::Timeline trace;
-  if (std::string error = schedule::readChromeTraceFile(traceArg, trace);
-      !error.empty()) {
-    std::cerr << "dpc profile: " << error << "\n";
-    return 1;
-  }
+  schedule::Timeline trace = schedule::readChromeTraceFile(traceArg);
   latency = schedule::messageLatency(trace);
   if (latency < 0) {
     std::cerr << "dpc profile: the run on " << ranks
@@ -220,13 +215,8 @@ int measureMessages(CompileOptions compile, const fs::path &dir, int64_t steps,
   // With a core each, how the ranks' compute compares with the times the
   // run was priced at (its stages' costs are the profile's); on shared
   // cores the spans hold the sharing, which the simulator models itself.
-  schedule::Schedule priced;
-  if (std::string error =
-          schedule::readScheduleFile(compile.outDir + "/schedule.json", priced);
-      !error.empty()) {
-    std::cerr << "dpc profile: " << error << "\n";
-    return 1;
-  }
+  schedule::Schedule priced =
+      schedule::readScheduleFile(compile.outDir + "/schedule.json");
   if (double f = schedule::computeFactor(trace, priced); f > 0)
     factor = f;
   return 0;

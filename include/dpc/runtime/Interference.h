@@ -27,8 +27,8 @@ public:
   ~Interferer();
 
   /// Starts a process that spins for `seconds` and then exits (killed by
-  /// coreutils' `timeout`). Returns "" or why it could not start.
-  std::string start(double seconds);
+  /// coreutils' `timeout`). Throws an Error saying why it could not start.
+  void start(double seconds);
   /// Kills the process if it runs and reaps it.
   void stop();
   /// The process's id, or -1.

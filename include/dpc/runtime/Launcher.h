@@ -73,8 +73,8 @@ struct AppLine {
   int ranks = 1; // -np / -n
 };
 
-/// Parses an appfile; returns "" or an error naming the file and line.
-std::string parseAppfile(const std::string &path, std::vector<AppLine> &lines);
+/// Parses an appfile; throws an Error naming the file and line.
+std::vector<AppLine> parseAppfile(const std::string &path);
 
 struct HostSlots {
   std::string host;
@@ -82,10 +82,9 @@ struct HostSlots {
 };
 
 /// Reads an Open MPI host file: `HOST [slots=N] [max_slots=N]` a line, `#`
-/// comments, blank lines. A host named twice adds its slots. Returns "" or
-/// one line naming the file and line.
-std::string parseHostfile(const std::string &path,
-                          std::vector<HostSlots> &hosts);
+/// comments, blank lines. A host named twice adds its slots. Throws an
+/// InputError naming the file and line.
+std::vector<HostSlots> parseHostfile(const std::string &path);
 
 /// The host of every rank: ranks in order (the appfile's, which is stage
 /// order) fill each host's slots before the next host's. Fewer than `ranks`

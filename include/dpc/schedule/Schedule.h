@@ -285,14 +285,15 @@ constexpr int maxMicrobatches(int numVirtualStages) {
 /// The largest message the runtime sends: MPI counts bytes in an int.
 constexpr int64_t kMaxMessageBytes = 2147483647;
 
-/// schedule.json text, and back. Parsing returns "" or an error message.
+/// schedule.json text, and back. Parsing throws dpc::Error saying what is
+/// wrong (the file's reader names the file).
 std::string toJson(const Schedule &schedule, int indent = -1);
-std::string fromJson(const std::string &text, Schedule &schedule);
-std::string readScheduleFile(const std::string &path, Schedule &schedule);
+Schedule fromJson(const std::string &text);
+Schedule readScheduleFile(const std::string &path);
 /// The "stages" array of a JSON object, in order, with schedule.json's
 /// stage fields (forward_ms, ..., input_bytes): a dpc-schedule cost file's.
-std::string stagesFromJson(const std::string &text,
-                           std::vector<StageInfo> &stages);
+/// Throws dpc::Error saying what is wrong.
+std::vector<StageInfo> stagesFromJson(const std::string &text);
 
 } // namespace dpc::schedule
 

@@ -67,10 +67,10 @@ std::string toChromeTrace(const Timeline &timeline);
 /// Reads Chrome trace JSON back: every complete span ("ph": "X") becomes an
 /// event of rank `pid`, its kind from "cat", its microbatch and chunk from
 /// "args". Reads what toChromeTrace writes, predicted or measured; other
-/// phases (metadata, instants) only count ranks. Returns "" or an error
-/// message.
-std::string fromChromeTrace(const std::string &text, Timeline &timeline);
-std::string readChromeTraceFile(const std::string &path, Timeline &timeline);
+/// phases (metadata, instants) only count ranks. Throws dpc::Error saying
+/// what is wrong (the file's reader names the file).
+Timeline fromChromeTrace(const std::string &text);
+Timeline readChromeTraceFile(const std::string &path);
 
 /// A measured trace covers many training steps; on each rank the optimizer
 /// span ends a step. The number of whole steps is the fewest optimizer spans

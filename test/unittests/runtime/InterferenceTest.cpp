@@ -2,6 +2,7 @@
 
 #include "dpc/runtime/Interference.h"
 #include "dpc/runtime/RankOptions.h"
+#include "test/unittests/runtime/ErrorOf.h"
 
 #include <gtest/gtest.h>
 
@@ -48,7 +49,7 @@ double treeCpuSeconds(pid_t pid) {
 
 TEST(Interference, SpinsOnTheCallersCoresAndEnds) {
   Interferer spinner;
-  ASSERT_EQ(spinner.start(0.6), "");
+  ASSERT_EQ(errorOf([&] { spinner.start(0.6); }), "");
   pid_t pid = spinner.pid();
   ASSERT_GT(pid, 0);
   std::this_thread::sleep_for(std::chrono::milliseconds(400));
@@ -77,7 +78,7 @@ std::vector<pid_t> childrenOf(pid_t pid) {
 
 TEST(Interference, StopEndsALongRunAndItsLoop) {
   Interferer spinner;
-  ASSERT_EQ(spinner.start(600), "");
+  ASSERT_EQ(errorOf([&] { spinner.start(600); }), "");
   pid_t pid = spinner.pid();
   std::vector<pid_t> loops;
   for (int k = 0; k < 100 && loops.empty(); ++k) {
@@ -102,7 +103,7 @@ TEST(Interference, StopEndsALongRunAndItsLoop) {
     gone = text.empty() || text.find(") Z ") != std::string::npos;
   }
   EXPECT_TRUE(gone) << "the loop " << loops[0] << " still runs";
-  EXPECT_NE(spinner.start(0), "");
+  EXPECT_NE(errorOf([&] { spinner.start(0); }), "");
 }
 
 TEST(Interference, NamesTheCallersCores) {

@@ -3,6 +3,7 @@
 #include "dpc/runtime/Launcher.h"
 
 #include "dpc/support/CommandLine.h"
+#include "test/unittests/runtime/ErrorOf.h"
 
 #include <gtest/gtest.h>
 
@@ -52,7 +53,7 @@ TEST(Launcher, HostfileSlotsAddUp) {
       writeFile(dir + "/hosts", "# the cluster\nnodeA slots=2 # two\n\n"
                                 "nodeB max_slots=8\nnodeA slots=1\n");
   std::vector<HostSlots> hosts;
-  ASSERT_EQ(parseHostfile(path, hosts), "");
+  ASSERT_EQ(errorOf([&] { hosts = parseHostfile(path); }), "");
   ASSERT_EQ(hosts.size(), 2u);
   EXPECT_EQ(hosts[0].host, "nodeA");
   EXPECT_EQ(hosts[0].slots, 3);
@@ -63,8 +64,7 @@ TEST(Launcher, HostfileSlotsAddUp) {
 TEST(Launcher, HostfileErrorsNameFileAndLine) {
   std::string dir = makeDir("badhosts");
   auto problem = [&](const std::string &text) {
-    std::vector<HostSlots> hosts;
-    return parseHostfile(writeFile(dir + "/h", text), hosts);
+    return inputErrorOf([&] { parseHostfile(writeFile(dir + "/h", text)); });
   };
   std::string h = dir + "/h";
   EXPECT_EQ(problem("# x\nlocalhost slots=two\n"),
@@ -76,8 +76,7 @@ TEST(Launcher, HostfileErrorsNameFileAndLine) {
   EXPECT_EQ(problem("slots=2\n"),
             h + ":1: expected a host name before 'slots=2'");
   EXPECT_EQ(problem("# nothing\n"), h + ": no hosts");
-  std::vector<HostSlots> hosts;
-  EXPECT_EQ(parseHostfile(dir + "/missing", hosts),
+  EXPECT_EQ(inputErrorOf([&] { parseHostfile(dir + "/missing"); }),
             dir + "/missing: No such file or directory");
 }
 
@@ -95,10 +94,11 @@ TEST(Launcher, PlacementFillsHostsInStageOrder) {
 TEST(Launcher, ParsesAppfile) {
   std::string dir = makeDir("appfile");
   std::vector<AppLine> lines;
-  ASSERT_EQ(parseAppfile(writeFile(dir + "/appfile",
-                                   "# stages\n-np 2 -x A ./rank0 --stage 0\n"
-                                   "-mca btl self ./rank1\n"),
-                         lines),
+  ASSERT_EQ(errorOf([&] {
+              lines = parseAppfile(writeFile(
+                  dir + "/appfile", "# stages\n-np 2 -x A ./rank0 --stage 0\n"
+                                    "-mca btl self ./rank1\n"));
+            }),
             "");
   ASSERT_EQ(lines.size(), 2u);
   EXPECT_EQ(lines[0].lineNumber, 2);
@@ -116,8 +116,7 @@ TEST(Launcher, AppfileErrorsNameFileAndLine) {
   std::string dir = makeDir("badappfile");
   std::string path = dir + "/appfile";
   auto problem = [&](const std::string &text) {
-    std::vector<AppLine> lines;
-    return parseAppfile(writeFile(path, text), lines);
+    return errorOf([&] { parseAppfile(writeFile(path, text)); });
   };
   EXPECT_EQ(problem("-np 1\n"), path + ":1: no program to run");
   EXPECT_EQ(problem("\n-np\n"), path + ":2: option '-np' without its value");

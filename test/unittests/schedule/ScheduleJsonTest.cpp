@@ -3,10 +3,26 @@
 #include "dpc/schedule/Builder.h"
 #include "dpc/schedule/Schedule.h"
 #include "dpc/schedule/Simulator.h"
+#include "test/unittests/runtime/ErrorOf.h"
 
 #include <gtest/gtest.h>
 
 using namespace dpc::schedule;
+
+namespace {
+
+// What fromJson throws for `text`, "" when it reads it into `s`.
+std::string jsonError(const std::string &text, Schedule &s) {
+  return dpc::errorOf([&] { s = fromJson(text); });
+}
+
+// What stagesFromJson throws for `text`, "" when it reads it into `stages`.
+std::string stagesError(const std::string &text,
+                        std::vector<StageInfo> &stages) {
+  return dpc::errorOf([&] { stages = stagesFromJson(text); });
+}
+
+} // namespace
 
 // Every kind, in the enum's order up to Custom, its last: a hand-written
 // stream, which the builder refuses, so a built 1F1B stream stands for it.
@@ -42,7 +58,7 @@ TEST(ScheduleJson, RoundTripsEveryKind) {
       s.kind = kind;
     }
     Schedule back;
-    ASSERT_EQ(fromJson(toJson(s, 1), back), "") << kindName(kind);
+    ASSERT_EQ(jsonError(toJson(s, 1), back), "") << kindName(kind);
     EXPECT_EQ(back.kind, kind);
     EXPECT_EQ(back.ranks, s.ranks);
     EXPECT_EQ(back.microbatches, s.microbatches);
@@ -77,11 +93,11 @@ TEST(ScheduleJson, MessageLatency) {
   EXPECT_EQ(toJson(s).find("message_latency_ms"), std::string::npos);
   s.messageLatency = 0.125;
   Schedule back;
-  ASSERT_EQ(fromJson(toJson(s), back), "");
+  ASSERT_EQ(jsonError(toJson(s), back), "");
   EXPECT_EQ(back.messageLatency, 0.125);
-  EXPECT_EQ(fromJson(R"({"ranks":1,"microbatches":1,)"
-                     R"("message_latency_ms":-1})",
-                     back),
+  EXPECT_EQ(jsonError(R"({"ranks":1,"microbatches":1,)"
+                      R"("message_latency_ms":-1})",
+                      back),
             "\"message_latency_ms\" must be milliseconds >= 0");
 }
 
@@ -94,30 +110,30 @@ TEST(ScheduleJson, CoresAndWakeLatency) {
   s.cores = 1;
   s.wakeLatency = 0.25;
   Schedule back;
-  ASSERT_EQ(fromJson(toJson(s), back), "");
+  ASSERT_EQ(jsonError(toJson(s), back), "");
   EXPECT_EQ(back.cores, 1);
   EXPECT_EQ(back.wakeLatency, 0.25);
   SimulateOptions machine = recordedMachine(back);
   EXPECT_EQ(machine.cores, 1);
   EXPECT_EQ(machine.wakeLatency, 0.25);
-  EXPECT_EQ(fromJson(R"({"ranks":1,"microbatches":1,"cores":-2})", back),
+  EXPECT_EQ(jsonError(R"({"ranks":1,"microbatches":1,"cores":-2})", back),
             "\"cores\" must be a count >= 0");
-  EXPECT_EQ(fromJson(R"({"ranks":1,"microbatches":1,)"
-                     R"("wake_latency_ms":-1})",
-                     back),
+  EXPECT_EQ(jsonError(R"({"ranks":1,"microbatches":1,)"
+                      R"("wake_latency_ms":-1})",
+                      back),
             "\"wake_latency_ms\" must be milliseconds >= 0");
 }
 
 // What a split backward saves is part of the stage's slot.
 TEST(ScheduleJson, BackwardStashBytesArePartOfTheSlot) {
   Schedule back;
-  EXPECT_EQ(fromJson(R"({"ranks":1,"microbatches":1,"stages":[{"id":0,)"
-                     R"("activation_bytes":10,"backward_stash_bytes":11}]})",
-                     back),
+  EXPECT_EQ(jsonError(R"({"ranks":1,"microbatches":1,"stages":[{"id":0,)"
+                      R"("activation_bytes":10,"backward_stash_bytes":11}]})",
+                      back),
             "stage 0: \"backward_stash_bytes\" must be between 0 and its "
             "\"activation_bytes\"");
   EXPECT_EQ(
-      fromJson(
+      jsonError(
           R"({"ranks":1,"microbatches":1,"stages":[{"id":0,)"
           R"("activation_bytes":10,"backward_stash_bytes":4}],"programs":[{"instructions":[]}]})",
           back),
@@ -128,25 +144,25 @@ TEST(ScheduleJson, BackwardStashBytesArePartOfTheSlot) {
 // A dpc-schedule cost file's stages, in order, read as schedule.json's.
 TEST(ScheduleJson, StagesOfACostFile) {
   std::vector<StageInfo> stages;
-  ASSERT_EQ(stagesFromJson(R"({"stages":[{"forward_ms":2,"input_bytes":8},)"
-                           R"({"activation_bytes":10,)"
-                           R"("backward_stash_bytes":4}],"latency_ms":1})",
-                           stages),
+  ASSERT_EQ(stagesError(R"({"stages":[{"forward_ms":2,"input_bytes":8},)"
+                        R"({"activation_bytes":10,)"
+                        R"("backward_stash_bytes":4}],"latency_ms":1})",
+                        stages),
             "");
   ASSERT_EQ(stages.size(), 2u);
   EXPECT_EQ(stages[0].forward, 2.0);
   EXPECT_EQ(stages[0].backwardInput, 1.0);
   EXPECT_EQ(stages[0].inputBytes, 8);
   EXPECT_EQ(stages[1].backwardStashBytes, 4);
-  EXPECT_EQ(stagesFromJson(R"({"stages":[{},{"activation_bytes":1,)"
-                           R"("backward_stash_bytes":2}]})",
-                           stages),
+  EXPECT_EQ(stagesError(R"({"stages":[{},{"activation_bytes":1,)"
+                        R"("backward_stash_bytes":2}]})",
+                        stages),
             "stage 1: \"backward_stash_bytes\" must be between 0 and its "
             "\"activation_bytes\"");
-  EXPECT_EQ(stagesFromJson(R"({"stages":[{"param_bytes":"many"}]})", stages)
+  EXPECT_EQ(stagesError(R"({"stages":[{"param_bytes":"many"}]})", stages)
                 .rfind("stage 0: ", 0),
             0u);
-  EXPECT_EQ(stagesFromJson(R"({"latency_ms":1})", stages),
+  EXPECT_EQ(stagesError(R"({"latency_ms":1})", stages),
             "missing \"stages\" array");
 }
 
@@ -163,47 +179,49 @@ TEST(ScheduleJson, CompactInstructionForm) {
 
 TEST(ScheduleJson, Errors) {
   Schedule s;
-  EXPECT_EQ(fromJson("[", s).substr(0, 13), "invalid JSON:");
-  EXPECT_EQ(fromJson(R"({"ranks":1,"microbatches":1})", s),
+  EXPECT_EQ(jsonError("[", s).substr(0, 13), "invalid JSON:");
+  EXPECT_EQ(jsonError(R"({"ranks":1,"microbatches":1})", s),
             "missing \"programs\" array");
-  EXPECT_EQ(fromJson(R"({"kind":"zb-h2","ranks":1,"microbatches":1})", s),
+  EXPECT_EQ(jsonError(R"({"kind":"zb-h2","ranks":1,"microbatches":1})", s),
             "unknown schedule kind 'zb-h2'");
-  EXPECT_EQ(fromJson(R"({"ranks":1,"microbatches":1,"programs":[
+  EXPECT_EQ(jsonError(R"({"ranks":1,"microbatches":1,"programs":[
                 {"rank":0,"instructions":[{"op":"jump"}]}]})",
-                     s),
+                      s),
             "rank 0: instruction 0: unknown op 'jump'");
-  EXPECT_EQ(fromJson(R"({"ranks":1,"microbatches":1,"programs":[
+  EXPECT_EQ(jsonError(R"({"ranks":1,"microbatches":1,"programs":[
                 {"rank":0,"instructions":[{"op":"send_start","mb":0}]}]})",
-                     s),
+                      s),
             "rank 0: instruction 0: SendStart without \"what\"");
-  EXPECT_EQ(fromJson(R"({"ranks":2,"microbatches":1,"programs":[
+  EXPECT_EQ(jsonError(R"({"ranks":2,"microbatches":1,"programs":[
                 {"rank":5,"instructions":[]}]})",
-                     s),
+                      s),
             "program for rank 5 but the schedule has 2 ranks");
   // Found by fuzz-schedule: numbers out of their field's range were
   // converted anyway (3e83 to an int64 is undefined behaviour).
-  EXPECT_EQ(fromJson(R"({"ranks":1,"microbatches":1,"programs":[
+  EXPECT_EQ(jsonError(R"({"ranks":1,"microbatches":1,"programs":[
       {"instructions":[{"op":"send_start","what":"act","peer":0,"tag":0,
                         "bytes":3.2e83}]}]})",
-                     s),
+                      s),
             "rank 0: instruction 0: \"bytes\" must be an integer from "
             "-9223372036854775808 to 9223372036854775807, got 3.2e+83");
   EXPECT_EQ(
-      fromJson(R"({"ranks":5000000000,"microbatches":1,"programs":[]})", s),
+      jsonError(R"({"ranks":5000000000,"microbatches":1,"programs":[]})", s),
       "\"ranks\" must be an integer from -2147483648 to 2147483647, "
       "got 5000000000");
-  EXPECT_EQ(fromJson(R"({"ranks":1,"microbatches":1.5,"programs":[]})", s),
+  EXPECT_EQ(jsonError(R"({"ranks":1,"microbatches":1.5,"programs":[]})", s),
             "\"microbatches\" must be an integer from -2147483648 to "
             "2147483647, got 1.5");
   // Found by fuzz-schedule: a stage count that asked for gigabytes.
-  EXPECT_EQ(fromJson(R"({"ranks":55555554,"microbatches":2,"programs":[]})", s),
-            "2 microbatches on 55555554 stages of 1 chunks need more message "
-            "tags than the 30000 the runtime has");
-  EXPECT_EQ(fromJson(R"({"ranks":2,"microbatches":7500,"programs":[]})", s),
+  EXPECT_EQ(
+      jsonError(R"({"ranks":55555554,"microbatches":2,"programs":[]})", s),
+      "2 microbatches on 55555554 stages of 1 chunks need more message "
+      "tags than the 30000 the runtime has");
+  EXPECT_EQ(jsonError(R"({"ranks":2,"microbatches":7500,"programs":[]})", s),
             "7500 microbatches on 2 stages of 1 chunks need more message tags "
             "than the 30000 the runtime has");
-  EXPECT_EQ(readScheduleFile("/nonexistent/schedule.json", s),
-            "cannot open '/nonexistent/schedule.json'");
+  EXPECT_EQ(
+      dpc::errorOf([] { readScheduleFile("/nonexistent/schedule.json"); }),
+      "cannot open '/nonexistent/schedule.json'");
 }
 
 TEST(ScheduleJson, KindNames) {

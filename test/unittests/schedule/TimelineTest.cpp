@@ -3,6 +3,7 @@
 #include "dpc/schedule/Timeline.h"
 #include "dpc/schedule/Builder.h"
 #include "dpc/schedule/Simulator.h"
+#include "test/unittests/runtime/ErrorOf.h"
 
 #include <nlohmann/json.hpp>
 
@@ -11,6 +12,11 @@
 using namespace dpc::schedule;
 
 namespace {
+
+// What fromChromeTrace throws for `text`, "" when it reads it into `tl`.
+std::string traceError(const std::string &text, Timeline &tl) {
+  return dpc::errorOf([&] { tl = fromChromeTrace(text); });
+}
 
 // What the runtime will hand over: measured spans, no simulator involved.
 Timeline measured() {
@@ -90,7 +96,7 @@ TEST(Timeline, SvgOfSimulatedSchedule) {
 
 TEST(Timeline, ChromeTraceReadsBack) {
   Timeline back;
-  ASSERT_EQ(fromChromeTrace(toChromeTrace(measured()), back), "");
+  ASSERT_EQ(traceError(toChromeTrace(measured()), back), "");
   EXPECT_EQ(back.ranks, 2);
   ASSERT_EQ(back.events.size(), 4u);
   const TimelineEvent &w = back.events[2];
@@ -107,18 +113,17 @@ TEST(Timeline, ChromeTraceReadsBack) {
 
 TEST(Timeline, ChromeTraceErrors) {
   Timeline tl;
-  EXPECT_EQ(fromChromeTrace("{", tl), "not JSON");
-  EXPECT_EQ(fromChromeTrace("{\"ranks\": 2}", tl),
+  EXPECT_EQ(traceError("{", tl), "not JSON");
+  EXPECT_EQ(traceError("{\"ranks\": 2}", tl),
             "no \"traceEvents\" (not a Chrome trace)");
-  EXPECT_EQ(fromChromeTrace("[{\"ph\":\"X\",\"pid\":0,\"ts\":1}]", tl),
+  EXPECT_EQ(traceError("[{\"ph\":\"X\",\"pid\":0,\"ts\":1}]", tl),
             "event 0: a span needs a numeric \"dur\"");
-  EXPECT_EQ(
-      fromChromeTrace("[{\"ph\":\"X\",\"pid\":-1,\"ts\":1,\"dur\":1}]", tl),
-      "event 0: a span needs a non-negative integer \"pid\" (the rank)");
+  EXPECT_EQ(traceError("[{\"ph\":\"X\",\"pid\":-1,\"ts\":1,\"dur\":1}]", tl),
+            "event 0: a span needs a non-negative integer \"pid\" (the rank)");
   // The bare array form, an unknown category, metadata only counting ranks.
-  ASSERT_EQ(fromChromeTrace("[{\"ph\":\"M\",\"pid\":2},{\"ph\":\"X\",\"pid\":0,"
-                            "\"ts\":1000,\"dur\":500,\"cat\":\"gc\"}]",
-                            tl),
+  ASSERT_EQ(traceError("[{\"ph\":\"M\",\"pid\":2},{\"ph\":\"X\",\"pid\":0,"
+                       "\"ts\":1000,\"dur\":500,\"cat\":\"gc\"}]",
+                       tl),
             "");
   EXPECT_EQ(tl.ranks, 3);
   ASSERT_EQ(tl.events.size(), 1u);

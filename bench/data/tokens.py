@@ -21,6 +21,14 @@ the start and at the end):
    from starting `dpc run` to its first `step` line, and each process's
    figures. The mapped token file's pages are RssFile; RssAnon is what the
    rank itself allocated, and is what must not grow with the file.
+
+With --eot ID the file holds documents instead: ids uniform below ID, each
+followed by the end-of-text id ID with probability 1/500 (documents of 500
+tokens on average), and `--build DIR` (a variable-length build, such as
+test/e2e/varlen.test's Output/varlen.test.tmp/runs/var-gpt-2-1f1b-dp, whose
+vocabulary holds ID) is run twice with `--data tokens:FILE,eot=ID`: the first
+run scans the file and saves its document index beside it, the second maps
+that index (docs/RUNTIME.md); both runs' start times are printed.
 """
 
 import argparse
@@ -49,8 +57,10 @@ def load():
     return "load average %.2f %.2f %.2f" % os.getloadavg()
 
 
-def write_tokens(path, gib, chunk_mib, vocab, seed):
-    """`gib` GiB of uint16 ids uniform in [0, vocab), in chunks."""
+def write_tokens(path, gib, chunk_mib, vocab, seed, eot=None):
+    """`gib` GiB of uint16 ids uniform in [0, vocab), in chunks; with `eot`,
+    ids below it, each position the end-of-text id with probability
+    1/500."""
     total = int(gib * 2**30) // 2 * 2
     chunk = (chunk_mib << 20) // 2
     rng = np.random.default_rng(seed)
@@ -59,7 +69,11 @@ def write_tokens(path, gib, chunk_mib, vocab, seed):
     with open(path, "wb") as f:
         while written < total:
             count = min(chunk, (total - written) // 2)
-            rng.integers(0, vocab, count, dtype=np.uint16).tofile(f)
+            ids = rng.integers(0, vocab if eot is None else eot, count,
+                               dtype=np.uint16)
+            if eot is not None:
+                ids[rng.random(count) < 1 / 500] = eot
+            ids.tofile(f)
             written += 2 * count
     seconds = time.perf_counter() - start
     print(f"wrote {written / 2**30:.1f} GiB ({written / 1e9:.2f} GB, "
@@ -155,6 +169,30 @@ def train(build, data, steps, interval, lock):
     return first_step, wall, sampler.peaks
 
 
+def print_peaks(peaks):
+    print(f"  {'process (dpc: the launcher)':40} {'VmHWM MiB':>10} "
+          f"{'RssAnon MiB':>12} {'RssFile MiB':>12}")
+    for pid, peak in sorted(peaks.items()):
+        print(f"  {peak['name'][:40]:40} {peak['VmHWM'] / 1024:10.1f} "
+              f"{peak['RssAnon'] / 1024:12.1f} {peak['RssFile'] / 1024:12.1f}")
+
+
+def run_documents(args, path):
+    """--eot: the build run twice, scanning then from the saved index."""
+    write_tokens(path, args.gb, args.chunk_mb, None, 0, args.eot)
+    # An index is saved only for a file modified 2 s before (TokenIndex.h).
+    time.sleep(max(0.0, os.stat(path).st_mtime + 3 - time.time()))
+    print(f"after writing: {load()}", flush=True)
+    data = f"tokens:{path},eot={args.eot}"
+    for label in ("scan, index saved", "index mapped"):
+        first_step, wall, peaks = train(args.build, data, args.steps,
+                                        args.sample_ms / 1e3, args.lock)
+        print(f"{label}: a {args.gb} GiB token file, eot={args.eot}: first "
+              f"step line {first_step:.2f} s after starting dpc run, "
+              f"{wall:.1f} s in all")
+        print_peaks(peaks)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--dir", default="/var/tmp",
@@ -169,8 +207,28 @@ def main():
                         help="a file to flock around the run (the build "
                         "lock, /tmp/dpc-build.lock, where builds share "
                         "the cores)")
+    parser.add_argument("--eot", type=int, default=None,
+                        help="documents cut at this end-of-text id; runs "
+                        "--build twice")
+    parser.add_argument("--build", default="",
+                        help="with --eot: the variable-length build to run")
     args = parser.parse_args()
     print(f"cores {os.cpu_count()}, {load()}", flush=True)
+    if args.eot is not None:
+        if not args.build:
+            parser.error("--eot needs --build")
+        path = os.path.join(args.dir, f"dpc-bench-docs-{os.getpid()}.bin")
+        index = f"{path}.eot{args.eot}.uint16.dpcidx"
+        signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))
+        try:
+            run_documents(args, path)
+        finally:
+            for leftover in (path, index):
+                if os.path.exists(leftover):
+                    os.remove(leftover)
+                    print(f"deleted {leftover}")
+        print(load())
+        return
     work = tempfile.mkdtemp(prefix="dpc-bench-tokens-")
     build, vocab = export_and_compile(work, args.stages)
     path = os.path.join(args.dir, f"dpc-bench-tokens-{os.getpid()}.bin")
@@ -190,11 +248,7 @@ def main():
     print(f"tiny-gpt, {args.stages} stages, 4 x 16, {args.steps} steps, "
           f"a {args.gb} GiB token file: first step line {first_step:.2f} s "
           f"after starting dpc run, {wall:.1f} s in all")
-    print(f"  {'process (dpc: the launcher)':40} {'VmHWM MiB':>10} {'RssAnon MiB':>12} "
-          f"{'RssFile MiB':>12}")
-    for pid, peak in sorted(peaks.items()):
-        print(f"  {peak['name'][:40]:40} {peak['VmHWM'] / 1024:10.1f} "
-              f"{peak['RssAnon'] / 1024:12.1f} {peak['RssFile'] / 1024:12.1f}")
+    print_peaks(peaks)
     print(load())
 
 

@@ -13,16 +13,18 @@
 //
 // `eot=ID` makes one sample of each document instead, the ids between two
 // end-of-text ids (and before the first, after the last), as text: docs=
-// does for a text: the load scans the file once for the ids, checking
-// every id against the vocabulary on the way, and keeps an index of the
-// documents only, 12 bytes a document (where it starts, 8 bytes, and its
-// sample's length, 4); the tokens stay in the file.
+// does for a text: the first load scans the file once for the ids and saves
+// an index of the documents, 12 bytes a document (where it starts, 8 bytes,
+// and its span, 4), which later loads map instead of scanning
+// (TokenIndex.h); the largest id, saved with it, is checked against the
+// vocabulary. The tokens stay in the file.
 //
 //===----------------------------------------------------------------------===//
 
 #include "dpc/runtime/Data.h"
 
 #include "DataSources.h"
+#include "TokenIndex.h"
 #include "dpc/runtime/Error.h"
 #include "dpc/support/MappedFile.h"
 
@@ -43,8 +45,6 @@ namespace {
 
 /// Files of up to this many tokens are checked whole at load.
 constexpr int64_t kScanLimit = int64_t(1) << 26;
-/// A scan of the whole file unmaps what it read every this many tokens.
-constexpr int64_t kScanChunk = int64_t(1) << 22;
 
 int64_t tokenAt(const MappedFile &file, int tokenBytes, int64_t index);
 
@@ -63,14 +63,6 @@ void unmapPages(const MappedFile &file, size_t offset, size_t size) {
   last = (last + page - 1) / page * page;
   ::madvise(const_cast<uint8_t *>(file.data()) + first, last - first,
             MADV_DONTNEED);
-}
-
-/// madvise(advice) on the whole mapping: MADV_RANDOM for shuffled windows
-/// (a fault reads its page, not the read-ahead around it), MADV_SEQUENTIAL
-/// for a scan.
-void adviseFile(const MappedFile &file, int advice) {
-  if (file.size() > 0)
-    ::madvise(const_cast<uint8_t *>(file.data()), file.size(), advice);
 }
 
 /// The windows of one split of a mapped token file: inputs (offset 0) or
@@ -131,13 +123,6 @@ int64_t tokenAt(const MappedFile &file, int tokenBytes, int64_t index) {
   return v;
 }
 
-/// The documents of a token file that eot= cuts: where each starts and its
-/// sample's length, min(n - 1, T) for a document of n >= 2 tokens.
-struct DocumentIndex {
-  std::vector<int64_t> begins;
-  std::vector<int32_t> lengths;
-};
-
 /// One split's documents of a mapped token file, each a row of T values:
 /// inputs (offset 0) or their next-token labels (offset 1), padded past
 /// the sample's length with `pad` (0 for inputs, the ignore index for
@@ -154,14 +139,15 @@ public:
   int64_t rowElements() const override { return length; }
   int64_t rowLength(int64_t row) const override {
     check(row);
-    return index->lengths[size_t(first + row)];
+    // min(n - 1, T) for a document of n >= 2 tokens.
+    return std::min(index->span(first + row), length);
   }
   void readFloats(int64_t, float *) const override {
     throw Error(file->path() + ": token ids are not float inputs");
   }
   void readInts(int64_t row, int64_t *out) const override {
     const int64_t real = rowLength(row);
-    const int64_t begin = index->begins[size_t(first + row)] + offset;
+    const int64_t begin = index->begin(first + row) + offset;
     for (int64_t t = 0; t < real; ++t)
       out[t] = tokenAt(*file, tokenBytes, begin + t);
     unmapPages(*file, size_t(begin) * size_t(tokenBytes),
@@ -209,49 +195,12 @@ int64_t sequenceLength(const DataSpec &spec, const ModelDataShape &model) {
   return length;
 }
 
-/// Scans the whole file for eot= documents, checking every id against
-/// `vocab`; documents of fewer than 2 tokens are left out.
-DocumentIndex indexDocuments(const DataSpec &spec, const MappedFile &file,
-                             int64_t total, int64_t length, int64_t vocab) {
-  DocumentIndex index;
-  auto add = [&](int64_t begin, int64_t end) {
-    if (end - begin >= 2) {
-      index.begins.push_back(begin);
-      index.lengths.push_back(int32_t(std::min(end - begin - 1, length)));
-    }
-  };
-  int64_t begin = 0;
-  adviseFile(file, MADV_SEQUENTIAL);
-  for (int64_t k = 0; k < total; ++k) {
-    if (k % kScanChunk == 0 && k > 0)
-      unmapPages(file, size_t(k - kScanChunk) * size_t(spec.tokenBytes),
-                 size_t(kScanChunk) * size_t(spec.tokenBytes));
-    const int64_t id = tokenAt(file, spec.tokenBytes, k);
-    if (id == spec.tokensEot) {
-      add(begin, k);
-      begin = k + 1;
-    } else if (id >= vocab) {
-      throw InputError(spec.text + ": " + spec.tokensPath + ": token id " +
-                       std::to_string(id) + " at token " + std::to_string(k) +
-                       " (document " + std::to_string(index.begins.size()) +
-                       ") is outside the model's vocabulary of " +
-                       std::to_string(vocab));
-    }
-  }
-  add(begin, total);
-  index.begins.shrink_to_fit();
-  index.lengths.shrink_to_fit();
-  unmapPages(file, 0, file.size());
-  adviseFile(file, MADV_RANDOM);
-  return index;
-}
-
 /// tokens:FILE,eot=ID: a sample of each document, the last tenth of the
 /// documents the test split.
 Dataset loadTokenDocuments(const DataSpec &spec, Split split,
                            const ModelDataShape &model,
                            std::shared_ptr<const MappedFile> file,
-                           int64_t total, int64_t length) {
+                           int64_t length) {
   checkSequenceModel(spec, model, "eot=");
   const int64_t vocab =
       model.numClasses > 0 ? model.numClasses : (int64_t(1) << 32);
@@ -259,9 +208,18 @@ Dataset loadTokenDocuments(const DataSpec &spec, Split split,
     throw InputError(spec.text + ": eot=" + std::to_string(spec.tokensEot) +
                      " is outside the model's vocabulary of " +
                      std::to_string(vocab));
-  auto index = std::make_shared<const DocumentIndex>(
-      indexDocuments(spec, *file, total, length, vocab));
-  const int64_t documents = int64_t(index->begins.size());
+  std::shared_ptr<const DocumentIndex> index = loadDocumentIndex(
+      *file, spec.tokenBytes, spec.tokensEot, defaultTokenIndexPlaces());
+  if (index->maxId() >= vocab) {
+    IdOutside bad =
+        *firstIdOutside(*file, spec.tokenBytes, spec.tokensEot, vocab);
+    throw InputError(
+        spec.text + ": " + spec.tokensPath + ": token id " +
+        std::to_string(bad.id) + " at token " + std::to_string(bad.token) +
+        " (document " + std::to_string(bad.documentsBefore) +
+        ") is outside the model's vocabulary of " + std::to_string(vocab));
+  }
+  const int64_t documents = index->size();
   const int64_t cut = documents - documents / 10;
   const int64_t first = split == Split::Train ? 0 : cut;
   const int64_t count = split == Split::Train ? cut : documents - cut;
@@ -301,8 +259,7 @@ static Dataset loadTokens(const DataSpec &spec, Split split,
                      std::to_string(spec.tokenBytes * 8) + ")");
   const int64_t total = int64_t(file->size()) / spec.tokenBytes;
   if (spec.tokensEot >= 0)
-    return loadTokenDocuments(spec, split, model, std::move(file), total,
-                              length);
+    return loadTokenDocuments(spec, split, model, std::move(file), length);
   const int64_t cut = total - total / 10;
   const int64_t begin = split == Split::Train ? 0 : cut;
   const int64_t end = split == Split::Train ? cut : total;
@@ -331,7 +288,7 @@ static Dataset loadTokens(const DataSpec &spec, Split split,
             " (sample " + std::to_string((k - begin) / stride) +
             ") is outside the model's vocabulary of " + std::to_string(vocab));
   unmapPages(*file, 0, file->size());
-  adviseFile(*file, MADV_RANDOM);
+  file->advise(MappedFile::Access::Random);
   return Dataset::fromRows({length}, std::move(inputs), true, std::move(labels),
                            {length}, vocab, std::nullopt);
 }

@@ -49,6 +49,15 @@ void MappedFile::release(size_t offset, size_t size) const {
               MADV_DONTNEED);
 }
 
+void MappedFile::advise(Access access) const {
+  if (!bytes)
+    return;
+  int advice = access == Access::Random       ? MADV_RANDOM
+               : access == Access::Sequential ? MADV_SEQUENTIAL
+                                              : MADV_NORMAL;
+  ::madvise(const_cast<uint8_t *>(bytes), length, advice);
+}
+
 MappedFile::~MappedFile() {
   if (bytes)
     ::munmap(const_cast<uint8_t *>(bytes), length);

@@ -38,6 +38,12 @@ public:
   /// them in again). For a reader done with that part of the file.
   void release(size_t offset, size_t size) const;
 
+  /// How the process will read the mapping (madvise): Random makes a fault
+  /// read its page only, not the read-ahead around it (shuffled samples);
+  /// Sequential reads ahead aggressively (a scan); Normal is the default.
+  enum class Access { Normal, Random, Sequential };
+  void advise(Access access) const;
+
 private:
   std::string name;
   const uint8_t *bytes = nullptr;

@@ -131,6 +131,12 @@ std::vector<std::string> expandShards(const std::string &pattern) {
   return paths;
 }
 
+/// The mapped pages are unmapped after every this many bytes read.
+static constexpr size_t kReleaseBytes = size_t(16) << 20;
+/// What a read is counted beyond its bytes: the kernel maps up to
+/// fault_around_bytes (64 KiB by default) of cached pages around a fault.
+static constexpr size_t kFaultAround = size_t(64) << 10;
+
 /// A shard's bytes: mapped, or inflated from a gzipped file.
 struct NpyRows::Shard {
   std::string path;
@@ -149,6 +155,8 @@ struct NpyRows::Shard {
       size = inflated.size();
     }
     header = parseNpyHeader(bytes, size, file);
+    if (mapped)
+      mapped->advise(MappedFile::Access::Random);
   }
   const uint8_t *data() const {
     return (mapped ? mapped->data() : inflated.data()) + header.dataOffset;
@@ -215,6 +223,16 @@ const uint8_t *NpyRows::rowData(int64_t row) const {
          size_t(row - firstRows[k]) * size_t(perRow) * itemSize;
 }
 
+void NpyRows::afterRead(size_t bytes) const {
+  const size_t charged = bytes + kFaultAround;
+  if (sinceRelease.fetch_add(charged) + charged < kReleaseBytes)
+    return;
+  sinceRelease = 0;
+  for (const auto &shard : shards)
+    if (shard->mapped)
+      shard->mapped->release(0, shard->mapped->size());
+}
+
 std::string NpyRows::where(int64_t row) const {
   size_t k = shardOf(row);
   return shards[k]->path + ": sample " + std::to_string(row - firstRows[k]);
@@ -264,6 +282,7 @@ static void convertRow(const std::string &descr, const uint8_t *p, int64_t n,
 
 void NpyRows::readFloats(int64_t row, float *out) const {
   convertRow(dtype, rowData(row), perRow, out);
+  afterRead(size_t(perRow) * itemSize);
   if (transform.scale != 1.0) {
     // One correctly rounded division, as PyTorch's `x.float() / 255`.
     const float scale = float(transform.scale);
@@ -284,6 +303,7 @@ void NpyRows::readInts(int64_t row, int64_t *out) const {
   if (!integerType())
     throw Error(firstPath() + ": '" + dtype + "' values are not integer ids");
   convertRow(dtype, rowData(row), perRow, out);
+  afterRead(size_t(perRow) * itemSize);
 }
 
 } // namespace dpc::runtime

@@ -5,7 +5,10 @@
 // read as one array along axis 0, mapped rather than read (a gzipped file is
 // inflated into memory, as it cannot be mapped). Values are converted as
 // rows are gathered: to floats, with an optional scale and per-channel
-// normalization, or to int64 ids.
+// normalization, or to int64 ids. The mappings are MADV_RANDOM (a fault
+// reads its page, not the read-ahead around it), and the pages read are
+// unmapped again every kReleaseBytes of reading (the page cache keeps
+// them), so that a reader's resident set does not grow with the array.
 //
 //===----------------------------------------------------------------------===//
 
@@ -14,6 +17,7 @@
 
 #include "dpc/runtime/Data.h"
 
+#include <atomic>
 #include <memory>
 #include <string>
 #include <vector>
@@ -88,6 +92,11 @@ private:
   size_t shardOf(int64_t row) const;
   /// The address of the row's first value.
   const uint8_t *rowData(int64_t row) const;
+  /// Counts a read of `bytes` and, every kReleaseBytes, unmaps the pages
+  /// read from this process.
+  void afterRead(size_t bytes) const;
+  /// Bytes read (and pages faulted around them) since the last release.
+  mutable std::atomic<size_t> sinceRelease{0};
 };
 
 } // namespace dpc::runtime

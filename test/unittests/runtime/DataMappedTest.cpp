@@ -12,11 +12,13 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <fstream>
 #include <numeric>
 #include <string>
 #include <unistd.h>
+#include <vector>
 
 using namespace dpc::runtime;
 using ::testing::ElementsAre;
@@ -160,6 +162,63 @@ TEST(MappedNpy, ChecksLabelsOfAGatheredSample) {
             Split::Train, imageModel({1}, 3));
       }),
       HasSubstr(dir.file("y.npy") + ": label 5 of sample 1 is outside [0, 3)"));
+}
+
+/// The process's resident set, VmRSS of /proc/self/status, in bytes.
+int64_t residentBytes() {
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line))
+    if (line.rfind("VmRSS:", 0) == 0)
+      return std::stoll(line.substr(6)) * 1024;
+  return -1;
+}
+
+// #37: a rank's resident memory does not grow with the data set. 512 MiB
+// of float32 rows (4 KiB each), written out (in the page cache, as after a
+// first epoch), all gathered: the pages read are given back as the reader
+// goes, so the resident set grows by far less than the array.
+TEST(MappedNpy, GatheringEveryRowKeepsTheResidentSetBounded) {
+  TempDir dir;
+  constexpr int64_t kRows = 131072, kColumns = 1024;
+  {
+    std::string header = "{'descr': '<f4', 'fortran_order': False, "
+                         "'shape': (" +
+                         std::to_string(kRows) + ", " +
+                         std::to_string(kColumns) + "), }";
+    header.append(64 - (10 + header.size() + 1) % 64, ' ');
+    header += '\n';
+    std::ofstream out(dir.file("x.npy"), std::ios::binary);
+    out.write("\x93NUMPY\x01\x00", 8);
+    const uint16_t length = uint16_t(header.size());
+    out.write(reinterpret_cast<const char *>(&length), 2);
+    out << header;
+    std::vector<float> row(kColumns);
+    for (int64_t r = 0; r < kRows; ++r) {
+      std::fill(row.begin(), row.end(), float(r));
+      out.write(reinterpret_cast<const char *>(row.data()),
+                std::streamsize(row.size() * sizeof(float)));
+    }
+  }
+  writeNpy(dir.file("y.npy"), "<i8", {kRows}, std::vector<int64_t>(kRows, 1));
+  Dataset data = loadDataset(
+      parseDataSpec("npy:" + dir.file("x.npy") + "," + dir.file("y.npy")),
+      Split::Train, imageModel({kColumns}, 2));
+  constexpr int64_t kBatch = 256;
+  std::vector<float> batch(size_t(kBatch * kColumns));
+  std::vector<int64_t> indices(kBatch);
+  const int64_t before = residentBytes();
+  ASSERT_GT(before, 0);
+  int64_t peak = before;
+  for (int64_t first = 0; first < kRows; first += kBatch) {
+    std::iota(indices.begin(), indices.end(), first);
+    data.gatherInputs(indices, batch.data());
+    ASSERT_EQ(batch[size_t(kBatch * kColumns - 1)], float(first + kBatch - 1));
+    peak = std::max(peak, residentBytes());
+  }
+  EXPECT_LT(peak - before, int64_t(64) << 20)
+      << "the resident set grew by " << ((peak - before) >> 20)
+      << " MiB reading a 512 MiB array";
 }
 
 TEST(Tokens, WindowsOfAMappedFileWithNextTokenLabels) {

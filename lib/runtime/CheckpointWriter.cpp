@@ -24,7 +24,7 @@ void CheckpointWriter::writeInBackground(std::string path, TensorFile file) {
   worker = std::thread([this, path = std::move(path), file = std::move(file)] {
     auto start = std::chrono::steady_clock::now();
     try {
-      writeSafetensors(path, file);
+      writeCheckpointFile(path, file);
     } catch (...) {
       failure = std::current_exception();
     }

@@ -34,8 +34,10 @@ public:
   /// Waits for the write in flight and throws its Error, naming the file.
   void waitForWrite();
 
-  /// Starts writing `file` to `path` (writeSafetensors: a temporary file
-  /// renamed into place) on the writer's thread, after waitForWrite.
+  /// Starts writing `file` to `path` (writeCheckpointFile: written whole,
+  /// then renamed into place with the file it replaces kept as the
+  /// previous one) on the writer's thread, after waitForWrite (whose
+  /// Error, the previous write's, leaves this one unstarted).
   void writeInBackground(std::string path, TensorFile file);
 
   /// Milliseconds the last finished write took on the writer's thread.

@@ -24,6 +24,7 @@
 #include <iostream>
 #include <poll.h>
 #include <regex>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -229,10 +230,18 @@ int runAndFollow(const std::vector<std::string> &argv, OutputFollower &out,
     cargv.push_back(const_cast<char *>(a.c_str()));
   cargv.push_back(nullptr);
 
+  pid_t parent = ::getpid();
   pid_t pid = ::fork();
   if (pid < 0)
     return -1;
   if (pid == 0) {
+    // dpc run killed (kill -9, its terminal gone) must not leave the job
+    // running: mpirun (srun) gets a TERM when dpc run dies and takes the
+    // ranks down on every host. A parent gone before the request is seen
+    // by getppid.
+    ::prctl(PR_SET_PDEATHSIG, SIGTERM);
+    if (::getppid() != parent)
+      ::_exit(1);
     ::dup2(outPipe[1], STDOUT_FILENO);
     ::dup2(errPipe[1], STDERR_FILENO);
     ::close(outPipe[0]);

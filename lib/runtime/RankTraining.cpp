@@ -224,9 +224,14 @@ void TrainingRun::loadParameters() {
   // stage split, stage count or replica layout than the one that wrote the
   // checkpoint. Metadata and messages are stage0's file's.
   std::string first = checkpointPath(opts.checkpointDir, 0);
-  if (!fileExists(first))
+  if (!fileExists(first) &&
+      !fileExists(previousCheckpointPath(opts.checkpointDir, 0)))
     throw Error("--resume: no checkpoint " + first);
-  TensorFile file = readCheckpoint(opts.checkpointDir, /*optimizerState=*/true);
+  std::string olderStep;
+  TensorFile file =
+      readCheckpoint(opts.checkpointDir, /*optimizerState=*/true, &olderStep);
+  if (reports && !olderStep.empty())
+    std::cerr << olderStep + "\n" << std::flush;
   exec.loadParams(file, first, /*optimizerState=*/true);
   firstStep = Executor::checkpointStep(file, first);
   std::vector<int64_t> step = {firstStep};
@@ -501,6 +506,15 @@ void TrainingRun::reportStep(int64_t step, const StepResult &result) {
 
 void TrainingRun::saveCheckpointIn(const std::string &into, int64_t stepsDone,
                                    bool inBackground) {
+  // The previous write ends first, on every rank: its failure surfaces
+  // here, no more than one copy of the state waits to be written, and no
+  // stage's newest checkpoint is more than one ahead of another's, so that
+  // the newest or the previous files of all stages share a step
+  // (readCheckpoint) whenever the job dies.
+  setActivity("writes a checkpoint after step " + std::to_string(stepsDone));
+  writer.waitForWrite();
+  if (inBackground)
+    comm.barrier();
   // A sharded optimizer's replicas each hold a share of the state: all of
   // them gather it, the first writes it.
   if (!firstReplica) {
@@ -508,17 +522,13 @@ void TrainingRun::saveCheckpointIn(const std::string &into, int64_t stepsDone,
       exec.checkpoint(stepsDone);
     return;
   }
-  // The previous write ends first: its failure surfaces here, and no more
-  // than one copy of the state waits to be written.
-  setActivity("writes a checkpoint after step " + std::to_string(stepsDone));
-  writer.waitForWrite();
   ::mkdir(opts.checkpointDir.c_str(), 0777); // may exist already
   ::mkdir(into.c_str(), 0777);
   TensorFile file = exec.checkpoint(stepsDone);
   if (inBackground)
     writer.writeInBackground(checkpointPath(into, m.stage), std::move(file));
   else
-    writeSafetensors(checkpointPath(into, m.stage), file);
+    writeCheckpointFile(checkpointPath(into, m.stage), file);
 }
 
 // --eval-every: every rank evaluates together; with --keep-best the last

@@ -19,6 +19,8 @@
 #include <cstring>
 #include <fcntl.h>
 #include <fstream>
+#include <map>
+#include <set>
 #include <unistd.h>
 
 static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
@@ -482,7 +484,99 @@ std::string checkpointPath(const std::string &dir, int stage) {
   return dir + "/stage" + std::to_string(stage) + ".safetensors";
 }
 
-TensorFile readCheckpoint(const std::string &dir, bool optimizerState) {
+std::string previousCheckpointPath(const std::string &dir, int stage) {
+  return dir + "/stage" + std::to_string(stage) + ".previous.safetensors";
+}
+
+void writeCheckpointFile(const std::string &path, const TensorFile &file) {
+  static const std::string kSuffix = ".safetensors";
+  if (path.size() < kSuffix.size() ||
+      path.compare(path.size() - kSuffix.size(), kSuffix.size(), kSuffix) != 0)
+    throw Error(path + ": a checkpoint file name ends in " + kSuffix);
+  std::string base = path.substr(0, path.size() - kSuffix.size());
+  std::string next = base + ".next" + kSuffix;
+  std::string previous = base + ".previous" + kSuffix;
+  writeSafetensors(next, file);
+  if (std::rename(path.c_str(), previous.c_str()) != 0 && errno != ENOENT)
+    throw Error(path + ": cannot keep it as " + previous + ": " +
+                std::strerror(errno));
+  if (std::rename(next.c_str(), path.c_str()) != 0)
+    throw Error(path + ": cannot rename into place: " + std::strerror(errno));
+}
+
+namespace {
+
+/// The "step" and "stages" metadata of the checkpoint at `path`; -1 for
+/// what is missing or not a number, and for a path with no file.
+std::pair<int64_t, int64_t> checkpointStepAt(const std::string &path) {
+  if (::access(path.c_str(), F_OK) != 0)
+    return {-1, -1};
+  TensorFile file = readSafetensors(path);
+  auto number = [&](const char *key) {
+    auto found = file.metadata.find(key);
+    int64_t n = -1;
+    if (found == file.metadata.end() || !cli::parseInteger(found->second, n))
+      return int64_t(-1);
+    return n;
+  };
+  return {number("step"), number("stages")};
+}
+
+/// A step every stage of a checkpoint has: the file of each stage.
+struct CommonStep {
+  int64_t step = -1;
+  std::vector<std::string> files;
+};
+
+/// The newest step that every stage (as many as stage0's file of that step
+/// records) has as its newest or previous checkpoint, when the stages'
+/// newest files do not all have one step; none when they do, or when no
+/// step is common to all (the newest files are then read, and their
+/// disagreement reported).
+CommonStep findCommonStep(const std::string &dir) {
+  std::map<int64_t, std::pair<std::string, int64_t>> stage0;
+  for (const std::string &path :
+       {checkpointPath(dir, 0), previousCheckpointPath(dir, 0)}) {
+    auto [step, stages] = checkpointStepAt(path);
+    if (step >= 0)
+      stage0.emplace(step, std::make_pair(path, std::max<int64_t>(1, stages)));
+  }
+  auto newest = checkpointStepAt(checkpointPath(dir, 0));
+  bool agree = newest.first >= 0;
+  for (int stage = 1; agree && stage < newest.second; ++stage)
+    agree = checkpointStepAt(checkpointPath(dir, stage)).first == newest.first;
+  if (agree)
+    return {};
+  for (auto it = stage0.rbegin(); it != stage0.rend(); ++it) {
+    CommonStep common{it->first, {it->second.first}};
+    for (int stage = 1; stage < it->second.second; ++stage) {
+      std::string found;
+      for (const std::string &path :
+           {checkpointPath(dir, stage), previousCheckpointPath(dir, stage)})
+        if (found.empty() && checkpointStepAt(path).first == it->first)
+          found = path;
+      if (found.empty())
+        break;
+      common.files.push_back(found);
+    }
+    if (int64_t(common.files.size()) == it->second.second)
+      return common;
+  }
+  return {};
+}
+
+} // namespace
+
+TensorFile readCheckpoint(const std::string &dir, bool optimizerState,
+                          std::string *olderStep) {
+  CommonStep common = findCommonStep(dir);
+  if (common.step >= 0 && olderStep)
+    *olderStep = "checkpoint: the stages' newest files in " + dir +
+                 " are not of one step (a job stopped while writing them); "
+                 "read step " +
+                 std::to_string(common.step) +
+                 ", which every stage's newest or previous file holds";
+  const std::vector<std::string> &chosen = common.files;
   // What every stage of one checkpoint must agree on: a directory that mixes
   // files of two runs (or of one run stopped between two stages' writes)
   // would otherwise resume from weights of different steps.
@@ -491,7 +585,9 @@ TensorFile readCheckpoint(const std::string &dir, bool optimizerState) {
   TensorFile merged;
   int stages = 1;
   for (int stage = 0; stage < stages; ++stage) {
-    std::string path = checkpointPath(dir, stage);
+    std::string path = size_t(stage) < chosen.size()
+                           ? chosen[size_t(stage)]
+                           : checkpointPath(dir, stage);
     std::ifstream probe(path);
     if (!probe)
       throw Error(path + ": no such checkpoint" +

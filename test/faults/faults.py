@@ -464,6 +464,75 @@ def unwritable_checkpoint_dir(case):
             os.chmod(ckpt, 0o755)
 
 
+def checkpoint_steps(ckpt, stages):
+    """The steps of each stage's newest and previous checkpoint files in
+    `ckpt`, read from their metadata."""
+    steps = []
+    for stage in range(stages):
+        held = set()
+        for name in (f"stage{stage}.safetensors",
+                     f"stage{stage}.previous.safetensors"):
+            path = os.path.join(ckpt, name)
+            if os.path.exists(path):
+                header, _ = read_safetensors(path)
+                held.add(int(header["__metadata__"]["step"]))
+        steps.append(held)
+    return steps
+
+
+def launcher_killed(case):
+    """kill -9 of dpc run itself while its ranks train with --checkpoint-every:
+    mpirun is told (its parent-death signal) and ends the ranks, so no rank
+    outlives the launcher; the checkpoints left hold a step every stage
+    has (newest or previous file), and --resume trains on from it."""
+    out = case.compile("out", 2)
+    ckpt = os.path.join(case.dir, "ckpt")
+    before = case.snapshot(["out", "ckpt"])
+    every = 3
+    job = subprocess.Popen(
+        [case.dpc, "run", out] + LONG_RUN +
+        ["--checkpoint-dir", ckpt, "--checkpoint-every", str(every)],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    # A progress line past the second checkpoint: every rank has then
+    # finished writing the first (each write waits for the one before it
+    # on every rank).
+    started = time.monotonic()
+    for line in job.stdout:
+        sys.stdout.write(line)
+        m = re.match(r"step (\d+)/", line)
+        if m and int(m.group(1)) > 2 * every:
+            break
+        if time.monotonic() - started > 120:
+            break
+    else:
+        case.fail("the job ended before its checkpoints")
+        return
+    job.kill()
+    killed = time.monotonic()
+    job.wait()
+    deadline = killed + KILL_LIMIT
+    while case.rank_pids() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    case.expect_within("no rank left", time.monotonic() - killed, KILL_LIMIT)
+    case.check_no_ranks_left()
+    held = checkpoint_steps(ckpt, 2)
+    common = set.intersection(*held)
+    if not common:
+        case.fail(f"no step every stage's checkpoint holds: {held}")
+        return
+    step = max(common)
+    if step < every or step % every:
+        case.fail(f"resumable step {step} is no checkpoint of every {every}")
+    code, output, seconds = case.run(
+        ["run", out] + RUN_ARGS + ["--steps", str(step + 4),
+                                   "--checkpoint-dir", ckpt, "--resume"],
+        TRAIN_LIMIT)
+    case.expect(output, r"^training 4 steps of ")
+    case.expect_exit(code, 0)
+    case.check_no_ranks_left()
+    case.check_unchanged(before, ["out", "ckpt"])
+
+
 def losses(output):
     return re.findall(r"^step (\d+)/\d+ +loss (\S+)", output, re.MULTILINE)
 
@@ -524,6 +593,7 @@ CASES["corrupt-rank-binary"] = corrupt_rank_binary
 CASES["corrupt-schedule"] = corrupt_schedule
 CASES["corrupt-weights"] = corrupt_weights
 CASES["unwritable-checkpoint-dir"] = unwritable_checkpoint_dir
+CASES["launcher-killed"] = launcher_killed
 CASES["two-jobs-same-output"] = lambda c: two_jobs(c, True)
 CASES["two-jobs-different-outputs"] = lambda c: two_jobs(c, False)
 

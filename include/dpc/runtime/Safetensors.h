@@ -101,15 +101,31 @@ void writeSafetensors(const std::string &path, const TensorFile &file);
 
 /// The checkpoint file of pipeline stage `stage` in a checkpoint directory.
 std::string checkpointPath(const std::string &dir, int stage);
+/// The stage's checkpoint before the newest one, beside it
+/// ("stage1.previous.safetensors").
+std::string previousCheckpointPath(const std::string &dir, int stage);
+
+/// Writes `file` as the checkpoint at `path` (checkpointPath's) and keeps
+/// the one it replaces as previousCheckpointPath's: written whole beside
+/// it first, then the old file renamed to the previous one and the new one
+/// into place. A rank killed at any point leaves its newest complete
+/// checkpoint under one of the two names.
+void writeCheckpointFile(const std::string &path, const TensorFile &file);
 
 /// Every stage's checkpoint in `dir` (stage0 up to the stage count the
 /// files record), merged by tensor name: the model's parameters, and with
 /// `optimizerState` their optimizer state too. Tensors are saved under their
 /// model names, so a build with another stage split or replica layout (or an
-/// inference build) loads what it needs from the result. Throws Error naming
-/// a missing or duplicated file or tensor, and files that disagree on the
-/// step, optimizer or update count.
-TensorFile readCheckpoint(const std::string &dir, bool optimizerState);
+/// inference build) loads what it needs from the result. Each stage's
+/// newest file is read, or, where the stages' newest files disagree on the
+/// step (a job that died while its stages wrote), the newest step every
+/// stage has among its newest and previous files. Throws Error naming a
+/// missing or duplicated file or tensor, and files that disagree on the
+/// step, optimizer or update count with no step common to all. Where an
+/// older step than the newest files' is read, `olderStep` (if given) is set
+/// to a line that says so.
+TensorFile readCheckpoint(const std::string &dir, bool optimizerState,
+                          std::string *olderStep = nullptr);
 
 } // namespace dpc::runtime
 

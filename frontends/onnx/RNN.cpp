@@ -24,12 +24,6 @@ namespace {
 // none, initial_c the LSTM's only.
 struct DirectionOperands {
   Value w, r, bias, initialH, initialC;
-  std::optional<ArrayRef<int64_t>> biasShape;
-
-  // B's shape for the shape rules, which take null for none.
-  const ArrayRef<int64_t> *biasShapeOrNull() const {
-    return biasShape ? &*biasShape : nullptr;
-  }
 };
 
 // What the LSTM and GRU handlers share: the node's attributes and sizes,
@@ -232,13 +226,12 @@ FailureOr<DirectionOperands> RecurrentNode::readDirection(int64_t direction) {
                                   : FailureOr<Value>(Value());
   if (failed(w) || failed(r) || failed(initialH) || failed(initialC))
     return failure();
-  DirectionOperands operands{*w, *r, Value(), *initialH, *initialC, {}};
+  DirectionOperands operands{*w, *r, Value(), *initialH, *initialC};
   if (im.hasInput(node, 3)) {
     FailureOr<Value> b = weight(3, "B", 2 * gates * h, 0, direction);
     if (failed(b))
       return failure();
     operands.bias = *b;
-    operands.biasShape = shapeOf(*b);
   }
   return operands;
 }
@@ -291,9 +284,9 @@ static LogicalResult importLstm(Importer &im, const onnx::NodeProto &node) {
     if (failed(o))
       return failure();
     FailureOr<nn::Shape> shape = nn::inferLstmShape(
-        shapeOf(rnn.input), shapeOf(o->w), shapeOf(o->r), o->biasShapeOrNull(),
-        shapeOf(o->initialH), shapeOf(o->initialC),
-        [&] { return im.nodeError(node); });
+        shapeOf(rnn.input), shapeOf(o->w), shapeOf(o->r),
+        nn::shapeOfOptional(o->bias), shapeOf(o->initialH),
+        shapeOf(o->initialC), [&] { return im.nodeError(node); });
     if (failed(shape))
       return failure();
     states.push_back(im.builder.create<nn::LstmOp>(
@@ -324,9 +317,10 @@ static LogicalResult importGru(Importer &im, const onnx::NodeProto &node) {
     FailureOr<DirectionOperands> o = rnn.readDirection(d);
     if (failed(o))
       return failure();
-    FailureOr<nn::Shape> shape = nn::inferGruShape(
-        shapeOf(rnn.input), shapeOf(o->w), shapeOf(o->r), o->biasShapeOrNull(),
-        shapeOf(o->initialH), [&] { return im.nodeError(node); });
+    FailureOr<nn::Shape> shape =
+        nn::inferGruShape(shapeOf(rnn.input), shapeOf(o->w), shapeOf(o->r),
+                          nn::shapeOfOptional(o->bias), shapeOf(o->initialH),
+                          [&] { return im.nodeError(node); });
     if (failed(shape))
       return failure();
     states.push_back(im.builder.create<nn::GruOp>(

@@ -20,12 +20,9 @@ StringRef LstmOp::getInferredResultName() { return "states"; }
 
 FailureOr<RankedTensorType> LstmOp::inferResultType() {
   auto emit = [&] { return emitOpError(); };
-  std::optional<ArrayRef<int64_t>> bias;
-  if (getBias())
-    bias = shapeOf(getBias());
   FailureOr<Shape> shape =
       inferLstmShape(shapeOf(getInput()), shapeOf(getWeight()),
-                     shapeOf(getRecurrence()), bias ? &*bias : nullptr,
+                     shapeOf(getRecurrence()), shapeOfOptional(getBias()),
                      shapeOf(getInitialH()), shapeOf(getInitialC()), emit);
   return inferredType(shape, elementTypeOf(getInput()));
 }
@@ -159,12 +156,9 @@ void LstmOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
 StringRef GruOp::getInferredResultName() { return "states"; }
 
 FailureOr<RankedTensorType> GruOp::inferResultType() {
-  std::optional<ArrayRef<int64_t>> bias;
-  if (getBias())
-    bias = shapeOf(getBias());
   FailureOr<Shape> shape =
       inferGruShape(shapeOf(getInput()), shapeOf(getWeight()),
-                    shapeOf(getRecurrence()), bias ? &*bias : nullptr,
+                    shapeOf(getRecurrence()), shapeOfOptional(getBias()),
                     shapeOf(getInitialH()), [&] { return emitOpError(); });
   return inferredType(shape, elementTypeOf(getInput()));
 }

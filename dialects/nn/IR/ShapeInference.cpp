@@ -14,6 +14,12 @@ ArrayRef<int64_t> shapeOf(Value value) {
   return cast<RankedTensorType>(value.getType()).getShape();
 }
 
+std::optional<ArrayRef<int64_t>> shapeOfOptional(Value value) {
+  if (!value)
+    return std::nullopt;
+  return shapeOf(value);
+}
+
 int64_t getNumElements(ArrayRef<int64_t> shape) {
   int64_t count = 1;
   for (int64_t dim : shape)
@@ -455,35 +461,65 @@ LogicalResult verifySliceBox(ArrayRef<int64_t> input, ArrayRef<int64_t> box,
   return success();
 }
 
-FailureOr<int64_t> inferLstmHiddenSize(ArrayRef<int64_t> recurrence,
-                                       EmitErrorFn emitError) {
+// The hidden size H of the recurrence weight (gates*H x H) of a recurrent
+// layer of `gates` gates, or an error naming its shape.
+static FailureOr<int64_t> inferHiddenSize(ArrayRef<int64_t> recurrence,
+                                          int64_t gates,
+                                          EmitErrorFn emitError) {
   if (recurrence.size() != 2 || recurrence[1] < 1 ||
-      recurrence[0] != 4 * recurrence[1])
-    return emitError() << "expects a recurrence weight of shape 4H x H, got "
-                       << formatShape(recurrence);
+      recurrence[0] != gates * recurrence[1])
+    return emitError() << "expects a recurrence weight of shape " << gates
+                       << "H x H, got " << formatShape(recurrence);
   return recurrence[1];
 }
 
-FailureOr<Shape>
-inferLstmShape(ArrayRef<int64_t> input, ArrayRef<int64_t> weight,
-               ArrayRef<int64_t> recurrence, const ArrayRef<int64_t> *bias,
-               ArrayRef<int64_t> initialH, ArrayRef<int64_t> initialC,
-               EmitErrorFn emitError) {
+// Checks the input (T x B x I), the weight (gates*H x I), the recurrence and
+// the bias (2*gates*H, when given) of a layer of `gates` gates; returns H.
+static FailureOr<int64_t>
+checkRecurrentLayer(ArrayRef<int64_t> input, ArrayRef<int64_t> weight,
+                    ArrayRef<int64_t> recurrence,
+                    std::optional<ArrayRef<int64_t>> bias, int64_t gates,
+                    EmitErrorFn emitError) {
   if (input.size() != 3 || input[0] < 1)
     return emitError() << "expects an input of shape T x B x I with T >= 1, "
                           "got "
                        << formatShape(input);
-  FailureOr<int64_t> hidden = inferLstmHiddenSize(recurrence, emitError);
+  FailureOr<int64_t> hidden = inferHiddenSize(recurrence, gates, emitError);
+  if (failed(hidden))
+    return failure();
+  int64_t h = *hidden;
+  if (weight != ArrayRef<int64_t>{gates * h, input[2]})
+    return emitError() << "expects a weight of shape "
+                       << formatShape({gates * h, input[2]}) << " (" << gates
+                       << "H x I), got " << formatShape(weight);
+  if (bias && *bias != ArrayRef<int64_t>{2 * gates * h})
+    return emitError() << "expects a bias of shape " << 2 * gates * h << " ("
+                       << 2 * gates << "H), got " << formatShape(*bias);
+  return h;
+}
+
+// Checks a recurrent layer's state sequence (T x B x `width`*H), for its
+// gradient.
+static LogicalResult checkStates(ArrayRef<int64_t> states, int64_t width,
+                                 int64_t h, EmitErrorFn emitError) {
+  if (states.size() != 3 || states[2] != width * h)
+    return emitError() << "expects states of shape T x B x " << width * h
+                       << " (" << width << "H), got " << formatShape(states);
+  return success();
+}
+
+FailureOr<Shape> inferLstmShape(ArrayRef<int64_t> input,
+                                ArrayRef<int64_t> weight,
+                                ArrayRef<int64_t> recurrence,
+                                std::optional<ArrayRef<int64_t>> bias,
+                                ArrayRef<int64_t> initialH,
+                                ArrayRef<int64_t> initialC,
+                                EmitErrorFn emitError) {
+  FailureOr<int64_t> hidden = checkRecurrentLayer(input, weight, recurrence,
+                                                  bias, /*gates=*/4, emitError);
   if (failed(hidden))
     return failure();
   int64_t h = *hidden, batch = input[1];
-  if (weight != ArrayRef<int64_t>{4 * h, input[2]})
-    return emitError() << "expects a weight of shape "
-                       << formatShape({4 * h, input[2]}) << " (4H x I), got "
-                       << formatShape(weight);
-  if (bias && *bias != ArrayRef<int64_t>{8 * h})
-    return emitError() << "expects a bias of shape " << 8 * h << " (8H), got "
-                       << formatShape(*bias);
   for (ArrayRef<int64_t> state : {initialH, initialC})
     if (state != ArrayRef<int64_t>{batch, h})
       return emitError() << "expects initial states of shape "
@@ -496,13 +532,12 @@ FailureOr<Shape> inferLstmGradShape(ArrayRef<int64_t> states,
                                     ArrayRef<int64_t> recurrence,
                                     ArrayRef<int64_t> initialC,
                                     EmitErrorFn emitError) {
-  FailureOr<int64_t> hidden = inferLstmHiddenSize(recurrence, emitError);
-  if (failed(hidden))
+  FailureOr<int64_t> hidden =
+      inferHiddenSize(recurrence, /*gates=*/4, emitError);
+  if (failed(hidden) ||
+      failed(checkStates(states, /*width=*/6, *hidden, emitError)))
     return failure();
   int64_t h = *hidden;
-  if (states.size() != 3 || states[2] != 6 * h)
-    return emitError() << "expects states of shape T x B x " << 6 * h
-                       << " (6H), got " << formatShape(states);
   if (initialC != ArrayRef<int64_t>{states[1], h})
     return emitError() << "expects an initial cell of shape "
                        << formatShape({states[1], h}) << " (B x H), got "
@@ -510,36 +545,17 @@ FailureOr<Shape> inferLstmGradShape(ArrayRef<int64_t> states,
   return Shape{states[0], states[1], 5 * h};
 }
 
-static FailureOr<int64_t> inferGruHiddenSize(ArrayRef<int64_t> recurrence,
-                                             EmitErrorFn emitError) {
-  if (recurrence.size() != 2 || recurrence[1] < 1 ||
-      recurrence[0] != 3 * recurrence[1])
-    return emitError() << "expects a recurrence weight of shape 3H x H, got "
-                       << formatShape(recurrence);
-  return recurrence[1];
-}
-
 FailureOr<Shape> inferGruShape(ArrayRef<int64_t> input,
                                ArrayRef<int64_t> weight,
                                ArrayRef<int64_t> recurrence,
-                               const ArrayRef<int64_t> *bias,
+                               std::optional<ArrayRef<int64_t>> bias,
                                ArrayRef<int64_t> initialH,
                                EmitErrorFn emitError) {
-  if (input.size() != 3 || input[0] < 1)
-    return emitError() << "expects an input of shape T x B x I with T >= 1, "
-                          "got "
-                       << formatShape(input);
-  FailureOr<int64_t> hidden = inferGruHiddenSize(recurrence, emitError);
+  FailureOr<int64_t> hidden = checkRecurrentLayer(input, weight, recurrence,
+                                                  bias, /*gates=*/3, emitError);
   if (failed(hidden))
     return failure();
   int64_t h = *hidden, batch = input[1];
-  if (weight != ArrayRef<int64_t>{3 * h, input[2]})
-    return emitError() << "expects a weight of shape "
-                       << formatShape({3 * h, input[2]}) << " (3H x I), got "
-                       << formatShape(weight);
-  if (bias && *bias != ArrayRef<int64_t>{6 * h})
-    return emitError() << "expects a bias of shape " << 6 * h << " (6H), got "
-                       << formatShape(*bias);
   if (initialH != ArrayRef<int64_t>{batch, h})
     return emitError() << "expects an initial state of shape "
                        << formatShape({batch, h}) << " (B x H), got "
@@ -551,13 +567,12 @@ FailureOr<Shape> inferGruGradShape(ArrayRef<int64_t> states,
                                    ArrayRef<int64_t> recurrence,
                                    ArrayRef<int64_t> initialH,
                                    EmitErrorFn emitError) {
-  FailureOr<int64_t> hidden = inferGruHiddenSize(recurrence, emitError);
-  if (failed(hidden))
+  FailureOr<int64_t> hidden =
+      inferHiddenSize(recurrence, /*gates=*/3, emitError);
+  if (failed(hidden) ||
+      failed(checkStates(states, /*width=*/5, *hidden, emitError)))
     return failure();
   int64_t h = *hidden;
-  if (states.size() != 3 || states[2] != 5 * h)
-    return emitError() << "expects states of shape T x B x " << 5 * h
-                       << " (5H), got " << formatShape(states);
   if (initialH != ArrayRef<int64_t>{states[1], h})
     return emitError() << "expects an initial state of shape "
                        << formatShape({states[1], h}) << " (B x H), got "

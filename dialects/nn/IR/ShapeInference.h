@@ -18,6 +18,8 @@
 #include "llvm/ADT/STLFunctionalExtras.h"
 #include "llvm/ADT/SmallVector.h"
 
+#include <optional>
+
 namespace mlir::dpc::nn {
 
 using EmitErrorFn = llvm::function_ref<InFlightDiagnostic()>;
@@ -128,6 +130,10 @@ FailureOr<Shape> inferTransposeShape(ArrayRef<int64_t> input,
 /// The shape of `value`, a ranked tensor (as every nn operand and result is).
 ArrayRef<int64_t> shapeOf(Value value);
 
+/// The shape of `value`, or none where it is null (an optional operand the
+/// op goes without).
+std::optional<ArrayRef<int64_t>> shapeOfOptional(Value value);
+
 /// Number of elements of a static shape.
 int64_t getNumElements(ArrayRef<int64_t> shape);
 
@@ -163,20 +169,17 @@ LogicalResult verifySliceBox(ArrayRef<int64_t> input, ArrayRef<int64_t> box,
                              ArrayRef<int64_t> offsets, ArrayRef<int64_t> steps,
                              EmitErrorFn emitError);
 
-/// The hidden size H of an LSTM layer's recurrence weight (4H x H), or an
-/// error naming its shape.
-FailureOr<int64_t> inferLstmHiddenSize(ArrayRef<int64_t> recurrence,
-                                       EmitErrorFn emitError);
-
 /// Result shape of one forward LSTM layer (nn.lstm): `input` T x B x I,
-/// `weight` 4H x I, `recurrence` 4H x H, `bias` 8H when given (null
+/// `weight` 4H x I, `recurrence` 4H x H, `bias` 8H when given (none
 /// otherwise), `initialH` and `initialC` B x H; the state sequence,
 /// T x B x 6H (h, c and the four activated gates per step).
-FailureOr<Shape>
-inferLstmShape(ArrayRef<int64_t> input, ArrayRef<int64_t> weight,
-               ArrayRef<int64_t> recurrence, const ArrayRef<int64_t> *bias,
-               ArrayRef<int64_t> initialH, ArrayRef<int64_t> initialC,
-               EmitErrorFn emitError);
+FailureOr<Shape> inferLstmShape(ArrayRef<int64_t> input,
+                                ArrayRef<int64_t> weight,
+                                ArrayRef<int64_t> recurrence,
+                                std::optional<ArrayRef<int64_t>> bias,
+                                ArrayRef<int64_t> initialH,
+                                ArrayRef<int64_t> initialC,
+                                EmitErrorFn emitError);
 
 /// Result shape of nn.lstm_grad from the forward's `states` (T x B x 6H),
 /// `recurrence` (4H x H) and `initialC` (B x H): T x B x 5H, the gate
@@ -187,12 +190,12 @@ FailureOr<Shape> inferLstmGradShape(ArrayRef<int64_t> states,
                                     EmitErrorFn emitError);
 
 /// Result shape of one GRU layer (nn.gru): `input` T x B x I, `weight`
-/// 3H x I, `recurrence` 3H x H, `bias` 6H when given (null otherwise),
+/// 3H x I, `recurrence` 3H x H, `bias` 6H when given (none otherwise),
 /// `initialH` B x H; the state sequence, T x B x 5H.
 FailureOr<Shape> inferGruShape(ArrayRef<int64_t> input,
                                ArrayRef<int64_t> weight,
                                ArrayRef<int64_t> recurrence,
-                               const ArrayRef<int64_t> *bias,
+                               std::optional<ArrayRef<int64_t>> bias,
                                ArrayRef<int64_t> initialH,
                                EmitErrorFn emitError);
 

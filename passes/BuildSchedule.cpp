@@ -197,13 +197,12 @@ struct BuildSchedulePass
     }
     options.stageInfo = stageInfo(options.kind);
 
-    schedule::Schedule built;
-    if (std::string error = schedule::buildSchedule(options, built);
-        !error.empty()) {
-      module.emitError("cannot build the ")
-          << schedule << " schedule: " << error;
+    std::string building = "cannot build the " + schedule + " schedule: ";
+    FailureOr<schedule::Schedule> made = diagnoseErrors(
+        module, building, [&] { return schedule::buildSchedule(options); });
+    if (failed(made))
       return signalPassFailure();
-    }
+    schedule::Schedule built = std::move(*made);
     built.shardOptimizer = shardOptimizer;
     built.messageLatency = machine.latency;
     built.cores = machine.cores;
@@ -212,13 +211,13 @@ struct BuildSchedulePass
     simulateOptions.recordTimeline = !traceOutput.empty();
     // The runtime runs the steps back to back: predict a long run's step.
     simulateOptions.steps = schedule::kSteadyStateSteps;
-    schedule::SimulateResult simulated;
-    if (std::string error =
-            schedule::simulateSchedule(built, simulateOptions, simulated);
-        !error.empty()) {
-      module.emitError("cannot simulate the schedule: ") << error;
+    FailureOr<schedule::SimulateResult> simulation =
+        diagnoseErrors(module, "cannot simulate the schedule: ", [&] {
+          return schedule::simulateSchedule(built, simulateOptions);
+        });
+    if (failed(simulation))
       return signalPassFailure();
-    }
+    const schedule::SimulateResult &simulated = *simulation;
     Builder b(&getContext());
     module->setAttr("pipe.predicted_step_ms",
                     b.getF64FloatAttr(simulated.steadyStepTime));

@@ -365,16 +365,15 @@ double simulateMicrobatching(const Microbatching &plan, int stages) {
   unit.backwardInput = 1.0 / 3;
   unit.backwardWeight = 1.0 / 3;
   build.stageInfo = {unit};
-  schedule::Schedule sched;
-  if (!schedule::buildSchedule(build, sched).empty())
-    return -1;
-  sched.microbatchCompute = plan.computeMs;
   schedule::SimulateOptions simulate;
   simulate.recordTimeline = false;
-  schedule::SimulateResult result;
-  if (!schedule::simulateSchedule(sched, simulate, result).empty())
+  try {
+    schedule::Schedule sched = schedule::buildSchedule(build);
+    sched.microbatchCompute = plan.computeMs;
+    return schedule::simulateSchedule(sched, simulate).stepTime;
+  } catch (const Error &) {
     return -1;
-  return result.stepTime;
+  }
 }
 
 } // namespace dpc::planner

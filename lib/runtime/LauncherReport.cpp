@@ -46,10 +46,11 @@ std::optional<double> simulateOnCores(const schedule::Schedule &s, int cores) {
   options.cores = cores;
   options.recordTimeline = false;
   options.steps = schedule::kSteadyStateSteps;
-  schedule::SimulateResult result;
-  if (!schedule::simulateSchedule(s, options, result).empty())
+  try {
+    return schedule::simulateSchedule(s, options).steadyStepTime;
+  } catch (const Error &) {
     return std::nullopt;
-  return result.steadyStepTime;
+  }
 }
 
 /// The schedule at `path`, or nothing when it cannot be read (the plan's

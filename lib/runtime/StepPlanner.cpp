@@ -286,10 +286,12 @@ void StepPlanner::buildStepSchedule(const std::vector<int> &used,
   build.stages = stages;
   build.microbatches = int(plan.microbatches.size());
   build.stageInfo = info;
-  if (std::string error = schedule::buildSchedule(build, plan.schedule);
-      !error.empty())
+  try {
+    plan.schedule = schedule::buildSchedule(build);
+  } catch (const Error &e) {
     throw Error(std::string("cannot build the step's ") +
-                schedule::kindName(fixed.kind) + " schedule: " + error);
+                schedule::kindName(fixed.kind) + " schedule: " + e.what());
+  }
   double topCost = costs[size_t(manifest.topBucket)];
   for (int b : used)
     plan.schedule.microbatchCompute.push_back(
@@ -303,9 +305,12 @@ void StepPlanner::buildStepSchedule(const std::vector<int> &used,
                 verified.violations.front().format());
   schedule::SimulateOptions simulate;
   simulate.recordTimeline = false;
-  schedule::SimulateResult simulated;
-  if (schedule::simulateSchedule(plan.schedule, simulate, simulated).empty())
-    summary.predictedMs = simulated.stepTime;
+  try {
+    summary.predictedMs =
+        schedule::simulateSchedule(plan.schedule, simulate).stepTime;
+  } catch (const Error &) {
+    // No prediction for a step the simulator cannot time.
+  }
 }
 
 StepPlan StepPlanner::plan(const std::vector<int64_t> &samples,

@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "dpc/schedule/Builder.h"
+#include "dpc/support/Error.h"
 
 #include <algorithm>
 #include <cassert>
@@ -579,9 +580,8 @@ std::string zeroBubble2POrder(Schedule &schedule) {
   return "";
 }
 
-} // namespace
-
-std::string lowerSchedule(Schedule &schedule, const Order &order) {
+/// lowerSchedule's lowering; "" or why the orders cannot run.
+std::string lowerOrders(Schedule &schedule, const Order &order) {
   if (static_cast<int>(order.size()) != schedule.ranks)
     return "expects one order per rank";
   EventRun run(schedule);
@@ -601,7 +601,8 @@ std::string lowerSchedule(Schedule &schedule, const Order &order) {
   return "";
 }
 
-std::string buildSchedule(const BuildOptions &options, Schedule &schedule) {
+/// buildSchedule's building into `schedule`; "" or what is wrong.
+std::string build(const BuildOptions &options, Schedule &schedule) {
   int p = options.stages, m = options.microbatches, v = options.virtualStages;
   if (p < 1)
     return "expects at least 1 stage, got " + std::to_string(p);
@@ -711,7 +712,21 @@ std::string buildSchedule(const BuildOptions &options, Schedule &schedule) {
   case ScheduleKind::Custom:
     break;
   }
-  return lowerSchedule(schedule, order);
+  return lowerOrders(schedule, order);
+}
+
+} // namespace
+
+void lowerSchedule(Schedule &schedule, const Order &order) {
+  if (std::string error = lowerOrders(schedule, order); !error.empty())
+    throw Error(error);
+}
+
+Schedule buildSchedule(const BuildOptions &options) {
+  Schedule schedule;
+  if (std::string error = build(options, schedule); !error.empty())
+    throw Error(error);
+  return schedule;
 }
 
 } // namespace dpc::schedule

@@ -40,18 +40,22 @@ size_t chooseFastestSchedule(const std::vector<BuildOptions> &candidates,
   double chosenStep = 0;
   for (size_t k = 0; k < candidates.size(); ++k) {
     const BuildOptions &options = candidates[k];
+    std::string kind = kindName(options.kind);
     Schedule built;
-    if (std::string error = buildSchedule(options, built); !error.empty())
-      throw Error("cannot build the " + std::string(kindName(options.kind)) +
-                  " schedule: " + error);
+    try {
+      built = buildSchedule(options);
+    } catch (const Error &e) {
+      throw Error("cannot build the " + kind + " schedule: " + e.what());
+    }
     SimulateOptions simulate = machine;
     simulate.recordTimeline = false;
     simulate.steps = kSteadyStateSteps;
     SimulateResult simulated;
-    if (std::string error = simulateSchedule(built, simulate, simulated);
-        !error.empty())
-      throw Error("cannot simulate the " + std::string(kindName(options.kind)) +
-                  " schedule: " + error);
+    try {
+      simulated = simulateSchedule(built, simulate);
+    } catch (const Error &e) {
+      throw Error("cannot simulate the " + kind + " schedule: " + e.what());
+    }
     bool fits = fitsMemory(built, memory);
     if (k == 0 || (fits && !chosenFits) ||
         (fits &&

@@ -18,6 +18,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "dpc/schedule/Simulator.h"
+#include "dpc/support/Error.h"
 
 #include "Matching.h"
 
@@ -253,6 +254,9 @@ std::string timeSharedCores(const Schedule &s, int cores, const Costs &costs,
   return deadlock(s, pc);
 }
 
+std::string simulate(const Schedule &s, const SimulateOptions &opts,
+                     SimulateResult &result);
+
 /// The period of `steps` back-to-back copies of every rank's stream.
 std::string timeSteadyState(const Schedule &s, const SimulateOptions &opts,
                             double &period) {
@@ -265,8 +269,7 @@ std::string timeSteadyState(const Schedule &s, const SimulateOptions &opts,
   once.steps = 1;
   once.recordTimeline = false;
   SimulateResult result;
-  if (std::string error = simulateSchedule(repeated, once, result);
-      !error.empty())
+  if (std::string error = simulate(repeated, once, result); !error.empty())
     return error;
   // When every rank has finished step k: the latest end among the k-th
   // copies of the streams.
@@ -297,8 +300,11 @@ SimulateOptions recordedMachine(const Schedule &schedule) {
   return options;
 }
 
-std::string simulateSchedule(const Schedule &s, const SimulateOptions &opts,
-                             SimulateResult &result) {
+namespace {
+
+/// simulateSchedule's timing into `result`; "" or what stops it.
+std::string simulate(const Schedule &s, const SimulateOptions &opts,
+                     SimulateResult &result) {
   constexpr double kUnset = -1;
   int p = s.ranks;
   if (static_cast<int>(s.programs.size()) != p ||
@@ -381,6 +387,16 @@ std::string simulateSchedule(const Schedule &s, const SimulateOptions &opts,
     }
   }
   return "";
+}
+
+} // namespace
+
+SimulateResult simulateSchedule(const Schedule &s,
+                                const SimulateOptions &options) {
+  SimulateResult result;
+  if (std::string error = simulate(s, options, result); !error.empty())
+    throw Error(error);
+  return result;
 }
 
 } // namespace dpc::schedule

@@ -167,9 +167,10 @@ bool simulate(const std::string &command, const Schedule &schedule,
   options.cores = int(costs.cores);
   options.wakeLatency = costs.wakeLatency;
   options.steps = kSteadyStateSteps;
-  if (std::string error = simulateSchedule(schedule, options, sim);
-      !error.empty()) {
-    std::cerr << command << ": " << error << "\n";
+  try {
+    sim = simulateSchedule(schedule, options);
+  } catch (const dpc::Error &e) {
+    std::cerr << command << ": " << e.what() << "\n";
     return false;
   }
   return true;
@@ -278,11 +279,7 @@ int runBuild(const std::vector<std::string> &args) {
     return cli::kUsageError;
   }
 
-  Schedule schedule;
-  if (std::string error = buildSchedule(options, schedule); !error.empty()) {
-    std::cerr << command << ": " << error << "\n";
-    return kFailure;
-  }
+  Schedule schedule = buildSchedule(options);
   VerifyResult vr = verifySchedule(schedule, verify);
   if (!report(command, "", vr))
     return kFailure;

@@ -40,9 +40,9 @@ struct BuildOptions {
   std::vector<StageInfo> stageInfo;
 };
 
-/// Builds the schedule; returns "" or an error message (bad options, such as
-/// interleaved with m not a multiple of p).
-std::string buildSchedule(const BuildOptions &options, Schedule &schedule);
+/// Builds the schedule; throws dpc::Error saying what is wrong (bad options,
+/// such as interleaved with m not a multiple of p).
+Schedule buildSchedule(const BuildOptions &options);
 
 /// One unit of compute in a rank's order, before lowering.
 struct Work {
@@ -56,10 +56,10 @@ struct Work {
 /// Lowers per-rank compute orders into full instruction streams: loads,
 /// transfers, stashes, weight versions and optimizer steps. `schedule` must
 /// have its header and stages set. Exposed for tests and for planners that
-/// produce their own orders; returns "" or why the orders cannot run (a
-/// rank waits for an input that its producer's order never yields).
-std::string lowerSchedule(Schedule &schedule,
-                          const std::vector<std::vector<Work>> &order);
+/// produce their own orders; throws dpc::Error saying why the orders cannot
+/// run (a rank waits for an input that its producer's order never yields).
+void lowerSchedule(Schedule &schedule,
+                   const std::vector<std::vector<Work>> &order);
 
 } // namespace dpc::schedule
 

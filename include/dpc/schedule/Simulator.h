@@ -72,11 +72,10 @@ struct SimulateResult {
 /// it: the measured message and wake-up latencies and the shared cores.
 SimulateOptions recordedMachine(const Schedule &schedule);
 
-/// Simulates the schedule; returns "" or an error (a deadlock, which the
-/// verifier reports in more detail).
-std::string simulateSchedule(const Schedule &schedule,
-                             const SimulateOptions &options,
-                             SimulateResult &result);
+/// Simulates the schedule; throws dpc::Error saying what stops it (a
+/// deadlock, which the verifier reports in more detail).
+SimulateResult simulateSchedule(const Schedule &schedule,
+                                const SimulateOptions &options);
 
 } // namespace dpc::schedule
 

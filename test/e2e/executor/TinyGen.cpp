@@ -63,10 +63,7 @@ int main(int argc, char **argv) {
       for (std::string count; std::getline(list, count, ',');)
         options.replicas.push_back(std::atoi(count.c_str()));
     }
-    schedule::Schedule sched;
-    std::string error = schedule::buildSchedule(options, sched);
-    if (!error.empty())
-      throw runtime::Error(error);
+    schedule::Schedule sched = schedule::buildSchedule(options);
     ::mkdir(dir.c_str(), 0777);
     ::mkdir((dir + "/weights").c_str(), 0777);
     std::ofstream(dir + "/schedule.json") << schedule::toJson(sched, 1);

@@ -18,6 +18,7 @@
 #include "test/unittests/runtime/SoloCommunicator.h"
 #include "test/unittests/runtime/StagingDevice.h"
 #include "test/unittests/runtime/TorchOptim.h"
+#include "test/unittests/schedule/ScheduleErrorOf.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -273,7 +274,7 @@ soloSchedule(sched::ScheduleKind kind = sched::ScheduleKind::OneFOneB) {
   options.stages = 1;
   options.microbatches = kM;
   sched::Schedule s;
-  EXPECT_EQ(sched::buildSchedule(options, s), "");
+  EXPECT_EQ(sched::buildError(options, s), "");
   return s;
 }
 
@@ -661,7 +662,7 @@ TEST_P(ExecutorTest, RejectsSchedulesItCannotRun) {
   sched::BuildOptions options;
   options.stages = 2;
   options.microbatches = 2;
-  ASSERT_EQ(sched::buildSchedule(options, twoRanks), "");
+  ASSERT_EQ(sched::buildError(options, twoRanks), "");
   EXPECT_THAT(errorOf(soloManifest(), twoRanks),
               HasSubstr("2 stages but the manifest says 1"));
 }

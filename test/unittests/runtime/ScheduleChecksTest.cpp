@@ -15,6 +15,7 @@
 
 #include "test/unittests/runtime/ErrorOf.h"
 #include "test/unittests/runtime/SoloCommunicator.h"
+#include "test/unittests/schedule/ScheduleErrorOf.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -63,7 +64,7 @@ twoStages(sched::ScheduleKind kind = sched::ScheduleKind::OneFOneB) {
   options.stages = 2;
   options.microbatches = 2;
   sched::Schedule s;
-  EXPECT_EQ(sched::buildSchedule(options, s), "");
+  EXPECT_EQ(sched::buildError(options, s), "");
   return s;
 }
 

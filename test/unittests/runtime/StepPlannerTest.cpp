@@ -15,6 +15,7 @@
 #include "dpc/schedule/Verifier.h"
 #include "test/unittests/runtime/ErrorOf.h"
 #include "test/unittests/runtime/SoloCommunicator.h"
+#include "test/unittests/schedule/ScheduleErrorOf.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -147,7 +148,7 @@ sched::Schedule oneFOneB(int stages, int microbatches) {
   options.stages = stages;
   options.microbatches = microbatches;
   sched::Schedule s;
-  EXPECT_EQ(sched::buildSchedule(options, s), "");
+  EXPECT_EQ(sched::buildError(options, s), "");
   return s;
 }
 

@@ -8,6 +8,7 @@
 #include "dpc/schedule/Builder.h"
 #include "dpc/schedule/Simulator.h"
 #include "dpc/schedule/Verifier.h"
+#include "test/unittests/schedule/ScheduleErrorOf.h"
 
 #include <gtest/gtest.h>
 
@@ -28,7 +29,7 @@ Schedule build(ScheduleKind kind, int p, int m, int v = 1,
   options.virtualStages = v;
   options.verticalSync = verticalSync;
   Schedule schedule;
-  std::string error = buildSchedule(options, schedule);
+  std::string error = buildError(options, schedule);
   EXPECT_EQ(error, "") << kindName(kind) << " p=" << p << " m=" << m;
   return schedule;
 }
@@ -79,21 +80,21 @@ TEST(Builder, RejectsBadOptions) {
   o.stages = 4;
   o.microbatches = 6;
   o.virtualStages = 2;
-  EXPECT_EQ(buildSchedule(o, s), "interleaved needs the microbatches (6) to "
-                                 "be a multiple of the stages (4)");
+  EXPECT_EQ(buildError(o, s), "interleaved needs the microbatches (6) to "
+                              "be a multiple of the stages (4)");
   o.kind = ScheduleKind::OneFOneB;
   o.microbatches = 8;
-  EXPECT_EQ(buildSchedule(o, s),
+  EXPECT_EQ(buildError(o, s),
             "--virtual-stages applies only to interleaved, not 1f1b");
   o.virtualStages = 1;
   o.verticalSync = true;
-  EXPECT_EQ(buildSchedule(o, s), "--vertical-sync applies only to pipedream");
+  EXPECT_EQ(buildError(o, s), "--vertical-sync applies only to pipedream");
   o.verticalSync = false;
   o.microbatches = 0;
-  EXPECT_EQ(buildSchedule(o, s), "expects at least 1 microbatch, got 0");
+  EXPECT_EQ(buildError(o, s), "expects at least 1 microbatch, got 0");
   o.microbatches = 4;
   o.stageInfo.resize(3);
-  EXPECT_EQ(buildSchedule(o, s), "expects costs for 1 or 4 stages, got 3");
+  EXPECT_EQ(buildError(o, s), "expects costs for 1 or 4 stages, got 3");
 }
 
 // What the runtime cannot run: more microbatches than message tags, a
@@ -104,18 +105,18 @@ TEST(Builder, RejectsWhatTheRuntimeCannotRun) {
   o.kind = ScheduleKind::OneFOneB;
   o.stages = 4;
   o.microbatches = maxMicrobatches(4);
-  EXPECT_EQ(buildSchedule(o, s), "");
+  EXPECT_EQ(buildError(o, s), "");
   EXPECT_LT(messageTag(Payload::Gradient, o.microbatches - 1, 3, 4),
             kScheduleTagLimit);
   o.microbatches += 1;
-  EXPECT_EQ(buildSchedule(o, s),
+  EXPECT_EQ(buildError(o, s),
             "3750 microbatches are more than the 3749 that 4 virtual stages "
             "can tag (2 message tags per microbatch and virtual stage, below "
             "30000)");
   o.microbatches = 4;
   o.stageInfo.resize(4);
   o.stageInfo[1].outputBytes = kMaxMessageBytes + 1;
-  EXPECT_EQ(buildSchedule(o, s),
+  EXPECT_EQ(buildError(o, s),
             "stage 1 sends 2147483648 bytes per microbatch, more than the "
             "2147483647 an MPI message can hold; use a smaller microbatch "
             "size");
@@ -276,8 +277,7 @@ TEST(Builder, PipeDreamVersionSemantics) {
   }
 }
 
-Schedule buildReplicated(ScheduleKind kind, std::vector<int> replicas,
-                         int m) {
+Schedule buildReplicated(ScheduleKind kind, std::vector<int> replicas, int m) {
   BuildOptions o;
   o.kind = kind;
   o.stages = static_cast<int>(replicas.size());
@@ -285,7 +285,7 @@ Schedule buildReplicated(ScheduleKind kind, std::vector<int> replicas,
   o.replicas = std::move(replicas);
   o.stageInfo = {StageInfo{1.0, 1.0, 1.0, 0, 1 << 20, 0, 4096}};
   Schedule s;
-  EXPECT_EQ(buildSchedule(o, s), "") << kindName(kind);
+  EXPECT_EQ(buildError(o, s), "") << kindName(kind);
   return s;
 }
 
@@ -293,10 +293,10 @@ TEST(Builder, ReplicasSplitMicrobatchesAndAllReduce) {
   for (ScheduleKind kind :
        {ScheduleKind::GPipe, ScheduleKind::OneFOneB, ScheduleKind::ZeroBubbleH1,
         ScheduleKind::ZeroBubble2P}) {
-    for (auto [replicas, m] :
-         {std::pair(std::vector<int>{2, 1}, 4), std::pair(std::vector<int>{1, 3}, 6),
-          std::pair(std::vector<int>{2, 1, 3}, 7),
-          std::pair(std::vector<int>{3, 2}, 2)}) {
+    for (auto [replicas, m] : {std::pair(std::vector<int>{2, 1}, 4),
+                               std::pair(std::vector<int>{1, 3}, 6),
+                               std::pair(std::vector<int>{2, 1, 3}, 7),
+                               std::pair(std::vector<int>{3, 2}, 2)}) {
       SCOPED_TRACE(std::string(kindName(kind)) + " m=" + std::to_string(m));
       Schedule s = buildReplicated(kind, replicas, m);
       int total = 0;
@@ -335,7 +335,7 @@ TEST(Builder, ReplicasSplitMicrobatchesAndAllReduce) {
           EXPECT_EQ(count, 1);
 
       SimulateResult sim;
-      ASSERT_EQ(simulateSchedule(s, SimulateOptions(), sim), "");
+      ASSERT_EQ(simulateError(s, SimulateOptions(), sim), "");
       EXPECT_GT(sim.stepTime, 0);
     }
   }
@@ -350,12 +350,12 @@ TEST(Builder, ReplicasShortenTheStep) {
   o.stageInfo = {StageInfo{2.0, 2.0, 2.0, 0, 0, 0, 0},
                  StageInfo{1.0, 1.0, 1.0, 0, 0, 0, 0}};
   Schedule straight, hybrid;
-  ASSERT_EQ(buildSchedule(o, straight), "");
+  ASSERT_EQ(buildError(o, straight), "");
   o.replicas = {2, 1};
-  ASSERT_EQ(buildSchedule(o, hybrid), "");
+  ASSERT_EQ(buildError(o, hybrid), "");
   SimulateResult a, b;
-  ASSERT_EQ(simulateSchedule(straight, SimulateOptions(), a), "");
-  ASSERT_EQ(simulateSchedule(hybrid, SimulateOptions(), b), "");
+  ASSERT_EQ(simulateError(straight, SimulateOptions(), a), "");
+  ASSERT_EQ(simulateError(hybrid, SimulateOptions(), b), "");
   EXPECT_LT(b.stepTime, 0.7 * a.stepTime);
 }
 
@@ -366,17 +366,17 @@ TEST(Builder, ReplicasNeedASynchronousSchedule) {
   o.microbatches = 4;
   o.replicas = {2, 1};
   Schedule s;
-  EXPECT_EQ(buildSchedule(o, s),
+  EXPECT_EQ(buildError(o, s),
             "replicated stages need a synchronous schedule (gpipe, 1f1b, "
             "zb-h1, zb-2p), not pipedream");
   o.kind = ScheduleKind::Interleaved;
   o.virtualStages = 2;
-  EXPECT_EQ(buildSchedule(o, s),
+  EXPECT_EQ(buildError(o, s),
             "replicated stages cannot be combined with virtual stages");
   o.kind = ScheduleKind::OneFOneB;
   o.virtualStages = 1;
   o.replicas = {2};
-  EXPECT_EQ(buildSchedule(o, s), "expects replicas for 2 stages, got 1");
+  EXPECT_EQ(buildError(o, s), "expects replicas for 2 stages, got 1");
 }
 
 TEST(Builder, LowerCustomOrderThatStalls) {
@@ -395,7 +395,7 @@ TEST(Builder, LowerCustomOrderThatStalls) {
                                            {Op::Backward, 1, 0},
                                            {Op::Forward, 0, 0},
                                            {Op::Backward, 0, 0}}};
-  EXPECT_EQ(lowerSchedule(s, order),
+  EXPECT_EQ(lowerError(s, order),
             "internal error: the 1f1b order of rank 0 stalls after 1 of 4 "
             "items");
 }
@@ -408,7 +408,7 @@ TEST(Builder, LargePipelineIsFast) {
     Schedule s = build(kind, 16, 128, v);
     VerifyResult r = verifySchedule(s);
     SimulateResult sim;
-    ASSERT_EQ(simulateSchedule(s, {}, sim), "");
+    ASSERT_EQ(simulateError(s, {}, sim), "");
     double ms = std::chrono::duration<double, std::milli>(
                     std::chrono::steady_clock::now() - begin)
                     .count();

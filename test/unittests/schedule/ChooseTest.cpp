@@ -8,7 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "dpc/schedule/Choose.h"
-#include "test/unittests/runtime/ErrorOf.h"
+#include "test/unittests/schedule/ScheduleErrorOf.h"
 
 #include <gtest/gtest.h>
 
@@ -56,7 +56,7 @@ std::vector<int64_t> peaks(const std::vector<BuildOptions> &all,
     if (options.kind != kind)
       continue;
     Schedule built;
-    EXPECT_EQ(buildSchedule(options, built), "");
+    EXPECT_EQ(buildError(options, built), "");
     for (const RankStats &rank : verifySchedule(built).ranks)
       bytes.push_back(rank.peakMemoryBytes);
   }

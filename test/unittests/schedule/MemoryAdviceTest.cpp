@@ -2,6 +2,7 @@
 
 #include "dpc/schedule/MemoryAdvice.h"
 #include "dpc/schedule/Builder.h"
+#include "test/unittests/schedule/ScheduleErrorOf.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -26,7 +27,7 @@ Schedule fourStages() {
   info.outputBytes = 10;
   o.stageInfo = {info};
   Schedule s;
-  EXPECT_EQ(buildSchedule(o, s), "");
+  EXPECT_EQ(buildError(o, s), "");
   return s;
 }
 

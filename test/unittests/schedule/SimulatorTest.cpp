@@ -15,6 +15,7 @@
 
 #include "dpc/schedule/Simulator.h"
 #include "dpc/schedule/Builder.h"
+#include "test/unittests/schedule/ScheduleErrorOf.h"
 
 #include <gtest/gtest.h>
 
@@ -32,9 +33,9 @@ SimulateResult simulate(ScheduleKind kind, int p, int m, int v = 1,
   o.virtualStages = v;
   o.stageInfo = std::move(stages);
   Schedule s;
-  EXPECT_EQ(buildSchedule(o, s), "");
+  EXPECT_EQ(buildError(o, s), "");
   SimulateResult result;
-  EXPECT_EQ(simulateSchedule(s, options, result), "");
+  EXPECT_EQ(simulateError(s, options, result), "");
   return result;
 }
 
@@ -211,7 +212,7 @@ TEST(Simulator, ReportsDeadlock) {
   s.programs[0].push_back(
       Instruction::transfer(Op::RecvFinish, Payload::Gradient, 0, 0, 1, 1, 0));
   SimulateResult r;
-  EXPECT_EQ(simulateSchedule(s, {}, r),
+  EXPECT_EQ(simulateError(s, {}, r),
             "rank 0: instruction 1 (RecvFinish grad mb 0 from rank 1): the "
             "streams deadlock; run the verifier for details");
 }

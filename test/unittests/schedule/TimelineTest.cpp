@@ -3,7 +3,7 @@
 #include "dpc/schedule/Timeline.h"
 #include "dpc/schedule/Builder.h"
 #include "dpc/schedule/Simulator.h"
-#include "test/unittests/runtime/ErrorOf.h"
+#include "test/unittests/schedule/ScheduleErrorOf.h"
 
 #include <nlohmann/json.hpp>
 
@@ -12,11 +12,6 @@
 using namespace dpc::schedule;
 
 namespace {
-
-// What fromChromeTrace throws for `text`, "" when it reads it into `tl`.
-std::string traceError(const std::string &text, Timeline &tl) {
-  return dpc::errorOf([&] { tl = fromChromeTrace(text); });
-}
 
 // What the runtime will hand over: measured spans, no simulator involved.
 Timeline measured() {
@@ -83,9 +78,9 @@ TEST(Timeline, SvgOfSimulatedSchedule) {
   o.microbatches = 8;
   o.virtualStages = 2;
   Schedule s;
-  ASSERT_EQ(buildSchedule(o, s), "");
+  ASSERT_EQ(buildError(o, s), "");
   SimulateResult r;
-  ASSERT_EQ(simulateSchedule(s, {}, r), "");
+  ASSERT_EQ(simulateError(s, {}, r), "");
   std::string svg = toSvg(r.timeline);
   size_t boxes = 0;
   for (size_t pos = 0; (pos = svg.find("<title>", pos)) != std::string::npos;
@@ -256,7 +251,7 @@ TEST(Timeline, ComputeFactorComparesSpansWithTheScheduleCosts) {
   info.backwardWeight = 2.0;
   o.stageInfo = {info};
   Schedule priced;
-  ASSERT_EQ(buildSchedule(o, priced), "");
+  ASSERT_EQ(buildError(o, priced), "");
 
   Timeline tl;
   tl.ranks = 2;

@@ -7,7 +7,7 @@
 
 #include "dpc/schedule/Verifier.h"
 #include "dpc/schedule/Builder.h"
-#include "test/unittests/runtime/ErrorOf.h"
+#include "test/unittests/schedule/ScheduleErrorOf.h"
 
 #include <gtest/gtest.h>
 
@@ -17,18 +17,13 @@ using namespace dpc::schedule;
 
 namespace {
 
-// What fromJson throws for `text`, "" when it reads it into `s`.
-std::string jsonError(const std::string &text, Schedule &s) {
-  return dpc::errorOf([&] { s = fromJson(text); });
-}
-
 Schedule build(ScheduleKind kind, int p, int m) {
   BuildOptions options;
   options.kind = kind;
   options.stages = p;
   options.microbatches = m;
   Schedule schedule;
-  EXPECT_EQ(buildSchedule(options, schedule), "");
+  EXPECT_EQ(buildError(options, schedule), "");
   return schedule;
 }
 
@@ -185,7 +180,7 @@ TEST(Verifier, MemoryLimit) {
   info.outputBytes = 10;
   o.stageInfo = {info};
   Schedule s;
-  ASSERT_EQ(buildSchedule(o, s), "");
+  ASSERT_EQ(buildError(o, s), "");
   VerifyResult r = verifySchedule(s);
   ASSERT_TRUE(r.ok());
   // Rank 0: parameters, 4 stashes, one send in flight, the next send's
@@ -331,7 +326,7 @@ Schedule buildReplicated(int m) {
   options.microbatches = m;
   options.replicas = {2, 1};
   Schedule schedule;
-  EXPECT_EQ(buildSchedule(options, schedule), "");
+  EXPECT_EQ(buildError(options, schedule), "");
   return schedule;
 }
 
@@ -408,7 +403,7 @@ Schedule buildDataParallel(ReduceMode mode) {
   options.replicas = {2};
   options.reduce = mode;
   Schedule schedule;
-  EXPECT_EQ(buildSchedule(options, schedule), "");
+  EXPECT_EQ(buildError(options, schedule), "");
   return schedule;
 }
 
@@ -427,7 +422,7 @@ TEST(Verifier, PartialReduceNeedsOneReplicatedStage) {
   options.replicas = {2, 1};
   options.reduce = ReduceMode::PartialReduce;
   Schedule schedule;
-  EXPECT_EQ(buildSchedule(options, schedule),
+  EXPECT_EQ(buildError(options, schedule),
             "preduce needs one pipeline stage with replicas (--replicas R, R "
             "> 1): a replica that falls behind skips steps, which the stages "
             "it would feed cannot");
@@ -530,10 +525,10 @@ TEST(Verifier, SplitBackwardFillsItsPartOfTheSlotLater) {
   info.activationBytes = 100;
   o.stageInfo = {info};
   Schedule whole;
-  ASSERT_EQ(buildSchedule(o, whole), "");
+  ASSERT_EQ(buildError(o, whole), "");
   o.stageInfo[0].backwardStashBytes = 60;
   Schedule split;
-  ASSERT_EQ(buildSchedule(o, split), "");
+  ASSERT_EQ(buildError(o, split), "");
   VerifyResult a = verifySchedule(whole), b = verifySchedule(split);
   ASSERT_TRUE(a.ok());
   ASSERT_TRUE(b.ok());
@@ -559,7 +554,7 @@ TEST(Verifier, SplitBackwardFillsItsPartOfTheSlotLater) {
   // 1F1B's backward is whole: the slot counts from the forward.
   o.kind = ScheduleKind::OneFOneB;
   Schedule oneF;
-  ASSERT_EQ(buildSchedule(o, oneF), "");
+  ASSERT_EQ(buildError(o, oneF), "");
   EXPECT_EQ(verifySchedule(oneF).ranks[0].peakMemoryBytes, 1000 + 2 * 100);
 }
 
@@ -586,7 +581,7 @@ TEST(Verifier, UpdatesMeetInEveryBuiltKind) {
   vs.microbatches = 8;
   vs.verticalSync = true;
   Schedule s;
-  ASSERT_EQ(buildSchedule(vs, s), "");
+  ASSERT_EQ(buildError(vs, s), "");
   EXPECT_TRUE(verifySchedule(s, meeting).ok());
 }
 

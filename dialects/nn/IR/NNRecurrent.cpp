@@ -34,10 +34,13 @@ FailureOr<RankedTensorType> LstmGradOp::inferResultType() {
       elementTypeOf(getStates()));
 }
 
-LogicalResult LstmGradOp::verify() {
-  return expectType(*this, "states_grad (the states' shape)", getStatesGrad(),
-                    shapeOf(getStates()), elementTypeOf(getStates()));
+// The gradient of a recurrent layer's states has their type.
+template <typename GradOp> static LogicalResult verifyStatesGrad(GradOp op) {
+  return expectType(op, "states_grad (the states' shape)", op.getStatesGrad(),
+                    shapeOf(op.getStates()), elementTypeOf(op.getStates()));
 }
+
+LogicalResult LstmGradOp::verify() { return verifyStatesGrad(*this); }
 
 namespace {
 /// Creates the ops of a recurrent layer's gradient rule, all at one
@@ -170,10 +173,7 @@ FailureOr<RankedTensorType> GruGradOp::inferResultType() {
       elementTypeOf(getStates()));
 }
 
-LogicalResult GruGradOp::verify() {
-  return expectType(*this, "states_grad (the states' shape)", getStatesGrad(),
-                    shapeOf(getStates()), elementTypeOf(getStates()));
-}
+LogicalResult GruGradOp::verify() { return verifyStatesGrad(*this); }
 
 // nn.gru_grad runs the recurrence backwards once into [dz, dr, dxn, dq,
 // dh[t-1]] per step; the input's and the initial state's gradients are a

@@ -96,16 +96,37 @@ void walk(const std::string &dir,
   }
 }
 
+/// The images of a folder, class by class. A rank holds this for millions
+/// of images, so an image costs its name below its class folder and 8
+/// bytes (where the name ends in one pool), not a std::string of its path
+/// (92 bytes an image for ImageNet's names, ImageFolderTest); its class is
+/// found from where each class's images start.
 struct Listing {
+  std::string root;
   std::vector<std::string> classes;
-  std::vector<std::string> paths;
-  std::vector<int64_t> labels;
+  std::string names;
+  std::vector<uint64_t> nameEnds;
+  std::vector<int64_t> classStarts; // each class's first image, then size()
+
+  int64_t size() const { return int64_t(nameEnds.size()); }
+  int64_t label(int64_t image) const {
+    return int64_t(
+               std::upper_bound(classStarts.begin(), classStarts.end(), image) -
+               classStarts.begin()) -
+           1;
+  }
+  std::string path(int64_t image) const {
+    const size_t begin = image == 0 ? 0 : size_t(nameEnds[size_t(image - 1)]);
+    return root + "/" + classes[size_t(label(image))] + "/" +
+           names.substr(begin, size_t(nameEnds[size_t(image)]) - begin);
+  }
 };
 
 Listing listFolder(const std::string &dir) {
   if (!isDirectory(dir))
     throw InputError(dir + ": no such folder, for imagefolder:");
   Listing listing;
+  listing.root = dir;
   for (const std::string &name : entries(dir))
     if (isDirectory(dir + "/" + name))
       listing.classes.push_back(name);
@@ -119,16 +140,19 @@ Listing listFolder(const std::string &dir) {
     std::sort(files.begin(), files.end());
     if (files.empty())
       throw InputError(classDir + ": an empty class folder (no images)");
+    listing.classStarts.push_back(listing.size());
     for (const auto &[folder, name] : files) {
       std::string path = folder + "/" + name;
       if (!hasImageExtension(name))
-        throw InputError(path + ": sample " +
-                         std::to_string(listing.paths.size()) +
+        throw InputError(path + ": sample " + std::to_string(listing.size()) +
                          ": not a JPEG or PNG image (.jpg, .jpeg or .png)");
-      listing.paths.push_back(path);
-      listing.labels.push_back(int64_t(k));
+      listing.names.append(path, classDir.size() + 1, std::string::npos);
+      listing.nameEnds.push_back(listing.names.size());
     }
   }
+  listing.classStarts.push_back(listing.size());
+  listing.names.shrink_to_fit();
+  listing.nameEnds.shrink_to_fit();
   return listing;
 }
 
@@ -147,16 +171,16 @@ class LabelRows : public RowSource {
 public:
   explicit LabelRows(std::shared_ptr<const Listing> listing)
       : listing(std::move(listing)) {}
-  int64_t rows() const override { return int64_t(listing->labels.size()); }
+  int64_t rows() const override { return listing->size(); }
   int64_t rowElements() const override { return 1; }
   void readFloats(int64_t, float *) const override {
     throw Error("imagefolder: labels are class ids");
   }
   void readInts(int64_t row, int64_t *out) const override {
-    *out = listing->labels[size_t(row)];
+    *out = listing->label(row);
   }
   std::string where(int64_t row) const override {
-    return listing->paths[size_t(row)] + ": sample " + std::to_string(row);
+    return listing->path(row) + ": sample " + std::to_string(row);
   }
 
 private:
@@ -176,7 +200,7 @@ class ImageRows : public RowSource {
 public:
   ImageRows(std::shared_ptr<const Listing> listing, ImageSettings settings)
       : listing(std::move(listing)), s(std::move(settings)) {}
-  int64_t rows() const override { return int64_t(listing->paths.size()); }
+  int64_t rows() const override { return listing->size(); }
   int64_t rowElements() const override {
     return int64_t(s.channels) * s.height * s.width;
   }
@@ -187,7 +211,7 @@ public:
     throw Error("imagefolder: the inputs are images, not integer ids");
   }
   std::string where(int64_t row) const override {
-    return listing->paths[size_t(row)] + ": sample " + std::to_string(row);
+    return listing->path(row) + ": sample " + std::to_string(row);
   }
   void readFloatsAt(int64_t row, int64_t epoch, float *out) const override;
   std::string describe(int64_t row, int64_t epoch) const override;
@@ -221,7 +245,7 @@ image::CropBox ImageRows::window(int64_t row, int64_t epoch, int height,
 }
 
 image::Image ImageRows::decode(int64_t row) const {
-  const std::string &path = listing->paths[size_t(row)];
+  const std::string path = listing->path(row);
   std::ifstream in(path, std::ios::binary);
   if (!in)
     throw InputError(where(row) + ": cannot open: " + errnoText());
@@ -305,8 +329,8 @@ ImageSettings settingsFor(const DataSpec &spec, Split split,
 /// Every file's first bytes name JPEG or PNG; InputError naming the first
 /// that does not.
 void checkSignatures(const Listing &listing) {
-  for (size_t i = 0; i < listing.paths.size(); ++i) {
-    const std::string &path = listing.paths[i];
+  for (int64_t i = 0; i < listing.size(); ++i) {
+    const std::string path = listing.path(i);
     uint8_t head[8] = {};
     std::FILE *f = std::fopen(path.c_str(), "rb");
     if (!f)
@@ -337,8 +361,14 @@ static Dataset loadImageFolder(const DataSpec &spec, Split split,
                      " class folders for a model of " +
                      std::to_string(model.numClasses) + " classes");
   const int64_t numClasses = model.numClasses > 0 ? model.numClasses : classes;
-  if (!readsInputs || model.sampleShape.empty())
-    return Dataset::labelsOnly(model.sampleShape, listing->labels, numClasses);
+  if (!readsInputs || model.sampleShape.empty()) {
+    std::vector<int64_t> labels(size_t(listing->size()));
+    for (int64_t c = 0; c < classes; ++c)
+      std::fill(labels.begin() + listing->classStarts[size_t(c)],
+                labels.begin() + listing->classStarts[size_t(c + 1)], c);
+    return Dataset::labelsOnly(model.sampleShape, std::move(labels),
+                               numClasses);
+  }
   checkSignatures(*listing);
   auto labels = std::make_shared<const LabelRows>(listing);
   auto images = std::make_shared<const ImageRows>(listing, std::move(settings));

@@ -27,6 +27,7 @@
 
 #include <cstdio>
 #include <fstream>
+#include <malloc.h>
 #include <sys/stat.h>
 
 namespace dpc::runtime {
@@ -350,6 +351,34 @@ TEST(ImageFolder, LabelsOnlyOpensNoImage) {
   EXPECT_FALSE(data.hasInputs());
   EXPECT_EQ(data.size(), 4);
   EXPECT_EQ(data.label(3), 1);
+}
+
+// The listing is all a rank holds of a folder of millions of images, so it
+// must be small: names as ImageNet's (n01440764/n01440764_10026.JPEG), the
+// heap the loaded data set holds (glibc's count of allocated bytes), per
+// image. A std::string a path took 92 bytes an image here.
+TEST(ImageFolder, TheListingCostsFewBytesAnImage) {
+  test::TempDir tmp;
+  constexpr int kClasses = 3, kPerClass = 1000;
+  for (int c = 0; c < kClasses; ++c) {
+    char name[32];
+    std::snprintf(name, sizeof name, "n0144076%d", c);
+    const std::string dir = tmp.path + "/" + name;
+    ASSERT_EQ(::mkdir(dir.c_str(), 0755), 0);
+    for (int i = 0; i < kPerClass; ++i) {
+      char file[64];
+      std::snprintf(file, sizeof file, "/%s_%05d.JPEG", name, 10000 + i);
+      writeBytes(dir + file, {0xff, 0xd8, 0xff});
+    }
+  }
+  const DataSpec spec = parseDataSpec("imagefolder:" + tmp.path);
+  const size_t before = ::mallinfo2().uordblks;
+  Dataset data = loadDataset(spec, Split::Train, imageModel(1, 2, 2));
+  const double perImage =
+      double(::mallinfo2().uordblks - before) / (kClasses * kPerClass);
+  ASSERT_EQ(data.size(), kClasses * kPerClass);
+  EXPECT_EQ(data.label(kPerClass), 1);
+  EXPECT_LT(perImage, 48) << perImage << " bytes an image";
 }
 
 TEST(ImageFolder, BadFoldersStopNamingTheFile) {

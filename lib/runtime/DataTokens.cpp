@@ -31,6 +31,7 @@
 #include <algorithm>
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <sys/mman.h>
 #include <unistd.h>
 #include <vector>
@@ -211,8 +212,14 @@ Dataset loadTokenDocuments(const DataSpec &spec, Split split,
   std::shared_ptr<const DocumentIndex> index = loadDocumentIndex(
       *file, spec.tokenBytes, spec.tokensEot, defaultTokenIndexPlaces());
   if (index->maxId() >= vocab) {
-    IdOutside bad =
-        *firstIdOutside(*file, spec.tokenBytes, spec.tokensEot, vocab);
+    std::optional<IdOutside> found =
+        firstIdOutside(*file, spec.tokenBytes, spec.tokensEot, vocab);
+    if (!found)
+      throw Error(spec.tokensPath + ": its document index " +
+                  index->savedPath() + " gives a largest id of " +
+                  std::to_string(index->maxId()) +
+                  " that the file does not hold; delete the index");
+    const IdOutside &bad = *found;
     throw InputError(
         spec.text + ": " + spec.tokensPath + ": token id " +
         std::to_string(bad.id) + " at token " + std::to_string(bad.token) +

@@ -22,7 +22,7 @@ using support::MappedFile;
 namespace {
 
 constexpr char kMagic[8] = {'D', 'P', 'C', 'T', 'O', 'K', 'I', 'X'};
-constexpr uint32_t kVersion = 1;
+constexpr uint32_t kVersion = 2;
 /// A scan gives back the pages it read every this many tokens.
 constexpr int64_t kScanChunk = int64_t(1) << 22;
 /// A file modified this recently gets no saved index (see TokenIndex.h).
@@ -69,14 +69,16 @@ bool sameKey(const Header &a, const Header &b) {
          a.inode == b.inode;
 }
 
-/// FNV-1a over 64-bit words: the arrays' checksum.
+/// FNV-1a over 64-bit words: the checksum of the largest id and the arrays.
 struct Checksum {
   uint64_t value = 0xcbf29ce484222325ULL;
   void add(uint64_t word) { value = (value ^ word) * 0x100000001b3ULL; }
 };
 
-uint64_t checksumOf(const int64_t *begins, const uint32_t *spans, int64_t n) {
+uint64_t checksumOf(int64_t maxId, const int64_t *begins, const uint32_t *spans,
+                    int64_t n) {
   Checksum sum;
+  sum.add(uint64_t(maxId));
   for (int64_t d = 0; d < n; ++d) {
     sum.add(uint64_t(begins[d]));
     sum.add(spans[d]);
@@ -175,7 +177,7 @@ std::unique_ptr<DocumentIndex> readIndex(const std::string &path,
       return nullptr;
     next = begins[d] + spans[d] + 2;
   }
-  const bool valid = checksumOf(begins, spans, n) == h.checksum;
+  const bool valid = checksumOf(h.maxId, begins, spans, n) == h.checksum;
   file->release(0, file->size());
   if (!valid)
     return nullptr;
@@ -208,7 +210,7 @@ bool writeIndex(const std::string &path, Header h, const DocumentIndex &index) {
   }
   h.documents = uint64_t(index.size());
   h.maxId = index.maxId();
-  h.checksum = checksumOf(begins.data(), spans.data(), index.size());
+  h.checksum = checksumOf(h.maxId, begins.data(), spans.data(), index.size());
   timespec now;
   ::clock_gettime(CLOCK_REALTIME, &now);
   std::string temp = path + ".tmp." + std::to_string(::getpid()) + "." +

@@ -187,10 +187,11 @@ TEST(TokenIndex, ACorruptIndexIsRebuilt) {
   const size_t size = size_t(info.st_size);
   ASSERT_EQ(size, 96 + 12 * good.size());
 
-  // A byte of a document's start, the header's document count, the magic,
-  // a truncated file: each rebuilt, the same documents again.
+  // A byte of a document's start, the header's document count, its largest
+  // id (which the vocabulary check trusts), the magic, a truncated file:
+  // each rebuilt, the same documents again.
   const std::vector<std::pair<size_t, char>> edits = {
-      {96 + 8 * 5, 3}, {72, 41}, {0, 'X'}};
+      {96 + 8 * 5, 3}, {72, 41}, {80, 2}, {0, 'X'}};
   for (const auto &[offset, value] : edits) {
     {
       std::fstream out(saved, std::ios::in | std::ios::out | std::ios::binary);

@@ -234,7 +234,7 @@ int launchOnce(const LaunchOptions &options, const std::string &givenOutDir,
   }
   if (staging) {
     stageToHosts(*staging, job.outDir);
-    job.afterRun = [&] { return collectFromHosts(*staging); };
+    job.afterRun = [&] { collectFromHosts(*staging); };
   }
   return runMpirun(options, rankOptions, std::move(argv), job, summaryPath,
                    planPath, shared, onStdout);

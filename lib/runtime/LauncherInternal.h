@@ -92,8 +92,8 @@ void removeTraceParts(const std::string &trace, int ranks);
 
 /// Merges the ranks' traces (FILE.rankK) into one Chrome trace FILE, one
 /// track per rank; the ranks took their time origins together. The parts are
-/// removed either way.
-std::string mergeTraces(const std::string &trace, int ranks);
+/// removed either way; throws an Error saying why it could not merge them.
+void mergeTraces(const std::string &trace, int ranks);
 
 /// Reads the step times the last stage wrote to `summaryPath`, prints the
 /// measured step time beside plan.json's prediction and records both in
@@ -102,9 +102,10 @@ std::string mergeTraces(const std::string &trace, int ranks);
 /// others. plan.json's prediction holds when the build predicted the ranks
 /// on the cores they share here (`cores`, 0: a core each; schedule.json's
 /// "cores"); otherwise the build's schedule is simulated on these, and
-/// ranks that share them are also reported with a core each.
-std::string recordStepTime(const std::string &summaryPath,
-                           const std::string &planPath, int cores);
+/// ranks that share them are also reported with a core each. Throws an Error
+/// saying why it could not (plan.json's readers may throw an InputError).
+void recordStepTime(const std::string &summaryPath, const std::string &planPath,
+                    int cores);
 
 //===----------------------------------------------------------------------===//
 // The launch commands
@@ -185,9 +186,9 @@ Staging planStaging(const LaunchOptions &options, const LaunchJob &job,
                     RankOptions &rankOptions);
 /// Copies OUT (without its IR) and the inputs to DIR on every host.
 void stageToHosts(const Staging &staging, const std::string &outDir);
-/// Brings the outputs back and removes DIR from every host; "" or what
-/// failed.
-std::string collectFromHosts(const Staging &staging);
+/// Brings the outputs back and removes DIR from every host, then throws an
+/// Error saying what failed first, if anything did.
+void collectFromHosts(const Staging &staging);
 
 } // namespace dpc::runtime::launcher_detail
 

@@ -425,16 +425,27 @@ int followJob(const LaunchOptions &options, const RankOptions &rankOptions,
   int graceSeconds = options.launcher == "srun" ? 2 : 10;
   int status = runAndFollow(argv, follower, watchdog, graceSeconds);
   int startErrno = errno;
-  std::string collected = job.afterRun ? job.afterRun() : "";
+  // What fails after the run is thrown after a success (as an Error: exit
+  // 1, whatever plan.json's readers threw) and only printed after a failure.
+  std::string collected;
+  try {
+    if (job.afterRun)
+      job.afterRun();
+  } catch (const Error &e) {
+    collected = e.what();
+  }
   if (status != -1 && WIFEXITED(status) && WEXITSTATUS(status) == 0) {
     std::string error = collected;
-    if (!trace.empty() && error.empty())
-      error = mergeTraces(trace, ranks);
-    if (!summaryPath.empty()) {
-      if (error.empty())
-        error = recordStepTime(summaryPath, planPath, shared);
-      ::unlink(summaryPath.c_str());
+    try {
+      if (!trace.empty() && error.empty())
+        mergeTraces(trace, ranks);
+      if (!summaryPath.empty() && error.empty())
+        recordStepTime(summaryPath, planPath, shared);
+    } catch (const Error &e) {
+      error = e.what();
     }
+    if (!summaryPath.empty())
+      ::unlink(summaryPath.c_str());
     if (!error.empty())
       throw Error(error);
     return 0;

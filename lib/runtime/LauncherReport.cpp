@@ -72,7 +72,7 @@ void removeTraceParts(const std::string &trace, int ranks) {
     ::unlink(support::perRankPath(trace, r).c_str());
 }
 
-std::string mergeTraces(const std::string &trace, int ranks) {
+void mergeTraces(const std::string &trace, int ranks) {
   schedule::Timeline merged;
   merged.ranks = ranks;
   std::string error;
@@ -88,38 +88,28 @@ std::string mergeTraces(const std::string &trace, int ranks) {
   }
   removeTraceParts(trace, ranks);
   if (!error.empty())
-    return "cannot merge the ranks' traces: " + error;
-  try {
-    support::writeAtomically(trace, schedule::toChromeTrace(merged) + "\n");
-  } catch (const Error &e) {
-    return e.what();
-  }
-  return "";
+    throw Error("cannot merge the ranks' traces: " + error);
+  support::writeAtomically(trace, schedule::toChromeTrace(merged) + "\n");
 }
 
-std::string recordStepTime(const std::string &summaryPath,
-                           const std::string &planPath, int cores) {
+void recordStepTime(const std::string &summaryPath, const std::string &planPath,
+                    int cores) {
   std::ifstream in(summaryPath);
   if (!in)
-    return ""; // ranks that are not dpc's write no summary
+    return; // ranks that are not dpc's write no summary
   nlohmann::json summary = nlohmann::json::parse(in, nullptr, false);
   if (summary.is_discarded() || !summary.contains("step_ms") ||
       !summary["step_ms"].is_array())
-    return summaryPath + ": not the last stage's step times";
+    throw Error(summaryPath + ": not the last stage's step times");
   std::vector<double> stepMs = summary["step_ms"].get<std::vector<double>>();
   if (stepMs.empty())
-    return "";
+    return;
   if (stepMs.size() > 1)
     stepMs.erase(stepMs.begin());
   double measured = median(stepMs);
 
   std::string planText;
-  planner::PlanSummary plan;
-  try {
-    plan = planner::loadPlanSummary(planPath, planText);
-  } catch (const Error &e) {
-    return e.what();
-  }
+  planner::PlanSummary plan = planner::loadPlanSummary(planPath, planText);
   std::optional<double> predicted = plan.simulatedStepMs;
   std::optional<double> corePerRank;
   std::string dir = planPath.substr(0, planPath.find_last_of('/') + 1);
@@ -153,12 +143,8 @@ std::string recordStepTime(const std::string &summaryPath,
   if (samplesPerStep > 0 && measured > 0)
     record["samples_per_second"] = double(samplesPerStep) * 1000.0 / measured;
   record["schedule"] = summary.value("schedule", "");
-  std::string updated;
-  try {
-    updated = planner::setPlanKey(planText, planPath, "measured", record);
-  } catch (const Error &e) {
-    return e.what();
-  }
+  std::string updated =
+      planner::setPlanKey(planText, planPath, "measured", record);
 
   char line[200];
   if (record.contains("ratio") && corePerRank)
@@ -178,12 +164,7 @@ std::string recordStepTime(const std::string &summaryPath,
                   "step time: measured %.3g ms (plan.json predicts none)",
                   measured);
   std::cout << line << "\n" << std::flush;
-  try {
-    support::writeAtomically(planPath, updated);
-  } catch (const Error &e) {
-    return e.what();
-  }
-  return "";
+  support::writeAtomically(planPath, updated);
 }
 
 } // namespace launcher_detail

@@ -109,7 +109,7 @@ int runSrun(const LaunchOptions &options, const RankOptions &rankOptions,
     ::setenv("TMPDIR", (job.workDir + "/tmp").c_str(), 1);
   if (staging) {
     stageToHosts(*staging, job.outDir);
-    job.afterRun = [staging] { return collectFromHosts(*staging); };
+    job.afterRun = [staging] { collectFromHosts(*staging); };
   }
   std::vector<std::string> argv = command.argv;
   argv[0] = srun;

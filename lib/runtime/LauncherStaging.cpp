@@ -272,10 +272,10 @@ void stageToHosts(const Staging &staging, const std::string &outDir) {
   ::setenv("OMPI_MCA_orte_tmpdir_base", session.c_str(), 1);
 }
 
-std::string collectFromHosts(const Staging &staging) {
+void collectFromHosts(const Staging &staging) {
   char temp[] = "/tmp/dpc-run-collect-XXXXXX";
   if (!::mkdtemp(temp))
-    return "--stage: cannot create a local directory for the results";
+    throw Error("--stage: cannot create a local directory for the results");
   std::string error;
   for (size_t h = 0; h < staging.hosts.size(); ++h) {
     const std::string &host = staging.hosts[h];
@@ -307,7 +307,8 @@ std::string collectFromHosts(const Staging &staging) {
   }
   // DIR here held Open MPI's session directories; dpc run made it.
   runShell("rm -rf " + shellQuote(temp) + " " + shellQuote(staging.dir));
-  return error;
+  if (!error.empty())
+    throw Error(error);
 }
 
 } // namespace dpc::runtime::launcher_detail

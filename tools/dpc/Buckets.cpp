@@ -80,21 +80,14 @@ std::vector<std::string> identities(const runtime::RankManifest &m,
 
 } // namespace
 
-std::string
-mergeBucketManifests(const std::vector<ShapeBucket> &buckets, size_t primary,
-                     const std::vector<std::string> &manifests,
-                     const std::vector<std::vector<schedule::StageInfo>> &costs,
-                     std::string &error) {
+std::string mergeBucketManifests(
+    const std::vector<ShapeBucket> &buckets, size_t primary,
+    const std::vector<std::string> &manifests,
+    const std::vector<std::vector<schedule::StageInfo>> &costs) {
   std::vector<runtime::RankManifest> parsed;
-  for (auto [index, manifest] : llvm::enumerate(manifests)) {
-    try {
-      parsed.push_back(runtime::parseManifest(
-          manifest, "bucket " + describe(buckets[index])));
-    } catch (const runtime::Error &e) {
-      error = e.what();
-      return "";
-    }
-  }
+  for (auto [index, manifest] : llvm::enumerate(manifests))
+    parsed.push_back(
+        runtime::parseManifest(manifest, "bucket " + describe(buckets[index])));
   runtime::RankManifest merged = parsed[primary];
   struct Shared {
     const char *list;
@@ -107,12 +100,11 @@ mergeBucketManifests(const std::vector<ShapeBucket> &buckets, size_t primary,
     for (const Shared &what : shared) {
       std::vector<std::string> mine = identities(manifest, what.list);
       std::vector<std::string> theirs = identities(merged, what.list);
-      if (mine != theirs) {
-        error = "bucket " + describe(buckets[index]) + " has other " +
-                what.what + " than bucket " + describe(buckets[primary]) +
-                ": " + join(mine) + " against " + join(theirs);
-        return "";
-      }
+      if (mine != theirs)
+        throw runtime::Error("bucket " + describe(buckets[index]) +
+                             " has other " + what.what + " than bucket " +
+                             describe(buckets[primary]) + ": " + join(mine) +
+                             " against " + join(theirs));
     }
     runtime::ManifestBucket bucket;
     bucket.batch = buckets[index].batch;

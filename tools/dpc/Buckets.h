@@ -37,12 +37,11 @@ std::vector<ShapeBucket> shapeBuckets(const std::vector<int64_t> &lengths,
 /// "buckets" array (each bucket's shape, inputs, labels, output, transfers,
 /// stashes and the schedule's stage costs, `stageCosts[k]`). Every bucket
 /// must have the same parameters, transfer tags and stash keys; otherwise
-/// the result is empty and `error` says where they differ.
-std::string
-mergeBucketManifests(const std::vector<ShapeBucket> &buckets, size_t primary,
-                     const std::vector<std::string> &manifests,
-                     const std::vector<std::vector<schedule::StageInfo>> &costs,
-                     std::string &error);
+/// a dpc::Error says where they differ.
+std::string mergeBucketManifests(
+    const std::vector<ShapeBucket> &buckets, size_t primary,
+    const std::vector<std::string> &manifests,
+    const std::vector<std::vector<schedule::StageInfo>> &costs);
 
 /// "(batch B, length L)", as errors name a bucket.
 std::string describe(const ShapeBucket &bucket);

@@ -17,6 +17,7 @@
 #include "dialects/nn/IR/NNOps.h"
 #include "dialects/pipe/IR/PipeDialect.h"
 #include "dialects/pipe/IR/PipeOps.h"
+#include "dpc/support/Error.h"
 #include "passes/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -160,12 +161,13 @@ bool emitBucketedStage(BucketBuild &buckets, mlir::ModuleOp primary,
     manifests.push_back(text.getValue().rtrim('\0').str());
     modules.push_back(*lowered.back());
   }
-  std::string error;
-  std::string manifest = mergeBucketManifests(buckets.shapes, buckets.primary,
-                                              manifests, buckets.costs, error);
-  if (manifest.empty()) {
-    std::cerr << "dpc compile: --seq-buckets: rank " << stage << ": " << error
-              << "\n";
+  std::string manifest;
+  try {
+    manifest = mergeBucketManifests(buckets.shapes, buckets.primary, manifests,
+                                    buckets.costs);
+  } catch (const dpc::Error &e) {
+    std::cerr << "dpc compile: --seq-buckets: rank " << stage << ": "
+              << e.what() << "\n";
     return false;
   }
   fs::path object = dir / "obj" / (name + ".o");

@@ -126,8 +126,8 @@ struct LaunchJob {
   /// (hostThreads), exported per line; empty without a host file.
   std::vector<long> lineThreads;
   /// Called when mpirun has ended, before the results are read (--stage
-  /// brings them back); returns "" or what failed.
-  std::function<std::string()> afterRun;
+  /// brings them back); throws an Error saying what failed.
+  std::function<void()> afterRun;
 
   int ranks() const;
 };

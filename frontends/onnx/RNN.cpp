@@ -81,6 +81,10 @@ struct RecurrentNode {
   FailureOr<Value> initialState(int index, StringRef what, int64_t direction);
   FailureOr<DirectionOperands> readDirection(int64_t direction);
   void defineOutputs(ArrayRef<Value> states, ArrayRef<int64_t> offsets);
+  LogicalResult
+  importLayers(function_ref<FailureOr<Value>(const DirectionOperands &, bool)>
+                   buildLayer,
+               ArrayRef<int64_t> offsets);
 };
 
 } // namespace
@@ -262,6 +266,26 @@ void RecurrentNode::defineOutputs(ArrayRef<Value> states,
   }
 }
 
+// Builds the layer of each direction with `buildLayer`, from the
+// direction's operands and whether it runs from the last step, then defines
+// the node's outputs from the layers' states (`offsets` as defineOutputs').
+LogicalResult RecurrentNode::importLayers(
+    function_ref<FailureOr<Value>(const DirectionOperands &, bool)> buildLayer,
+    ArrayRef<int64_t> offsets) {
+  SmallVector<Value, 2> states;
+  for (int64_t d = 0; d < directions; ++d) {
+    FailureOr<DirectionOperands> operands = readDirection(d);
+    if (failed(operands))
+      return failure();
+    FailureOr<Value> layer = buildLayer(*operands, reversed(d));
+    if (failed(layer))
+      return failure();
+    states.push_back(*layer);
+  }
+  defineOutputs(states, offsets);
+  return success();
+}
+
 // One LSTM node (torch's nn.LSTM exports a node per layer). The weights
 // arrive in ONNX's layout (D x 4H x I, D x 4H x H, D x 8H, gates i, o, f,
 // c, which the exporter slices and concatenates from torch's i, f, g, o).
@@ -278,24 +302,20 @@ static LogicalResult importLstm(Importer &im, const onnx::NodeProto &node) {
     return im.nodeError(node) << "peephole weights (input 7) are not supported";
   if (failed(rnn.readInput()))
     return failure();
-  SmallVector<Value, 2> states;
-  for (int64_t d = 0; d < rnn.directions; ++d) {
-    FailureOr<DirectionOperands> o = rnn.readDirection(d);
-    if (failed(o))
-      return failure();
+  auto lstm = [&](const DirectionOperands &o,
+                  bool reverse) -> FailureOr<Value> {
     FailureOr<nn::Shape> shape = nn::inferLstmShape(
-        shapeOf(rnn.input), shapeOf(o->w), shapeOf(o->r),
-        nn::shapeOfOptional(o->bias), shapeOf(o->initialH),
-        shapeOf(o->initialC), [&] { return im.nodeError(node); });
+        shapeOf(rnn.input), shapeOf(o.w), shapeOf(o.r),
+        nn::shapeOfOptional(o.bias), shapeOf(o.initialH), shapeOf(o.initialC),
+        [&] { return im.nodeError(node); });
     if (failed(shape))
       return failure();
-    states.push_back(im.builder.create<nn::LstmOp>(
-        rnn.loc(), im.tensorType(*shape, rnn.f32()), rnn.input, o->w, o->r,
-        o->bias, o->initialH, o->initialC, rnn.reversed(d)));
-  }
+    return Value(im.builder.create<nn::LstmOp>(
+        rnn.loc(), im.tensorType(*shape, rnn.f32()), rnn.input, o.w, o.r,
+        o.bias, o.initialH, o.initialC, reverse));
+  };
   // Y, Y_h and Y_c: h of every step, h and c of the last.
-  rnn.defineOutputs(states, {0, 0, rnn.hidden});
-  return success();
+  return rnn.importLayers(lstm, {0, 0, rnn.hidden});
 }
 
 // One GRU node (torch's nn.GRU exports a node per layer with
@@ -312,24 +332,19 @@ static LogicalResult importGru(Importer &im, const onnx::NodeProto &node) {
            << "linear_before_reset " << linearBeforeReset << " is not 0 or 1";
   if (failed(rnn.readInput()))
     return failure();
-  SmallVector<Value, 2> states;
-  for (int64_t d = 0; d < rnn.directions; ++d) {
-    FailureOr<DirectionOperands> o = rnn.readDirection(d);
-    if (failed(o))
-      return failure();
+  auto gru = [&](const DirectionOperands &o, bool reverse) -> FailureOr<Value> {
     FailureOr<nn::Shape> shape =
-        nn::inferGruShape(shapeOf(rnn.input), shapeOf(o->w), shapeOf(o->r),
-                          nn::shapeOfOptional(o->bias), shapeOf(o->initialH),
+        nn::inferGruShape(shapeOf(rnn.input), shapeOf(o.w), shapeOf(o.r),
+                          nn::shapeOfOptional(o.bias), shapeOf(o.initialH),
                           [&] { return im.nodeError(node); });
     if (failed(shape))
       return failure();
-    states.push_back(im.builder.create<nn::GruOp>(
-        rnn.loc(), im.tensorType(*shape, rnn.f32()), rnn.input, o->w, o->r,
-        o->bias, o->initialH, linearBeforeReset == 1, rnn.reversed(d)));
-  }
+    return Value(im.builder.create<nn::GruOp>(
+        rnn.loc(), im.tensorType(*shape, rnn.f32()), rnn.input, o.w, o.r,
+        o.bias, o.initialH, linearBeforeReset == 1, reverse));
+  };
   // Y and Y_h: h of every step and of the last.
-  rnn.defineOutputs(states, {0, 0});
-  return success();
+  return rnn.importLayers(gru, {0, 0});
 }
 
 ArrayRef<HandlerEntry> mlir::dpc::onnx_frontend::detail::rnnHandlers() {

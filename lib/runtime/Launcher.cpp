@@ -261,8 +261,14 @@ int launch(const LaunchOptions &options, const RankOptions &rankOptions) {
     if (rankOptions.adapt && !options.stageDir.empty())
       throw InputError("--stage does not support --adapt yet: its "
                        "re-partitions coordinate through files");
+    if (options.elastic && rankOptions.adapt)
+      throw InputError("--elastic and --adapt do not go together yet");
+    if (options.elastic && options.minDevices < 1)
+      throw InputError("--min-devices expects at least 1");
     if (rankOptions.adapt && !options.npCheck)
       return launchAdaptive(options, rankOptions);
+    if (options.elastic && !options.npCheck)
+      return launchElastic(options, rankOptions);
     return launchOnce(options, options.outDir, rankOptions, nullptr);
   } catch (const InputError &e) {
     std::cerr << kCommand << ": " << e.what() << "\n";

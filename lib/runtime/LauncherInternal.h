@@ -129,6 +129,17 @@ int runMpirun(const LaunchOptions &options, const RankOptions &rankOptions,
               const std::string &summaryPath, const std::string &planPath,
               int shared, const StdoutHook &onStdout);
 
+/// A job ended by the loss of one rank: its process killed by a signal
+/// (kill -9, the OOM killer, a machine gone) or silent past --timeout (its
+/// host unreachable). What --elastic re-plans around; a rank that failed
+/// with an error of its own is a plain Error.
+class RankLostError : public Error {
+public:
+  RankLostError(const std::string &message, int rank)
+      : Error(message), rank(rank) {}
+  int rank;
+};
+
 /// Launches the build in `outDir` once and waits for it (launch() without
 /// --adapt, or one layout with it).
 int launchOnce(const LaunchOptions &options, const std::string &givenOutDir,
@@ -141,6 +152,13 @@ int launchOnce(const LaunchOptions &options, const std::string &givenOutDir,
 /// launches that build resuming from their checkpoint, until a job ends on
 /// its own.
 int launchAdaptive(const LaunchOptions &options, const RankOptions &given);
+
+/// `dpc run --elastic` (docs/RUNTIME.md, "Elastic training"): launches the
+/// build; when a rank is lost (RankLostError), plans and compiles the model
+/// again for the devices left into ELASTIC_DIR/N and launches that build
+/// resuming from the newest checkpoint every stage holds, while at least
+/// --min-devices are left.
+int launchElastic(const LaunchOptions &options, const RankOptions &given);
 
 //===----------------------------------------------------------------------===//
 // Hosts without a shared file system: --stage (LauncherStaging.cpp)

@@ -379,10 +379,12 @@ std::string onHost(const LaunchJob &job, const Watchdog &watchdog, int rank) {
   if ((!failure && stalled.empty()) || options.verbose)
     std::cerr << follower.launcherOutput();
   if (watchdog.timedOut() >= 0)
-    throw Error(stalled);
+    throw RankLostError(stalled, watchdog.timedOut());
+  if (!failure && watchdog.silentRank() >= 0)
+    throw RankLostError(stalled + " (" + name + " " + how + ")",
+                        watchdog.silentRank());
   if (!failure)
-    throw Error(stalled.empty() ? name + " failed (" + how + ")"
-                                : stalled + " (" + name + " " + how + ")");
+    throw Error(name + " failed (" + how + ")");
   std::string message =
       trimMessage(follower.lastMessage(failure->rank), failure->rank);
   std::string what = (stalled.empty() ? "" : stalled + ": ") + "rank " +
@@ -392,6 +394,9 @@ std::string onHost(const LaunchJob &job, const Watchdog &watchdog, int rank) {
   // directory) aborts with the usage code, and so does the job.
   if (WIFEXITED(status) && WEXITSTATUS(status) == cli::kUsageError)
     throw InputError(what);
+  if (!stalled.empty() || failure->how.rfind("was killed by signal", 0) == 0)
+    throw RankLostError(what, watchdog.silentRank() >= 0 ? watchdog.silentRank()
+                                                         : failure->rank);
   throw Error(what);
 }
 

@@ -193,6 +193,17 @@ std::vector<RankOptionInfo> transportRows() {
          return "--test-forward-delay expects RANK:FROM_STEP:MS, not '" +
                 o.testForwardDelay + "'";
        }},
+      {"test-exit-after", "RANK:STEP",
+       "for tests of --elastic: rank RANK kills itself (SIGKILL) after step "
+       "STEP (counted from 1), as a rank whose process or host is lost",
+       nullptr, &O::testExitAfter, /*negatable=*/false, /*forwarded=*/true,
+       /*training=*/true,
+       [](const O &o) -> std::string {
+         if (parseTestExit(o.testExitAfter))
+           return "";
+         return "--test-exit-after expects RANK:STEP, not '" + o.testExitAfter +
+                "'";
+       }},
       {"interfere", "RANK:FROM_STEP:SECONDS",
        "make rank RANK's cores busy as a co-located job does: from step "
        "FROM_STEP (counted from 1) a separate CPU-bound process runs on them "
@@ -468,6 +479,17 @@ std::optional<ForwardDelay> parseForwardDelay(const std::string &text) {
   if (!parseRankStepValue(text, delay.rank, delay.fromStep, delay.ms, 0))
     return std::nullopt;
   return delay;
+}
+
+std::optional<TestExit> parseTestExit(const std::string &text) {
+  TestExit exit;
+  long long step = 0;
+  char end = 0;
+  if (std::sscanf(text.c_str(), "%d:%lld%c", &exit.rank, &step, &end) != 2 ||
+      exit.rank < 0 || step < 1)
+    return std::nullopt;
+  exit.afterStep = step;
+  return exit;
 }
 
 std::optional<Interference> parseInterference(const std::string &text) {

@@ -40,6 +40,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <csignal>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -567,6 +568,11 @@ bool TrainingRun::afterStep(int64_t step) {
   if (!opts.checkpointDir.empty() && opts.checkpointEvery > 0 &&
       (step + 1) % opts.checkpointEvery == 0 && step + 1 < totalSteps)
     saveCheckpointIn(opts.checkpointDir, step + 1, /*inBackground=*/true);
+  if (opts.isGiven("test-exit-after")) {
+    std::optional<TestExit> exit = parseTestExit(opts.testExitAfter);
+    if (exit && exit->rank == rank && exit->afterStep == step + 1)
+      ::raise(SIGKILL);
+  }
   if (opts.evalEvery > 0 && (step + 1) % opts.evalEvery == 0 &&
       evalMicrobatches > 0)
     evaluateAfter(step + 1);

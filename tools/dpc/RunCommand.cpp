@@ -48,6 +48,14 @@ int runRunCommand(const Args &args) {
   parser.addOption("agent", &launch.agent, "CMD",
                    "how --stage runs a command on a host, CMD HOST COMMAND "
                    "(default: $OMPI_MCA_plm_rsh_agent, else ssh)");
+  parser.addFlag("elastic", &launch.elastic,
+                 "when a rank is lost (its process ended, its host "
+                 "unreachable), plan again for the devices left, compile and "
+                 "resume from the last checkpoint (--checkpoint-every, 10 by "
+                 "default)");
+  parser.addOption("min-devices", &launch.minDevices, "N",
+                   "with --elastic: end the job instead when fewer than N "
+                   "devices are left (default 1)");
   // Per-rank options, forwarded to every rank.
   runtime::addRankOptions(parser, rankOptions,
                           runtime::RankOptionSet::Forwarded);

@@ -51,6 +51,11 @@ struct LaunchOptions {
   /// How --stage reaches a host: AGENT HOST COMMAND; "": Open MPI's
   /// OMPI_MCA_plm_rsh_agent, else ssh.
   std::string agent;
+  /// --elastic: a job that loses a rank is planned again for the devices
+  /// left and resumed from its checkpoints (docs/RUNTIME.md, "Elastic
+  /// training"), while at least `minDevices` are left.
+  bool elastic = false;
+  int64_t minDevices = 1;
 };
 
 /// Launches the job and waits for it. Problems are one line on stderr,

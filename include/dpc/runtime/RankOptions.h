@@ -59,6 +59,8 @@ struct RankOptions {
   std::string testForwardDelay;
   /// RANK:FROM_STEP:SECONDS; parseInterference reads it.
   std::string interfere;
+  /// RANK:STEP; parseTestExit reads it.
+  std::string testExitAfter;
   /// dpc run --adapt: re-partition when a stage stays slow
   /// (docs/RUNTIME.md, "Re-partitioning").
   bool adapt = false;
@@ -142,6 +144,14 @@ struct ForwardDelay {
   double ms = 0;
 };
 std::optional<ForwardDelay> parseForwardDelay(const std::string &text);
+
+/// --test-exit-after: rank RANK kills itself (SIGKILL) after step STEP
+/// (counted from 1), as a rank whose process or host is lost.
+struct TestExit {
+  int rank = -1;
+  int64_t afterStep = 0;
+};
+std::optional<TestExit> parseTestExit(const std::string &text);
 
 /// --interfere: rank RANK starts a CPU-bound process on its cores at the
 /// start of step FROM_STEP (counted from 1) that runs for SECONDS.

@@ -5,7 +5,9 @@
 
 METRICS.jsonl is what a dpc rank writes with --metrics: one JSON object a
 line; lines with "step" and "loss" are training steps (step counts from 1),
-other lines (eval_accuracy, ...) are ignored. ORACLE.json is oracle.py's
+other lines (eval_accuracy, ...) are ignored, but for dpc run --elastic's
+recovery records, after which the steps past "resumed_from_step" are the
+ones trained again. ORACLE.json is oracle.py's
 output. Every oracle step must be present in the metrics and agree within
 the relative tolerance |dpc - torch| <= rtol * |torch|. When the oracle
 also trained in float64 ("losses64"), a step that misses rtol is judged
@@ -54,6 +56,16 @@ def read_metrics(path):
             fail_input(f"{path}:{number}: not JSON: {e.msg}")
         if not isinstance(record, dict):
             fail_input(f"{path}:{number}: expected a JSON object")
+        if "elastic" in record:
+            # dpc run --elastic resumed from this step after losing a rank:
+            # the steps after it are trained again, and those records count.
+            resumed = record.get("resumed_from_step")
+            if not isinstance(resumed, int) or isinstance(resumed, bool):
+                fail_input(f"{path}:{number}: an elastic record without "
+                           "resumed_from_step")
+            for step in [s for s in losses if s > resumed]:
+                del losses[step]
+            continue
         if "step" not in record:
             continue
         if "loss" not in record:

@@ -86,7 +86,8 @@ TEST(RankOptions, ForwardedOptionsRoundTrip) {
             "--clip-grad-norm 0.75 --tensorboard tb --eval-every 5 --keep-best "
             "--transport mpi "
             "--slow-threshold 2.25 --test-forward-delay "
-            "1:20:50.5 --interfere 1:10:2.5 --adapt --adapt-threshold 1.25 "
+            "1:20:50.5 --test-exit-after 1:7 --interfere 1:10:2.5 --adapt "
+            "--adapt-threshold 1.25 "
             "--adapt-window 8 --adapt-interval 30 --microbatching sorted "
             "--timeout 1234567.891 "
             "--no-shuffle --resume --no-eval --allow-nonfinite-loss"));
@@ -159,6 +160,10 @@ TEST(RankOptions, RefusesBadValues) {
             "--slow-threshold expects a ratio above 1");
   EXPECT_EQ(problem({"--test-forward-delay", "1:0:5"}),
             "--test-forward-delay expects RANK:FROM_STEP:MS, not '1:0:5'");
+  EXPECT_EQ(problem({"--test-exit-after", "1:0"}),
+            "--test-exit-after expects RANK:STEP, not '1:0'");
+  EXPECT_EQ(problem({"--test-exit-after", "1:3x"}),
+            "--test-exit-after expects RANK:STEP, not '1:3x'");
   EXPECT_EQ(problem({"--lr-schedule", "cosine"}),
             "--lr-schedule: phase 1 ('cosine'): cosine needs steps=T");
   EXPECT_EQ(problem({"--clip-grad-norm", "0"}),

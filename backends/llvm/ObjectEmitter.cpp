@@ -2,6 +2,8 @@
 
 #include "backends/llvm/ObjectEmitter.h"
 
+#include "dpc/support/Error.h"
+
 #include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Export.h"
@@ -187,41 +189,35 @@ static std::string recipePath(llvm::StringRef target) {
   return std::string(path);
 }
 
-std::string mlir::dpc::checkRankRuntime(llvm::StringRef target) {
+void mlir::dpc::checkRankRuntime(llvm::StringRef target) {
   std::string recipe = recipePath(target);
   if (llvm::sys::fs::exists(recipe))
-    return "";
+    return;
   if (target == "cuda")
-    return "--target cuda: this dpc was built without the CUDA backend (" +
-           recipe +
-           " is missing); rebuild it with -DDPC_ENABLE_CUDA=ON where the "
-           "CUDA toolkit is installed";
-  return "no runtime for target '" + target.str() + "' in this build (" +
-         recipe + " is missing)";
+    throw ::dpc::Error(
+        "--target cuda: this dpc was built without the CUDA backend (" +
+        recipe +
+        " is missing); rebuild it with -DDPC_ENABLE_CUDA=ON where the "
+        "CUDA toolkit is installed");
+  throw ::dpc::Error("no runtime for target '" + target.str() +
+                     "' in this build (" + recipe + " is missing)");
 }
 
-bool mlir::dpc::linkRankExecutable(llvm::StringRef object,
+void mlir::dpc::linkRankExecutable(llvm::StringRef object,
                                    llvm::StringRef output,
-                                   llvm::StringRef target, std::string &error) {
-  error = checkRankRuntime(target);
-  if (!error.empty())
-    return false;
+                                   llvm::StringRef target) {
+  checkRankRuntime(target);
   std::string recipe = recipePath(target);
   llvm::ErrorOr<std::string> driver = llvm::sys::findProgramByName("c++");
-  if (!driver) {
-    error = "cannot find the system linker driver 'c++' on PATH";
-    return false;
-  }
+  if (!driver)
+    throw ::dpc::Error("cannot find the system linker driver 'c++' on PATH");
   std::string recipeArg = "@" + recipe;
   llvm::SmallVector<llvm::StringRef> args = {*driver, object, recipeArg, "-o",
                                              output};
   std::string message;
   int status = llvm::sys::ExecuteAndWait(*driver, args, std::nullopt, {}, 0, 0,
                                          &message);
-  if (status != 0) {
-    error = "linking '" + output.str() + "' failed" +
-            (message.empty() ? "" : ": " + message);
-    return false;
-  }
-  return true;
+  if (status != 0)
+    throw ::dpc::Error("linking '" + output.str() + "' failed" +
+                       (message.empty() ? "" : ": " + message));
 }

@@ -33,17 +33,17 @@ LogicalResult emitBucketedObjectFile(ArrayRef<ModuleOp> buckets, size_t primary,
                                      llvm::StringRef path,
                                      llvm::StringRef irPath = "");
 
-/// Empty when this build holds the runtime libraries of `target` ("cpu",
-/// "cuda"), else why it does not: a dpc built without CUDA cannot link
-/// CUDA ranks.
-std::string checkRankRuntime(llvm::StringRef target);
+/// Throws ::dpc::Error saying why this build does not hold the runtime
+/// libraries of `target` ("cpu", "cuda") when it does not: a dpc built
+/// without CUDA cannot link CUDA ranks.
+void checkRankRuntime(llvm::StringRef target);
 
 /// Links `object` with the runtime libraries of `target` ("cpu", "cuda")
 /// into the executable `output`. The libraries are listed in the link
 /// recipe the build wrote beside the dpc binary (lib/dpc-link-<target>.rsp).
-/// On failure returns false and sets `error`.
-bool linkRankExecutable(llvm::StringRef object, llvm::StringRef output,
-                        llvm::StringRef target, std::string &error);
+/// Throws ::dpc::Error saying why it could not.
+void linkRankExecutable(llvm::StringRef object, llvm::StringRef output,
+                        llvm::StringRef target);
 
 } // namespace mlir::dpc
 

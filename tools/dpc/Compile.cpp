@@ -64,9 +64,10 @@ int checkInputs(const CompileOptions &options, std::vector<fs::path> &inputs) {
 
   // A target this build cannot link for fails before any work is done.
   if (options.emit == "exe") {
-    if (std::string problem = mlir::dpc::checkRankRuntime(options.target);
-        !problem.empty()) {
-      std::cerr << "dpc compile: " << problem << "\n";
+    try {
+      mlir::dpc::checkRankRuntime(options.target);
+    } catch (const dpc::Error &e) {
+      std::cerr << "dpc compile: " << e.what() << "\n";
       return 1;
     }
   }

@@ -111,10 +111,11 @@ mlir::OwningOpRef<mlir::ModuleOp> lowerRank(mlir::ModuleOp outlined,
 // Links `object` with the target's runtime into `dir/<name>`.
 bool linkRank(const fs::path &object, const std::string &target,
               const fs::path &dir, const std::string &name) {
-  std::string error;
-  if (!mlir::dpc::linkRankExecutable(object.string(), (dir / name).string(),
-                                     target, error)) {
-    std::cerr << "dpc compile: " << error << "\n";
+  try {
+    mlir::dpc::linkRankExecutable(object.string(), (dir / name).string(),
+                                  target);
+  } catch (const dpc::Error &e) {
+    std::cerr << "dpc compile: " << e.what() << "\n";
     return false;
   }
   return true;

@@ -92,15 +92,13 @@ int train(const std::string &build, int64_t steps,
 // Milliseconds per microbatch of each node, by phase, from the op times the
 // rank wrote: an op runs once per microbatch, so its median call (its mean
 // in op times without medians) is its cost.
-bool readOpTimes(const fs::path &file,
-                 std::map<std::string, std::pair<double, double>> &nodes,
-                 std::string &error) {
+std::map<std::string, std::pair<double, double>>
+readOpTimes(const fs::path &file) {
   std::ifstream in(file);
   nlohmann::json root = nlohmann::json::parse(in, nullptr, false);
-  if (root.is_discarded() || !root.contains("ops")) {
-    error = "cannot read the op times in " + file.string();
-    return false;
-  }
+  if (root.is_discarded() || !root.contains("ops"))
+    throw dpc::Error("cannot read the op times in " + file.string());
+  std::map<std::string, std::pair<double, double>> nodes;
   for (const nlohmann::json &op : root["ops"]) {
     int64_t calls = op.value("calls", 0);
     if (calls <= 0)
@@ -111,7 +109,7 @@ bool readOpTimes(const fs::path &file,
     auto &node = nodes[op.value("node", "")];
     (op.value("phase", "") == "forward" ? node.first : node.second) += ms;
   }
-  return true;
+  return nodes;
 }
 
 // "BxL,BxL,...": the microbatch shapes of --grid.
@@ -155,12 +153,8 @@ int measure(CompileOptions compile, const fs::path &dir, int64_t steps,
                      "the timing run"))
     return rc;
 
-  std::map<std::string, std::pair<double, double>> measured;
-  std::string error;
-  if (!readOpTimes(dir / "optimes.rank0.json", measured, error)) {
-    std::cerr << "dpc profile: " << error << "\n";
-    return 1;
-  }
+  std::map<std::string, std::pair<double, double>> measured =
+      readOpTimes(dir / "optimes.rank0.json");
   try {
     graph = planner::loadProfile(compile.graphOutput);
   } catch (const dpc::Error &e) {

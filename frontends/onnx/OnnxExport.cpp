@@ -232,13 +232,11 @@ bool writeModel(const onnx::ModelProto &model, const std::string &path) {
   return out && model.SerializeToOstream(&out) && out.flush();
 }
 
-} // namespace
-
+/// writeOnnxWithWeights's writing; "" or what is wrong.
 std::string
-writeOnnxWithWeights(const std::string &modelPath,
-                     const std::map<std::string, TrainedTensor> &weights,
-                     const std::string &outputPath,
-                     const ExportOptions &options) {
+writeWithWeights(const std::string &modelPath,
+                 const std::map<std::string, TrainedTensor> &weights,
+                 const std::string &outputPath, const ExportOptions &options) {
   onnx::ModelProto model;
   if (!fs::is_regular_file(modelPath))
     return "cannot open ONNX model '" + modelPath + "'";
@@ -304,8 +302,9 @@ writeOnnxWithWeights(const std::string &modelPath,
   return "";
 }
 
-std::string copyModelForExport(const std::string &modelPath,
-                               const std::string &copyPath) {
+/// copyModelForExport's copy; "" or what is wrong.
+std::string copyModel(const std::string &modelPath,
+                      const std::string &copyPath) {
   onnx::ModelProto model;
   if (!readModel(modelPath, model))
     return "'" + modelPath + "' is not a valid ONNX protobuf file";
@@ -327,6 +326,24 @@ std::string copyModelForExport(const std::string &modelPath,
     return error ? error.message() : "";
   }
   return writeModel(model, copyPath) ? "" : "cannot write '" + copyPath + "'";
+}
+
+} // namespace
+
+void writeOnnxWithWeights(const std::string &modelPath,
+                          const std::map<std::string, TrainedTensor> &weights,
+                          const std::string &outputPath,
+                          const ExportOptions &options) {
+  if (std::string problem =
+          writeWithWeights(modelPath, weights, outputPath, options);
+      !problem.empty())
+    throw ::dpc::Error(problem);
+}
+
+void copyModelForExport(const std::string &modelPath,
+                        const std::string &copyPath) {
+  if (std::string problem = copyModel(modelPath, copyPath); !problem.empty())
+    throw ::dpc::Error(problem);
 }
 
 } // namespace mlir::dpc::onnx_frontend

@@ -40,20 +40,20 @@ constexpr uint64_t kExternalThreshold = 1024;
 /// initializer of every name in `weights` (shapes must agree; a float16,
 /// bfloat16 or float64 initializer keeps its type, rounded to nearest) and
 /// writes the model to `outputPath`, with external data as `options` and
-/// the model's size say. Returns an empty string on success, else what is
-/// wrong (a weight with no initializer of its name, a shape or type
-/// mismatch, an unreadable or unwritable file); nothing is written then.
-std::string
-writeOnnxWithWeights(const std::string &modelPath,
-                     const std::map<std::string, TrainedTensor> &weights,
-                     const std::string &outputPath,
-                     const ExportOptions &options = {});
+/// the model's size say. Throws ::dpc::Error saying what is wrong (a weight
+/// with no initializer of its name, a shape or type mismatch, an unreadable
+/// or unwritable file); nothing is written then.
+void writeOnnxWithWeights(const std::string &modelPath,
+                          const std::map<std::string, TrainedTensor> &weights,
+                          const std::string &outputPath,
+                          const ExportOptions &options = {});
 
 /// Copies the model at `modelPath` to `copyPath` for a later export: as is,
 /// or, when it keeps tensors in external files, with each location made
-/// absolute so that the copy still finds them. Returns what is wrong, or "".
-std::string copyModelForExport(const std::string &modelPath,
-                               const std::string &copyPath);
+/// absolute so that the copy still finds them. Throws ::dpc::Error saying
+/// what is wrong.
+void copyModelForExport(const std::string &modelPath,
+                        const std::string &copyPath);
 
 } // namespace mlir::dpc::onnx_frontend
 

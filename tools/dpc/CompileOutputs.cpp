@@ -209,11 +209,12 @@ int writeIR(const CompileOptions &options, const PhaseIR &phaseIR,
   // A model with external data is copied with absolute locations, so
   // that the copy finds the files (never copied: they can be tens of GB).
   if (model.extension() == ".onnx") {
-    std::string problem = mlir::dpc::onnx_frontend::copyModelForExport(
-        model.string(), (out.path() / "model.onnx").string());
-    if (!problem.empty()) {
+    try {
+      mlir::dpc::onnx_frontend::copyModelForExport(
+          model.string(), (out.path() / "model.onnx").string());
+    } catch (const dpc::Error &e) {
       std::cerr << "dpc compile: cannot copy the model into the output: "
-                << problem << "\n";
+                << e.what() << "\n";
       return 1;
     }
   }

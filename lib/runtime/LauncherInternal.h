@@ -153,6 +153,10 @@ int launchOnce(const LaunchOptions &options, const std::string &givenOutDir,
 /// its own.
 int launchAdaptive(const LaunchOptions &options, const RankOptions &given);
 
+/// Sends `signal` to the launch command running now (mpirun forwards
+/// SIGUSR1 to the ranks); nothing when none runs.
+void signalRunningJob(int signal);
+
 /// `dpc run --elastic` (docs/RUNTIME.md, "Elastic training"): launches the
 /// build; when a rank is lost (RankLostError), plans and compiles the model
 /// again for the devices left into ELASTIC_DIR/N and launches that build

@@ -18,6 +18,7 @@
 #include "dpc/support/CommandLine.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <csignal>
 #include <cstring>
@@ -209,16 +210,21 @@ std::string Watchdog::others(int silent) const {
 
 namespace {
 
-pid_t childPid = -1;
+/// The running launch command (mpirun, srun), for the signal handlers and
+/// signalRunningJob's threads.
+std::atomic<pid_t> childPid{-1};
 
 void forwardSignal(int signal) {
-  if (childPid > 0)
-    ::kill(childPid, signal);
+  pid_t pid = childPid.load();
+  if (pid > 0)
+    ::kill(pid, signal);
 }
 
 } // namespace
 
 namespace launcher_detail {
+
+void signalRunningJob(int signal) { forwardSignal(signal); }
 
 int runAndFollow(const std::vector<std::string> &argv, OutputFollower &out,
                  Watchdog &watchdog, int graceSeconds) {

@@ -204,6 +204,23 @@ std::vector<RankOptionInfo> transportRows() {
          return "--test-exit-after expects RANK:STEP, not '" + o.testExitAfter +
                 "'";
        }},
+      {"test-hold-after", "RANK:STEP",
+       "for tests of --elastic: rank RANK waits after step STEP (counted "
+       "from 1) until SIGUSR1 comes, at most 120 s, and every rank heeds "
+       "the signal only after step STEP + 1",
+       nullptr, &O::testHoldAfter, /*negatable=*/false, /*forwarded=*/true,
+       /*training=*/true,
+       [](const O &o) -> std::string {
+         if (parseTestExit(o.testHoldAfter))
+           return "";
+         return "--test-hold-after expects RANK:STEP, not '" + o.testHoldAfter +
+                "'";
+       }},
+      {"stop-on-signal", nullptr,
+       "on SIGUSR1 every rank stops after the same step with a checkpoint "
+       "(dpc run --elastic sets it, to re-plan onto more devices)",
+       nullptr, &O::stopOnSignal, /*negatable=*/false, /*forwarded=*/true,
+       /*training=*/true},
       {"interfere", "RANK:FROM_STEP:SECONDS",
        "make rank RANK's cores busy as a co-located job does: from step "
        "FROM_STEP (counted from 1) a separate CPU-bound process runs on them "

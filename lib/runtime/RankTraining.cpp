@@ -39,12 +39,14 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <csignal>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
 #include <sys/stat.h>
+#include <thread>
 #include <unistd.h>
 
 namespace dpc::runtime::rank {
@@ -555,7 +557,47 @@ void TrainingRun::evaluateAfter(int64_t stepsDone) {
   }
 }
 
+namespace {
+
+/// --stop-on-signal: set when SIGUSR1 came (dpc run --elastic has a layout
+/// for more devices ready).
+volatile std::sig_atomic_t stopSignalSeen = 0;
+
+extern "C" void onStopSignal(int) { stopSignalSeen = 1; }
+
+/// Waits until SIGUSR1 has come, at most `seconds`.
+void holdForStopSignal(double seconds) {
+  setActivity("waits for SIGUSR1 (--test-hold-after)");
+  auto until =
+      std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  while (!stopSignalSeen && std::chrono::steady_clock::now() < until)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+}
+
+} // namespace
+
 bool TrainingRun::afterStep(int64_t step) {
+  // --stop-on-signal: a signal seen by any rank stops every rank after
+  // this step, with a checkpoint the next layout resumes from.
+  if (opts.stopOnSignal) {
+    // --test-hold-after R:S: every rank acts on the signal only after step
+    // S + 1, so that the ranks stop there whenever it came.
+    std::optional<TestExit> hold;
+    if (opts.isGiven("test-hold-after"))
+      hold = parseTestExit(opts.testHoldAfter);
+    bool heeded = !hold || step + 1 > hold->afterStep;
+    float seen = stopSignalSeen && heeded ? 1.0f : 0.0f;
+    comm.allreduceSum(&seen, 1);
+    if (seen > 0 && step + 1 < totalSteps) {
+      stoppedAfter = step + 1;
+      saveCheckpointIn(opts.checkpointDir, stoppedAfter);
+      if (reports)
+        printLine("elastic: stopping after step " +
+                  std::to_string(stoppedAfter) +
+                  " to re-plan onto more devices");
+      return false;
+    }
+  }
   if (opts.adapt) {
     std::vector<int64_t> stop = {stoppedAfter};
     broadcastInts(comm, reporter, stop);
@@ -572,6 +614,11 @@ bool TrainingRun::afterStep(int64_t step) {
     std::optional<TestExit> exit = parseTestExit(opts.testExitAfter);
     if (exit && exit->rank == rank && exit->afterStep == step + 1)
       ::raise(SIGKILL);
+  }
+  if (opts.isGiven("test-hold-after")) {
+    std::optional<TestExit> hold = parseTestExit(opts.testHoldAfter);
+    if (hold && hold->rank == rank && hold->afterStep == step + 1)
+      holdForStopSignal(120);
   }
   if (opts.evalEvery > 0 && (step + 1) % opts.evalEvery == 0 &&
       evalMicrobatches > 0)
@@ -610,6 +657,15 @@ void TrainingRun::finish() {
 }
 
 int TrainingRun::run() {
+  if (opts.stopOnSignal) {
+    if (partial)
+      throw Error("--stop-on-signal (dpc run --elastic) cannot stop a build "
+                  "compiled with --reduce preduce at a step boundary");
+    struct sigaction action = {};
+    action.sa_handler = onStopSignal;
+    action.sa_flags = SA_RESTART;
+    ::sigaction(SIGUSR1, &action, nullptr);
+  }
   // The option's check parsed it already.
   LrSchedule lrSchedule = LrSchedule::parse(opts.lrSchedule);
   exec.setTrainingRecipe(lrSchedule, opts.clipGradNorm);

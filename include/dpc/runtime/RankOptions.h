@@ -61,6 +61,13 @@ struct RankOptions {
   std::string interfere;
   /// RANK:STEP; parseTestExit reads it.
   std::string testExitAfter;
+  /// dpc run --elastic: on SIGUSR1 (which mpirun forwards) every rank stops
+  /// after the same step with a checkpoint, for a re-plan onto more devices.
+  bool stopOnSignal = false;
+  /// RANK:STEP: for tests, rank RANK waits after step STEP until SIGUSR1
+  /// comes (at most 120 s), and every rank heeds it only after step
+  /// STEP + 1; parseTestExit reads it.
+  std::string testHoldAfter;
   /// dpc run --adapt: re-partition when a stage stays slow
   /// (docs/RUNTIME.md, "Re-partitioning").
   bool adapt = false;

@@ -1,8 +1,9 @@
 //===- Crc32c.cpp - CRC-32C checksums -------------------------------------===//
 //
-// Slicing by eight: table[k][b] is the CRC of byte b followed by k zero
-// bytes, so eight input bytes fold into the register with eight lookups
-// instead of eight dependent byte steps.
+// On x86-64 with SSE4.2 (checked at run time), the crc32 instruction eight
+// bytes at a time. Elsewhere slicing by eight: table[k][b] is the CRC of
+// byte b followed by k zero bytes, so eight input bytes fold into the
+// register with eight lookups instead of eight dependent byte steps.
 //
 //===----------------------------------------------------------------------===//
 
@@ -35,13 +36,10 @@ constexpr Tables makeTables() {
 
 constexpr Tables kTables = makeTables();
 
-} // namespace
-
-uint32_t crc32c(const void *data, size_t size, uint32_t crc) {
+/// The register update (no inversions) by the tables.
+uint32_t updateByTables(const uint8_t *p, size_t size, uint32_t crc) {
   static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
                 "the eight-byte step reads words little-endian");
-  const auto *p = static_cast<const uint8_t *>(data);
-  crc = ~crc;
   for (; size >= 8; p += 8, size -= 8) {
     uint64_t word;
     std::memcpy(&word, p, 8);
@@ -53,7 +51,43 @@ uint32_t crc32c(const void *data, size_t size, uint32_t crc) {
   }
   for (; size > 0; ++p, --size)
     crc = (crc >> 8) ^ kTables[0][(crc ^ *p) & 0xFF];
-  return ~crc;
+  return crc;
+}
+
+#if defined(__x86_64__)
+/// The same update on SSE4.2's crc32 instruction, which computes CRC-32C's
+/// polynomial itself: about three times the tables' rate.
+__attribute__((target("sse4.2"))) uint32_t updateByInstruction(const uint8_t *p,
+                                                               size_t size,
+                                                               uint32_t crc) {
+  uint64_t wide = crc;
+  for (; size >= 8; p += 8, size -= 8) {
+    uint64_t word;
+    std::memcpy(&word, p, 8);
+    wide = __builtin_ia32_crc32di(wide, word);
+  }
+  crc = uint32_t(wide);
+  for (; size > 0; ++p, --size)
+    crc = __builtin_ia32_crc32qi(crc, *p);
+  return crc;
+}
+
+const bool kHasCrc32Instruction = __builtin_cpu_supports("sse4.2");
+#endif
+
+} // namespace
+
+uint32_t crc32c(const void *data, size_t size, uint32_t crc) {
+  const auto *p = static_cast<const uint8_t *>(data);
+#if defined(__x86_64__)
+  if (kHasCrc32Instruction)
+    return ~updateByInstruction(p, size, ~crc);
+#endif
+  return ~updateByTables(p, size, ~crc);
+}
+
+uint32_t crc32cPortable(const void *data, size_t size, uint32_t crc) {
+  return ~updateByTables(static_cast<const uint8_t *>(data), size, ~crc);
 }
 
 } // namespace dpc::support

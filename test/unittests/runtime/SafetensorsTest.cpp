@@ -200,6 +200,25 @@ TEST(Safetensors, Crc32cKnownAnswers) {
                                  dpc::support::crc32c(up.data(), 13)),
             0x46DD794Eu);
   EXPECT_EQ(dpc::support::crc32c(nullptr, 0), 0u);
+  // The tables give the same answers where the crc32 instruction is used.
+  EXPECT_EQ(dpc::support::crc32cPortable("123456789", 9), 0xE3069283u);
+  EXPECT_EQ(dpc::support::crc32cPortable(up.data(), 32), 0x46DD794Eu);
+}
+
+// The crc32 instruction's path (where the CPU has one) and the tables' agree
+// on every length and alignment, chained or not.
+TEST(Safetensors, Crc32cPathsAgree) {
+  std::vector<uint8_t> bytes(1000);
+  for (size_t i = 0; i < bytes.size(); ++i)
+    bytes[i] = uint8_t(i * 2654435761u >> 13);
+  for (size_t start = 0; start < 9; ++start)
+    for (size_t size : {0, 1, 7, 8, 9, 63, 64, 65, 500, 991}) {
+      const uint8_t *p = bytes.data() + start;
+      uint32_t seed = uint32_t(size * 40503u);
+      EXPECT_EQ(dpc::support::crc32c(p, size, seed),
+                dpc::support::crc32cPortable(p, size, seed))
+          << "start " << start << ", size " << size;
+    }
 }
 
 namespace {
@@ -239,7 +258,8 @@ TEST(Safetensors, ChecksumsRoundTrip) {
   EXPECT_THAT(text, HasSubstr("\"crc32c:step\":\""));
   EXPECT_THAT(text, HasSubstr("\"crc32c:empty\":\"00000000\""));
   TensorFile back = parseSafetensors(bytes, "mem");
-  EXPECT_EQ(back.metadata, (std::map<std::string, std::string>{{"stage", "1"}}));
+  EXPECT_EQ(back.metadata,
+            (std::map<std::string, std::string>{{"stage", "1"}}));
   EXPECT_EQ(back.tensors["fc1.weight"].toF32()[5], -6.5f);
   EXPECT_EQ(back.tensors["step"].toI64()[0], 42);
   EXPECT_EQ(serializeSafetensors(back), bytes);
@@ -275,27 +295,29 @@ TEST(Safetensors, ChecksumsInTheHeaderMustBeConsistent) {
                   dpc::support::crc32c(&value, sizeof value));
     return std::string(text);
   }() + "\"";
-  std::string tensor = R"("t":{"dtype":"F32","shape":[1],"data_offsets":[0,4]})";
-  EXPECT_EQ(parseSafetensors(
-                image("{" + tensor + ",\"__metadata__\":{" + crc + "}}", four),
-                "x")
-                .tensors["t"]
-                .toF32()[0],
-            1.0f);
+  std::string tensor =
+      R"("t":{"dtype":"F32","shape":[1],"data_offsets":[0,4]})";
+  EXPECT_EQ(
+      parseSafetensors(
+          image("{" + tensor + ",\"__metadata__\":{" + crc + "}}", four), "x")
+          .tensors["t"]
+          .toF32()[0],
+      1.0f);
   // Without any checksum, as other tools write it: loads.
-  EXPECT_EQ(parseSafetensors(image("{" + tensor + "}", four), "x")
-                .tensors.size(),
-            1u);
+  EXPECT_EQ(
+      parseSafetensors(image("{" + tensor + "}", four), "x").tensors.size(),
+      1u);
   EXPECT_THAT(
-      parseError(image("{" + tensor + R"(,"u":{"dtype":"F32","shape":[0],)"
-                       R"("data_offsets":[4,4]},"__metadata__":{)" +
-                       crc + "}}",
+      parseError(image("{" + tensor +
+                           R"(,"u":{"dtype":"F32","shape":[0],)"
+                           R"("data_offsets":[4,4]},"__metadata__":{)" +
+                           crc + "}}",
                        four)),
       HasSubstr("tensor 'u' has no checksum though the file's other tensors"));
-  EXPECT_THAT(parseError(image("{" + tensor +
-                               R"(,"__metadata__":{"crc32c:t":"0x1234"}})",
-                               four)),
-              HasSubstr("tensor 't' has a malformed checksum '0x1234'"));
+  EXPECT_THAT(
+      parseError(image(
+          "{" + tensor + R"(,"__metadata__":{"crc32c:t":"0x1234"}})", four)),
+      HasSubstr("tensor 't' has a malformed checksum '0x1234'"));
   EXPECT_THAT(parseError(image("{" + tensor + R"(,"__metadata__":{)" + crc +
                                    R"(,"crc32c:v":"00000000"}})",
                                four)),

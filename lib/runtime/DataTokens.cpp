@@ -47,8 +47,6 @@ namespace {
 /// Files of up to this many tokens are checked whole at load.
 constexpr int64_t kScanLimit = int64_t(1) << 26;
 
-int64_t tokenAt(const MappedFile &file, int tokenBytes, int64_t index);
-
 /// Unmaps the pages that hold bytes [offset, offset + size) of the file
 /// from this process, rounded out to whole pages. The mapping is shared
 /// and read-only, so the page cache keeps them and a later read maps them
@@ -103,26 +101,15 @@ public:
   }
 
   /// Token `index` of the file.
-  int64_t id(int64_t index) const { return tokenAt(*file, tokenBytes, index); }
+  int64_t id(int64_t index) const {
+    return tokenAt(file->data(), tokenBytes, index);
+  }
 
 private:
   std::shared_ptr<const MappedFile> file;
   int tokenBytes;
   int64_t begin, windows, length, stride, offset, vocab;
 };
-
-/// Token `index` of a mapped file of `tokenBytes`-byte ids.
-int64_t tokenAt(const MappedFile &file, int tokenBytes, int64_t index) {
-  const uint8_t *p = file.data() + size_t(index) * size_t(tokenBytes);
-  if (tokenBytes == 2) {
-    uint16_t v;
-    std::memcpy(&v, p, 2);
-    return v;
-  }
-  uint32_t v;
-  std::memcpy(&v, p, 4);
-  return v;
-}
 
 /// One split's documents of a mapped token file, each a row of T values:
 /// inputs (offset 0) or their next-token labels (offset 1), padded past
@@ -150,7 +137,7 @@ public:
     const int64_t real = rowLength(row);
     const int64_t begin = index->begin(first + row) + offset;
     for (int64_t t = 0; t < real; ++t)
-      out[t] = tokenAt(*file, tokenBytes, begin + t);
+      out[t] = tokenAt(file->data(), tokenBytes, begin + t);
     unmapPages(*file, size_t(begin) * size_t(tokenBytes),
                size_t(real) * size_t(tokenBytes));
     std::fill(out + real, out + length, pad);

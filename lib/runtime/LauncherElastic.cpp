@@ -187,8 +187,7 @@ int64_t ElasticLaunch::checkpointStep() const {
   if (!isRegularFile(checkpointPath(dir, 0)) &&
       !isRegularFile(previousCheckpointPath(dir, 0)))
     return 0;
-  TensorFile file = readCheckpoint(dir, /*optimizerState=*/false);
-  return std::stoll(file.metadata.at("step"));
+  return readCheckpointStep(dir);
 }
 
 void ElasticLaunch::recordRecovery(int round, int lostRank, int64_t lastStep,

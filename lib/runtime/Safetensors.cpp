@@ -228,15 +228,14 @@ std::vector<int64_t> Tensor::toI64() const {
 
 namespace {
 
-// Parses the `size` bytes at `image`; with `mapped` (the file `image` lies
-// in), each tensor is a view into it rather than a copy.
-TensorFile
-parseImage(const uint8_t *image, size_t size, const std::string &name,
-           const std::shared_ptr<const support::MappedFile> &mapped) {
+// The JSON header of the `size` bytes at `image`, whose length goes into
+// `headerSize`.
+nlohmann::json parseHeader(const uint8_t *image, size_t size,
+                           const std::string &name, uint64_t &headerSize) {
   if (size < 8)
     throw Error(name + ": truncated safetensors file (" + std::to_string(size) +
                 " bytes)");
-  uint64_t headerSize = 0;
+  headerSize = 0;
   for (int i = 7; i >= 0; --i)
     headerSize = (headerSize << 8) | image[size_t(i)];
   if (headerSize > size - 8)
@@ -247,7 +246,35 @@ parseImage(const uint8_t *image, size_t size, const std::string &name,
                             /*allow_exceptions=*/false);
   if (header.is_discarded() || !header.is_object())
     throw Error(name + ": header is not a JSON object");
+  return header;
+}
 
+// The header's __metadata__ `entry`: the checksums (by tensor name) into
+// `checksums`, the rest into `metadata`.
+void readMetadata(const nlohmann::json &entry, const std::string &name,
+                  std::map<std::string, std::string> &metadata,
+                  std::map<std::string, std::string> &checksums) {
+  if (!entry.is_object())
+    throw Error(name + ": __metadata__ must be an object");
+  for (auto m = entry.begin(); m != entry.end(); ++m) {
+    if (!m.value().is_string())
+      throw Error(name + ": metadata value of '" + m.key() +
+                  "' must be a string");
+    if (m.key().compare(0, kChecksumPrefix.size(), kChecksumPrefix) == 0)
+      checksums[m.key().substr(kChecksumPrefix.size())] =
+          m.value().get<std::string>();
+    else
+      metadata[m.key()] = m.value().get<std::string>();
+  }
+}
+
+// Parses the `size` bytes at `image`; with `mapped` (the file `image` lies
+// in), each tensor is a view into it rather than a copy.
+TensorFile
+parseImage(const uint8_t *image, size_t size, const std::string &name,
+           const std::shared_ptr<const support::MappedFile> &mapped) {
+  uint64_t headerSize = 0;
+  nlohmann::json header = parseHeader(image, size, name, headerSize);
   const uint64_t dataSize = size - 8 - headerSize;
   const uint8_t *data = image + 8 + headerSize;
   TensorFile file;
@@ -257,18 +284,7 @@ parseImage(const uint8_t *image, size_t size, const std::string &name,
     const std::string &key = it.key();
     const nlohmann::json &entry = it.value();
     if (key == "__metadata__") {
-      if (!entry.is_object())
-        throw Error(name + ": __metadata__ must be an object");
-      for (auto m = entry.begin(); m != entry.end(); ++m) {
-        if (!m.value().is_string())
-          throw Error(name + ": metadata value of '" + m.key() +
-                      "' must be a string");
-        if (m.key().compare(0, kChecksumPrefix.size(), kChecksumPrefix) == 0)
-          checksums[m.key().substr(kChecksumPrefix.size())] =
-              m.value().get<std::string>();
-        else
-          file.metadata[m.key()] = m.value().get<std::string>();
-      }
+      readMetadata(entry, name, file.metadata, checksums);
       continue;
     }
     std::string where = name + ": tensor '" + key + "'";
@@ -329,6 +345,18 @@ TensorFile parseSafetensors(const std::vector<uint8_t> &bytes,
 TensorFile readSafetensors(const std::string &path) {
   auto mapped = std::make_shared<const support::MappedFile>(path);
   return parseImage(mapped->data(), mapped->size(), path, mapped);
+}
+
+std::map<std::string, std::string>
+readSafetensorsMetadata(const std::string &path) {
+  support::MappedFile mapped(path);
+  uint64_t headerSize = 0;
+  nlohmann::json header =
+      parseHeader(mapped.data(), mapped.size(), path, headerSize);
+  std::map<std::string, std::string> metadata, checksums;
+  if (header.contains("__metadata__"))
+    readMetadata(header["__metadata__"], path, metadata, checksums);
+  return metadata;
 }
 
 namespace {
@@ -506,16 +534,17 @@ void writeCheckpointFile(const std::string &path, const TensorFile &file) {
 
 namespace {
 
-/// The "step" and "stages" metadata of the checkpoint at `path`; -1 for
-/// what is missing or not a number, and for a path with no file.
+/// The "step" and "stages" metadata of the checkpoint at `path`, from its
+/// header alone; -1 for what is missing or not a number, and for a path
+/// with no file.
 std::pair<int64_t, int64_t> checkpointStepAt(const std::string &path) {
   if (::access(path.c_str(), F_OK) != 0)
     return {-1, -1};
-  TensorFile file = readSafetensors(path);
+  std::map<std::string, std::string> metadata = readSafetensorsMetadata(path);
   auto number = [&](const char *key) {
-    auto found = file.metadata.find(key);
+    auto found = metadata.find(key);
     int64_t n = -1;
-    if (found == file.metadata.end() || !cli::parseInteger(found->second, n))
+    if (found == metadata.end() || !cli::parseInteger(found->second, n))
       return int64_t(-1);
     return n;
   };
@@ -566,6 +595,16 @@ CommonStep findCommonStep(const std::string &dir) {
 }
 
 } // namespace
+
+int64_t readCheckpointStep(const std::string &dir) {
+  CommonStep common = findCommonStep(dir);
+  if (common.step >= 0)
+    return common.step;
+  int64_t step = checkpointStepAt(checkpointPath(dir, 0)).first;
+  if (step < 0)
+    throw Error(checkpointPath(dir, 0) + ": no checkpoint step");
+  return step;
+}
 
 TensorFile readCheckpoint(const std::string &dir, bool optimizerState,
                           std::string *olderStep) {

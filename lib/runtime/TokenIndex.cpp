@@ -86,18 +86,6 @@ uint64_t checksumOf(int64_t maxId, const int64_t *begins, const uint32_t *spans,
   return sum.value;
 }
 
-int64_t tokenAt(const uint8_t *data, int tokenBytes, int64_t index) {
-  const uint8_t *p = data + size_t(index) * size_t(tokenBytes);
-  if (tokenBytes == 2) {
-    uint16_t v;
-    std::memcpy(&v, p, 2);
-    return v;
-  }
-  uint32_t v;
-  std::memcpy(&v, p, 4);
-  return v;
-}
-
 /// Calls `visit(k, id)` for every token of the file in order, reading it
 /// sequentially and giving back the pages behind the scan, so that the
 /// resident set does not grow with the file.
@@ -267,6 +255,18 @@ std::vector<std::string> indexPaths(const std::string &path, int tokenBytes,
 }
 
 } // namespace
+
+int64_t tokenAt(const uint8_t *data, int tokenBytes, int64_t index) {
+  const uint8_t *p = data + size_t(index) * size_t(tokenBytes);
+  if (tokenBytes == 2) {
+    uint16_t v;
+    std::memcpy(&v, p, 2);
+    return v;
+  }
+  uint32_t v;
+  std::memcpy(&v, p, 4);
+  return v;
+}
 
 DocumentIndex::DocumentIndex(std::vector<int64_t> begins,
                              std::vector<uint32_t> spans, int64_t maxId)

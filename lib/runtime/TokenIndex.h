@@ -15,13 +15,13 @@
 // id, and the token file's size, inode and modification and change times
 // (ns; a write that restores the modification time still changes the
 // change time), so that a changed file is never read through a stale
-// index; and a checksum of the arrays. A saved index is used only when all of that matches and every
-// document lies inside the file in order; any other index is rebuilt by a
-// scan, never trusted. It is written to a temporary file and renamed into
-// place, so a rank never maps a half-written index while another writes
-// it (ranks that scan at once each write a whole one; the last rename
-// wins). A token file modified in the last 2 s gets no saved index, as its
-// modification time may not yet tell a later write from this one (Linux
+// index; and a checksum of the arrays. A saved index is used only when all of
+// that matches and every document lies inside the file in order; any other
+// index is rebuilt by a scan, never trusted. It is written to a temporary file
+// and renamed into place, so a rank never maps a half-written index while
+// another writes it (ranks that scan at once each write a whole one; the last
+// rename wins). A token file modified in the last 2 s gets no saved index, as
+// its modification time may not yet tell a later write from this one (Linux
 // stamps files with a clock of a few ms).
 //
 //===----------------------------------------------------------------------===//
@@ -40,6 +40,9 @@ class MappedFile;
 } // namespace dpc::support
 
 namespace dpc::runtime {
+
+/// Token `index` of the ids of `tokenBytes` (2 or 4) bytes at `data`.
+int64_t tokenAt(const uint8_t *data, int tokenBytes, int64_t index);
 
 /// The documents of a token file cut at an end-of-text id, those of at least
 /// 2 tokens: where each starts and its span, its tokens less one (the next-

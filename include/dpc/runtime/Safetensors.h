@@ -99,6 +99,11 @@ std::vector<uint8_t> serializeSafetensors(const TensorFile &file);
 /// final name.
 void writeSafetensors(const std::string &path, const TensorFile &file);
 
+/// The metadata of the safetensors file at `path` (its checksums left out),
+/// read from its header alone: no tensor is read or checked.
+std::map<std::string, std::string>
+readSafetensorsMetadata(const std::string &path);
+
 /// The checkpoint file of pipeline stage `stage` in a checkpoint directory.
 std::string checkpointPath(const std::string &dir, int stage);
 /// The stage's checkpoint before the newest one, beside it
@@ -126,6 +131,10 @@ void writeCheckpointFile(const std::string &path, const TensorFile &file);
 /// to a line that says so.
 TensorFile readCheckpoint(const std::string &dir, bool optimizerState,
                           std::string *olderStep = nullptr);
+
+/// The step readCheckpoint(`dir`) reads, from the files' headers alone.
+/// Throws Error when stage0 has no checkpoint with a step.
+int64_t readCheckpointStep(const std::string &dir);
 
 } // namespace dpc::runtime
 
